@@ -1,0 +1,60 @@
+"""Event kinds of the trace format, one per model action (plus a few informational kinds).
+
+Every kind maps to the name of the function in ``model.actions`` that the conformance job
+replays it through, or to ``None`` for informational events the model does not describe
+(they are validated and ordered, but not replayed).  Keep this table, ``traces/SCHEMA.md``
+and ``model.actions.ACTIONS`` in step: tests hold them together.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Kind(NamedTuple):
+    name: str
+    model_action: str | None  # name in model.actions, or None if informational
+    scope: str  # "cluster" (affects every partition) or "partition"
+    meaning: str
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in [
+        # -- broker lifecycle and ZooKeeper sessions (cluster-level) --
+        Kind("broker_crash", "broker_crash", "cluster", "broker process died (kill -9); its ZK session ends"),
+        Kind("broker_restart", "broker_restart", "cluster", "broker started and registered /brokers/ids/N (new broker epoch = czxid); startup recovery from ZK (seed 000 E)"),
+        Kind("broker_pause", "broker_pause", "cluster", "broker frozen (SIGSTOP / GC pause); its ZK session expires while it is frozen"),
+        Kind("broker_resume", "broker_resume", "cluster", "a paused broker runs again, still believing its old state"),
+        Kind("broker_reregister", "broker_reregister", "cluster", "a resumed/expired broker opened a new ZK session and re-created /brokers/ids/N"),
+        # -- controller (cluster-level) --
+        Kind("controller_elect", "controller_elect", "cluster", "broker created /controller and bumped /controller_epoch (seed 002); sends INIT LeaderAndISR"),
+        Kind("controller_resign", "controller_resign", "cluster", "a broker stopped acting as controller (its epoch is stale or it lost its session)"),
+        # -- controller per partition --
+        Kind("elect_leader", "elect_leader", "partition", "controller wrote leader/leader_epoch/isr conditionally on zk_version (seed 000 A 3.3 / init_leaders) and sent LeaderAndISR"),
+        # -- broker acting on controller requests (seed 000 C) --
+        Kind("become_leader", "become_leader", "partition", "broker accepted a LeaderAndISR naming it leader"),
+        Kind("become_follower", "become_follower", "partition", "broker accepted a LeaderAndISR naming another leader; truncation per configuration"),
+        Kind("reject_leader_and_isr", "reject_leader_and_isr", "partition", "broker refused a LeaderAndISR with a stale controller epoch or leader epoch"),
+        Kind("truncate", "truncate", "partition", "follower truncated its log after an epoch lookup at the leader (KIP-101/279/320)"),
+        # -- replication (seed 000 G) --
+        Kind("produce", "produce", "partition", "leader appended a client record in its current leader epoch"),
+        Kind("send_fetch", "send_fetch", "partition", "follower sent a fetch request from its LEO"),
+        Kind("handle_fetch", "handle_fetch", "partition", "leader recorded the follower's LEO, advanced HW = min LEO of ISR, answered with records and HW"),
+        Kind("receive_fetch", "receive_fetch", "partition", "follower appended the fetched records and took the leader's HW"),
+        Kind("shrink_isr", "shrink_isr", "partition", "leader removed a lagging follower from the ISR by a conditional ZK update"),
+        Kind("expand_isr", "expand_isr", "partition", "leader added a caught-up follower to the ISR by a conditional ZK update"),
+        Kind("isr_update_failed", "isr_update_failed", "partition", "leader's conditional ISR update failed (zk_version moved): it stops acting as leader"),
+        # -- informational: recorded, validated, ordered, not replayed --
+        Kind("stop_replica", None, "partition", "broker stopped (and possibly deleted) a replica on StopReplica"),
+        Kind("update_metadata", None, "cluster", "broker applied an UpdateMetadata request"),
+        Kind("topic_created", None, "cluster", "controller initialised a new topic's partitions"),
+        Kind("topic_deleted", None, "cluster", "controller finished deleting a topic"),
+        Kind("partitions_added", None, "cluster", "controller added partitions to a topic"),
+        Kind("partitions_removed", None, "cluster", "controller removed partitions from a topic"),
+        Kind("reassignment", None, "partition", "reassignment agent state change (INIT / IN_PROGRESS / done)"),
+        Kind("consumer_fetch", None, "partition", "leader served a consumer fetch (empty between HW and LEO)"),
+        Kind("request_rejected", None, "cluster", "a request was rejected with an error code"),
+        Kind("note", None, "cluster", "free-form harness annotation (fault injected, etc.)"),
+    ]
+}
