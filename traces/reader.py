@@ -1,0 +1,178 @@
+"""Read trace files (JSON Lines, gzip'd JSON Lines, Parquet) into validated events.
+
+Bad data never raises: every record that is not a valid event comes back as a
+``Quarantined`` entry with its file, line and a reason whose first word is one of
+``traces.schema.REASONS``.  The Spark job decodes file bytes with the same ``iter_file``
+function, so the plain reader and the job accept and reject exactly the same records.
+
+Every event is returned as the schema's dict plus two source fields, ``_file`` and
+``_line`` (1-based line of a JSON Lines file, 1-based row of a Parquet file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from traces.schema import FIELDS, decode_line, normalize, validate
+
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".gz", ".parquet")
+"""Files picked up when a *directory* is given (explicit file paths are read whatever their name)."""
+TRACE_GLOB = "*.{jsonl,ndjson,json,gz,parquet}"
+"""The same set as a Hadoop glob, for Spark's ``pathGlobFilter``."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
+_RAW_KEEP = 300  # characters of a quarantined record kept for the report
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    file: str
+    line: int
+    reason: str
+    raw: str
+
+
+@dataclass
+class ReadResult:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    quarantined: list[Quarantined] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+Record = tuple[int, dict[str, Any] | None, str | None, str]
+"""(line, event or None, quarantine reason or None, raw text)."""
+
+
+def iter_file(name: str, data: bytes) -> Iterator[Record]:
+    """Decode one file's bytes, yielding every record in file order.  Never raises."""
+    if data[:4] == _PARQUET_MAGIC or name.endswith(".parquet"):
+        yield from _iter_parquet(data)
+        return
+    if data[:2] == _GZIP_MAGIC:
+        text, torn = _gunzip(data)
+    else:
+        text, torn = data, None
+    lines = text.split(b"\n")
+    last = len(lines)
+    if torn is None and lines and lines[-1] == b"":
+        last -= 1  # the newline ending the last line
+    for i in range(last):
+        raw_bytes = lines[i].rstrip(b"\r")
+        if torn is not None and i == len(lines) - 1:
+            raw = raw_bytes.decode("utf-8", "replace")
+            yield i + 1, None, f"torn_gzip: {torn}", raw[:_RAW_KEEP]
+            return
+        if not raw_bytes.strip():
+            continue  # blank lines are not records
+        try:
+            raw = raw_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            yield i + 1, None, "bad_json: line is not UTF-8", raw_bytes[:_RAW_KEEP].decode("utf-8", "replace")
+            continue
+        event, reason = decode_line(raw)
+        yield i + 1, event, reason, raw if event is not None else raw[:_RAW_KEEP]
+
+
+def _gunzip(data: bytes) -> tuple[bytes, str | None]:
+    """Decompress every gzip member; on damage keep what decompressed and say why."""
+    out: list[bytes] = []
+    pos = 0
+    chunk = 1 << 16
+    while pos < len(data):
+        d = zlib.decompressobj(wbits=31)
+        try:
+            while pos < len(data) and not d.eof:
+                piece = data[pos : pos + chunk]
+                out.append(d.decompress(piece))
+                pos += len(piece)
+            out.append(d.flush())
+        except zlib.error as exc:
+            return b"".join(out), f"corrupt gzip data ({exc})"
+        if not d.eof:
+            return b"".join(out), "gzip stream ends before its end marker (truncated file)"
+        pos -= len(d.unused_data)
+        if data[pos : pos + 2] != _GZIP_MAGIC:
+            if data[pos:].strip(b"\x00"):
+                return b"".join(out), "trailing garbage after the gzip stream"
+            break
+    return b"".join(out), None
+
+
+def _iter_parquet(data: bytes) -> Iterator[Record]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(pa.BufferReader(data))
+        rows = table.to_pylist()
+    except Exception as exc:  # any decoding failure of the file as a whole
+        yield 0, None, f"unreadable_file: not a readable Parquet file ({type(exc).__name__}: {exc})"[:300], ""
+        return
+    for i, row in enumerate(rows):
+        obj = {k: v for k, v in row.items() if not (v is None and k in ("zxid", "topic", "partition", "ts", "post"))}
+        bad = None
+        for key in ("params", "post"):
+            if isinstance(obj.get(key), str):
+                try:
+                    obj[key] = json.loads(obj[key])
+                except ValueError:
+                    bad = f"bad_json: column {key} is not JSON text"
+        raw = json.dumps(row, default=str, separators=(",", ":"))
+        reason = bad or validate(obj)
+        if reason:
+            yield i + 1, None, reason, raw[:_RAW_KEEP]
+        else:
+            normalize(obj)
+            yield i + 1, obj, None, json.dumps(obj, separators=(",", ":"))
+
+
+def list_trace_files(path: str | os.PathLike[str]) -> list[Path]:
+    """A file as itself; a directory as its trace files, recursively, in name order."""
+    p = Path(path)
+    if p.is_dir():
+        return sorted(
+            f
+            for f in p.rglob("*")
+            if f.is_file()
+            and f.name.endswith(TRACE_SUFFIXES)
+            and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+        )
+    if p.is_file():
+        return [p]
+    raise FileNotFoundError(f"no such trace file or directory: {path}")
+
+
+def read_traces(paths: Iterable[str | os.PathLike[str]]) -> ReadResult:
+    """Read files and directories; events in file order with ``_file`` and ``_line`` added.
+
+    Raises ``FileNotFoundError`` for a path that does not exist (that is a usage error, not
+    bad data); everything wrong *inside* the files is quarantined.
+    """
+    result = ReadResult()
+    for path in paths:
+        for f in list_trace_files(path):
+            name = str(f)
+            result.files.append(name)
+            try:
+                data = f.read_bytes()
+            except OSError as exc:
+                result.quarantined.append(Quarantined(name, 0, f"unreadable_file: {exc}", ""))
+                continue
+            for line, event, reason, raw in iter_file(name, data):
+                if event is None:
+                    result.quarantined.append(Quarantined(name, line, reason or "", raw))
+                else:
+                    event["_file"] = name
+                    event["_line"] = line
+                    result.events.append(event)
+    return result
+
+
+FIELD_NAMES = tuple(f.name for f in FIELDS)
