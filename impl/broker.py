@@ -1,0 +1,823 @@
+"""A broker process: ``python -m impl.broker --broker-id N --port P --zookeeper H:P ...``.
+
+It implements seed 000 sections C (acting on LeaderAndISR / StopReplica), E (startup), G
+(replica fetching, HW, ISR maintenance) and question 7 (consumer reads between HW and LEO),
+serves the binary protocol of :mod:`impl.wire` on an asyncio TCP server, registers
+``/brokers/ids/N`` (its czxid is the broker epoch, seed 003) and runs a
+:class:`impl.controller.Controller` that campaigns for ``/controller`` (seed 002).
+
+Threads: the asyncio loop (main thread) owns every :class:`impl.replica.Replica`; blocking
+ZooKeeper calls from it go to the default executor.  kazoo's threads only enqueue work.
+The controller has its own thread and talks to this broker over TCP like to any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooState
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from impl import zk as zkl
+from impl.config import BrokerConfig
+from impl.controller import Controller
+from impl.log import PartitionLog, Record
+from impl.replica import FOLLOWER, LEADER, NONE, PartitionState, Replica
+from impl.tracing import open_recorder
+from impl.truncation import epoch_truncation_point, normalise_rule
+from impl.wire import (
+    API_VERSIONS,
+    ApiKey,
+    AsyncConnection,
+    BlockingConnection,
+    ErrorCode,
+    ProtocolError,
+    decode_request_body,
+    decode_request_header,
+    encode_response,
+    read_frame,
+)
+
+TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+class RequestError(Exception):
+    def __init__(self, code: ErrorCode, message: str = "", body: dict[str, Any] | None = None):
+        super().__init__(message or code.name)
+        self.code, self.body = code, body or {}
+
+
+def _records_to_wire(records: list[Record]) -> list[list[Any]]:
+    return [[r.offset, r.leader_epoch, r.value] for r in records]
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.id = config.broker_id
+        self.rule = normalise_rule(config.truncation)
+        self.recorder = open_recorder(config.data_dir, config.run_id, self.id)
+        self.replicas: dict[tuple[str, int], Replica] = {}
+        self.broker_epoch = -1
+        self.controller_epoch = -1
+        self.endpoints: dict[int, tuple[str, int]] = {}
+        self.metadata: dict[str, Any] = {"brokers": {}, "topics": {}, "controller_id": -1,
+                                         "controller_epoch": -1}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.zk = zkl.connect(config.zookeeper, session_timeout=config.zk_session_timeout_s)
+        zkl.ensure_layout(self.zk)
+        self._session_lost = False
+        self.zk.add_listener(self._on_zk_state)
+        self.controller = Controller(self)
+        self.stopping = False
+
+    # -- ZooKeeper session ------------------------------------------------------------------
+    def _on_zk_state(self, state: str) -> None:
+        """kazoo thread: never block here."""
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self.controller.on_session_trouble(state)
+            if state == KazooState.LOST:
+                self._session_lost = True
+        elif state == KazooState.CONNECTED:
+            lost, self._session_lost = self._session_lost, False
+            threading.Thread(target=self._after_reconnect, args=(lost,), daemon=True).start()
+
+    def _after_reconnect(self, session_was_lost: bool) -> None:
+        if self.stopping:
+            return
+        if session_was_lost:
+            try:
+                self.register(reregister=True)
+            except Exception:  # noqa: BLE001 - next reconnect retries
+                traceback.print_exc()
+        self.controller.on_reconnected()
+
+    def register(self, reregister: bool = False) -> None:
+        """Create ``/brokers/ids/N`` (ephemeral); its czxid is the broker epoch (seed 003)."""
+        path = zkl.broker_path(self.id)
+        value = zkl.encode({"host": self.config.host, "port": self.config.port, "version": 1})
+        deadline = time.monotonic() + 4 * self.config.zk_session_timeout_s + 10
+        while True:
+            try:
+                self.zk.create(path, value, ephemeral=True, makepath=True)
+                break
+            except NodeExistsError:
+                # a previous incarnation's session has not expired yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        stat = self.zk.exists(path)
+        assert stat is not None
+        self.broker_epoch = stat.czxid
+        kind = "broker_reregister" if reregister else "broker_restart"
+        self.recorder.emit(kind, zxid=stat.czxid,
+                           params={"broker": self.id, "broker_epoch": stat.czxid})
+
+    # -- seed 000 E: startup ------------------------------------------------------------------
+    def load_local_replicas(self) -> None:
+        """Open every local log; delete partitions no longer assigned here (E.4, question 5)."""
+        assigned: set[tuple[str, int]] = set()
+        for topic in self.zk.get_children(zkl.TOPICS):
+            data, _ = self.zk.get(zkl.topic_path(topic))
+            parts = (zkl.decode(data) or {}).get("partitions", {})
+            for p, reps in parts.items():
+                if self.id in reps:
+                    assigned.add((topic, int(p)))
+        self.config.log_dir.mkdir(parents=True, exist_ok=True)
+        for d in sorted(self.config.log_dir.iterdir()):
+            topic, _, p = d.name.rpartition("-")
+            if not d.is_dir() or not p.isdigit():
+                continue
+            key = (topic, int(p))
+            log = PartitionLog.open(d, self.config.segment_bytes)
+            if key not in assigned:
+                log.delete()
+                self.recorder.emit("stop_replica", topic=topic, partition=int(p),
+                                   params={"delete": True, "reason": "not_assigned_at_startup"})
+                continue
+            self.replicas[key] = Replica(topic, int(p), self.id, log, self.recorder)
+
+    def replica(self, topic: str, partition: int, create: bool = False) -> Replica:
+        key = (topic, partition)
+        r = self.replicas.get(key)
+        if r is None:
+            if not create:
+                raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            log = PartitionLog.open(self.config.log_dir / f"{topic}-{partition}",
+                                    self.config.segment_bytes)
+            r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder)
+        return r
+
+    # -- the server -----------------------------------------------------------------------------
+    async def serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.load_local_replicas()
+        server = await asyncio.start_server(self._connection, self.config.host, self.config.port)
+        await self.loop.run_in_executor(None, self.register)
+        self.controller.start()
+        checker = asyncio.create_task(self._isr_checker())
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, stop.set)
+        print(f"broker {self.id} listening on {self.config.host}:{self.config.port}", flush=True)
+        await stop.wait()
+        self.stopping = True
+        await self._controlled_shutdown()
+        checker.cancel()
+        server.close()
+        for r in self.replicas.values():
+            r.stop_fetcher()
+            r.log.close()
+        self.controller.stop()
+        await self.loop.run_in_executor(None, self.zk.stop)
+        self.zk.close()
+        self.recorder.close()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    payload = await read_frame(reader, self.config.max_frame)
+                except ProtocolError as exc:
+                    writer.write(encode_response(-1, self.recorder.tick(), exc.code,
+                                                 {"message": str(exc)}))
+                    await writer.drain()
+                    return
+                if payload is None:
+                    return
+                try:
+                    api_key, version, cid, clock = decode_request_header(payload)
+                except ProtocolError as exc:
+                    writer.write(encode_response(-1, 0, exc.code, {"message": str(exc)}))
+                    await writer.drain()
+                    return
+                try:
+                    api = ApiKey(api_key)
+                    if version > API_VERSIONS[api] or version < 0:
+                        raise RequestError(ErrorCode.UNSUPPORTED_VERSION)
+                    body = decode_request_body(payload)
+                except ValueError:
+                    writer.write(encode_response(cid, 0, ErrorCode.INVALID_REQUEST,
+                                                 {"message": f"unknown api key {api_key}"}))
+                    await writer.drain()
+                    return
+                except ProtocolError as exc:
+                    writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}))
+                    await writer.drain()
+                    return
+                except RequestError as exc:
+                    writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}))
+                    await writer.drain()
+                    continue
+                self.recorder.observe(clock)
+                error, rbody = ErrorCode.NONE, {}
+                try:
+                    result = await self.handle(api, body)
+                    if result is None:  # acks=0 produce: no response at all
+                        continue
+                    rbody = result
+                except RequestError as exc:
+                    error, rbody = exc.code, dict(exc.body, message=str(exc))
+                except (KeyError, TypeError, ValueError) as exc:
+                    error, rbody = ErrorCode.INVALID_REQUEST, {"message": f"bad request: {exc!r}"}
+                except Exception as exc:  # noqa: BLE001 - answer, keep serving
+                    traceback.print_exc()
+                    error, rbody = ErrorCode.UNKNOWN_SERVER_ERROR, {"message": repr(exc)}
+                writer.write(encode_response(cid, self.recorder.tick(), error, rbody))
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass  # the broker is shutting down
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def handle(self, api: ApiKey, body: dict[str, Any]) -> dict[str, Any] | None:
+        handlers = {
+            ApiKey.LEADER_AND_ISR: self.on_leader_and_isr,
+            ApiKey.STOP_REPLICA: self.on_stop_replica,
+            ApiKey.UPDATE_METADATA: self.on_update_metadata,
+            ApiKey.FETCH: self.on_fetch,
+            ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.on_offsets_for_leader_epoch,
+            ApiKey.PRODUCE: self.on_produce,
+            ApiKey.METADATA: self.on_metadata,
+            ApiKey.CONTROLLED_SHUTDOWN: self.on_controlled_shutdown,
+            ApiKey.CREATE_TOPICS: self.on_create_topics,
+            ApiKey.DELETE_TOPICS: self.on_delete_topics,
+            ApiKey.CREATE_PARTITIONS: self.on_create_partitions,
+            ApiKey.REMOVE_PARTITIONS: self.on_remove_partitions,
+            ApiKey.REASSIGN_PARTITIONS: self.on_reassign_partitions,
+            ApiKey.ELECT_PREFERRED: self.on_elect_preferred,
+        }
+        return await handlers[api](body)
+
+    # -- seed 000 C: control requests --------------------------------------------------------
+    def _check_control(self, body: dict[str, Any], kind: str, entries: list[dict[str, Any]]) -> None:
+        cepoch = int(body["controller_epoch"])
+        reason = None
+        if cepoch < self.controller_epoch:
+            reason, code = "stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH
+        elif -1 < int(body.get("broker_epoch", -1)) < self.broker_epoch:
+            reason, code = "stale_broker_epoch", ErrorCode.STALE_BROKER_EPOCH
+        if reason is None:
+            self.controller_epoch = cepoch
+            return
+        for e in entries:
+            if kind == "leader_and_isr":
+                self.recorder.emit("reject_leader_and_isr", topic=e["topic"],
+                                   partition=int(e["partition"]),
+                                   params={"reason": reason, "leader_epoch": int(e["leader_epoch"]),
+                                           "controller_epoch": cepoch})
+        self.recorder.emit("request_rejected", params={"api": kind, "reason": reason,
+                                                       "controller_epoch": cepoch,
+                                                       "known_controller_epoch": self.controller_epoch})
+        raise RequestError(code, reason)
+
+    async def on_leader_and_isr(self, body: dict[str, Any]) -> dict[str, Any]:
+        entries = list(body["partitions"])
+        self._check_control(body, "leader_and_isr", entries)
+        for bid, (host, port) in dict(body.get("leaders", {})).items():
+            self.endpoints[int(bid)] = (str(host), int(port))
+        cepoch = int(body["controller_epoch"])
+        results = []
+        for e in entries:
+            st = PartitionState.from_wire(e, cepoch)
+            if self.id not in st.replicas:
+                continue
+            r = self.replica(st.topic, st.partition, create=True)  # 2.0 startReplica
+            if st.leader_epoch < r.leader_epoch:
+                r.emit("reject_leader_and_isr", {"reason": "stale_leader_epoch",
+                                                 "leader_epoch": st.leader_epoch,
+                                                 "controller_epoch": cepoch})
+                results.append([st.topic, st.partition, int(ErrorCode.FENCED_LEADER_EPOCH)])
+                continue
+            if st.leader_epoch == r.leader_epoch and r.role != NONE and r.leader == st.leader:
+                # the same decision again (INIT after failover, reassignment's AR+RAR): no
+                # transition; only the assigned replicas may have grown
+                r.replicas = list(st.replicas)
+                if st.zk_version > r.zk_version:
+                    r.zk_version, r.isr = st.zk_version, set(st.isr)
+                results.append([st.topic, st.partition, 0])
+                continue
+            if st.leader == self.id:
+                r.become_leader(st)
+            else:
+                r.become_follower(st, self.rule)
+                if st.leader >= 0:
+                    r.fetcher = asyncio.create_task(self._fetcher(r, st.leader, st.leader_epoch))
+            results.append([st.topic, st.partition, 0])
+        if body.get("init"):
+            # C.3: with INIT, delete every local partition the controller did not mention
+            keep = {(str(e["topic"]), int(e["partition"])) for e in entries}
+            for key in [k for k in self.replicas if k not in keep]:
+                self._stop_replica(key, delete=True, reason="not_in_init")
+        return {"partitions": results}
+
+    def _stop_replica(self, key: tuple[str, int], delete: bool, reason: str) -> None:
+        r = self.replicas.get(key)
+        if r is None:
+            if delete:  # nothing open, but a directory may exist
+                d = self.config.log_dir / f"{key[0]}-{key[1]}"
+                if d.exists():
+                    PartitionLog.open(d).delete()
+            return
+        r.stop()
+        if delete:
+            r.log.delete()
+            del self.replicas[key]
+        self.recorder.emit("stop_replica", topic=key[0], partition=key[1],
+                           params={"delete": delete, "reason": reason})
+
+    async def on_stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._check_control(body, "stop_replica", [])
+        for t, p in body["partitions"]:
+            self._stop_replica((str(t), int(p)), bool(body.get("delete")), "stop_replica")
+        return {}
+
+    async def on_update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._check_control(body, "update_metadata", [])
+        self.metadata = {"brokers": body["brokers"], "topics": body["topics"],
+                         "controller_id": int(body["controller_id"]),
+                         "controller_epoch": int(body["controller_epoch"])}
+        for bid, (host, port) in dict(body["brokers"]).items():
+            self.endpoints[int(bid)] = (str(host), int(port))
+        self.recorder.emit("update_metadata", params={
+            "controller_epoch": int(body["controller_epoch"]),
+            "brokers": sorted(int(b) for b in body["brokers"]),
+            "topics": sorted(body["topics"])})
+        return {}
+
+    async def on_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.metadata
+
+    # -- seed 000 G: the leader side of replication ------------------------------------------
+    def _leader(self, topic: str, partition: int) -> Replica:
+        r = self.replica(topic, partition)
+        if r.role != LEADER:
+            raise RequestError(ErrorCode.NOT_LEADER, body={"leader": r.leader})
+        return r
+
+    async def on_offsets_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
+        r = self._leader(str(body["topic"]), int(body["partition"]))
+        current = int(body.get("current_leader_epoch", -1))
+        if current >= 0 and current != r.leader_epoch:
+            raise RequestError(ErrorCode.FENCED_LEADER_EPOCH if current < r.leader_epoch
+                               else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        epoch = int(body["leader_epoch"])
+        if epoch == r.leader_epoch:
+            return {"leader_epoch": epoch, "end_offset": r.leo}
+        found, end = r.log.epochs.end_offset_for(epoch, r.leo)
+        return {"leader_epoch": found, "end_offset": end}
+
+    async def on_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic, partition = str(body["topic"]), int(body["partition"])
+        replica_id = int(body.get("replica_id", -1))
+        offset = int(body["fetch_offset"])
+        max_records = max(0, min(int(body.get("max_records", 500)), 5000))
+        max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
+        r = self._leader(topic, partition)
+        epoch = r.leader_epoch
+        if replica_id < 0:
+            return await self._consumer_fetch(r, offset, max_records, max_wait)
+        fenced_epoch = int(body.get("leader_epoch", -1))
+        if fenced_epoch >= 0 and fenced_epoch != r.leader_epoch:  # KIP-320 fencing
+            raise RequestError(ErrorCode.FENCED_LEADER_EPOCH if fenced_epoch < r.leader_epoch
+                               else ErrorCode.UNKNOWN_LEADER_EPOCH,
+                               body={"leader_epoch": r.leader_epoch})
+        if offset > r.leo or offset < 0:
+            raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
+        leo_changed = r.record_follower_fetch(replica_id, offset, time.monotonic())
+        if r.can_join_isr(replica_id, self.rule == "kip320"):
+            self._spawn_isr_update(r, set(r.isr) | {replica_id}, replica_id, "expand_isr")
+        hw_changed = r.maybe_advance_hw()
+        if hw_changed:
+            r.notify()
+        records = r.log.read(offset, max_records)
+        known_hw = int(body.get("hw", -1))
+        if not records and not hw_changed and not leo_changed and known_hw == r.hw and max_wait:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(r.changed().wait(), max_wait)
+            if r.role != LEADER or r.leader_epoch != epoch:
+                raise RequestError(ErrorCode.NOT_LEADER, body={"leader": r.leader})
+            records = r.log.read(offset, max_records)
+        if records or hw_changed or leo_changed:
+            r.emit("handle_fetch", {"follower": replica_id, "fetch_offset": offset,
+                                    "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
+                                    "records": len(records), "error": 0},
+                   {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
+        return {"records": _records_to_wire(records), "hw": r.hw, "leo": r.leo,
+                "leader_epoch": r.leader_epoch}
+
+    async def _consumer_fetch(self, r: Replica, offset: int, max_records: int,
+                              max_wait: float) -> dict[str, Any]:
+        """Question 7: empty between HW and LEO; OFFSET_OUT_OF_RANGE only beyond the LEO."""
+        if offset > r.leo or offset < 0:
+            raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
+        if offset >= r.hw and max_wait:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(r.changed().wait(), max_wait)
+        records = r.log.read(offset, max_records, upto=r.hw)
+        if records:
+            r.emit("consumer_fetch", {"fetch_offset": offset, "records": len(records)},
+                   {"hw": r.hw, "leo": r.leo})
+        return {"records": _records_to_wire(records), "hw": r.hw, "leo": r.leo,
+                "leader_epoch": r.leader_epoch}
+
+    async def on_produce(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        acks = int(body.get("acks", -1))
+        r = self._leader(str(body["topic"]), int(body["partition"]))
+        values = [bytes(v) if not isinstance(v, str) else v.encode() for v in body["values"]]
+        if not values:
+            raise RequestError(ErrorCode.INVALID_REQUEST, "no values")
+        if acks == -1 and len(r.isr) < self.config.min_insync_replicas:
+            raise RequestError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                               f"ISR {sorted(r.isr)} smaller than min.insync.replicas "
+                               f"{self.config.min_insync_replicas}")
+        epoch = r.leader_epoch
+        last = None
+        for v in values:
+            last = r.append(v)
+        assert last is not None
+        if r.maybe_advance_hw():
+            pass
+        r.notify()
+        base = last.offset - len(values) + 1
+        if acks == 0:
+            return None
+        if acks == 1:
+            return {"base_offset": base, "leader_epoch": epoch}
+        deadline = time.monotonic() + max(0.0, int(body.get("timeout_ms", 5000)) / 1000)
+        while True:
+            if r.role != LEADER or r.leader_epoch != epoch:
+                raise RequestError(ErrorCode.NOT_LEADER, "leadership lost before commit",
+                                   body={"leader": r.leader})
+            if r.hw > last.offset:
+                return {"base_offset": base, "leader_epoch": epoch}
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestError(ErrorCode.REQUEST_TIMED_OUT, "not committed in time")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(r.changed().wait(), remaining)
+
+    # -- ISR maintenance through a conditional ZooKeeper update ------------------------------
+    async def _isr_checker(self) -> None:
+        lag_s = self.config.replica_lag_time_ms / 1000
+        while True:
+            await asyncio.sleep(max(0.05, lag_s / 4))
+            now = time.monotonic()
+            for r in list(self.replicas.values()):
+                if r.role != LEADER or r.isr_update_in_flight:
+                    continue
+                lagging = r.out_of_sync_followers(now, lag_s, self.config.replica_lag_max_messages)
+                if lagging:
+                    self._spawn_isr_update(r, set(r.isr) - lagging, min(lagging), "shrink_isr")
+
+    def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+        if r.isr_update_in_flight:
+            return
+        r.isr_update_in_flight = True
+        asyncio.create_task(self._update_isr(r, new_isr, follower, kind))
+
+    async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+        epoch, expected = r.leader_epoch, r.zk_version
+        state = zkl.LeaderAndIsr(self.id, epoch, tuple(sorted(new_isr)), r.controller_epoch)
+        path = zkl.leader_and_isr_path(r.topic, r.partition)
+        assert self.loop is not None
+        try:
+            stat = await self.loop.run_in_executor(
+                None, lambda: self.zk.set_data(path, state.to_json(), version=expected))
+        except (BadVersionError, NoNodeError):
+            if r.role == LEADER and r.leader_epoch == epoch:
+                r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)})
+                r.step_down()
+            r.isr_update_in_flight = False
+            return
+        except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
+            r.isr_update_in_flight = False
+            return
+        r.isr_update_in_flight = False
+        if r.role != LEADER or r.leader_epoch != epoch:
+            return
+        r.isr = set(new_isr)
+        r.zk_version = stat.version
+        r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
+               {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
+        if r.maybe_advance_hw():
+            pass
+        r.notify()
+        with contextlib.suppress(Exception):
+            await self.loop.run_in_executor(None, lambda: self.zk.create(
+                f"{zkl.ISR_CHANGE}/change-", zkl.encode([[r.topic, r.partition]]), sequence=True))
+
+    # -- seed 000 G: the follower's ReplicaFetcherThread -------------------------------------
+    async def _fetcher(self, r: Replica, leader: int, epoch: int) -> None:
+        conn: AsyncConnection | None = None
+        sent: tuple[int, int] | None = None
+        backoff = 0.05
+        try:
+            while r.role == FOLLOWER and r.leader == leader and r.leader_epoch == epoch:
+                try:
+                    if conn is None:
+                        host, port = self.endpoints[leader]
+                        conn = await AsyncConnection.open(host, port)
+                    if r.needs_epoch_lookup:
+                        await self._truncate_by_epoch(r, conn, leader, epoch)
+                        continue
+                    offset = r.leo
+                    if sent != (offset, r.hw):
+                        r.emit("send_fetch", {"leader": leader, "fetch_offset": offset,
+                                              "leader_epoch": epoch},
+                               {"hw": r.hw, "leo": r.leo})
+                        sent = (offset, r.hw)
+                    body = {"replica_id": self.id, "topic": r.topic, "partition": r.partition,
+                            "fetch_offset": offset, "hw": r.hw, "max_records": 1000,
+                            "max_wait_ms": self.config.fetch_max_wait_ms,
+                            "leader_epoch": epoch if self.rule == "kip320" else -1}
+                    error, clock, resp = await conn.request(
+                        ApiKey.FETCH, body, self.recorder.tick(),
+                        timeout=self.config.fetch_max_wait_ms / 1000 + 3)
+                    self.recorder.observe(clock)
+                    if r.role != FOLLOWER or r.leader_epoch != epoch:
+                        return
+                    if error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        await self._handle_out_of_range(r, leader, int(resp.get("leo", 0)))
+                        continue
+                    if error != ErrorCode.NONE:
+                        # NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH: wait for the controller
+                        await asyncio.sleep(backoff)
+                        backoff = min(1.0, backoff * 2)
+                        continue
+                    backoff = 0.05
+                    self._apply_fetched(r, leader, offset, resp)
+                except (OSError, ConnectionError, ProtocolError, TimeoutError, KeyError):
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    await asyncio.sleep(backoff)
+                    backoff = min(1.0, backoff * 2)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _apply_fetched(self, r: Replica, leader: int, offset: int, resp: dict[str, Any]) -> None:
+        records = [Record(int(o), int(e), bytes(v)) for o, e, v in resp["records"]]
+        appended = []
+        for rec in records:
+            if rec.offset != r.leo:
+                break
+            r.log.append_replicated(rec)
+            appended.append(rec)
+        new_hw = min(int(resp["hw"]), r.leo)
+        hw_changed = new_hw != r.hw
+        if hw_changed:
+            r.log.set_hw(new_hw)
+        if appended or hw_changed:
+            r.emit("receive_fetch", {
+                "leader": leader, "fetch_offset": offset, "leader_epoch": r.leader_epoch,
+                "records": [[x.offset, x.leader_epoch, x.value.decode("utf-8", "replace")]
+                            for x in appended],
+                "leader_hw": int(resp["hw"]), "error": 0})
+            r.notify()
+
+    async def _truncate_by_epoch(self, r: Replica, conn: AsyncConnection, leader: int,
+                                 epoch: int) -> None:
+        """KIP-101/279/320: ask the leader where our latest epoch ends, truncate there."""
+        requested = r.log.epochs.latest_epoch()
+        if r.leo == 0 or requested < 0:
+            r.needs_epoch_lookup = False
+            return
+        error, clock, resp = await conn.request(
+            ApiKey.OFFSETS_FOR_LEADER_EPOCH,
+            {"topic": r.topic, "partition": r.partition, "leader_epoch": requested,
+             "current_leader_epoch": epoch, "replica_id": self.id},
+            self.recorder.tick(), timeout=5)
+        self.recorder.observe(clock)
+        if r.role != FOLLOWER or r.leader_epoch != epoch:
+            return
+        if error != ErrorCode.NONE:
+            await asyncio.sleep(0.1)
+            return
+        point = epoch_truncation_point(r.log.epochs, r.leo, requested,
+                                       int(resp["leader_epoch"]), int(resp["end_offset"]))
+        r.log.truncate_to(point)
+        r.needs_epoch_lookup = False
+        r.emit("truncate", {"leader": leader, "truncated_to": point,
+                            "requested_epoch": requested,
+                            "leader_epoch_found": int(resp["leader_epoch"]),
+                            "leader_end_offset": int(resp["end_offset"])},
+               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log.log_end_epoch()})
+
+    async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int) -> None:
+        if self.rule == "kip320":
+            r.needs_epoch_lookup = True
+            return
+        point = min(leader_leo, r.leo)
+        r.log.truncate_to(point)
+        r.emit("truncate", {"leader": leader, "truncated_to": point},
+               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log.log_end_epoch()})
+
+    # -- controlled shutdown ----------------------------------------------------------------
+    async def on_controlled_shutdown(self, body: dict[str, Any]) -> dict[str, Any]:
+        fut: Future[dict[str, Any]] = self.controller.request_controlled_shutdown(
+            int(body["broker_id"]), int(body.get("broker_epoch", -1)))
+        result = await asyncio.wait_for(asyncio.wrap_future(fut), 10)
+        if "error" in result:
+            raise RequestError(ErrorCode(result["error"]))
+        return result
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move our leaderships away before we stop (Ctrl-C / SIGTERM)."""
+        assert self.loop is not None
+
+        def ask() -> None:
+            for _ in range(3):
+                try:
+                    data, _ = self.zk.get(zkl.CONTROLLER)
+                    cid = int(zkl.decode(data)["brokerid"])
+                    host, port = self.endpoints.get(cid) or self._endpoint_from_zk(cid)
+                    conn = BlockingConnection(host, port, timeout=5)
+                    try:
+                        error, _, _ = conn.send(ApiKey.CONTROLLED_SHUTDOWN,
+                                                {"broker_id": self.id,
+                                                 "broker_epoch": self.broker_epoch},
+                                                clock=self.recorder.tick())
+                    finally:
+                        conn.close()
+                    if error == ErrorCode.NONE:
+                        return
+                except Exception:  # noqa: BLE001 - best effort, then plain shutdown
+                    pass
+                time.sleep(0.3)
+
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.loop.run_in_executor(None, ask), 12)
+
+    def _endpoint_from_zk(self, broker: int) -> tuple[str, int]:
+        data, _ = self.zk.get(zkl.broker_path(broker))
+        d = zkl.decode(data)
+        return str(d["host"]), int(d["port"])
+
+    # -- admin requests: they write the admin paths the controller watches ------------------
+    async def _zk(self, fn: Any) -> Any:
+        assert self.loop is not None
+        return await self.loop.run_in_executor(None, fn)
+
+    def _live_brokers(self) -> list[int]:
+        return sorted(int(b) for b in self.zk.get_children(zkl.BROKER_IDS))
+
+    @staticmethod
+    def _assign(live: list[int], first_partition: int, count: int, rf: int,
+                start: int) -> dict[str, list[int]]:
+        if rf < 1 or rf > len(live):
+            raise RequestError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                               f"replication factor {rf} with {len(live)} live brokers")
+        out = {}
+        for i in range(first_partition, first_partition + count):
+            out[str(i)] = [live[(start + i + j) % len(live)] for j in range(rf)]
+        return out
+
+    def _read_assignment(self, topic: str) -> dict[str, list[int]]:
+        try:
+            data, _ = self.zk.get(zkl.topic_path(topic))
+        except NoNodeError as exc:
+            raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}") from exc
+        return dict(zkl.decode(data)["partitions"])
+
+    async def on_create_topics(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic = str(body["topic"])
+        if not TOPIC_NAME.match(topic):
+            raise RequestError(ErrorCode.INVALID_REQUEST, f"invalid topic name {topic!r}")
+        partitions, rf = int(body.get("partitions", 1)), int(body.get("replication_factor", 1))
+        if partitions < 1 or partitions > 10000:
+            raise RequestError(ErrorCode.INVALID_PARTITIONS, f"{partitions} partitions")
+
+        def create() -> dict[str, list[int]]:
+            if self.zk.exists(f"{zkl.DELETE_TOPICS}/{topic}"):
+                raise RequestError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic} is being deleted")
+            if body.get("assignment"):
+                assignment = {str(k): [int(b) for b in v] for k, v in body["assignment"].items()}
+            else:
+                live = self._live_brokers()
+                assignment = self._assign(live, 0, partitions, rf, hash(topic) % max(1, len(live)))
+            try:
+                self.zk.create(zkl.topic_path(topic), zkl.encode({"partitions": assignment}))
+            except NodeExistsError as exc:
+                raise RequestError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic} exists") from exc
+            return assignment
+
+        return {"topic": topic, "assignment": await self._zk(create)}
+
+    async def on_delete_topics(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic = str(body["topic"])
+
+        def delete() -> None:
+            if not self.zk.exists(zkl.topic_path(topic)):
+                raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}")
+            with contextlib.suppress(NodeExistsError):
+                self.zk.create(f"{zkl.DELETE_TOPICS}/{topic}", b"")
+
+        await self._zk(delete)
+        return {"topic": topic}
+
+    async def on_create_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic, total = str(body["topic"]), int(body["count"])
+
+        def add() -> dict[str, list[int]]:
+            current = self._read_assignment(topic)
+            if total <= len(current):
+                raise RequestError(ErrorCode.INVALID_PARTITIONS,
+                                   f"topic {topic} already has {len(current)} partitions")
+            rf = len(next(iter(current.values())))
+            live = self._live_brokers()
+            first = max(int(p) for p in current) + 1
+            new = self._assign(live, first, total - len(current), rf, hash(topic) % len(live))
+            txn = self.zk.transaction()
+            if not self.zk.exists(f"{zkl.PARTITIONS_ADD}/{topic}"):
+                txn.create(f"{zkl.PARTITIONS_ADD}/{topic}", b"")
+            for p, reps in new.items():
+                txn.create(f"{zkl.PARTITIONS_ADD}/{topic}/{p}", zkl.encode(reps))
+            try:
+                zkl.commit_checked(txn)
+            except zkl.TransactionFailed as exc:
+                raise RequestError(ErrorCode.INVALID_PARTITIONS, f"add pending already: {exc}") from exc
+            return new
+
+        return {"topic": topic, "added": await self._zk(add)}
+
+    async def on_remove_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic, parts = str(body["topic"]), [int(p) for p in body["partitions"]]
+
+        def remove() -> None:
+            current = self._read_assignment(topic)
+            if any(str(p) not in current for p in parts) or len(parts) >= len(current):
+                raise RequestError(ErrorCode.INVALID_PARTITIONS, "cannot remove those partitions")
+            txn = self.zk.transaction()
+            if not self.zk.exists(f"{zkl.PARTITIONS_REMOVE}/{topic}"):
+                txn.create(f"{zkl.PARTITIONS_REMOVE}/{topic}", b"")
+            for p in parts:
+                txn.create(f"{zkl.PARTITIONS_REMOVE}/{topic}/{p}", b"")
+            zkl.commit_checked(txn)
+
+        await self._zk(remove)
+        return {"topic": topic}
+
+    async def on_reassign_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic, p = str(body["topic"]), int(body["partition"])
+        replicas = [int(b) for b in body["replicas"]]
+
+        def reassign() -> None:
+            current = self._read_assignment(topic)
+            live = set(self._live_brokers())
+            if str(p) not in current:
+                raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {topic}-{p}")
+            if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= live:
+                raise RequestError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   f"replicas {replicas} must be distinct live brokers {sorted(live)}")
+            self.zk.ensure_path(f"{zkl.REASSIGN}/{topic}")
+            try:
+                self.zk.create(f"{zkl.REASSIGN}/{topic}/{p}", zkl.encode(replicas))
+            except NodeExistsError as exc:
+                raise RequestError(ErrorCode.INVALID_REQUEST, "a reassignment is in progress") from exc
+
+        await self._zk(reassign)
+        return {"topic": topic, "partition": p}
+
+    async def on_elect_preferred(self, body: dict[str, Any]) -> dict[str, Any]:
+        topic, p = str(body["topic"]), int(body["partition"])
+
+        def elect() -> None:
+            self._read_assignment(topic)
+            self.zk.ensure_path(f"{zkl.PREFERRED}/{topic}")
+            with contextlib.suppress(NodeExistsError):
+                self.zk.create(f"{zkl.PREFERRED}/{topic}/{p}", b"")
+
+        await self._zk(elect)
+        return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = BrokerConfig.from_argv(argv)
+    broker = Broker(config)
+    try:
+        asyncio.run(broker.serve())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["Broker", "main", "Path"]

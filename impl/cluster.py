@@ -1,0 +1,248 @@
+"""A local cluster: one embedded ZooKeeper (or an external one) and N broker processes.
+
+Used by ``epochal cluster start`` and by the integration tests.  Brokers are real OS
+processes (``python -m impl.broker``); faults are real signals (``kill -9``, SIGSTOP,
+SIGCONT), each recorded by the harness (trace node -1) as ``broker_crash`` /
+``broker_pause`` / ``broker_resume``.  ``<data-dir>/cluster.json`` records the run id, the
+ZooKeeper address and each broker's pid, endpoint and command line, so that
+``epochal broker kill|pause|resume|start ID`` work from another shell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from impl.config import BrokerConfig
+from impl.tracing import HARNESS_NODE, open_recorder
+from impl.wire import ApiKey, BlockingConnection, ErrorCode
+from impl.zk import EmbeddedZooKeeper, connect, free_port
+
+STATE_FILE = "cluster.json"
+
+
+def read_state(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    path = Path(data_dir) / STATE_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no running cluster recorded in {path}")
+    return json.loads(path.read_text())
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str) -> int:
+    """kill / pause / resume a broker of a cluster described by ``cluster.json``."""
+    state = read_state(data_dir)
+    info = state["brokers"].get(str(broker))
+    if info is None:
+        raise KeyError(f"no broker {broker} in this cluster (brokers: {sorted(state['brokers'])})")
+    pid = int(info["pid"])
+    if not pid_alive(pid):
+        raise ProcessLookupError(f"broker {broker} (pid {pid}) is not running")
+    sig, kind = {"kill": (signal.SIGKILL, "broker_crash"), "pause": (signal.SIGSTOP, "broker_pause"),
+                 "resume": (signal.SIGCONT, "broker_resume")}[action]
+    os.kill(pid, sig)
+    rec = open_recorder(data_dir, state["run_id"], HARNESS_NODE)
+    rec.emit(kind, params={"broker": broker, "pid": pid})
+    rec.close()
+    return pid
+
+
+class LocalCluster:
+    def __init__(self, data_dir: str | os.PathLike[str], brokers: int = 3,
+                 zookeeper: str | None = None, zk_port: int | None = None,
+                 port_base: int | None = None, run_id: str | None = None,
+                 tick_time_ms: int = 200, **broker_settings: Any) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.n = brokers
+        self.external_zk = zookeeper
+        self.zk_port = zk_port
+        self.port_base = port_base
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.tick_time_ms = tick_time_ms
+        self.broker_settings = broker_settings
+        self.zk_server: EmbeddedZooKeeper | None = None
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.configs: dict[int, BrokerConfig] = {}
+        self._harness = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def zookeeper(self) -> str:
+        if self.external_zk:
+            return self.external_zk
+        assert self.zk_server is not None
+        return self.zk_server.hosts
+
+    def start(self, timeout: float = 60.0) -> LocalCluster:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.external_zk:
+            self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper",
+                                               tick_time_ms=self.tick_time_ms).start()
+        for i in range(self.n):
+            port = self.port_base + i if self.port_base else free_port()
+            self.configs[i] = BrokerConfig(broker_id=i, port=port, zookeeper=self.zookeeper,
+                                           data_dir=self.data_dir, run_id=self.run_id,
+                                           **self.broker_settings)
+        try:
+            for i in range(self.n):
+                self.start_broker(i)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_broker(self, broker: int) -> subprocess.Popen[bytes]:
+        cfg = self.configs[broker]
+        log_dir = self.data_dir / f"broker-{broker}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "impl.broker", *cfg.to_argv()]
+        with open(log_dir / "broker.out", "ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    cwd=str(Path(__file__).resolve().parent.parent))
+        self.procs[broker] = proc
+        self._write_state()
+        return proc
+
+    def _write_state(self) -> None:
+        state = {
+            "run_id": self.run_id, "zookeeper": self.zookeeper, "data_dir": str(self.data_dir),
+            "supervisor_pid": os.getpid(),
+            "zookeeper_pid": self.zk_server.proc.pid if self.zk_server and self.zk_server.proc else None,
+            "brokers": {str(b): {"pid": p.pid, "host": self.configs[b].host,
+                                 "port": self.configs[b].port,
+                                 "argv": [sys.executable, "-m", "impl.broker",
+                                          *self.configs[b].to_argv()]}
+                        for b, p in self.procs.items()},
+        }
+        tmp = self.data_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, self.data_dir / STATE_FILE)
+
+    def endpoint(self, broker: int) -> tuple[str, int]:
+        return self.configs[broker].host, self.configs[broker].port
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in (self.endpoint(b) for b in sorted(self.configs)))
+
+    def metadata(self, broker: int) -> dict[str, Any] | None:
+        try:
+            conn = BlockingConnection(*self.endpoint(broker), timeout=2)
+        except OSError:
+            return None
+        try:
+            error, _, body = conn.send(ApiKey.METADATA, {})
+            return body if error == ErrorCode.NONE else None
+        except OSError:
+            return None
+        finally:
+            conn.close()
+
+    def wait_ready(self, timeout: float = 60.0, brokers: list[int] | None = None) -> None:
+        """Every broker listed answers metadata naming all of them and a controller."""
+        want = set(brokers if brokers is not None else self.configs)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for b, p in self.procs.items():
+                if b in want and p.poll() is not None:
+                    raise RuntimeError(f"broker {b} exited with {p.returncode}; see "
+                                       f"{self.data_dir / f'broker-{b}' / 'broker.out'}")
+            ok = True
+            for b in want:
+                meta = self.metadata(b)
+                if not meta or meta.get("controller_id", -1) < 0 or \
+                        not want <= {int(x) for x in meta.get("brokers", {})}:
+                    ok = False
+                    break
+            if ok:
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"cluster not ready within {timeout}s")
+
+    # -- faults ---------------------------------------------------------------------------------
+    def harness(self) -> Any:
+        if self._harness is None:
+            self._harness = open_recorder(self.data_dir, self.run_id, HARNESS_NODE)
+        return self._harness
+
+    def kill(self, broker: int) -> None:
+        proc = self.procs[broker]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        self.harness().emit("broker_crash", params={"broker": broker, "pid": proc.pid})
+
+    def pause(self, broker: int) -> None:
+        self.procs[broker].send_signal(signal.SIGSTOP)
+        self.harness().emit("broker_pause", params={"broker": broker})
+
+    def resume(self, broker: int) -> None:
+        self.procs[broker].send_signal(signal.SIGCONT)
+        self.harness().emit("broker_resume", params={"broker": broker})
+
+    def stop_broker(self, broker: int, timeout: float = 20.0) -> int | None:
+        """SIGTERM: the broker performs a controlled shutdown, then exits."""
+        proc = self.procs[broker]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        return proc.returncode
+
+    def restart(self, broker: int, **overrides: Any) -> None:
+        if overrides:
+            self.configs[broker] = replace(self.configs[broker], **overrides)
+        self.start_broker(broker)
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for p in self.procs.values():
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+        if self.zk_server is not None:
+            self.zk_server.stop()
+            self.zk_server = None
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
+        with_state = self.data_dir / STATE_FILE
+        if with_state.exists():
+            with_state.unlink()
+
+    def zk_client(self, session_timeout: float = 4.0) -> Any:
+        return connect(self.zookeeper, session_timeout=session_timeout)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,54 @@
+"""Opening trace recorders for brokers, the controller and the fault-injecting harness.
+
+Every node of a run writes ``<data-dir>/traces/<node>.jsonl`` through
+:class:`traces.recorder.TraceRecorder` (broker N writes ``broker-N.jsonl``; the harness,
+node -1, ``harness.jsonl``).  A restarted broker -- or a second ``epochal broker kill`` --
+appends to the same file, so the per-node sequence number and the Lamport clock continue
+from the last complete line instead of restarting at zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from traces.recorder import TraceRecorder
+
+HARNESS_NODE = -1
+
+
+def trace_path(data_dir: str | os.PathLike[str], node: int) -> Path:
+    name = "harness" if node == HARNESS_NODE else f"broker-{node}"
+    return Path(data_dir) / "traces" / f"{name}.jsonl"
+
+
+def _last_event(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - 65536))
+        lines = f.read().splitlines()
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+def open_recorder(data_dir: str | os.PathLike[str], run_id: str, node: int) -> TraceRecorder:
+    path = trace_path(data_dir, node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    last = _last_event(path)
+    if path.exists() and path.stat().st_size and not open(path, "rb").read()[-1:] == b"\n":
+        with open(path, "ab") as f:  # a torn last line (kill -9): start ours on a fresh line
+            f.write(b"\n")
+    rec = TraceRecorder(path, run_id, node)
+    if last is not None:
+        # continue the node's sequence and clock (TraceRecorder starts both at zero)
+        rec._seq = int(last.get("seq", -1)) + 1
+        rec._clock = int(last.get("clock", 0))
+    return rec

@@ -1,0 +1,239 @@
+"""ZooKeeper: the embedded standalone server, the znode layout, and checked transactions.
+
+The layout is the one seed 000 gives (paths 1-6) with seed 002's controller znodes:
+
+* ``/controller`` -- ephemeral, ``{"version":1,"brokerid":N,"timestamp":"..."}`` (seed 002)
+* ``/controller_epoch`` -- persistent integer, 1 for the first controller, +1 per new one
+* ``/brokers/ids/N`` -- ephemeral ``host:port`` JSON; its creation zxid is the broker epoch
+* ``/brokers/topics/T`` -- ``{"partitions": {"0": [1, 2, 3], ...}}``, first replica preferred
+* ``/brokers/topics/T/P/leaderAndISR`` -- ``{leader, leader_epoch, isr, controller_epoch}``,
+  only ever written conditionally on its zk_version
+* ``/admin/partitions_reassigned/T/P``, ``/admin/partitions_add/T/P``,
+  ``/admin/partitions_remove/T/P``, ``/admin/delete_topics/T``,
+  ``/admin/preferred_replica_election/T/P`` -- admin requests the controller consumes
+* ``/isr_change_notification/change-NNN`` -- a leader changed an ISR (controller refreshes
+  metadata)
+
+Field notes honoured here: kazoo's ``transaction().commit()`` returns exceptions *in* its
+result list instead of raising, so :func:`commit_checked` inspects every item.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient, TransactionRequest
+
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+ADMIN = "/admin"
+REASSIGN = "/admin/partitions_reassigned"
+PARTITIONS_ADD = "/admin/partitions_add"
+PARTITIONS_REMOVE = "/admin/partitions_remove"
+DELETE_TOPICS = "/admin/delete_topics"
+PREFERRED = "/admin/preferred_replica_election"
+ISR_CHANGE = "/isr_change_notification"
+PERSISTENT_ROOTS = [
+    BROKER_IDS, TOPICS, REASSIGN, PARTITIONS_ADD, PARTITIONS_REMOVE, DELETE_TOPICS,
+    PREFERRED, ISR_CHANGE,
+]
+
+
+def broker_path(broker: int) -> str:
+    return f"{BROKER_IDS}/{broker}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/{partition}"
+
+
+def leader_and_isr_path(topic: str, partition: int) -> str:
+    """Seed 000 path 4: ``/brokers/topics/[topic]/[partition_id]/leaderAndISR``."""
+    return f"{TOPICS}/{topic}/{partition}/leaderAndISR"
+
+
+def encode(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def decode(data: bytes | None) -> Any:
+    if not data:
+        return None
+    return json.loads(data.decode())
+
+
+@dataclass(frozen=True)
+class LeaderAndIsr:
+    """The per-partition state the controller (and, for the ISR only, the leader) writes."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def to_json(self) -> bytes:
+        return encode({
+            "leader": self.leader, "leader_epoch": self.leader_epoch,
+            "isr": sorted(self.isr), "controller_epoch": self.controller_epoch,
+        })
+
+    @staticmethod
+    def from_json(data: bytes) -> LeaderAndIsr:
+        d = decode(data)
+        return LeaderAndIsr(int(d["leader"]), int(d["leader_epoch"]),
+                            tuple(sorted(int(b) for b in d["isr"])), int(d["controller_epoch"]))
+
+
+class TransactionFailed(Exception):
+    """A ZooKeeper multi failed; ``errors`` holds the exception of each failed item."""
+
+    def __init__(self, errors: list[BaseException]) -> None:
+        super().__init__("; ".join(f"{type(e).__name__}" for e in errors))
+        self.errors = errors
+
+
+def commit_checked(txn: TransactionRequest) -> list[Any]:
+    """Commit a kazoo transaction and raise :class:`TransactionFailed` if any item failed."""
+    results = txn.commit()
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise TransactionFailed(errors)
+    return results
+
+
+def ensure_layout(zk: KazooClient) -> None:
+    """Create the persistent parents (idempotent)."""
+    for path in PERSISTENT_ROOTS:
+        zk.ensure_path(path)
+
+
+def connect(hosts: str, timeout: float = 6.0, session_timeout: float = 3.0) -> KazooClient:
+    zk = KazooClient(hosts=hosts, timeout=session_timeout)
+    zk.start(timeout=timeout)
+    return zk
+
+
+# -- the embedded server ------------------------------------------------------------------
+
+_LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="ERROR">
+  <Appenders><Console name="err" target="SYSTEM_ERR">
+    <PatternLayout pattern="zk %d{HH:mm:ss.SSS} %-5p %c{1}: %m%n"/></Console></Appenders>
+  <Loggers><Root level="ERROR"><AppenderRef ref="err"/></Root></Loggers>
+</Configuration>
+"""
+
+
+def pyspark_jars() -> Path:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise RuntimeError(f"no ZooKeeper jar in {jars}")
+    return jars
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(word.encode())
+        chunks = []
+        while True:
+            data = s.recv(4096)
+            if not data:
+                break
+            chunks.append(data)
+    return b"".join(chunks).decode(errors="replace")
+
+
+class EmbeddedZooKeeper:
+    """A real standalone ZooKeeper (``ZooKeeperServerMain``) from the PySpark wheel's jars."""
+
+    def __init__(self, port: int | None = None, data_dir: str | os.PathLike[str] | None = None,
+                 tick_time_ms: int = 200, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = port or free_port()
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="epochal-zk-"))
+        self.tick_time_ms = tick_time_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def hosts(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> EmbeddedZooKeeper:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime={self.tick_time_ms}\ndataDir={self.data_dir / 'data'}\n"
+            f"clientPort={self.port}\nclientPortAddress={self.host}\n"
+            "maxClientCnxns=0\nadmin.enableServer=false\n"
+            "4lw.commands.whitelist=srvr,ruok,stat,mntr\n"
+            f"minSessionTimeout={2 * self.tick_time_ms}\n"
+        )
+        log_cfg = self.data_dir / "log4j2.xml"
+        log_cfg.write_text(_LOG4J2)
+        java = shutil.which("java") or "java"
+        cmd = [
+            java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Dzookeeper.admin.enableServer=false",
+            "-Dzookeeper.4lw.commands.whitelist=srvr,ruok,stat,mntr",
+            f"-Dlog4j2.configurationFile={log_cfg}", "-Dlog4j.configurationFile=" + str(log_cfg),
+            "-cp", str(pyspark_jars() / "*"),
+            "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
+        ]
+        self.log_path = self.data_dir / "zookeeper.out"
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                if "Mode: standalone" in four_letter_word(self.host, self.port, "srvr"):
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"ZooKeeper did not become ready on {self.hosts} within {timeout}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedZooKeeper:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
