@@ -414,7 +414,10 @@ class Broker:
         if records or hw_changed or leo_changed:
             r.emit("handle_fetch", {"follower": replica_id, "fetch_offset": offset,
                                     "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
-                                    "records": len(records), "error": 0},
+                                    "records": [[x.offset, x.leader_epoch,
+                                                 x.value.decode("utf-8", "replace")]
+                                                for x in records],
+                                    "error": None},
                    {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
         return {"records": _records_to_wire(records), "hw": r.hw, "leo": r.leo,
                 "leader_epoch": r.leader_epoch}
@@ -496,7 +499,7 @@ class Broker:
         assert self.loop is not None
         try:
             stat = await self.loop.run_in_executor(
-                None, lambda: self.zk.set_data(path, state.to_json(), version=expected))
+                None, lambda: self.zk.set(path, state.to_json(), version=expected))
         except (BadVersionError, NoNodeError):
             if r.role == LEADER and r.leader_epoch == epoch:
                 r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)})
@@ -504,6 +507,7 @@ class Broker:
             r.isr_update_in_flight = False
             return
         except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
+            traceback.print_exc()
             r.isr_update_in_flight = False
             return
         r.isr_update_in_flight = False
@@ -587,7 +591,7 @@ class Broker:
                 "leader": leader, "fetch_offset": offset, "leader_epoch": r.leader_epoch,
                 "records": [[x.offset, x.leader_epoch, x.value.decode("utf-8", "replace")]
                             for x in appended],
-                "leader_hw": int(resp["hw"]), "error": 0})
+                "leader_hw": int(resp["hw"]), "error": None})
             r.notify()
 
     async def _truncate_by_epoch(self, r: Replica, conn: AsyncConnection, leader: int,
@@ -616,7 +620,7 @@ class Broker:
                             "requested_epoch": requested,
                             "leader_epoch_found": int(resp["leader_epoch"]),
                             "leader_end_offset": int(resp["end_offset"])},
-               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log.log_end_epoch()})
+               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
 
     async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int) -> None:
         if self.rule == "kip320":
@@ -625,7 +629,7 @@ class Broker:
         point = min(leader_leo, r.leo)
         r.log.truncate_to(point)
         r.emit("truncate", {"leader": leader, "truncated_to": point},
-               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log.log_end_epoch()})
+               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
 
     # -- controlled shutdown ----------------------------------------------------------------
     async def on_controlled_shutdown(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import sys
 SUBCOMMAND_MODULES = [
     "model.cli",  # epochal check
     "conformance.cli",
+    "impl.commands",  # epochal cluster|topics|produce|consume|broker
 ]
 
 

@@ -76,7 +76,11 @@ class Replica:
 
     def post(self) -> dict[str, Any]:
         return {"role": self.role, "leader": self.leader, "leader_epoch": self.leader_epoch,
-                "hw": self.hw, "leo": self.leo, "log_end_epoch": self.log.log_end_epoch()}
+                "hw": self.hw, "leo": self.leo, "log_end_epoch": self.log_end_epoch()}
+
+    def log_end_epoch(self) -> int | None:
+        """Epoch of the last record, None for an empty log (trace schema)."""
+        return self.log.records[-1].leader_epoch if self.log.records else None
 
     def emit(self, kind: str, params: dict[str, Any], post: dict[str, Any] | None = None,
              zxid: int | None = None) -> None:
