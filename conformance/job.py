@@ -1,0 +1,402 @@
+"""The conformance job: judge a corpus of traces against the model with one Spark session.
+
+Runnable three ways, all with the same arguments:
+
+    epochal conform PATH... [--out DIR] [--master URL] [--config NAME]
+    python -m conformance.job PATH...
+    spark-submit --py-files dist/epochal-py.zip conformance/job.py PATH...
+
+Plan (one Spark session for the whole corpus, no process per trace):
+
+1. **Read.** Every input file is read as bytes (Spark's ``binaryFile`` source, so any
+   Hadoop filesystem URI works) and decoded by ``traces.reader.iter_file`` on the
+   executors -- the same code as the plain-Python reader.  That is what gives exact file and
+   line numbers, keeps the lines before the damage in a truncated ``.gz`` and quarantines
+   bad records with the same reasons everywhere.  Parsed records are cached once.
+2. **Quarantine.** Records that are not valid events are counted by reason and written out
+   with their file, line and raw text; they never stop the job.
+3. **Judge.** Valid events are hash-partitioned by run and sorted by (run, file, line), so
+   every task holds whole runs; per run the executor computes the causal order, splits it
+   into (topic, partition) groups with the cluster-scope events in every group, and calls the
+   judge on each group (``conformance.verdict``).  A run is the unit of distribution because
+   the causal order needs all of a run's events; a corpus of many runs spreads over all
+   executors, while a single huge run is judged by one task.
+4. **Report.** Verdicts and quarantined records go to ``--out`` as Parquet and JSON Lines,
+   with ``summary.json``; a table is printed.  Exit code: 0 if every group conforms (and no
+   record was quarantined, unless ``--allow-malformed``), 1 otherwise, 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.verdict import (
+    DEFAULT_JUDGE,
+    VERDICT_FIELDS,
+    Judge,
+    judge_run,
+    load_judge,
+    summary_line,
+)
+from traces.reader import TRACE_GLOB
+
+EVENTS_PER_TASK = 200_000  # the judge stage gets at least one task per this many events
+OUTPUT_ROWS = 4096  # rows per Arrow batch handed back to Spark
+
+
+class InputError(Exception):
+    """Input the job cannot use at all (missing paths, no readable record): exit code 2."""
+
+
+@dataclass
+class Outcome:
+    """What a run of the job found; ``exit_code`` follows the documented contract."""
+
+    exit_code: int
+    files: int = 0
+    records: int = 0
+    events: int = 0
+    quarantined: dict[str, int] = field(default_factory=dict)
+    out_of_order: int = 0
+    groups: int = 0
+    conforming: int = 0
+    violating: int = 0
+    errors: int = 0
+    runs: int = 0
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    """Non-conforming verdicts first, then conforming; at most ``keep_verdicts`` of them."""
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "verdicts"}
+        d["malformed"] = sum(self.quarantined.values())
+        return d
+
+
+# -- Spark schemas of the intermediate and output rows --------------------------------------
+_PARSED = [("ok", "boolean"), ("run", "string"), ("file", "string"), ("line", "long"),
+           ("raw", "string"), ("reason", "string")]
+
+
+def _ddl(cols: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"`{n}` {t}" for n, t in cols)
+
+
+def _arrow(cols: Sequence[tuple[str, str]]):
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "long": pa.int64(), "boolean": pa.bool_(),
+             "double": pa.float64(), "array<string>": pa.list_(pa.string())}
+    return pa.schema([pa.field(n, types[t]) for n, t in cols])
+
+
+def display_path(uri: str) -> str:
+    """``file:/a%20b/c.jsonl`` -> ``/a b/c.jsonl``; other filesystems keep their URI."""
+    if uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(uri).path)
+    return uri
+
+
+# -- executor-side functions (shipped by cloudpickle; keep them free of driver state) --------
+def _parse_files(batches: Iterator[Any]) -> Iterator[Any]:
+    """binaryFile rows (path, content) -> one parsed row per record."""
+    import pyarrow as pa
+
+    from traces.reader import iter_file
+
+    schema = _arrow(_PARSED)
+    rows: dict[str, list[Any]] = {n: [] for n, _ in _PARSED}
+
+    def flush():
+        batch = pa.RecordBatch.from_pydict(rows, schema=schema)
+        for v in rows.values():
+            v.clear()
+        return batch
+
+    for batch in batches:
+        paths = batch.column("path").to_pylist()
+        contents = batch.column("content")
+        for i, uri in enumerate(paths):
+            path = display_path(uri)
+            data = contents[i].as_py() or b""
+            for line, event, reason, raw in iter_file(path, data):
+                rows["ok"].append(event is not None)
+                rows["run"].append(event["run"] if event is not None else None)
+                rows["file"].append(path)
+                rows["line"].append(line)
+                rows["raw"].append(raw)
+                rows["reason"].append(reason)
+                if len(rows["ok"]) >= OUTPUT_ROWS:
+                    yield flush()
+    if rows["ok"]:
+        yield flush()
+
+
+def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """Executor function: rows sorted by (run, file, line) -> verdict rows, one run at a time."""
+
+    def judge_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from traces.schema import normalize
+
+        judge = load_judge(judge_spec)
+        schema = _arrow(VERDICT_FIELDS)
+        out: list[dict[str, Any]] = []
+        current: str | None = None
+        events: list[dict[str, Any]] = []
+
+        def finish():
+            if events:
+                out.extend(judge_run(current or "", events, judge, config))
+
+        for batch in batches:
+            runs = batch.column("run").to_pylist()
+            files = batch.column("file").to_pylist()
+            lines = batch.column("line").to_pylist()
+            raws = batch.column("raw").to_pylist()
+            for run, file, line, raw in zip(runs, files, lines, raws, strict=True):
+                if run != current:
+                    finish()
+                    events = []
+                    current = run
+                    if len(out) >= OUTPUT_ROWS:
+                        yield pa.RecordBatch.from_pylist(out, schema=schema)
+                        out = []
+                e = normalize(json.loads(raw))
+                e["_file"] = file
+                e["_line"] = line
+                events.append(e)
+        finish()
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+    return judge_partition
+
+
+# -- driver ----------------------------------------------------------------------------------
+def _log(msg: str) -> None:
+    print(f"[conform {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def spark_session(master: str | None = None, app: str = "epochal-conform"):
+    """A session for the job: local[2] by default, the submitter's master under spark-submit."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app)
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master:
+        builder = builder.master(master)
+    elif not under_submit:
+        builder = builder.master("local[2]")
+    if not under_submit:
+        builder = (builder.config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "8")
+                   .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower()))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _classify_paths(spark, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split inputs into (files, directories) through Hadoop's FileSystem, so any URI works."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    files, dirs, missing = [], [], []
+    for p in paths:
+        try:
+            hpath = jvm.org.apache.hadoop.fs.Path(p)
+            fs = hpath.getFileSystem(conf)
+            statuses = fs.globStatus(hpath)
+        except Exception as exc:  # unknown scheme, unreachable namenode, ...
+            raise InputError(f"cannot open {p}: {str(exc).splitlines()[0][:200]}") from None
+        if not statuses:
+            missing.append(p)
+            continue
+        for st in statuses:
+            (dirs if st.isDirectory() else files).append(st.getPath().toString())
+    if missing:
+        raise InputError(f"no such file or directory: {', '.join(missing)}")
+    return files, dirs
+
+
+def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master: str | None = None,
+            config: str = "kip320", judge: str | Judge | None = None, allow_malformed: bool = False,
+            keep_verdicts: int = 1000, log: Callable[[str], None] = _log) -> Outcome:
+    """Judge every trace under ``paths``; write results under ``out`` if given.
+
+    ``judge`` is a callable or ``"module:function"``; by default ``model.replay:judge``,
+    imported on the executors.  Pass ``spark`` to reuse a session (it is not stopped).
+    Raises ``InputError`` for unusable input; never raises on bad records.
+    """
+    if not paths:
+        raise InputError("no input paths given")
+    for p in paths:
+        if "://" not in p and not p.startswith("file:") and not os.path.exists(p) and not any(c in p for c in "*?["):
+            raise InputError(f"no such file or directory: {p}")
+    if judge is None:
+        judge = DEFAULT_JUDGE
+    if isinstance(judge, str):
+        try:
+            load_judge(judge)
+        except (ImportError, AttributeError) as exc:
+            raise InputError(f"judge {judge} is not available: {exc}") from None
+    own_session = spark is None
+    t0 = time.perf_counter()
+    if own_session:
+        log(f"starting Spark ({master or 'local[2]'})")
+        spark = spark_session(master)
+    try:
+        return _run(spark, list(paths), out, config, judge, allow_malformed, keep_verdicts, log, t0)
+    finally:
+        if own_session:
+            spark.stop()
+
+
+def _run(spark, paths, out, config, judge, allow_malformed, keep_verdicts, log, t0) -> Outcome:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    seconds: dict[str, float] = {"session": time.perf_counter() - t0}
+    t = time.perf_counter()
+    files, dirs = _classify_paths(spark, paths)
+    sources = []
+    if files:
+        sources.append(spark.read.format("binaryFile").load(files))
+    if dirs:
+        sources.append(spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+                       .option("pathGlobFilter", TRACE_GLOB).load(dirs))
+    binary = sources[0] if len(sources) == 1 else sources[0].unionByName(sources[1])
+    n_files = binary.select("path").count()
+    log(f"reading {n_files} files from {len(paths)} paths")
+    if n_files == 0:
+        raise InputError(f"no trace files under {', '.join(paths)} (looked for {TRACE_GLOB})")
+
+    parsed = binary.select("path", "content").mapInArrow(_parse_files, _ddl(_PARSED))
+    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
+    code = F.when(F.col("ok"), F.lit("event")).otherwise(F.split(F.col("reason"), ":").getItem(0))
+    counts = {r["code"]: r["n"] for r in parsed.groupBy(code.alias("code")).agg(F.count("*").alias("n")).collect()}
+    n_events = counts.pop("event", 0)
+    outcome = Outcome(exit_code=0, files=n_files, records=n_events + sum(counts.values()),
+                      events=n_events, quarantined=dict(sorted(counts.items())))
+    seconds["read"] = time.perf_counter() - t
+    log(f"parsed {outcome.records} records in {seconds['read']:.1f}s: {n_events} valid events, "
+        f"{sum(counts.values())} quarantined {dict(sorted(counts.items())) or ''}")
+    try:
+        if n_events == 0:
+            raise InputError(f"no readable trace records in {n_files} files "
+                             f"({sum(counts.values())} malformed: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+        t = time.perf_counter()
+        tasks = max(spark.sparkContext.defaultParallelism * 2, math.ceil(n_events / EVENTS_PER_TASK))
+        log(f"judging {n_events} events in {tasks} tasks (config {config}, judge {judge if isinstance(judge, str) else getattr(judge, '__name__', judge)})")
+        events = (parsed.filter("ok").select("run", "file", "line", "raw")
+                  .repartition(tasks, "run").sortWithinPartitions("run", "file", "line"))
+        verdicts = events.mapInArrow(_judge_partitions(judge, config), _ddl(VERDICT_FIELDS))
+        verdicts = verdicts.persist(StorageLevel.MEMORY_AND_DISK)
+        agg = verdicts.agg(
+            F.count("*").alias("groups"),
+            F.sum(F.when(F.col("status") == "conforms", 1).otherwise(0)).alias("conforming"),
+            F.sum(F.when(F.col("status") == "violates", 1).otherwise(0)).alias("violating"),
+            F.sum(F.when(F.col("status") == "error", 1).otherwise(0)).alias("errors"),
+            F.countDistinct("run").alias("runs"),
+        ).first()
+        ooo = verdicts.groupBy("run").agg(F.max("run_out_of_order").alias("o")).agg(F.sum("o")).first()[0]
+        outcome.groups, outcome.conforming = agg["groups"], agg["conforming"] or 0
+        outcome.violating, outcome.errors, outcome.runs = agg["violating"] or 0, agg["errors"] or 0, agg["runs"]
+        outcome.out_of_order = int(ooo or 0)
+        ranked = verdicts.orderBy(F.col("status") == "conforms", "run", "topic", "partition")
+        outcome.verdicts = [r.asDict(recursive=True) for r in ranked.limit(keep_verdicts).collect()]
+        seconds["judge"] = time.perf_counter() - t
+        log(f"judged {outcome.groups} groups of {outcome.runs} runs in {seconds['judge']:.1f}s")
+        if out:
+            t = time.perf_counter()
+            _write(spark, out, verdicts, parsed, outcome)
+            seconds["write"] = time.perf_counter() - t
+            log(f"wrote verdicts, quarantine and summary under {out}")
+        verdicts.unpersist()
+    finally:
+        parsed.unpersist()
+    seconds["total"] = time.perf_counter() - t0
+    outcome.seconds = {k: round(v, 3) for k, v in seconds.items()}
+    bad = outcome.violating + outcome.errors
+    malformed = sum(outcome.quarantined.values())
+    outcome.exit_code = 1 if bad or (malformed and not allow_malformed) else 0
+    return outcome
+
+
+def _write(spark, out: str, verdicts, parsed, outcome: Outcome) -> None:
+    base = out.rstrip("/")
+    verdicts.coalesce(1).write.mode("overwrite").parquet(f"{base}/verdicts.parquet")
+    verdicts.coalesce(1).write.mode("overwrite").json(f"{base}/verdicts.json")
+    quarantine = parsed.filter("not ok").select("file", "line", "reason", "raw")
+    quarantine.coalesce(1).write.mode("overwrite").parquet(f"{base}/quarantine.parquet")
+    quarantine.coalesce(1).write.mode("overwrite").json(f"{base}/quarantine.json")
+    summary = json.dumps(outcome.as_dict(), sort_keys=True)
+    spark.createDataFrame([(summary,)], "value string").coalesce(1).write.mode("overwrite").text(f"{base}/summary.json")
+
+
+# -- report ----------------------------------------------------------------------------------
+def render(outcome: Outcome, max_rows: int = 25) -> str:
+    """The readable summary table printed at the end of a run."""
+    lines = []
+    rows = outcome.verdicts[:max_rows]
+    if rows:
+        head = ("run", "topic/partition", "events", "ooo", "verdict")
+        table = [head] + [
+            (v["run"], "-" if v["topic"] is None else f"{v['topic']}/{v['partition']}",
+             str(v["total"]), str(v["out_of_order"]), summary_line(v))
+            for v in rows
+        ]
+        widths = [min(40, max(len(r[i]) for r in table)) for i in range(4)]
+        for r in table:
+            lines.append("  ".join(c[:w].ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4][:140])
+        if len(outcome.verdicts) > max_rows or outcome.groups > len(rows):
+            lines.append(f"... {outcome.groups - len(rows)} more groups (see verdicts under --out)")
+        first = next((v for v in outcome.verdicts if v["status"] != "conforms"), None)
+        if first:
+            lines.append("")
+            lines.append(f"first non-conforming step in run {first['run']} "
+                         f"{first['topic']}/{first['partition']}: {summary_line(first)}")
+            if first.get("first_bad_file"):
+                lines.append(f"  at {first['first_bad_file']}:{first['first_bad_line']} "
+                             f"(node {first['first_bad_node']} seq {first['first_bad_seq']} {first['first_bad_kind']})")
+            if first.get("property"):
+                lines.append(f"  property violated: {first['property']}")
+            for b in first.get("before") or []:
+                lines.append(f"  before: {b[:160]}")
+            if first.get("observed"):
+                lines.append(f"  observed: {first['observed'][:160]}")
+            for s in (first.get("possible_states") or [])[:5]:
+                lines.append(f"  model allows: {s[:160]}")
+            if first.get("bound"):
+                lines.append(f"  (internal steps searched up to bound {first['bound']})")
+    malformed = sum(outcome.quarantined.values())
+    lines.append("")
+    lines.append(
+        f"{outcome.files} files, {outcome.records} records: {outcome.events} events, {malformed} malformed"
+        + (f" ({', '.join(f'{k} {v}' for k, v in outcome.quarantined.items())})" if malformed else "")
+        + f", {outcome.out_of_order} out of order")
+    lines.append(f"{outcome.groups} groups in {outcome.runs} runs: {outcome.conforming} conform, "
+                 f"{outcome.violating} do not, {outcome.errors} judge errors "
+                 f"-> exit {outcome.exit_code}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # Under spark-submit this file runs as __main__ with only --py-files on the path; the
+    # real code is imported from the shipped package, never pickled from __main__.
+    sys.path[:] = [p for p in sys.path if os.path.basename(p.rstrip("/")) != "conformance"]
+    from conformance.cli import standalone_main as _standalone
+
+    raise SystemExit(_standalone(sys.argv[1:]))

@@ -1,0 +1,127 @@
+"""Causal order of a run's events, and the split into per-partition groups (SCHEMA.md §4, §8).
+
+Pure Python and independent of Spark, so the rules are testable on their own and the job's
+executors run exactly this code.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import Any
+
+from traces.vocabulary import KINDS
+
+Event = dict[str, Any]
+GroupKey = tuple[str | None, int | None]  # (topic, partition); (None, None) for a cluster-only run
+
+
+def _key(e: Event) -> tuple[int, int, int]:
+    return (e["clock"], e["node"], e["seq"])
+
+
+def _source(e: Event) -> tuple[str, int]:
+    return (e.get("_file", ""), e.get("_line", 0))
+
+
+def source_disorder(events: Sequence[Event]) -> set[int]:
+    """``id()`` of the events that appear in their node's stream (files by name, lines in
+    order) after an event of the same node with an equal or higher seq."""
+    out_of_order: set[int] = set()
+    highest: dict[int, int] = {}
+    for e in sorted(events, key=_source):
+        node = e["node"]
+        if node in highest and e["seq"] <= highest[node]:
+            out_of_order.add(id(e))
+        else:
+            highest[node] = e["seq"]
+    return out_of_order
+
+
+def _fast_path(events: Sequence[Event]) -> list[Event] | None:
+    """The Lamport order, if it already respects program order and zxid order (the usual case)."""
+    ordered = sorted(events, key=_key)
+    last_seq: dict[int, int] = {}
+    last_zxid = None
+    for e in ordered:
+        if e["seq"] <= last_seq.get(e["node"], -1):
+            return None
+        last_seq[e["node"]] = e["seq"]
+        z = e.get("zxid")
+        if z is not None:
+            if last_zxid is not None and z < last_zxid:
+                return None
+            last_zxid = z
+    return ordered
+
+
+def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
+    """Order one run's events causally; returns (ordered events, ``id()`` of the events
+    taken despite a cycle).
+
+    Predecessors of an event: the previous event of its node by seq, and the previous
+    zxid-carrying event by (zxid, clock, node, seq).  Among ready events the smallest
+    (clock, node, seq) goes first.  Duplicated events (same node and seq) stay adjacent.
+    """
+    fast = _fast_path(events)
+    if fast is not None:
+        return fast, set()
+    n = len(events)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+
+    def chain(order: list[int]) -> None:
+        for a, b in zip(order, order[1:], strict=False):
+            succ[a].append(b)
+            indeg[b] += 1
+
+    by_node: dict[int, list[int]] = {}
+    for i, e in enumerate(events):
+        by_node.setdefault(e["node"], []).append(i)
+    for idx in by_node.values():
+        chain(sorted(idx, key=lambda i: (events[i]["seq"], _source(events[i]))))
+    chain(sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
+                 key=lambda i: (events[i]["zxid"], *_key(events[i]))))
+
+    heap = [(*_key(events[i]), i) for i in range(n) if indeg[i] == 0]
+    heapq.heapify(heap)
+    by_key = sorted(range(n), key=lambda i: (*_key(events[i]), i))
+    taken = [False] * n
+    cursor = 0
+    ordered: list[Event] = []
+    forced: set[int] = set()
+    while len(ordered) < n:
+        if heap:
+            i = heapq.heappop(heap)[-1]
+            if taken[i]:
+                continue
+        else:  # a cycle: take the smallest remaining event anyway
+            while taken[by_key[cursor]]:
+                cursor += 1
+            i = by_key[cursor]
+            forced.add(id(events[i]))
+        taken[i] = True
+        ordered.append(events[i])
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0 and not taken[j]:
+                heapq.heappush(heap, (*_key(events[j]), j))
+    return ordered, forced
+
+
+def split_groups(ordered: Sequence[Event]) -> dict[GroupKey, list[Event]]:
+    """Per (topic, partition) event lists; cluster-scope events go to every group of the run.
+
+    The same event dict is shared by the groups it goes to: judges must not mutate events.
+    """
+    partitions = sorted({(e["topic"], e["partition"]) for e in ordered
+                         if KINDS[e["kind"]].scope == "partition"})
+    keys: list[GroupKey] = partitions if partitions else [(None, None)]
+    groups: dict[GroupKey, list[Event]] = {k: [] for k in keys}
+    for e in ordered:
+        if KINDS[e["kind"]].scope == "cluster":
+            for g in groups.values():
+                g.append(e)
+        else:
+            groups[(e["topic"], e["partition"])].append(e)
+    return groups

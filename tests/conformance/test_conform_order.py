@@ -1,0 +1,94 @@
+"""Causal ordering (SCHEMA.md §4) and the per-partition split with cluster-event fan-out (§8)."""
+
+from __future__ import annotations
+
+import random
+
+from conformance.order import causal_order, source_disorder, split_groups
+from conformance.verdict import judge_run
+from traces.synthetic import generate_run
+
+
+def ev(node, seq, clock, kind="produce", zxid=None, topic="t", partition=0, line=None):
+    scope_cluster = kind in ("controller_elect", "broker_crash", "broker_restart")
+    return {"node": node, "seq": seq, "clock": clock, "zxid": zxid, "kind": kind,
+            "topic": None if scope_cluster else topic, "partition": None if scope_cluster else partition,
+            "params": {}, "post": {}, "_file": f"{node}.jsonl", "_line": line if line is not None else seq + 1}
+
+
+def names(events):
+    return [(e["node"], e["seq"]) for e in events]
+
+
+def test_shuffled_files_come_back_in_the_order_they_happened():
+    run = generate_run("r", partitions=2, kill_leader=True)
+    shuffled = run[:]
+    random.Random(7).shuffle(shuffled)
+    ordered, forced = causal_order(shuffled)
+    assert names(ordered) == names(sorted(run, key=lambda e: (e["clock"], e["node"], e["seq"])))
+    assert not forced
+
+
+def test_program_order_beats_a_smaller_clock():
+    a0, a1 = ev(1, 0, 5), ev(1, 1, 3)  # a node whose clock went back: seq still decides
+    b0 = ev(2, 0, 4)
+    ordered, forced = causal_order([a1, b0, a0])
+    assert names(ordered) == [(2, 0), (1, 0), (1, 1)] and not forced
+
+
+def test_zxid_order_beats_the_lamport_clock_for_zookeeper_writes():
+    # two controllers with unrelated clocks: ZooKeeper's order of their writes decides
+    old = ev(1, 0, 9, "elect_leader", zxid=10)
+    new = ev(2, 0, 2, "elect_leader", zxid=11)
+    ordered, _ = causal_order([new, old])
+    assert names(ordered) == [(1, 0), (2, 0)]
+
+
+def test_contradictory_constraints_are_counted_not_fatal():
+    # node 1's later write carries a smaller zxid than its earlier one: a cycle
+    e0, e1 = ev(1, 0, 1, "elect_leader", zxid=20), ev(1, 1, 2, "elect_leader", zxid=10)
+    ordered, forced = causal_order([e0, e1])
+    assert len(ordered) == 2 and len(forced) == 1
+
+
+def test_out_of_order_counts_events_written_after_a_higher_seq():
+    e = [ev(1, 0, 1, line=1), ev(1, 2, 3, line=2), ev(1, 1, 2, line=3), ev(2, 0, 1, line=1)]
+    assert source_disorder(e) == {id(e[2])}
+
+
+def test_cluster_events_go_to_every_partition_of_their_run():
+    events = [ev(1, 0, 1, "controller_elect", zxid=1), ev(1, 1, 2, partition=0),
+              ev(2, 0, 3, partition=1), ev(-1, 0, 4, "broker_crash"), ev(2, 1, 5, topic="u", partition=0)]
+    groups = split_groups(causal_order(events)[0])
+    assert list(groups) == [("t", 0), ("t", 1), ("u", 0)]
+    for g in groups.values():
+        assert [e["kind"] for e in g if e["partition"] is None] == ["controller_elect", "broker_crash"]
+    assert [e["node"] for e in groups[("t", 1)]] == [1, 2, -1]
+
+
+def test_a_run_with_only_cluster_events_is_one_group():
+    groups = split_groups([ev(1, 0, 1, "controller_elect", zxid=1)])
+    assert list(groups) == [(None, None)]
+
+
+def test_a_verdict_names_the_first_bad_event_its_source_and_the_events_before_it():
+    run = generate_run("r", partitions=1)
+    bad = next(i for i, e in enumerate(run) if e["kind"] == "produce")
+    run[bad]["_file"], run[bad]["_line"] = "x.jsonl", 42
+
+    def judge(events, config):
+        i = next(i for i, e in enumerate(events) if e["kind"] == "produce")
+        return {"conforms": False, "matched": i, "total": len(events), "first_bad": i,
+                "reason": "no", "property": "P", "possible_states": ["s1"], "bound": 2}
+
+    [v] = judge_run("r", run, judge, "kip320")
+    assert (v["status"], v["matched"], v["first_bad_file"], v["first_bad_line"]) == ("violates", bad, "x.jsonl", 42)
+    assert len(v["before"]) == 5 and v["property"] == "P" and v["possible_states"] == ["s1"] and v["bound"] == 2
+
+
+def test_a_judge_that_raises_gives_an_error_verdict():
+    def judge(events, config):
+        raise ValueError("boom")
+
+    [v] = judge_run("r", generate_run("r", partitions=1), judge, "kip320")
+    assert v["status"] == "error" and "boom" in v["reason"] and v["conforms"] is False
