@@ -138,6 +138,7 @@ class Controller:
         self.live: dict[int, tuple[str, int, int]] = {}  # id -> (host, port, broker epoch)
         self.channels: dict[int, ControllerChannel] = {}
         self.assignments: dict[str, dict[int, list[int]]] = {}
+        self.known_topics: set[str] = set()  # topics whose creation has been handled (B)
         self.reassigning: dict[Key, dict[str, Any]] = {}
         self.shutting_down: set[int] = set()
         self._thread: threading.Thread | None = None
@@ -296,6 +297,7 @@ class Controller:
         self.live = self._read_live()
         self._sync_channels()
         self._read_assignments()
+        self.known_topics = set(self.assignments)
         states = self._read_states(self._all_keys())
         # 4. LeaderAndISR with INIT to every live broker, for every partition it replicates
         for b in self.live:
@@ -505,10 +507,11 @@ class Controller:
 
     # -- seed 000 B: topics --------------------------------------------------------------------
     def _on_topic_change(self) -> None:
-        before = set(self.assignments)
+        before = self.known_topics
         self._read_assignments()
-        new = set(self.assignments) - before
-        gone = before - set(self.assignments)
+        self.known_topics = set(self.assignments)
+        new = self.known_topics - before
+        gone = before - self.known_topics
         if gone:
             self._send_update_metadata()
         if new:
@@ -579,6 +582,7 @@ class Controller:
         txn.delete(admin)
         self._commit(txn)
         del self.assignments[topic]
+        self.known_topics.discard(topic)
         for key in [k for k in self.reassigning if k[0] == topic]:
             del self.reassigning[key]
         self.recorder.emit("topic_deleted", params={"topic": topic,
@@ -643,7 +647,7 @@ class Controller:
                 for p in requested:
                     self._drop_admin(zkl.PARTITIONS_ADD, t, str(p))
                 continue
-            merged = dict(self.assignments[t], **new)
+            merged = {**self.assignments[t], **new}
             self.assignments[t] = merged
 
             def extra(txn: Any, t: str = t, merged: dict[int, list[int]] = merged,
