@@ -112,9 +112,10 @@ def test_exactly_one_controller_is_elected_and_a_new_one_with_a_higher_epoch_aft
 
 
 # -- seed 000 A: broker failure ---------------------------------------------------------------
+@pytest.mark.parametrize("rule", ["kip320", "hw"])
 def test_kill_9_of_a_leader_moves_leadership_to_an_isr_member_and_keeps_every_acked_write(
-        make_cluster: Any) -> None:
-    c = make_cluster(3, min_insync_replicas=2)
+        make_cluster: Any, rule: str) -> None:
+    c = make_cluster(3, min_insync_replicas=2, truncation=rule)
     zk = c.zk_client()
     leader, replicas = pick_leader(c, zk)
     with Admin(c.bootstrap) as admin:
@@ -412,3 +413,62 @@ def test_cli_produces_and_consumes_through_the_bootstrap_broker(
     assert cli.main(["topics", "describe", "--bootstrap", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 2
+
+
+def test_leader_whose_conditional_isr_update_fails_stops_acting_as_leader(
+        make_cluster: Any) -> None:
+    """Seed 000 question 3's mechanism: the ISR write is conditional on the zk_version the
+    leader was given; if the controller has written since, the leader learns it is deposed."""
+    c = make_cluster(3, min_insync_replicas=1, replica_lag_time_ms=800)
+    zk = c.zk_client()
+    leader, replicas = pick_leader(c, zk)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("cas", assignment={0: replicas})
+    with Producer(c.bootstrap, acks=-1) as producer:
+        producer.send("cas", "v0")
+    st, version = state_of(zk, "cas", 0)
+    # a controller decision the leader never hears about (its LeaderAndISR is lost)
+    other = replicas[1]
+    deposed = zkl.LeaderAndIsr(other, st.leader_epoch + 1, st.isr, st.controller_epoch)
+    zk.set(zkl.leader_and_isr_path("cas", 0), deposed.to_json(), version=version)
+    c.pause(replicas[2])  # a lagging follower makes the leader try to shrink the ISR
+    try:
+        wait_until(lambda: any(e["kind"] == "isr_update_failed" and e["node"] == leader
+                               for e in trace_events(c.data_dir)), 10, "isr_update_failed")
+        err, _ = request(c, leader, ApiKey.PRODUCE, {
+            "topic": "cas", "partition": 0, "acks": 1, "values": [b"late"]})
+        assert err == ErrorCode.NOT_LEADER
+    finally:
+        c.resume(replicas[2])
+    failed = [e for e in trace_events(c.data_dir) if e["kind"] == "isr_update_failed"]
+    assert failed[0]["params"]["expected_zk_version"] == version
+    assert state_of(zk, "cas", 0)[0] == deposed  # the failed write changed nothing
+    assert_traces_valid(c)
+    zk.stop()
+
+
+def test_controlled_shutdown_moves_leadership_first_and_preferred_election_moves_it_back(
+        make_cluster: Any) -> None:
+    c = make_cluster(3, min_insync_replicas=2)
+    zk = c.zk_client()
+    leader, replicas = pick_leader(c, zk)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("pref", assignment={0: replicas})
+        with Producer(c.bootstrap, acks=-1) as producer:
+            producer.send("pref", "a")
+            assert c.stop_broker(leader) == 0  # SIGTERM: controlled shutdown, then exit
+            st, _ = state_of(zk, "pref", 0)
+            assert st.leader != leader and leader not in st.isr
+            moved = [e for e in trace_events(c.data_dir) if e["kind"] == "elect_leader"
+                     and e["params"]["reason"] == "controlled_shutdown"]
+            assert moved and moved[-1]["params"]["leader"] == st.leader
+            producer.send("pref", "b")
+            c.restart(leader)
+            wait_until(lambda: leader in state_of(zk, "pref", 0)[0].isr, 20, "rejoin the ISR")
+            admin.elect_preferred("pref", 0)
+            wait_until(lambda: state_of(zk, "pref", 0)[0].leader == leader, 10, "preferred leader")
+            producer.send("pref", "c")
+    assert read_all(c, "pref") == [b"a", b"b", b"c"]
+    reasons = [e["params"]["reason"] for e in assert_traces_valid(c) if e["kind"] == "elect_leader"]
+    assert "preferred" in reasons
+    zk.stop()
