@@ -9,18 +9,19 @@ Runnable three ways, all with the same arguments:
 Plan (one Spark session for the whole corpus, no process per trace):
 
 1. **Read.** Every input file is read as bytes (Spark's ``binaryFile`` source, so any
-   Hadoop filesystem URI works) and decoded by ``traces.reader.iter_file`` on the
-   executors -- the same code as the plain-Python reader.  That is what gives exact file and
-   line numbers, keeps the lines before the damage in a truncated ``.gz`` and quarantines
-   bad records with the same reasons everywhere.  Parsed records are cached once.
-2. **Quarantine.** Records that are not valid events are counted by reason and written out
-   with their file, line and raw text; they never stop the job.
-3. **Judge.** Valid events are hash-partitioned by run and sorted by (run, file, line), so
-   every task holds whole runs; per run the executor computes the causal order, splits it
-   into (topic, partition) groups with the cluster-scope events in every group, and calls the
-   judge on each group (``conformance.verdict``).  A run is the unit of distribution because
-   the causal order needs all of a run's events; a corpus of many runs spreads over all
-   executors, while a single huge run is judged by one task.
+   Hadoop filesystem URI works) and split into records by ``traces.reader.iter_lines`` on
+   the executors: exact file and line numbers, the lines before the damage in a truncated
+   ``.gz`` kept, Parquet rows turned into the same JSON text as lines.
+2. **Distribute.** The JVM reads each record's ``run`` (``get_json_object``), hash-partitions
+   records by run and sorts them by (run, file, line), so every task holds whole runs.  A run
+   is the unit of distribution because its causal order needs all its events; a corpus of
+   many runs spreads over all executors, while one huge run is judged by one task.
+3. **Validate and judge.** Per task, every record is validated by
+   ``traces.schema.decode_line`` -- the plain reader's code, so both accept and quarantine
+   exactly the same records -- and a bad record becomes a quarantine row with its reason;
+   it never stops the job.  Per run the valid events are put in causal order, split into
+   (topic, partition) groups with the cluster-scope events in every group, and each group
+   is judged (``conformance.verdict``).  Records are decoded once, in this one pass.
 4. **Report.** Verdicts and quarantined records go to ``--out`` as Parquet and JSON Lines,
    with ``summary.json``; a table is printed.  Exit code: 0 if every group conforms (and no
    record was quarantined, unless ``--allow-malformed``), 1 otherwise, 2 on unusable input.
@@ -29,7 +30,6 @@ Plan (one Spark session for the whole corpus, no process per trace):
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -47,7 +47,7 @@ from conformance.verdict import (
 )
 from traces.reader import TRACE_GLOB
 
-EVENTS_PER_TASK = 200_000  # the judge stage gets at least one task per this many events
+FILES_PER_TASK = 500  # the judge stage gets at least one task per this many input files
 OUTPUT_ROWS = 4096  # rows per Arrow batch handed back to Spark
 
 
@@ -81,8 +81,10 @@ class Outcome:
 
 
 # -- Spark schemas of the intermediate and output rows --------------------------------------
-_PARSED = [("ok", "boolean"), ("run", "string"), ("file", "string"), ("line", "long"),
-           ("raw", "string"), ("reason", "string")]
+_SPLIT = [("file", "string"), ("line", "long"), ("raw", "string"), ("reason", "string")]
+_OUT = [("row", "string"), *VERDICT_FIELDS, ("file", "string"), ("line", "long"), ("raw", "string")]
+"""Judge-stage output: ``row`` is "verdict" (verdict columns set) or "quarantine" (file,
+line, raw and reason set): one pass yields both, so records are decoded only once."""
 
 
 def _ddl(cols: Sequence[tuple[str, str]]) -> str:
@@ -107,18 +109,23 @@ def display_path(uri: str) -> str:
 
 
 # -- executor-side functions (shipped by cloudpickle; keep them free of driver state) --------
-def _parse_files(batches: Iterator[Any]) -> Iterator[Any]:
-    """binaryFile rows (path, content) -> one parsed row per record."""
+def _split_files(batches: Iterator[Any]) -> Iterator[Any]:
+    """binaryFile rows (path, content) -> one row per record: (file, line, raw, reason)."""
     import pyarrow as pa
 
-    from traces.reader import iter_file
+    from traces.reader import iter_lines
 
-    schema = _arrow(_PARSED)
-    rows: dict[str, list[Any]] = {n: [] for n, _ in _PARSED}
+    schema = _arrow(_SPLIT)
+    files: list[str] = []
+    lines: list[int] = []
+    raws: list[str] = []
+    reasons: list[str | None] = []
 
     def flush():
-        batch = pa.RecordBatch.from_pydict(rows, schema=schema)
-        for v in rows.values():
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(files, pa.string()), pa.array(lines, pa.int64()),
+             pa.array(raws, pa.string()), pa.array(reasons, pa.string())], schema=schema)
+        for v in (files, lines, raws, reasons):
             v.clear()
         return batch
 
@@ -127,44 +134,44 @@ def _parse_files(batches: Iterator[Any]) -> Iterator[Any]:
         contents = batch.column("content")
         for i, uri in enumerate(paths):
             path = display_path(uri)
-            data = contents[i].as_py() or b""
-            for line, event, reason, raw in iter_file(path, data):
-                rows["ok"].append(event is not None)
-                rows["run"].append(event["run"] if event is not None else None)
-                rows["file"].append(path)
-                rows["line"].append(line)
-                rows["raw"].append(raw)
-                rows["reason"].append(reason)
-                if len(rows["ok"]) >= OUTPUT_ROWS:
-                    yield flush()
-    if rows["ok"]:
+            for line, raw, reason in iter_lines(path, contents[i].as_py() or b""):
+                files.append(path)
+                lines.append(line)
+                raws.append(raw)
+                reasons.append(reason)
+            if len(files) >= OUTPUT_ROWS:
+                yield flush()
+    if files:
         yield flush()
 
 
 def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Executor function: rows sorted by (run, file, line) -> verdict rows, one run at a time."""
+    """Executor function: rows sorted by (run, file, line) -> verdict and quarantine rows.
+
+    Each record is decoded and validated here (``traces.schema.decode_line``), then the
+    events of one run at a time are ordered, split and judged (``conformance.verdict``).
+    """
 
     def judge_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from traces.schema import normalize
+        from traces.schema import decode_line
 
         judge = load_judge(judge_spec)
-        schema = _arrow(VERDICT_FIELDS)
+        schema = _arrow(_OUT)
         out: list[dict[str, Any]] = []
         current: str | None = None
         events: list[dict[str, Any]] = []
 
         def finish():
             if events:
-                out.extend(judge_run(current or "", events, judge, config))
+                for v in judge_run(current or "", events, judge, config):
+                    v["row"] = "verdict"
+                    out.append(v)
 
         for batch in batches:
-            runs = batch.column("run").to_pylist()
-            files = batch.column("file").to_pylist()
-            lines = batch.column("line").to_pylist()
-            raws = batch.column("raw").to_pylist()
-            for run, file, line, raw in zip(runs, files, lines, raws, strict=True):
+            cols = [batch.column(n).to_pylist() for n in ("run", "file", "line", "raw", "reason")]
+            for run, file, line, raw, reason in zip(*cols, strict=True):
                 if run != current:
                     finish()
                     events = []
@@ -172,10 +179,16 @@ def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterato
                     if len(out) >= OUTPUT_ROWS:
                         yield pa.RecordBatch.from_pylist(out, schema=schema)
                         out = []
-                e = normalize(json.loads(raw))
-                e["_file"] = file
-                e["_line"] = line
-                events.append(e)
+                event = None
+                if reason is None:
+                    event, reason = decode_line(raw)
+                if event is None:
+                    out.append({"row": "quarantine", "file": file, "line": line,
+                                "raw": raw[:300], "reason": reason})
+                    continue
+                event["_file"] = file
+                event["_line"] = line
+                events.append(event)
         finish()
         if out:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
@@ -278,68 +291,65 @@ def _run(spark, paths, out, config, judge, allow_malformed, keep_verdicts, log, 
         sources.append(spark.read.format("binaryFile").option("recursiveFileLookup", "true")
                        .option("pathGlobFilter", TRACE_GLOB).load(dirs))
     binary = sources[0] if len(sources) == 1 else sources[0].unionByName(sources[1])
-    n_files = binary.select("path").count()
-    log(f"reading {n_files} files from {len(paths)} paths")
+    n_files = len(binary.inputFiles())
     if n_files == 0:
         raise InputError(f"no trace files under {', '.join(paths)} (looked for {TRACE_GLOB})")
+    tasks = max(spark.sparkContext.defaultParallelism * 2, n_files // FILES_PER_TASK)
+    judge_name = judge if isinstance(judge, str) else getattr(judge, "__name__", repr(judge))
+    log(f"judging {n_files} files from {len(paths)} paths in {tasks} tasks (config {config}, judge {judge_name})")
 
-    parsed = binary.select("path", "content").mapInArrow(_parse_files, _ddl(_PARSED))
-    parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
-    code = F.when(F.col("ok"), F.lit("event")).otherwise(F.split(F.col("reason"), ":").getItem(0))
-    counts = {r["code"]: r["n"] for r in parsed.groupBy(code.alias("code")).agg(F.count("*").alias("n")).collect()}
-    n_events = counts.pop("event", 0)
-    outcome = Outcome(exit_code=0, files=n_files, records=n_events + sum(counts.values()),
-                      events=n_events, quarantined=dict(sorted(counts.items())))
-    seconds["read"] = time.perf_counter() - t
-    log(f"parsed {outcome.records} records in {seconds['read']:.1f}s: {n_events} valid events, "
-        f"{sum(counts.values())} quarantined {dict(sorted(counts.items())) or ''}")
+    records = binary.select("path", "content").mapInArrow(_split_files, _ddl(_SPLIT))
+    # the grouping key, read by the JVM's JSON parser; validation proper happens in Python
+    records = records.withColumn("run", F.when(F.col("reason").isNull(), F.get_json_object("raw", "$.run")))
+    rows = (records.repartition(tasks, "run").sortWithinPartitions("run", "file", "line")
+            .mapInArrow(_judge_partitions(judge, config), _ddl(_OUT))
+            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
-        if n_events == 0:
-            raise InputError(f"no readable trace records in {n_files} files "
-                             f"({sum(counts.values())} malformed: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
-        t = time.perf_counter()
-        tasks = max(spark.sparkContext.defaultParallelism * 2, math.ceil(n_events / EVENTS_PER_TASK))
-        log(f"judging {n_events} events in {tasks} tasks (config {config}, judge {judge if isinstance(judge, str) else getattr(judge, '__name__', judge)})")
-        events = (parsed.filter("ok").select("run", "file", "line", "raw")
-                  .repartition(tasks, "run").sortWithinPartitions("run", "file", "line"))
-        verdicts = events.mapInArrow(_judge_partitions(judge, config), _ddl(VERDICT_FIELDS))
-        verdicts = verdicts.persist(StorageLevel.MEMORY_AND_DISK)
+        verdicts = rows.filter(F.col("row") == "verdict").drop("row", "file", "line", "raw")
+        quarantine = rows.filter(F.col("row") == "quarantine").select("file", "line", "reason", "raw")
+        code = F.split(F.col("reason"), ":").getItem(0)
+        counts = {r["code"]: r["n"] for r in quarantine.groupBy(code.alias("code")).agg(F.count("*").alias("n")).collect()}
         agg = verdicts.agg(
             F.count("*").alias("groups"),
             F.sum(F.when(F.col("status") == "conforms", 1).otherwise(0)).alias("conforming"),
             F.sum(F.when(F.col("status") == "violates", 1).otherwise(0)).alias("violating"),
             F.sum(F.when(F.col("status") == "error", 1).otherwise(0)).alias("errors"),
-            F.countDistinct("run").alias("runs"),
         ).first()
-        ooo = verdicts.groupBy("run").agg(F.max("run_out_of_order").alias("o")).agg(F.sum("o")).first()[0]
-        outcome.groups, outcome.conforming = agg["groups"], agg["conforming"] or 0
-        outcome.violating, outcome.errors, outcome.runs = agg["violating"] or 0, agg["errors"] or 0, agg["runs"]
-        outcome.out_of_order = int(ooo or 0)
-        ranked = verdicts.orderBy(F.col("status") == "conforms", "run", "topic", "partition")
-        outcome.verdicts = [r.asDict(recursive=True) for r in ranked.limit(keep_verdicts).collect()]
+        per_run = verdicts.groupBy("run").agg(F.max("run_events").alias("e"), F.max("run_out_of_order").alias("o"))
+        totals = per_run.agg(F.count("*").alias("runs"), F.sum("e").alias("events"), F.sum("o").alias("ooo")).first()
+        n_events = int(totals["events"] or 0)
+        malformed = sum(counts.values())
+        outcome = Outcome(exit_code=0, files=n_files, records=n_events + malformed, events=n_events,
+                          quarantined=dict(sorted(counts.items())), out_of_order=int(totals["ooo"] or 0),
+                          groups=agg["groups"], conforming=agg["conforming"] or 0,
+                          violating=agg["violating"] or 0, errors=agg["errors"] or 0, runs=totals["runs"])
         seconds["judge"] = time.perf_counter() - t
-        log(f"judged {outcome.groups} groups of {outcome.runs} runs in {seconds['judge']:.1f}s")
+        log(f"{outcome.records} records in {seconds['judge']:.1f}s: {n_events} events, {malformed} quarantined"
+            f"{' ' + str(outcome.quarantined) if malformed else ''}; {outcome.groups} groups of {outcome.runs} runs judged")
+        if n_events == 0:
+            raise InputError(f"no readable trace records in {n_files} files "
+                             f"({malformed} malformed: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+        if keep_verdicts:
+            ranked = verdicts.orderBy(F.col("status") == "conforms", "run", "topic", "partition")
+            outcome.verdicts = [r.asDict(recursive=True) for r in ranked.limit(keep_verdicts).collect()]
         if out:
             t = time.perf_counter()
-            _write(spark, out, verdicts, parsed, outcome)
+            _write(spark, out, verdicts, quarantine, outcome)
             seconds["write"] = time.perf_counter() - t
             log(f"wrote verdicts, quarantine and summary under {out}")
-        verdicts.unpersist()
     finally:
-        parsed.unpersist()
+        rows.unpersist()
     seconds["total"] = time.perf_counter() - t0
     outcome.seconds = {k: round(v, 3) for k, v in seconds.items()}
     bad = outcome.violating + outcome.errors
-    malformed = sum(outcome.quarantined.values())
     outcome.exit_code = 1 if bad or (malformed and not allow_malformed) else 0
     return outcome
 
 
-def _write(spark, out: str, verdicts, parsed, outcome: Outcome) -> None:
+def _write(spark, out: str, verdicts, quarantine, outcome: Outcome) -> None:
     base = out.rstrip("/")
     verdicts.coalesce(1).write.mode("overwrite").parquet(f"{base}/verdicts.parquet")
     verdicts.coalesce(1).write.mode("overwrite").json(f"{base}/verdicts.json")
-    quarantine = parsed.filter("not ok").select("file", "line", "reason", "raw")
     quarantine.coalesce(1).write.mode("overwrite").parquet(f"{base}/quarantine.parquet")
     quarantine.coalesce(1).write.mode("overwrite").json(f"{base}/quarantine.json")
     summary = json.dumps(outcome.as_dict(), sort_keys=True)

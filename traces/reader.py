@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from traces.schema import FIELDS, decode_line, normalize, validate
+from traces.schema import FIELDS, decode_line
 
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".gz", ".parquet")
 """Files picked up when a *directory* is given (explicit file paths are read whatever their name)."""
@@ -52,6 +52,19 @@ Record = tuple[int, dict[str, Any] | None, str | None, str]
 
 def iter_file(name: str, data: bytes) -> Iterator[Record]:
     """Decode one file's bytes, yielding every record in file order.  Never raises."""
+    for line, raw, reason in iter_lines(name, data):
+        if reason is not None:
+            yield line, None, reason, raw
+            continue
+        event, reason = decode_line(raw)
+        yield line, event, reason, raw if event is not None else raw[:_RAW_KEEP]
+
+
+def iter_lines(name: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
+    """Split one file into ``(line, raw JSON text, None)`` or ``(line, raw, reason)`` for
+    damage found while splitting (torn gzip, bad UTF-8, unreadable Parquet).  Records are
+    not validated here; ``decode_line`` does that (the Spark job calls the two on different
+    executors, the plain reader one after the other)."""
     if data[:4] == _PARQUET_MAGIC or name.endswith(".parquet"):
         yield from _iter_parquet(data)
         return
@@ -66,18 +79,14 @@ def iter_file(name: str, data: bytes) -> Iterator[Record]:
     for i in range(last):
         raw_bytes = lines[i].rstrip(b"\r")
         if torn is not None and i == len(lines) - 1:
-            raw = raw_bytes.decode("utf-8", "replace")
-            yield i + 1, None, f"torn_gzip: {torn}", raw[:_RAW_KEEP]
+            yield i + 1, raw_bytes.decode("utf-8", "replace")[:_RAW_KEEP], f"torn_gzip: {torn}"
             return
         if not raw_bytes.strip():
             continue  # blank lines are not records
         try:
-            raw = raw_bytes.decode("utf-8")
+            yield i + 1, raw_bytes.decode("utf-8"), None
         except UnicodeDecodeError:
-            yield i + 1, None, "bad_json: line is not UTF-8", raw_bytes[:_RAW_KEEP].decode("utf-8", "replace")
-            continue
-        event, reason = decode_line(raw)
-        yield i + 1, event, reason, raw if event is not None else raw[:_RAW_KEEP]
+            yield i + 1, raw_bytes[:_RAW_KEEP].decode("utf-8", "replace"), "bad_json: line is not UTF-8"
 
 
 def _gunzip(data: bytes) -> tuple[bytes, str | None]:
@@ -105,32 +114,28 @@ def _gunzip(data: bytes) -> tuple[bytes, str | None]:
     return b"".join(out), None
 
 
-def _iter_parquet(data: bytes) -> Iterator[Record]:
+def _iter_parquet(data: bytes) -> Iterator[tuple[int, str, str | None]]:
+    """Rows as JSON text with params/post decoded, so they validate exactly like lines."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pq.read_table(pa.BufferReader(data))
-        rows = table.to_pylist()
+        rows = pq.read_table(pa.BufferReader(data)).to_pylist()
     except Exception as exc:  # any decoding failure of the file as a whole
-        yield 0, None, f"unreadable_file: not a readable Parquet file ({type(exc).__name__}: {exc})"[:300], ""
+        yield 0, "", f"unreadable_file: not a readable Parquet file ({type(exc).__name__}: {exc})"[:300]
         return
     for i, row in enumerate(rows):
-        obj = {k: v for k, v in row.items() if not (v is None and k in ("zxid", "topic", "partition", "ts", "post"))}
-        bad = None
+        obj = {k: v for k, v in row.items() if v is not None}
         for key in ("params", "post"):
             if isinstance(obj.get(key), str):
                 try:
                     obj[key] = json.loads(obj[key])
                 except ValueError:
-                    bad = f"bad_json: column {key} is not JSON text"
-        raw = json.dumps(row, default=str, separators=(",", ":"))
-        reason = bad or validate(obj)
-        if reason:
-            yield i + 1, None, reason, raw[:_RAW_KEEP]
+                    raw = json.dumps(row, default=str, separators=(",", ":"))[:_RAW_KEEP]
+                    yield i + 1, raw, f"bad_json: column {key} is not JSON text"
+                    break
         else:
-            normalize(obj)
-            yield i + 1, obj, None, json.dumps(obj, separators=(",", ":"))
+            yield i + 1, json.dumps(obj, default=str, separators=(",", ":")), None
 
 
 def list_trace_files(path: str | os.PathLike[str]) -> list[Path]:
