@@ -23,8 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="kip320", metavar="NAME", help="model configuration to judge against (default kip320)")
     p.add_argument("--judge", metavar="MODULE:FUNC", default=None,
                    help="judge function (default model.replay:judge)")
-    p.add_argument("--allow-malformed", action="store_true",
-                   help="exit 0 even if some records were quarantined, as long as every group conforms")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if any record was quarantined, even if every group conforms")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
 
 
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     from conformance.job import conform, render
 
     outcome = conform(args.paths, args.out, spark=spark, master=args.master, config=args.config,
-                      judge=args.judge, allow_malformed=args.allow_malformed)
+                      judge=args.judge, strict=args.strict)
     if args.json:
         print(json.dumps(outcome.as_dict(), indent=2, sort_keys=True))
     else:

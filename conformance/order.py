@@ -80,12 +80,12 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
         by_node.setdefault(e["node"], []).append(i)
     for idx in by_node.values():
         chain(sorted(idx, key=lambda i: (events[i]["seq"], _source(events[i]))))
-    chain(sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
-                 key=lambda i: (events[i]["zxid"], *_key(events[i]))))
+    by_zxid = sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
+                     key=lambda i: (events[i]["zxid"], *_key(events[i])))
+    chain(by_zxid)
 
     heap = [(*_key(events[i]), i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
-    by_key = sorted(range(n), key=lambda i: (*_key(events[i]), i))
     taken = [False] * n
     cursor = 0
     ordered: list[Event] = []
@@ -95,10 +95,13 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
             i = heapq.heappop(heap)[-1]
             if taken[i]:
                 continue
-        else:  # a cycle: take the smallest remaining event anyway
-            while taken[by_key[cursor]]:
+        else:
+            # A cycle can only mix program order with zxid order (a node that recorded two
+            # ZooKeeper writes made by different threads in the opposite order of their
+            # zxids).  ZooKeeper's order is the truth about writes: take its next write.
+            while taken[by_zxid[cursor]]:
                 cursor += 1
-            i = by_key[cursor]
+            i = by_zxid[cursor]
             forced.add(id(events[i]))
         taken[i] = True
         ordered.append(events[i])

@@ -44,11 +44,15 @@ def test_zxid_order_beats_the_lamport_clock_for_zookeeper_writes():
     assert names(ordered) == [(1, 0), (2, 0)]
 
 
-def test_contradictory_constraints_are_counted_not_fatal():
-    # node 1's later write carries a smaller zxid than its earlier one: a cycle
-    e0, e1 = ev(1, 0, 1, "elect_leader", zxid=20), ev(1, 1, 2, "elect_leader", zxid=10)
-    ordered, forced = causal_order([e0, e1])
-    assert len(ordered) == 2 and len(forced) == 1
+def test_when_program_order_and_zxid_order_disagree_zookeeper_wins_and_it_is_counted():
+    # seen in impl: node 2, controller and leader at once, recorded its controller's write
+    # (zxid 369) before its leader thread's earlier ISR write (zxid 368)
+    elect = ev(2, 25, 142, "elect_leader", zxid=369)
+    between = ev(2, 26, 143)
+    expand = ev(2, 27, 145, "expand_isr", zxid=368)
+    ordered, forced = causal_order([elect, between, expand])
+    assert names(ordered) == [(2, 27), (2, 25), (2, 26)]
+    assert forced == {id(expand)}
 
 
 def test_out_of_order_counts_events_written_after_a_higher_seq():
