@@ -45,10 +45,12 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
         except (TimeoutError, ProtocolError, FileNotFoundError, ProcessLookupError,
                 KeyError, ValueError, RuntimeError) as exc:
             raise UsageError(str(exc).strip("'\"")) from None
+        except BrokenPipeError:  # `epochal consume ... | head`: stop quietly
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         except OSError as exc:
             raise UsageError(f"{exc.strerror or exc}") from None
-        except BrokenPipeError:
-            return 0
 
     return wrapper
 
@@ -197,6 +199,7 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         stop = True
 
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C even if inherited ignored
     try:
         cluster.start()
         print(f"zookeeper  {cluster.zookeeper}" + ("" if args.zookeeper else " (embedded)"))

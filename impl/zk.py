@@ -183,6 +183,12 @@ class EmbeddedZooKeeper:
         return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> EmbeddedZooKeeper:
+        with socket.socket() as probe:  # a server already there would answer `srvr` for us
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((self.host, self.port))
+            except OSError as exc:
+                raise RuntimeError(f"port {self.port} is already in use") from exc
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cfg = self.data_dir / "zoo.cfg"
         cfg.write_text(
@@ -204,13 +210,15 @@ class EmbeddedZooKeeper:
             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
         ]
         self.log_path = self.data_dir / "zookeeper.out"
-        with open(self.log_path, "ab") as out:
+        with open(self.log_path, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"ZooKeeper exited with {self.proc.returncode}; see {self.log_path}")
+            if self.proc.poll() is not None or self._failed_in_log():
+                self.stop()
+                raise RuntimeError(f"ZooKeeper on port {self.port} failed to start "
+                                   f"(port in use?); see {self.log_path}")
             try:
                 if "Mode: standalone" in four_letter_word(self.host, self.port, "srvr"):
                     return self
@@ -219,6 +227,13 @@ class EmbeddedZooKeeper:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"ZooKeeper did not become ready on {self.hosts} within {timeout}s")
+
+    def _failed_in_log(self) -> bool:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return False
+        return "exiting abnormally" in text or "BindException" in text
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

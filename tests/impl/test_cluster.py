@@ -232,7 +232,7 @@ def test_leader_paused_while_a_new_leader_is_elected_cannot_commit_after_resume_
 
 
 # -- seed 000 B, F, H: admin operations ---------------------------------------------------------
-def test_topic_create_add_partitions_reassign_and_delete_leave_zookeeper_and_disks_consistent(
+def test_topic_create_add_remove_partitions_reassign_and_delete_leave_zookeeper_and_disks_consistent(
         make_cluster: Any) -> None:
     c = make_cluster(3, min_insync_replicas=1)
     zk = c.zk_client()
@@ -261,6 +261,13 @@ def test_topic_create_add_partitions_reassign_and_delete_leave_zookeeper_and_dis
         assert sorted(parts) == [0, 1, 2, 3]
         assert not zk.get_children(zkl.PARTITIONS_ADD)
 
+        admin.remove_partitions("life", [3])  # seed 000 H, on_partitions_remove
+        parts = wait_until(lambda: _no_error(check_consistent, "life"), 10,
+                           "consistent after remove")
+        assert sorted(parts) == [0, 1, 2]
+        assert zk.exists(zkl.partition_path("life", 3)) is None
+        assert not zk.get_children(zkl.PARTITIONS_REMOVE)
+
         old = parts[0]
         target = [b for b in c.configs if b not in old] + [old[0]]
         admin.reassign("life", 0, target)
@@ -277,8 +284,8 @@ def test_topic_create_add_partitions_reassign_and_delete_leave_zookeeper_and_dis
         assert zk.exists(zkl.topic_path("life")) is None
         assert not zk.get_children(zkl.DELETE_TOPICS)
     kinds = [e["kind"] for e in assert_traces_valid(c)]
-    for kind in ("topic_created", "partitions_added", "reassignment", "topic_deleted",
-                 "stop_replica"):
+    for kind in ("topic_created", "partitions_added", "partitions_removed", "reassignment",
+                 "topic_deleted", "stop_replica"):
         assert kind in kinds
     zk.stop()
 
