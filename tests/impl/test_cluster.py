@@ -225,6 +225,10 @@ def test_leader_paused_while_a_new_leader_is_elected_cannot_commit_after_resume_
     events = assert_traces_valid(c)
     mine = [e["kind"] for e in events if e["node"] == old and e["topic"] == "gc"]
     assert "become_follower" in mine
+    # its session expired while it was frozen: it registered again with a newer broker epoch
+    epochs = [e["params"]["broker_epoch"] for e in events if e["node"] == old
+              and e["kind"] in ("broker_restart", "broker_reregister")]
+    assert len(epochs) == 2 and epochs[1] > epochs[0]
     # and its log converges: the zombie record is truncated away on the old leader's disk
     wait_until(lambda: set(state_of(zk, "gc", 0)[0].isr) == {0, 1, 2}, 15, "old leader rejoins")
     assert before.leader_epoch < new.leader_epoch
