@@ -1,0 +1,641 @@
+"""The actions of the model: one named function per rule of seed 000, each a guard + effect.
+
+Every action is a pure function ``action(state, cfg, *args) -> State | None``: ``None`` when
+its guard does not hold, else the successor state.  ``ACTIONS`` lists them with the function
+that enumerates the arguments worth trying in a state, which is all a checker needs.
+
+Granularity follows Kafka: steps that are separate RPCs or separate ZooKeeper writes are
+separate actions, because the interleavings between them are where the bugs live.  Two
+merges are deliberate and sound:
+
+* a controller's conditional ZK write and the sending of the resulting LeaderAndISR
+  requests are one step: requests go into the set of requests ever sent, and delivery is a
+  separate step that may be delayed, repeated, reordered or never happen -- which covers
+  every way the send could have been late or lost;
+* seed 000 A 3.1 (read the ISR) and 3.3 (conditional write) are one step: the design asks
+  for them to be one ZooKeeper ``multi``, and the write is conditional on the version read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
+
+from model.config import Config
+from model.state import (
+    DOWN,
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    FETCHING,
+    FOLLOWER,
+    IDLE,
+    LEADER,
+    NO_LEADER,
+    NONE,
+    OK,
+    OUT_OF_RANGE,
+    PAUSED,
+    TRUNCATING,
+    UNKNOWN,
+    UP,
+    Broker,
+    Entry,
+    Fetch,
+    LeaderAndIsr,
+    PartitionZnode,
+    Replica,
+    State,
+    Zk,
+)
+from model.truncation import to_high_watermark, truncation_point
+
+
+class Step(NamedTuple):
+    """One transition: the action's name and its arguments (after ``state, cfg``)."""
+
+    action: str
+    args: tuple
+
+
+# ---------------------------------------------------------------------------------------
+# Small immutable-update helpers
+# ---------------------------------------------------------------------------------------
+
+
+def _put(t: tuple, i: int, v: object) -> tuple:
+    return t[:i] + (v,) + t[i + 1 :]
+
+
+def _add(t: tuple, v: object) -> tuple:
+    return t if v in t else tuple(sorted(t + (v,)))
+
+
+def _remove(t: tuple, v: object) -> tuple:
+    return tuple(x for x in t if x != v)
+
+
+def replica(s: State, b: int, p: int) -> Replica:
+    return s.brokers[b].replicas[p]
+
+
+def _set_replica(s: State, b: int, p: int, r: Replica) -> State:
+    broker = s.brokers[b]
+    return s._replace(brokers=_put(s.brokers, b, broker._replace(replicas=_put(broker.replicas, p, r))))
+
+
+def _set_znode(s: State, p: int, zn: PartitionZnode) -> State:
+    return s._replace(zk=s.zk._replace(partitions=_put(s.zk.partitions, p, zn)))
+
+
+def _unknown(cfg: Config) -> tuple[int, ...]:
+    return (UNKNOWN,) * cfg.brokers
+
+
+def _drop_responses_to(s: State, b: int, p: int) -> State:
+    """Stopping a ReplicaFetcherThread: responses not yet read are never read.  Requests it
+    already sent stay in the network -- the old leader may still act on them."""
+    kept = tuple(m for m in s.fetches if not (m.kind == FETCH_RESPONSE and m.follower == b and m.partition == p))
+    return s._replace(fetches=kept) if len(kept) != len(s.fetches) else s
+
+
+# ---------------------------------------------------------------------------------------
+# Shared rule: the leader advances its high watermark (seed 000 G)
+# ---------------------------------------------------------------------------------------
+
+
+def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
+    """``leader.hw = min of leo of every replica in ISR`` -- never moving backwards.
+
+    A follower's LEO is what it last fetched from (UNKNOWN until it fetches from this leader
+    in this term, as Kafka's makeLeader resets it).  Records passing below the new HW are
+    committed; those this leader appended in its own term are acknowledged to their acks=all
+    producers if the ISR still has ``min.insync.replicas`` members.
+    """
+    r = replica(s, b, p)
+    new_hw = min(r.leo if x == b else r.follower_leo[x] for x in r.isr)
+    if new_hw <= r.hw:
+        return s
+    ghost = s.ghost
+    committed, acked = ghost.committed, ghost.acked
+    for offset in range(r.hw, new_hw):
+        entry = r.log[offset]
+        committed = _add(committed, (p, offset, entry))
+        if entry.epoch == r.leader_epoch and len(r.isr) >= cfg.min_insync:
+            acked = _add(acked, (p, entry.value))
+    s = s._replace(ghost=ghost._replace(committed=committed, acked=acked))
+    return _set_replica(s, b, p, r._replace(hw=new_hw))
+
+
+# ---------------------------------------------------------------------------------------
+# Brokers, ZooKeeper sessions and the controller (seed 000 A, D, E; seed 002)
+# ---------------------------------------------------------------------------------------
+
+
+def _deregister(zk: Zk, b: int) -> Zk:
+    """The broker's ZK session ends: its ephemeral /brokers/ids/b -- and /controller, if it
+    held it -- disappear."""
+    return zk._replace(
+        live=_remove(zk.live, b),
+        controller=NO_LEADER if zk.controller == b else zk.controller,
+    )
+
+
+def broker_crash(s: State, cfg: Config, b: int) -> State | None:
+    """kill -9: memory is lost, the log and the HW checkpoint on disk survive, connections
+    close (fetches in flight to or from it are lost)."""
+    broker = s.brokers[b]
+    if broker.status != UP or s.ghost.crashes >= cfg.max_crashes:
+        return None
+    replicas = tuple(
+        Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
+        for r in broker.replicas
+    )
+    brokers = _put(s.brokers, b, broker._replace(status=DOWN, is_controller=False, replicas=replicas))
+    fetches = tuple(m for m in s.fetches if m.follower != b and m.leader != b)
+    ghost = s.ghost._replace(crashes=s.ghost.crashes + 1)
+    return s._replace(zk=_deregister(s.zk, b), brokers=brokers, fetches=fetches, ghost=ghost)
+
+
+def _register(zk: Zk, b: int) -> Zk:
+    """Create /brokers/ids/b; the new znode's czxid is the broker's epoch (KIP-380)."""
+    zxid = zk.zxid + 1
+    return zk._replace(live=_add(zk.live, b), zxid=zxid, broker_epochs=_put(zk.broker_epochs, b, zxid))
+
+
+def broker_restart(s: State, cfg: Config, b: int) -> State | None:
+    """Seed 000 E, ``on_broker_startup``: register, read the leader and ISR of each assigned
+    partition from ZK, and become leader (shouldn't happen in general) or follower."""
+    broker = s.brokers[b]
+    if broker.status != DOWN:
+        return None
+    zk = _register(s.zk, b)
+    s = s._replace(zk=zk)
+    brokers = _put(
+        s.brokers,
+        b,
+        broker._replace(status=UP, is_controller=False, controller_epoch=max(broker.controller_epoch, zk.controller_epoch), broker_epoch=zk.zxid),
+    )
+    s = s._replace(brokers=brokers)
+    for p, zn in enumerate(zk.partitions):
+        if b not in zn.ar:
+            continue
+        r = replica(s, b, p)
+        epoch = max(r.leader_epoch, zn.leader_epoch)
+        if zn.leader == b:
+            r = Replica(LEADER, b, epoch, zn.isr, zn.zk_version, r.log, r.hw, IDLE, _unknown(cfg), r.leo)
+            s = advance_hw(_set_replica(s, b, p, r), cfg, b, p)
+        elif zn.leader == NO_LEADER:
+            s = _set_replica(s, b, p, r._replace(role=FOLLOWER, leader=NO_LEADER, leader_epoch=epoch))
+        else:
+            s = _set_replica(s, b, p, _follow(cfg, r, zn.leader, epoch))
+    return s
+
+
+def broker_pause(s: State, cfg: Config, b: int) -> State | None:
+    """A GC pause long enough for the ZK session to expire: frozen, yet alive to itself."""
+    broker = s.brokers[b]
+    if broker.status != UP or s.ghost.pauses >= cfg.max_pauses:
+        return None
+    brokers = _put(s.brokers, b, broker._replace(status=PAUSED))
+    ghost = s.ghost._replace(pauses=s.ghost.pauses + 1)
+    return s._replace(zk=_deregister(s.zk, b), brokers=brokers, ghost=ghost)
+
+
+def broker_resume(s: State, cfg: Config, b: int) -> State | None:
+    """The pause ends.  The broker carries on with the state it had: still leader, still
+    controller in its own eyes (seed 000, 'multiple leaders in transition')."""
+    broker = s.brokers[b]
+    if broker.status != PAUSED:
+        return None
+    return s._replace(brokers=_put(s.brokers, b, broker._replace(status=UP)))
+
+
+def broker_reregister(s: State, cfg: Config, b: int) -> State | None:
+    """After session expiry the client opens a new session and re-creates /brokers/ids/b,
+    with a new broker epoch."""
+    broker = s.brokers[b]
+    if broker.status != UP or b in s.zk.live:
+        return None
+    zk = _register(s.zk, b)
+    brokers = _put(s.brokers, b, broker._replace(broker_epoch=zk.zxid))
+    return s._replace(zk=zk, brokers=brokers)
+
+
+def _max_broker_epoch(zk: Zk) -> int:
+    return max((zk.broker_epochs[b] for b in zk.live), default=0)
+
+
+def controller_elect(s: State, cfg: Config, b: int) -> State | None:
+    """Seed 000 D / seed 002: /controller is gone, so broker b creates it, bumps
+    /controller_epoch, and sends every partition's current LeaderAndISR with INIT."""
+    broker = s.brokers[b]
+    if s.zk.controller != NO_LEADER or broker.status != UP or b not in s.zk.live:
+        return None
+    epoch = s.zk.controller_epoch + 1
+    zk = s.zk._replace(controller=b, controller_epoch=epoch)
+    brokers = _put(s.brokers, b, broker._replace(is_controller=True, controller_epoch=epoch))
+    sent = s.leader_and_isr
+    mbe = _max_broker_epoch(zk)
+    for p, zn in enumerate(zk.partitions):
+        for to in zn.ar:
+            sent = _add(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, epoch, mbe))
+    return s._replace(zk=zk, brokers=brokers, leader_and_isr=sent)
+
+
+def controller_resign(s: State, cfg: Config, b: int) -> State | None:
+    """Seed 002: a broker that acted as controller sees /controller name someone else (or
+    its epoch overtaken) and backs off."""
+    broker = s.brokers[b]
+    if broker.status != UP or not broker.is_controller:
+        return None
+    if s.zk.controller == b and s.zk.controller_epoch == broker.controller_epoch:
+        return None
+    return s._replace(brokers=_put(s.brokers, b, broker._replace(is_controller=False)))
+
+
+def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int, ...], bool]]:
+    """Seed 000 A 3.2 -- the new (leader, ISR, unclean?) choices for partition p, or none if
+    the live brokers leave it unchanged:
+
+    * the leader is alive: it stays, and the ISR loses its dead members;
+    * else any live ISR member may lead, with the live ISR;
+    * else, only with unclean election enabled, any live assigned replica, alone in the ISR
+      ("potential data loss in this case");
+    * else the leader becomes -1 and the ISR is kept, so the last in-sync replica can lead
+      again when it returns.
+    """
+    zn = zk.partitions[p]
+    live = zk.live
+    live_isr = tuple(b for b in zn.isr if b in live)
+    if zn.leader != NO_LEADER and zn.leader in live:
+        if len(live_isr) == len(zn.isr):
+            return []
+        return [(zn.leader, live_isr, False)]
+    if live_isr:
+        return [(b, live_isr, False) for b in live_isr]
+    if cfg.unclean:
+        live_ar = [b for b in zn.ar if b in live]
+        if live_ar:
+            return [(b, (b,), True) for b in live_ar]
+    if zn.leader == NO_LEADER:
+        return []
+    return [(NO_LEADER, zn.isr, False)]
+
+
+def _acting_controller(s: State, c: int) -> bool:
+    """The controller's writes carry a check of /controller_epoch, so only the broker that
+    holds /controller at the current epoch can write; a zombie controller's writes fail."""
+    broker = s.brokers[c]
+    return (
+        broker.status == UP
+        and broker.is_controller
+        and s.zk.controller == c
+        and broker.controller_epoch == s.zk.controller_epoch
+    )
+
+
+def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | None:
+    """Seed 000 A ``on_broker_change`` (and ``init_leaders``) for partition p: write the new
+    leader, ISR and leader_epoch + 1 conditionally on zk_version, then send LeaderAndISR to
+    the assigned replicas."""
+    if not _acting_controller(s, c):
+        return None
+    zn = s.zk.partitions[p]
+    if zn.leader_epoch + 1 > cfg.max_epoch:
+        return None
+    for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg):
+        if new_leader != leader:
+            continue
+        znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, zn.ar)
+        s = _set_znode(s, p, znode)
+        mbe = _max_broker_epoch(s.zk)
+        sent = s.leader_and_isr
+        for to in zn.ar:
+            sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe))
+        s = s._replace(leader_and_isr=sent)
+        if unclean:
+            s = s._replace(ghost=s.ghost._replace(unclean=_add(s.ghost.unclean, p)))
+        return s
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Brokers acting on LeaderAndISR (seed 000 C)
+# ---------------------------------------------------------------------------------------
+
+
+def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
+    """Why broker m.to must refuse m, or None: an older controller epoch (seed 002), a
+    request meant for an older incarnation of the broker (seed 003), or a leader epoch no
+    newer than the one it has (seed 000, 'only follow ... if its epoc is larger')."""
+    broker = s.brokers[m.to]
+    if cfg.fence_controller_epoch and m.controller_epoch < broker.controller_epoch:
+        return "stale controller epoch"
+    if m.leader_epoch <= broker.replicas[m.partition].leader_epoch:
+        return "stale leader epoch"
+    return None
+
+
+def _accept(s: State, cfg: Config, m: LeaderAndIsr) -> State:
+    """Bookkeeping common to every accepted control request: learn the controller epoch,
+    and note in the ghost history if the request came from a superseded controller."""
+    broker = s.brokers[m.to]
+    ghost = s.ghost
+    if m.controller_epoch < broker.controller_epoch:
+        ghost = ghost._replace(stale_accepts=ghost.stale_accepts + 1)
+    broker = broker._replace(controller_epoch=max(broker.controller_epoch, m.controller_epoch))
+    return s._replace(brokers=_put(s.brokers, m.to, broker), ghost=ghost)
+
+
+def become_leader(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
+    """Seed 000 C ``becomeLeader``: stop fetching, take the ISR and zk_version from the
+    command, start serving reads and writes."""
+    b, p = m.to, m.partition
+    if m not in s.leader_and_isr or m.leader != b or s.brokers[b].status != UP:
+        return None
+    if stale_reason(s, cfg, m) is not None:
+        return None
+    s = _drop_responses_to(_accept(s, cfg, m), b, p)
+    r = replica(s, b, p)
+    r = Replica(LEADER, b, m.leader_epoch, m.isr, m.zk_version, r.log, r.hw, IDLE, _unknown(cfg), r.leo)
+    s = _set_replica(s, b, p, r)
+    s = s._replace(ghost=s.ghost._replace(led=_add(s.ghost.led, (p, m.leader_epoch, b))))
+    return advance_hw(s, cfg, b, p)
+
+
+def _follow(cfg: Config, r: Replica, leader: int, epoch: int) -> Replica:
+    """Seed 000 C ``becomeFollower``: stop leading; then either truncate to the HW at once
+    (the design) or first reconcile with the leader by epoch (KIP-101 onwards)."""
+    if cfg.truncation == "hw":
+        cut = to_high_watermark(r.log, r.hw)
+        return Replica(FOLLOWER, leader, epoch, (), -1, r.log[:cut], min(r.hw, cut), FETCHING, (UNKNOWN,) * len(r.follower_leo), 0)
+    return Replica(FOLLOWER, leader, epoch, (), -1, r.log, r.hw, TRUNCATING, (UNKNOWN,) * len(r.follower_leo), 0)
+
+
+def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
+    """Seed 000 C 2.2: follow the named leader "if the broker is not already following L"
+    (with fenced fetching, every new leader epoch restarts the fetcher)."""
+    b, p = m.to, m.partition
+    if m not in s.leader_and_isr or m.leader == b or s.brokers[b].status != UP:
+        return None
+    if stale_reason(s, cfg, m) is not None:
+        return None
+    s = _accept(s, cfg, m)
+    r = replica(s, b, p)
+    if m.leader == NO_LEADER:
+        r = Replica(FOLLOWER, NO_LEADER, m.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
+        return _set_replica(_drop_responses_to(s, b, p), b, p, r)
+    already = r.role == FOLLOWER and r.leader == m.leader and not cfg.refollow_on_new_epoch
+    if already:
+        return _set_replica(s, b, p, r._replace(leader_epoch=m.leader_epoch))
+    return _set_replica(_drop_responses_to(s, b, p), b, p, _follow(cfg, r, m.leader, m.leader_epoch))
+
+
+def reject_leader_and_isr(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
+    """A broker refuses a stale LeaderAndISR: nothing changes.  (Never explored by the
+    checker -- it is a self-loop -- but traces record it and conformance replays it.)"""
+    if s.brokers[m.to].status != UP:
+        return None
+    return s if stale_reason(s, cfg, m) is not None else None
+
+
+def truncate(s: State, cfg: Config, f: int, p: int) -> State | None:
+    """KIP-101/279/320: a new follower asks its leader where its latest epoch ends
+    (OffsetsForLeaderEpoch) and truncates there before fetching.  With fenced fetching the
+    request carries the follower's leader epoch and a leader in another epoch refuses it."""
+    r = replica(s, f, p)
+    if s.brokers[f].status != UP or r.role != FOLLOWER or r.fetch_state != TRUNCATING:
+        return None
+    if r.leader == NO_LEADER or s.brokers[r.leader].status != UP:
+        return None
+    lr = replica(s, r.leader, p)
+    if lr.role != LEADER or (cfg.fenced_fetch and lr.leader_epoch != r.leader_epoch):
+        return None
+    cut = truncation_point(cfg.truncation, r.log, r.hw, lr.log, lr.leader_epoch)
+    r = r._replace(log=r.log[:cut], hw=min(r.hw, cut), fetch_state=FETCHING)
+    return _set_replica(s, f, p, r)
+
+
+# ---------------------------------------------------------------------------------------
+# Replication: produce, fetch, high watermark, ISR (seed 000 G)
+# ---------------------------------------------------------------------------------------
+
+
+def produce(s: State, cfg: Config, b: int, p: int) -> State | None:
+    """A client's acks=all write reaches the broker that believes it leads p: appended in
+    the leader's epoch; refused (NOT_ENOUGH_REPLICAS) below min.insync.replicas."""
+    r = replica(s, b, p)
+    if s.brokers[b].status != UP or r.role != LEADER or s.ghost.produced >= cfg.records:
+        return None
+    if len(r.isr) < cfg.min_insync:
+        return None
+    value = s.ghost.produced + 1
+    s = _set_replica(s, b, p, r._replace(log=r.log + (Entry(value, r.leader_epoch),)))
+    s = s._replace(ghost=s.ghost._replace(produced=value))
+    return advance_hw(s, cfg, b, p)
+
+
+def send_fetch(s: State, cfg: Config, f: int, p: int) -> State | None:
+    """The ReplicaFetcherThread asks its leader for records from its LEO (one request
+    outstanding at a time), carrying its leader epoch."""
+    r = replica(s, f, p)
+    if s.brokers[f].status != UP or r.role != FOLLOWER or r.fetch_state != FETCHING or r.leader == NO_LEADER:
+        return None
+    for m in s.fetches:
+        if m.follower == f and m.partition == p and m.leader == r.leader:
+            return None
+    req = Fetch(FETCH_REQUEST, f, r.leader, p, r.leo, r.leader_epoch, (), -1, OK)
+    return s._replace(fetches=_add(s.fetches, req))
+
+
+def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
+    """Seed 000 G ``on_ReplicaFetchRequest``: record the follower's LEO, advance the HW, and
+    answer with the records from the fetch offset and the HW.  With fenced fetching a
+    request from another leader epoch is refused (FENCED/UNKNOWN_LEADER_EPOCH)."""
+    if m.kind != FETCH_REQUEST or m not in s.fetches:
+        return None
+    lb, p = m.leader, m.partition
+    lr = replica(s, lb, p)
+    if s.brokers[lb].status != UP or lr.role != LEADER:
+        return None
+    s = s._replace(fetches=_remove(s.fetches, m))
+    if cfg.fenced_fetch and m.epoch != lr.leader_epoch:
+        return s
+    if m.offset > lr.leo:
+        resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, (), lr.leo, OUT_OF_RANGE)
+        return s._replace(fetches=_add(s.fetches, resp))
+    s = _set_replica(s, lb, p, lr._replace(follower_leo=_put(lr.follower_leo, m.follower, m.offset)))
+    s = advance_hw(s, cfg, lb, p)
+    lr = replica(s, lb, p)
+    resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, lr.log[m.offset :], lr.hw, OK)
+    return s._replace(fetches=_add(s.fetches, resp))
+
+
+def receive_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
+    """Seed 000 G, the follower: append the records and take the leader's HW (never past
+    its own LEO).  A response the fetcher no longer expects -- another leader, another
+    offset, another epoch -- is discarded; OFFSET_OUT_OF_RANGE truncates to the leader's LEO."""
+    if m.kind != FETCH_RESPONSE or m not in s.fetches:
+        return None
+    f, p = m.follower, m.partition
+    if s.brokers[f].status != UP:
+        return None
+    s = s._replace(fetches=_remove(s.fetches, m))
+    r = replica(s, f, p)
+    if (
+        r.role != FOLLOWER
+        or r.leader != m.leader
+        or r.fetch_state != FETCHING
+        or m.offset != r.leo
+        or (cfg.fenced_fetch and m.epoch != r.leader_epoch)
+    ):
+        return s
+    if m.error == OUT_OF_RANGE:
+        cut = min(m.hw, r.leo)
+        return _set_replica(s, f, p, r._replace(log=r.log[:cut], hw=min(r.hw, cut)))
+    log = r.log + m.records
+    return _set_replica(s, f, p, r._replace(log=log, hw=min(m.hw, len(log))))
+
+
+def _conditional_isr_write(s: State, cfg: Config, b: int, p: int, isr: tuple[int, ...]) -> State | None:
+    """Seed 000 G ``maybe_change_ISR``: the leader updates the ISR in ZK only if the znode is
+    still at the version it knows; then adopts it locally and retries the HW."""
+    lr = replica(s, b, p)
+    zn = s.zk.partitions[p]
+    if zn.zk_version != lr.zk_version:
+        return None
+    s = _set_znode(s, p, zn._replace(isr=isr, zk_version=zn.zk_version + 1))
+    s = _set_replica(s, b, p, lr._replace(isr=isr, zk_version=zn.zk_version + 1))
+    return advance_hw(s, cfg, b, p)
+
+
+def shrink_isr(s: State, cfg: Config, b: int, p: int, f: int) -> State | None:
+    """A follower that lags the leader's LEO (by messages, or by time: not fetched at all in
+    this term) is taken out of the ISR, so the leader can commit without it."""
+    lr = replica(s, b, p)
+    if s.brokers[b].status != UP or lr.role != LEADER or f == b or f not in lr.isr:
+        return None
+    if lr.follower_leo[f] >= lr.leo:
+        return None
+    return _conditional_isr_write(s, cfg, b, p, _remove(lr.isr, f))
+
+
+def expand_isr(s: State, cfg: Config, b: int, p: int, f: int) -> State | None:
+    """A follower that has caught up to the HW rejoins the ISR -- with fenced fetching only
+    once it has also reached the start of the leader's epoch (KIP-320)."""
+    lr = replica(s, b, p)
+    if s.brokers[b].status != UP or lr.role != LEADER or f in lr.isr or f not in s.zk.partitions[p].ar:
+        return None
+    leo = lr.follower_leo[f]
+    if leo == UNKNOWN or leo < lr.hw or (cfg.fenced_fetch and leo < lr.epoch_start):
+        return None
+    return _conditional_isr_write(s, cfg, b, p, _add(lr.isr, f))
+
+
+def isr_update_failed(s: State, cfg: Config, b: int, p: int) -> State | None:
+    """The conditional update fails because the znode moved on: "broker A will realize that
+    it's no longer the leader any more" (seed 000, question 3) -- it stops acting as leader."""
+    lr = replica(s, b, p)
+    if s.brokers[b].status != UP or lr.role != LEADER or s.zk.partitions[p].zk_version == lr.zk_version:
+        return None
+    r = lr._replace(role=NONE, leader=NO_LEADER, isr=(), zk_version=-1, follower_leo=_unknown(cfg), epoch_start=0)
+    return _set_replica(s, b, p, r)
+
+
+# ---------------------------------------------------------------------------------------
+# The action table: name -> function and the arguments worth trying
+# ---------------------------------------------------------------------------------------
+
+
+class Action(NamedTuple):
+    name: str
+    fn: Callable[..., State | None]
+    args: Callable[[State, Config], Iterable[tuple]]
+    explored: bool = True  # False: self-loops the checker need not try
+
+
+def _brokers(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((b,) for b in range(cfg.brokers))
+
+
+def _broker_partitions(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((b, p) for b in range(cfg.brokers) for p in range(cfg.partitions))
+
+
+def _isr_changes(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((b, p, f) for b in range(cfg.brokers) for p in range(cfg.partitions) for f in range(cfg.brokers) if f != b)
+
+
+def _elections(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p in range(cfg.partitions):
+        for leader, _isr, _unclean in election_outcomes(s.zk, p, cfg):
+            yield (c, p, leader)
+
+
+def _requests(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((m,) for m in s.leader_and_isr)
+
+
+def _fetch_messages(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((m,) for m in s.fetches)
+
+
+ACTIONS: dict[str, Action] = {
+    a.name: a
+    for a in [
+        Action("broker_crash", broker_crash, _brokers),
+        Action("broker_restart", broker_restart, _brokers),
+        Action("broker_pause", broker_pause, _brokers),
+        Action("broker_resume", broker_resume, _brokers),
+        Action("broker_reregister", broker_reregister, _brokers),
+        Action("controller_elect", controller_elect, _brokers),
+        Action("controller_resign", controller_resign, _brokers),
+        Action("elect_leader", elect_leader, _elections),
+        Action("become_leader", become_leader, _requests),
+        Action("become_follower", become_follower, _requests),
+        Action("reject_leader_and_isr", reject_leader_and_isr, _requests, explored=False),
+        Action("truncate", truncate, _broker_partitions),
+        Action("produce", produce, _broker_partitions),
+        Action("send_fetch", send_fetch, _broker_partitions),
+        Action("handle_fetch", handle_fetch, _fetch_messages),
+        Action("receive_fetch", receive_fetch, _fetch_messages),
+        Action("shrink_isr", shrink_isr, _isr_changes),
+        Action("expand_isr", expand_isr, _isr_changes),
+        Action("isr_update_failed", isr_update_failed, _broker_partitions),
+    ]
+}
+
+EXPLORED = tuple(a for a in ACTIONS.values() if a.explored)
+
+
+def forget_stale_requests(s: State, cfg: Config) -> State:
+    """Drop LeaderAndISR requests every addressee will refuse forever.
+
+    A broker's known leader epoch and controller epoch never go backwards (they survive a
+    crash: the epoch cache is on disk, and a restart only reads newer ones from ZK), so a
+    request that is stale now is stale for ever: delivering it is a self-loop.  Forgetting
+    it changes no behaviour and keeps the set of requests ever sent from growing.
+    """
+    kept = tuple(m for m in s.leader_and_isr if stale_reason(s, cfg, m) is None)
+    return s if len(kept) == len(s.leader_and_isr) else s._replace(leader_and_isr=kept)
+
+
+def apply(s: State, cfg: Config, step: Step) -> State | None:
+    """Take one step, or None if its guard does not hold."""
+    t = ACTIONS[step.action].fn(s, cfg, *step.args)
+    return None if t is None else forget_stale_requests(t, cfg)
+
+
+def successors(s: State, cfg: Config) -> Iterator[tuple[Step, State]]:
+    """Every enabled step from s and the state it leads to (self-loops omitted)."""
+    for action in EXPLORED:
+        fn = action.fn
+        for args in action.args(s, cfg):
+            t = fn(s, cfg, *args)
+            if t is not None:
+                t = forget_stale_requests(t, cfg)
+                if t != s:
+                    yield Step(action.name, args), t

@@ -1,0 +1,234 @@
+"""The exhaustive checker: breadth-first search over every reachable state.
+
+* **Shortest counterexamples.**  The search goes level by level and stops at the first
+  level where a property breaks, so the path it prints is a shortest one.
+* **Compact.**  Visited states are kept as 64-bit fingerprints (Python's tuple hash, which
+  is deterministic for the ints-and-tuples states are made of) with a pointer to the parent's
+  fingerprint; only two BFS levels are held as full states.  The path is rebuilt by replaying
+  the model from the initial state, choosing at each level the successor with the recorded
+  fingerprint -- so every counterexample printed has been re-executed step by step.
+* **Symmetry.**  With ``symmetry=True`` states are reduced to a canonical broker naming
+  (``model.symmetry``) before fingerprinting.
+* **Both cores.**  Large frontiers are expanded by a pool of worker processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from model.actions import Step, successors
+from model.config import Config
+from model.render import describe, state_text
+from model.state import State, initial
+from model.symmetry import canonical
+from properties import first_violation, state_violation, transition_violation
+
+PARALLEL_THRESHOLD = 4000  # frontier size above which worker processes expand it
+CHUNK = 500
+
+
+@dataclass
+class Violation:
+    property: str
+    message: str
+    steps: list[tuple[Step, str]]  # the step and its description, from the initial state
+    states: list[State]  # initial state, then the state after each step
+    label: str | None = None
+
+    def text(self) -> str:
+        lines = [f"VIOLATION of {self.property}: {self.message}", "", "Shortest counterexample:"]
+        for i, (_, desc) in enumerate(self.steps, 1):
+            lines.append(f"{i:3d}. {desc}")
+        lines += ["", "State that breaks it:", state_text(self.states[-1])]
+        return "\n".join(lines)
+
+
+@dataclass
+class Result:
+    config: Config
+    symmetry: bool
+    states: int
+    transitions: int
+    depth: int
+    seconds: float
+    violation: Violation | None = None
+    complete: bool = True  # False when stopped by max_states
+    workers: int = 1
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def holds(self) -> bool:
+        return self.violation is None and self.complete
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds > 0 else float("inf")
+
+
+# -- expanding one state (also run inside worker processes) ---------------------------
+
+_CFG: Config | None = None
+_SYM = True
+_SEEN: dict[int, int] | set[int] = set()  # the parent map, visible to forked workers as of the fork
+
+
+def _init_worker(cfg: Config, symmetry: bool) -> None:
+    global _CFG, _SYM
+    _CFG, _SYM = cfg, symmetry
+
+
+def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tuple | None, int]:
+    """Successors of a chunk of states: (parent fp, child fp, canonical child) for children
+    new within the chunk, the first violation found (parent fp, step, child), and the number
+    of transitions."""
+    assert _CFG is not None
+    out: list[tuple[int, int, State]] = []
+    local: set[int] = set()
+    transitions = 0
+    for s in chunk:
+        hs = hash(s)
+        for step, t in successors(s, _CFG):
+            transitions += 1
+            if transition_violation(s, t) is not None:
+                return out, (hs, step, t), transitions
+            c = canonical(t) if _SYM else t
+            h = hash(c)
+            if h not in local:
+                local.add(h)
+                if h not in _SEEN and state_violation(c) is not None:
+                    return out, (hs, step, t), transitions
+                out.append((hs, h, c))
+    return out, None, transitions
+
+
+class _Progress:
+    def __init__(self, out: Callable[[str], None] | None) -> None:
+        self.out = out
+        self.last = time.monotonic()
+        self.start = self.last
+
+    def tick(self, depth: int, states: int, frontier: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.out is None or (not force and now - self.last < 2.0):
+            return
+        self.last = now
+        rate = states / max(now - self.start, 1e-9)
+        self.out(f"  depth {depth:3d}  states {states:>10,}  frontier {frontier:>9,}  {rate:>9,.0f} states/s")
+
+
+def check(
+    cfg: Config,
+    symmetry: bool = True,
+    workers: int = 1,
+    max_states: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Result:
+    """Explore every reachable state of ``cfg`` (up to ``max_states``); stop at the first
+    property violation and return it with a shortest path to it."""
+    started = time.perf_counter()
+    _init_worker(cfg, symmetry)
+    init = initial(cfg)
+    root = canonical(init) if symmetry else init
+    bad = first_violation(None, init)
+    if bad is not None:
+        v = Violation(bad[0], bad[1], [], [init])
+        return Result(cfg, symmetry, 1, 0, 0, time.perf_counter() - started, v)
+    global _SEEN
+    parent: dict[int, int] = {hash(root): 0}
+    _SEEN = parent
+    frontier = [root]
+    depth = 0
+    transitions = 0
+    found: tuple | None = None
+    complete = True
+    meter = _Progress(progress)
+    pool = mp.get_context("fork").Pool(workers, _init_worker, (cfg, symmetry)) if workers > 1 else None
+    try:
+        while frontier:
+            nxt: list[State] = []
+            chunks = [frontier[i : i + CHUNK] for i in range(0, len(frontier), CHUNK)]
+            results = pool.imap(_expand_chunk, chunks) if pool and len(frontier) > PARALLEL_THRESHOLD else map(_expand_chunk, chunks)
+            for children, violation, n in results:
+                transitions += n
+                for hp, h, c in children:
+                    if h not in parent:
+                        parent[h] = hp
+                        nxt.append(c)
+                if violation is not None:
+                    found = violation
+                    break
+                meter.tick(depth + 1, len(parent), len(nxt))
+            if found is not None:
+                break
+            if max_states is not None and len(parent) >= max_states:
+                complete = False
+                break
+            if nxt:
+                depth += 1
+            frontier = nxt
+    finally:
+        if pool is not None:
+            pool.terminate()
+    meter.tick(depth, len(parent), 0, force=True)
+    seconds = time.perf_counter() - started
+    violation = _counterexample(cfg, symmetry, parent, found, hash(root)) if found else None
+    return Result(cfg, symmetry, len(parent), transitions, depth + (1 if found else 0), seconds, violation, complete, workers)
+
+
+def _fp(s: State, symmetry: bool) -> int:
+    return hash(canonical(s) if symmetry else s)
+
+
+def _counterexample(cfg: Config, symmetry: bool, parent: dict[int, int], found: tuple, root_fp: int) -> Violation:
+    """Rebuild a concrete path from the initial state by replaying the model."""
+    hp, _step, bad_child = found
+    chain = [hp]
+    while chain[-1] != root_fp:
+        chain.append(parent[chain[-1]])
+    chain.reverse()  # root_fp ... hp
+    x = initial(cfg)
+    states = [x]
+    steps: list[tuple[Step, str]] = []
+    for h in chain[1:]:
+        for step, y in successors(x, cfg):
+            if _fp(y, symmetry) == h:
+                steps.append((step, describe(step, x, y)))
+                x = y
+                states.append(y)
+                break
+        else:  # pragma: no cover - would mean the model is not deterministic
+            raise RuntimeError("counterexample replay diverged from the search")
+    target = _fp(bad_child, symmetry)
+    for step, y in successors(x, cfg):
+        if _fp(y, symmetry) == target:
+            bad = first_violation(x, y)
+            if bad is not None:
+                steps.append((step, describe(step, x, y)))
+                states.append(y)
+                label = "unclean-election loss" if "unclean-election loss" in bad[1] else None
+                return Violation(bad[0], bad[1], steps, states, label)
+    raise RuntimeError("counterexample replay could not reproduce the violation")  # pragma: no cover
+
+
+def replay(cfg: Config, steps: list[Step]) -> list[State]:
+    """Apply steps from the initial state, failing loudly on a disabled one (for tests and
+    for tools that consume ``--json`` counterexamples)."""
+    from model.actions import apply
+
+    x = initial(cfg)
+    out = [x]
+    for i, step in enumerate(steps, 1):
+        y = apply(x, cfg, step)
+        if y is None:
+            raise ValueError(f"step {i} ({step.action}{step.args}) is not enabled")
+        x = y
+        out.append(x)
+    return out
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

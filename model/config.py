@@ -1,0 +1,89 @@
+"""Named configurations of the model: which protocol variant, and the bounds of the search.
+
+The variants are the history of Kafka's replication protocol (see ``model.truncation``):
+
+* ``design`` -- seed 000 as written: a new follower truncates its log to its own HW.
+* ``kip101`` -- truncation by leader-epoch lookup (OffsetsForLeaderEpoch), KIP-101.
+* ``kip279`` -- the lookup returns the largest common epoch, KIP-279 (fast leader changes).
+* ``kip320`` -- additionally fenced fetching, KIP-320: requests carry the leader epoch.
+* ``unclean`` -- ``kip320`` with unclean leader election enabled.
+* ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+TRUNCATION_RULES = ("hw", "kip101", "kip279", "kip320")
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    truncation: str  # one of TRUNCATION_RULES
+    brokers: int = 2
+    partitions: int = 1
+    records: int = 2  # client records produced, in all
+    max_epoch: int = 3  # highest leader epoch the controller may write
+    max_crashes: int = 1  # broker crashes (kill -9), in all
+    max_pauses: int = 0  # GC pauses (session expiry while frozen), in all
+    min_insync: int = 1  # min.insync.replicas for acks=all produce
+    unclean: bool = False  # unclean.leader.election.enable
+    fence_controller_epoch: bool = True  # brokers reject requests from older controller epochs
+
+    @property
+    def fenced_fetch(self) -> bool:
+        """KIP-320: fetch and epoch-lookup requests carry the leader epoch and are fenced."""
+        return self.truncation == "kip320"
+
+    @property
+    def refollow_on_new_epoch(self) -> bool:
+        """Seed 000 C 2.2: only 'if the broker is not already following L'.  With fenced
+        fetching (KIP-320) every new leader epoch restarts the fetcher and reconciles."""
+        return self.truncation == "kip320"
+
+    def describe(self) -> str:
+        return (
+            f"{self.name}: truncation={self.truncation} brokers={self.brokers} "
+            f"partitions={self.partitions} records={self.records} max_epoch={self.max_epoch} "
+            f"max_crashes={self.max_crashes} max_pauses={self.max_pauses} "
+            f"min_insync={self.min_insync} unclean={self.unclean}"
+        )
+
+
+NAMED: dict[str, Config] = {
+    "design": Config("design", "hw"),
+    "kip101": Config("kip101", "kip101", brokers=3),
+    "kip279": Config("kip279", "kip279", brokers=3),
+    "kip320": Config("kip320", "kip320", brokers=3),
+    "unclean": Config("unclean", "kip320", unclean=True),
+    "zombie": Config("zombie", "kip320", brokers=3, max_crashes=0, max_pauses=1),
+}
+
+
+def named(name: str, **overrides: object) -> Config:
+    """The named configuration with the given bounds overridden (``None`` values ignored)."""
+    if name not in NAMED:
+        raise KeyError(f"unknown configuration {name!r}; choose one of {', '.join(NAMED)}")
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    cfg = replace(NAMED[name], **changes)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: Config) -> None:
+    """Reject bounds that make no sense, with a message a user can act on."""
+    if cfg.truncation not in TRUNCATION_RULES:
+        raise ValueError(f"truncation must be one of {TRUNCATION_RULES}")
+    if not 1 <= cfg.brokers <= 5:
+        raise ValueError("--brokers must be between 1 and 5")
+    if not 1 <= cfg.partitions <= 3:
+        raise ValueError("--partitions must be between 1 and 3")
+    if not 0 <= cfg.records <= 6:
+        raise ValueError("--records must be between 0 and 6")
+    if not 1 <= cfg.max_epoch <= 8:
+        raise ValueError("--max-epoch must be between 1 and 8")
+    if cfg.max_crashes < 0 or cfg.max_pauses < 0:
+        raise ValueError("--max-crashes and --max-pauses must be >= 0")
+    if not 1 <= cfg.min_insync <= cfg.brokers:
+        raise ValueError("--min-insync must be between 1 and --brokers")

@@ -1,0 +1,174 @@
+"""The immutable state of the model.
+
+Everything is a ``NamedTuple`` of ints and tuples: immutable, hashable, orderable (the
+symmetry reduction sorts states) and hashed identically in every process (no strings, whose
+hashes are salted per process).  Sets are sorted tuples.  Broker ids are ``0..brokers-1``;
+``NO_LEADER`` (-1) is "no leader" / "unknown" as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from model.config import Config
+
+NO_LEADER = -1
+UNKNOWN = -1  # a leader's view of a follower's LEO before the follower has fetched
+
+# Broker.status
+UP, DOWN, PAUSED = 0, 1, 2
+STATUS_NAMES = {UP: "up", DOWN: "crashed", PAUSED: "paused"}
+
+# Replica.role
+NONE, LEADER, FOLLOWER = 0, 1, 2
+ROLE_NAMES = {NONE: "none", LEADER: "leader", FOLLOWER: "follower"}
+
+# Replica.fetch_state (followers)
+IDLE, TRUNCATING, FETCHING = 0, 1, 2
+
+
+class Entry(NamedTuple):
+    """One record in a log: the client's value and the leader epoch it was written in."""
+
+    value: int
+    epoch: int
+
+
+class PartitionZnode(NamedTuple):
+    """``/brokers/topics/T/P/leaderAndISR`` plus the partition's assigned replicas (AR)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    ar: tuple[int, ...]
+
+
+class Zk(NamedTuple):
+    """What ZooKeeper holds: the source of truth the controller publishes to (seed 000)."""
+
+    controller: int  # owner of the ephemeral /controller, or NO_LEADER
+    controller_epoch: int  # persistent /controller_epoch
+    live: tuple[int, ...]  # brokers with a registration under /brokers/ids
+    broker_epochs: tuple[int, ...]  # czxid of each broker's current/last registration
+    zxid: int  # last transaction id, the source of broker epochs
+    partitions: tuple[PartitionZnode, ...]
+
+
+class Replica(NamedTuple):
+    """A broker's replica of one partition (seed 000 ``Replica`` / ``Partition``)."""
+
+    role: int
+    leader: int  # the leader it follows (followers), itself (leaders), or NO_LEADER
+    leader_epoch: int  # the highest leader epoch it has accepted
+    isr: tuple[int, ...]  # leader only: its local copy of the ISR
+    zk_version: int  # leader only: LeaderAndISRVersionInZK
+    log: tuple[Entry, ...]
+    hw: int
+    fetch_state: int  # followers: IDLE, TRUNCATING (KIP-101+) or FETCHING
+    follower_leo: tuple[int, ...]  # leader only: LEO each follower last fetched from, by broker
+    epoch_start: int  # leader only: its LEO when it became leader (start of its epoch)
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+
+class Broker(NamedTuple):
+    status: int
+    is_controller: bool
+    controller_epoch: int  # highest controller epoch this broker has seen
+    broker_epoch: int  # the czxid of its own registration, as it believes
+    replicas: tuple[Replica, ...]  # by partition
+
+
+class LeaderAndIsr(NamedTuple):
+    """A LeaderAndISR request for one partition (seed 000 ``LeaderAndISRRequest``).
+
+    Requests are kept as the set of requests ever sent: delivery may be delayed, repeated,
+    reordered or never happen; brokers only guard on epochs (as hachikuji's TLA+ spec does).
+    """
+
+    to: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    controller_epoch: int
+    max_broker_epoch: int
+
+
+FETCH_REQUEST, FETCH_RESPONSE = 0, 1
+OK, OUT_OF_RANGE = 0, 1
+
+
+class Fetch(NamedTuple):
+    """An in-flight ReplicaFetchRequest (follower → leader) or its response."""
+
+    kind: int  # FETCH_REQUEST or FETCH_RESPONSE
+    follower: int
+    leader: int
+    partition: int
+    offset: int  # the fetch offset (the follower's LEO when it asked)
+    epoch: int  # request: the follower's leader epoch; response: the leader's
+    records: tuple[Entry, ...]  # response only
+    hw: int  # response only: the leader's HW (OUT_OF_RANGE: the leader's LEO)
+    error: int
+
+
+class Ghost(NamedTuple):
+    """History the properties need and no process can see."""
+
+    committed: tuple[tuple[int, int, Entry], ...]  # (partition, offset, entry) ever below a leader's HW
+    acked: tuple[tuple[int, int], ...]  # (partition, value) acknowledged to an acks=all producer
+    led: tuple[tuple[int, int, int], ...]  # (partition, leader_epoch, broker) that became leader
+    unclean: tuple[int, ...]  # partitions that have had an unclean election
+    stale_accepts: int  # control requests acted on although from an older controller/broker epoch
+    produced: int
+    crashes: int
+    pauses: int
+
+
+class State(NamedTuple):
+    zk: Zk
+    brokers: tuple[Broker, ...]
+    leader_and_isr: tuple[LeaderAndIsr, ...]  # every request ever sent, sorted
+    fetches: tuple[Fetch, ...]  # in flight, sorted
+    ghost: Ghost
+
+
+def initial(cfg: Config) -> State:
+    """A freshly bootstrapped cluster: broker 0 is controller at controller epoch 1, every
+    partition has been through ``init_leaders`` (leader ``p mod brokers``, epoch 1, ISR = AR
+    = every broker) and every broker has acted on that LeaderAndISR.  Starting here rather
+    than from an empty cluster keeps the search on the failure handling the bugs are in."""
+    n = cfg.brokers
+    everyone = tuple(range(n))
+    unknown = (UNKNOWN,) * n
+    partitions = tuple(
+        PartitionZnode(leader=p % n, leader_epoch=1, isr=everyone, zk_version=0, ar=everyone)
+        for p in range(cfg.partitions)
+    )
+    zk = Zk(
+        controller=0,
+        controller_epoch=1,
+        live=everyone,
+        broker_epochs=(1,) * n,  # registered together: equal epochs keep brokers interchangeable
+        zxid=1,
+        partitions=partitions,
+    )
+
+    def replica(b: int, p: int) -> Replica:
+        leader = p % n
+        if b == leader:
+            return Replica(LEADER, b, 1, everyone, 0, (), 0, IDLE, unknown, 0)
+        return Replica(FOLLOWER, leader, 1, (), -1, (), 0, FETCHING, unknown, 0)
+
+    brokers = tuple(
+        Broker(UP, b == 0, 1, 1, tuple(replica(b, p) for p in range(cfg.partitions)))
+        for b in range(n)
+    )
+    led = tuple(sorted((p, 1, p % n) for p in range(cfg.partitions)))
+    ghost = Ghost((), (), led, (), 0, 0, 0, 0)
+    return State(zk, brokers, (), (), ghost)
