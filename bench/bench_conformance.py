@@ -46,12 +46,45 @@ def plumbing_judge(events: list[dict[str, Any]], config: str = "kip320") -> dict
             "reason": None, "property": None, "possible_states": [], "bound": 0}
 
 
-def make_corpus(directory: Path, events: int) -> int:
+def replicate(directory: Path, events: int, source: Path) -> int:
+    """Copies of recorded runs under ``source`` with fresh run ids until ``events`` exist."""
+    from traces.reader import read_traces
+
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for e in read_traces([source]).events:
+        runs.setdefault(e["run"], []).append(e)
+    if not runs:
+        raise SystemExit(f"no valid events under {source}")
+    total, i = 0, 0
+    while total < events:
+        for run, evs in runs.items():
+            new = f"{run}-{i:06d}"
+            by_file: dict[str, list[str]] = {}
+            for e in evs:
+                body = {k: v for k, v in e.items() if not k.startswith("_")}
+                body["run"] = new
+                by_file.setdefault(Path(e["_file"]).name, []).append(json.dumps(body, separators=(",", ":")))
+            sub = directory / f"{i // 100:04d}" / new
+            sub.mkdir(parents=True, exist_ok=True)
+            for name, lines in by_file.items():
+                (sub / name).write_text("\n".join(lines) + "\n")
+            total += len(evs)
+            i += 1
+            if total >= events:
+                break
+    return total
+
+
+def make_corpus(directory: Path, events: int, source: Path | None = None) -> int:
     """Write runs until ``events`` events exist; returns the exact count (cached by a marker)."""
     marker = directory / "_EVENTS"
     if marker.exists():
         return int(marker.read_text())
     directory.mkdir(parents=True, exist_ok=True)
+    if source is not None:
+        total = replicate(directory, events, source)
+        marker.write_text(str(total))
+        return total
     total, i = 0, 0
     while total < events:
         run = generate_run(f"bench-{i:07d}", partitions=3, records=8, kill_leader=i % 3 == 0, seed=i)
@@ -74,10 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus-dir", default="/tmp/epochal-bench")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--judge", default=None, help="MODULE:FUNC (default model.replay:judge if installed)")
+    ap.add_argument("--source", type=Path, default=None,
+                    help="replicate the recorded runs under this directory instead of synthetic runs")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.job import conform, spark_session
+    from conformance.job import JOB_SQL_CONF, conform, spark_session
     from traces.schema import spark_schema
 
     judge: Any = args.judge
@@ -93,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     corpora = []
     for size in args.sizes:
         t = time.perf_counter()
-        d = Path(args.corpus_dir) / str(size)
-        n = make_corpus(d, size)
-        files = sum(1 for _ in d.rglob("*.jsonl"))
+        d = Path(args.corpus_dir) / (f"{size}-recorded" if args.source else str(size))
+        n = make_corpus(d, size, args.source)
+        files = sum(1 for _ in d.rglob("*.jsonl"))  # noqa: C416
         print(f"corpus {d}: {n} events in {files} files ({time.perf_counter() - t:.1f}s to prepare)", flush=True)
         corpora.append((size, d, n, files))
 
@@ -105,14 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Spark session {args.master} ({cores} cores) started in {time.perf_counter() - t:.1f}s; judge: {judge_name}", flush=True)
     rows = []
     try:
-        # warm-up: JVM JIT and Python worker start, not counted
-        conform([str(corpora[0][1] / "0000")], spark=spark, judge=judge, log=lambda m: None)
-        for size, d, n, files in corpora:
+        def read_count(path: str) -> tuple[int, float]:
+            """The baseline: Spark's own JSON reader, explicit schema, same listing and packing."""
             t = time.perf_counter()
+            for key, value in JOB_SQL_CONF.items():
+                spark.conf.set(key, value)
             df = (spark.read.schema(spark_schema()).option("mode", "PERMISSIVE")
-                  .option("recursiveFileLookup", "true").json(str(d)))
-            parsed = df.filter("run is not null").count()  # forces every line to be parsed
-            read_s = time.perf_counter() - t
+                  .option("recursiveFileLookup", "true").json(path))
+            count = df.filter("run is not null").count()  # forces every line to be parsed
+            return count, time.perf_counter() - t
+
+        # warm-up: JVM JIT and Python worker start, not counted
+        read_count(str(corpora[0][1] / "0000"))
+        conform([str(corpora[0][1] / "0000")], spark=spark, judge=judge, log=lambda m: None, keep_verdicts=0)
+        for size, d, n, files in corpora:
+            parsed, read_s = read_count(str(d))
             assert parsed == n, (parsed, n)
             t = time.perf_counter()
             outcome = conform([str(d)], spark=spark, judge=judge, log=lambda m: None, keep_verdicts=0)

@@ -50,6 +50,15 @@ from conformance.verdict import (
 from traces.reader import TRACE_GLOB
 
 FILES_PER_TASK = 500  # the judge stage gets at least one task per this many input files
+JOB_SQL_CONF = {
+    # Spark's default (4 MB) packs ~32 small trace files per task, so a corpus of many short
+    # runs becomes hundreds of tasks, each paying a Python worker round trip.
+    "spark.sql.files.openCostInBytes": str(64 * 1024),
+    # Above 32 directories Spark lists them with a distributed job, one task per directory:
+    # 16 s instead of 0.4 s for 1,500 run directories here.  List on the driver instead.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+}
+"""SQL settings in force while the job runs (the caller's values are restored after)."""
 OUTPUT_ROWS = 4096  # rows per Arrow batch handed back to Spark
 
 
@@ -272,11 +281,20 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
     if own_session:
         log(f"starting Spark ({master or 'local[2]'})")
         spark = spark_session(master)
+    previous = {key: spark.conf.get(key, None) for key in JOB_SQL_CONF}
+    for key, value in JOB_SQL_CONF.items():
+        spark.conf.set(key, value)
     try:
         return _run(spark, list(paths), out, config, judge, strict, keep_verdicts, log, t0)
     finally:
         if own_session:
             spark.stop()
+        else:
+            for key, value in previous.items():
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
 
 
 def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0) -> Outcome:
