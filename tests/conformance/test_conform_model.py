@@ -1,0 +1,44 @@
+"""End to end with the model's own judge (model.replay.judge, the job's default).
+
+Skipped until ``model/replay.py`` exists; from then on: every recorded trace in
+``traces/data/recorded/`` conforms, and every trace in ``traces/data/nonconforming/``
+fails, naming the property or reason its file name starts with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.job import conform
+
+DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def replay():
+    return pytest.importorskip("model.replay", reason="model/replay.py has not landed yet")
+
+
+def test_recorded_traces_conform_with_the_default_judge(spark, replay):
+    recorded = DATA / "recorded"
+    if not any(recorded.rglob("*.jsonl")):
+        pytest.skip("no recorded traces in traces/data/recorded yet")
+    out = conform([str(recorded)], spark=spark)  # default judge: model.replay:judge, on executors
+    assert out.exit_code == 0, [v for v in out.verdicts if v["status"] != "conforms"][:3]
+    assert out.groups > 0 and not out.quarantined
+
+
+def test_nonconforming_traces_fail_naming_what_is_wrong(spark, replay):
+    cases = sorted(p for p in (DATA / "nonconforming").glob("*") if not p.name.startswith((".", "_")))
+    if not cases:
+        pytest.skip("no traces in traces/data/nonconforming yet")
+    for case in cases:
+        out = conform([str(case)], spark=spark)
+        expected = case.name.split("--")[0].replace("-", "_").lower()
+        bad = [v for v in out.verdicts if v["status"] == "violates"]
+        assert out.exit_code == 1 and bad, case.name
+        said = " ".join(f"{v['property']} {v['reason']}" for v in bad).replace("-", "_").lower()
+        assert expected in said, (case.name, said[:300])
