@@ -2,7 +2,7 @@
 
 Usage: ``python -m traces.parquet SRC... --out DEST`` where DEST is a ``.parquet`` file
 (every valid event of every source, in source order) or, with ``--per-file``, a directory
-receiving one ``<name>.parquet`` per source file.  Quarantined records are not converted;
+receiving one ``<name>.parquet`` per source file, mirroring the source tree.  Quarantined records are not converted;
 their count and reasons are printed so nothing disappears silently.
 """
 
@@ -48,10 +48,12 @@ def convert(sources: list[str], dest: str, per_file: bool = False) -> ReadResult
         return result
     total = ReadResult()
     for src in sources:
+        root = Path(src) if Path(src).is_dir() else Path(src).parent
         for f in list_trace_files(src):
             r = read_traces([f])
-            name = f.name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".json")
-            write_parquet(r.events, Path(dest) / f"{name}.parquet")
+            rel = f.relative_to(root)
+            name = rel.name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".json")
+            write_parquet(r.events, Path(dest) / rel.parent / f"{name}.parquet")
             total.events += r.events
             total.quarantined += r.quarantined
             total.files += r.files
