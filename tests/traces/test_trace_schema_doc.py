@@ -82,3 +82,10 @@ def test_code_only_uses_documented_types_and_kinds():
 def test_every_quarantine_reason_is_documented():
     table = _section(DOC, "## 6.", "## 7.")
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == list(REASONS)
+
+
+def test_every_replayed_kind_names_an_action_of_the_model():
+    actions = pytest.importorskip("model.actions").ACTIONS
+    missing = {k.name: k.model_action for k in KINDS.values()
+               if k.model_action is not None and k.model_action not in actions}
+    assert not missing
