@@ -25,7 +25,7 @@ from model.config import Config
 from model.render import describe, state_text
 from model.state import State, initial
 from model.symmetry import canonical
-from properties import first_violation, state_violation, transition_violation
+from properties import UNCLEAN_LABEL, all_violations, first_violation, state_violation, transition_violation
 
 PARALLEL_THRESHOLD = 4000  # frontier size above which worker processes expand it
 CHUNK = 500
@@ -38,9 +38,16 @@ class Violation:
     steps: list[tuple[Step, str]]  # the step and its description, from the initial state
     states: list[State]  # initial state, then the state after each step
     label: str | None = None
+    also: list[tuple[str, str]] = field(default_factory=list)  # other properties broken there
+
+    @property
+    def properties(self) -> list[str]:
+        return [self.property] + [name for name, _ in self.also]
 
     def text(self) -> str:
-        lines = [f"VIOLATION of {self.property}: {self.message}", "", "Shortest counterexample:"]
+        lines = [f"VIOLATION of {self.property}: {self.message}"]
+        lines += [f"     also {name}: {msg}" for name, msg in self.also]
+        lines += ["", "Shortest counterexample:"]
         for i, (_, desc) in enumerate(self.steps, 1):
             lines.append(f"{i:3d}. {desc}")
         lines += ["", "State that breaks it:", state_text(self.states[-1])]
@@ -209,8 +216,9 @@ def _counterexample(cfg: Config, symmetry: bool, parent: dict[int, int], found: 
             if bad is not None:
                 steps.append((step, describe(step, x, y)))
                 states.append(y)
-                label = "unclean-election loss" if "unclean-election loss" in bad[1] else None
-                return Violation(bad[0], bad[1], steps, states, label)
+                label = UNCLEAN_LABEL if UNCLEAN_LABEL in bad[1] else None
+                also = [v for v in all_violations(x, y) if v[0] != bad[0]]
+                return Violation(bad[0], bad[1], steps, states, label, also)
     raise RuntimeError("counterexample replay could not reproduce the violation")  # pragma: no cover
 
 

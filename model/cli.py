@@ -65,6 +65,7 @@ def result_json(r: Result) -> dict[str, Any]:
             "property": v.property,
             "message": v.message,
             "label": v.label,
+            "also": [{"property": n, "message": m} for n, m in v.also],
             "steps": [{"n": i, "action": s.action, "args": _plain(s.args), "description": d} for i, (s, d) in enumerate(v.steps, 1)],
         }
     return out

@@ -52,7 +52,7 @@ class Config:
 
 
 NAMED: dict[str, Config] = {
-    "design": Config("design", "hw"),
+    "design": Config("design", "hw", max_crashes=2),
     "kip101": Config("kip101", "kip101", brokers=3),
     "kip279": Config("kip279", "kip279", brokers=3),
     "kip320": Config("kip320", "kip320", brokers=3),

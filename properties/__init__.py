@@ -183,3 +183,21 @@ def transition_violation(before: State, after: State) -> tuple[str, str] | None:
         if msg is not None:
             return prop.name, msg
     return None
+
+
+def all_violations(before: State | None, after: State) -> list[tuple[str, str]]:
+    """Every property ``after`` (or the step to it) breaks, as (name, message) pairs."""
+    out = []
+    for prop in STATE_PROPERTIES:
+        msg = prop.check(after)
+        if msg is not None:
+            out.append((prop.name, msg))
+    msg = epoch_monotonic_state(after)
+    if msg is not None:
+        out.append(("epoch_monotonic", msg))
+    if before is not None:
+        for prop in TRANSITION_PROPERTIES:
+            msg = prop.check(before, after)
+            if msg is not None:
+                out.append((prop.name, msg))
+    return out

@@ -1,0 +1,228 @@
+"""Each action's guard and effect, named after the rule of seed 000 it implements."""
+
+from __future__ import annotations
+
+from model.actions import (
+    Step,
+    apply,
+    become_follower,
+    become_leader,
+    broker_crash,
+    broker_pause,
+    broker_restart,
+    broker_resume,
+    controller_elect,
+    controller_resign,
+    elect_leader,
+    election_outcomes,
+    expand_isr,
+    handle_fetch,
+    isr_update_failed,
+    produce,
+    receive_fetch,
+    reject_leader_and_isr,
+    replica,
+    send_fetch,
+    shrink_isr,
+    truncate,
+)
+from model.config import named
+from model.state import DOWN, FETCH_REQUEST, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_LEADER, NONE, TRUNCATING, UP, Entry, initial
+
+DESIGN = named("design")
+K101 = named("kip101")
+K320 = named("kip320")
+UNCLEAN = named("unclean")
+
+
+def run(cfg, *steps):
+    s = initial(cfg)
+    for name, *args in steps:
+        t = apply(s, cfg, Step(name, tuple(args)))
+        assert t is not None, f"{name}{tuple(args)} not enabled"
+        s = t
+    return s
+
+
+def fetch_round(cfg, s, f, p=0):
+    s = send_fetch(s, cfg, f, p)
+    req = next(m for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == f)
+    s = handle_fetch(s, cfg, req)
+    resp = next(m for m in s.fetches if m.kind == FETCH_RESPONSE and m.follower == f)
+    return receive_fetch(s, cfg, resp)
+
+
+def test_produce_appends_in_the_leaders_epoch_only_at_the_leader():
+    s = initial(DESIGN)
+    assert produce(s, DESIGN, 1, 0) is None  # a follower refuses writes
+    t = produce(s, DESIGN, 0, 0)
+    assert replica(t, 0, 0).log == (Entry(1, 1),)
+    assert t.ghost.produced == 1
+
+
+def test_produce_refused_below_min_insync_replicas():
+    cfg = named("design", min_insync=2)
+    s = shrink_isr(initial(cfg), cfg, 0, 0, 1)
+    assert s is not None and replica(s, 0, 0).isr == (0,)
+    assert produce(s, cfg, 0, 0) is None
+
+
+def test_leader_hw_is_min_leo_of_isr_and_commits():
+    s = produce(initial(DESIGN), DESIGN, 0, 0)
+    s = fetch_round(DESIGN, s, 1)  # follower copies a, leader learns offset 0
+    assert replica(s, 0, 0).hw == 0 and not s.ghost.committed
+    s = fetch_round(DESIGN, s, 1)  # fetch at offset 1 tells the leader the follower has a
+    assert replica(s, 0, 0).hw == 1
+    assert replica(s, 1, 0).hw == 1  # the follower takes the leader's HW
+    assert s.ghost.committed == ((0, 0, Entry(1, 1)),)
+    assert s.ghost.acked == ((0, 1),)
+
+
+def test_follower_appends_fetched_records_only_at_its_fetch_offset():
+    s = produce(initial(DESIGN), DESIGN, 0, 0)
+    s = send_fetch(s, DESIGN, 1, 0)
+    assert send_fetch(s, DESIGN, 1, 0) is None  # one outstanding request per fetcher
+    req = s.fetches[0]
+    s = handle_fetch(s, DESIGN, req)
+    resp = s.fetches[0]
+    assert resp.records == (Entry(1, 1),)
+    s = receive_fetch(s, DESIGN, resp)
+    assert replica(s, 1, 0).log == (Entry(1, 1),)
+    assert not s.fetches
+
+
+def test_isr_shrink_is_a_conditional_zk_write():
+    s = produce(initial(DESIGN), DESIGN, 0, 0)
+    t = shrink_isr(s, DESIGN, 0, 0, 1)
+    assert t.zk.partitions[0].isr == (0,) and t.zk.partitions[0].zk_version == 1
+    assert replica(t, 0, 0).isr == (0,) and replica(t, 0, 0).zk_version == 1
+    assert replica(t, 0, 0).hw == 1  # alone in the ISR, the leader commits at once
+
+
+def test_caught_up_follower_is_not_shrunk_and_rejoins_the_isr():
+    s = fetch_round(DESIGN, initial(DESIGN), 1)  # follower at the leader's LEO
+    assert shrink_isr(s, DESIGN, 0, 0, 1) is None
+    s2 = shrink_isr(produce(initial(DESIGN), DESIGN, 0, 0), DESIGN, 0, 0, 1)
+    s2 = fetch_round(DESIGN, s2, 1)
+    s2 = fetch_round(DESIGN, s2, 1)
+    t = expand_isr(s2, DESIGN, 0, 0, 1)
+    assert t is not None and t.zk.partitions[0].isr == (0, 1)
+
+
+def test_isr_update_fails_when_zk_version_moved_and_leader_steps_down():
+    cfg = named("zombie")
+    s = broker_pause(initial(cfg), cfg, 0)  # leader and controller 0 pauses; session expires
+    s = controller_elect(s, cfg, 1)
+    s = elect_leader(s, cfg, 1, 0, 1)
+    s = broker_resume(s, cfg, 0)
+    assert replica(s, 0, 0).role == LEADER  # still believes it leads
+    assert shrink_isr(s, cfg, 0, 0, 2) is None  # the conditional write cannot succeed
+    t = isr_update_failed(s, cfg, 0, 0)
+    assert replica(t, 0, 0).role == NONE
+
+
+def test_crash_keeps_log_and_hw_but_loses_the_session():
+    s = produce(initial(DESIGN), DESIGN, 0, 0)
+    t = broker_crash(s, DESIGN, 0)
+    assert t.brokers[0].status == DOWN and 0 not in t.zk.live and t.zk.controller == NO_LEADER
+    assert replica(t, 0, 0).log == (Entry(1, 1),) and replica(t, 0, 0).role == NONE
+    one = named("design", max_crashes=1)
+    assert broker_crash(broker_crash(s, one, 0), one, 1) is None  # the crash bound
+
+
+def test_controller_election_bumps_controller_epoch_and_sends_init():
+    s = broker_crash(initial(DESIGN), DESIGN, 0)
+    assert controller_elect(initial(DESIGN), DESIGN, 1) is None  # /controller exists
+    t = controller_elect(s, DESIGN, 1)
+    assert t.zk.controller == 1 and t.zk.controller_epoch == 2
+    assert t.brokers[1].is_controller and t.brokers[1].controller_epoch == 2
+
+
+def test_on_broker_change_prefers_live_isr_then_unclean_then_minus_one():
+    s = broker_crash(initial(DESIGN), DESIGN, 0)
+    assert election_outcomes(s.zk, 0, DESIGN) == [(1, (1,), False)]
+    cfg = named("unclean")
+    s = run(cfg, ("produce", 0, 0), ("shrink_isr", 0, 0, 1), ("broker_crash", 0))
+    assert election_outcomes(s.zk, 0, cfg) == [(1, (1,), True)]
+    clean = named("kip320", brokers=2)
+    s = run(clean, ("produce", 0, 0), ("shrink_isr", 0, 0, 1), ("broker_crash", 0))
+    assert election_outcomes(s.zk, 0, clean) == [(NO_LEADER, (0,), False)]
+
+
+def test_elect_leader_is_conditional_on_the_acting_controller_epoch():
+    s = broker_crash(initial(DESIGN), DESIGN, 0)
+    assert elect_leader(s, DESIGN, 1, 0, 1) is None  # 1 is not controller yet
+    s = controller_elect(s, DESIGN, 1)
+    t = elect_leader(s, DESIGN, 1, 0, 1)
+    zn = t.zk.partitions[0]
+    assert (zn.leader, zn.leader_epoch, zn.isr, zn.zk_version) == (1, 2, (1,), 1)
+    assert any(m.leader == 1 and m.leader_epoch == 2 for m in t.leader_and_isr)
+
+
+def test_become_leader_takes_isr_and_version_from_the_command():
+    s = run(DESIGN, ("broker_crash", 0), ("controller_elect", 1), ("elect_leader", 1, 0, 1))
+    m = next(m for m in s.leader_and_isr if m.to == 1 and m.leader == 1)
+    t = become_leader(s, DESIGN, m)
+    r = replica(t, 1, 0)
+    assert (r.role, r.leader_epoch, r.isr, r.zk_version) == (LEADER, 2, (1,), 1)
+    assert (0, 2, 1) in t.ghost.led
+
+
+def test_stale_leader_epoch_request_is_rejected():
+    s = run(DESIGN, ("broker_crash", 0), ("controller_elect", 1), ("elect_leader", 1, 0, 1))
+    m = next(m for m in s.leader_and_isr if m.to == 1)
+    t = become_leader(s, DESIGN, m)
+    assert become_leader(t, DESIGN, m) is None
+    assert reject_leader_and_isr(t, DESIGN, m) == t
+
+
+def test_design_become_follower_truncates_to_hw():
+    s = produce(initial(DESIGN), DESIGN, 0, 0)
+    s = fetch_round(DESIGN, s, 1)  # the follower has a, but its hw is still 0
+    s = broker_crash(s, DESIGN, 1)
+    t = broker_restart(s, DESIGN, 1)
+    r = replica(t, 1, 0)
+    assert r.role == FOLLOWER and r.log == () and r.fetch_state == FETCHING  # hw was 0
+
+
+def test_kip101_follower_reconciles_by_epoch_before_fetching():
+    s = run(K101, ("produce", 0, 0))
+    s = fetch_round(K101, s, 1)
+    s = broker_crash(s, K101, 1)
+    s = broker_restart(s, K101, 1)
+    r = replica(s, 1, 0)
+    assert r.fetch_state == TRUNCATING and r.log == (Entry(1, 1),)
+    assert send_fetch(s, K101, 1, 0) is None  # no fetching before reconciling
+    t = truncate(s, K101, 1, 0)
+    assert replica(t, 1, 0).log == (Entry(1, 1),) and replica(t, 1, 0).fetch_state == FETCHING
+
+
+def test_kip320_fenced_fetch_from_another_epoch_is_refused():
+    s = run(K320, ("produce", 0, 0), ("send_fetch", 1, 0))
+    req = s.fetches[0]
+    stale = req._replace(epoch=0)
+    s2 = s._replace(fetches=(stale,))
+    t = handle_fetch(s2, K320, stale)
+    assert t is not None and not t.fetches  # consumed, nothing answered
+    assert replica(t, 0, 0).follower_leo == replica(s2, 0, 0).follower_leo
+
+
+def test_controller_resigns_when_its_epoch_is_overtaken():
+    cfg = named("zombie")
+    s = broker_pause(initial(cfg), cfg, 0)
+    s = controller_elect(s, cfg, 1)
+    s = broker_resume(s, cfg, 0)
+    assert s.brokers[0].is_controller and s.brokers[0].status == UP
+    t = controller_resign(s, cfg, 0)
+    assert not t.brokers[0].is_controller
+    assert controller_resign(s, cfg, 1) is None
+
+
+def test_become_follower_when_already_following_keeps_the_fetcher_in_the_design():
+    cfg = named("design", brokers=3)
+    s = run(cfg, ("broker_crash", 2))
+    s = elect_leader(s, cfg, 0, 0, 0)  # leader stays, ISR loses 2, epoch 2
+    m = next(m for m in s.leader_and_isr if m.to == 1)
+    t = become_follower(s, cfg, m)
+    r = replica(t, 1, 0)
+    assert r.leader == 0 and r.leader_epoch == 2 and r.fetch_state == FETCHING
