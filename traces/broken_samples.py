@@ -25,27 +25,44 @@ def _lines(events: list[dict[str, Any]]) -> list[str]:
 
 
 def samples() -> dict[str, bytes]:
-    events = [e for e in generate_run("malformed-sample", partitions=1, records=2) if e["node"] == 2]
-    good = _lines(events)
-
-    def with_bad(mutate) -> bytes:
-        e = copy.deepcopy(events[-1])
-        mutate(e)
-        return ("\n".join([*good, json.dumps(e)]) + "\n").encode()
-
-    whole = ("\n".join(good) + "\n").encode()
-    z = gzip.compress(whole * 20)
-    return {
-        "bad-json--torn-last-line.jsonl": ("\n".join(good) + "\n" + good[0][:37]).encode(),
-        "not-object--array-line.jsonl": ("\n".join([*good, "[1, 2, 3]"]) + "\n").encode(),
-        "unknown-schema--version-2.jsonl": with_bad(lambda e: e.update(schema="epochal.trace/2")),
-        "missing-field--no-run.jsonl": with_bad(lambda e: e.pop("run")),
-        "wrong-type--seq-is-string.jsonl": with_bad(lambda e: e.update(seq=str(e["seq"]))),
-        "unknown-kind--become-zombie.jsonl": with_bad(lambda e: e.update(kind="become_zombie")),
-        "bad-value--negative-seq.jsonl": with_bad(lambda e: e.update(seq=-1)),
-        "torn-gzip--truncated-download.jsonl.gz": z[: len(z) * 2 // 3],
-        "unreadable-file--not-parquet.parquet": b"PAR1 this file was cut off before its footer",
+    """name -> bytes; every sample is its own run (named after the file) so that judging
+    them together does not merge them into one run with repeated sequence numbers."""
+    builders = {
+        "bad-json--torn-last-line.jsonl": lambda good, bad: _join(good) + good[0][:37].encode(),
+        "not-object--array-line.jsonl": lambda good, bad: _join([*good, "[1, 2, 3]"]),
+        "unknown-schema--version-2.jsonl": lambda good, bad: _join([*good, bad(schema="epochal.trace/2")]),
+        "missing-field--no-run.jsonl": lambda good, bad: _join([*good, bad(run=None)]),
+        "wrong-type--seq-is-string.jsonl": lambda good, bad: _join([*good, bad(seq="3")]),
+        "unknown-kind--become-zombie.jsonl": lambda good, bad: _join([*good, bad(kind="become_zombie")]),
+        "bad-value--negative-seq.jsonl": lambda good, bad: _join([*good, bad(seq=-1)]),
+        "torn-gzip--truncated-download.jsonl.gz": lambda good, bad: _torn(_join(good)),
+        "unreadable-file--not-parquet.parquet": lambda good, bad: b"PAR1 this file was cut off before its footer",
     }
+    out = {}
+    for name, build in builders.items():
+        run = name.split(".")[0]
+        events = [e for e in generate_run(run, partitions=1, records=2) if e["node"] == 2]
+
+        def bad(_events=events, **changes) -> str:
+            e = copy.deepcopy(_events[-1])
+            for k, v in changes.items():
+                if v is None:
+                    e.pop(k)
+                else:
+                    e[k] = v
+            return json.dumps(e)
+
+        out[name] = build(_lines(events), bad)
+    return out
+
+
+def _join(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _torn(body: bytes) -> bytes:
+    z = gzip.compress(body * 20)
+    return z[: len(z) * 2 // 3]
 
 
 def main() -> int:
