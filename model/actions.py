@@ -337,13 +337,17 @@ def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
 
 
 def _accept(s: State, cfg: Config, m: LeaderAndIsr) -> State:
-    """Bookkeeping common to every accepted control request: learn the controller epoch,
-    and note in the ghost history if the request came from a superseded controller."""
+    """Bookkeeping common to every accepted control request: learn the controller epoch
+    (and with it that one is no longer controller), and note in the ghost history if the
+    request came from a superseded controller."""
     broker = s.brokers[m.to]
     ghost = s.ghost
     if m.controller_epoch < broker.controller_epoch:
         ghost = ghost._replace(stale_accepts=ghost.stale_accepts + 1)
-    broker = broker._replace(controller_epoch=max(broker.controller_epoch, m.controller_epoch))
+    if m.controller_epoch > broker.controller_epoch:
+        # seed 002: a newer controller epoch means "a new controller has been elected":
+        # a broker that still acted as controller realises it no longer is.
+        broker = broker._replace(controller_epoch=m.controller_epoch, is_controller=False)
     return s._replace(brokers=_put(s.brokers, m.to, broker), ghost=ghost)
 
 

@@ -1,0 +1,37 @@
+"""``epochal check``: exit codes, readable output, machine-readable JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from impl.cli import main
+
+
+def test_check_design_exits_1_and_prints_the_counterexample(capsys):
+    assert main(["check", "--config", "design", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATION of committed_durable" in out and "Shortest counterexample" in out
+
+
+def test_check_holding_config_exits_0(capsys):
+    assert main(["check", "--config", "unclean", "--no-unclean", "--quiet"]) == 0
+    assert "OK: every property holds" in capsys.readouterr().out
+
+
+def test_check_json_is_machine_readable(capsys):
+    assert main(["check", "--config", "design", "--json", "--quiet"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["holds"] is False and data["config"]["name"] == "design"
+    steps = data["violation"]["steps"]
+    assert steps[0]["action"] == "produce" and steps[0]["n"] == 1
+    assert data["violation"]["property"] == "committed_durable"
+
+
+def test_bad_arguments_exit_2_with_one_line_and_no_traceback():
+    for args in (["--config", "nonsense"], ["--config", "design", "--brokers", "9"], ["--config", "design", "--workers", "0"]):
+        p = subprocess.run([sys.executable, "-m", "impl.cli", "check", *args], capture_output=True, text=True)
+        assert p.returncode == 2, args
+        assert "Traceback" not in p.stderr
+        assert "error" in p.stderr.lower()
