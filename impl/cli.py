@@ -15,6 +15,7 @@ import sys
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
     "model.cli",  # epochal check
+    "impl.demo",  # epochal demo
     "conformance.cli",
     "impl.commands",  # epochal cluster|topics|produce|consume|broker
 ]
@@ -53,5 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run through the package module so UsageError is one class
+    from impl.cli import main as _main
+
+    raise SystemExit(_main())
