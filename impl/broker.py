@@ -80,6 +80,11 @@ class Broker:
         self.zk.add_listener(self._on_zk_state)
         self.controller = Controller(self)
         self.stopping = False
+        self._changed_any = asyncio.Event()
+        self._fetchers: dict[int, asyncio.Task[None]] = {}
+        self._fetch_conns: dict[int, AsyncConnection] = {}
+        self._fetch_conn_addr: dict[int, tuple[str, int]] = {}
+        self._fetch_conn_locks: dict[int, asyncio.Lock] = {}
 
     # -- ZooKeeper session ------------------------------------------------------------------
     def _on_zk_state(self, state: str) -> None:
@@ -145,7 +150,8 @@ class Broker:
                 self.recorder.emit("stop_replica", topic=topic, partition=int(p),
                                    params={"delete": True, "reason": "not_assigned_at_startup"})
                 continue
-            self.replicas[key] = Replica(topic, int(p), self.id, log, self.recorder)
+            self.replicas[key] = Replica(topic, int(p), self.id, log, self.recorder,
+                                         on_change=self._data_changed)
 
     def replica(self, topic: str, partition: int, create: bool = False) -> Replica:
         key = (topic, partition)
@@ -155,7 +161,8 @@ class Broker:
                 raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             log = PartitionLog.open(self.config.log_dir / f"{topic}-{partition}",
                                     self.config.segment_bytes)
-            r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder)
+            r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder,
+                                             on_change=self._data_changed)
         return r
 
     # -- the server -----------------------------------------------------------------------------
@@ -184,6 +191,31 @@ class Broker:
         self.recorder.close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Requests are answered in order, except replica fetches, which long-poll: those run
+        concurrently so that one connection can carry every partition a follower fetches."""
+        write_lock = asyncio.Lock()
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def answer(api: ApiKey, body: dict[str, Any], cid: int) -> None:
+            error, rbody = ErrorCode.NONE, {}
+            try:
+                result = await self.handle(api, body)
+                if result is None:  # acks=0 produce: no response at all
+                    return
+                rbody = result
+            except RequestError as exc:
+                error, rbody = exc.code, dict(exc.body, message=str(exc))
+            except (KeyError, TypeError, ValueError) as exc:
+                error, rbody = ErrorCode.INVALID_REQUEST, {"message": f"bad request: {exc!r}"}
+            except asyncio.CancelledError:
+                return
+            except Exception as exc:  # noqa: BLE001 - answer, keep serving
+                traceback.print_exc()
+                error, rbody = ErrorCode.UNKNOWN_SERVER_ERROR, {"message": repr(exc)}
+            async with write_lock:
+                writer.write(encode_response(cid, self.recorder.tick(), error, rbody))
+                await writer.drain()
+
         try:
             while True:
                 try:
@@ -220,26 +252,20 @@ class Broker:
                     await writer.drain()
                     continue
                 self.recorder.observe(clock)
-                error, rbody = ErrorCode.NONE, {}
-                try:
-                    result = await self.handle(api, body)
-                    if result is None:  # acks=0 produce: no response at all
-                        continue
-                    rbody = result
-                except RequestError as exc:
-                    error, rbody = exc.code, dict(exc.body, message=str(exc))
-                except (KeyError, TypeError, ValueError) as exc:
-                    error, rbody = ErrorCode.INVALID_REQUEST, {"message": f"bad request: {exc!r}"}
-                except Exception as exc:  # noqa: BLE001 - answer, keep serving
-                    traceback.print_exc()
-                    error, rbody = ErrorCode.UNKNOWN_SERVER_ERROR, {"message": repr(exc)}
-                writer.write(encode_response(cid, self.recorder.tick(), error, rbody))
-                await writer.drain()
+                if api in (ApiKey.FETCH, ApiKey.OFFSETS_FOR_LEADER_EPOCH) and \
+                        int(body.get("replica_id", -1)) >= 0:
+                    task = asyncio.create_task(answer(api, body, cid))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                else:
+                    await answer(api, body, cid)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
             pass  # the broker is shutting down
         finally:
+            for task in tasks:
+                task.cancel()
             with contextlib.suppress(Exception):
                 writer.close()
 
@@ -315,7 +341,7 @@ class Broker:
             else:
                 r.become_follower(st, self.rule)
                 if st.leader >= 0:
-                    r.fetcher = asyncio.create_task(self._fetcher(r, st.leader, st.leader_epoch))
+                    self._ensure_fetcher(st.leader)
             results.append([st.topic, st.partition, 0])
         if body.get("init"):
             # C.3: with INIT, delete every local partition the controller did not mention
@@ -380,47 +406,99 @@ class Broker:
         found, end = r.log.epochs.end_offset_for(epoch, r.leo)
         return {"leader_epoch": found, "end_offset": end}
 
+    def _data_changed(self) -> None:
+        """Some partition appended, moved its HW or changed role: wake long-polling fetches."""
+        self._changed_any.set()
+        self._changed_any = asyncio.Event()
+
     async def on_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+        if "partitions" in body:
+            return await self._replica_fetch(body)
         topic, partition = str(body["topic"]), int(body["partition"])
-        replica_id = int(body.get("replica_id", -1))
-        offset = int(body["fetch_offset"])
+        if int(body.get("replica_id", -1)) >= 0:
+            raise RequestError(ErrorCode.INVALID_REQUEST, "replica fetches list partitions")
         max_records = max(0, min(int(body.get("max_records", 500)), 5000))
         max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
         r = self._leader(topic, partition)
-        epoch = r.leader_epoch
-        if replica_id < 0:
-            return await self._consumer_fetch(r, offset, max_records, max_wait)
-        fenced_epoch = int(body.get("leader_epoch", -1))
-        if fenced_epoch >= 0 and fenced_epoch != r.leader_epoch:  # KIP-320 fencing
-            raise RequestError(ErrorCode.FENCED_LEADER_EPOCH if fenced_epoch < r.leader_epoch
-                               else ErrorCode.UNKNOWN_LEADER_EPOCH,
-                               body={"leader_epoch": r.leader_epoch})
-        if offset > r.leo or offset < 0:
-            raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
-        leo_changed = r.record_follower_fetch(replica_id, offset, time.monotonic())
-        if r.can_join_isr(replica_id, self.rule == "kip320"):
-            self._spawn_isr_update(r, set(r.isr) | {replica_id}, replica_id, "expand_isr")
-        hw_changed = r.maybe_advance_hw()
-        if hw_changed:
-            r.notify()
-        records = r.log.read(offset, max_records)
-        known_hw = int(body.get("hw", -1))
-        if not records and not hw_changed and not leo_changed and known_hw == r.hw and max_wait:
+        return await self._consumer_fetch(r, int(body["fetch_offset"]), max_records, max_wait)
+
+    async def _replica_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Seed 000 G on_ReplicaFetchRequest, for every partition a follower fetches from us:
+        record the follower's LEO, maybe expand the ISR, advance HW = min LEO of the ISR,
+        answer with records and the HW.  With nothing to say it long-polls (max_wait_ms)."""
+        follower = int(body["replica_id"])
+        max_records = max(0, min(int(body.get("max_records", 500)), 5000))
+        max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
+        now = time.monotonic()
+        items = []
+        for q in body["partitions"]:
+            key = (str(q["topic"]), int(q["partition"]))
+            offset, fenced = int(q["fetch_offset"]), int(q.get("leader_epoch", -1))
+            item: dict[str, Any] = {"topic": key[0], "partition": key[1], "offset": offset,
+                                    "known_hw": int(q.get("hw", -1)), "fenced": fenced,
+                                    "changed": False}
+            items.append(item)
+            r = self.replicas.get(key)
+            if self._fetch_error(r, offset, fenced) is not None or r is None:
+                continue
+            item["epoch"] = r.leader_epoch
+            leo_changed = r.record_follower_fetch(follower, offset, now)
+            if r.can_join_isr(follower, self.rule == "kip320"):
+                self._spawn_isr_update(r, set(r.isr) | {follower}, follower, "expand_isr")
+            hw_changed = r.maybe_advance_hw()
+            if hw_changed:
+                r.notify()
+            item["changed"] = leo_changed or hw_changed
+
+        def ready() -> bool:
+            for it in items:
+                r = self.replicas.get((it["topic"], it["partition"]))
+                if it["changed"] or r is None or self._fetch_error(r, it["offset"], it["fenced"]) \
+                        is not None or r.leader_epoch != it.get("epoch") or r.hw != it["known_hw"] \
+                        or it["offset"] < r.leo:
+                    return True
+            return False
+
+        if max_wait and not ready():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(r.changed().wait(), max_wait)
-            if r.role != LEADER or r.leader_epoch != epoch:
-                raise RequestError(ErrorCode.NOT_LEADER, body={"leader": r.leader})
-            records = r.log.read(offset, max_records)
-        if records or hw_changed or leo_changed:
-            r.emit("handle_fetch", {"follower": replica_id, "fetch_offset": offset,
-                                    "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
-                                    "records": [[x.offset, x.leader_epoch,
-                                                 x.value.decode("utf-8", "replace")]
-                                                for x in records],
-                                    "error": None},
-                   {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
-        return {"records": _records_to_wire(records), "hw": r.hw, "leo": r.leo,
-                "leader_epoch": r.leader_epoch}
+                deadline = time.monotonic() + max_wait
+                while not ready() and time.monotonic() < deadline:
+                    await asyncio.wait_for(self._changed_any.wait(), deadline - time.monotonic())
+        out = []
+        for it in items:
+            r = self.replicas.get((it["topic"], it["partition"]))
+            err = self._fetch_error(r, it["offset"], it["fenced"])
+            if err is not None or r is None:
+                code, extra = err or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {})
+                out.append({"topic": it["topic"], "partition": it["partition"],
+                            "error": int(code), **extra})
+                continue
+            records = r.log.read(it["offset"], max_records)
+            if records or it["changed"] or r.hw != it["known_hw"]:
+                r.emit("handle_fetch", {"follower": follower, "fetch_offset": it["offset"],
+                                        "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
+                                        "records": [[x.offset, x.leader_epoch,
+                                                     x.value.decode("utf-8", "replace")]
+                                                    for x in records],
+                                        "error": None},
+                       {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
+            out.append({"topic": it["topic"], "partition": it["partition"], "error": 0,
+                        "records": _records_to_wire(records), "hw": r.hw, "leo": r.leo,
+                        "leader_epoch": r.leader_epoch})
+        return {"partitions": out}
+
+    def _fetch_error(self, r: Replica | None, offset: int,
+                     fenced: int) -> tuple[ErrorCode, dict[str, Any]] | None:
+        if r is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {}
+        if r.role != LEADER:
+            return ErrorCode.NOT_LEADER, {"leader": r.leader}
+        if fenced >= 0 and fenced != r.leader_epoch:  # KIP-320 fencing
+            return (ErrorCode.FENCED_LEADER_EPOCH if fenced < r.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH), {"leader_epoch": r.leader_epoch}
+        if offset > r.leo or offset < 0:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, {"leo": r.leo, "hw": r.hw}
+        return None
 
     async def _consumer_fetch(self, r: Replica, offset: int, max_records: int,
                               max_wait: float) -> dict[str, Any]:
@@ -525,54 +603,97 @@ class Broker:
                 f"{zkl.ISR_CHANGE}/change-", zkl.encode([[r.topic, r.partition]]), sequence=True))
 
     # -- seed 000 G: the follower's ReplicaFetcherThread -------------------------------------
-    async def _fetcher(self, r: Replica, leader: int, epoch: int) -> None:
+    async def _leader_connection(self, leader: int) -> AsyncConnection:
+        """The one connection to ``leader`` shared by all our fetchers from it."""
+        host, port = self.endpoints[leader]
+        conn = self._fetch_conns.get(leader)
+        if conn is None or conn.closed or self._fetch_conn_addr.get(leader) != (host, port):
+            if conn is not None:
+                conn.close()
+            lock = self._fetch_conn_locks.setdefault(leader, asyncio.Lock())
+            async with lock:
+                conn = self._fetch_conns.get(leader)
+                if conn is None or conn.closed or self._fetch_conn_addr.get(leader) != (host, port):
+                    conn = await AsyncConnection.open(host, port)
+                    self._fetch_conns[leader] = conn
+                    self._fetch_conn_addr[leader] = (host, port)
+        return conn
+
+    def _ensure_fetcher(self, leader: int) -> None:
+        task = self._fetchers.get(leader)
+        if task is None or task.done():
+            self._fetchers[leader] = asyncio.create_task(self._fetcher(leader))
+
+    async def _fetcher(self, leader: int) -> None:
+        """Seed 000 G ReplicaFetcherThread: one per leader broker, fetching every partition
+        this broker follows there in one request; appends, takes the leader's HW."""
         conn: AsyncConnection | None = None
-        sent: tuple[int, int] | None = None
         backoff = 0.05
         try:
-            while r.role == FOLLOWER and r.leader == leader and r.leader_epoch == epoch:
+            while not self.stopping:
+                parts = [r for r in self.replicas.values()
+                         if r.role == FOLLOWER and r.leader == leader]
+                if not parts:
+                    return
                 try:
-                    if conn is None:
-                        host, port = self.endpoints[leader]
-                        conn = await AsyncConnection.open(host, port)
-                    if r.needs_epoch_lookup:
-                        await self._truncate_by_epoch(r, conn, leader, epoch)
+                    if conn is None or conn.closed:
+                        conn = await self._leader_connection(leader)
+                    lookups = [r for r in parts if r.needs_epoch_lookup]
+                    if lookups:
+                        await asyncio.gather(*(self._truncate_by_epoch(r, conn, leader, r.leader_epoch)
+                                               for r in lookups))
                         continue
-                    offset = r.leo
-                    if sent != (offset, r.hw):
-                        r.emit("send_fetch", {"leader": leader, "fetch_offset": offset,
-                                              "leader_epoch": epoch},
-                               {"hw": r.hw, "leo": r.leo})
-                        sent = (offset, r.hw)
-                    body = {"replica_id": self.id, "topic": r.topic, "partition": r.partition,
-                            "fetch_offset": offset, "hw": r.hw, "max_records": 1000,
-                            "max_wait_ms": self.config.fetch_max_wait_ms,
-                            "leader_epoch": epoch if self.rule == "kip320" else -1}
+                    sent: dict[tuple[str, int], tuple[int, int]] = {}
+                    reqs = []
+                    for r in parts:
+                        offset = r.leo
+                        sent[(r.topic, r.partition)] = (r.leader_epoch, offset)
+                        if r.last_sent_fetch != (offset, r.hw):
+                            r.emit("send_fetch", {"leader": leader, "fetch_offset": offset,
+                                                  "leader_epoch": r.leader_epoch},
+                                   {"hw": r.hw, "leo": r.leo})
+                            r.last_sent_fetch = (offset, r.hw)
+                        reqs.append({"topic": r.topic, "partition": r.partition,
+                                     "fetch_offset": offset, "hw": r.hw,
+                                     "leader_epoch": r.leader_epoch if self.rule == "kip320" else -1})
                     error, clock, resp = await conn.request(
-                        ApiKey.FETCH, body, self.recorder.tick(),
-                        timeout=self.config.fetch_max_wait_ms / 1000 + 3)
+                        ApiKey.FETCH, {"replica_id": self.id, "partitions": reqs,
+                                       "max_records": 1000,
+                                       "max_wait_ms": self.config.fetch_max_wait_ms},
+                        self.recorder.tick(), timeout=self.config.fetch_max_wait_ms / 1000 + 5)
                     self.recorder.observe(clock)
-                    if r.role != FOLLOWER or r.leader_epoch != epoch:
-                        return
-                    if error == ErrorCode.OFFSET_OUT_OF_RANGE:
-                        await self._handle_out_of_range(r, leader, int(resp.get("leo", 0)))
-                        continue
                     if error != ErrorCode.NONE:
+                        raise ConnectionError(f"fetch refused: {error}")
+                    stalled = True
+                    for item in resp["partitions"]:
+                        key = (str(item["topic"]), int(item["partition"]))
+                        r = self.replicas.get(key)
+                        if r is None or key not in sent or r.role != FOLLOWER or \
+                                r.leader != leader or r.leader_epoch != sent[key][0]:
+                            continue  # the replica changed while the request was in flight
+                        code = int(item["error"])
+                        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                            await self._handle_out_of_range(r, leader, int(item.get("leo", 0)))
+                        elif code == ErrorCode.NONE:
+                            stalled = False
+                            self._apply_fetched(r, leader, sent[key][1], item)
                         # NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH: wait for the controller
+                    if stalled:
                         await asyncio.sleep(backoff)
                         backoff = min(1.0, backoff * 2)
-                        continue
-                    backoff = 0.05
-                    self._apply_fetched(r, leader, offset, resp)
+                    else:
+                        backoff = 0.05
                 except (OSError, ConnectionError, ProtocolError, TimeoutError, KeyError):
                     if conn is not None:
                         conn.close()
                         conn = None
                     await asyncio.sleep(backoff)
                     backoff = min(1.0, backoff * 2)
+        except asyncio.CancelledError:
+            pass
         finally:
-            if conn is not None:
-                conn.close()
+            if self._fetchers.get(leader) is asyncio.current_task():
+                del self._fetchers[leader]
 
     def _apply_fetched(self, r: Replica, leader: int, offset: int, resp: dict[str, Any]) -> None:
         records = [Record(int(o), int(e), bytes(v)) for o, e, v in resp["records"]]

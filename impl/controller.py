@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 Key = tuple[str, int]
 INIT, IN_PROGRESS = "INIT", "IN_PROGRESS"
+COALESCED = frozenset({"elect", "broker_change", "topic_change", "admin", "tick", "isr_change"})
 
 
 class ControllerMoved(Exception):
@@ -143,6 +144,8 @@ class Controller:
         self.shutting_down: set[int] = set()
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
+        self._pending: set[str] = set()
+        self._pending_lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -156,11 +159,21 @@ class Controller:
             self.zk.ChildrenWatch(path, self._enqueuer(event), send_event=False)
         threading.Thread(target=self._ticker, daemon=True, name="controller-tick").start()
 
+    def _post(self, name: str, arg: Any = None) -> None:
+        """Enqueue an event; the state-rereading ones are coalesced (at most one waiting), so
+        a burst of ISR changes cannot delay a broker failure behind hundreds of refreshes."""
+        if name in COALESCED:
+            with self._pending_lock:
+                if name in self._pending:
+                    return
+                self._pending.add(name)
+        self.events.put((name, arg))
+
     def _enqueuer(self, name: str) -> Callable[[list[str]], bool]:
         def fire(_children: list[str]) -> bool:
             if self._stopped.is_set():
                 return False
-            self.events.put((name, None))
+            self._post(name)
             return True
         return fire
 
@@ -168,7 +181,7 @@ class Controller:
         if self._stopped.is_set():
             return False
         if data is None:
-            self.events.put(("elect", None))
+            self._post("elect")
         else:
             with contextlib.suppress(Exception):
                 if self.active and int(json.loads(data)["brokerid"]) != self.id:
@@ -178,7 +191,7 @@ class Controller:
     def _ticker(self) -> None:
         while not self._stopped.wait(self.config.reassign_interval_s):
             if self.active:
-                self.events.put(("tick", None))
+                self._post("tick")
 
     def stop(self) -> None:
         self._stopped.set()
@@ -197,7 +210,7 @@ class Controller:
             self.events.put(("resign", f"session_{str(state).lower()}"))
 
     def on_reconnected(self) -> None:
-        self.events.put(("elect", None))
+        self._post("elect")
 
     def request_controlled_shutdown(self, broker: int, broker_epoch: int) -> Future[dict[str, Any]]:
         fut: Future[dict[str, Any]] = Future()
@@ -220,8 +233,12 @@ class Controller:
             if event is None:
                 return
             name, arg = event
+            if name in COALESCED:
+                with self._pending_lock:
+                    self._pending.discard(name)
             if name == "controlled_shutdown" and not self.active:
-                arg[2].set_result({"error": int(ErrorCode.NOT_CONTROLLER)})
+                if not arg[2].done():
+                    arg[2].set_result({"error": int(ErrorCode.NOT_CONTROLLER)})
                 continue
             if name not in ("elect", "resign") and not self.active:
                 continue
@@ -231,7 +248,7 @@ class Controller:
                 self._resign("epoch_fenced")
             except KazooException:
                 traceback.print_exc()
-                if name == "controlled_shutdown":
+                if name == "controlled_shutdown" and not arg[2].done():
                     arg[2].set_result({"error": int(ErrorCode.REQUEST_TIMED_OUT)})
             except Exception:  # noqa: BLE001 - one bad event must not kill the controller
                 traceback.print_exc()
@@ -290,7 +307,7 @@ class Controller:
             self.epoch = -1
         if reason not in ("shutdown",):
             # if we still hold /controller (same session), let the election run again
-            self.events.put(("elect", None))
+            self._post("elect")
 
     def _failover(self) -> None:
         """Seed 000 D steps 3-9."""
@@ -373,13 +390,18 @@ class Controller:
     def _elect_partitions(self, keys: Iterable[Key],
                           decide: Callable[[Key, zkl.LeaderAndIsr], Decision | None],
                           reason: str, extra_targets: Iterable[int] = ()) -> list[Key]:
-        """Seed 000 A 3.1-4: read, decide, write conditionally (retry if moved), send."""
-        keys = list(keys)
-        for _attempt in range(8):
-            states = self._read_states(keys)
+        """Seed 000 A 3.1-4: read, decide, write conditionally (re-read and retry the
+        partitions whose zk_version moved meanwhile, A 3.3), then send LeaderAndISR."""
+        pending = list(keys)
+        done: list[Key] = []
+        states: dict[Key, Any] = {}
+        for _attempt in range(20):
+            if not pending:
+                break
+            current = self._read_states(pending)
             plans = []
-            for key in keys:
-                cur = states.get(key)
+            for key in pending:
+                cur = current.get(key)
                 if cur is None:
                     continue
                 st, version = cur
@@ -388,35 +410,54 @@ class Controller:
                     continue
                 new = zkl.LeaderAndIsr(d.leader, st.leader_epoch + 1, tuple(sorted(d.isr)), self.epoch)
                 plans.append((key, new, version, d.unclean))
-            if not plans:
-                return []
-            try:
-                written = self._write_states(plans, reason)
-            except zkl.TransactionFailed:
-                continue  # a leader changed the ISR meanwhile: read again (A 3.3)
-            states = {k: (new, ver) for k, new, ver in written}
-            targets: dict[int, list[Key]] = {}
-            for k, _, _ in written:
-                for b in set(self._replicas(k)) | set(extra_targets):
-                    targets.setdefault(b, []).append(k)
-            for b, ks in targets.items():
-                self._send_leader_and_isr(b, ks, states)
-            return [k for k, _, _ in written]
-        raise RuntimeError(f"could not elect leaders for {keys} after retries")
+            written, conflicted = self._write_states(plans, reason)
+            for k, new, ver in written:
+                states[k] = (new, ver)
+                done.append(k)
+            pending = conflicted
+        if pending:
+            raise RuntimeError(f"could not elect leaders for {pending} after retries")
+        targets: dict[int, list[Key]] = {}
+        for k in done:
+            for b in set(self._replicas(k)) | set(extra_targets):
+                targets.setdefault(b, []).append(k)
+        for b, ks in targets.items():
+            self._send_leader_and_isr(b, ks, states)
+        return done
 
-    def _write_states(self, plans: list[tuple[Key, zkl.LeaderAndIsr, int, bool]],
-                      reason: str) -> list[tuple[Key, zkl.LeaderAndIsr, int]]:
-        written = []
-        for i in range(0, len(plans), 500):  # seed 000 question 1: batch the writes in multis
+    def _write_states(self, plans: list[tuple[Key, zkl.LeaderAndIsr, int, bool]], reason: str
+                      ) -> tuple[list[tuple[Key, zkl.LeaderAndIsr, int]], list[Key]]:
+        """Batched conditional writes (seed 000 question 1: ZK multi), each multi fenced by
+        the controller epoch.  A multi is all-or-nothing, so the items whose version moved are
+        taken out and the rest committed again; returns (written, conflicted keys)."""
+        written: list[tuple[Key, zkl.LeaderAndIsr, int]] = []
+        conflicted: list[Key] = []
+        for i in range(0, len(plans), 500):
             chunk = plans[i:i + 500]
-            txn = self._txn()
-            for (t, p), new, version, _ in chunk:
-                txn.set_data(zkl.leader_and_isr_path(t, p), new.to_json(), version=version)
-            results = self._commit(txn)
-            for ((t, p), new, _v, unclean), stat in zip(chunk, results[1:], strict=True):
-                written.append(((t, p), new, stat.version))
-                self._emit_elect(t, p, new, stat.version, stat.mzxid, reason, unclean)
-        return written
+            while chunk:
+                txn = self._txn()
+                for (t, p), new, version, _ in chunk:
+                    txn.set_data(zkl.leader_and_isr_path(t, p), new.to_json(), version=version)
+                results = txn.commit()
+                if results and isinstance(results[0], BadVersionError | NoNodeError):
+                    raise ControllerMoved()
+                failed = {j for j, r in enumerate(results[1:])
+                          if isinstance(r, BadVersionError | NoNodeError)}
+                if failed:
+                    # ZooKeeper reports only the first failing item: find every moved version
+                    now = self._read_states([c[0] for c in chunk])
+                    failed |= {j for j, c in enumerate(chunk)
+                               if now.get(c[0]) is None or now[c[0]][1] != c[2]}
+                    conflicted += [chunk[j][0] for j in sorted(failed)]
+                    chunk = [c for j, c in enumerate(chunk) if j not in failed]
+                    continue
+                if any(isinstance(r, BaseException) for r in results):
+                    raise zkl.TransactionFailed([r for r in results if isinstance(r, BaseException)])
+                for ((t, p), new, _v, unclean), stat in zip(chunk, results[1:], strict=True):
+                    written.append(((t, p), new, stat.version))
+                    self._emit_elect(t, p, new, stat.version, stat.mzxid, reason, unclean)
+                break
+        return written, conflicted
 
     def _emit_elect(self, t: str, p: int, new: zkl.LeaderAndIsr, version: int, zxid: int,
                     reason: str, unclean: bool = False) -> None:
@@ -805,7 +846,7 @@ class Controller:
                 continue
             new = zkl.LeaderAndIsr(d.leader, st.leader_epoch + 1, st.isr, self.epoch)
             with contextlib.suppress(zkl.TransactionFailed):
-                written = self._write_states([(key, new, version, False)], "preferred")
+                written, _ = self._write_states([(key, new, version, False)], "preferred")
                 states = {k: (n, v) for k, n, v in written}
                 for b in self._replicas(key):
                     self._send_leader_and_isr(b, [key], states)
@@ -824,7 +865,8 @@ class Controller:
         """Move leadership off a broker that is shutting down and take it out of every ISR."""
         broker, broker_epoch, fut = arg
         if broker not in self.live or (broker_epoch >= 0 and self.live[broker][2] != broker_epoch):
-            fut.set_result({"error": int(ErrorCode.STALE_BROKER_EPOCH)})
+            if not fut.done():
+                fut.set_result({"error": int(ErrorCode.STALE_BROKER_EPOCH)})
             return
         self.shutting_down.add(broker)
         live = set(self.live)
@@ -840,4 +882,5 @@ class Controller:
         states = self._read_states(self._all_keys())
         remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
         self._send_update_metadata(states)
-        fut.set_result({"remaining_leaderships": remaining})
+        if not fut.done():
+            fut.set_result({"remaining_leaderships": remaining})

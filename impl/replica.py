@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,8 @@ class Replica:
     isr_update_in_flight: bool = False
     # follower side
     needs_epoch_lookup: bool = False
-    fetcher: asyncio.Task[None] | None = None
+    last_sent_fetch: tuple[int, int] | None = None  # (offset, hw) of the last send_fetch event
+    on_change: Callable[[], None] | None = None  # the broker's "some partition changed" signal
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- observation ----------------------------------------------------------------------
@@ -94,12 +96,15 @@ class Replica:
     def notify(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+        if self.on_change is not None:
+            self.on_change()
 
     # -- seed 000 C: becomeLeader / becomeFollower ----------------------------------------
     def stop_fetcher(self) -> None:
-        if self.fetcher is not None:
-            self.fetcher.cancel()
-            self.fetcher = None
+        """Seed 000 C "stop the ReplicaFetcherThread to the old leader": the broker's fetcher
+        for a leader only serves replicas whose role/leader/epoch still match, and discards a
+        response for a replica whose epoch changed while the request was in flight."""
+        self.last_sent_fetch = None
 
     def _take(self, st: PartitionState) -> None:
         self.leader, self.leader_epoch = st.leader, st.leader_epoch

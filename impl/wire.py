@@ -322,36 +322,63 @@ class BlockingConnection:
 
 
 class AsyncConnection:
-    """An asyncio client connection with one request in flight (replica fetchers)."""
+    """A multiplexed asyncio client connection: many requests in flight, matched to their
+    responses by correlation id (one connection per leader serves all of a follower's
+    replica fetchers for that leader, as Kafka's ReplicaFetcherThread does)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
         self._cid = 0
+        self._pending: dict[int, asyncio.Future[tuple[int, int, dict[str, Any]]]] = {}
+        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+        self.closed = False
 
     @classmethod
     async def open(cls, host: str, port: int, timeout: float = 3.0) -> AsyncConnection:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
         return cls(reader, writer)
 
-    async def request(self, api: ApiKey, body: dict[str, Any], clock: int,
-                      timeout: float) -> tuple[int, int, dict[str, Any]]:
-        self._cid += 1
-        cid = self._cid
-        self.writer.write(encode_request(api, API_VERSIONS[api], cid, clock, body))
-        await self.writer.drain()
-
-        async def _read() -> tuple[int, int, dict[str, Any]]:
+    async def _read_loop(self) -> None:
+        error: BaseException = ConnectionError("connection closed by peer")
+        try:
             while True:
                 payload = await read_frame(self.reader)
                 if payload is None:
-                    raise ConnectionError("connection closed by peer")
-                rcid, rclock, error, rbody = decode_response(payload)
-                if rcid in (cid, -1):
-                    return error, rclock, rbody
+                    break
+                rcid, rclock, err, rbody = decode_response(payload)
+                fut = self._pending.pop(rcid, None)
+                if fut is not None and not fut.done():
+                    fut.set_result((err, rclock, rbody))
+        except asyncio.CancelledError:
+            error = ConnectionError("connection closed")
+        except (OSError, ProtocolError) as exc:
+            error = ConnectionError(str(exc))
+        finally:
+            self.closed = True
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(error)
+            self._pending.clear()
 
-        return await asyncio.wait_for(_read(), timeout)
+    async def request(self, api: ApiKey, body: dict[str, Any], clock: int,
+                      timeout: float) -> tuple[int, int, dict[str, Any]]:
+        if self.closed:
+            raise ConnectionError("connection closed")
+        self._cid += 1
+        cid = self._cid
+        fut: asyncio.Future[tuple[int, int, dict[str, Any]]] = \
+            asyncio.get_running_loop().create_future()
+        self._pending[cid] = fut
+        try:
+            self.writer.write(encode_request(api, API_VERSIONS[api], cid, clock, body))
+            await self.writer.drain()
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            self._pending.pop(cid, None)
 
     def close(self) -> None:
+        self.closed = True
+        self._reader_task.cancel()
         try:
             self.writer.close()
         except Exception:  # noqa: BLE001 - closing a broken transport
