@@ -38,7 +38,6 @@ from model.state import (
     TRUNCATING,
     UNKNOWN,
     UP,
-    Broker,
     Entry,
     Fetch,
     LeaderAndIsr,
@@ -435,7 +434,10 @@ def produce(s: State, cfg: Config, b: int, p: int) -> State | None:
         return None
     value = s.ghost.produced + 1
     s = _set_replica(s, b, p, r._replace(log=r.log + (Entry(value, r.leader_epoch),)))
-    s = s._replace(ghost=s.ghost._replace(produced=value))
+    ghost = s.ghost._replace(produced=value)
+    if any(lp == p and e > r.leader_epoch for lp, e, _ in ghost.led):  # a newer leader exists
+        ghost = ghost._replace(zombie_appends=_add(ghost.zombie_appends, (p, value)))
+    s = s._replace(ghost=ghost)
     return advance_hw(s, cfg, b, p)
 
 

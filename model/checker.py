@@ -25,7 +25,13 @@ from model.config import Config
 from model.render import describe, state_text
 from model.state import State, initial
 from model.symmetry import canonical
-from properties import UNCLEAN_LABEL, all_violations, first_violation, state_violation, transition_violation
+from properties import (
+    UNCLEAN_LABEL,
+    all_violations,
+    first_violation,
+    state_violation,
+    transition_violation,
+)
 
 PARALLEL_THRESHOLD = 4000  # frontier size above which worker processes expand it
 CHUNK = 500

@@ -53,11 +53,11 @@ class Config:
 
 NAMED: dict[str, Config] = {
     "design": Config("design", "hw", max_crashes=2),
-    "kip101": Config("kip101", "kip101", brokers=3),
-    "kip279": Config("kip279", "kip279", brokers=3),
-    "kip320": Config("kip320", "kip320", brokers=3),
+    "kip101": Config("kip101", "kip101", max_crashes=2),
+    "kip279": Config("kip279", "kip279", max_crashes=2),
+    "kip320": Config("kip320", "kip320", max_crashes=2),
     "unclean": Config("unclean", "kip320", unclean=True),
-    "zombie": Config("zombie", "kip320", brokers=3, max_crashes=0, max_pauses=1),
+    "zombie": Config("zombie", "kip320", max_crashes=0, max_pauses=1),
 }
 
 

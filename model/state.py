@@ -125,6 +125,7 @@ class Ghost(NamedTuple):
     led: tuple[tuple[int, int, int], ...]  # (partition, leader_epoch, broker) that became leader
     unclean: tuple[int, ...]  # partitions that have had an unclean election
     stale_accepts: int  # control requests acted on although from an older controller/broker epoch
+    zombie_appends: tuple[tuple[int, int], ...]  # (partition, value) appended by a leader already superseded
     produced: int
     crashes: int
     pauses: int
@@ -170,5 +171,5 @@ def initial(cfg: Config) -> State:
         for b in range(n)
     )
     led = tuple(sorted((p, 1, p % n) for p in range(cfg.partitions)))
-    ghost = Ghost((), (), led, (), 0, 0, 0, 0)
+    ghost = Ghost((), (), led, (), 0, (), 0, 0, 0)
     return State(zk, brokers, (), (), ghost)

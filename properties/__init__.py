@@ -142,6 +142,16 @@ def acked_durable(s: State) -> str | None:
     return None
 
 
+def zombie_cannot_commit(s: State) -> str | None:
+    """A leader that has been superseded (another broker became leader in a newer epoch)
+    never commits a record it accepted afterwards (seed 000, question 3)."""
+    zombie = set(s.ghost.zombie_appends)
+    for p, offset, entry in s.ghost.committed:
+        if (p, entry.value) in zombie:
+            return f"partition {p}: {_values((entry,))}, written to a superseded leader, was committed at offset {offset}"
+    return None
+
+
 PROPERTIES: tuple[Property, ...] = (
     Property("hw_le_leo", hw_le_leo.__doc__ or "", False, hw_le_leo),
     Property("epoch_monotonic", epoch_monotonic.__doc__ or "", True, epoch_monotonic),
@@ -151,6 +161,7 @@ PROPERTIES: tuple[Property, ...] = (
     Property("isr_well_formed", isr_well_formed.__doc__ or "", False, isr_well_formed),
     Property("single_controller", single_controller.__doc__ or "", False, single_controller),
     Property("acked_durable", acked_durable.__doc__ or "", False, acked_durable),
+    Property("zombie_cannot_commit", zombie_cannot_commit.__doc__ or "", False, zombie_cannot_commit),
 )
 
 BY_NAME = {p.name: p for p in PROPERTIES}

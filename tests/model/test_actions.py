@@ -27,7 +27,20 @@ from model.actions import (
     truncate,
 )
 from model.config import named
-from model.state import DOWN, FETCH_REQUEST, FETCH_RESPONSE, FETCHING, FOLLOWER, LEADER, NO_LEADER, NONE, TRUNCATING, UP, Entry, initial
+from model.state import (
+    DOWN,
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    FETCHING,
+    FOLLOWER,
+    LEADER,
+    NO_LEADER,
+    NONE,
+    TRUNCATING,
+    UP,
+    Entry,
+    initial,
+)
 
 DESIGN = named("design")
 K101 = named("kip101")
