@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import signal
 import sys
@@ -81,6 +82,7 @@ class Broker:
         self.controller = Controller(self)
         self.stopping = False
         self._changed_any = asyncio.Event()
+        self._isr_changes: set[tuple[str, int]] = set()
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self._fetch_conns: dict[int, AsyncConnection] = {}
         self._fetch_conn_addr: dict[int, tuple[str, int]] = {}
@@ -173,6 +175,8 @@ class Broker:
         await self.loop.run_in_executor(None, self.register)
         self.controller.start()
         checker = asyncio.create_task(self._isr_checker())
+        propagation = asyncio.create_task(self._isr_change_propagation())
+        hw_checkpointer = asyncio.create_task(self._hw_checkpointer())
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, stop.set)
@@ -181,6 +185,8 @@ class Broker:
         self.stopping = True
         await self._controlled_shutdown()
         checker.cancel()
+        propagation.cancel()
+        hw_checkpointer.cancel()
         server.close()
         for r in self.replicas.values():
             r.stop_fetcher()
@@ -410,6 +416,7 @@ class Broker:
         """Some partition appended, moved its HW or changed role: wake long-polling fetches."""
         self._changed_any.set()
         self._changed_any = asyncio.Event()
+        self._isr_changes: set[tuple[str, int]] = set()
 
     async def on_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
         if "partitions" in body:
@@ -552,6 +559,30 @@ class Broker:
                 await asyncio.wait_for(r.changed().wait(), remaining)
 
     # -- ISR maintenance through a conditional ZooKeeper update ------------------------------
+    async def _hw_checkpointer(self) -> None:
+        """Seed 000 C startReplica: "start the HW checkpoint thread for r" (one for all)."""
+        while True:
+            await asyncio.sleep(0.5)
+            for r in list(self.replicas.values()):
+                with contextlib.suppress(OSError):
+                    r.log.checkpoint_hw()
+
+    async def _isr_change_propagation(self) -> None:
+        """Tell the controller about our ISR changes, batched: one sequential znode under
+        /isr_change_notification per period, listing every partition changed in it."""
+        assert self.loop is not None
+        while True:
+            await asyncio.sleep(0.2)
+            if not self._isr_changes:
+                continue
+            batch, self._isr_changes = sorted(self._isr_changes), set()
+            data = zkl.encode([list(k) for k in batch])
+            try:
+                await self.loop.run_in_executor(None, functools.partial(
+                    self.zk.create, f"{zkl.ISR_CHANGE}/change-", data, sequence=True))
+            except Exception:  # noqa: BLE001 - ZK unavailable: try again next period
+                self._isr_changes.update(batch)
+
     async def _isr_checker(self) -> None:
         lag_s = self.config.replica_lag_time_ms / 1000
         while True:
@@ -598,9 +629,7 @@ class Broker:
         if r.maybe_advance_hw():
             pass
         r.notify()
-        with contextlib.suppress(Exception):
-            await self.loop.run_in_executor(None, lambda: self.zk.create(
-                f"{zkl.ISR_CHANGE}/change-", zkl.encode([[r.topic, r.partition]]), sequence=True))
+        self._isr_changes.add((r.topic, r.partition))
 
     # -- seed 000 G: the follower's ReplicaFetcherThread -------------------------------------
     async def _leader_connection(self, leader: int) -> AsyncConnection:

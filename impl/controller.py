@@ -856,9 +856,12 @@ class Controller:
 
     def _on_isr_change(self) -> None:
         """A leader changed an ISR in ZooKeeper: refresh every broker's metadata."""
-        for child in self._children(zkl.ISR_CHANGE):
-            with contextlib.suppress(NoNodeError):
-                self.zk.delete(f"{zkl.ISR_CHANGE}/{child}")
+        children = self._children(zkl.ISR_CHANGE)
+        for i in range(0, len(children), 500):
+            txn = self.zk.transaction()
+            for child in children[i:i + 500]:
+                txn.delete(f"{zkl.ISR_CHANGE}/{child}")
+            txn.commit()  # a node already gone fails the batch harmlessly; the rest next time
         self._send_update_metadata()
 
     def _on_controlled_shutdown(self, arg: tuple[int, int, Future[dict[str, Any]]]) -> None:

@@ -5,7 +5,7 @@ an ``leo``; KIP-101 adds the leader-epoch cache (epoch -> start offset) that the
 truncation rule consults.  Layout of one partition directory ``<log-dir>/<topic>-<partition>``::
 
     00000000000000000000.log    segment, named by its base offset (rolled at segment_bytes)
-    hw-checkpoint               the high watermark, written atomically (tmp + rename)
+    hw-checkpoint               the high watermark, checkpointed periodically (tmp + rename)
     leader-epoch-checkpoint     "epoch start_offset" per line, rewritten atomically
 
 A record on disk is ``u32 body_len | u32 crc32(body) | body`` with
@@ -43,11 +43,10 @@ def encode_record(rec: Record) -> bytes:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Write-then-rename: a reader (or a restart after kill -9) sees the old or the new file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -103,6 +102,7 @@ class PartitionLog:
         self._positions: list[tuple[Path, int]] = []  # (segment, byte position) per record
         self.epochs = LeaderEpochCache()
         self.hw = 0
+        self._hw_dirty = False
         self.recovered_bytes_dropped = 0
         self._active: Path | None = None
         self._fh = None
@@ -219,11 +219,19 @@ class PartitionLog:
         self._write_epochs()
         if self.hw > offset:
             self.set_hw(offset)
+            self.checkpoint_hw()  # never leave a checkpoint above the log end
         return dropped
 
     def set_hw(self, hw: int) -> None:
+        """Move the HW in memory; :meth:`checkpoint_hw` persists it (seed 000 C's "HW
+        checkpoint thread": periodically, so a restart may see an older, lower HW)."""
         self.hw = hw
-        _atomic_write(self.dir / "hw-checkpoint", f"{hw}\n")
+        self._hw_dirty = True
+
+    def checkpoint_hw(self) -> None:
+        if self._hw_dirty and self.dir.exists():
+            _atomic_write(self.dir / "hw-checkpoint", f"{self.hw}\n")
+            self._hw_dirty = False
 
     def assign_epoch(self, epoch: int) -> None:
         """A new leader records the start offset of its epoch (KIP-101)."""
@@ -240,10 +248,11 @@ class PartitionLog:
             self._fh = None
 
     def close(self) -> None:
+        self.checkpoint_hw()
         self._close_fh()
 
     def delete(self) -> None:
-        self.close()
+        self._close_fh()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
