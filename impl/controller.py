@@ -325,8 +325,8 @@ class Controller:
         missing = [k for k, v in states.items() if v is None]  # 6
         if missing:
             self._init_leaders(missing)
-        for key in self._reassign_requests():  # 7: pending reassignments restart at INIT
-            self.reassigning.setdefault(key, {"state": INIT, "rar": self._reassign_requests()[key]})
+        for key, rar in self._reassign_requests().items():  # 7: pending ones restart at INIT
+            self.reassigning.setdefault(key, {"state": INIT, "rar": rar})
         self._scan_admin()  # 7-9 and pending deletions
 
     # -- reading ZooKeeper --------------------------------------------------------------------
