@@ -1,0 +1,267 @@
+"""The trace judge (``model.replay``): model runs exported as traces conform, the design's
+KAFKA-1211 counterexample does not conform to the fixed protocol, and small mutations of a
+conforming trace are caught at the step they break."""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from model.actions import Step, successors
+from model.config import Config, named
+from model.replay import design_bug_events, design_bug_steps, events_from_steps, judge
+from model.scenarios import play
+from model.state import FETCH_REQUEST, FETCH_RESPONSE
+
+RECORDED = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded"
+
+
+def _walk(name: str, steps: int, seed: int, **bounds: int) -> tuple[Config, list[Step]]:
+    """A deterministic random run of the model (self-loops excluded)."""
+    cfg = named(name, **bounds)
+    rnd = random.Random(seed)
+    from model.state import initial
+
+    s = initial(cfg)
+    taken: list[Step] = []
+    for _ in range(steps):
+        options = list(successors(s, cfg))
+        if not options:
+            break
+        step, s = options[rnd.randrange(len(options))]
+        taken.append(step)
+    return cfg, taken
+
+
+def _happy_path() -> list[Step]:
+    """Two records produced and replicated to both followers of a 3-broker kip320 cluster."""
+    cfg = named("kip320", brokers=3, records=2)
+    out: list[Step] = []
+    from model.actions import apply
+    from model.state import initial
+
+    s = initial(cfg)
+
+    def take(step: Step) -> None:
+        nonlocal s
+        t = apply(s, cfg, step)
+        assert t is not None, step
+        out.append(step)
+        s = t
+
+    for _ in range(2):
+        take(Step("produce", (0, 0)))
+        for f in (1, 2):
+            take(Step("send_fetch", (f, 0)))
+            take(Step("handle_fetch", (next(m for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == f),)))
+            take(Step("receive_fetch", (next(m for m in s.fetches if m.kind == FETCH_RESPONSE and m.follower == f),)))
+    return out
+
+
+def _happy_trace() -> list[dict]:
+    return events_from_steps(named("kip320", brokers=3, records=2), _happy_path())
+
+
+def _verdict_ok(v: dict) -> None:
+    assert v["conforms"], v["reason"]
+    assert v["matched"] == v["total"] and v["first_bad"] is None and v["property"] is None
+
+
+# -- conforming traces -----------------------------------------------------------------------
+
+
+def test_exported_happy_path_conforms_with_every_event_matched() -> None:
+    events = _happy_trace()
+    v = judge(events, "kip320")
+    _verdict_ok(v)
+    assert v["total"] == len(events)
+    assert set(v) == {"conforms", "matched", "total", "first_bad", "reason", "property", "possible_states", "bound"}
+
+
+@pytest.mark.parametrize("scenario,config", [("kip279_divergence", "kip279"), ("kip279_divergence", "kip320"),
+                                             ("kip320_stale_fetch", "kip320"), ("kafka_1211", "kip101")])
+def test_history_scenarios_conform_to_the_configurations_that_fix_them(scenario: str, config: str) -> None:
+    cfg = named(config, brokers=2 if scenario == "kafka_1211" else 3, max_crashes=2)
+    out = play(scenario, cfg)
+    assert not out.violations
+    _verdict_ok(judge(events_from_steps(cfg, [s for s, _ in out.steps]), config))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_model_runs_exported_as_traces_conform(seed: int) -> None:
+    cfg, steps = _walk("kip320", 40, seed, brokers=3, records=3, max_crashes=2, max_epoch=4)
+    _verdict_ok(judge(events_from_steps(cfg, steps), "kip320"))
+
+
+def test_informational_events_are_skipped_but_counted() -> None:
+    events = _happy_trace()
+    note = {**events[3], "kind": "update_metadata", "params": {}, "post": {}, "topic": None, "partition": None}
+    v = judge([*events[:4], note, *events[4:]], "kip320")
+    _verdict_ok(v)
+    assert v["total"] == len(events) + 1
+
+
+def test_silent_fetch_round_trips_are_searched_within_the_bound() -> None:
+    """An implementation does not trace a fetch request that changes nothing; the judge
+    finds it as an internal step, and says how many it needed."""
+    events = [e for e in _happy_trace() if not (e["kind"] == "send_fetch" and e["params"]["fetch_offset"] == 1)]
+    v = judge(events, "kip320")
+    _verdict_ok(v)
+    assert v["bound"] >= 1
+    assert not judge(events, "kip320", bound=0)["conforms"]
+
+
+def test_a_restarted_broker_may_show_its_recovery_when_the_controller_repeats_it() -> None:
+    """Model: broker_restart recovers from ZK in one step.  Impl: it registers, then applies
+    the controller's LeaderAndISR for the same epoch.  The second event is a stutter."""
+    cfg = named("kip320", brokers=3, max_crashes=2)
+    steps = [Step("broker_crash", (2,)), Step("broker_restart", (2,))]
+    events = events_from_steps(cfg, steps)
+    follow = copy.deepcopy(next(e for e in events if e["kind"] == "become_follower" and e["node"] == 2))
+    follow["seq"], follow["clock"] = 99, len(events) + 1
+    _verdict_ok(judge([*events, follow], "kip320"))
+    # ... but only once: the same LeaderAndISR applied again is a step the model refuses
+    again = {**copy.deepcopy(follow), "seq": 100, "clock": len(events) + 2}
+    assert not judge([*events, follow, again], "kip320")["conforms"]
+
+
+# -- the design's bug ------------------------------------------------------------------------
+
+
+def test_design_bug_trace_fails_against_kip320_at_the_truncated_leader() -> None:
+    events = design_bug_events()
+    v = judge(events, "kip320")
+    assert not v["conforms"]
+    bad = events[v["first_bad"]]
+    assert bad["kind"] == "become_leader"
+    assert "leo=0" in v["reason"] and "leo=1" in v["reason"]  # observed vs what kip320 allows
+    assert v["possible_states"] and "ZK:" in v["possible_states"][0]
+    assert v["matched"] == v["first_bad"] < v["total"]
+
+
+def test_design_bug_trace_fails_against_design_only_on_the_property() -> None:
+    events = design_bug_events()
+    v = judge(events, "design")
+    assert not v["conforms"]
+    assert v["property"] == "committed_durable"
+    assert events[v["first_bad"]]["kind"] == "elect_leader"
+    assert design_bug_steps()[-1].action == "become_leader"
+
+
+# -- mutants ---------------------------------------------------------------------------------
+
+
+def _index(events: list[dict], kind: str, nth: int = 0) -> int:
+    return [i for i, e in enumerate(events) if e["kind"] == kind][nth]
+
+
+def _flagged(events: list[dict], at_or_before: int | None = None) -> dict:
+    v = judge(events, "kip320")
+    assert not v["conforms"]
+    assert v["reason"]
+    if at_or_before is not None:
+        assert v["first_bad"] <= at_or_before
+    return v
+
+
+def test_dropped_produce_is_flagged() -> None:
+    events = _happy_trace()
+    i = _index(events, "produce")
+    _flagged(events[:i] + events[i + 1 :])
+
+
+def test_dropped_become_leader_is_flagged() -> None:
+    events = _happy_trace()
+    i = _index(events, "become_leader")
+    _flagged(events[:i] + events[i + 1 :])
+
+
+def test_changed_leader_epoch_is_flagged_where_it_is_changed() -> None:
+    for kind in ("produce", "become_follower", "receive_fetch", "send_fetch", "handle_fetch"):
+        events = copy.deepcopy(_happy_trace())
+        i = _index(events, kind)
+        events[i]["params"]["leader_epoch"] += 1
+        v = _flagged(events, at_or_before=i)
+        assert v["first_bad"] == i, kind
+        assert "leader_epoch" in v["reason"]
+
+
+def test_changed_epoch_of_the_partitions_first_election_is_flagged_at_its_first_follower() -> None:
+    """The first elect_leader defines the partition's start, so any epoch is possible there;
+    the replicas that then apply another epoch are where the trace stops making sense."""
+    events = copy.deepcopy(_happy_trace())
+    i = _index(events, "elect_leader")
+    events[i]["params"]["leader_epoch"] += 1
+    v = _flagged(events)
+    assert v["first_bad"] == i + 1 and "leader_epoch" in v["reason"]
+
+
+def test_hw_above_leo_is_flagged() -> None:
+    events = copy.deepcopy(_happy_trace())
+    i = _index(events, "receive_fetch", 1)
+    events[i]["post"]["hw"] = events[i]["post"]["leo"] + 1
+    v = _flagged(events, at_or_before=i)
+    assert "hw=" in v["reason"]
+
+
+def test_duplicated_produce_is_flagged() -> None:
+    events = _happy_trace()
+    i = _index(events, "produce")
+    v = _flagged([*events[: i + 1], copy.deepcopy(events[i]), *events[i + 1 :]], at_or_before=i + 1)
+    assert v["first_bad"] == i + 1
+
+
+def test_a_second_controller_in_the_same_epoch_is_flagged() -> None:
+    events = _happy_trace()
+    i = _index(events, "controller_elect")
+    twin = {**copy.deepcopy(events[i]), "node": 1}
+    _flagged([*events[: i + 1], twin, *events[i + 1 :]], at_or_before=i + 1)
+
+
+def test_a_record_the_leader_never_wrote_is_flagged() -> None:
+    events = copy.deepcopy(_happy_trace())
+    i = _index(events, "receive_fetch")
+    events[i]["params"]["records"][0][2] = "forged"
+    v = _flagged(events, at_or_before=i)
+    assert "records" in v["reason"]
+
+
+# -- speed and determinism -------------------------------------------------------------------
+
+
+def test_a_few_hundred_events_are_judged_well_under_a_second() -> None:
+    cfg, steps = _walk("kip320", 400, 7, brokers=3, records=6, max_crashes=3, max_epoch=8)
+    events = events_from_steps(cfg, steps)
+    assert len(events) > 300
+    start = time.perf_counter()
+    v = judge(events, "kip320")
+    elapsed = time.perf_counter() - start
+    _verdict_ok(v)
+    assert elapsed < 1.0, f"{len(events)} events took {elapsed:.2f} s"
+    assert judge(events, "kip320") == v  # deterministic
+
+
+# -- traces recorded from the implementation -------------------------------------------------
+
+
+def _recorded_runs() -> list[Path]:
+    return sorted(p for p in RECORDED.iterdir() if p.is_dir()) if RECORDED.is_dir() else []
+
+
+@pytest.mark.skipif(not _recorded_runs(), reason="no traces/data/recorded yet")
+@pytest.mark.parametrize("run_dir", _recorded_runs(), ids=lambda p: p.name)
+def test_recorded_impl_traces_conform(run_dir: Path) -> None:
+    from conformance.verdict import judge_run
+    from traces.reader import read_traces
+
+    res = read_traces([run_dir])
+    by_run: dict[str, list[dict]] = {}
+    for e in res.events:
+        by_run.setdefault(e["run"], []).append(e)
+    for run, events in by_run.items():
+        for v in judge_run(run, events, judge, "kip320"):
+            assert v["conforms"], f"{run} {v['topic']}/{v['partition']}: {v['reason']}"
