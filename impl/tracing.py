@@ -3,8 +3,8 @@
 Every node of a run writes ``<data-dir>/traces/<node>.jsonl`` through
 :class:`traces.recorder.TraceRecorder` (broker N writes ``broker-N.jsonl``; the harness,
 node -1, ``harness.jsonl``).  A restarted broker -- or a second ``epochal broker kill`` --
-appends to the same file, so the per-node sequence number and the Lamport clock continue
-from the last complete line instead of restarting at zero.
+appends to the same file, so the per-(run, node) sequence number and the Lamport clock
+continue from the last complete line of the same run instead of restarting at zero.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def open_recorder(data_dir: str | os.PathLike[str], run_id: str, node: int) -> T
         with open(path, "ab") as f:  # a torn last line (kill -9): start ours on a fresh line
             f.write(b"\n")
     rec = TraceRecorder(path, run_id, node)
-    if last is not None:
-        # continue the node's sequence and clock (TraceRecorder starts both at zero)
+    if last is not None and last.get("run") == run_id:
+        # the same run: continue the node's sequence and clock (a new run starts at zero;
+        # the schema numbers events per (run, node))
         rec._seq = int(last.get("seq", -1)) + 1
         rec._clock = int(last.get("clock", 0))
     return rec
