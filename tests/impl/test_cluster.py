@@ -415,9 +415,13 @@ def test_cli_produces_and_consumes_through_the_bootstrap_broker(
                      "--replication-factor", "2", *boot]) == 0
     monkeypatch.setattr("sys.stdin", io.StringIO("alpha\nbeta\ngamma\n"))
     assert cli.main(["produce", "cli", "--acks", "all", *boot]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("delta\n"))
+    assert cli.main(["produce", "cli", "--acks", "1", *boot]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("epsilon\n"))
+    assert cli.main(["produce", "cli", "--acks", "0", *boot]) == 0
     capsys.readouterr()
-    assert cli.main(["consume", "cli", "--from-beginning", "--timeout", "1", *boot]) == 0
-    assert capsys.readouterr().out.split() == ["alpha", "beta", "gamma"]
+    assert cli.main(["consume", "cli", "--from-beginning", "--timeout", "1.5", *boot]) == 0
+    assert capsys.readouterr().out.split() == ["alpha", "beta", "gamma", "delta", "epsilon"]
     assert cli.main(["topics", "describe", "cli", *boot]) == 0
     assert "leader_epoch 0" in capsys.readouterr().out
     assert cli.main(["consume", "missing", *boot]) == 2
