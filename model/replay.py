@@ -74,7 +74,7 @@ DEFAULT_BOUND = 2
 """Unobserved internal steps searched before each observed one."""
 
 MAX_STATES = 200
-"""Possible model states kept after each event (the fewest-internal-steps ones first)."""
+"""Possible model states kept after each event (in a fixed order: judging is deterministic)."""
 
 UNBOUNDED = 10**9
 """Search bounds of the named configuration are for the checker; replay must not hit them."""
@@ -86,6 +86,9 @@ INTERNAL_ACTIONS = ("send_fetch", "handle_fetch", "receive_fetch", "truncate", "
 """Actions an implementation may take without recording them (only when silent, see
 ``_silent``): fetch round trips that change nothing, an epoch lookup on an empty log, a
 zombie controller noticing it was superseded."""
+
+UNSEEN = -2
+"""A broker id no model broker has (never equal to anything the model says)."""
 
 HARNESS = -1
 """The node id of the fault-injecting harness; its events name their broker in params."""
@@ -111,14 +114,16 @@ class Hypothesis(NamedTuple):
 
 
 class Verdict(NamedTuple):
+    """The judge's answer (the interface ``conformance.verdict`` expects, as a dict)."""
+
     conforms: bool
-    matched: int
-    total: int
-    first_bad: int | None
-    reason: str | None
-    property: str | None
-    possible_states: list[str]
-    bound: int
+    matched: int  # events matched before the first non-conforming one (all, if it conforms)
+    total: int  # events in the group, informational ones included
+    first_bad: int | None  # index into the events of the first non-conforming one
+    reason: str | None  # what was observed there, and what the model allowed instead
+    property: str | None  # the property every surviving state broke, if that is why
+    possible_states: list[str]  # up to SHOWN_STATES model states (state_text) beside the observation
+    bound: int  # unobserved internal steps searched before each observed one
 
     def as_dict(self) -> dict[str, Any]:
         return self._asdict()
@@ -363,12 +368,15 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
         if isinstance(fields.get(key), list):
             fields[key] = sorted(ids[x] for x in fields[key])
     if isinstance(fields.get("post.leader"), int) and fields["post.leader"] >= 0:
-        fields["post.leader"] = ids[fields["post.leader"]]
+        fields["post.leader"] = ids.get(fields["post.leader"], UNSEEN)
     if isinstance(fields.get("post.isr"), list):
-        fields["post.isr"] = sorted(ids[x] for x in fields["post.isr"])
+        fields["post.isr"] = sorted(ids.get(x, UNSEEN) for x in fields["post.isr"])
+    if kind == "elect_leader" and isinstance(params.get("replicas"), list):
+        # the assigned replicas, an extra field the implementation adds: the init uses them
+        fields["_ar"] = [ids[x] for x in params["replicas"] if x in ids]
     node = e["node"]
     who = params.get("broker") if node == HARNESS else node
-    return Observation(index, kind, KINDS[kind].model_action or "", ids.get(who, -2), fields, e)
+    return Observation(index, kind, KINDS[kind].model_action or "", ids.get(who, UNSEEN), fields, e)
 
 
 def _same_records(observed: Any, model: list[tuple[int, int, int]], values: dict[Any, set[int]]) -> bool:
@@ -503,7 +511,7 @@ def _init_candidate(obs: Observation, s: State, cfg: Config) -> tuple[Step, Stat
 
 
 class Match(NamedTuple):
-    before: State  # the state the observed step was taken from (after internal steps)
+    before: State  # the state at the start of the event (before any internal step)
     after: Hypothesis
 
 
@@ -570,25 +578,25 @@ class Search(NamedTuple):
 def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[Any, set[int]], bound: int,
             limit: int) -> Search:
     """The matches of an observation, with the fewest internal steps that give any."""
-    frontier = hyps
+    frontier = [(h.state, h) for h in hyps]  # (state at the start of the event, hypothesis)
     seen = set(hyps)
     misses: list[str] = []
     for depth in range(bound + 1):
         found: list[Match] = []
-        for h in frontier:
-            found.extend(_match_in(h, obs, cfg, values, misses if depth == 0 else []))
+        for origin, h in frontier:
+            found.extend(m._replace(before=origin) for m in _match_in(h, obs, cfg, values, misses if depth == 0 else []))
         if found:
             return Search(found, depth, hyps, misses)
         if depth == bound:
             break
-        nxt: list[Hypothesis] = []
-        for h in frontier:
+        nxt: list[tuple[State, Hypothesis]] = []
+        for origin, h in frontier:
             for t in internal_successors(h.state, cfg):
                 g = Hypothesis(t, h.recovering)
                 if g not in seen:
                     seen.add(g)
-                    nxt.append(g)
-        frontier = _order(nxt)[: limit * 4]
+                    nxt.append((origin, g))
+        frontier = sorted(nxt, key=lambda pair: pair[1])[: limit * 4]
         if not frontier:
             break
     return Search([], bound, hyps, misses)
@@ -618,20 +626,16 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     cfg = replay_config(config, len(ids))
     hyps = [Hypothesis(prelife_state(cfg, events, ids))]
     values: dict[Any, set[int]] = {}
-    used = 0
-    replayed = [e for e in events if KINDS[e["kind"]].model_action is not None]
-    if not replayed:
-        return Verdict(True, total, total, None, None, None, [], 0).as_dict()
     for i, e in enumerate(events):
-        if KINDS[e["kind"]].model_action is None:
+        kind = KINDS.get(e["kind"])
+        if kind is None:
+            return Verdict(False, i, total, i, f"unknown event kind {e['kind']!r}", None, [], bound).as_dict()
+        if kind.model_action is None:
             continue  # informational: validated and ordered upstream, not a model step
         obs = observe(i, e, ids)
-        if obs.action == "elect_leader" and e["params"].get("replicas") is not None:
-            obs.fields["_ar"] = [ids[x] for x in e["params"]["replicas"] if x in ids]
         res = advance(hyps, obs, cfg, values, bound, limit)
-        used = max(used, res.depth)
         if not res.survivors:
-            return _no_step(i, total, e, obs, res, used)
+            return _no_step(i, total, e, obs, res, bound)
         ok: list[Hypothesis] = []
         broken: dict[str, str] = {}
         for match in res.survivors:
@@ -645,20 +649,26 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
             name, msg = next(iter(broken.items()))
             states = _order(m.after for m in res.survivors)[:SHOWN_STATES]
             return Verdict(False, i, total, i, f"{_describe_event(e)} leads only to states that break {name}: {msg}",
-                           name, [state_text(h.state) for h in states], used).as_dict()
+                           name, [state_text(h.state) for h in states], bound).as_dict()
         if obs.action == "produce":
             for h in ok:
                 r = h.state.brokers[obs.actor].replicas[0]
                 values.setdefault(_value_key(e["params"].get("value")), set()).add(r.log[-1].value)
         hyps = _order(ok)[:limit]
-    return Verdict(True, total, total, None, None, None, [], used).as_dict()
+    return Verdict(True, total, total, None, None, None, [], bound).as_dict()
 
 
 def _violations(before: State, after: State) -> list[tuple[str, str]]:
+    """``all_violations`` of the event's steps taken together (the transition property is
+    transitive).  ``before`` holds every property (it survived the previous event), and
+    properties read only ZooKeeper, the brokers and the ghost history: if none of those
+    changed -- a fetch request sent, a stale response dropped -- nothing can break."""
+    if after.zk == before.zk and after.brokers == before.brokers and after.ghost == before.ghost:
+        return []
     return all_violations(before, after)
 
 
-def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, used: int) -> dict[str, Any]:
+def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, bound: int) -> dict[str, Any]:
     states = res.frontier[:SHOWN_STATES]
     if res.misses:
         distinct = list(dict.fromkeys(res.misses))[:3]
@@ -669,7 +679,7 @@ def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, used: 
     else:
         reason = (f"{_describe_event(e)} is not enabled in any of the {len(res.frontier)} possible model states "
                   f"(searching up to {res.depth} unobserved internal steps)")
-    return Verdict(False, i, total, i, reason, None, [state_text(h.state) for h in states], used).as_dict()
+    return Verdict(False, i, total, i, reason, None, [state_text(h.state) for h in states], bound).as_dict()
 
 
 # ---------------------------------------------------------------------------------------

@@ -245,6 +245,92 @@ def test_a_few_hundred_events_are_judged_well_under_a_second() -> None:
     assert judge(events, "kip320") == v  # deterministic
 
 
+# -- the implementation's way of tracing -----------------------------------------------------
+
+IMPL_PREFIX = [  # (node, kind, params, post): the start of a recorded `impl` run (kill -9 test, kip320)
+    (0, 'broker_restart', {"broker": 0, "broker_epoch": 104}, {}),
+    (1, 'broker_restart', {"broker": 1, "broker_epoch": 105}, {}),
+    (2, 'broker_restart', {"broker": 2, "broker_epoch": 106}, {}),
+    (1, 'controller_elect', {"broker": 1, "controller_epoch": 1}, {}),
+    (1, 'elect_leader', {"controller_epoch": 1, "isr": [0, 1, 2], "leader": 0, "leader_epoch": 0, "reason": "init", "replicas": [0, 1, 2], "unclean": False, "zk_version": 0}, {}),
+    (0, 'become_leader', {"controller_epoch": 1, "isr": [0, 1, 2], "leader": 0, "leader_epoch": 0, "zk_version": 0}, {"hw": 0, "leader": 0, "leader_epoch": 0, "leo": 0, "log_end_epoch": None, "role": "leader"}),
+    (2, 'become_follower', {"controller_epoch": 1, "isr": [0, 1, 2], "leader": 0, "leader_epoch": 0, "truncated_to": 0, "zk_version": 0}, {"hw": 0, "leader": 0, "leader_epoch": 0, "leo": 0, "log_end_epoch": None, "role": "follower"}),
+    (1, 'become_follower', {"controller_epoch": 1, "isr": [0, 1, 2], "leader": 0, "leader_epoch": 0, "truncated_to": 0, "zk_version": 0}, {"hw": 0, "leader": 0, "leader_epoch": 0, "leo": 0, "log_end_epoch": None, "role": "follower"}),
+    (1, 'send_fetch', {"fetch_offset": 0, "leader": 0, "leader_epoch": 0}, {"hw": 0, "leo": 0}),
+    (2, 'send_fetch', {"fetch_offset": 0, "leader": 0, "leader_epoch": 0}, {"hw": 0, "leo": 0}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 0, "follower": 1, "leader_epoch": 0, "leader_hw": 0, "records": []}, {"hw": 0, "isr": [0, 1, 2], "leo": 0}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 0, "follower": 2, "leader_epoch": 0, "leader_hw": 0, "records": []}, {"hw": 0, "isr": [0, 1, 2], "leo": 0}),
+    (0, 'produce', {"leader_epoch": 0, "offset": 0, "value": "before-0"}, {"hw": 0, "leo": 1}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 0, "follower": 1, "leader_epoch": 0, "leader_hw": 0, "records": [[0, 0, "before-0"]]}, {"hw": 0, "isr": [0, 1, 2], "leo": 1}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 0, "follower": 2, "leader_epoch": 0, "leader_hw": 0, "records": [[0, 0, "before-0"]]}, {"hw": 0, "isr": [0, 1, 2], "leo": 1}),
+    (1, 'receive_fetch', {"error": None, "fetch_offset": 0, "leader": 0, "leader_epoch": 0, "leader_hw": 0, "records": [[0, 0, "before-0"]]}, {"hw": 0, "leo": 1}),
+    (1, 'send_fetch', {"fetch_offset": 1, "leader": 0, "leader_epoch": 0}, {"hw": 0, "leo": 1}),
+    (2, 'receive_fetch', {"error": None, "fetch_offset": 0, "leader": 0, "leader_epoch": 0, "leader_hw": 0, "records": [[0, 0, "before-0"]]}, {"hw": 0, "leo": 1}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 1, "follower": 1, "leader_epoch": 0, "leader_hw": 0, "records": []}, {"hw": 0, "isr": [0, 1, 2], "leo": 1}),
+    (2, 'send_fetch', {"fetch_offset": 1, "leader": 0, "leader_epoch": 0}, {"hw": 0, "leo": 1}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 1, "follower": 2, "leader_epoch": 0, "leader_hw": 1, "records": []}, {"hw": 1, "isr": [0, 1, 2], "leo": 1}),
+    (2, 'receive_fetch', {"error": None, "fetch_offset": 1, "leader": 0, "leader_epoch": 0, "leader_hw": 1, "records": []}, {"hw": 1, "leo": 1}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 1, "follower": 1, "leader_epoch": 0, "leader_hw": 1, "records": []}, {"hw": 1, "isr": [0, 1, 2], "leo": 1}),
+    (2, 'send_fetch', {"fetch_offset": 1, "leader": 0, "leader_epoch": 0}, {"hw": 1, "leo": 1}),
+    (0, 'produce', {"leader_epoch": 0, "offset": 1, "value": "before-1"}, {"hw": 1, "leo": 2}),
+    (1, 'receive_fetch', {"error": None, "fetch_offset": 1, "leader": 0, "leader_epoch": 0, "leader_hw": 1, "records": []}, {"hw": 1, "leo": 1}),
+    (1, 'send_fetch', {"fetch_offset": 1, "leader": 0, "leader_epoch": 0}, {"hw": 1, "leo": 1}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 1, "follower": 1, "leader_epoch": 0, "leader_hw": 1, "records": [[1, 0, "before-1"]]}, {"hw": 1, "isr": [0, 1, 2], "leo": 2}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 1, "follower": 2, "leader_epoch": 0, "leader_hw": 1, "records": [[1, 0, "before-1"]]}, {"hw": 1, "isr": [0, 1, 2], "leo": 2}),
+    (1, 'receive_fetch', {"error": None, "fetch_offset": 1, "leader": 0, "leader_epoch": 0, "leader_hw": 1, "records": [[1, 0, "before-1"]]}, {"hw": 1, "leo": 2}),
+    (1, 'send_fetch', {"fetch_offset": 2, "leader": 0, "leader_epoch": 0}, {"hw": 1, "leo": 2}),
+    (2, 'receive_fetch', {"error": None, "fetch_offset": 1, "leader": 0, "leader_epoch": 0, "leader_hw": 1, "records": [[1, 0, "before-1"]]}, {"hw": 1, "leo": 2}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 2, "follower": 1, "leader_epoch": 0, "leader_hw": 1, "records": []}, {"hw": 1, "isr": [0, 1, 2], "leo": 2}),
+    (2, 'send_fetch', {"fetch_offset": 2, "leader": 0, "leader_epoch": 0}, {"hw": 1, "leo": 2}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 2, "follower": 2, "leader_epoch": 0, "leader_hw": 2, "records": []}, {"hw": 2, "isr": [0, 1, 2], "leo": 2}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 2, "follower": 1, "leader_epoch": 0, "leader_hw": 2, "records": []}, {"hw": 2, "isr": [0, 1, 2], "leo": 2}),
+    (2, 'receive_fetch', {"error": None, "fetch_offset": 2, "leader": 0, "leader_epoch": 0, "leader_hw": 2, "records": []}, {"hw": 2, "leo": 2}),
+    (2, 'send_fetch', {"fetch_offset": 2, "leader": 0, "leader_epoch": 0}, {"hw": 2, "leo": 2}),
+    (1, 'receive_fetch', {"error": None, "fetch_offset": 2, "leader": 0, "leader_epoch": 0, "leader_hw": 2, "records": []}, {"hw": 2, "leo": 2}),
+    (0, 'produce', {"leader_epoch": 0, "offset": 2, "value": "before-2"}, {"hw": 2, "leo": 3}),
+    (1, 'send_fetch', {"fetch_offset": 2, "leader": 0, "leader_epoch": 0}, {"hw": 2, "leo": 2}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 2, "follower": 1, "leader_epoch": 0, "leader_hw": 2, "records": [[2, 0, "before-2"]]}, {"hw": 2, "isr": [0, 1, 2], "leo": 3}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 2, "follower": 2, "leader_epoch": 0, "leader_hw": 2, "records": [[2, 0, "before-2"]]}, {"hw": 2, "isr": [0, 1, 2], "leo": 3}),
+    (1, 'receive_fetch', {"error": None, "fetch_offset": 2, "leader": 0, "leader_epoch": 0, "leader_hw": 2, "records": [[2, 0, "before-2"]]}, {"hw": 2, "leo": 3}),
+    (1, 'send_fetch', {"fetch_offset": 3, "leader": 0, "leader_epoch": 0}, {"hw": 2, "leo": 3}),
+    (2, 'receive_fetch', {"error": None, "fetch_offset": 2, "leader": 0, "leader_epoch": 0, "leader_hw": 2, "records": [[2, 0, "before-2"]]}, {"hw": 2, "leo": 3}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 3, "follower": 1, "leader_epoch": 0, "leader_hw": 2, "records": []}, {"hw": 2, "isr": [0, 1, 2], "leo": 3}),
+    (2, 'send_fetch', {"fetch_offset": 3, "leader": 0, "leader_epoch": 0}, {"hw": 2, "leo": 3}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 3, "follower": 2, "leader_epoch": 0, "leader_hw": 3, "records": []}, {"hw": 3, "isr": [0, 1, 2], "leo": 3}),
+    (0, 'handle_fetch', {"error": None, "fetch_offset": 3, "follower": 1, "leader_epoch": 0, "leader_hw": 3, "records": []}, {"hw": 3, "isr": [0, 1, 2], "leo": 3}),
+]
+"""Recorded from ``impl`` (tests/impl, ``test_kill_9_of_a_leader_moves_...``), schema fields only,
+informational events left out: epochs start at 0, the init election comes after the
+registrations, fetches that change nothing are not traced, followers with an empty log
+fetch without an epoch lookup."""
+
+
+def _impl_events() -> list[dict]:
+    seq: dict[int, int] = {}
+    out = []
+    for i, (node, kind, params, post) in enumerate(IMPL_PREFIX):
+        scoped = kind not in ("broker_restart", "controller_elect")
+        out.append({"schema": "epochal.trace/1", "run": "impl", "node": node, "seq": seq.get(node, 0), "clock": i + 1,
+                    "zxid": None, "kind": kind, "topic": "orders" if scoped else None, "partition": 0 if scoped else None,
+                    "params": params, "post": post, "_file": f"{node}.jsonl", "_line": seq.get(node, 0) + 1})
+        seq[node] = seq.get(node, 0) + 1
+    return out
+
+
+def test_a_recorded_impl_prefix_conforms() -> None:
+    v = judge(_impl_events(), "kip320")
+    _verdict_ok(v)
+
+
+def test_a_recorded_impl_prefix_with_a_follower_ahead_of_its_leader_is_flagged() -> None:
+    events = copy.deepcopy(_impl_events())
+    i = _index(events, "receive_fetch", 2)
+    events[i]["post"]["hw"] += 1
+    events[i]["params"]["leader_hw"] += 1
+    v = _flagged(events, at_or_before=i)
+    assert v["first_bad"] == i
+
+
 # -- traces recorded from the implementation -------------------------------------------------
 
 
