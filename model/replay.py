@@ -94,6 +94,7 @@ HARNESS = -1
 """The node id of the fault-injecting harness; its events name their broker in params."""
 
 _ERRORS = {OUT_OF_RANGE: "OFFSET_OUT_OF_RANGE"}
+_REJECT_CFG = named("kip320")  # naming why a request is stale reads only fence_controller_epoch
 FENCED = "FENCED_LEADER_EPOCH"
 
 
@@ -326,9 +327,6 @@ def model_view(step: Step, before: State, after: State) -> dict[str, Any]:
     if a == "isr_update_failed":
         return {"expected_zk_version": before.brokers[args[0]].replicas[0].zk_version}
     return {}  # broker lifecycle: broker epochs are zxids, not comparable with the model's
-
-
-_REJECT_CFG = named("kip320")  # stale_reason only reads fence_controller_epoch
 
 
 # ---------------------------------------------------------------------------------------
@@ -610,7 +608,7 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
 def _describe_event(e: Event) -> str:
     node = e["node"]
     who = f"harness (broker {e['params'].get('broker')})" if node == HARNESS else f"broker {node}"
-    shown = {k: v for k, v in (e.get("params") or {}).items()}
+    shown = dict(e.get("params") or {})
     if e.get("post"):
         shown["post"] = e["post"]
     return f"{e['kind']} by {who} {shown}"

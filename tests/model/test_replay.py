@@ -129,6 +129,17 @@ def test_a_restarted_broker_may_show_its_recovery_when_the_controller_repeats_it
     assert not judge([*events, follow, again], "kip320")["conforms"]
 
 
+def test_a_refused_stale_leader_and_isr_conforms_and_a_refused_fresh_one_does_not() -> None:
+    events = _happy_trace()
+    i = _index(events, "become_follower")
+    reject = {**copy.deepcopy(events[i]), "kind": "reject_leader_and_isr", "seq": 50, "post": {},
+              "params": {"reason": "stale_leader_epoch", "leader_epoch": 1, "controller_epoch": 1}}
+    _verdict_ok(judge([*events[: i + 1], reject, *events[i + 1 :]], "kip320"))
+    fresh = copy.deepcopy(reject)
+    fresh["params"]["leader_epoch"] = 2
+    _flagged([*events[: i + 1], fresh, *events[i + 1 :]], at_or_before=i + 1)
+
+
 # -- the design's bug ------------------------------------------------------------------------
 
 
