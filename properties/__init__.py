@@ -132,12 +132,15 @@ def single_controller(s: State) -> str | None:
 def acked_durable(s: State) -> str | None:
     """An acks=all write acknowledged with ISR >= min.insync.replicas is never lost under
     clean election (a loss after an unclean election is reported, labelled as such)."""
+    present: dict[int, set[int]] = {}
     for p, value in s.ghost.acked:
         leader = s.zk.partitions[p].leader
         if leader == NO_LEADER:
             continue
         log = s.brokers[leader].replicas[p].log
-        if all(e.value != value for e in log):
+        if p not in present:
+            present[p] = {e.value for e in log}
+        if value not in present[p]:
             return _label(s, p, f"partition {p}: acknowledged write {chr(96 + value)} is missing from leader {leader}'s log {_values(log)}")
     return None
 
