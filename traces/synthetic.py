@@ -53,67 +53,95 @@ class _Run:
 
 def generate_run(run: str, *, partitions: int = 2, records: int = 5, brokers: int = 3,
                  kill_leader: bool = False, seed: int = 0) -> list[dict[str, Any]]:
-    """Events of one run in the order they happened (a valid causal order)."""
+    """Events of one run in the order they happened (a valid causal order).
+
+    Every partition is created with all brokers in its ISR and gets ``records`` appends,
+    each replicated to every follower.  With ``kill_leader`` the last broker (never the
+    controller) is then killed; each partition it led gets a new leader, which appends
+    ``records`` more.
+    """
     rnd = random.Random(seed)
     r = _Run(run, brokers)
     nodes = list(range(1, brokers + 1))
-    epochs = {}
+    controller = nodes[0]
     for b in nodes:
         r.emit(b, "broker_restart", zk=True, params={"broker_epoch": r.zxid + 1})
-    controller = nodes[0]
     c = r.emit(controller, "controller_elect", zk=True, params={"controller_epoch": 1})
+    t = "t"
+    state = {}
     for p in range(partitions):
-        t, isr, zkv = "t", list(nodes), 0
-        leader = nodes[p % brokers]
-        leo = dict.fromkeys(nodes, 0)
-        hw = dict.fromkeys(nodes, 0)
-        rounds = [(leader, 0)]
-        if kill_leader:
-            rounds.append((nodes[(p + 1) % brokers], 1))
-        for round_no, (leader, epoch) in enumerate(rounds):
-            if round_no:  # the previous leader is killed; the controller elects the next one
-                dead = rounds[round_no - 1][0]
-                h = r.emit(-1, "broker_crash", params={"broker": dead})
-                isr = [b for b in isr if b != dead]
-                zkv += 1
-                c = r.emit(controller, "elect_leader", after=h, zk=True, topic=t, partition=p,
-                           params={"leader": leader, "leader_epoch": epoch, "isr": isr, "zk_version": zkv,
-                                   "controller_epoch": 1, "reason": "leader_failed", "unclean": False})
-            else:
-                c = r.emit(controller, "elect_leader", after=c, zk=True, topic=t, partition=p,
-                           params={"leader": leader, "leader_epoch": epoch, "isr": isr, "zk_version": zkv,
-                                   "controller_epoch": 1, "reason": "init", "unclean": False})
-            epochs[p] = epoch
-            lai = {"leader": leader, "leader_epoch": epoch, "isr": isr, "zk_version": zkv, "controller_epoch": 1}
-            for b in isr:
-                role = "leader" if b == leader else "follower"
-                r.emit(b, f"become_{role}", after=c, topic=t, partition=p,
-                       params={**lai, "truncated_to": None},
-                       post={"role": role, "leader": leader, "leader_epoch": epoch, "hw": hw[b],
-                             "leo": leo[b], "log_end_epoch": epoch if leo[b] else None})
-            followers = [b for b in isr if b != leader]
-            for _ in range(records):
-                off = leo[leader]
-                leo[leader] += 1
-                r.emit(leader, "produce", topic=t, partition=p,
-                       params={"offset": off, "value": f"v{rnd.randrange(10**6)}", "leader_epoch": epoch},
-                       post={"hw": hw[leader], "leo": leo[leader]})
-                for f in followers:
-                    fetch = {"leader": leader, "fetch_offset": leo[f], "leader_epoch": epoch}
-                    s = r.emit(f, "send_fetch", topic=t, partition=p, params=fetch,
-                               post={"hw": hw[f], "leo": leo[f]})
-                    recs = [[o, epoch, "v"] for o in range(leo[f], leo[leader])]
-                    hw[leader] = min(leo[leader], *(leo[x] for x in followers if x != f), leo[f])
-                    a = r.emit(leader, "handle_fetch", after=s, topic=t, partition=p,
-                               params={"follower": f, "fetch_offset": leo[f], "leader_epoch": epoch,
-                                       "records": recs, "leader_hw": hw[leader], "error": None},
-                               post={"hw": hw[leader], "leo": leo[leader], "isr": isr})
-                    leo[f] += len(recs)
-                    hw[f] = min(hw[leader], leo[f])
-                    r.emit(f, "receive_fetch", after=a, topic=t, partition=p,
-                           params={**fetch, "records": recs, "leader_hw": hw[leader], "error": None},
-                           post={"hw": hw[f], "leo": leo[f]})
+        st = state[p] = {"leader": nodes[p % brokers], "epoch": 0, "isr": list(nodes), "zkv": 0,
+                         "log": [], "leo": dict.fromkeys(nodes, 0), "hw": dict.fromkeys(nodes, 0)}
+        c = _elect(r, controller, c, t, p, st, "init")
+    for p in range(partitions):
+        _replicate(r, rnd, t, p, state[p], records)
+    if kill_leader:
+        victim = nodes[-1]
+        # the harness kills after it has seen the appends acknowledged: it happens after them
+        h = r.emit(-1, "broker_crash", after=max(r.clock.values()), params={"broker": victim})
+        for p in range(partitions):
+            st = state[p]
+            if st["leader"] != victim:
+                continue
+            st["isr"] = [b for b in st["isr"] if b != victim]
+            st["leader"], st["epoch"], st["zkv"] = st["isr"][0], st["epoch"] + 1, st["zkv"] + 1
+            st["known"] = {}
+            h = _elect(r, controller, h, t, p, st, "leader_failed")
+            _replicate(r, rnd, t, p, st, records)
     return r.events
+
+
+def _elect(r: _Run, controller: int, after: int, t: str, p: int, st: dict[str, Any], reason: str) -> int:
+    """The controller's election and every ISR member applying the LeaderAndIsr request."""
+    leader, epoch, isr = st["leader"], st["epoch"], st["isr"]
+    c = r.emit(controller, "elect_leader", after=after, zk=True, topic=t, partition=p,
+               params={"leader": leader, "leader_epoch": epoch, "isr": isr, "zk_version": st["zkv"],
+                       "controller_epoch": 1, "reason": reason, "unclean": False})
+    lai = {"leader": leader, "leader_epoch": epoch, "isr": isr, "zk_version": st["zkv"], "controller_epoch": 1}
+    for b in isr:
+        role = "leader" if b == leader else "follower"
+        leo = st["leo"][b]
+        r.emit(b, f"become_{role}", after=c, topic=t, partition=p, params={**lai, "truncated_to": None},
+               post={"role": role, "leader": leader, "leader_epoch": epoch, "hw": st["hw"][b], "leo": leo,
+                     "log_end_epoch": st["log"][leo - 1][1] if leo else None})
+        if role == "follower" and epoch > 0 and leo:
+            # KIP-101/279/320: a follower of a new leader looks up its log end epoch first
+            r.emit(b, "truncate", topic=t, partition=p,
+                   params={"leader": leader, "truncated_to": min(leo, st["leo"][leader])})
+    return c
+
+
+def _replicate(r: _Run, rnd: random.Random, t: str, p: int, st: dict[str, Any], records: int) -> None:
+    """``records`` appends by the leader, each fetched by every follower in the ISR."""
+    leader, epoch, leo, hw, log = st["leader"], st["epoch"], st["leo"], st["hw"], st["log"]
+    followers = [b for b in st["isr"] if b != leader]
+    for _ in range(records):
+        off = leo[leader]
+        value = f"v{rnd.randrange(10**6)}"
+        log.append((off, epoch, value))
+        leo[leader] += 1
+        if not followers:
+            hw[leader] = leo[leader]
+        r.emit(leader, "produce", topic=t, partition=p,
+               params={"offset": off, "value": value, "leader_epoch": epoch},
+               post={"hw": hw[leader], "leo": leo[leader]})
+        for f in followers:
+            fetch = {"leader": leader, "fetch_offset": leo[f], "leader_epoch": epoch}
+            s = r.emit(f, "send_fetch", topic=t, partition=p, params=fetch, post={"hw": hw[f], "leo": leo[f]})
+            recs = [list(x) for x in log[leo[f]:leo[leader]]]
+            # the leader learns a follower's LEO from its fetch offset: HW trails by a round
+            known = st.setdefault("known", {})
+            known[f] = leo[f]
+            hw[leader] = max(hw[leader], min([leo[leader], *(known.get(x, 0) for x in followers)]))
+            a = r.emit(leader, "handle_fetch", after=s, topic=t, partition=p,
+                       params={"follower": f, "fetch_offset": leo[f], "leader_epoch": epoch,
+                               "records": recs, "leader_hw": hw[leader], "error": None},
+                       post={"hw": hw[leader], "leo": leo[leader], "isr": st["isr"]})
+            leo[f] += len(recs)
+            hw[f] = min(hw[leader], leo[f])
+            r.emit(f, "receive_fetch", after=a, topic=t, partition=p,
+                   params={**fetch, "records": recs, "leader_hw": hw[leader], "error": None},
+                   post={"hw": hw[f], "leo": leo[f]})
 
 
 def write_run(events: list[dict[str, Any]], directory: str | Path) -> list[Path]:

@@ -42,3 +42,26 @@ def test_nonconforming_traces_fail_naming_what_is_wrong(spark, replay):
         assert out.exit_code == 1 and bad, case.name
         said = " ".join(f"{v['property']} {v['reason']}" for v in bad).replace("-", "_").lower()
         assert expected in said, (case.name, said[:300])
+
+
+def test_synthetic_runs_with_a_leader_kill_conform_end_to_end(spark, replay, tmp_path):
+    from traces.synthetic import generate_run, write_run
+
+    for i in range(4):
+        write_run(generate_run(f"s{i}", partitions=3, records=6, kill_leader=i % 2 == 0, seed=i), tmp_path)
+    out = conform([str(tmp_path)], spark=spark)
+    assert out.exit_code == 0 and out.conforming == out.groups == 12
+
+
+def test_the_design_bug_trace_fails_and_names_the_property(spark, replay, tmp_path):
+    """The model's KAFKA-1211 counterexample, exported as a trace (issue 5, criterion 4)."""
+    import json
+
+    events = replay.design_bug_events()
+    (tmp_path / "design-bug.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    design = conform([str(tmp_path)], spark=spark, config="design")
+    [v] = [v for v in design.verdicts if v["status"] == "violates"]
+    assert design.exit_code == 1 and v["property"] == "committed_durable"
+    assert v["first_bad_file"].endswith("design-bug.jsonl") and v["first_bad_line"] >= 1
+    fixed = conform([str(tmp_path)], spark=spark, config="kip320")
+    assert fixed.exit_code == 1 and fixed.violating == 1  # the fix does not allow the bug's steps

@@ -13,7 +13,7 @@ from conformance.verdict import judge_run
 from traces.schema import validate
 from traces.synthetic import generate_run
 
-RUNS = [generate_run(f"m{i}", partitions=2, records=4, kill_leader=True, seed=i) for i in range(3)]
+RUNS = [generate_run(f"m{i}", partitions=3, records=4, kill_leader=True, seed=i) for i in range(3)]
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
@@ -35,7 +35,10 @@ def test_every_mutation_yields_a_valid_trace_in_causal_order(name):
     assert applied, f"{name} found no place to apply in the sample runs"
 
 
-@pytest.mark.parametrize("name", ["hw_above_leo", "stale_leader_commits", "second_controller", "bump_epoch"])
+# ``drop`` is left out: dropping a fetch or the last event is a behaviour the model can
+# explain (unobserved internal steps within the bound), so not every drop must fail.
+@pytest.mark.parametrize("name", ["duplicate", "swap", "bump_epoch", "hw_above_leo",
+                                  "stale_leader_commits", "second_controller"])
 def test_the_model_judge_flags_mutants_that_change_behaviour(name):
     replay = pytest.importorskip("model.replay", reason="model/replay.py has not landed yet")
     for i, run in enumerate(RUNS):
