@@ -34,7 +34,7 @@ from impl.config import BrokerConfig
 from impl.controller import Controller
 from impl.log import PartitionLog, Record
 from impl.replica import FOLLOWER, LEADER, NONE, PartitionState, Replica
-from impl.tracing import open_recorder
+from impl.tracing import HARNESS_NODE, observe_node, open_recorder
 from impl.truncation import epoch_truncation_point, normalise_rule
 from impl.wire import (
     API_VERSIONS,
@@ -180,6 +180,7 @@ class Broker:
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, stop.set)
+        self.loop.add_signal_handler(signal.SIGCONT, self._on_resumed)
         print(f"broker {self.id} listening on {self.config.host}:{self.config.port}", flush=True)
         await stop.wait()
         self.stopping = True
@@ -816,6 +817,12 @@ class Broker:
 
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.loop.run_in_executor(None, ask), 12)
+
+    def _on_resumed(self) -> None:
+        """SIGCONT: we were frozen.  The harness recorded broker_resume before waking us;
+        take its clock so our next steps order after it (a Lamport receive)."""
+        with contextlib.suppress(Exception):
+            observe_node(self.recorder, self.config.data_dir, HARNESS_NODE)
 
     def _endpoint_from_zk(self, broker: int) -> tuple[str, int]:
         data, _ = self.zk.get(zkl.broker_path(broker))

@@ -15,6 +15,7 @@ import sys
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
     "model.cli",  # epochal check
+    "model.fuzz_cli",  # epochal fuzz
     "impl.demo",  # epochal demo
     "conformance.cli",
     "impl.commands",  # epochal cluster|topics|produce|consume|broker

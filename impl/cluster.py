@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from impl.config import BrokerConfig
-from impl.tracing import HARNESS_NODE, open_recorder
+from impl.tracing import observe_node, open_harness_recorder
 from impl.wire import ApiKey, BlockingConnection, ErrorCode
-from impl.zk import EmbeddedZooKeeper, connect, free_port
+from impl.zk import BROKER_IDS, EmbeddedZooKeeper, broker_path, connect, free_port
 
 STATE_FILE = "cluster.json"
 
@@ -46,7 +46,29 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str) -> int:
+def session_end_zxid(zookeeper: str, broker: int, timeout: float) -> int | None:
+    """The zxid at which a killed or frozen broker's ZooKeeper session ended (its
+    ``/brokers/ids/N`` vanished), or None if it did not within ``timeout``.
+
+    The model's ``broker_crash`` / ``broker_pause`` include the session's end, and the
+    controller reacts to exactly that ZooKeeper change, so the harness's event carries its
+    zxid: that orders the fault before the controller's reaction (SCHEMA.md section 4)."""
+    zk = connect(zookeeper, session_timeout=10.0)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if zk.exists(broker_path(broker)) is None:
+                stat = zk.exists(BROKER_IDS)
+                return stat.pzxid if stat is not None else None
+            time.sleep(0.05)
+        return None
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
+                  wait_session_s: float = 15.0) -> int:
     """kill / pause / resume a broker of a cluster described by ``cluster.json``."""
     state = read_state(data_dir)
     info = state["brokers"].get(str(broker))
@@ -57,9 +79,15 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str) ->
         raise ProcessLookupError(f"broker {broker} (pid {pid}) is not running")
     sig, kind = {"kill": (signal.SIGKILL, "broker_crash"), "pause": (signal.SIGSTOP, "broker_pause"),
                  "resume": (signal.SIGCONT, "broker_resume")}[action]
-    os.kill(pid, sig)
-    rec = open_recorder(data_dir, state["run_id"], HARNESS_NODE)
-    rec.emit(kind, params={"broker": broker, "pid": pid})
+    rec = open_harness_recorder(data_dir, state["run_id"])
+    observe_node(rec, data_dir, broker)
+    if action == "resume":  # recorded first: the broker reads it when it wakes (SIGCONT)
+        rec.emit(kind, params={"broker": broker, "pid": pid})
+        os.kill(pid, sig)
+    else:
+        os.kill(pid, sig)
+        zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
+        rec.emit(kind, zxid=zxid, params={"broker": broker, "pid": pid})
     rec.close()
     return pid
 
@@ -179,24 +207,38 @@ class LocalCluster:
         raise TimeoutError(f"cluster not ready within {timeout}s")
 
     # -- faults ---------------------------------------------------------------------------------
-    def harness(self) -> Any:
+    def harness(self, victim: int | None = None) -> Any:
+        """The fault injector's recorder; with ``victim``, its clock past the victim's."""
         if self._harness is None:
-            self._harness = open_recorder(self.data_dir, self.run_id, HARNESS_NODE)
+            self._harness = open_harness_recorder(self.data_dir, self.run_id)
+        if victim is not None:
+            observe_node(self._harness, self.data_dir, victim)
         return self._harness
 
+    def _session_wait(self, broker: int) -> float:
+        return 3 * self.configs[broker].zk_session_timeout_s + 2
+
     def kill(self, broker: int) -> None:
+        """kill -9; returns once the broker's ZooKeeper session has ended (broker_crash)."""
         proc = self.procs[broker]
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        self.harness().emit("broker_crash", params={"broker": broker, "pid": proc.pid})
+        rec = self.harness(victim=broker)
+        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
+        rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
 
-    def pause(self, broker: int) -> None:
+    def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
+        """SIGSTOP; by default returns once its session has expired (broker_pause)."""
         self.procs[broker].send_signal(signal.SIGSTOP)
-        self.harness().emit("broker_pause", params={"broker": broker})
+        rec = self.harness(victim=broker)
+        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker)) \
+            if wait_for_expiry else None
+        rec.emit("broker_pause", zxid=zxid, params={"broker": broker})
 
     def resume(self, broker: int) -> None:
+        # recorded before the signal: the broker reads the harness clock when it wakes
+        self.harness(victim=broker).emit("broker_resume", params={"broker": broker})
         self.procs[broker].send_signal(signal.SIGCONT)
-        self.harness().emit("broker_resume", params={"broker": broker})
 
     def stop_broker(self, broker: int, timeout: float = 20.0) -> int | None:
         """SIGTERM: the broker performs a controlled shutdown, then exits."""

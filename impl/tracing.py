@@ -53,3 +53,18 @@ def open_recorder(data_dir: str | os.PathLike[str], run_id: str, node: int) -> T
         rec._seq = int(last.get("seq", -1)) + 1
         rec._clock = int(last.get("clock", 0))
     return rec
+
+
+def open_harness_recorder(data_dir: str | os.PathLike[str], run_id: str) -> TraceRecorder:
+    """The fault injector's recorder (node -1, ``harness.jsonl``)."""
+    return open_recorder(data_dir, run_id, HARNESS_NODE)
+
+
+def observe_node(rec: TraceRecorder, data_dir: str | os.PathLike[str], node: int) -> None:
+    """A fault happens after the victim's last recorded step: take its clock (Lamport
+    receive), so the fault orders after that step and, as far as clocks go, not after the
+    rest of the cluster's reaction to it (the fault event also carries the zxid at which
+    the victim's session ended, the ZooKeeper change the controller reacts to)."""
+    last = _last_event(trace_path(data_dir, node))
+    if last is not None and last.get("run") == rec.run_id:
+        rec.observe(int(last.get("clock", 0)))

@@ -160,7 +160,7 @@ def test_acks_all_below_min_insync_is_refused_and_consumers_see_nothing_beyond_t
         admin.create_topic("q7", assignment={0: replicas})
     with Producer(c.bootstrap, acks=-1) as producer:
         producer.send("q7", "committed")
-    c.pause(follower)
+    c.pause(follower, wait_for_expiry=False)
     try:
         err, resp = request(c, leader, ApiKey.PRODUCE, {
             "topic": "q7", "partition": 0, "acks": 1, "values": [b"uncommitted"]})
@@ -448,7 +448,7 @@ def test_leader_whose_conditional_isr_update_fails_stops_acting_as_leader(
     other = replicas[1]
     deposed = zkl.LeaderAndIsr(other, st.leader_epoch + 1, st.isr, st.controller_epoch)
     zk.set(zkl.leader_and_isr_path("cas", 0), deposed.to_json(), version=version)
-    c.pause(replicas[2])  # a lagging follower makes the leader try to shrink the ISR
+    c.pause(replicas[2], wait_for_expiry=False)  # a lagging follower makes the leader try to shrink the ISR
     try:
         wait_until(lambda: any(e["kind"] == "isr_update_failed" and e["node"] == leader
                                for e in trace_events(c.data_dir)), 10, "isr_update_failed")
