@@ -155,6 +155,44 @@ class Broker:
             self.replicas[key] = Replica(topic, int(p), self.id, log, self.recorder,
                                          on_change=self._data_changed)
 
+    def _assigned_states(self) -> list[PartitionState]:
+        """Seed 000 E 1-2: the assignment of every topic and the leader and ISR of each
+        partition assigned to this broker, as ZooKeeper has them now."""
+        out = []
+        for topic in self.zk.get_children(zkl.TOPICS):
+            try:
+                data, _ = self.zk.get(zkl.topic_path(topic))
+                parts = (zkl.decode(data) or {}).get("partitions", {})
+            except NoNodeError:
+                continue
+            for p, reps in parts.items():
+                if self.id not in reps:
+                    continue
+                try:
+                    raw, stat = self.zk.get(zkl.leader_and_isr_path(topic, int(p)))
+                except NoNodeError:
+                    continue
+                st = zkl.LeaderAndIsr.from_json(raw)
+                out.append(PartitionState(topic, int(p), st.leader, st.leader_epoch,
+                                          list(st.isr), [int(b) for b in reps], stat.version,
+                                          st.controller_epoch))
+        return out
+
+    def _startup_transitions(self, states: list[PartitionState]) -> None:
+        """Seed 000 E 3: start each assigned replica and become leader ("shouldn't happen in
+        general") or follower as ZooKeeper says -- recorded as part of ``broker_restart``,
+        like the model's action.  A LeaderAndISR that already arrived wins (higher epoch)."""
+        for st in states:
+            r = self.replica(st.topic, st.partition, create=True)
+            if st.leader_epoch <= r.leader_epoch:
+                continue
+            if st.leader == self.id:
+                r.become_leader(st, record=False)
+            else:
+                r.become_follower(st, self.rule, record=False)
+                if st.leader >= 0:
+                    self._ensure_fetcher(st.leader)
+
     def replica(self, topic: str, partition: int, create: bool = False) -> Replica:
         key = (topic, partition)
         r = self.replicas.get(key)
@@ -173,6 +211,7 @@ class Broker:
         self.load_local_replicas()
         server = await asyncio.start_server(self._connection, self.config.host, self.config.port)
         await self.loop.run_in_executor(None, self.register)
+        self._startup_transitions(await self.loop.run_in_executor(None, self._assigned_states))
         self.controller.start()
         checker = asyncio.create_task(self._isr_checker())
         propagation = asyncio.create_task(self._isr_change_propagation())

@@ -5,7 +5,7 @@ an ``leo``; KIP-101 adds the leader-epoch cache (epoch -> start offset) that the
 truncation rule consults.  Layout of one partition directory ``<log-dir>/<topic>-<partition>``::
 
     00000000000000000000.log    segment, named by its base offset (rolled at segment_bytes)
-    hw-checkpoint               the high watermark, checkpointed periodically (tmp + rename)
+    hw-checkpoint               the high watermark, rewritten at each change (tmp + rename)
     leader-epoch-checkpoint     "epoch start_offset" per line, rewritten atomically
 
 A record on disk is ``u32 body_len | u32 crc32(body) | body`` with
@@ -223,10 +223,11 @@ class PartitionLog:
         return dropped
 
     def set_hw(self, hw: int) -> None:
-        """Move the HW in memory; :meth:`checkpoint_hw` persists it (seed 000 C's "HW
-        checkpoint thread": periodically, so a restart may see an older, lower HW)."""
+        """Move the HW and checkpoint it at once (write + rename, no fsync: a killed process
+        loses nothing the kernel has; the model treats the HW as durable, and so do we)."""
         self.hw = hw
         self._hw_dirty = True
+        self.checkpoint_hw()
 
     def checkpoint_hw(self) -> None:
         if self._hw_dirty and self.dir.exists():

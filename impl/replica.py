@@ -116,7 +116,7 @@ class Replica:
         return {"leader": st.leader, "leader_epoch": st.leader_epoch, "isr": sorted(st.isr),
                 "zk_version": st.zk_version, "controller_epoch": st.controller_epoch}
 
-    def become_leader(self, st: PartitionState) -> None:
+    def become_leader(self, st: PartitionState, record: bool = True) -> None:
         self.stop_fetcher()  # no more messages from the old leader can be appended
         self._take(st)
         self.role = LEADER
@@ -127,11 +127,12 @@ class Replica:
         self.last_caught_up = {r: now for r in self.isr if r != self.broker_id}
         self.isr_update_in_flight = False
         self.needs_epoch_lookup = False
-        self.emit("become_leader", self._control_params(st))
+        if record:  # at startup (seed 000 E) the step is part of broker_restart
+            self.emit("become_leader", self._control_params(st))
         self.maybe_advance_hw()
         self.notify()
 
-    def become_follower(self, st: PartitionState, rule: str) -> None:
+    def become_follower(self, st: PartitionState, rule: str, record: bool = True) -> None:
         self.stop_fetcher()
         self._take(st)
         self.role = FOLLOWER
@@ -145,7 +146,8 @@ class Replica:
         else:
             params["truncated_to"] = None  # decided by the epoch lookup at the leader
             self.needs_epoch_lookup = True
-        self.emit("become_follower", params)
+        if record:  # at startup (seed 000 E) the step is part of broker_restart
+            self.emit("become_follower", params)
         self.notify()
 
     def step_down(self) -> None:
