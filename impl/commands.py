@@ -346,6 +346,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from impl.cluster import pid_alive, read_state, signal_broker
 
     if args.action != "start":
+        if args.action != "resume":
+            print(f"broker {args.broker_id}: {args.action}; waiting for its ZooKeeper session "
+                  "to end ...", file=sys.stderr, flush=True)
         pid = signal_broker(args.data_dir, args.broker_id, args.action)
         print(f"broker {args.broker_id} (pid {pid}): {args.action}")
         return 0
