@@ -330,6 +330,8 @@ def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
     broker = s.brokers[m.to]
     if cfg.fence_controller_epoch and m.controller_epoch < broker.controller_epoch:
         return "stale controller epoch"
+    if cfg.fence_broker_epoch and m.max_broker_epoch < broker.broker_epoch:
+        return "stale broker epoch"
     if m.leader_epoch <= broker.replicas[m.partition].leader_epoch:
         return "stale leader epoch"
     return None
@@ -341,7 +343,7 @@ def _accept(s: State, cfg: Config, m: LeaderAndIsr) -> State:
     request came from a superseded controller."""
     broker = s.brokers[m.to]
     ghost = s.ghost
-    if m.controller_epoch < broker.controller_epoch:
+    if m.controller_epoch < broker.controller_epoch or m.max_broker_epoch < broker.broker_epoch:
         ghost = ghost._replace(stale_accepts=ghost.stale_accepts + 1)
     if m.controller_epoch > broker.controller_epoch:
         # seed 002: a newer controller epoch means "a new controller has been elected":

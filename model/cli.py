@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-pauses", type=int)
     p.add_argument("--min-insync", type=int)
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None, help="allow unclean leader election")
+    p.add_argument("--fencing", action=argparse.BooleanOptionalAction, default=None, help="controller-epoch and broker-epoch fencing of control requests (default on)")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1)")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the result is then inconclusive)")
@@ -87,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
                 max_pauses=args.max_pauses,
                 min_insync=args.min_insync,
                 unclean=args.unclean,
+                fence_controller_epoch=args.fencing,
+                fence_broker_epoch=args.fencing,
             )
             for n in names
         ]

@@ -29,7 +29,8 @@ class Config:
     max_pauses: int = 0  # GC pauses (session expiry while frozen), in all
     min_insync: int = 1  # min.insync.replicas for acks=all produce
     unclean: bool = False  # unclean.leader.election.enable
-    fence_controller_epoch: bool = True  # brokers reject requests from older controller epochs
+    fence_controller_epoch: bool = True  # brokers reject requests from older controller epochs (seed 002)
+    fence_broker_epoch: bool = True  # brokers reject requests meant for an older incarnation (seed 003)
 
     @property
     def fenced_fetch(self) -> bool:
@@ -48,6 +49,7 @@ class Config:
             f"partitions={self.partitions} records={self.records} max_epoch={self.max_epoch} "
             f"max_crashes={self.max_crashes} max_pauses={self.max_pauses} "
             f"min_insync={self.min_insync} unclean={self.unclean}"
+            + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
         )
 
 

@@ -482,7 +482,8 @@ def _candidates(obs: Observation, s: State, cfg: Config) -> Iterator[tuple[Step,
     if obs.action == "reject_leader_and_isr":
         # A refused request is a self-loop the model forgets; rebuild it from the event.
         f = obs.fields
-        m = LeaderAndIsr(obs.actor, 0, NO_LEADER, f.get("leader_epoch", -1), (), -1, f.get("controller_epoch", -1), 0)
+        mbe = f.get("max_broker_epoch", s.brokers[obs.actor].broker_epoch)  # absent: meant for this incarnation
+        m = LeaderAndIsr(obs.actor, 0, NO_LEADER, f.get("leader_epoch", -1), (), -1, f.get("controller_epoch", -1), mbe)
         yield Step(obs.action, (m,)), ACTIONS[obs.action].fn(s, cfg, m)
         return
     if obs.action in ("broker_crash", "broker_restart", "broker_pause", "broker_resume", "broker_reregister",

@@ -125,7 +125,7 @@ def single_controller(s: State) -> str | None:
         if broker.is_controller and epochs.setdefault(broker.controller_epoch, b) != b:
             return f"brokers {epochs[broker.controller_epoch]} and {b} both act as controller in epoch {broker.controller_epoch}"
     if s.ghost.stale_accepts:
-        return f"a broker acted on a control request from an older controller epoch ({s.ghost.stale_accepts} times)"
+        return f"a broker acted on a control request from an older controller epoch or meant for an older incarnation of itself ({s.ghost.stale_accepts} times)"
     return None
 
 
