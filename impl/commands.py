@@ -42,9 +42,11 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             raise UsageError(f"cannot reach the cluster: {exc}") from None
         except RpcError as exc:
             raise UsageError(str(exc)) from None
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0]) if exc.args else "not found") from None
         except (TimeoutError, ProtocolError, FileNotFoundError, ProcessLookupError,
-                KeyError, ValueError, RuntimeError) as exc:
-            raise UsageError(str(exc).strip("'\"")) from None
+                ValueError, RuntimeError) as exc:
+            raise UsageError(str(exc)) from None
         except BrokenPipeError:  # `epochal consume ... | head`: stop quietly
             with contextlib.suppress(OSError):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -346,6 +348,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from impl.cluster import pid_alive, read_state, signal_broker
 
     if args.action != "start":
+        state = read_state(args.data_dir)
+        if str(args.broker_id) not in state["brokers"]:
+            raise UsageError(f"no broker {args.broker_id} in this cluster "
+                             f"(brokers: {', '.join(sorted(state['brokers']))})")
         if args.action != "resume":
             print(f"broker {args.broker_id}: {args.action}; waiting for its ZooKeeper session "
                   "to end ...", file=sys.stderr, flush=True)
