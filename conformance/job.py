@@ -227,6 +227,7 @@ def spark_session(master: str | None = None, app: str = "epochal-conform"):
     if not under_submit:
         builder = (builder.config("spark.ui.enabled", "false")
                    .config("spark.sql.shuffle.partitions", "8")
+                   .config("spark.driver.memory", os.environ.get("EPOCHAL_SPARK_MEMORY", "2g"))
                    .config("spark.ui.showConsoleProgress", str(sys.stderr.isatty()).lower()))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,4 +1,10 @@
-"""Regenerate the deliberately malformed samples in ``traces/data/malformed/``.
+"""Regenerate the deliberately broken samples in ``traces/data/``.
+
+``malformed/``: records the reader must quarantine.  ``nonconforming/``: valid traces the
+model's judge must reject, one directory (one run, one file per node) per case, named
+``<what the verdict says>--<what is wrong>``: a conforming synthetic run with a leader kill,
+mutated by ``conformance.mutations``.
+
 
 ``python -m traces.broken_samples`` rewrites them.  Each file is named
 ``<reason-code>--<what is wrong>.<ext>`` with the quarantine reason code of SCHEMA.md §6
@@ -18,6 +24,13 @@ from typing import Any
 from traces.synthetic import generate_run
 
 HERE = Path(__file__).resolve().parent / "data" / "malformed"
+NONCONFORMING = HERE.parent / "nonconforming"
+CASES = {  # directory name -> mutation
+    "not-enabled--second-controller-same-epoch": "second_controller",
+    "not-enabled--stale-leader-commits-after-failover": "stale_leader_commits",
+    "does-not-match--hw-above-leo": "hw_above_leo",
+    "not-enabled--duplicated-step": "duplicate",
+}
 
 
 def _lines(events: list[dict[str, Any]]) -> list[str]:
@@ -65,11 +78,34 @@ def _torn(body: bytes) -> bytes:
     return z[: len(z) * 2 // 3]
 
 
+def nonconforming() -> dict[str, list[dict[str, Any]]]:
+    """case name -> events of one mutated run."""
+    import random
+
+    from conformance.mutations import MUTATIONS
+
+    out = {}
+    for name, mutation in CASES.items():
+        run = generate_run(name, partitions=3, records=4, kill_leader=True, seed=5)
+        mutant = MUTATIONS[mutation](run, random.Random(1))
+        assert mutant is not None, name
+        out[name] = mutant
+    return out
+
+
 def main() -> int:
+    import shutil
+
+    from traces.synthetic import write_run
+
     HERE.mkdir(parents=True, exist_ok=True)
     for name, data in samples().items():
         (HERE / name).write_bytes(data)
         print(HERE / name)
+    shutil.rmtree(NONCONFORMING, ignore_errors=True)
+    for name, events in nonconforming().items():
+        write_run(events, NONCONFORMING)
+        print(NONCONFORMING / name)
     return 0
 
 

@@ -40,7 +40,7 @@ def test_nonconforming_traces_fail_naming_what_is_wrong(spark, replay):
         expected = case.name.split("--")[0].replace("-", "_").lower()
         bad = [v for v in out.verdicts if v["status"] == "violates"]
         assert out.exit_code == 1 and bad, case.name
-        said = " ".join(f"{v['property']} {v['reason']}" for v in bad).replace("-", "_").lower()
+        said = " ".join(f"{v['property']} {v['reason']}" for v in bad).replace("-", "_").replace(" ", "_").lower()
         assert expected in said, (case.name, said[:300])
 
 
