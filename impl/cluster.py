@@ -251,6 +251,8 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+            # recorded after the exit so the event follows the broker's own last events
+            self.harness(victim=broker).emit("broker_stop", params={"broker": broker, "pid": proc.pid})
         return proc.returncode
 
     def restart(self, broker: int, **overrides: Any) -> None:

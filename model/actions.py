@@ -318,6 +318,54 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | 
     return None
 
 
+def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: int) -> State | None:
+    """Controlled shutdown (Kafka's, beside seed 000): before broker b stops, the controller
+    takes it out of partition p's ISR and, if b led p, elects a live ISR member in its place
+    -- a conditional write with leader_epoch + 1, then LeaderAndISR, like ``elect_leader``.
+    The last in-sync replica is left in place: moving it would lose the partition."""
+    if not _acting_controller(s, c) or s.brokers[b].status != UP or b not in s.zk.live:
+        return None
+    if s.ghost.shutdowns >= cfg.max_shutdowns:
+        return None
+    zn = s.zk.partitions[p]
+    if b not in zn.isr or zn.leader_epoch + 1 > cfg.max_epoch:
+        return None
+    isr = _remove(zn.isr, b)
+    if zn.leader == b:
+        if leader not in isr or leader not in s.zk.live:
+            return None
+    elif leader != zn.leader or not isr:
+        return None
+    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, zn.ar)
+    s = _set_znode(s, p, znode)
+    mbe = _max_broker_epoch(s.zk)
+    sent = s.leader_and_isr
+    for to in zn.ar:
+        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe))
+    return s._replace(leader_and_isr=sent)
+
+
+def broker_stop(s: State, cfg: Config, b: int) -> State | None:
+    """A clean stop after controlled shutdown: like a crash (memory gone, disk kept,
+    session closed), counted against the shutdown bound rather than the crash bound."""
+    broker = s.brokers[b]
+    if broker.status != UP or s.ghost.shutdowns >= cfg.max_shutdowns:
+        return None
+    if any(b in zn.isr and len(zn.isr) > 1 for zn in s.zk.partitions):
+        return None  # controlled shutdown first moves it out of every ISR it can leave
+    crashed = broker_crash(s, _unbounded_crash(cfg), b)
+    if crashed is None:
+        return None
+    ghost = crashed.ghost._replace(crashes=s.ghost.crashes, shutdowns=s.ghost.shutdowns + 1)
+    return crashed._replace(ghost=ghost)
+
+
+def _unbounded_crash(cfg: Config) -> Config:
+    from dataclasses import replace
+
+    return replace(cfg, max_crashes=1 << 30)
+
+
 # ---------------------------------------------------------------------------------------
 # Brokers acting on LeaderAndISR (seed 000 C)
 # ---------------------------------------------------------------------------------------
@@ -583,6 +631,17 @@ def _elections(s: State, cfg: Config) -> Iterator[tuple]:
             yield (c, p, leader)
 
 
+def _shutdowns(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.shutdowns >= cfg.max_shutdowns:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        for b in zn.isr:
+            for leader in (zn.isr if zn.leader == b else (zn.leader,)):
+                if leader != b:
+                    yield (c, p, b, leader)
+
+
 def _requests(s: State, cfg: Config) -> Iterator[tuple]:
     return ((m,) for m in s.leader_and_isr)
 
@@ -602,6 +661,8 @@ ACTIONS: dict[str, Action] = {
         Action("controller_elect", controller_elect, _brokers),
         Action("controller_resign", controller_resign, _brokers),
         Action("elect_leader", elect_leader, _elections),
+        Action("controlled_shutdown", controlled_shutdown, _shutdowns),
+        Action("broker_stop", broker_stop, _brokers),
         Action("become_leader", become_leader, _requests),
         Action("become_follower", become_follower, _requests),
         Action("reject_leader_and_isr", reject_leader_and_isr, _requests, explored=False),

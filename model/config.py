@@ -27,6 +27,7 @@ class Config:
     max_epoch: int = 3  # highest leader epoch the controller may write
     max_crashes: int = 1  # broker crashes (kill -9), in all
     max_pauses: int = 0  # GC pauses (session expiry while frozen), in all
+    max_shutdowns: int = 0  # controlled shutdowns (then a clean stop), in all
     min_insync: int = 1  # min.insync.replicas for acks=all produce
     unclean: bool = False  # unclean.leader.election.enable
     fence_controller_epoch: bool = True  # brokers reject requests from older controller epochs (seed 002)
@@ -48,7 +49,8 @@ class Config:
             f"{self.name}: truncation={self.truncation} brokers={self.brokers} "
             f"partitions={self.partitions} records={self.records} max_epoch={self.max_epoch} "
             f"max_crashes={self.max_crashes} max_pauses={self.max_pauses} "
-            f"min_insync={self.min_insync} unclean={self.unclean}"
+            + (f"max_shutdowns={self.max_shutdowns} " if self.max_shutdowns else "")
+            + f"min_insync={self.min_insync} unclean={self.unclean}"
             + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
         )
 
@@ -85,7 +87,7 @@ def validate(cfg: Config) -> None:
         raise ValueError("--records must be between 0 and 6")
     if not 1 <= cfg.max_epoch <= 8:
         raise ValueError("--max-epoch must be between 1 and 8")
-    if cfg.max_crashes < 0 or cfg.max_pauses < 0:
-        raise ValueError("--max-crashes and --max-pauses must be >= 0")
+    if cfg.max_crashes < 0 or cfg.max_pauses < 0 or cfg.max_shutdowns < 0:
+        raise ValueError("--max-crashes, --max-pauses and --max-shutdowns must be >= 0")
     if not 1 <= cfg.min_insync <= cfg.brokers:
         raise ValueError("--min-insync must be between 1 and --brokers")

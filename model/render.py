@@ -68,6 +68,12 @@ def describe(step: Step, before: State, after: State) -> str:
             f"controller {c} writes partition {p}: leader {_leader(zn.leader)}, epoch {zn.leader_epoch}, "
             f"ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version}) and sends LeaderAndISR{unclean}"
         )
+    if a == "controlled_shutdown":
+        c, p, b, _ = args
+        zn = after.zk.partitions[p]
+        return f"controller {c} moves partition {p} off broker {b} for its controlled shutdown: leader {_leader(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version})"
+    if a == "broker_stop":
+        return f"broker {args[0]} stops cleanly after its controlled shutdown"
     if a in ("become_leader", "become_follower", "reject_leader_and_isr"):
         m = args[0]
         rb, ra = replica(before, m.to, m.partition), replica(after, m.to, m.partition)

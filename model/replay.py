@@ -165,7 +165,7 @@ def replay_config(config: str, brokers: int) -> Config:
     ``model.config.validate`` (rightly, for the checker) caps them far below a real run."""
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
-                   max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)))
+                   max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)))
 
 
 def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, str]:
@@ -278,7 +278,7 @@ def model_view(step: Step, before: State, after: State) -> dict[str, Any]:
         return {"controller_epoch": after.zk.controller_epoch}
     if a == "controller_resign":
         return {"controller_epoch": before.brokers[args[0]].controller_epoch}
-    if a == "elect_leader":
+    if a in ("elect_leader", "controlled_shutdown"):
         return {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr), "zk_version": zn.zk_version,
                 "controller_epoch": after.zk.controller_epoch,
                 "unclean": 0 in after.ghost.unclean and 0 not in before.ghost.unclean}
@@ -374,7 +374,10 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
         fields["_ar"] = [ids[x] for x in params["replicas"] if x in ids]
     node = e["node"]
     who = params.get("broker") if node == HARNESS else node
-    return Observation(index, kind, KINDS[kind].model_action or "", ids.get(who, UNSEEN), fields, e)
+    action = KINDS[kind].model_action or ""
+    if kind == "elect_leader" and params.get("reason") == "controlled_shutdown":
+        action = "controlled_shutdown"  # the same ZK write, for a broker on its way out
+    return Observation(index, kind, action, ids.get(who, UNSEEN), fields, e)
 
 
 def _same_records(observed: Any, model: list[tuple[int, int, int]], values: dict[Any, set[int]]) -> bool:
@@ -486,7 +489,7 @@ def _candidates(obs: Observation, s: State, cfg: Config) -> Iterator[tuple[Step,
         m = LeaderAndIsr(obs.actor, 0, NO_LEADER, f.get("leader_epoch", -1), (), -1, f.get("controller_epoch", -1), mbe)
         yield Step(obs.action, (m,)), ACTIONS[obs.action].fn(s, cfg, m)
         return
-    if obs.action in ("broker_crash", "broker_restart", "broker_pause", "broker_resume", "broker_reregister",
+    if obs.action in ("broker_crash", "broker_stop", "broker_restart", "broker_pause", "broker_resume", "broker_reregister",
                       "controller_elect", "controller_resign"):
         arg_sets: Iterable[tuple] = [(obs.actor,)] if obs.actor >= 0 else []
     else:
@@ -724,7 +727,7 @@ def _post(r: Replica) -> dict[str, Any]:
 
 def _event_of(x: _Exporter, step: Step, before: State, after: State) -> None:
     a, args = step.action, step.args
-    if a in ("broker_crash", "broker_pause", "broker_resume"):
+    if a in ("broker_crash", "broker_stop", "broker_pause", "broker_resume"):
         x.emit(HARNESS, a, {"broker": args[0]})
     elif a in ("broker_restart", "broker_reregister"):
         x.emit(args[0], a, {"broker": args[0], "broker_epoch": after.brokers[args[0]].broker_epoch}, zk=True)
@@ -732,11 +735,12 @@ def _event_of(x: _Exporter, step: Step, before: State, after: State) -> None:
         x.emit(args[0], a, {"controller_epoch": after.zk.controller_epoch}, zk=True)
     elif a == "controller_resign":
         x.emit(args[0], a, {"controller_epoch": before.brokers[args[0]].controller_epoch})
-    elif a == "elect_leader":
+    elif a in ("elect_leader", "controlled_shutdown"):
         zn = after.zk.partitions[args[1]]
-        x.emit(args[0], a, {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr),
+        x.emit(args[0], "elect_leader", {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr),
                             "zk_version": zn.zk_version, "controller_epoch": after.zk.controller_epoch,
-                            "reason": "broker_change", "replicas": list(zn.ar),
+                            "reason": "broker_change" if a == "elect_leader" else "controlled_shutdown",
+                            "replicas": list(zn.ar),
                             "unclean": args[1] in after.ghost.unclean and args[1] not in before.ghost.unclean}, zk=True)
     elif a in ("become_leader", "become_follower"):
         m = args[0]

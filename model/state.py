@@ -129,6 +129,7 @@ class Ghost(NamedTuple):
     produced: int
     crashes: int
     pauses: int
+    shutdowns: int
 
 
 class State(NamedTuple):
@@ -171,5 +172,5 @@ def initial(cfg: Config) -> State:
         for b in range(n)
     )
     led = tuple(sorted((p, 1, p % n) for p in range(cfg.partitions)))
-    ghost = Ghost((), (), led, (), 0, (), 0, 0, 0)
+    ghost = Ghost((), (), led, (), 0, (), 0, 0, 0, 0)
     return State(zk, brokers, (), (), ghost)

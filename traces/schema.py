@@ -95,6 +95,7 @@ _BROKER_EPOCH = (_p("broker_epoch", "int", True, "new broker epoch (czxid of /br
 
 PARAMS: dict[str, tuple[FieldSpec, ...]] = {
     "broker_crash": _BROKER,
+    "broker_stop": _BROKER,
     "broker_restart": _BROKER_EPOCH,
     "broker_pause": _BROKER,
     "broker_resume": _BROKER,

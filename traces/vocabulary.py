@@ -26,6 +26,7 @@ KINDS: dict[str, Kind] = {
         Kind("broker_restart", "broker_restart", "cluster", "broker started and registered /brokers/ids/N (new broker epoch = czxid); startup recovery from ZK (seed 000 E)"),
         Kind("broker_pause", "broker_pause", "cluster", "broker frozen (SIGSTOP / GC pause); its ZK session expires while it is frozen"),
         Kind("broker_resume", "broker_resume", "cluster", "a paused broker runs again, still believing its old state"),
+        Kind("broker_stop", "broker_stop", "cluster", "broker exited cleanly after its controlled shutdown (SIGTERM)"),
         Kind("broker_reregister", "broker_reregister", "cluster", "a resumed/expired broker opened a new ZK session and re-created /brokers/ids/N"),
         # -- controller (cluster-level) --
         Kind("controller_elect", "controller_elect", "cluster", "broker created /controller and bumped /controller_epoch (seed 002); sends INIT LeaderAndISR"),

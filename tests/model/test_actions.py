@@ -239,3 +239,17 @@ def test_become_follower_when_already_following_keeps_the_fetcher_in_the_design(
     t = become_follower(s, cfg, m)
     r = replica(t, 1, 0)
     assert r.leader == 0 and r.leader_epoch == 2 and r.fetch_state == FETCHING
+
+
+def test_controlled_shutdown_moves_leadership_to_another_isr_member_first():
+    cfg = named("kip320", max_shutdowns=1)
+    s = initial(cfg)
+    from model.actions import broker_stop, controlled_shutdown
+
+    assert broker_stop(s, cfg, 0) is None  # still in a shared ISR: shut down first
+    t = controlled_shutdown(s, cfg, 0, 0, 0, 1)
+    zn = t.zk.partitions[0]
+    assert (zn.leader, zn.leader_epoch, zn.isr) == (1, 2, (1,))
+    assert controlled_shutdown(t, cfg, 0, 0, 1, 1) is None  # the last ISR member stays
+    u = broker_stop(t, cfg, 0)
+    assert u.brokers[0].status == DOWN and u.ghost.shutdowns == 1 and u.ghost.crashes == 0
