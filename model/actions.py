@@ -139,9 +139,14 @@ def _deregister(zk: Zk, b: int) -> Zk:
     )
 
 
+def _addressee(m: Fetch) -> int:
+    return m.leader if m.kind == FETCH_REQUEST else m.follower
+
+
 def broker_crash(s: State, cfg: Config, b: int) -> State | None:
-    """kill -9: memory is lost, the log and the HW checkpoint on disk survive, connections
-    close (fetches in flight to or from it are lost)."""
+    """kill -9: memory is lost, the log and the HW checkpoint on disk survive.  Messages on
+    their way to it are lost; those it sent before dying are already in the network and may
+    still arrive (seen in real traces: a follower reads its dead leader's last response)."""
     broker = s.brokers[b]
     if broker.status != UP or s.ghost.crashes >= cfg.max_crashes:
         return None
@@ -150,7 +155,7 @@ def broker_crash(s: State, cfg: Config, b: int) -> State | None:
         for r in broker.replicas
     )
     brokers = _put(s.brokers, b, broker._replace(status=DOWN, is_controller=False, replicas=replicas))
-    fetches = tuple(m for m in s.fetches if m.follower != b and m.leader != b)
+    fetches = tuple(m for m in s.fetches if _addressee(m) != b)
     ghost = s.ghost._replace(crashes=s.ghost.crashes + 1)
     return s._replace(zk=_deregister(s.zk, b), brokers=brokers, fetches=fetches, ghost=ghost)
 

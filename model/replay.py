@@ -377,6 +377,8 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
     action = KINDS[kind].model_action or ""
     if kind == "elect_leader" and params.get("reason") == "controlled_shutdown":
         action = "controlled_shutdown"  # the same ZK write, for a broker on its way out
+    if kind == "controller_resign" and params.get("reason") == "shutdown":
+        action = ""  # a stopping controller: the broker_stop that follows ends its role
     return Observation(index, kind, action, ids.get(who, UNSEEN), fields, e)
 
 
@@ -635,6 +637,8 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         if kind.model_action is None:
             continue  # informational: validated and ordered upstream, not a model step
         obs = observe(i, e, ids)
+        if not obs.action:
+            continue  # recorded for people, subsumed by the model step that follows
         res = advance(hyps, obs, cfg, values, bound, limit)
         if not res.survivors:
             return _no_step(i, total, e, obs, res, bound)
