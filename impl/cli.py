@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = [
     "model.cli",  # epochal check
     "model.fuzz_cli",  # epochal fuzz
     "impl.demo",  # epochal demo
+    "impl.recordings",  # epochal record-traces
     "conformance.cli",
     "impl.commands",  # epochal cluster|topics|produce|consume|broker
 ]

@@ -251,8 +251,13 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-            # recorded after the exit so the event follows the broker's own last events
-            self.harness(victim=broker).emit("broker_stop", params={"broker": broker, "pid": proc.pid})
+            # recorded after the exit so the event follows the broker's own last events; its
+            # zxid (the session's end) orders it before the controller's reaction to it
+            try:
+                zxid = session_end_zxid(self.zookeeper, broker, 5.0)
+            except Exception:  # noqa: BLE001 - ZooKeeper already gone: order by clock alone
+                zxid = None
+            self.harness(victim=broker).emit("broker_stop", zxid=zxid, params={"broker": broker, "pid": proc.pid})
         return proc.returncode
 
     def restart(self, broker: int, **overrides: Any) -> None:

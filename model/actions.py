@@ -323,6 +323,20 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | 
     return None
 
 
+def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
+    """Kafka's ``onBrokerStartup``: when a broker (re-)registers, the controller sends it the
+    current LeaderAndISR of every partition assigned to it, carrying the new max broker
+    epoch -- requests sent to its previous incarnation are fenced (seed 003)."""
+    if not _acting_controller(s, c) or b not in s.zk.live:
+        return None
+    mbe = _max_broker_epoch(s.zk)
+    sent = s.leader_and_isr
+    for p, zn in enumerate(s.zk.partitions):
+        if b in zn.ar:
+            sent = _add(sent, LeaderAndIsr(b, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe))
+    return None if sent == s.leader_and_isr else s._replace(leader_and_isr=sent)
+
+
 def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: int) -> State | None:
     """Controlled shutdown (Kafka's, beside seed 000): before broker b stops, the controller
     takes it out of partition p's ISR and, if b led p, elects a live ISR member in its place
@@ -636,6 +650,12 @@ def _elections(s: State, cfg: Config) -> Iterator[tuple]:
             yield (c, p, leader)
 
 
+def _startups(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c != NO_LEADER:
+        yield from ((c, b) for b in s.zk.live if b != c)
+
+
 def _shutdowns(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.shutdowns >= cfg.max_shutdowns:
@@ -666,6 +686,7 @@ ACTIONS: dict[str, Action] = {
         Action("controller_elect", controller_elect, _brokers),
         Action("controller_resign", controller_resign, _brokers),
         Action("elect_leader", elect_leader, _elections),
+        Action("on_broker_startup", on_broker_startup, _startups),
         Action("controlled_shutdown", controlled_shutdown, _shutdowns),
         Action("broker_stop", broker_stop, _brokers),
         Action("become_leader", become_leader, _requests),

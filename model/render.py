@@ -68,6 +68,8 @@ def describe(step: Step, before: State, after: State) -> str:
             f"controller {c} writes partition {p}: leader {_leader(zn.leader)}, epoch {zn.leader_epoch}, "
             f"ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version}) and sends LeaderAndISR{unclean}"
         )
+    if a == "on_broker_startup":
+        return f"controller {args[0]} sees broker {args[1]} registered and sends it the current LeaderAndISR"
     if a == "controlled_shutdown":
         c, p, b, _ = args
         zn = after.zk.partitions[p]

@@ -82,7 +82,7 @@ UNBOUNDED = 10**9
 SHOWN_STATES = 3
 """Model states shown beside a non-conforming observation."""
 
-INTERNAL_ACTIONS = ("send_fetch", "handle_fetch", "receive_fetch", "truncate", "controller_resign")
+INTERNAL_ACTIONS = ("send_fetch", "handle_fetch", "receive_fetch", "truncate", "controller_resign", "on_broker_startup")
 """Actions an implementation may take without recording them (only when silent, see
 ``_silent``): fetch round trips that change nothing, an epoch lookup on an empty log, a
 zombie controller noticing it was superseded."""
@@ -439,8 +439,8 @@ def _silent(step: Step, before: State, after: State) -> bool:
     changes nothing a trace shows: a fetch request, a fetch answered or received without
     news, an epoch lookup with nothing to look up, a controller stepping down."""
     a = step.action
-    if a == "send_fetch" or a == "controller_resign":
-        return True
+    if a in ("send_fetch", "controller_resign", "on_broker_startup"):
+        return True  # no ZK write, no change of role: implementations record none of these
     if a == "handle_fetch":
         m = step.args[0]
         resp = _new_response(before, after, m)

@@ -1,0 +1,146 @@
+"""Record traces from real runs of the implementation, with faults.
+
+``epochal record-traces --out traces/data/recorded`` regenerates the stored traces: each
+scenario starts a fresh 3-broker cluster on an embedded ZooKeeper, runs a small acks=all
+workload around one fault, stops the cluster cleanly, and copies the run's trace files to
+``OUT/<scenario>/``.  The conformance tests judge every file there against the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from impl.client import Admin, Producer
+from impl.cluster import LocalCluster
+
+TOPIC = "orders"
+
+
+def _produce(cluster: LocalCluster, first: int, count: int) -> list[str]:
+    values = [f"v{i}" for i in range(first, first + count)]
+    producer = Producer(cluster.bootstrap, acks=-1)
+    try:
+        for v in values:
+            producer.send(TOPIC, v, partition=0)
+    finally:
+        producer.close()
+    return values
+
+
+def _leader(cluster: LocalCluster) -> int:
+    with Admin(cluster.bootstrap) as admin:
+        return admin.describe(TOPIC)[TOPIC][0].leader
+
+
+def _controller(cluster: LocalCluster) -> int:
+    zk = cluster.zk_client()
+    try:
+        data, _ = zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _wait_new_leader(cluster: LocalCluster, old: int, timeout: float = 20.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            leader = _leader(cluster)
+            if leader not in (old, -1):
+                return leader
+        except Exception:  # noqa: BLE001 - metadata may be briefly unavailable during failover
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"no new leader after {timeout} s")
+
+
+def leader_kill(cluster: LocalCluster) -> None:
+    """kill -9 of the partition leader; the controller moves leadership to an ISR member."""
+    _produce(cluster, 0, 5)
+    old = _leader(cluster)
+    cluster.kill(old)
+    _wait_new_leader(cluster, old)
+    _produce(cluster, 5, 5)
+    cluster.restart(old)
+    cluster.wait_ready()
+    time.sleep(1.5)  # let the restarted broker catch up and rejoin the ISR
+
+
+def controller_failover(cluster: LocalCluster) -> None:
+    """kill -9 of the controller; another broker wins /controller with a higher epoch."""
+    _produce(cluster, 0, 5)
+    old = _controller(cluster)
+    cluster.kill(old)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if _controller(cluster) != old:
+                break
+        except Exception:  # noqa: BLE001 - /controller is absent between controllers
+            pass
+        time.sleep(0.2)
+    _produce(cluster, 5, 5)
+    cluster.restart(old)
+    cluster.wait_ready()
+    time.sleep(1.5)
+
+
+def zombie_leader(cluster: LocalCluster) -> None:
+    """SIGSTOP of the leader until its session expires (seed 000 question 3), then SIGCONT:
+    it resumes believing it leads, cannot commit, and steps down."""
+    _produce(cluster, 0, 5)
+    old = _leader(cluster)
+    cluster.pause(old)
+    _wait_new_leader(cluster, old)
+    _produce(cluster, 5, 5)
+    cluster.resume(old)
+    time.sleep(3.0)
+
+
+SCENARIOS: dict[str, Callable[[LocalCluster], None]] = {
+    "leader-kill": leader_kill,
+    "controller-failover": controller_failover,
+    "zombie-leader": zombie_leader,
+}
+
+
+def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path:
+    """Run one scenario on a fresh cluster; returns the directory holding its traces."""
+    work = Path(tempfile.mkdtemp(prefix=f"epochal-{scenario}-"))
+    t0 = time.perf_counter()
+    cluster = LocalCluster(work, brokers=3).start()
+    try:
+        with Admin(cluster.bootstrap) as admin:
+            admin.create_topic(TOPIC, partitions=1, replication_factor=3)
+        SCENARIOS[scenario](cluster)
+    finally:
+        cluster.stop()
+    dest = out / scenario
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(work / "traces", dest)
+    shutil.rmtree(work, ignore_errors=True)
+    log(f"recorded {scenario} in {time.perf_counter() - t0:.1f} s -> {dest}")
+    return dest
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("record-traces", help="record traces from real runs with faults (regenerates traces/data/recorded)")
+    p.add_argument("--out", default="traces/data/recorded")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in args.scenario or list(SCENARIOS):
+        record(name, out)
+    return 0
