@@ -16,6 +16,7 @@ import sys
 SUBCOMMAND_MODULES = [
     "model.cli",  # epochal check
     "model.fuzz_cli",  # epochal fuzz
+    "model.prove_cli",  # epochal prove
     "impl.demo",  # epochal demo
     "impl.recordings",  # epochal record-traces
     "conformance.cli",

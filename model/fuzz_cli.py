@@ -1,0 +1,63 @@
+"""``epochal fuzz``: Hypothesis stateful search of a model configuration (``model.fuzz``).
+
+Exit codes, like ``epochal check``: 0 nothing found within the profile's budget, 1 a
+property violation was found (its shrunk steps are printed), 2 bad arguments.  "Nothing
+found" is evidence, not proof: the search is random and bounded; ``epochal check`` and
+``epochal prove`` are the exhaustive and symbolic answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from model.config import NAMED
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "fuzz",
+        help="search a model configuration with Hypothesis stateful testing (deep, shrinking)",
+        description="Random walks over the model's actions at configurations too large to exhaust; a violation is shrunk to a short step list.",
+    )
+    p.add_argument("--config", required=True, choices=sorted(NAMED), help="named configuration")
+    p.add_argument("--profile", choices=("ci", "deep"), default="ci", help="search budget (default ci)")
+    p.add_argument("--seed", type=int, help="randomize the search from this seed (default: the profile's)")
+    p.add_argument("--max-examples", type=int, help="override the profile's number of runs")
+    p.add_argument("--brokers", type=int, help="default 5")
+    p.add_argument("--partitions", type=int, help="default 2")
+    p.add_argument("--records", type=int, help="default 8 (up to 26)")
+    p.add_argument("--max-epoch", type=int, help="default 12 (up to 50)")
+    p.add_argument("--max-crashes", type=int, help="default 6")
+    p.add_argument("--max-pauses", type=int)
+    p.add_argument("--min-insync", type=int)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from impl.cli import UsageError
+    from model.fuzz import fuzz_config
+    from model.fuzz import run as fuzz
+
+    try:
+        cfg = fuzz_config(
+            args.config,
+            brokers=args.brokers,
+            partitions=args.partitions,
+            records=args.records,
+            max_epoch=args.max_epoch,
+            max_crashes=args.max_crashes,
+            max_pauses=args.max_pauses,
+            min_insync=args.min_insync,
+        )
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+    if args.max_examples is not None and args.max_examples < 1:
+        raise UsageError("--max-examples must be >= 1")
+    print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'})", flush=True)
+    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples)
+    if r.violation is None:
+        print(f"OK: no property violation found ({r.seconds:.1f} s)")
+        return 0
+    print(r.violation.text())
+    print(f"\nfound and shrunk to {len(r.violation.steps)} steps in {r.seconds:.1f} s")
+    return 1
