@@ -13,9 +13,11 @@ Coverage (say it plainly):
   elect_leader (clean election only), become_leader, become_follower, truncate (all four
   truncation rules), produce, send_fetch, handle_fetch, receive_fetch, shrink_isr,
   expand_isr, isr_update_failed, and the ``forget_stale_requests`` clean-up after each step.
-  **Not encoded**: broker_pause / broker_resume / broker_reregister (GC pauses -- they are
-  never enabled when ``max_pauses == 0``, which holds for every named configuration but
-  ``zombie``), unclean election, and the self-loop reject_leader_and_isr.
+  on_broker_startup.  **Not encoded**: broker_pause / broker_resume / broker_reregister
+  (GC pauses -- never enabled when ``max_pauses == 0``, true of every named configuration
+  but ``zombie``), controlled_shutdown / broker_stop (never enabled when
+  ``max_shutdowns == 0``, true of every named configuration), unclean election, and the
+  self-loop reject_leader_and_isr.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
   configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely.
@@ -65,7 +67,7 @@ INF = 1 << 30
 COVERED = (
     "broker_crash", "broker_restart", "controller_elect", "controller_resign", "elect_leader",
     "become_leader", "become_follower", "truncate", "produce", "send_fetch", "handle_fetch",
-    "receive_fetch", "shrink_isr", "expand_isr", "isr_update_failed",
+    "receive_fetch", "shrink_isr", "expand_isr", "isr_update_failed", "on_broker_startup",
 )
 
 # fetch slot kinds
@@ -268,6 +270,7 @@ class Params:
     max_crashes: int | None = None
     records: int = 2
     fence_controller_epoch: bool = True
+    fence_broker_epoch: bool = True
 
     @property
     def fenced_fetch(self) -> bool:
@@ -276,7 +279,8 @@ class Params:
     @classmethod
     def of(cls, cfg: Config, bounded: bool = True) -> Params:
         return cls(cfg.truncation, cfg.min_insync, cfg.max_epoch if bounded else None,
-                   cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch)
+                   cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
+                   getattr(cfg, "fence_broker_epoch", False))
 
 
 @dataclass
@@ -309,15 +313,17 @@ class Encoding:
             t[("frv", f, ld, i)] = z3.IntVal(0)
             t[("fre", f, ld, i)] = z3.IntVal(0)
 
+    def _drop_slot_if(self, t: dict, f: int, ld: int, cond: Term) -> None:
+        for k in ("fk", "fo", "fe", "frl", "fhw", "ferr"):
+            t[(k, f, ld)] = z3.If(cond, 0, t[(k, f, ld)])
+        for i in range(self.r):
+            t[("frv", f, ld, i)] = z3.If(cond, 0, t[("frv", f, ld, i)])
+            t[("fre", f, ld, i)] = z3.If(cond, 0, t[("fre", f, ld, i)])
+
     def _drop_responses_to(self, t: dict, b: int) -> None:
         for ld in range(self.n):
             if ld != b:
-                keep = t[("fk", b, ld)] != RESP
-                for k in ("fk", "fo", "fe", "frl", "fhw", "ferr"):
-                    t[(k, b, ld)] = z3.If(keep, t[(k, b, ld)], 0)
-                for i in range(self.r):
-                    t[("frv", b, ld, i)] = z3.If(keep, t[("frv", b, ld, i)], 0)
-                    t[("fre", b, ld, i)] = z3.If(keep, t[("fre", b, ld, i)], 0)
+                self._drop_slot_if(t, b, ld, t[("fk", b, ld)] == RESP)
 
     def _log(self, s: dict, b: int) -> tuple[list[Term], list[Term], Term]:
         return [s[("val", b, i)] for i in range(self.r)], [s[("ep", b, i)] for i in range(self.r)], s[("leo", b)]
@@ -393,8 +399,10 @@ class Encoding:
         to = R.to(m)
         bcep = pick([t[("bcep", b)] for b in range(self.n)], to, z3.IntVal(INF))
         rlep = pick([t[("rlep", b)] for b in range(self.n)], to, z3.IntVal(INF))
+        bbep = pick([t[("bbep", b)] for b in range(self.n)], to, z3.IntVal(INF))
         old_ctl = R.cepoch(m) < bcep if self.p.fence_controller_epoch else z3.BoolVal(False)
-        return z3.Or(old_ctl, R.lepoch(m) <= rlep)
+        old_incarnation = R.mbe(m) < bbep if self.p.fence_broker_epoch else z3.BoolVal(False)
+        return z3.Or(old_ctl, old_incarnation, R.lepoch(m) <= rlep)
 
     def forget_stale(self, t: dict) -> None:
         m = z3.Const("m", self.shape.req)
@@ -412,10 +420,10 @@ class Encoding:
         t[("isc", b)] = z3.BoolVal(False)
         t[("live", b)] = z3.BoolVal(False)
         t[("ctl",)] = z3.If(s[("ctl",)] == b, NO_LEADER, s[("ctl",)])
-        for x in range(self.n):
+        for x in range(self.n):  # messages on their way *to* b are lost; those it sent may arrive
             if x != b:
-                self._empty_slot(t, b, x)
-                self._empty_slot(t, x, b)
+                self._drop_slot_if(t, b, x, t[("fk", b, x)] == RESP)
+                self._drop_slot_if(t, x, b, t[("fk", x, b)] == REQ)
         t[("crashes",)] = s[("crashes",)] + 1
         return Disjunct("broker_crash", (b,), g, t)
 
@@ -450,6 +458,19 @@ class Encoding:
         t[("isc", b)], t[("bcep", b)] = z3.BoolVal(True), epoch
         self._send(t, s[("ldr",)], s[("lep",)], [s[("isr", x)] for x in range(self.n)], s[("zkv",)], epoch, self._mbe(s))
         return Disjunct("controller_elect", (b,), g, t)
+
+    def on_broker_startup(self, s: dict, c: int, b: int) -> Disjunct:
+        """The acting controller re-sends the current LeaderAndISR to live broker b with the
+        current max broker epoch (enabled only if that request is new)."""
+        req = self.shape.req.req(b, s[("ldr",)], s[("lep",)], *[s[("isr", x)] for x in range(self.n)],
+                                 s[("zkv",)], s[("cep",)], self._mbe(s))
+        g = z3.And(self._acting(s, c), s[("live", b)], z3.Not(s[("lai",)][req]))
+        t = dict(s)
+        t[("lai",)] = z3.Store(s[("lai",)], req, True)
+        return Disjunct("on_broker_startup", (c, b), g, t)
+
+    def _acting(self, s: dict, c: int) -> Term:
+        return z3.And(s[("st", c)] == UP, s[("isc", c)], s[("ctl",)] == c, s[("bcep", c)] == s[("cep",)])
 
     def controller_resign(self, s: dict, b: int) -> Disjunct:
         g = z3.And(s[("st", b)] == UP, s[("isc", b)],
@@ -493,7 +514,8 @@ class Encoding:
     def _accept(self, s: dict, t: dict, b: int, m: Term) -> None:
         R = self.shape.req
         cep, bcep = R.cepoch(m), s[("bcep", b)]
-        t[("stale",)] = z3.If(cep < bcep, s[("stale",)] + 1, s[("stale",)])
+        older = z3.Or(cep < bcep, R.mbe(m) < s[("bbep", b)])
+        t[("stale",)] = z3.If(older, s[("stale",)] + 1, s[("stale",)])
         t[("isc", b)] = z3.If(cep > bcep, False, s[("isc", b)])
         t[("bcep", b)] = z3.If(cep > bcep, cep, bcep)
 
@@ -698,6 +720,7 @@ class Encoding:
                     self.controller_resign(s, b), self.become_leader(s, b), self.become_follower(s, b),
                     self.produce(s, b), self.isr_update_failed(s, b)]
             out += [self.elect_leader(s, b, ld) for ld in [NO_LEADER, *range(n)]]
+            out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:
                     out += [self.truncate(s, b, x), self.send_fetch(s, b, x), self.handle_fetch(s, b, x),
@@ -711,7 +734,7 @@ class Encoding:
 
     @property
     def _stale_keys(self) -> list[tuple]:
-        return [("lai",)] + [("bcep", b) for b in range(self.n)] + [("rlep", b) for b in range(self.n)]
+        return [("lai",)] + [(k, b) for k in ("bcep", "bbep", "rlep") for b in range(self.n)]
 
     def merged_step(self, s: dict, t: dict, tag: str) -> tuple[Term, list[Disjunct], Term]:
         """Next(s, t) with an action selector: t's variables are one If-chain each, over just
