@@ -218,7 +218,7 @@ class FuzzResult:
 
 
 def run(cfg: Config, profile: str = "ci", seed_value: int | None = None, quiet: bool = True,
-        max_examples: int | None = None, shrink: bool = True) -> FuzzResult:
+        max_examples: int | None = None, shrink: bool = True, steps: int | None = None) -> FuzzResult:
     """Search ``cfg`` with a profile; return the (shrunk) violation, or none within budget.
 
     With ``seed_value`` the run is randomized from that seed (even under ``ci``), so several
@@ -230,6 +230,8 @@ def run(cfg: Config, profile: str = "ci", seed_value: int | None = None, quiet: 
         changes["derandomize"] = False
     if max_examples is not None:
         changes["max_examples"] = max_examples
+    if steps is not None:
+        changes["stateful_step_count"] = steps
     if not shrink:
         changes["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
     chosen = settings(base, **changes)
