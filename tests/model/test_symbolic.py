@@ -82,3 +82,14 @@ def test_prove_cli(capsys):
     assert "proved" in out and "holds to depth 3" in out
     assert main(["prove", "--config", "zombie"]) == 2
     assert main(["prove", "--brokers", "5"]) == 2
+
+
+def test_proofs_are_not_vacuous():
+    """Without controller- and broker-epoch fencing a broker may act on a superseded
+    controller's request: the induction must fail, and name the actions that break it."""
+    from dataclasses import replace
+
+    cfg = replace(named("kip320"), fence_controller_epoch=False, fence_broker_epoch=False)
+    failed = {v.name: v.detail for v in prove(cfg, 2) if v.status != "proved"}
+    assert set(failed) == {"single_controller"}
+    assert "become_leader" in failed["single_controller"]
