@@ -298,6 +298,19 @@ def _acting_controller(s: State, c: int) -> bool:
     )
 
 
+def _write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:
+    """The controller's conditional write of p's znode with leader_epoch + 1 (its version
+    moves on), then LeaderAndISR to every assigned replica with the max broker epoch."""
+    zn = s.zk.partitions[p]
+    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, zn.ar)
+    s = _set_znode(s, p, znode)
+    mbe = _max_broker_epoch(s.zk)
+    sent = s.leader_and_isr
+    for to in zn.ar:
+        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe))
+    return s._replace(leader_and_isr=sent)
+
+
 def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | None:
     """Seed 000 A ``on_broker_change`` (and ``init_leaders``) for partition p: write the new
     leader, ISR and leader_epoch + 1 conditionally on zk_version, then send LeaderAndISR to
@@ -310,13 +323,7 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | 
     for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg):
         if new_leader != leader:
             continue
-        znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, zn.ar)
-        s = _set_znode(s, p, znode)
-        mbe = _max_broker_epoch(s.zk)
-        sent = s.leader_and_isr
-        for to in zn.ar:
-            sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe))
-        s = s._replace(leader_and_isr=sent)
+        s = _write_and_send(s, p, leader, isr)
         if unclean:
             s = s._replace(ghost=s.ghost._replace(unclean=_add(s.ghost.unclean, p)))
         return s
@@ -355,13 +362,7 @@ def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: i
             return None
     elif leader != zn.leader or not isr:
         return None
-    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, zn.ar)
-    s = _set_znode(s, p, znode)
-    mbe = _max_broker_epoch(s.zk)
-    sent = s.leader_and_isr
-    for to in zn.ar:
-        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe))
-    return s._replace(leader_and_isr=sent)
+    return _write_and_send(s, p, leader, isr)
 
 
 def broker_stop(s: State, cfg: Config, b: int) -> State | None:
