@@ -8,6 +8,18 @@ between a committing fetch and its response) within any budget tried -- none in 
 ``deep`` runs at 2 brokers nor 3,000 at 3 brokers.  The exhaustive checker and BMC
 (``tests/model/test_symbolic.py``) find it; here the durability check is exercised on the
 unclean-election loss, which Hypothesis finds and shrinks to 6 steps.
+
+Swarm testing was tried and does not close the gap.  Hypothesis (6.170) already swarms
+over rules: ``RuleBasedStateMachine`` draws per-run ``FeatureFlags`` that switch rules off
+for a whole run.  An explicit per-run swarm on top (each action left out with
+probability 1/3 or 1/2) found nothing in 5 seeds x 100 ``ci`` runs each; with a fault-free
+warm-up of ``pace`` steps added, 1,500 ``deep`` runs (seed 1, ~140 s) found nothing with
+the swarm (1/3) nor without it.  Plain
+random walks (80 steps, same config) show why: only ~5% of walks reach a committing fetch
+at all, ~2-8% of those crash the follower in the one-step window, and the two-crash
+budget is then usually gone or the restarted follower re-fetches before the leader
+crashes -- 0 hits in 3,000 walks at max_crashes=2, 1-2 in 3,000 at max_crashes=4.
+The swarm change was therefore not kept.
 """
 
 from __future__ import annotations
@@ -60,7 +72,7 @@ def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="measured: random search does not reach KAFKA-1211 (see module docstring)", strict=False)
+@pytest.mark.xfail(reason="measured: random search, swarm or not, does not reach KAFKA-1211 (see module docstring)", strict=False)
 def test_design_durability_loss_in_deep_budget():
     r = run(fuzz_config("design", brokers=2, partitions=1, records=2, max_epoch=3, max_crashes=2), "deep", seed_value=1, max_examples=1000)
     assert r.violation is not None and r.violation.property in DURABILITY
