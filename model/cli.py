@@ -22,13 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Breadth-first search of every reachable state; prints the shortest counterexample if a property breaks.",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: design and kip320)")
-    p.add_argument("--brokers", type=int)
-    p.add_argument("--partitions", type=int)
-    p.add_argument("--records", type=int)
-    p.add_argument("--max-epoch", type=int)
-    p.add_argument("--max-crashes", type=int)
-    p.add_argument("--max-pauses", type=int)
-    p.add_argument("--min-insync", type=int)
+    add_bound_arguments(p)
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None, help="allow unclean leader election")
     p.add_argument("--fencing", action=argparse.BooleanOptionalAction, default=None, help="controller-epoch and broker-epoch fencing of control requests (default on)")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
@@ -37,6 +31,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
+
+
+BOUNDS = ("brokers", "partitions", "records", "max_epoch", "max_crashes", "max_pauses", "min_insync")
+
+
+def add_bound_arguments(p: argparse.ArgumentParser, defaults: dict[str, str] | None = None) -> None:
+    """The search bounds every model command takes (``--brokers`` ... ``--min-insync``);
+    ``defaults`` only documents a command's own defaults in the help."""
+    for name in BOUNDS:
+        p.add_argument("--" + name.replace("_", "-"), type=int, help=(defaults or {}).get(name))
+
+
+def bound_overrides(args: argparse.Namespace) -> dict[str, int | None]:
+    return {name: getattr(args, name) for name in BOUNDS}
 
 
 def _plain(x: Any) -> Any:
@@ -80,13 +88,7 @@ def run(args: argparse.Namespace) -> int:
         cfgs = [
             named(
                 n,
-                brokers=args.brokers,
-                partitions=args.partitions,
-                records=args.records,
-                max_epoch=args.max_epoch,
-                max_crashes=args.max_crashes,
-                max_pauses=args.max_pauses,
-                min_insync=args.min_insync,
+                **bound_overrides(args),
                 unclean=args.unclean,
                 fence_controller_epoch=args.fencing,
                 fence_broker_epoch=args.fencing,

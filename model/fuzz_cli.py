@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from model.cli import add_bound_arguments, bound_overrides
 from model.config import NAMED
 
 
@@ -23,13 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=("ci", "deep"), default="ci", help="search budget (default ci)")
     p.add_argument("--seed", type=int, help="randomize the search from this seed (default: the profile's)")
     p.add_argument("--max-examples", type=int, help="override the profile's number of runs")
-    p.add_argument("--brokers", type=int, help="default 5")
-    p.add_argument("--partitions", type=int, help="default 2")
-    p.add_argument("--records", type=int, help="default 8 (up to 26)")
-    p.add_argument("--max-epoch", type=int, help="default 12 (up to 50)")
-    p.add_argument("--max-crashes", type=int, help="default 6")
-    p.add_argument("--max-pauses", type=int)
-    p.add_argument("--min-insync", type=int)
+    add_bound_arguments(p, {"brokers": "default 5", "partitions": "default 2", "records": "default 8 (up to 26)",
+                            "max_epoch": "default 12 (up to 50)", "max_crashes": "default 6"})
     p.set_defaults(func=run)
 
 
@@ -39,16 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from model.fuzz import run as fuzz
 
     try:
-        cfg = fuzz_config(
-            args.config,
-            brokers=args.brokers,
-            partitions=args.partitions,
-            records=args.records,
-            max_epoch=args.max_epoch,
-            max_crashes=args.max_crashes,
-            max_pauses=args.max_pauses,
-            min_insync=args.min_insync,
-        )
+        cfg = fuzz_config(args.config, **bound_overrides(args))
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
     if args.max_examples is not None and args.max_examples < 1:
