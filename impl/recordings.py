@@ -48,17 +48,23 @@ def _controller(cluster: LocalCluster) -> int:
         zk.close()
 
 
-def _wait_new_leader(cluster: LocalCluster, old: int, timeout: float = 20.0) -> int:
+def _wait_for(read: Callable[[], int], old: int, what: str, timeout: float = 20.0) -> int:
+    """Poll ``read`` until it names someone other than ``old`` (or -1): failover done.
+    Reads may fail while metadata or /controller is briefly absent in between."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            leader = _leader(cluster)
-            if leader not in (old, -1):
-                return leader
-        except Exception:  # noqa: BLE001 - metadata may be briefly unavailable during failover
+            now = read()
+            if now not in (old, -1):
+                return now
+        except Exception:  # noqa: BLE001 - absent between the old one and the new one
             pass
         time.sleep(0.2)
-    raise TimeoutError(f"no new leader after {timeout} s")
+    raise TimeoutError(f"no new {what} after {timeout} s")
+
+
+def _wait_new_leader(cluster: LocalCluster, old: int) -> int:
+    return _wait_for(lambda: _leader(cluster), old, "leader")
 
 
 def leader_kill(cluster: LocalCluster) -> None:
@@ -78,14 +84,7 @@ def controller_failover(cluster: LocalCluster) -> None:
     _produce(cluster, 0, 5)
     old = _controller(cluster)
     cluster.kill(old)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if _controller(cluster) != old:
-                break
-        except Exception:  # noqa: BLE001 - /controller is absent between controllers
-            pass
-        time.sleep(0.2)
+    _wait_for(lambda: _controller(cluster), old, "controller")
     _produce(cluster, 5, 5)
     cluster.restart(old)
     cluster.wait_ready()
