@@ -33,12 +33,12 @@ def _produce(cluster: LocalCluster, first: int, count: int) -> list[str]:
     return values
 
 
-def _leader(cluster: LocalCluster) -> int:
+def leader_of(cluster: LocalCluster) -> int:
     with Admin(cluster.bootstrap) as admin:
         return admin.describe(TOPIC)[TOPIC][0].leader
 
 
-def _controller(cluster: LocalCluster) -> int:
+def controller_of(cluster: LocalCluster) -> int:
     zk = cluster.zk_client()
     try:
         data, _ = zk.get("/controller")
@@ -48,7 +48,7 @@ def _controller(cluster: LocalCluster) -> int:
         zk.close()
 
 
-def _wait_for(read: Callable[[], int], old: int, what: str, timeout: float = 20.0) -> int:
+def wait_for_change(read: Callable[[], int], old: int, what: str, timeout: float = 20.0) -> int:
     """Poll ``read`` until it names someone other than ``old`` (or -1): failover done.
     Reads may fail while metadata or /controller is briefly absent in between."""
     deadline = time.monotonic() + timeout
@@ -64,38 +64,37 @@ def _wait_for(read: Callable[[], int], old: int, what: str, timeout: float = 20.
 
 
 def _wait_new_leader(cluster: LocalCluster, old: int) -> int:
-    return _wait_for(lambda: _leader(cluster), old, "leader")
+    return wait_for_change(lambda: leader_of(cluster), old, "leader")
 
 
-def leader_kill(cluster: LocalCluster) -> None:
-    """kill -9 of the partition leader; the controller moves leadership to an ISR member."""
+def _kill_and_restart(cluster: LocalCluster, role: Callable[[LocalCluster], int], what: str) -> None:
+    """Write, kill -9 whoever holds ``role``, wait for another broker to take it over,
+    write again, then bring the victim back and let it catch up and rejoin the ISR."""
     _produce(cluster, 0, 5)
-    old = _leader(cluster)
+    old = role(cluster)
     cluster.kill(old)
-    _wait_new_leader(cluster, old)
-    _produce(cluster, 5, 5)
-    cluster.restart(old)
-    cluster.wait_ready()
-    time.sleep(1.5)  # let the restarted broker catch up and rejoin the ISR
-
-
-def controller_failover(cluster: LocalCluster) -> None:
-    """kill -9 of the controller; another broker wins /controller with a higher epoch."""
-    _produce(cluster, 0, 5)
-    old = _controller(cluster)
-    cluster.kill(old)
-    _wait_for(lambda: _controller(cluster), old, "controller")
+    wait_for_change(lambda: role(cluster), old, what)
     _produce(cluster, 5, 5)
     cluster.restart(old)
     cluster.wait_ready()
     time.sleep(1.5)
 
 
+def leader_kill(cluster: LocalCluster) -> None:
+    """kill -9 of the partition leader; the controller moves leadership to an ISR member."""
+    _kill_and_restart(cluster, leader_of, "leader")
+
+
+def controller_failover(cluster: LocalCluster) -> None:
+    """kill -9 of the controller; another broker wins /controller with a higher epoch."""
+    _kill_and_restart(cluster, controller_of, "controller")
+
+
 def zombie_leader(cluster: LocalCluster) -> None:
     """SIGSTOP of the leader until its session expires (seed 000 question 3), then SIGCONT:
     it resumes believing it leads, cannot commit, and steps down."""
     _produce(cluster, 0, 5)
-    old = _leader(cluster)
+    old = leader_of(cluster)
     cluster.pause(old)
     _wait_new_leader(cluster, old)
     _produce(cluster, 5, 5)
