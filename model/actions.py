@@ -147,17 +147,24 @@ def broker_crash(s: State, cfg: Config, b: int) -> State | None:
     """kill -9: memory is lost, the log and the HW checkpoint on disk survive.  Messages on
     their way to it are lost; those it sent before dying are already in the network and may
     still arrive (seen in real traces: a follower reads its dead leader's last response)."""
-    broker = s.brokers[b]
-    if broker.status != UP or s.ghost.crashes >= cfg.max_crashes:
+    if s.brokers[b].status != UP or s.ghost.crashes >= cfg.max_crashes:
         return None
+    s = _process_ends(s, cfg, b)
+    return s._replace(ghost=s.ghost._replace(crashes=s.ghost.crashes + 1))
+
+
+def _process_ends(s: State, cfg: Config, b: int) -> State:
+    """What any end of a broker process does, crash or clean stop: memory (roles, fetcher
+    and controller state) is gone, the disk (log, HW checkpoint, epoch cache) stays, the ZK
+    session ends, and nothing more reaches it."""
+    broker = s.brokers[b]
     replicas = tuple(
         Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
         for r in broker.replicas
     )
     brokers = _put(s.brokers, b, broker._replace(status=DOWN, is_controller=False, replicas=replicas))
     fetches = tuple(m for m in s.fetches if _addressee(m) != b)
-    ghost = s.ghost._replace(crashes=s.ghost.crashes + 1)
-    return s._replace(zk=_deregister(s.zk, b), brokers=brokers, fetches=fetches, ghost=ghost)
+    return s._replace(zk=_deregister(s.zk, b), brokers=brokers, fetches=fetches)
 
 
 def _register(zk: Zk, b: int) -> Zk:
@@ -373,17 +380,8 @@ def broker_stop(s: State, cfg: Config, b: int) -> State | None:
         return None
     if any(b in zn.isr and len(zn.isr) > 1 for zn in s.zk.partitions):
         return None  # controlled shutdown first moves it out of every ISR it can leave
-    crashed = broker_crash(s, _unbounded_crash(cfg), b)
-    if crashed is None:
-        return None
-    ghost = crashed.ghost._replace(crashes=s.ghost.crashes, shutdowns=s.ghost.shutdowns + 1)
-    return crashed._replace(ghost=ghost)
-
-
-def _unbounded_crash(cfg: Config) -> Config:
-    from dataclasses import replace
-
-    return replace(cfg, max_crashes=1 << 30)
+    s = _process_ends(s, cfg, b)
+    return s._replace(ghost=s.ghost._replace(shutdowns=s.ghost.shutdowns + 1))
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,7 +70,6 @@ class Result:
     violation: Violation | None = None
     complete: bool = True  # False when stopped by max_states
     workers: int = 1
-    extra: dict = field(default_factory=dict)
 
     @property
     def holds(self) -> bool:
@@ -242,7 +240,3 @@ def replay(cfg: Config, steps: list[Step]) -> list[State]:
         x = y
         out.append(x)
     return out
-
-
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
