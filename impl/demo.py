@@ -72,8 +72,12 @@ def real_system() -> bool:
 
     _say("== 2. The implementation: real brokers on real ZooKeeper, judged against the model")
     out = Path(tempfile.mkdtemp(prefix="epochal-demo-"))
-    for scenario in ("leader-kill", "controller-failover"):
-        record(scenario, out, log=lambda m: _say("  " + m))
+    try:
+        for scenario in ("leader-kill", "controller-failover"):
+            record(scenario, out, log=lambda m: _say("  " + m))
+    except (OSError, TimeoutError) as exc:  # no Java, no free port, a failover that hung
+        _say(f"-> could not run the cluster: {exc}")
+        return False
     _say(f"  traces in {out}; judging them with the Spark conformance job (config kip320) ...")
     outcome = conform([str(out)], out=str(out / "verdicts"), config="kip320", log=lambda m: None)
     _say(render(outcome))

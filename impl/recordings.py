@@ -113,6 +113,7 @@ def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path
     """Run one scenario on a fresh cluster; returns the directory holding its traces."""
     work = Path(tempfile.mkdtemp(prefix=f"epochal-{scenario}-"))
     t0 = time.perf_counter()
+    log(f"recording {scenario}: starting 3 brokers on an embedded ZooKeeper ...")
     cluster = LocalCluster(work, brokers=3).start()
     try:
         with Admin(cluster.bootstrap) as admin:
@@ -137,8 +138,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from impl.cli import UsageError
+
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in args.scenario or list(SCENARIOS):
-        record(name, out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in args.scenario or list(SCENARIOS):
+            record(name, out)
+    except (OSError, TimeoutError) as exc:  # no Java, no free port, unwritable --out, a hung failover
+        raise UsageError(f"could not record traces: {exc}") from None
     return 0
