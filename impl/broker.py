@@ -29,6 +29,7 @@ from typing import Any
 from kazoo.client import KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from impl import faults
 from impl import zk as zkl
 from impl.config import BrokerConfig
 from impl.controller import Controller
@@ -67,6 +68,7 @@ class Broker:
         self.config = config
         self.id = config.broker_id
         self.rule = normalise_rule(config.truncation)
+        faults.install(config.data_dir, self.id)  # partitions / slow links a harness injects
         self.recorder = open_recorder(config.data_dir, config.run_id, self.id)
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.broker_epoch = -1
@@ -126,6 +128,7 @@ class Broker:
         stat = self.zk.exists(path)
         assert stat is not None
         self.broker_epoch = stat.czxid
+        faults.publish_session(self.config.data_dir, self.id, self.zk.client_id)
         kind = "broker_reregister" if reregister else "broker_restart"
         self.recorder.emit(kind, zxid=stat.czxid,
                            params={"broker": self.id, "broker_epoch": stat.czxid})
@@ -336,13 +339,27 @@ class Broker:
 
     # -- seed 000 C: control requests --------------------------------------------------------
     def _check_control(self, body: dict[str, Any], kind: str, entries: list[dict[str, Any]]) -> None:
+        """Fence a control request (LeaderAndISR, StopReplica, UpdateMetadata).
+
+        * Seed 002: a request from an older controller epoch is refused; one from a newer
+          epoch tells this broker a new controller exists.
+        * Seed 003: the request carries the cluster-wide ``max_broker_epoch`` the controller
+          had read (or, in the older KIP-380 format, this broker's ``broker_epoch``).  If our
+          own registration is newer (e0 -> e1 -> e2: we re-registered after the controller
+          read the brokers), the request was meant for an earlier incarnation of us.
+        """
         cepoch = int(body["controller_epoch"])
+        # the newer format's max broker epoch, else the KIP-380 per-broker epoch
+        seen = int(body.get("max_broker_epoch", body.get("broker_epoch", -1)))
         reason = None
         if cepoch < self.controller_epoch:
             reason, code = "stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH
-        elif -1 < int(body.get("broker_epoch", -1)) < self.broker_epoch:
+        elif -1 < seen < self.broker_epoch:
             reason, code = "stale_broker_epoch", ErrorCode.STALE_BROKER_EPOCH
         if reason is None:
+            if cepoch > self.controller_epoch and "controller_id" in body:
+                self.metadata["controller_id"] = int(body["controller_id"])
+                self.metadata["controller_epoch"] = cepoch
             self.controller_epoch = cepoch
             return
         for e in entries:
@@ -353,7 +370,9 @@ class Broker:
                                            "controller_epoch": cepoch})
         self.recorder.emit("request_rejected", params={"api": kind, "reason": reason,
                                                        "controller_epoch": cepoch,
-                                                       "known_controller_epoch": self.controller_epoch})
+                                                       "known_controller_epoch": self.controller_epoch,
+                                                       "max_broker_epoch": seen,
+                                                       "broker_epoch": self.broker_epoch})
         raise RequestError(code, reason)
 
     async def on_leader_and_isr(self, body: dict[str, Any]) -> dict[str, Any]:

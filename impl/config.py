@@ -20,10 +20,16 @@ class BrokerConfig:
     replica_lag_time_ms: int = 4000  # seed 000 G MAX_TIME_LAG
     replica_lag_max_messages: int = 4000  # seed 000 G MAX_BYTES_LAG, counted in records
     unclean_leader_election: bool = False
+    # seed 000 question 1: the controller's leader/ISR writes go to ZooKeeper in multis of
+    # up to 500; false = one fenced conditional write per partition (the seed's baseline)
+    controller_batch_zk_writes: bool = True
     zk_session_timeout_s: float = 6.0
     fetch_max_wait_ms: int = 200
     reassign_interval_s: float = 1.0  # seed 000 F: the agent's periodic wake-up
     controller_request_timeout_s: float = 3.0
+    # seed 003: control requests carry the max broker epoch and one UpdateMetadata payload is
+    # shared by all brokers; false = the KIP-380 format (per-broker epoch, one copy per broker)
+    cache_update_metadata: bool = True
     segment_bytes: int = 1 << 20
     max_frame: int = 8 * 1024 * 1024
 

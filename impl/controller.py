@@ -39,7 +39,7 @@ from kazoo.exceptions import (
 )
 
 from impl import zk as zkl
-from impl.wire import ApiKey, BlockingConnection, ErrorCode
+from impl.wire import ApiKey, BlockingConnection, EncodedBody, ErrorCode, encode_value
 
 if TYPE_CHECKING:
     from impl.broker import Broker
@@ -84,14 +84,19 @@ class ControllerChannel:
                  epoch: int) -> None:
         self.controller, self.broker, self.host, self.port = controller, broker, host, port
         self.epoch = epoch  # the broker epoch this channel talks to
-        self.queue: queue.Queue[tuple[ApiKey, dict[str, Any], int] | None] = queue.Queue()
+        self.queue: queue.Queue[tuple[ApiKey, dict[str, Any] | EncodedBody, int] | None] = queue.Queue()
         self.closed = False
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"controller-channel-{broker}")
         self.thread.start()
 
-    def send(self, api: ApiKey, body: dict[str, Any]) -> None:
-        self.queue.put((api, body, int(body.get("controller_epoch", -1))))
+    def send(self, api: ApiKey, body: dict[str, Any] | EncodedBody, epoch: int | None = None) -> None:
+        """Queue one request; ``body`` may be pre-encoded (the cached UpdateMetadata payload,
+        shared by every channel) -- then ``epoch`` says which controller epoch sent it."""
+        if epoch is None:
+            assert isinstance(body, dict)
+            epoch = int(body.get("controller_epoch", -1))
+        self.queue.put((api, body, epoch))
 
     def close(self) -> None:
         self.closed = True
@@ -142,6 +147,9 @@ class Controller:
         self.known_topics: set[str] = set()  # topics whose creation has been handled (B)
         self.reassigning: dict[Key, dict[str, Any]] = {}
         self.shutting_down: set[int] = set()
+        self.last_update_metadata: EncodedBody | None = None  # the cached payload (seed 003)
+        self.generation = 0  # one per term as controller; watches of older terms remove themselves
+        self.watches = 0  # controller-path watches currently registered
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
         self._pending: set[str] = set()
@@ -152,12 +160,23 @@ class Controller:
         self._thread = threading.Thread(target=self._run, daemon=True, name="controller")
         self._thread.start()
         self.zk.DataWatch(zkl.CONTROLLER, self._controller_watch)
-        for path, event in [(zkl.BROKER_IDS, "broker_change"), (zkl.TOPICS, "topic_change"),
-                            (zkl.DELETE_TOPICS, "admin"), (zkl.PARTITIONS_ADD, "admin"),
-                            (zkl.PARTITIONS_REMOVE, "admin"), (zkl.REASSIGN, "admin"),
-                            (zkl.PREFERRED, "admin"), (zkl.ISR_CHANGE, "isr_change")]:
-            self.zk.ChildrenWatch(path, self._enqueuer(event), send_event=False)
         threading.Thread(target=self._ticker, daemon=True, name="controller-tick").start()
+
+    # the paths only the active controller watches (seed 000 A, B, F, H and the ISR notices)
+    CONTROLLER_WATCHES = [(zkl.BROKER_IDS, "broker_change"), (zkl.TOPICS, "topic_change"),
+                          (zkl.DELETE_TOPICS, "admin"), (zkl.PARTITIONS_ADD, "admin"),
+                          (zkl.PARTITIONS_REMOVE, "admin"), (zkl.REASSIGN, "admin"),
+                          (zkl.PREFERRED, "admin"), (zkl.ISR_CHANGE, "isr_change")]
+
+    def _watch_controller_paths(self) -> None:
+        """Seed 002: on becoming controller, register the watches of its state machines.
+        They belong to this term (``generation``): when the broker resigns, the next
+        notification finds the generation moved and the watch removes itself (kazoo drops
+        a watch whose function returns False), so a former controller reacts to nothing."""
+        for path, event in self.CONTROLLER_WATCHES:
+            self.zk.ChildrenWatch(path, self._enqueuer(event, self.generation), send_event=False)
+            with self._pending_lock:
+                self.watches += 1
 
     def _post(self, name: str, arg: Any = None) -> None:
         """Enqueue an event; the state-rereading ones are coalesced (at most one waiting), so
@@ -169,11 +188,18 @@ class Controller:
                 self._pending.add(name)
         self.events.put((name, arg))
 
-    def _enqueuer(self, name: str) -> Callable[[list[str]], bool]:
+    def _enqueuer(self, name: str, generation: int) -> Callable[[list[str]], bool]:
+        first = [True]  # kazoo calls at registration too; the failover reads everything anyway
+
         def fire(_children: list[str]) -> bool:
-            if self._stopped.is_set():
+            if self._stopped.is_set() or generation != self.generation:
+                with self._pending_lock:
+                    self.watches -= 1
                 return False
-            self._post(name)
+            if first[0]:
+                first[0] = False
+            else:
+                self._post(name)
             return True
         return fire
 
@@ -289,13 +315,18 @@ class Controller:
         self.epoch, self.epoch_version = new_epoch, estat.version
         zxid = results[1].mzxid if hasattr(results[1], "mzxid") else estat.mzxid
         self.active = True
+        self.generation += 1
         self.recorder.emit("controller_elect", zxid=zxid,
                            params={"controller_epoch": new_epoch, "broker": self.id})
+        self._watch_controller_paths()
         self._failover()
 
     def _resign(self, reason: str) -> None:
+        """Seed 002: back off -- stop the state machines (channels, reassignments, the live
+        view) and retire this term's watches."""
         was = self.active or self.epoch >= 0
         self.active = False
+        self.generation += 1
         for ch in self.channels.values():
             ch.close()
         self.channels.clear()
@@ -432,8 +463,9 @@ class Controller:
         taken out and the rest committed again; returns (written, conflicted keys)."""
         written: list[tuple[Key, zkl.LeaderAndIsr, int]] = []
         conflicted: list[Key] = []
-        for i in range(0, len(plans), 500):
-            chunk = plans[i:i + 500]
+        size = 500 if self.config.controller_batch_zk_writes else 1  # 1: the unbatched baseline
+        for i in range(0, len(plans), size):
+            chunk = plans[i:i + size]
             while chunk:
                 txn = self._txn()
                 for (t, p), new, version, _ in chunk:
@@ -478,12 +510,31 @@ class Controller:
             if b not in self.channels:
                 self.channels[b] = ControllerChannel(self, b, host, port, epoch)
 
+    # -- seed 003: what fences a control request ---------------------------------------------
+    def max_broker_epoch(self) -> int:
+        """Seed 003: the largest broker epoch (czxid of ``/brokers/ids/N``) among the live
+        brokers this controller has read.  Every zxid the controller has seen is at most this
+        value (e0 <= e1), and any later registration gets a larger zxid (e1 < e2), so a broker
+        whose own epoch exceeds it knows the request was computed before it registered."""
+        return max((epoch for _, _, epoch in self.live.values()), default=-1)
+
+    def _control_fields(self, broker: int) -> dict[str, Any]:
+        """The fencing fields of every control request.  With ``cache_update_metadata`` (the
+        seed 003 format) they are the same for every broker -- controller id, controller
+        epoch and the max broker epoch -- which is what lets one UpdateMetadata payload be
+        built once and sent to all; otherwise (the KIP-380 format) each request carries its
+        recipient's own broker epoch."""
+        fields: dict[str, Any] = {"controller_id": self.id, "controller_epoch": self.epoch}
+        if self.config.cache_update_metadata:
+            fields["max_broker_epoch"] = self.max_broker_epoch()
+        else:
+            fields["broker_epoch"] = self.live[broker][2]
+        return fields
+
     def _send(self, broker: int, api: ApiKey, body: dict[str, Any]) -> None:
         ch = self.channels.get(broker)
         if ch is not None and broker in self.live:
-            body = dict(body, controller_id=self.id, controller_epoch=self.epoch,
-                        broker_epoch=self.live[broker][2])
-            ch.send(api, body)
+            ch.send(api, dict(body, **self._control_fields(broker)))
 
     def _send_leader_and_isr(self, broker: int, keys: list[Key],
                              states: dict[Key, Any], init: bool = False) -> None:
@@ -512,8 +563,18 @@ class Controller:
                 "leader": st.leader if st else -1, "leader_epoch": st.leader_epoch if st else -1,
                 "isr": list(st.isr) if st else [], "replicas": self._replicas((t, p))}
         brokers = {str(b): [h, port] for b, (h, port, _) in self.live.items()}
+        body = {"brokers": brokers, "topics": topics}
+        if not self.config.cache_update_metadata:
+            for b in self.live:  # KIP-380: one request object and one buffer per broker
+                self._send(b, ApiKey.UPDATE_METADATA, body)
+            return
+        # seed 003: one payload per metadata change, encoded once, the same bytes to all
+        payload = EncodedBody(encode_value(dict(body, **self._control_fields(-1))))
+        self.last_update_metadata = payload
         for b in self.live:
-            self._send(b, ApiKey.UPDATE_METADATA, {"brokers": brokers, "topics": topics})
+            ch = self.channels.get(b)
+            if ch is not None:
+                ch.send(ApiKey.UPDATE_METADATA, payload, self.epoch)
 
     def _stop_replicas(self, per_broker: dict[int, list[Key]], delete: bool) -> None:
         for b, keys in per_broker.items():

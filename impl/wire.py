@@ -22,6 +22,8 @@ import socket
 import struct
 from typing import Any
 
+from impl import faults
+
 MAX_FRAME = 8 * 1024 * 1024
 MAX_DEPTH = 32
 
@@ -44,11 +46,24 @@ class ApiKey(enum.IntEnum):
     CREATE_PARTITIONS = 37
     ELECT_PREFERRED = 43
     REASSIGN_PARTITIONS = 45
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     REMOVE_PARTITIONS = 100
 
 
-# highest version each API speaks; every API is at version 0 so far
-API_VERSIONS: dict[ApiKey, int] = dict.fromkeys(ApiKey, 0)
+# Seed 004 (KIP-590): the admin writes' version at which a request must be sent to the
+# controller (and, seed 001, at which THROTTLING_QUOTA_EXCEEDED may be answered).  A broker
+# forwards an older-version request to the controller *as this version*; a request at this
+# version is never forwarded, so nothing is forwarded twice.
+CONTROLLER_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.CREATE_TOPICS: 1, ApiKey.DELETE_TOPICS: 1, ApiKey.CREATE_PARTITIONS: 1,
+    ApiKey.REMOVE_PARTITIONS: 1, ApiKey.REASSIGN_PARTITIONS: 1, ApiKey.ELECT_PREFERRED: 1,
+    ApiKey.ALTER_CLIENT_QUOTAS: 1,
+}
+
+# highest version each API speaks: the admin writes above at their controller version,
+# everything else at version 0
+API_VERSIONS: dict[ApiKey, int] = {**dict.fromkeys(ApiKey, 0), **CONTROLLER_VERSIONS}
 
 
 class ErrorCode(enum.IntEnum):
@@ -74,6 +89,7 @@ class ErrorCode(enum.IntEnum):
     STALE_BROKER_EPOCH = 77
     INVALID_REPLICA_ASSIGNMENT = 39
     BROKER_NOT_AVAILABLE = 8
+    THROTTLING_QUOTA_EXCEEDED = 89  # seed 001: per topic, to new-version clients only
 
 
 def error_name(code: int) -> str:
@@ -224,10 +240,25 @@ def _dec(buf: memoryview, pos: int, depth: int) -> tuple[Any, int]:
 
 # -- frames ---------------------------------------------------------------------------------
 
+class EncodedBody(bytes):
+    """A request body already encoded with :func:`encode_value`.  The controller encodes one
+    UpdateMetadata payload per metadata change and hands this same object to every broker's
+    channel (seed 003), so its memory does not grow with the number of brokers."""
+
+
+def request_frame_parts(api_key: int, api_version: int, correlation_id: int, clock: int,
+                        body: dict[str, Any] | EncodedBody) -> tuple[bytes, bytes]:
+    """A request frame as (length + header, body): a pre-encoded body is written as it is,
+    never copied into a per-recipient buffer."""
+    encoded = body if isinstance(body, EncodedBody) else encode_value(body)
+    header = _REQ_HEADER.pack(api_key, api_version, correlation_id, clock)
+    return _U32.pack(len(header) + len(encoded)) + header, encoded
+
+
 def encode_request(api_key: int, api_version: int, correlation_id: int, clock: int,
-                   body: dict[str, Any]) -> bytes:
-    payload = _REQ_HEADER.pack(api_key, api_version, correlation_id, clock) + encode_value(body)
-    return _U32.pack(len(payload)) + payload
+                   body: dict[str, Any] | EncodedBody) -> bytes:
+    prefix, encoded = request_frame_parts(api_key, api_version, correlation_id, clock, body)
+    return prefix + encoded
 
 
 def encode_response(correlation_id: int, clock: int, error: int, body: dict[str, Any]) -> bytes:
@@ -290,18 +321,27 @@ class BlockingConnection:
 
     def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        faults.gate(host, port)  # a partitioned link refuses (no-op outside broker processes)
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._cid = 0
 
-    def send(self, api: ApiKey, body: dict[str, Any], clock: int = 0,
-             expect_response: bool = True, timeout: float | None = None
-             ) -> tuple[int, int, dict[str, Any]]:
-        """Send one request; returns (error_code, remote clock, body)."""
+    def send(self, api: ApiKey, body: dict[str, Any] | EncodedBody, clock: int = 0,
+             expect_response: bool = True, timeout: float | None = None,
+             version: int | None = None) -> tuple[int, int, dict[str, Any]]:
+        """Send one request (at ``version``, default the newest); returns (error_code,
+        remote clock, body).  Older versions are what older clients send (seed 004)."""
+        faults.before_request(self.host, self.port)
         self._cid += 1
         cid = self._cid
         self.sock.settimeout(timeout or self.timeout)
-        self.sock.sendall(encode_request(api, API_VERSIONS[api], cid, clock, body))
+        v = API_VERSIONS[api] if version is None else version
+        prefix, encoded = request_frame_parts(api, v, cid, clock, body)
+        if isinstance(body, EncodedBody):  # shared bytes: two writes rather than one copy
+            self.sock.sendall(prefix)
+            self.sock.sendall(encoded)
+        else:
+            self.sock.sendall(prefix + encoded)
         if not expect_response:
             return ErrorCode.NONE, 0, {}
         while True:
@@ -332,11 +372,15 @@ class AsyncConnection:
         self._pending: dict[int, asyncio.Future[tuple[int, int, dict[str, Any]]]] = {}
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self.closed = False
+        self.peer: tuple[str, int] | None = None  # set by open(): the fault layer's key
 
     @classmethod
     async def open(cls, host: str, port: int, timeout: float = 3.0) -> AsyncConnection:
+        faults.gate(host, port)
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        return cls(reader, writer)
+        conn = cls(reader, writer)
+        conn.peer = (host, port)
+        return conn
 
     async def _read_loop(self) -> None:
         error: BaseException = ConnectionError("connection closed by peer")
@@ -361,16 +405,20 @@ class AsyncConnection:
             self._pending.clear()
 
     async def request(self, api: ApiKey, body: dict[str, Any], clock: int,
-                      timeout: float) -> tuple[int, int, dict[str, Any]]:
+                      timeout: float, version: int | None = None
+                      ) -> tuple[int, int, dict[str, Any]]:
         if self.closed:
             raise ConnectionError("connection closed")
+        if self.peer is not None:
+            await faults.before_request_async(*self.peer)
         self._cid += 1
         cid = self._cid
         fut: asyncio.Future[tuple[int, int, dict[str, Any]]] = \
             asyncio.get_running_loop().create_future()
         self._pending[cid] = fut
         try:
-            self.writer.write(encode_request(api, API_VERSIONS[api], cid, clock, body))
+            self.writer.write(encode_request(api, API_VERSIONS[api] if version is None
+                                             else version, cid, clock, body))
             await self.writer.drain()
             return await asyncio.wait_for(fut, timeout)
         finally:

@@ -1,0 +1,140 @@
+"""Seed 003 against a real cluster: broker epochs, the max broker epoch in control requests,
+and one cached UpdateMetadata payload.
+
+The e0 -> e1 -> e2 story: broker N registers (e0); the controller reads the brokers (e1,
+so the max broker epoch it knows is >= e0); N restarts and registers again (e2 > e1).  A
+control request the controller computed at e1 but that arrives after e2 was meant for the
+previous incarnation, and N must refuse it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from impl_testing import trace_events, wait_until
+
+from impl import zk as zkl
+from impl.client import Admin, Producer
+from impl.cluster import LocalCluster
+from impl.wire import ApiKey, BlockingConnection, ErrorCode
+
+pytestmark = pytest.mark.integration
+
+
+def broker_epochs(zk: Any) -> dict[int, int]:
+    """Each live broker's epoch: the czxid of its ``/brokers/ids/N`` znode."""
+    out = {}
+    for child in zk.get_children(zkl.BROKER_IDS):
+        stat = zk.exists(zkl.broker_path(int(child)))
+        if stat is not None:
+            out[int(child)] = stat.czxid
+    return out
+
+
+def controller(zk: Any) -> tuple[int, int]:
+    data, _ = zk.get(zkl.CONTROLLER)
+    epoch, _ = zk.get(zkl.CONTROLLER_EPOCH)
+    return int(json.loads(data)["brokerid"]), int(epoch.decode())
+
+
+def send(c: LocalCluster, broker: int, api: ApiKey, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    conn = BlockingConnection(*c.endpoint(broker), timeout=5.0)
+    try:
+        error, _, resp = conn.send(api, body)
+        return error, resp
+    finally:
+        conn.close()
+
+
+def update_metadata(ctrl: int, epoch: int, **fencing: int) -> dict[str, Any]:
+    return {"controller_id": ctrl, "controller_epoch": epoch, "brokers": {}, "topics": {}, **fencing}
+
+
+def test_a_restarted_broker_refuses_control_requests_meant_for_its_previous_incarnation(
+        make_cluster: Any) -> None:
+    c = make_cluster(3)
+    zk = c.zk_client()
+    ctrl, epoch = controller(zk)
+    victim = next(b for b in sorted(c.configs) if b != ctrl)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("epochs", assignment={0: [victim, *[b for b in c.configs if b != victim]]})
+    e0 = broker_epochs(zk)[victim]
+    e1 = max(broker_epochs(zk).values())  # what the controller knew: e0 <= e1
+    assert e0 <= e1
+
+    c.kill(victim)
+    c.restart(victim)
+    wait_until(lambda: broker_epochs(zk).get(victim, 0) > e1, 30, "the broker to register again")
+    e2 = broker_epochs(zk)[victim]
+    assert e1 < e2  # zxids only grow: the new registration is newer than anything read at e1
+    c.wait_ready()
+
+    # message 5 of the seed: computed at e1, delivered after e2 -- refused, in both formats
+    err, _ = send(c, victim, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch, max_broker_epoch=e1))
+    assert err == ErrorCode.STALE_BROKER_EPOCH
+    err, _ = send(c, victim, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch, broker_epoch=e0))
+    assert err == ErrorCode.STALE_BROKER_EPOCH
+    err, _ = send(c, victim, ApiKey.STOP_REPLICA, {
+        "controller_id": ctrl, "controller_epoch": epoch, "max_broker_epoch": e1,
+        "delete": True, "partitions": [["epochs", 0]]})
+    assert err == ErrorCode.STALE_BROKER_EPOCH
+    assert (c.data_dir / f"broker-{victim}" / "logs" / "epochs-0").exists()  # not deleted
+    # a request computed after the controller read the new registration is acted on
+    err, _ = send(c, victim, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch, max_broker_epoch=e2))
+    assert err == ErrorCode.NONE
+
+    rejected = [e for e in trace_events(c.data_dir) if e["kind"] == "request_rejected"
+                and e["node"] == victim and e["params"]["reason"] == "stale_broker_epoch"]
+    assert len(rejected) == 3
+    assert {e["params"]["max_broker_epoch"] for e in rejected} == {e0, e1}
+    assert all(e["params"]["broker_epoch"] == e2 for e in rejected)
+
+    # the real controller learned e2: its requests reach the new incarnation, which
+    # follows the partition again and rejoins the ISR
+    def rejoined() -> bool:
+        data, _ = zk.get(zkl.leader_and_isr_path("epochs", 0))
+        return victim in zkl.LeaderAndIsr.from_json(data).isr
+    with Producer(c.bootstrap, acks=-1) as producer:
+        producer.send("epochs", "after-restart")
+    wait_until(rejoined, 30, "the restarted broker to rejoin the ISR")
+    zk.stop()
+
+
+def test_controller_sends_every_broker_the_same_max_broker_epoch(make_cluster: Any) -> None:
+    """Control requests carry max(live broker epochs), one value for the whole cluster."""
+    c = make_cluster(3)
+    zk = c.zk_client()
+    epochs = broker_epochs(zk)
+    ctrl, epoch = controller(zk)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("same", partitions=3, replication_factor=3)
+    # every broker accepted the controller's requests: none was refused as stale
+    events = trace_events(c.data_dir)
+    assert not [e for e in events if e["kind"] == "request_rejected"]
+    assert {e["node"] for e in events if e["kind"] == "update_metadata"} == set(c.configs)
+    # and a request with a max below some broker's own epoch is refused by that broker only
+    youngest = max(epochs, key=lambda b: epochs[b])
+    below = epochs[youngest] - 1
+    for b in c.configs:
+        err, _ = send(c, b, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch, max_broker_epoch=below))
+        assert (err == ErrorCode.STALE_BROKER_EPOCH) == (epochs[b] > below), b
+    zk.stop()
+
+
+def test_a_newer_controller_epoch_tells_a_broker_a_new_controller_exists(make_cluster: Any) -> None:
+    """Seed 002: a control request from a newer epoch updates the broker's idea of who the
+    controller is; afterwards the older epoch's requests are refused."""
+    c = make_cluster(2)
+    zk = c.zk_client()
+    ctrl, epoch = controller(zk)
+    target = 1 - ctrl
+    err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(7, epoch + 3))
+    assert err == ErrorCode.NONE
+    err, meta = send(c, target, ApiKey.METADATA, {})
+    assert err == ErrorCode.NONE
+    assert (meta["controller_id"], meta["controller_epoch"]) == (7, epoch + 3)
+    err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch))
+    assert err == ErrorCode.STALE_CONTROLLER_EPOCH
+    zk.stop()

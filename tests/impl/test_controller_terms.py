@@ -1,0 +1,139 @@
+"""Seed 002 and seed 003 inside the controller, with real ZooKeeper and no broker processes.
+
+Two :class:`impl.controller.Controller` objects run in this process against one chroot, each
+with a minimal host broker (ZooKeeper client, id, config, trace recorder), and with
+recording channels instead of TCP -- so a test can look at exactly which payload object
+went to which broker.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from impl_testing import wait_until
+
+from impl import zk as zkl
+from impl.config import BrokerConfig
+from impl.controller import Controller
+from impl.wire import ApiKey, EncodedBody, decode_value
+from traces.recorder import TraceRecorder
+
+pytestmark = pytest.mark.integration
+
+
+class RecordingChannel:
+    """Stands in for a ControllerChannel: keeps what would have been sent."""
+
+    def __init__(self, broker: int, epoch: int) -> None:
+        self.broker, self.epoch, self.host, self.port = broker, epoch, "127.0.0.1", 1
+        self.sent: list[tuple[ApiKey, Any]] = []
+
+    def send(self, api: ApiKey, body: Any, epoch: int | None = None) -> None:
+        self.sent.append((api, body))
+
+    def close(self) -> None:
+        pass
+
+
+def make_controller(zk_chroot: str, tmp_path: Path, broker_id: int, **settings: Any) -> Controller:
+    config = BrokerConfig(broker_id=broker_id, port=1, zookeeper=zk_chroot, data_dir=tmp_path,
+                          reassign_interval_s=0.2, **settings)
+    zk = zkl.connect(zk_chroot, session_timeout=4.0)
+    zkl.ensure_layout(zk)
+    host = SimpleNamespace(zk=zk, id=broker_id, config=config,
+                           recorder=TraceRecorder(tmp_path / f"broker-{broker_id}.jsonl", "t", broker_id))
+    return Controller(host)  # type: ignore[arg-type]
+
+
+def controller_id(zk: Any) -> int:
+    data, _ = zk.get(zkl.CONTROLLER)
+    return int(json.loads(data)["brokerid"])
+
+
+@pytest.fixture
+def controllers(zk_chroot: str, tmp_path: Path) -> Any:
+    made: list[Controller] = []
+
+    def make(broker_id: int, **settings: Any) -> Controller:
+        c = make_controller(zk_chroot, tmp_path, broker_id, **settings)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.stop()
+        c.zk.stop()
+        c.zk.close()
+
+
+def test_a_former_controller_backs_off_and_its_watches_remove_themselves(controllers: Any) -> None:
+    first = controllers(1)
+    first.start()
+    first._post("elect")
+    wait_until(lambda: first.active, 10, "broker 1 to become controller")
+    assert first.watches == len(Controller.CONTROLLER_WATCHES)
+    second = controllers(2)
+    second.start()
+    time.sleep(0.3)
+    assert not second.active and second.watches == 0  # only the controller watches
+
+    # the controller id changes under it (seed 002: /controller deleted, another broker
+    # wins -- the sitting controller does not campaign while it believes it is active)
+    epoch = first.epoch
+    first.zk.delete(zkl.CONTROLLER)
+    wait_until(lambda: second.active, 10, "broker 2 to win the new election")
+    assert controller_id(first.zk) == 2 and second.epoch == epoch + 1
+    wait_until(lambda: not first.active, 10, "the former controller to back off")
+
+    # the next change on a watched path finds the former controller's watches retired
+    first.zk.create(f"{zkl.BROKER_IDS}/9", b'{"host": "127.0.0.1", "port": 1}', ephemeral=True)
+    first.zk.create(f"{zkl.TOPICS}/t", b'{"partitions": {}}')
+    for path in (zkl.DELETE_TOPICS, zkl.PARTITIONS_ADD, zkl.PARTITIONS_REMOVE, zkl.REASSIGN,
+                 zkl.PREFERRED, zkl.ISR_CHANGE):
+        first.zk.create(f"{path}/x", b"")
+    wait_until(lambda: first.watches == 0, 10, "the former controller's watches to go")
+    assert second.watches == len(Controller.CONTROLLER_WATCHES)
+    assert first.events.empty()  # it queued nothing for the changes
+
+
+def test_update_metadata_is_encoded_once_and_the_same_bytes_go_to_every_broker(
+        controllers: Any) -> None:
+    c = controllers(1)
+    c.active, c.epoch = True, 4
+    c.live = {b: ("127.0.0.1", 9000 + b, 100 + 7 * b) for b in range(5)}
+    c.channels = {b: RecordingChannel(b, c.live[b][2]) for b in c.live}  # type: ignore[misc]
+    c._send_update_metadata({("t", 0): None})
+    payloads = [ch.sent[0][1] for ch in c.channels.values()]  # type: ignore[attr-defined]
+    assert all(p is payloads[0] for p in payloads) and isinstance(payloads[0], EncodedBody)
+    body = decode_value(bytes(payloads[0]))
+    assert body["max_broker_epoch"] == 128 and "broker_epoch" not in body
+    assert (body["controller_id"], body["controller_epoch"]) == (1, 4)
+
+
+def test_without_caching_each_broker_gets_its_own_request_with_its_own_broker_epoch(
+        controllers: Any) -> None:
+    """The KIP-380 format, kept behind ``cache_update_metadata=False`` to measure against."""
+    c = controllers(1, cache_update_metadata=False)
+    c.active, c.epoch = True, 4
+    c.live = {b: ("127.0.0.1", 9000 + b, 100 + 7 * b) for b in range(3)}
+    c.channels = {b: RecordingChannel(b, c.live[b][2]) for b in c.live}  # type: ignore[misc]
+    c._send_update_metadata({("t", 0): None})
+    bodies = {b: ch.sent[0][1] for b, ch in c.channels.items()}  # type: ignore[attr-defined]
+    assert {b: body["broker_epoch"] for b, body in bodies.items()} == {0: 100, 1: 107, 2: 114}
+    assert len({id(body) for body in bodies.values()}) == 3
+
+
+def test_every_control_request_carries_the_max_live_broker_epoch(controllers: Any) -> None:
+    c = controllers(1)
+    c.active, c.epoch = True, 2
+    c.live = {0: ("h", 1, 50), 1: ("h", 2, 90), 2: ("h", 3, 70)}
+    c.channels = {b: RecordingChannel(b, c.live[b][2]) for b in c.live}  # type: ignore[misc]
+    c._stop_replicas({0: [("t", 0)], 2: [("t", 1)]}, delete=False)
+    sent = [ch.sent[0][1] for ch in c.channels.values() if ch.sent]  # type: ignore[attr-defined]
+    assert [s["max_broker_epoch"] for s in sent] == [90, 90]
+    assert c.max_broker_epoch() == 90
