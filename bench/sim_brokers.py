@@ -252,6 +252,7 @@ class TimingRecorder(TraceRecorder):
     def __init__(self, path: Path, run_id: str, node: int) -> None:
         super().__init__(path, run_id, node)
         self.elected: dict[str, int] = {}
+        self.zxids: dict[str, set[int]] = {}  # one zxid per ZooKeeper transaction (multi)
         self.first_write: dict[str, float] = {}
         self.last_write: dict[str, float] = {}
         self.controller_elected: float | None = None
@@ -265,6 +266,7 @@ class TimingRecorder(TraceRecorder):
         if kind == "elect_leader":
             reason = str(event["params"].get("reason"))
             self.elected[reason] = self.elected.get(reason, 0) + 1
+            self.zxids.setdefault(reason, set()).add(int(event["zxid"]))
             self.first_write.setdefault(reason, now)
             self.last_write[reason] = now
         elif kind == "controller_elect":
@@ -282,9 +284,22 @@ class ControllerHost:
     config: BrokerConfig
     recorder: TimingRecorder
     controller: Controller = field(init=False)
+    # (reason, start, end, partitions) of every Controller._write_states call: the ZooKeeper
+    # write phase alone (seed 000 A step 3), apart from the reads before and the sends after
+    write_calls: list[tuple[str, float, float, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.controller = Controller(cast("Broker", self))
+        write_states = self.controller._write_states
+
+        def timed(plans: list[Any], reason: str) -> Any:
+            start = time.monotonic()
+            try:
+                return write_states(plans, reason)
+            finally:
+                self.write_calls.append((reason, start, time.monotonic(), len(plans)))
+
+        self.controller._write_states = timed  # type: ignore[method-assign]
 
     @classmethod
     def start(cls, broker_id: int, zk_hosts: str, work: Path, **settings: Any) -> ControllerHost:
@@ -413,11 +428,15 @@ def broker_failover(zk_server: str, partitions: int, topics: int, batched: bool,
         serving = sims.wait("led", want, timeout) - t0
         host.barrier(timeout)
         rec = host.recorder
+        calls = [c for c in host.write_calls if c[0] == "broker_change" and c[3]]
         written = rec.elected.get("broker_change", 0)
         end = read_end_state(hosts, keys)
         return {
             "partitions": len(keys), "batched": batched, "written": written,
+            "transactions": len(rec.zxids.get("broker_change", ())),
             "first_write": rec.first_write["broker_change"] - t0,
+            "writes_start": min(c[1] for c in calls) - t0,
+            "writes_end": max(c[2] for c in calls) - t0,
             "zk_written": rec.last_write["broker_change"] - t0,
             "serving": serving, "end_state": end,
         }
