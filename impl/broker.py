@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import re
 import signal
 import sys
 import threading
@@ -31,6 +30,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from impl import faults
 from impl import zk as zkl
+from impl.admin import ADMIN_APIS, AdminError, AdminService
 from impl.config import BrokerConfig
 from impl.controller import Controller
 from impl.log import PartitionLog, Record
@@ -49,8 +49,6 @@ from impl.wire import (
     encode_response,
     read_frame,
 )
-
-TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
 class RequestError(Exception):
@@ -82,6 +80,7 @@ class Broker:
         self._session_lost = False
         self.zk.add_listener(self._on_zk_state)
         self.controller = Controller(self)
+        self.admin = AdminService(self)  # admin requests: controller-only, quota (seeds 001/004)
         self.stopping = False
         self._changed_any = asyncio.Event()
         self._isr_changes: set[tuple[str, int]] = set()
@@ -215,6 +214,7 @@ class Broker:
         server = await asyncio.start_server(self._connection, self.config.host, self.config.port)
         await self.loop.run_in_executor(None, self.register)
         self._startup_transitions(await self.loop.run_in_executor(None, self._assigned_states))
+        await self.loop.run_in_executor(None, self.admin.start)
         self.controller.start()
         checker = asyncio.create_task(self._isr_checker())
         propagation = asyncio.create_task(self._isr_change_propagation())
@@ -245,10 +245,10 @@ class Broker:
         write_lock = asyncio.Lock()
         tasks: set[asyncio.Task[None]] = set()
 
-        async def answer(api: ApiKey, body: dict[str, Any], cid: int) -> None:
+        async def answer(api: ApiKey, body: dict[str, Any], cid: int, version: int = 0) -> None:
             error, rbody = ErrorCode.NONE, {}
             try:
-                result = await self.handle(api, body)
+                result = await self.handle(api, body, version)
                 if result is None:  # acks=0 produce: no response at all
                     return
                 rbody = result
@@ -264,6 +264,12 @@ class Broker:
             async with write_lock:
                 writer.write(encode_response(cid, self.recorder.tick(), error, rbody))
                 await writer.drain()
+            throttle_ms = int(rbody.get("throttle_time_ms", 0) or 0) if api in ADMIN_APIS else 0
+            if throttle_ms > 0 and body.get("forwarded_by") is None:
+                # seed 001: mute a throttled client's connection -- read nothing more from
+                # it for throttle_time_ms (a forwarding broker's connection is not muted: the
+                # forwarding broker mutes its own client's connection when it relays)
+                await asyncio.sleep(throttle_ms / 1000)
 
         try:
             while True:
@@ -307,7 +313,7 @@ class Broker:
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                 else:
-                    await answer(api, body, cid)
+                    await answer(api, body, cid, version)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -318,7 +324,15 @@ class Broker:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def handle(self, api: ApiKey, body: dict[str, Any]) -> dict[str, Any] | None:
+    async def handle(self, api: ApiKey, body: dict[str, Any],
+                     version: int = 0) -> dict[str, Any] | None:
+        if api in ADMIN_APIS:  # impl.admin: on the controller, forwarded, or NOT_CONTROLLER
+            try:
+                return await self.admin.handle(api, version, body)
+            except AdminError as exc:
+                raise RequestError(exc.code, str(exc), {
+                    "throttle_time_ms": exc.throttle_ms,
+                    "controller_id": self.admin.controller_id}) from None
         handlers = {
             ApiKey.LEADER_AND_ISR: self.on_leader_and_isr,
             ApiKey.STOP_REPLICA: self.on_stop_replica,
@@ -328,12 +342,6 @@ class Broker:
             ApiKey.PRODUCE: self.on_produce,
             ApiKey.METADATA: self.on_metadata,
             ApiKey.CONTROLLED_SHUTDOWN: self.on_controlled_shutdown,
-            ApiKey.CREATE_TOPICS: self.on_create_topics,
-            ApiKey.DELETE_TOPICS: self.on_delete_topics,
-            ApiKey.CREATE_PARTITIONS: self.on_create_partitions,
-            ApiKey.REMOVE_PARTITIONS: self.on_remove_partitions,
-            ApiKey.REASSIGN_PARTITIONS: self.on_reassign_partitions,
-            ApiKey.ELECT_PREFERRED: self.on_elect_preferred,
         }
         return await handlers[api](body)
 
@@ -450,6 +458,10 @@ class Broker:
         return {}
 
     async def on_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
+        # the active controller as /controller says now (seed 002), which may be newer than
+        # the last UpdateMetadata: clients send admin requests there (seed 004)
+        if self.admin.controller_id >= 0:
+            return {**self.metadata, "controller_id": self.admin.controller_id}
         return self.metadata
 
     # -- seed 000 G: the leader side of replication ------------------------------------------
@@ -887,143 +899,10 @@ class Broker:
         d = zkl.decode(data)
         return str(d["host"]), int(d["port"])
 
-    # -- admin requests: they write the admin paths the controller watches ------------------
+    # -- admin requests: impl.admin.AdminService (controller-only writes, seeds 001/004) ---
     async def _zk(self, fn: Any) -> Any:
         assert self.loop is not None
         return await self.loop.run_in_executor(None, fn)
-
-    def _live_brokers(self) -> list[int]:
-        return sorted(int(b) for b in self.zk.get_children(zkl.BROKER_IDS))
-
-    @staticmethod
-    def _assign(live: list[int], first_partition: int, count: int, rf: int,
-                start: int) -> dict[str, list[int]]:
-        if rf < 1 or rf > len(live):
-            raise RequestError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                               f"replication factor {rf} with {len(live)} live brokers")
-        out = {}
-        for i in range(first_partition, first_partition + count):
-            out[str(i)] = [live[(start + i + j) % len(live)] for j in range(rf)]
-        return out
-
-    def _read_assignment(self, topic: str) -> dict[str, list[int]]:
-        try:
-            data, _ = self.zk.get(zkl.topic_path(topic))
-        except NoNodeError as exc:
-            raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}") from exc
-        return dict(zkl.decode(data)["partitions"])
-
-    async def on_create_topics(self, body: dict[str, Any]) -> dict[str, Any]:
-        topic = str(body["topic"])
-        if not TOPIC_NAME.match(topic):
-            raise RequestError(ErrorCode.INVALID_REQUEST, f"invalid topic name {topic!r}")
-        partitions, rf = int(body.get("partitions", 1)), int(body.get("replication_factor", 1))
-        if partitions < 1 or partitions > 10000:
-            raise RequestError(ErrorCode.INVALID_PARTITIONS, f"{partitions} partitions")
-
-        def create() -> dict[str, list[int]]:
-            if self.zk.exists(f"{zkl.DELETE_TOPICS}/{topic}"):
-                raise RequestError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic} is being deleted")
-            if body.get("assignment"):
-                assignment = {str(k): [int(b) for b in v] for k, v in body["assignment"].items()}
-            else:
-                live = self._live_brokers()
-                assignment = self._assign(live, 0, partitions, rf, hash(topic) % max(1, len(live)))
-            try:
-                self.zk.create(zkl.topic_path(topic), zkl.encode({"partitions": assignment}))
-            except NodeExistsError as exc:
-                raise RequestError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic} exists") from exc
-            return assignment
-
-        return {"topic": topic, "assignment": await self._zk(create)}
-
-    async def on_delete_topics(self, body: dict[str, Any]) -> dict[str, Any]:
-        topic = str(body["topic"])
-
-        def delete() -> None:
-            if not self.zk.exists(zkl.topic_path(topic)):
-                raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic}")
-            with contextlib.suppress(NodeExistsError):
-                self.zk.create(f"{zkl.DELETE_TOPICS}/{topic}", b"")
-
-        await self._zk(delete)
-        return {"topic": topic}
-
-    async def on_create_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
-        topic, total = str(body["topic"]), int(body["count"])
-
-        def add() -> dict[str, list[int]]:
-            current = self._read_assignment(topic)
-            if total <= len(current):
-                raise RequestError(ErrorCode.INVALID_PARTITIONS,
-                                   f"topic {topic} already has {len(current)} partitions")
-            rf = len(next(iter(current.values())))
-            live = self._live_brokers()
-            first = max(int(p) for p in current) + 1
-            new = self._assign(live, first, total - len(current), rf, hash(topic) % len(live))
-            txn = self.zk.transaction()
-            if not self.zk.exists(f"{zkl.PARTITIONS_ADD}/{topic}"):
-                txn.create(f"{zkl.PARTITIONS_ADD}/{topic}", b"")
-            for p, reps in new.items():
-                txn.create(f"{zkl.PARTITIONS_ADD}/{topic}/{p}", zkl.encode(reps))
-            try:
-                zkl.commit_checked(txn)
-            except zkl.TransactionFailed as exc:
-                raise RequestError(ErrorCode.INVALID_PARTITIONS, f"add pending already: {exc}") from exc
-            return new
-
-        return {"topic": topic, "added": await self._zk(add)}
-
-    async def on_remove_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
-        topic, parts = str(body["topic"]), [int(p) for p in body["partitions"]]
-
-        def remove() -> None:
-            current = self._read_assignment(topic)
-            if any(str(p) not in current for p in parts) or len(parts) >= len(current):
-                raise RequestError(ErrorCode.INVALID_PARTITIONS, "cannot remove those partitions")
-            txn = self.zk.transaction()
-            if not self.zk.exists(f"{zkl.PARTITIONS_REMOVE}/{topic}"):
-                txn.create(f"{zkl.PARTITIONS_REMOVE}/{topic}", b"")
-            for p in parts:
-                txn.create(f"{zkl.PARTITIONS_REMOVE}/{topic}/{p}", b"")
-            zkl.commit_checked(txn)
-
-        await self._zk(remove)
-        return {"topic": topic}
-
-    async def on_reassign_partitions(self, body: dict[str, Any]) -> dict[str, Any]:
-        topic, p = str(body["topic"]), int(body["partition"])
-        replicas = [int(b) for b in body["replicas"]]
-
-        def reassign() -> None:
-            current = self._read_assignment(topic)
-            live = set(self._live_brokers())
-            if str(p) not in current:
-                raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {topic}-{p}")
-            if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= live:
-                raise RequestError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                   f"replicas {replicas} must be distinct live brokers {sorted(live)}")
-            self.zk.ensure_path(f"{zkl.REASSIGN}/{topic}")
-            try:
-                self.zk.create(f"{zkl.REASSIGN}/{topic}/{p}", zkl.encode(replicas))
-            except NodeExistsError as exc:
-                raise RequestError(ErrorCode.INVALID_REQUEST, "a reassignment is in progress") from exc
-
-        await self._zk(reassign)
-        return {"topic": topic, "partition": p}
-
-    async def on_elect_preferred(self, body: dict[str, Any]) -> dict[str, Any]:
-        topic, p = str(body["topic"]), int(body["partition"])
-
-        def elect() -> None:
-            self._read_assignment(topic)
-            self.zk.ensure_path(f"{zkl.PREFERRED}/{topic}")
-            with contextlib.suppress(NodeExistsError):
-                self.zk.create(f"{zkl.PREFERRED}/{topic}/{p}", b"")
-
-        await self._zk(elect)
-        return {}
-
 
 def main(argv: list[str] | None = None) -> int:
     config = BrokerConfig.from_argv(argv)

@@ -1,5 +1,8 @@
 """Clients: a producer, a consumer and an admin client that route by cluster metadata.
 
+The admin client sends every admin write to the active controller (seed 004) and honours
+the controller-mutation quota's throttle time (seed 001).
+
 All three start from one bootstrap broker (``host:port``), ask it for metadata (the
 UpdateMetadata view the controller pushed to every broker), and talk to each partition's
 leader.  Seed 000 question 6: during a leadership change a client may reach a broker that is
@@ -79,7 +82,8 @@ class Client:
             self._drop(addr)
             raise
         if error != ErrorCode.NONE:
-            raise RpcError(error, f"{error_name(error)}: {resp.get('message', '')}".rstrip(": "))
+            raise RpcError(error, f"{error_name(error)}: {resp.get('message', '')}".rstrip(": "),
+                           resp)
         return resp
 
     def _drop(self, addr: tuple[str, int]) -> None:
@@ -233,48 +237,191 @@ class Consumer(Client):
                 yield p, o, v
 
 
+class ThrottlingQuotaExceeded(RpcError):
+    """Seed 001: the controller-mutation quota rejected these topics; ``throttle_time_ms``
+    says how long to wait.  Retryable: the Admin client retries it itself unless told not to."""
+
+    def __init__(self, topics: list[str], throttle_time_ms: int) -> None:
+        super().__init__(ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                         f"controller mutation quota exceeded for {', '.join(topics)}; "
+                         f"retry in {throttle_time_ms / 1000:.1f}s")
+        self.topics, self.throttle_time_ms = topics, throttle_time_ms
+
+
 class Admin(Client):
-    """Topic creation/deletion, partition add/remove, reassignment, preferred election."""
+    """Topic creation/deletion, partition add/remove, reassignment, preferred election and
+    quotas -- all sent to the active controller (seed 004): a NOT_CONTROLLER answer makes it
+    refresh metadata (which names the controller) and resend, until ``api_timeout_s``.
+
+    Topics rejected with THROTTLING_QUOTA_EXCEEDED (seed 001) are resent after the throttle
+    time until ``api_timeout_s`` (Kafka's ``default.api.timeout.ms``) unless
+    ``retry_on_quota_violation`` is False; then they raise :class:`ThrottlingQuotaExceeded`.
+    ``user`` and ``client_id`` are the principal the quota is charged to."""
+
+    def __init__(self, bootstrap: str = "127.0.0.1:9092", timeout: float = 5.0,
+                 user: str | None = None, client_id: str | None = None,
+                 api_timeout_s: float = 60.0, retry_on_quota_violation: bool = True) -> None:
+        super().__init__(bootstrap, timeout)
+        self.user, self.client_id = user, client_id
+        self.api_timeout_s = api_timeout_s
+        self.retry_on_quota_violation = retry_on_quota_violation
+
+    # -- to the controller (seed 004) ---------------------------------------------------------
+    def _principal(self) -> dict[str, Any]:
+        return {k: v for k, v in (("user", self.user), ("client_id", self.client_id)) if v}
+
+    def to_controller(self, api: ApiKey, body: dict[str, Any],
+                      deadline: float | None = None) -> dict[str, Any]:
+        """Send a new-version admin request to the controller, rediscovering it on
+        NOT_CONTROLLER or when it is unreachable."""
+        deadline = deadline or time.monotonic() + self.api_timeout_s
+        body = {**self._principal(), **body}
+        last: Exception | None = None
+        while True:
+            try:
+                if self.controller_id not in self.brokers:
+                    self.refresh()
+                addr = self.brokers.get(self.controller_id)
+                if addr is not None:
+                    return self.call(addr, api, body)
+                last = RpcError(ErrorCode.NOT_CONTROLLER, "no controller known")
+            except RpcError as exc:
+                if exc.code not in (ErrorCode.NOT_CONTROLLER, ErrorCode.BROKER_NOT_AVAILABLE):
+                    raise
+                last = exc
+            except (OSError, ClusterUnavailable) as exc:
+                last = exc
+            if time.monotonic() > deadline:
+                raise last
+            self.controller_id = -1  # rediscover: metadata names the active controller
+            time.sleep(0.1)
+
+    def _topics_request(self, api: ApiKey, items: list[dict[str, Any]],
+                        extra: dict[str, Any] | None = None,
+                        retry: bool | None = None) -> dict[str, dict[str, Any]]:
+        """Per-topic results; throttled topics are resent after their throttle time while
+        retrying is on and the API timeout allows."""
+        retry = self.retry_on_quota_violation if retry is None else retry
+        deadline = time.monotonic() + self.api_timeout_s
+        pending = {str(i["topic"]): i for i in items}
+        results: dict[str, dict[str, Any]] = {}
+        while pending:
+            topics: list[Any] = [pending[t] for t in pending]
+            if api == ApiKey.DELETE_TOPICS:
+                topics = [str(i["topic"]) for i in topics]
+            resp = self.to_controller(api, {"topics": topics, **(extra or {})}, deadline)
+            throttled: dict[str, dict[str, Any]] = {}
+            for r in resp["topics"]:
+                t = str(r["topic"])
+                results[t] = r
+                if int(r.get("error", 0)) == ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                    throttled[t] = pending[t]
+            pending = {}
+            if throttled and retry:
+                wait = max(int(results[t].get("throttle_time_ms", 0)) for t in throttled) / 1000
+                if time.monotonic() + wait < deadline:
+                    time.sleep(wait)
+                    pending = throttled
+        return results
+
+    @staticmethod
+    def _raise_first(results: dict[str, dict[str, Any]]) -> None:
+        throttled = [t for t, r in results.items()
+                     if int(r.get("error", 0)) == ErrorCode.THROTTLING_QUOTA_EXCEEDED]
+        if throttled:
+            raise ThrottlingQuotaExceeded(
+                throttled, max(int(results[t].get("throttle_time_ms", 0)) for t in throttled))
+        for t, r in results.items():
+            code = int(r.get("error", 0))
+            if code != ErrorCode.NONE:
+                raise RpcError(code, f"{error_name(code)}: {r.get('message', t)}")
+
+    def create_topics(self, specs: list[dict[str, Any]], validate_only: bool = False,
+                      retry_on_quota_violation: bool | None = None) -> dict[str, dict[str, Any]]:
+        """Create many topics in one request; every topic's result (``error`` 0 or a code)."""
+        items = []
+        for spec in specs:
+            item = dict(spec)
+            if item.get("assignment"):
+                item["assignment"] = {str(p): r for p, r in item["assignment"].items()}
+            items.append(item)
+        return self._topics_request(ApiKey.CREATE_TOPICS, items,
+                                    {"validate_only": validate_only}, retry_on_quota_violation)
 
     def create_topic(self, topic: str, partitions: int = 1, replication_factor: int = 1,
                      assignment: dict[int, list[int]] | None = None,
-                     wait: float = 15.0) -> dict[str, Any]:
-        body: dict[str, Any] = {"topic": topic, "partitions": partitions,
+                     wait: float = 15.0, validate_only: bool = False) -> dict[str, Any]:
+        spec: dict[str, Any] = {"topic": topic, "partitions": partitions,
                                 "replication_factor": replication_factor}
         if assignment:
-            body["assignment"] = {str(p): r for p, r in assignment.items()}
-        resp = self.any_broker(ApiKey.CREATE_TOPICS, body)
-        if wait:
+            spec["assignment"] = assignment
+        results = self.create_topics([spec], validate_only)
+        self._raise_first(results)
+        if wait and not validate_only:
             n = len(assignment) if assignment else partitions
             self.wait_for(lambda: self._leaders_known(topic, n), wait, f"topic {topic} leaders")
-        return resp
+        return results[topic]
 
     def _leaders_known(self, topic: str, n: int) -> bool:
         parts = self.topics.get(topic, {})
         return len(parts) >= n and all(i.leader >= 0 for i in parts.values())
 
+    def delete_topics(self, topics: list[str],
+                      retry_on_quota_violation: bool | None = None) -> dict[str, dict[str, Any]]:
+        return self._topics_request(ApiKey.DELETE_TOPICS, [{"topic": t} for t in topics],
+                                    None, retry_on_quota_violation)
+
     def delete_topic(self, topic: str, wait: float = 15.0) -> None:
-        self.any_broker(ApiKey.DELETE_TOPICS, {"topic": topic})
+        self._raise_first(self.delete_topics([topic]))
         if wait:
             self.wait_for(lambda: topic not in self.topics, wait, f"deletion of {topic}")
 
-    def add_partitions(self, topic: str, count: int, wait: float = 15.0) -> dict[str, Any]:
-        resp = self.any_broker(ApiKey.CREATE_PARTITIONS, {"topic": topic, "count": count})
-        if wait:
+    def add_partitions(self, topic: str, count: int, wait: float = 15.0,
+                       validate_only: bool = False) -> dict[str, Any]:
+        results = self._topics_request(ApiKey.CREATE_PARTITIONS,
+                                       [{"topic": topic, "count": count}],
+                                       {"validate_only": validate_only})
+        self._raise_first(results)
+        if wait and not validate_only:
             self.wait_for(lambda: self._leaders_known(topic, count), wait,
                           f"{count} partitions of {topic}")
-        return resp
+        return results[topic]
 
     def remove_partitions(self, topic: str, partitions: list[int], wait: float = 15.0) -> None:
-        self.any_broker(ApiKey.REMOVE_PARTITIONS, {"topic": topic, "partitions": partitions})
+        deadline = time.monotonic() + self.api_timeout_s
+        while True:
+            try:
+                self.to_controller(ApiKey.REMOVE_PARTITIONS,
+                                   {"topic": topic, "partitions": partitions}, deadline)
+                break
+            except RpcError as exc:
+                if exc.code != ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                    raise
+                throttle = int(exc.body.get("throttle_time_ms", 0))
+                if not self.retry_on_quota_violation or \
+                        time.monotonic() + throttle / 1000 >= deadline:
+                    raise ThrottlingQuotaExceeded([topic], throttle) from None
+                time.sleep(throttle / 1000)
         if wait:
             self.wait_for(lambda: not set(partitions) & set(self.topics.get(topic, {})), wait,
                           f"removal of {topic} partitions {partitions}")
 
+    # -- quotas (seed 001) -----------------------------------------------------------------------
+    def alter_quota(self, user: str | None, client_id: str | None,
+                    rate: float | None) -> None:
+        """Set (``rate`` None: remove) the controller_mutation_rate of one entity; ``user``
+        or ``client_id`` may be ``"<default>"``."""
+        self.to_controller(ApiKey.ALTER_CLIENT_QUOTAS,
+                           {"entries": [{"user": user, "client_id": client_id, "rate": rate}]})
+
+    def describe_quotas(self) -> dict[str, Any]:
+        """Stored quotas and, from the controller, each principal's rate/tokens/throttle-time."""
+        return self.to_controller(ApiKey.DESCRIBE_CLIENT_QUOTAS, {})
+
     def reassign(self, topic: str, partition: int, replicas: list[int],
                  wait: float = 30.0) -> None:
-        self.any_broker(ApiKey.REASSIGN_PARTITIONS,
-                        {"topic": topic, "partition": partition, "replicas": replicas})
+        self.to_controller(ApiKey.REASSIGN_PARTITIONS,
+                           {"topic": topic, "partition": partition, "replicas": replicas})
         if wait:
             def done() -> bool:
                 info = self.topics.get(topic, {}).get(partition)
@@ -282,7 +429,7 @@ class Admin(Client):
             self.wait_for(done, wait, f"reassignment of {topic}-{partition} to {replicas}")
 
     def elect_preferred(self, topic: str, partition: int) -> None:
-        self.any_broker(ApiKey.ELECT_PREFERRED, {"topic": topic, "partition": partition})
+        self.to_controller(ApiKey.ELECT_PREFERRED, {"topic": topic, "partition": partition})
 
     def describe(self, topic: str | None = None) -> dict[str, dict[int, PartitionInfo]]:
         self.refresh()

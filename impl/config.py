@@ -30,6 +30,13 @@ class BrokerConfig:
     # seed 003: control requests carry the max broker epoch and one UpdateMetadata payload is
     # shared by all brokers; false = the KIP-380 format (per-broker epoch, one copy per broker)
     cache_update_metadata: bool = True
+    # seed 001 (KIP-599): the controller-mutation token bucket's burst is quota x samples x
+    # window (Kafka's controller.quota.window.num / controller.quota.window.size.seconds)
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_s: float = 1.0
+    # test hook (seed 004): wait this long between discovering the controller and forwarding
+    # an old-version admin request to it, so a test can run an election in between
+    forward_delay_ms: int = 0
     segment_bytes: int = 1 << 20
     max_frame: int = 8 * 1024 * 1024
 

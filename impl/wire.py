@@ -110,9 +110,10 @@ class ProtocolError(Exception):
 class RpcError(Exception):
     """A response carried a non-zero error code."""
 
-    def __init__(self, code: int, message: str = "") -> None:
+    def __init__(self, code: int, message: str = "", body: dict[str, Any] | None = None) -> None:
         super().__init__(message or error_name(code))
         self.code = code
+        self.body = body or {}  # the error response's body (throttle_time_ms, controller_id)
 
 
 # -- the typed value encoding ---------------------------------------------------------------
