@@ -22,6 +22,7 @@ default) before all of these; ``bench/bench_cluster.py`` measures that path on r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"controller failover: 3 brokers, replication 3, {args.topics} topics; "
           f"sizes {', '.join(map(str, sizes))} partitions", flush=True)
     print(f"  {REAL_VS_SIMULATED}", flush=True)
+    print(f"  load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     rows: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
     with tempfile.TemporaryDirectory(prefix="epochal-bench-ctl-") as d, \
             EmbeddedZooKeeper(data_dir=Path(d) / "zookeeper") as zk:

@@ -21,6 +21,7 @@ Each variant runs in its own chroot of one ZooKeeper server, after a small warm-
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"failover at scale: {args.partitions} partitions in {args.topics} topics, "
           f"all led by broker 1 (replicas 3), broker 1 dies", flush=True)
     print(f"  {REAL_VS_SIMULATED}", flush=True)
+    print(f"  load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     rows: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="epochal-bench-failover-") as d, \
             EmbeddedZooKeeper(data_dir=Path(d) / "zookeeper") as zk:

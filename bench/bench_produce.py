@@ -26,6 +26,7 @@ followers' fetches, so its end-to-end latency can exceed acks=all's.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     print("produce throughput and end-to-end latency: 3 real brokers on an embedded ZooKeeper, "
           "1 partition, replication 3, one request in flight; all real (no simulation)",
           flush=True)
+    print(f"  load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     workloads = (("single", args.records, 1), ("batch", args.batches, args.batch_size))
     results: dict[tuple[str, int], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="epochal-bench-produce-") as d:
