@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = [
     "model.prove_cli",  # epochal prove
     "impl.demo",  # epochal demo
     "impl.recordings",  # epochal record-traces
+    "impl.chaos",  # epochal chaos
     "conformance.cli",
     "impl.commands",  # epochal cluster|topics|produce|consume|broker
 ]
