@@ -124,8 +124,8 @@ def test_controller_sends_every_broker_the_same_max_broker_epoch(make_cluster: A
 
 
 def test_a_newer_controller_epoch_tells_a_broker_a_new_controller_exists(make_cluster: Any) -> None:
-    """Seed 002: a control request from a newer epoch updates the broker's idea of who the
-    controller is; afterwards the older epoch's requests are refused."""
+    """Seed 002: a control request from a newer epoch tells the broker a new controller
+    exists; afterwards the older epoch's requests are refused."""
     c = make_cluster(2)
     zk = c.zk_client()
     ctrl, epoch = controller(zk)
@@ -134,7 +134,48 @@ def test_a_newer_controller_epoch_tells_a_broker_a_new_controller_exists(make_cl
     assert err == ErrorCode.NONE
     err, meta = send(c, target, ApiKey.METADATA, {})
     assert err == ErrorCode.NONE
-    assert (meta["controller_id"], meta["controller_epoch"]) == (7, epoch + 3)
+    # it now knows a newer controller epoch exists (the id itself it takes from /controller)
+    assert meta["controller_epoch"] == epoch + 3
     err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch))
     assert err == ErrorCode.STALE_CONTROLLER_EPOCH
+    zk.stop()
+
+
+def test_controller_fences_a_controlled_shutdown_request_from_an_older_incarnation(
+        make_cluster: Any) -> None:
+    """KIP-380: the controller keeps each broker's epoch and refuses a ControlledShutdown
+    that names an epoch other than the broker's current registration -- a delayed request
+    of a previous incarnation must not take leadership away from the restarted broker."""
+    c = make_cluster(3)
+    zk = c.zk_client()
+    ctrl, _ = controller(zk)
+    victim = next(b for b in sorted(c.configs) if b != ctrl)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("csd", assignment={0: [victim, *[b for b in c.configs if b != victim]]})
+    old = broker_epochs(zk)[victim]
+    c.kill(victim)
+    c.restart(victim)
+    wait_until(lambda: broker_epochs(zk).get(victim, 0) > old, 30, "the broker to register again")
+    c.wait_ready()
+
+    def leader() -> int:
+        data, _ = zk.get(zkl.leader_and_isr_path("csd", 0))
+        return zkl.LeaderAndIsr.from_json(data).leader
+
+    def in_isr() -> bool:
+        data, _ = zk.get(zkl.leader_and_isr_path("csd", 0))
+        return victim in zkl.LeaderAndIsr.from_json(data).isr
+
+    wait_until(in_isr, 30, "the restarted broker to rejoin the ISR")
+    with Admin(c.bootstrap) as admin:
+        admin.elect_preferred("csd", 0)
+    wait_until(lambda: leader() == victim, 20, "the restarted broker to lead again")
+
+    err, _ = send(c, ctrl, ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": victim, "broker_epoch": old})
+    assert err == ErrorCode.STALE_BROKER_EPOCH
+    assert leader() == victim  # the stale request moved nothing
+    err, resp = send(c, ctrl, ApiKey.CONTROLLED_SHUTDOWN,
+                     {"broker_id": victim, "broker_epoch": broker_epochs(zk)[victim]})
+    assert err == ErrorCode.NONE and resp["remaining_leaderships"] == []
+    assert leader() != victim  # the current incarnation's request is honoured
     zk.stop()

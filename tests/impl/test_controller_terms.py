@@ -91,6 +91,9 @@ def test_a_former_controller_backs_off_and_its_watches_remove_themselves(control
     wait_until(lambda: not first.active, 10, "the former controller to back off")
 
     # the next change on a watched path finds the former controller's watches retired
+    posted: list[str] = []
+    post = first._post
+    first._post = lambda name, arg=None: (posted.append(name), post(name, arg))[1]  # type: ignore[method-assign]
     first.zk.create(f"{zkl.BROKER_IDS}/9", b'{"host": "127.0.0.1", "port": 1}', ephemeral=True)
     first.zk.create(f"{zkl.TOPICS}/t", b'{"partitions": {}}')
     for path in (zkl.DELETE_TOPICS, zkl.PARTITIONS_ADD, zkl.PARTITIONS_REMOVE, zkl.REASSIGN,
@@ -98,7 +101,9 @@ def test_a_former_controller_backs_off_and_its_watches_remove_themselves(control
         first.zk.create(f"{path}/x", b"")
     wait_until(lambda: first.watches == 0, 10, "the former controller's watches to go")
     assert second.watches == len(Controller.CONTROLLER_WATCHES)
-    assert first.events.empty()  # it queued nothing for the changes
+    time.sleep(0.3)
+    watched = {event for _, event in Controller.CONTROLLER_WATCHES}
+    assert not watched & set(posted)  # it queued nothing for the changes
 
 
 def test_update_metadata_is_encoded_once_and_the_same_bytes_go_to_every_broker(
@@ -137,3 +142,38 @@ def test_every_control_request_carries_the_max_live_broker_epoch(controllers: An
     sent = [ch.sent[0][1] for ch in c.channels.values() if ch.sent]  # type: ignore[attr-defined]
     assert [s["max_broker_epoch"] for s in sent] == [90, 90]
     assert c.max_broker_epoch() == 90
+
+
+def test_the_controller_detects_a_bounced_broker_by_its_new_epoch(
+        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker that restarts between two reads of ``/brokers/ids`` keeps its id but gets a
+    new czxid: the controller treats it as a new broker (a fresh channel, every partition
+    it replicates sent again), not as the same one."""
+    monkeypatch.setattr("impl.controller.ControllerChannel",
+                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
+    c = controllers(1)
+    zk = c.zk
+    for b in (5, 6):
+        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
+    c.start()
+    c._post("elect")
+    wait_until(lambda: c.active and set(c.live) == {5, 6}, 10, "controller with brokers 5, 6")
+    zk.create(zkl.topic_path("t"), zkl.encode({"partitions": {"0": [5, 6]}}))
+    wait_until(lambda: zk.exists(zkl.leader_and_isr_path("t", 0)), 10, "leader of t-0")
+    first = c.channels[6]
+    e_old = c.live[6][2]
+
+    # the bounce: one transaction deletes and re-creates the registration, so the
+    # controller never sees broker 6 missing -- only its epoch changes
+    txn = zk.transaction()
+    txn.delete(zkl.broker_path(6))
+    txn.create(zkl.broker_path(6), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
+    zkl.commit_checked(txn)
+    wait_until(lambda: c.live.get(6, ("", 0, e_old))[2] != e_old, 10, "the new epoch")
+    wait_until(lambda: any(api == ApiKey.LEADER_AND_ISR for api, _ in c.channels[6].sent), 10,
+               "LeaderAndISR to the new incarnation")
+    fresh = c.channels[6]
+    assert fresh is not first and fresh.epoch == zk.exists(zkl.broker_path(6)).czxid > e_old
+    body = next(b for api, b in fresh.sent if api == ApiKey.LEADER_AND_ISR)
+    assert [(e["topic"], e["partition"]) for e in body["partitions"]] == [("t", 0)]
+    assert body["max_broker_epoch"] == fresh.epoch
