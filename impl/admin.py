@@ -218,18 +218,23 @@ class AdminService:
                                  f"no controller accepted the forwarded request within "
                                  f"{FORWARD_TIMEOUT_S:g}s")
             if self.is_controller:  # we won an election while waiting: no hop at all
-                return await self._on_controller(api, fwd, user, client, strict=False)
+                resp = await self._on_controller(api, fwd, user, client, strict=False)
+                self.audit("handled", api=api.name, version=version, forward_id=forward_id,
+                           forwarded_by=None, user=user, client_id=client,
+                           throttle_time_ms=int(resp.get("throttle_time_ms", 0)),
+                           errors=_errors_of(resp))
+                return resp
             target = self.controller_id
             if target < 0 or target == self.id:  # no controller known (an election is on)
                 await self._await_controller_change(min(remaining, 0.5))
                 if self.controller_id == target:
                     await self._refresh_controller_id()
                 continue
-            if delay:  # test hook: an election may happen between discovery and sending
-                await asyncio.sleep(delay)
             attempt += 1
             self.audit("forward", api=api.name, version=version, forward_id=forward_id,
                        target=target, attempt=attempt, user=user, client_id=client)
+            if delay:  # test hook: an election may happen between discovery and sending
+                await asyncio.sleep(delay)
             resp = await self._send_to_controller(api, fwd, target, remaining, forward_id, attempt)
             if resp is not None:
                 return resp
@@ -351,6 +356,11 @@ class AdminService:
         txn_items(txn)
         results = txn.commit()
         if results and isinstance(results[0], BadVersionError | NoNodeError):
+            # /controller_epoch moved behind our back: we are a zombie controller.  Resign
+            # as the controller thread does when its own fenced write fails, so an election
+            # runs again (seed 002) instead of every admin request failing from now on.
+            if ctl.active:
+                ctl.events.put(("resign", "epoch_fenced"))
             raise NotController()
         return results
 

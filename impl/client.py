@@ -289,7 +289,7 @@ class Admin(Client):
                 if exc.code not in (ErrorCode.NOT_CONTROLLER, ErrorCode.BROKER_NOT_AVAILABLE):
                     raise
                 last = exc
-            except (OSError, ClusterUnavailable) as exc:
+            except OSError as exc:  # the controller went away: rediscover
                 last = exc
             if time.monotonic() > deadline:
                 raise last

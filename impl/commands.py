@@ -62,6 +62,18 @@ def _bootstrap(p: argparse.ArgumentParser) -> None:
                    help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})")
 
 
+def _principal_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", help="principal the controller mutation quota is charged to")
+    p.add_argument("--client-id", help="client id the quota is charged to")
+
+
+def _entity_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", help="user name")
+    p.add_argument("--user-default", action="store_true", help="the default user")
+    p.add_argument("--client-id", help="client id")
+    p.add_argument("--client-default", action="store_true", help="the default client id")
+
+
 def register(sub: Any) -> None:
     # -- cluster --------------------------------------------------------------------------
     cluster = sub.add_parser("cluster", help="run a local cluster (ZooKeeper + brokers)")
@@ -87,14 +99,18 @@ def register(sub: Any) -> None:
     topics = sub.add_parser("topics", help="create, delete, describe, grow, reassign topics")
     tsub = topics.add_subparsers(dest="action", metavar="ACTION", parser_class=type(topics))
     tsub.required = True
-    p = tsub.add_parser("create", help="create a topic")
+    p = tsub.add_parser("create", help="create a topic (no automatic retry when throttled)")
     p.add_argument("topic")
     p.add_argument("--partitions", type=int, default=1)
     p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument("--validate-only", action="store_true",
+                   help="check the request without creating anything (not charged to the quota)")
+    _principal_args(p)
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_create))
     p = tsub.add_parser("delete", help="delete a topic")
     p.add_argument("topic")
+    _principal_args(p)
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_delete))
     p = tsub.add_parser("describe", help="leader, leader epoch, ISR and replicas per partition")
@@ -104,6 +120,7 @@ def register(sub: Any) -> None:
     p = tsub.add_parser("add-partitions", help="grow a topic to COUNT partitions")
     p.add_argument("topic")
     p.add_argument("--count", type=int, required=True, help="new total number of partitions")
+    _principal_args(p)
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_add_partitions))
     p = tsub.add_parser("remove-partitions", help="remove partitions from a topic (seed 000 H)")
@@ -123,6 +140,25 @@ def register(sub: Any) -> None:
     p.add_argument("--partition", type=int, required=True)
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_elect_preferred))
+
+    # -- quotas (seed 001) -----------------------------------------------------------------------
+    quotas = sub.add_parser("quotas", help="controller mutation quotas per user / client id")
+    qsub = quotas.add_subparsers(dest="action", metavar="ACTION", parser_class=type(quotas))
+    qsub.required = True
+    p = qsub.add_parser("alter", help="set or remove a controller_mutation_rate")
+    _entity_args(p)
+    p.add_argument("--default", action="store_true",
+                   help="the default for every user (same as --user-default)")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--controller-mutation-rate", type=float, metavar="R",
+                       help="partition mutations per second (burst: R x 11 samples x 1 s)")
+    group.add_argument("--delete", action="store_true", help="remove the quota")
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_quotas_alter))
+    p = qsub.add_parser("describe", help="stored quotas, and the controller's metrics")
+    _entity_args(p)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_quotas_describe))
 
     # -- produce / consume ------------------------------------------------------------------
     p = sub.add_parser("produce", help="send one record per line of stdin")
@@ -238,21 +274,104 @@ def _adopt_restarted(cluster: Any) -> None:
                 os.kill(pid, signal.SIGTERM)
 
 
-def cmd_topics_create(args: argparse.Namespace) -> int:
+def _admin(args: argparse.Namespace) -> Any:
+    """An admin client that does not retry throttled requests: the command says how long
+    to wait instead (seed 001), and exits non-zero."""
     from impl.client import Admin
 
-    with Admin(args.bootstrap) as admin:
-        admin.create_topic(args.topic, args.partitions, args.replication_factor)
+    return Admin(args.bootstrap, user=getattr(args, "user", None),
+                 client_id=getattr(args, "client_id", None), api_timeout_s=30.0,
+                 retry_on_quota_violation=False)
+
+
+def _throttled(exc: Any, what: str) -> UsageError:
+    return UsageError(f"{what} refused by the controller mutation quota; "
+                      f"retry in {exc.throttle_time_ms / 1000:.1f}s")
+
+
+def cmd_topics_create(args: argparse.Namespace) -> int:
+    from impl.client import ThrottlingQuotaExceeded
+
+    with _admin(args) as admin:
+        try:
+            admin.create_topic(args.topic, args.partitions, args.replication_factor,
+                               validate_only=args.validate_only)
+        except ThrottlingQuotaExceeded as exc:
+            raise _throttled(exc, f"topic {args.topic} not created:") from None
+        if args.validate_only:
+            print(f"topic {args.topic}: valid ({args.partitions} partitions, "
+                  f"replication factor {args.replication_factor}); nothing created")
+            return 0
         _print_topics(admin.describe(args.topic))
     return 0
 
 
 def cmd_topics_delete(args: argparse.Namespace) -> int:
-    from impl.client import Admin
+    from impl.client import ThrottlingQuotaExceeded
 
-    with Admin(args.bootstrap) as admin:
-        admin.delete_topic(args.topic)
+    with _admin(args) as admin:
+        try:
+            admin.delete_topic(args.topic)
+        except ThrottlingQuotaExceeded as exc:
+            raise _throttled(exc, f"topic {args.topic} not deleted:") from None
     print(f"deleted topic {args.topic}")
+    return 0
+
+
+def _entity(args: argparse.Namespace, need: bool) -> tuple[str | None, str | None]:
+    from impl.quota import DEFAULT, validate_entity_name
+
+    if args.user and args.user_default:
+        raise UsageError("give --user or --user-default, not both")
+    if args.client_id and args.client_default:
+        raise UsageError("give --client-id or --client-default, not both")
+    user = DEFAULT if args.user_default or getattr(args, "default", False) else args.user
+    client = DEFAULT if args.client_default else args.client_id
+    if need and user is None and client is None:
+        raise UsageError("name the quota's entity: --user U, --client-id C (or both), "
+                         "--user-default, --client-default or --default")
+    validate_entity_name(user, "user")
+    validate_entity_name(client, "client id")
+    return user, client
+
+
+def _entity_text(user: str | None, client: str | None) -> str:
+    from impl.quota import tag_name
+
+    return tag_name((user, client))
+
+
+def cmd_quotas_alter(args: argparse.Namespace) -> int:
+    if args.default and args.user:
+        raise UsageError("give --user or --default, not both")
+    user, client = _entity(args, need=True)
+    rate = None if args.delete else args.controller_mutation_rate
+    if rate is not None and not rate > 0:
+        raise UsageError(f"--controller-mutation-rate must be positive, got {rate:g}")
+    with _admin(args) as admin:
+        admin.alter_quota(user, client, rate)
+    what = "removed" if rate is None else f"set to {rate:g} mutations/s"
+    print(f"controller_mutation_rate for {_entity_text(user, client)}: {what}")
+    return 0
+
+
+def cmd_quotas_describe(args: argparse.Namespace) -> int:
+    user, client = _entity(args, need=False)
+    with _admin(args) as admin:
+        resp = admin.describe_quotas()
+    shown = 0
+    for q in resp["quotas"]:
+        if (user is not None and q["user"] != user) or \
+                (client is not None and q["client_id"] != client):
+            continue
+        shown += 1
+        print(f"{_entity_text(q['user'], q['client_id'])}  "
+              f"controller_mutation_rate={q['controller_mutation_rate']:g}")
+    if not shown:
+        print("(no quotas)")
+    for name, m in sorted(resp.get("metrics", {}).items()):
+        print(f"metrics {name}  rate={m['rate']:.2f}/s  tokens={m['tokens']:.1f}  "
+              f"throttle-time={m['throttle-time']:.0f}ms")
     return 0
 
 
@@ -275,10 +394,13 @@ def cmd_topics_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_topics_add_partitions(args: argparse.Namespace) -> int:
-    from impl.client import Admin
+    from impl.client import ThrottlingQuotaExceeded
 
-    with Admin(args.bootstrap) as admin:
-        admin.add_partitions(args.topic, args.count)
+    with _admin(args) as admin:
+        try:
+            admin.add_partitions(args.topic, args.count)
+        except ThrottlingQuotaExceeded as exc:
+            raise _throttled(exc, f"partitions of {args.topic} not added:") from None
         _print_topics(admin.describe(args.topic))
     return 0
 
