@@ -148,6 +148,9 @@ class Controller:
         self.reassigning: dict[Key, dict[str, Any]] = {}
         self.shutting_down: set[int] = set()
         self.last_update_metadata: EncodedBody | None = None  # the cached payload (seed 003)
+        # the controller's context: each partition's leaderAndISR and zk_version as last read
+        # or written by this controller (see _known_states)
+        self.states: dict[Key, tuple[zkl.LeaderAndIsr, int]] = {}
         self.generation = 0  # one per term as controller; watches of older terms remove themselves
         self.watches = 0  # controller-path watches currently registered
         self._thread: threading.Thread | None = None
@@ -332,6 +335,7 @@ class Controller:
         self.channels.clear()
         self.reassigning.clear()
         self.live.clear()
+        self.states.clear()  # the next term starts from ZooKeeper, not from this one's memory
         if was and self.epoch >= 0:
             self.recorder.emit("controller_resign",
                                params={"controller_epoch": self.epoch, "reason": str(reason)})
@@ -380,6 +384,8 @@ class Controller:
                 out[topic] = {int(p): [int(b) for b in reps]
                               for p, reps in zkl.decode(data)["partitions"].items()}
         self.assignments = out
+        for key in [k for k in self.states if k[1] not in out.get(k[0], {})]:
+            del self.states[key]  # deleted topics and removed partitions leave the context
 
     def _all_keys(self) -> list[Key]:
         return [(t, p) for t, parts in self.assignments.items() for p in parts]
@@ -392,6 +398,7 @@ class Controller:
         return ar
 
     def _read_states(self, keys: Iterable[Key]) -> dict[Key, tuple[zkl.LeaderAndIsr, int] | None]:
+        """Read partition states from ZooKeeper (pipelined), refreshing the context."""
         keys = list(keys)
         asyncs = [self.zk.get_async(zkl.leader_and_isr_path(t, p)) for t, p in keys]
         out: dict[Key, tuple[zkl.LeaderAndIsr, int] | None] = {}
@@ -399,9 +406,25 @@ class Controller:
             try:
                 data, stat = a.get(timeout=10)
                 out[key] = (zkl.LeaderAndIsr.from_json(data), stat.version)
+                self.states[key] = out[key]  # type: ignore[assignment]
             except NoNodeError:
                 out[key] = None
+                self.states.pop(key, None)
         return out
+
+    def _known_states(self, keys: Iterable[Key]) -> dict[Key, tuple[zkl.LeaderAndIsr, int] | None]:
+        """Partition states from the controller's context, reading only the ones it lacks.
+
+        Kafka's controller decides from memory too.  It is the only writer of leaders, so a
+        cached leader is exact for its term; an ISR a leader has changed since may be stale,
+        but every write the controller makes is conditional on the cached zk_version, so a
+        stale entry costs one failed write and a re-read (seed 000 A 3.3), never a wrong
+        state in ZooKeeper.  Failover reads everything, ISR-change notices re-read."""
+        keys = list(keys)
+        missing = [k for k in keys if k not in self.states]
+        if missing:
+            self._read_states(missing)
+        return {k: self.states.get(k) for k in keys}
 
     # -- writing ZooKeeper: always fenced by the controller epoch ------------------------
     def _txn(self) -> Any:
@@ -426,10 +449,11 @@ class Controller:
         pending = list(keys)
         done: list[Key] = []
         states: dict[Key, Any] = {}
-        for _attempt in range(20):
+        for attempt in range(20):
             if not pending:
                 break
-            current = self._read_states(pending)
+            # first from the context; partitions whose write conflicted, from ZooKeeper
+            current = self._known_states(pending) if attempt == 0 else self._read_states(pending)
             plans = []
             for key in pending:
                 cur = current.get(key)
@@ -487,6 +511,7 @@ class Controller:
                     raise zkl.TransactionFailed([r for r in results if isinstance(r, BaseException)])
                 for ((t, p), new, _v, unclean), stat in zip(chunk, results[1:], strict=True):
                     written.append(((t, p), new, stat.version))
+                    self.states[(t, p)] = (new, stat.version)
                     self._emit_elect(t, p, new, stat.version, stat.mzxid, reason, unclean)
                 break
         return written, conflicted
@@ -555,7 +580,7 @@ class Controller:
 
     def _send_update_metadata(self, states: dict[Key, Any] | None = None) -> None:
         if states is None:
-            states = self._read_states(self._all_keys())
+            states = self._known_states(self._all_keys())
         topics: dict[str, dict[str, Any]] = {}
         for (t, p), cur in sorted(states.items()):
             st = cur[0] if cur else None
@@ -600,7 +625,7 @@ class Controller:
 
         changed = self._elect_partitions(self._all_keys(), decide, "broker_change")
         if born:  # new or bounced brokers learn every partition they replicate
-            states = self._read_states(self._all_keys())
+            states = self._known_states(self._all_keys())
             for b in born:
                 keys = [k for k in states if b in self._replicas(k) and k not in changed]
                 self._send_leader_and_isr(b, keys, states)
@@ -652,7 +677,7 @@ class Controller:
             stat = self.zk.exists(zkl.leader_and_isr_path(t, p))
             if stat is None:
                 continue
-            states[(t, p)] = (new, stat.version)
+            states[(t, p)] = self.states[(t, p)] = (new, stat.version)
             self._emit_elect(t, p, new, stat.version, stat.czxid, reason)
         targets: dict[int, list[Key]] = {}
         for k in states:
@@ -862,6 +887,7 @@ class Controller:
             stat = results[1]
             self._emit_elect(t, p, new, stat.version, stat.mzxid, "reassign")
             states = {key: (new, stat.version)}
+            self.states[key] = (new, stat.version)
             for b in rar:  # 3.2.3
                 self._send_leader_and_isr(b, [key], states)
             gone = [b for b in old_replicas if b not in rar]
@@ -923,7 +949,8 @@ class Controller:
             for child in children[i:i + 500]:
                 txn.delete(f"{zkl.ISR_CHANGE}/{child}")
             txn.commit()  # a node already gone fails the batch harmlessly; the rest next time
-        self._send_update_metadata()
+        # the leaders wrote new ISRs behind the context's back: read them all again
+        self._send_update_metadata(self._read_states(self._all_keys()))
 
     def _on_controlled_shutdown(self, arg: tuple[int, int, Future[dict[str, Any]]]) -> None:
         """Move leadership off a broker that is shutting down and take it out of every ISR."""
@@ -943,7 +970,7 @@ class Controller:
             return d if d.leader >= 0 else None
 
         self._elect_partitions(self._all_keys(), decide, "controlled_shutdown")
-        states = self._read_states(self._all_keys())
+        states = self._known_states(self._all_keys())
         remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
         self._send_update_metadata(states)
         if not fut.done():

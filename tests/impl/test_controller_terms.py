@@ -177,3 +177,38 @@ def test_the_controller_detects_a_bounced_broker_by_its_new_epoch(
     body = next(b for api, b in fresh.sent if api == ApiKey.LEADER_AND_ISR)
     assert [(e["topic"], e["partition"]) for e in body["partitions"]] == [("t", 0)]
     assert body["max_broker_epoch"] == fresh.epoch
+
+
+def test_a_decision_from_a_stale_context_is_refused_by_zookeeper_and_redone_from_a_fresh_read(
+        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller decides from its in-memory context, but writes conditionally on the
+    zk_version it cached.  Here the leader shrank the ISR to itself behind the controller's
+    back (no ISR-change notice yet) and then died: the context still says ISR {5, 6, 7}, so
+    the first decision is broker 6 -- an unclean choice in truth.  ZooKeeper refuses that
+    write (the version moved); the controller re-reads and, with no live ISR member and
+    unclean election off, writes leader -1."""
+    monkeypatch.setattr("impl.controller.ControllerChannel",
+                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
+    c = controllers(1)
+    zk = c.zk
+    for b in (5, 6, 7):
+        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
+    c.start()
+    c._post("elect")
+    wait_until(lambda: c.active and set(c.live) == {5, 6, 7}, 10, "controller with brokers 5-7")
+    zk.create(zkl.topic_path("t"), zkl.encode({"partitions": {"0": [5, 6, 7]}}))
+    wait_until(lambda: ("t", 0) in c.states, 10, "leader of t-0 in the context")
+    cached, version = c.states[("t", 0)]
+    assert (cached.leader, cached.isr) == (5, (5, 6, 7))
+
+    shrunk = zkl.LeaderAndIsr(5, cached.leader_epoch, (5,), cached.controller_epoch)
+    zk.set(zkl.leader_and_isr_path("t", 0), shrunk.to_json(), version=version)
+    zk.delete(zkl.broker_path(5))
+
+    def state() -> zkl.LeaderAndIsr:
+        data, _ = zk.get(zkl.leader_and_isr_path("t", 0))
+        return zkl.LeaderAndIsr.from_json(data)
+
+    wait_until(lambda: state().leader_epoch > cached.leader_epoch, 10, "a new leader epoch")
+    assert (state().leader, state().isr) == (-1, (5,))
+    assert c.states[("t", 0)][0] == state()
