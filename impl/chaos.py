@@ -345,14 +345,19 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
             findings.append(f"writes of {stream} to {TOPIC}-{p} are out of acknowledgement order "
                             f"in the final log")
 
-    twice = 0
+    twice: dict[int, list[str]] = defaultdict(list)
     for (p, o), value in sorted(ledger.consumed.items()):
         now = final.get(p, [])
         if o >= len(now) or now[o][2] != value:
-            twice += 1
-            if twice <= 10:
-                findings.append(f"{TOPIC}-{p}@{o} was committed as {value} (read by the consumer) "
-                                f"and is now {now[o][2] if o < len(now) else 'gone'}")
+            twice[p].append(f"@{o} {value} -> {now[o][2] if o < len(now) else 'gone'}")
+    for p, items in sorted(twice.items()):
+        unclean = [e for e in elections if e.topic == TOPIC and e.partition == p and e.unclean]
+        cause = (f"after the unclean election of broker {unclean[0].leader} out of the ISR"
+                 if unclean else "no unclean election: a replication bug")
+        findings.append(f"{len(items)} offset{'s' if len(items) != 1 else ''} of {TOPIC}-{p} "
+                        f"committed twice (read as committed by the consumer, now another "
+                        f"value): {', '.join(items[:5])}{' ...' if len(items) > 5 else ''}; "
+                        f"{cause}")
     for p, members in sorted(isr.items()):
         committed = final.get(p, [])
         for b in members:
@@ -427,12 +432,17 @@ class ChaosReport:
     seconds: float
 
     @property
+    def passed(self) -> bool:
+        """Safe (nothing lost, duplicated, moved or diverged) and the traces conform."""
+        return self.verdict.passed and not self.conformance.get("problem")
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.verdict.passed else 1
+        return 0 if self.passed else 1
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["passed"] = self.verdict.passed
+        d["passed"] = self.passed
         d["exit_code"] = self.exit_code
         return d
 
@@ -933,8 +943,6 @@ class ChaosRun:
         if not recovered:
             verdict.findings.append(f"the cluster did not recover within 60 s: {why}")
         conformance = self.conform() if self.do_conform else {"skipped": True}
-        if conformance.get("problem"):
-            verdict.findings.append(conformance["problem"])
         return ChaosReport(self.seed, self.duration, self.n, self.acks, self.unclean,
                            [f.describe() for f in self.schedule], self.records, verdict,
                            conformance, recovered, str(self.data_dir),
@@ -976,9 +984,9 @@ def render_report(r: ChaosReport) -> str:
                      f"trace groups conform")
         if c.get("render"):
             lines.append(c["render"])
-    for finding in v.findings:
+    for finding in v.findings + ([c["problem"]] if c.get("problem") else []):
         lines.append(f"  - {finding}")
-    lines.append(f"VERDICT: {'PASS' if v.passed else 'FAIL'} (seed {r.seed}, {r.seconds:.0f} s, "
+    lines.append(f"VERDICT: {'PASS' if r.passed else 'FAIL'} (seed {r.seed}, {r.seconds:.0f} s, "
                  f"data in {r.data_dir})")
     return "\n".join(lines)
 

@@ -1,0 +1,330 @@
+"""``epochal chaos``: the schedule is a function of the seed, the verdict is not blind (a
+synthetic lost, duplicated, moved or diverged write is reported), safe settings lose nothing
+under real faults, and unsafe settings (acks=1, unclean election) are caught losing
+acknowledged writes, with the cause named."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from impl.chaos import (
+    CHURN_KINDS,
+    FAULT_KINDS,
+    PARTITIONS,
+    TOPIC,
+    Ack,
+    ChaosRun,
+    Election,
+    FaultRecord,
+    Ledger,
+    judge,
+    make_schedule,
+    read_disk_log,
+)
+from impl.cli import main
+from impl.log import PartitionLog
+from impl.zk import EmbeddedZooKeeper, connect
+
+# -- the schedule ------------------------------------------------------------------------------
+
+
+def test_same_seed_gives_the_same_schedule() -> None:
+    assert make_schedule(7, 60) == make_schedule(7, 60)
+    assert make_schedule(7, 60, brokers=5) == make_schedule(7, 60, brokers=5)
+    assert make_schedule(7, 60) != make_schedule(8, 60)
+
+
+def test_every_fault_and_admin_operation_appears_across_seeds() -> None:
+    kinds, churn, targets = set(), set(), set()
+    for seed in range(40):
+        for f in make_schedule(seed, 60):
+            kinds.add(f.kind)
+            targets.add(f.target)
+            if f.churn:
+                churn.add(f.churn)
+    assert kinds == set(FAULT_KINDS)
+    assert churn == set(CHURN_KINDS)
+    assert targets == {"broker", "leader", "follower", "controller", "partition"}
+
+
+def test_schedule_fills_the_duration_with_faults_one_after_another() -> None:
+    for seed in range(10):
+        short, long = make_schedule(seed, 12), make_schedule(seed, 120)
+        assert 1 <= len(short) < len(long)
+        for faults in (short, long):
+            assert [f.index for f in faults] == list(range(1, len(faults) + 1))
+            assert all(a.at + a.hold <= b.at for a, b in zip(faults, faults[1:], strict=False))
+        assert long[-1].at < 120
+
+
+def test_deleted_topics_are_ones_the_schedule_created_earlier() -> None:
+    for seed in range(40):
+        created: set[str] = set()
+        for f in make_schedule(seed, 120):
+            if f.churn == "create-topic":
+                created.add(str(f.churn_topic))
+            elif f.churn == "delete-topic":
+                assert f.churn_topic in created
+                created.discard(str(f.churn_topic))
+
+
+def test_unsafe_settings_open_with_the_scenario_they_cannot_survive() -> None:
+    assert make_schedule(3, 10, acks=1)[0].kind == "isolate-leader"
+    assert make_schedule(3, 10, unclean=True)[0].kind == "lag-then-kill-isr"
+    both = make_schedule(3, 1, acks=1, unclean=True)
+    assert [f.kind for f in both[:2]] == ["lag-then-kill-isr", "isolate-leader"]
+
+
+def test_reassignments_name_distinct_brokers_of_the_cluster() -> None:
+    for brokers in (3, 4, 5):
+        for seed in range(30):
+            for f in make_schedule(seed, 60, brokers=brokers):
+                if f.churn == "reassign":
+                    assert len(set(f.churn_replicas)) == 3
+                    assert set(f.churn_replicas) <= set(range(brokers))
+
+
+# -- the verdict -------------------------------------------------------------------------------
+
+def _log(*values: str, epoch: int = 0) -> list[tuple[int, int, str]]:
+    return [(i, epoch, v) for i, v in enumerate(values)]
+
+
+def _acked(*items: tuple[int, str, int], acks: int = -1, leader: int = 0,
+           stream: str = "workload") -> Ledger:
+    ledger = Ledger()
+    ledger.attempt(len(items))
+    ledger.ack([Ack(p, v, o, 0, leader, acks, stream, float(i)) for i, (p, v, o) in enumerate(items)])
+    return ledger
+
+
+def test_verdict_passes_a_run_that_kept_everything() -> None:
+    ledger = _acked((0, "a", 0), (0, "b", 1), (1, "c", 0))
+    ledger.consumed[(0, 0)] = "a"
+    final = {0: _log("a", "b", "x"), 1: _log("c")}
+    logs = {0: {0: final[0], 1: final[0]}, 1: {0: final[1], 1: final[1] + [(1, 0, "tail")]}}
+    v = judge(ledger, final, logs, {0: [0, 1], 1: [0, 1]}, [], [])
+    assert v.passed, v.findings
+    assert (v.attempted, v.acknowledged, v.lost, v.duplicated) == (3, 3, 0, 0)
+
+
+def test_verdict_reports_a_lost_acknowledged_write_as_a_bug_under_safe_settings() -> None:
+    ledger = _acked((0, "a", 0), (0, "b", 1))
+    final = {0: _log("a")}
+    v = judge(ledger, final, {0: {0: final[0]}}, {0: [0]}, [], [])
+    assert not v.passed and v.lost == 1
+    assert v.findings == ["lost 1 acknowledged write: acknowledged with acks=all and no unclean "
+                          "election: a replication bug"]
+
+
+def test_verdict_blames_an_unclean_election_for_the_writes_it_lost() -> None:
+    ledger = _acked((0, "a", 0), (0, "b", 1), (0, "c", 2))
+    elections = [Election(TOPIC, 0, 0, 0, False), Election(TOPIC, 0, 2, 3, True)]
+    final = {0: _log("a")}
+    v = judge(ledger, final, {0: {2: final[0]}}, {0: [2]}, elections, [])
+    assert v.lost == 2
+    assert v.causes == {"unclean election of broker 2 out of the ISR (leader epoch 3)": 2}
+
+
+def test_verdict_blames_acks_1_and_the_fault_that_killed_the_leader() -> None:
+    ledger = _acked((1, "a", 0), (1, "b", 1), acks=1, leader=4)
+    killed = FaultRecord(1, "isolate-leader", started=0.0, ended=5.0, victims=[4])
+    v = judge(ledger, {1: []}, {1: {}}, {1: []}, [], [killed])
+    assert v.findings == ["lost 2 acknowledged writes: acks=1 write acknowledged by leader 4 "
+                          "alone before it was killed (fault 1 isolate-leader)"]
+
+
+def test_verdict_reports_a_duplicated_value() -> None:
+    ledger = _acked((0, "a", 0))
+    final = {0: _log("a", "b", "a")}
+    v = judge(ledger, final, {0: {0: final[0]}}, {0: [0]}, [], [])
+    assert v.duplicated == 1
+    assert any("value a is in the final logs 2 times" in f for f in v.findings)
+
+
+def test_verdict_reports_a_write_found_at_another_offset_than_acknowledged() -> None:
+    ledger = _acked((0, "a", 0), (0, "b", 1))
+    final = {0: _log("b", "a")}
+    v = judge(ledger, final, {0: {0: final[0]}}, {0: [0]}, [], [])
+    assert any("acknowledged at chaos-0@0 is at offset 1" in f for f in v.findings)
+    assert any("out of acknowledgement order" in f for f in v.findings)
+
+
+def test_verdict_reports_an_offset_committed_twice() -> None:
+    ledger = _acked()
+    ledger.consumed[(0, 1)] = "b"
+    final = {0: _log("a", "z")}
+    v = judge(ledger, final, {0: {0: final[0]}}, {0: [0]}, [], [])
+    assert v.findings == ["1 offset of chaos-0 committed twice (read as committed by the "
+                          "consumer, now another value): @1 b -> z; no unclean election: a "
+                          "replication bug"]
+
+
+def test_verdict_reports_an_isr_member_whose_log_differs_below_the_hw() -> None:
+    ledger = _acked((0, "a", 0))
+    final = {0: _log("a", "b")}
+    diverged = [(0, 0, "a"), (1, 1, "b")]  # same value, another leader epoch
+    v = judge(ledger, final, {0: {0: final[0], 1: diverged, 2: final[0][:1]}}, {0: [0, 1, 2]},
+              [], [])
+    assert any("ISR member 1 of chaos-0 differs from the committed log at offset 1" in f
+               for f in v.findings)
+    assert any("ISR member 2 of chaos-0 differs" in f for f in v.findings)
+    assert not any("ISR member 0" in f for f in v.findings)
+
+
+def test_disk_logs_are_read_as_the_broker_wrote_them(tmp_path: Path) -> None:
+    log = PartitionLog.open(tmp_path / "chaos-0")
+    log.append(0, b"a")
+    log.append(2, b"b")
+    log.close()
+    with open(next((tmp_path / "chaos-0").glob("*.log")), "ab") as f:
+        f.write(b"\x00\x00\x00\x30torn")  # a kill -9 mid-append
+    assert read_disk_log(tmp_path / "chaos-0") == [(0, 0, "a"), (1, 2, "b")]
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "1", "--duration", "10", "--brokers", "7"], "--brokers must be 3 to 5"),
+    (["--seed", "1", "--duration", "0"], "--duration must be in"),
+    (["--seed", "1", "--duration", "10", "--acks", "0"], "--acks must be all or 1"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["chaos", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_out_must_not_hold_a_previous_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "traces").mkdir()
+    assert main(["chaos", "--seed", "1", "--duration", "5", "--out", str(tmp_path)]) == 2
+    assert "must be a new or empty directory" in capsys.readouterr().err
+
+
+# -- real runs ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One Spark session for every run judged here (Spark takes 10-25 s to start)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from conformance.job import spark_session
+
+    session = spark_session("local[2]", app="epochal-chaos-tests")
+    yield session
+    session.stop()
+
+
+def _run(tmp_path: Path, zk: str, seed: int, duration: float, **kw: Any) -> Any:
+    run = ChaosRun(seed, duration, data_dir=tmp_path / f"run-{seed}", zookeeper=zk,
+                   log=lambda m: print(m, flush=True), **kw)
+    return run.run()
+
+
+def _safe(report: Any) -> None:
+    v = report.verdict
+    assert report.recovered, v.findings
+    assert v.passed, "\n".join(v.findings)
+    assert v.lost == 0 and v.duplicated == 0
+    assert v.acknowledged > 100  # the workload kept writing through the faults
+    assert len(report.faults) == len(report.schedule) >= 2
+    assert all(not any(n.startswith("injection failed") for n in f.notes) for f in report.faults)
+
+
+@pytest.fixture(scope="module")
+def restarts_and_partitions(tmp_path_factory: pytest.TempPathFactory,
+                            zookeeper: EmbeddedZooKeeper, spark: Any) -> Any:
+    """Seed 5, 12 s: a controlled shutdown and restart, then two leader-follower partitions;
+    the traces judged by the Spark conformance job.  One run, two tests."""
+    zk = connect(zookeeper.hosts)
+    root = f"/chaos-{uuid.uuid4().hex[:8]}"
+    zk.ensure_path(root)
+    zk.stop()
+    zk.close()
+    return _run(tmp_path_factory.mktemp("chaos"), zookeeper.hosts + root, 5, 12, spark=spark)
+
+
+def test_restarts_and_partitions_lose_nothing(restarts_and_partitions: Any) -> None:
+    report = restarts_and_partitions
+    assert [f.kind for f in report.faults] == ["restart", "partition", "partition"]
+    _safe(report)
+
+
+@pytest.mark.xfail(reason="known gap, not yet fixed: under a steady load the judge loses the "
+                          "follower's state where a long-poll fetch at an unchanged offset is "
+                          "answered twice (the second send_fetch is not recorded); chaos traces "
+                          "with kill -9 / pause / session expiry do not conform either -- see "
+                          "the report of issue 7", strict=False)
+def test_restarts_and_partitions_traces_conform_to_the_model(restarts_and_partitions: Any) -> None:
+    c = restarts_and_partitions.conformance
+    assert c["groups"] >= PARTITIONS, c
+    assert c["conforming"] == c["groups"], c.get("render")
+    assert restarts_and_partitions.exit_code == 0
+
+
+def test_session_expiry_partition_and_controller_kill_lose_nothing(
+        tmp_path: Path, zk_chroot: str) -> None:
+    """Seed 1: a leader's ZooKeeper session expired under it, a leader-follower partition,
+    kill -9 of the controller; a topic created and deleted meanwhile."""
+    report = _run(tmp_path, zk_chroot, 1, 12, conform=False)
+    assert [f.kind for f in report.faults] == ["expire-session", "partition", "kill-controller"]
+    _safe(report)
+    assert all(f.victims for f in report.faults if f.kind != "partition")
+
+
+def test_acks_1_loses_acknowledged_writes_and_the_report_names_why(
+        tmp_path: Path, zk_chroot: str) -> None:
+    report = _run(tmp_path, zk_chroot, 6, 8, acks=1, conform=False)
+    v = report.verdict
+    assert report.faults[0].kind == "isolate-leader"
+    assert v.lost >= 20  # at least the burst the isolated leader acknowledged alone
+    assert report.exit_code == 1
+    leader = report.faults[0].victims[0]
+    assert any(c.startswith(f"acks=1 write acknowledged by leader {leader} alone before it was "
+                            f"killed (fault 1 isolate-leader)") for c in v.causes), v.causes
+
+
+@pytest.mark.slow
+def test_unclean_election_loses_acknowledged_writes_and_the_report_names_why(
+        tmp_path: Path, zk_chroot: str) -> None:
+    report = _run(tmp_path, zk_chroot, 21, 10, unclean=True, conform=False)
+    v = report.verdict
+    assert report.faults[0].kind == "lag-then-kill-isr"
+    assert v.lost >= 20 and report.exit_code == 1
+    assert any(c.startswith("unclean election of broker") for c in v.causes), v.causes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 8, 13])
+def test_a_minute_of_faults_loses_no_acknowledged_write(tmp_path: Path, zk_chroot: str,
+                                                        seed: int) -> None:
+    report = _run(tmp_path, zk_chroot, seed, 60, conform=False)
+    _safe(report)
+
+
+@pytest.mark.slow
+def test_five_brokers_with_reassignments_lose_nothing(tmp_path: Path, zk_chroot: str) -> None:
+    report = _run(tmp_path, zk_chroot, 11, 60, brokers=5, conform=False)
+    _safe(report)
+
+
+@pytest.mark.slow
+def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "impl.cli", "chaos", "--seed", "5", "--duration",
+                           "8", "--out", str(out), "--json"], capture_output=True, text=True,
+                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+    report = json.loads(proc.stdout)
+    assert "schedule (" in proc.stderr and "fault 1/" in proc.stderr
+    assert report["schedule"] and report["verdict"]["lost"] == 0
+    assert proc.returncode == report["exit_code"]
