@@ -145,6 +145,37 @@ def test_quota_alteration_from_an_old_client_is_forwarded_and_only_the_controlle
     zk.stop()
 
 
+def test_old_version_topic_requests_are_forwarded_in_the_new_format_and_errors_relayed(
+        make_cluster):
+    c = make_cluster(2)
+    zk = c.zk_client()
+    ctrl = controller_id(zk)
+    other = 1 - ctrl
+    error, resp = send(c, other, ApiKey.CREATE_TOPICS, {"topic": "old", "partitions": 1}, 0)
+    assert error == ErrorCode.NONE and resp["topic"] == "old"
+    # an old client that happens to reach the controller is served there, no hop
+    error, resp = send(c, ctrl, ApiKey.CREATE_TOPICS, {"topic": "old", "partitions": 1}, 0)
+    assert error == ErrorCode.TOPIC_ALREADY_EXISTS  # the old format: the request's own error
+    error, resp = send(c, other, ApiKey.CREATE_TOPICS, {"topic": "old", "partitions": 1}, 0)
+    assert error == ErrorCode.TOPIC_ALREADY_EXISTS and "exists" in resp["message"]
+    wait_until(lambda: zk.exists(zkl.leader_and_isr_path("old", 0)), 10, "old's leader")
+    error, resp = send(c, other, ApiKey.CREATE_PARTITIONS, {"topic": "old", "count": 3}, 0)
+    assert error == ErrorCode.NONE and sorted(resp["added"]) == ["1", "2"]
+    wait_until(lambda: zk.exists(zkl.leader_and_isr_path("old", 2)), 10, "the added partitions")
+    error, _ = send(c, other, ApiKey.DELETE_TOPICS, {"topic": "old"}, 0)
+    assert error == ErrorCode.NONE
+    wait_until(lambda: not zk.exists(zkl.topic_path("old")), 10, "the deletion")
+    error, _ = send(c, other, ApiKey.DELETE_TOPICS, {"topic": "old"}, 0)
+    assert error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    forwards = [e for e in audit(c) if e["event"] == "forward"]
+    assert [e["api"] for e in forwards] == ["CREATE_TOPICS", "CREATE_TOPICS", "CREATE_PARTITIONS",
+                                            "DELETE_TOPICS", "DELETE_TOPICS"]
+    assert {(e["broker"], e["target"], e["attempt"]) for e in forwards} == {(other, ctrl, 1)}
+    handled = [e for e in audit(c) if e["event"] == "handled"]
+    assert {e["broker"] for e in handled} == {ctrl} and len(handled) == 6
+    zk.stop()
+
+
 @pytest.mark.parametrize("election", ["resign", "kill"])
 def test_election_between_discovery_and_forwarding_applies_the_request_exactly_once(
         make_cluster, election):
@@ -178,6 +209,10 @@ def test_election_between_discovery_and_forwarding_applies_the_request_exactly_o
                        "a new controller")
     assert error == ErrorCode.NONE, resp
     assert zk.exists(zkl.topic_path("amid-election")) is not None
+    # every live broker's metadata names the new controller (cached from /controller)
+    live = [b for b in sorted(c.configs) if election == "resign" or b != old]
+    wait_until(lambda: all((c.metadata(b) or {}).get("controller_id") == new for b in live),
+               10, "metadata naming the new controller")
     events = audit(c)
     forwards = [e for e in events if e["event"] == "forward"]
     fid = forwards[0]["forward_id"]
