@@ -268,8 +268,10 @@ class AdminService:
                              "unknown, check before retrying") from None
         finally:
             conn.close()
-        if error == ErrorCode.NOT_CONTROLLER:
-            return None
+        topics = resp.get("topics") if error == ErrorCode.NONE else None
+        if error == ErrorCode.NOT_CONTROLLER or (topics and all(
+                int(t.get("error", 0)) == ErrorCode.NOT_CONTROLLER for t in topics)):
+            return None  # refused as a whole or topic by topic: nothing applied
         if error != ErrorCode.NONE:
             raise AdminError(ErrorCode(error), str(resp.get("message", "")),
                              int(resp.get("throttle_time_ms", 0)))
@@ -329,6 +331,10 @@ class AdminService:
                 throttle = max(throttle, exc.throttle_ms)
                 results.append({"topic": str(item.get("topic")), "error": int(exc.code),
                                 "message": str(exc), "throttle_time_ms": exc.throttle_ms})
+            except NotController:  # lost the election mid-request: this topic not applied
+                results.append({"topic": str(item.get("topic")),
+                                "error": int(ErrorCode.NOT_CONTROLLER),
+                                "message": f"broker {self.id} is no longer the controller"})
             except (KeyError, TypeError, ValueError) as exc:
                 results.append({"topic": str(item.get("topic")),
                                 "error": int(ErrorCode.INVALID_REQUEST),

@@ -311,17 +311,27 @@ class Admin(Client):
                 topics = [str(i["topic"]) for i in topics]
             resp = self.to_controller(api, {"topics": topics, **(extra or {})}, deadline)
             throttled: dict[str, dict[str, Any]] = {}
+            moved: dict[str, dict[str, Any]] = {}
             for r in resp["topics"]:
                 t = str(r["topic"])
                 results[t] = r
-                if int(r.get("error", 0)) == ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+                code = int(r.get("error", 0))
+                if code == ErrorCode.THROTTLING_QUOTA_EXCEEDED:
                     throttled[t] = pending[t]
+                elif code == ErrorCode.NOT_CONTROLLER:  # lost the controller mid-request
+                    moved[t] = pending[t]
             pending = {}
+            if moved and time.monotonic() < deadline:
+                self.controller_id = -1  # rediscover, then resend those topics
+                pending = dict(moved)
+            wait = 0.1 if pending else 0.0
             if throttled and retry:
-                wait = max(int(results[t].get("throttle_time_ms", 0)) for t in throttled) / 1000
-                if time.monotonic() + wait < deadline:
-                    time.sleep(wait)
-                    pending = throttled
+                t_wait = max(int(results[t].get("throttle_time_ms", 0)) for t in throttled) / 1000
+                if time.monotonic() + t_wait < deadline:
+                    wait = max(wait, t_wait)
+                    pending.update(throttled)
+            if pending:
+                time.sleep(wait)
         return results
 
     @staticmethod
