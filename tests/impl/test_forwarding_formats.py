@@ -1,0 +1,49 @@
+"""Unit tests of the forwarding translation (seed 004): an old-version admin body becomes
+the controller version's body and the answer goes back in the old shape; the principal a
+request is charged to (seed 001) comes from the forwarding broker only when forwarded."""
+
+from __future__ import annotations
+
+import pytest
+
+from impl.admin import AdminError, principal_of, to_controller_format, to_old_format
+from impl.quota import ANONYMOUS
+from impl.wire import API_VERSIONS, CONTROLLER_VERSIONS, ApiKey, ErrorCode
+
+
+def test_admin_writes_are_bumped_and_everything_else_stays_at_version_zero():
+    assert all(API_VERSIONS[api] == v == 1 for api, v in CONTROLLER_VERSIONS.items())
+    assert API_VERSIONS[ApiKey.METADATA] == 0 and API_VERSIONS[ApiKey.LEADER_AND_ISR] == 0
+    assert ErrorCode.THROTTLING_QUOTA_EXCEEDED == 89 and ErrorCode.NOT_CONTROLLER == 41
+
+
+def test_old_bodies_become_topic_lists_keeping_the_principal():
+    body = {"topic": "t", "partitions": 3, "replication_factor": 2, "user": "u",
+            "client_id": "c"}
+    assert to_controller_format(ApiKey.CREATE_TOPICS, body) == {
+        "user": "u", "client_id": "c",
+        "topics": [{"topic": "t", "partitions": 3, "replication_factor": 2}]}
+    assert to_controller_format(ApiKey.DELETE_TOPICS, {"topic": "t"}) == {"topics": ["t"]}
+    assert to_controller_format(ApiKey.CREATE_PARTITIONS, {"topic": "t", "count": 4}) == {
+        "topics": [{"topic": "t", "count": 4}]}
+    same = {"topic": "t", "partition": 0, "replicas": [1, 2]}
+    assert to_controller_format(ApiKey.REASSIGN_PARTITIONS, same) == same
+
+
+def test_answers_go_back_in_the_old_shape_with_the_topic_error_as_the_requests():
+    ok = {"topics": [{"topic": "t", "error": 0, "assignment": {"0": [1]}}], "throttle_time_ms": 7}
+    assert to_old_format(ApiKey.CREATE_TOPICS, ok) == {"topic": "t", "assignment": {"0": [1]},
+                                                       "throttle_time_ms": 7}
+    bad = {"topics": [{"topic": "t", "error": 36, "message": "topic t exists"}],
+           "throttle_time_ms": 0}
+    with pytest.raises(AdminError) as exc:
+        to_old_format(ApiKey.CREATE_TOPICS, bad)
+    assert exc.value.code == ErrorCode.TOPIC_ALREADY_EXISTS and "exists" in str(exc.value)
+
+
+def test_the_principal_is_the_original_one_only_on_forwarded_requests():
+    assert principal_of({}) == (ANONYMOUS, "")
+    assert principal_of({"user": "u", "client_id": "c"}) == ("u", "c")
+    claimed = {"user": "u", "principal": {"user": "root", "client_id": "x"}}
+    assert principal_of(claimed) == ("u", "")  # not forwarded: the field is ignored
+    assert principal_of({**claimed, "forwarded_by": 2}) == ("root", "x")
