@@ -110,6 +110,10 @@ def to_old_format(api: ApiKey, resp: dict[str, Any]) -> dict[str, Any]:
 
 
 class AdminService:
+    """One per broker: routes admin requests (see the module docstring), holds the cached
+    controller id and, on the active controller, the quota manager.  Handlers run on the
+    broker's event loop; ZooKeeper calls go to its executor."""
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.zk = broker.zk
