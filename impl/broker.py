@@ -622,6 +622,12 @@ class Broker:
                 raise RequestError(ErrorCode.NOT_LEADER, "leadership lost before commit",
                                    body={"leader": r.leader})
             if r.hw > last.offset:
+                if len(r.isr) < self.config.min_insync_replicas:
+                    # committed by a shrunken ISR (the HW = min LEO of the ISR jumped when it
+                    # shrank): acks=all promises min.insync.replicas copies -- Kafka answers so
+                    raise RequestError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                                       f"committed with ISR {sorted(r.isr)}, fewer than "
+                                       f"min.insync.replicas {self.config.min_insync_replicas}")
                 return {"base_offset": base, "leader_epoch": epoch}
             remaining = deadline - time.monotonic()
             if remaining <= 0:

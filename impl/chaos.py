@@ -302,13 +302,26 @@ def explain_loss(ack: Ack, elections: list[Election], faults: list[FaultRecord])
 
 def judge(ledger: Ledger, final: dict[int, LogRecords],
           replica_logs: dict[int, dict[int, LogRecords]], isr: dict[int, list[int]],
-          elections: list[Election], faults: list[FaultRecord]) -> Verdict:
+          elections: list[Election], faults: list[FaultRecord],
+          commit_isr: dict[tuple[int, int, int], list[int]] | None = None,
+          min_insync: int = MIN_INSYNC) -> Verdict:
     """The verdict on a run from what it acknowledged and what the cluster holds at the end.
 
     ``final`` is each partition's committed log as its leader serves it after recovery;
     ``replica_logs`` each replica's on-disk log (partition -> broker -> records);
-    ``isr`` the final ISR of each partition."""
+    ``isr`` the final ISR of each partition; ``commit_isr`` the ISR with which the leader
+    committed each (partition, leader epoch, offset) (:func:`read_commit_isr`)."""
     findings: list[str] = []
+    thin: Counter[str] = Counter()
+    for ack in ledger.acked:
+        members = (commit_isr or {}).get((ack.partition, ack.leader_epoch, ack.offset))
+        if ack.acks == -1 and members is not None and len(members) < min_insync:
+            thin[f"{TOPIC}-{ack.partition} leader {ack.leader} (epoch {ack.leader_epoch}) "
+                 f"committed with ISR {members}"] += 1
+    for where_, n in sorted(thin.items()):
+        findings.append(f"{n} write{'s' if n != 1 else ''} acknowledged with acks=all although "
+                        f"fewer than min.insync.replicas={min_insync} replicas held "
+                        f"{'them' if n != 1 else 'it'}: {where_}")
     where: dict[str, list[tuple[int, int]]] = defaultdict(list)  # value -> [(partition, offset)]
     for p, records in final.items():
         for offset, _epoch, value in records:
@@ -394,6 +407,53 @@ def read_disk_log(directory: Path) -> LogRecords:
             rec, size = parsed
             out.append((rec.offset, rec.leader_epoch, rec.value.decode("utf-8", "replace")))
             pos += size
+    return out
+
+
+def read_commit_isr(traces: Path, topic: str = TOPIC) -> dict[tuple[int, int, int], list[int]]:
+    """(partition, leader epoch, offset) -> the ISR with which its leader moved the HW past
+    the offset, from the leaders' own trace events (``post.hw`` / ``post.isr``).  An acks=all
+    write is acknowledged when the HW passes it: that ISR is who held it then."""
+    out: dict[tuple[int, int, int], list[int]] = {}
+    for f in sorted(traces.glob("broker-*.jsonl")):
+        epoch: dict[int, int | None] = {}
+        isr: dict[int, list[int]] = {}
+        hw: dict[int, int] = {}
+        for line in f.read_text().splitlines():
+            restart = '"broker_restart"' in line
+            if f'"{topic}"' not in line and not restart:
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("kind") == "broker_restart":  # a new incarnation leads nothing yet
+                epoch.clear()
+                continue
+            if e.get("topic") != topic:
+                continue
+            p, kind = int(e["partition"]), e["kind"]
+            params, post = e.get("params") or {}, e.get("post") or {}
+            if kind == "become_leader":
+                epoch[p], isr[p] = int(params["leader_epoch"]), list(params["isr"])
+                hw[p] = int(post.get("hw", 0))
+                continue
+            if kind in ("become_follower", "stop_replica", "isr_update_failed"):
+                epoch[p] = None
+                continue
+            if epoch.get(p) is None:
+                continue
+            if isinstance(post.get("isr"), list):
+                isr[p] = list(post["isr"])
+            new_hw = post.get("hw")
+            if kind == "shrink_isr" and isr[p] == [e["node"]] and isinstance(post.get("leo"), int):
+                # alone in the ISR, the leader's HW jumps to its LEO right after this event
+                # (HW = min LEO of the ISR), whether or not a later event shows it
+                new_hw = post["leo"]
+            if isinstance(new_hw, int) and new_hw > hw.get(p, 0):
+                for o in range(hw.get(p, 0), new_hw):
+                    out[(p, int(epoch[p] or 0), o)] = isr[p]
+                hw[p] = new_hw
     return out
 
 
@@ -564,8 +624,10 @@ class ChaosRun:
         from impl.client import Producer
 
         values = [f"s{self.seed}-{label}-{i}" for i in range(BURST)]
+        # acks=all: wait longer than replica.lag.time.max, so the ISR can shrink under the
+        # waiting burst (min.insync.replicas must still refuse it then)
         producer = Producer(self.cluster.bootstrap, acks=self.acks, retries=0,
-                            request_timeout_ms=1000, timeout=3)
+                            request_timeout_ms=1000 if self.acks == 1 else 3000, timeout=5)
         t = time.monotonic() - self.t0
         self.ledger.attempt(len(values))
         try:
@@ -733,24 +795,40 @@ class ChaosRun:
             th.start()
             self.churn_threads.append(th)
 
-    def _admin_op(self, f: Fault, rec: FaultRecord) -> None:
+    def _admin_op(self, f: Fault, rec: FaultRecord, patience: float = 20.0) -> None:
+        """The fault's admin operation, retried while the fault makes it impossible (a
+        replica set naming a dead broker, a controller moving) -- it starts during the fault
+        and may complete after the heal, as an operator's retry would."""
         from impl.client import Admin
+        from impl.wire import ErrorCode, RpcError
 
-        try:
-            with Admin(self.cluster.bootstrap, timeout=3) as admin:
-                if f.churn == "create-topic":
-                    assert f.churn_topic is not None
-                    admin.create_topic(f.churn_topic, partitions=2,
-                                       replication_factor=REPLICATION, wait=5)
-                elif f.churn == "delete-topic":
-                    assert f.churn_topic is not None
-                    admin.delete_topic(f.churn_topic, wait=5)
-                else:
-                    admin.reassign(TOPIC, f.churn_partition, list(f.churn_replicas), wait=0)
-            rec.notes.append(f"{f.churn} {f.churn_topic or list(f.churn_replicas)}: done")
-        except Exception as exc:  # noqa: BLE001 - refused or slow during a fault: recorded
-            rec.notes.append(f"{f.churn} {f.churn_topic or list(f.churn_replicas)}: "
-                             f"{type(exc).__name__}: {str(exc)[:120]}")
+        what = f"{f.churn} {f.churn_topic or list(f.churn_replicas)}"
+        deadline = time.monotonic() + patience
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                with Admin(self.cluster.bootstrap, timeout=3) as admin:
+                    if f.churn == "create-topic":
+                        assert f.churn_topic is not None
+                        admin.create_topic(f.churn_topic, partitions=2,
+                                           replication_factor=REPLICATION, wait=5)
+                    elif f.churn == "delete-topic":
+                        assert f.churn_topic is not None
+                        admin.delete_topic(f.churn_topic, wait=5)
+                    else:
+                        admin.reassign(TOPIC, f.churn_partition, list(f.churn_replicas), wait=0)
+                rec.notes.append(f"{what}: done" + (f" (try {tries})" if tries > 1 else ""))
+                return
+            except Exception as exc:  # noqa: BLE001 - refused or slow during a fault
+                final = isinstance(exc, RpcError) and exc.code in (
+                    ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    ErrorCode.INVALID_REQUEST)
+                if final or time.monotonic() > deadline or self.stop_workload.is_set():
+                    rec.notes.append(f"{what}: {type(exc).__name__}: {str(exc)[:120]}"
+                                     + (f" (try {tries})" if tries > 1 else ""))
+                    return
+                time.sleep(0.5)
 
     # -- the workload ---------------------------------------------------------------------------
     def _produce_loop(self) -> None:
@@ -939,7 +1017,8 @@ class ChaosRun:
                 if d.is_dir():
                     replica_logs[p][b] = read_disk_log(d)
         elections = read_elections(self.data_dir / "traces")
-        verdict = judge(self.ledger, final, replica_logs, isr, elections, self.records)
+        verdict = judge(self.ledger, final, replica_logs, isr, elections, self.records,
+                        read_commit_isr(self.data_dir / "traces"))
         if not recovered:
             verdict.findings.append(f"the cluster did not recover within 60 s: {why}")
         conformance = self.conform() if self.do_conform else {"skipped": True}

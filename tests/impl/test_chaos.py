@@ -27,6 +27,7 @@ from impl.chaos import (
     Ledger,
     judge,
     make_schedule,
+    read_commit_isr,
     read_disk_log,
 )
 from impl.cli import main
@@ -180,6 +181,40 @@ def test_verdict_reports_an_isr_member_whose_log_differs_below_the_hw() -> None:
     assert not any("ISR member 0" in f for f in v.findings)
 
 
+def test_verdict_reports_acks_all_writes_committed_by_fewer_than_min_insync() -> None:
+    ledger = _acked((0, "a", 0), (0, "b", 1), leader=1)
+    final = {0: _log("a", "b")}
+    commit_isr = {(0, 0, 0): [0, 1], (0, 0, 1): [1]}
+    v = judge(ledger, final, {0: {1: final[0]}}, {0: [1]}, [], [], commit_isr, min_insync=2)
+    assert v.findings == ["1 write acknowledged with acks=all although fewer than "
+                          "min.insync.replicas=2 replicas held it: chaos-0 leader 1 (epoch 0) "
+                          "committed with ISR [1]"]
+
+
+def _event(node: int, kind: str, params: dict[str, Any], post: dict[str, Any],
+           partition: int | None = 0) -> str:
+    return json.dumps({"node": node, "kind": kind, "topic": TOPIC if partition is not None else None,
+                       "partition": partition, "params": params, "post": post})
+
+
+def test_commit_isr_follows_the_leaders_hw_and_isr_through_its_trace(tmp_path: Path) -> None:
+    """The HW passing an offset is when an acks=all write is acknowledged; a shrink to the
+    leader alone moves the HW to its LEO even if no later event shows it."""
+    lines = [
+        _event(1, "become_leader", {"leader_epoch": 3, "isr": [0, 1, 2]}, {"hw": 0}),
+        _event(1, "handle_fetch", {}, {"hw": 2, "isr": [0, 1, 2], "leo": 4}),
+        _event(1, "shrink_isr", {}, {"hw": 2, "isr": [1, 2], "leo": 4}),
+        _event(1, "handle_fetch", {}, {"hw": 3, "isr": [1, 2], "leo": 5}),
+        _event(1, "shrink_isr", {}, {"hw": 3, "isr": [1], "leo": 6}),
+        _event(1, "broker_restart", {"broker": 1}, {}, partition=None),
+        _event(1, "receive_fetch", {}, {"hw": 9, "leo": 9}),  # a follower now: not a commit
+    ]
+    (tmp_path / "broker-1.jsonl").write_text("\n".join(lines) + "\n")
+    got = read_commit_isr(tmp_path)
+    assert got == {(0, 3, 0): [0, 1, 2], (0, 3, 1): [0, 1, 2], (0, 3, 2): [1, 2],
+                   (0, 3, 3): [1], (0, 3, 4): [1], (0, 3, 5): [1]}
+
+
 def test_disk_logs_are_read_as_the_broker_wrote_them(tmp_path: Path) -> None:
     log = PartitionLog.open(tmp_path / "chaos-0")
     log.append(0, b"a")
@@ -290,6 +325,18 @@ def test_acks_1_loses_acknowledged_writes_and_the_report_names_why(
     leader = report.faults[0].victims[0]
     assert any(c.startswith(f"acks=1 write acknowledged by leader {leader} alone before it was "
                             f"killed (fault 1 isolate-leader)") for c in v.causes), v.causes
+
+
+def test_an_isolated_leader_cannot_acknowledge_acks_all_writes_alone(
+        tmp_path: Path, zk_chroot: str) -> None:
+    """Seed 6 with acks=all: both followers cut off from a leader, a burst waits at it while
+    its ISR shrinks to the leader alone.  The HW then jumps over the burst, but acks=all
+    must not be acknowledged by fewer than min.insync.replicas (found by this run: the
+    broker did acknowledge it, NOT_ENOUGH_REPLICAS_AFTER_APPEND in Kafka)."""
+    report = _run(tmp_path, zk_chroot, 6, 8, conform=False)
+    assert report.faults[0].kind == "isolate-leader"
+    assert "(0 acknowledged)" in report.faults[0].detail
+    assert report.verdict.passed, report.verdict.findings
 
 
 @pytest.mark.slow
