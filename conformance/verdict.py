@@ -19,7 +19,7 @@ from typing import Any
 from conformance.order import Event, causal_order, source_disorder, split_groups
 
 Judge = Callable[[list[Event], str], dict[str, Any]]
-DEFAULT_JUDGE = "model.replay:judge"
+DEFAULT_JUDGE = "model.diagnose:judge"  # model.replay.judge + which variant explains a failure
 CONTEXT_EVENTS = 5  # events shown before the first non-conforming one
 
 VERDICT_FIELDS: tuple[tuple[str, str], ...] = (
@@ -31,6 +31,9 @@ VERDICT_FIELDS: tuple[tuple[str, str], ...] = (
     ("observed", "string"), ("before", "array<string>"), ("possible_states", "array<string>"),
     ("reason", "string"), ("property", "string"), ("bound", "long"), ("config", "string"),
     ("judge_seconds", "double"), ("run_events", "long"), ("run_out_of_order", "long"),
+    # a failing trace that is a (longer) run of another protocol variant: which, and what
+    # breaks there (model.diagnose; empty for judges that do not diagnose)
+    ("explained_by", "string"), ("explained_property", "string"), ("explained_at", "long"),
 )
 """Columns of a verdict, in order, with their Spark SQL types."""
 
@@ -67,6 +70,8 @@ def judge_group(run: str, key: tuple[str | None, int | None], events: list[Event
             reason=answer.get("reason"), property=answer.get("property"),
             bound=int(answer.get("bound") or 0),
             possible_states=[str(s) for s in answer.get("possible_states") or []],
+            explained_by=answer.get("explained_by"), explained_property=answer.get("explained_property"),
+            explained_at=None if answer.get("explained_at") is None else int(answer["explained_at"]),
         )
         bad = answer.get("first_bad")
         if bad is not None and not conforms:
@@ -108,4 +113,10 @@ def summary_line(v: dict[str, Any]) -> str:
         return f"conforms ({v['total']} events)"
     if v["status"] == "error":
         return f"error: {v['reason']}"
-    return f"matched {v['matched']} of {v['total']} events: {v['reason'] or 'not conforming'}"
+    line = f"matched {v['matched']} of {v['total']} events: {v['reason'] or 'not conforming'}"
+    if v.get("explained_by"):
+        where = "" if v.get("explained_at") is None else f" at event {v['explained_at']}"
+        then = (f"breaks {v['explained_property']}{where}" if v.get("explained_property")
+                else "conforms")
+        line += f" [as a run of {v['explained_by']}, it {then}]"
+    return line

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.job import conform
+from conformance.job import conform, render
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 pytestmark = pytest.mark.spark
@@ -65,3 +65,7 @@ def test_the_design_bug_trace_fails_and_names_the_property(spark, replay, tmp_pa
     assert v["first_bad_file"].endswith("design-bug.jsonl") and v["first_bad_line"] >= 1
     fixed = conform([str(tmp_path)], spark=spark, config="kip320")
     assert fixed.exit_code == 1 and fixed.violating == 1  # the fix does not allow the bug's steps
+    # ... and the verdict names the property: read as a run of the design, it loses data
+    [v] = [v for v in fixed.verdicts if v["status"] == "violates"]
+    assert (v["explained_by"], v["explained_property"]) == ("design", "committed_durable")
+    assert "as a run of design, it breaks committed_durable" in render(fixed)
