@@ -446,7 +446,13 @@ class Broker:
 
     async def on_update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
         self._check_control(body, "update_metadata", [])
-        self.metadata = {"brokers": body["brokers"], "topics": body["topics"],
+        topics = body["topics"]
+        if body.get("partial"):  # only some partitions changed: merge them into what we have
+            merged = {t: dict(parts) for t, parts in self.metadata["topics"].items()}
+            for t, parts in topics.items():
+                merged.setdefault(t, {}).update(parts)
+            topics = merged
+        self.metadata = {"brokers": body["brokers"], "topics": topics,
                          "controller_id": int(body["controller_id"]),
                          "controller_epoch": int(body["controller_epoch"])}
         for bid, (host, port) in dict(body["brokers"]).items():

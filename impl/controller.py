@@ -376,21 +376,29 @@ class Controller:
             live[int(child)] = (str(d["host"]), int(d["port"]), stat.czxid)
         return live
 
-    def _read_assignments(self) -> None:
-        # pipelined reads (as _read_states): one round trip per topic in sequence made every
-        # topic change O(topics) round trips, enough for a creation load at the seed 001
-        # quota's 5 mutations/s to keep the controller busy (bench/bench_quota.py)
-        topics = self.zk.get_children(zkl.TOPICS)
+    def _read_assignments(self, only: Iterable[str] | None = None) -> None:
+        """Read topic assignments: all of them, or ``only`` those topics (merged into what
+        is known).  Pipelined reads (as _read_states): one round trip per topic in sequence
+        made every topic change O(topics) round trips, enough for a creation load at the
+        seed 001 quota's 5 mutations/s to keep the controller busy (bench/bench_quota.py)."""
+        topics = self.zk.get_children(zkl.TOPICS) if only is None else sorted(only)
         asyncs = [self.zk.get_async(zkl.topic_path(t)) for t in topics]
-        out: dict[str, dict[int, list[int]]] = {}
+        out: dict[str, dict[int, list[int]]] = {} if only is None else dict(self.assignments)
         for topic, a in zip(topics, asyncs, strict=True):
-            with contextlib.suppress(NoNodeError):
+            try:
                 data, _ = a.get(timeout=10)
-                out[topic] = {int(p): [int(b) for b in reps]
-                              for p, reps in zkl.decode(data)["partitions"].items()}
+            except NoNodeError:
+                out.pop(topic, None)
+                continue
+            out[topic] = {int(p): [int(b) for b in reps]
+                          for p, reps in zkl.decode(data)["partitions"].items()}
         self.assignments = out
-        for key in [k for k in self.states if k[1] not in out.get(k[0], {})]:
-            del self.states[key]  # deleted topics and removed partitions leave the context
+        self._prune_states()
+
+    def _prune_states(self) -> None:
+        """Deleted topics and removed partitions leave the context."""
+        for key in [k for k in self.states if k[1] not in self.assignments.get(k[0], {})]:
+            del self.states[key]
 
     def _all_keys(self) -> list[Key]:
         return [(t, p) for t, parts in self.assignments.items() for p in parts]
@@ -583,7 +591,11 @@ class Controller:
             self._send(broker, ApiKey.LEADER_AND_ISR,
                        {"init": init, "partitions": entries, "leaders": leaders})
 
-    def _send_update_metadata(self, states: dict[Key, Any] | None = None) -> None:
+    def _send_update_metadata(self, states: dict[Key, Any] | None = None,
+                              partial: bool = False) -> None:
+        """UpdateMetadata to every live broker: every partition (a full refresh, the default),
+        or with ``partial`` only ``states``' partitions, which brokers merge into what they
+        have -- a topic creation then costs the size of the topic, not of the cluster."""
         if states is None:
             states = self._known_states(self._all_keys())
         topics: dict[str, dict[str, Any]] = {}
@@ -593,7 +605,9 @@ class Controller:
                 "leader": st.leader if st else -1, "leader_epoch": st.leader_epoch if st else -1,
                 "isr": list(st.isr) if st else [], "replicas": self._replicas((t, p))}
         brokers = {str(b): [h, port] for b, (h, port, _) in self.live.items()}
-        body = {"brokers": brokers, "topics": topics}
+        body: dict[str, Any] = {"brokers": brokers, "topics": topics}
+        if partial:
+            body["partial"] = True
         if not self.config.cache_update_metadata:
             for b in self.live:  # KIP-380: one request object and one buffer per broker
                 self._send(b, ApiKey.UPDATE_METADATA, body)
@@ -639,8 +653,13 @@ class Controller:
 
     # -- seed 000 B: topics --------------------------------------------------------------------
     def _on_topic_change(self) -> None:
+        """Seed 000 B: read the assignment of the new topics only (the others' are known)."""
         before = self.known_topics
-        self._read_assignments()
+        now = set(self.zk.get_children(zkl.TOPICS))
+        self._read_assignments(now - before)
+        for t in before - now:
+            self.assignments.pop(t, None)
+        self._prune_states()
         self.known_topics = set(self.assignments)
         new = self.known_topics - before
         gone = before - self.known_topics
@@ -690,7 +709,7 @@ class Controller:
                 targets.setdefault(b, []).append(k)
         for b, ks in targets.items():
             self._send_leader_and_isr(b, ks, states)
-        self._send_update_metadata()
+        self._send_update_metadata(states, partial=True)
         return states
 
     def _delete_topic(self, topic: str) -> None:

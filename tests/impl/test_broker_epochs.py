@@ -179,3 +179,22 @@ def test_controller_fences_a_controlled_shutdown_request_from_an_older_incarnati
     assert err == ErrorCode.NONE and resp["remaining_leaderships"] == []
     assert leader() != victim  # the current incarnation's request is honoured
     zk.stop()
+
+
+def test_brokers_merge_partial_update_metadata_and_keep_every_topic(make_cluster: Any) -> None:
+    """Topic creations send UpdateMetadata for the new partitions only; every broker's
+    metadata still lists every topic with its leader."""
+    c = make_cluster(3)
+    with Admin(c.bootstrap) as admin:
+        for name in ("m1", "m2", "m3"):
+            admin.create_topic(name, partitions=2, replication_factor=2)
+
+    def complete(b: int) -> bool:
+        err, meta = send(c, b, ApiKey.METADATA, {})
+        topics = meta.get("topics", {})
+        return err == ErrorCode.NONE and all(
+            len(topics.get(t, {})) == 2 and all(p["leader"] >= 0 for p in topics[t].values())
+            for t in ("m1", "m2", "m3"))
+
+    for b in c.configs:
+        wait_until(lambda b=b: complete(b), 10, f"broker {b} to know every topic")

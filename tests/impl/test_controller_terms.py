@@ -212,3 +212,35 @@ def test_a_decision_from_a_stale_context_is_refused_by_zookeeper_and_redone_from
     wait_until(lambda: state().leader_epoch > cached.leader_epoch, 10, "a new leader epoch")
     assert (state().leader, state().isr) == (-1, (5,))
     assert c.states[("t", 0)][0] == state()
+
+
+def test_a_new_topic_costs_one_read_and_a_partial_update_metadata_of_its_own_partitions(
+        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 000 B reads the new topic's assignment only, and brokers get UpdateMetadata for
+    the new partitions only (they merge it): a creation's cost does not grow with the
+    cluster -- what keeps a quota-limited creation load from delaying failover (seed 001)."""
+    monkeypatch.setattr("impl.controller.ControllerChannel",
+                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
+    c = controllers(1)
+    zk = c.zk
+    for b in (5, 6):
+        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
+    c.start()
+    c._post("elect")
+    wait_until(lambda: c.active and set(c.live) == {5, 6}, 10, "controller with brokers 5, 6")
+    zk.create(zkl.topic_path("old"), zkl.encode({"partitions": {"0": [5, 6], "1": [6, 5]}}))
+    wait_until(lambda: ("old", 1) in c.states, 10, "topic old")
+
+    reads: list[str] = []
+    get_async = c.zk.get_async
+    monkeypatch.setattr(c.zk, "get_async", lambda path, *a: (reads.append(path), get_async(path, *a))[1])
+    for ch in c.channels.values():
+        ch.sent.clear()  # type: ignore[attr-defined]
+    zk.create(zkl.topic_path("new"), zkl.encode({"partitions": {"0": [6, 5]}}))
+    wait_until(lambda: ("new", 0) in c.states, 10, "topic new")
+    wait_until(lambda: any(api == ApiKey.UPDATE_METADATA for api, _ in c.channels[5].sent), 10, "UM")
+    assert zkl.topic_path("old") not in reads and zkl.topic_path("new") in reads
+    [um] = [b for api, b in c.channels[5].sent if api == ApiKey.UPDATE_METADATA]  # type: ignore[attr-defined]
+    body = decode_value(bytes(um))
+    assert body["partial"] is True and set(body["topics"]) == {"new"}
+    assert body["topics"]["new"]["0"]["leader"] == 6
