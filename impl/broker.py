@@ -682,6 +682,7 @@ class Broker:
         if r.isr_update_in_flight:
             return
         r.isr_update_in_flight = True
+        r.joining = follower if kind == "expand_isr" else None
         asyncio.create_task(self._update_isr(r, new_isr, follower, kind))
 
     async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
@@ -696,13 +697,13 @@ class Broker:
             if r.role == LEADER and r.leader_epoch == epoch:
                 r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)})
                 r.step_down()
-            r.isr_update_in_flight = False
+            r.isr_update_in_flight, r.joining = False, None
             return
         except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
             traceback.print_exc()
-            r.isr_update_in_flight = False
+            r.isr_update_in_flight, r.joining = False, None
             return
-        r.isr_update_in_flight = False
+        r.isr_update_in_flight, r.joining = False, None
         if r.role != LEADER or r.leader_epoch != epoch:
             return
         r.isr = set(new_isr)

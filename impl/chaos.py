@@ -882,6 +882,18 @@ class ChaosRun:
             consumer.close()
 
     # -- the end ------------------------------------------------------------------------------
+    def _stop_recorded(self) -> None:
+        """Stop the brokers one by one, each a recorded ``broker_stop`` (controlled shutdown,
+        then exit): the traces end as the model can follow them -- a broker stopped without
+        the event would still hold /controller in the model when the next one is elected."""
+        for b in sorted(self.cluster.procs):
+            if self.cluster.procs[b].poll() is None:
+                try:
+                    self._observe_all()
+                    self.cluster.stop_broker(b)
+                except Exception:  # noqa: BLE001 - cluster.stop() below ends it anyway
+                    pass
+
     def heal_all(self) -> None:
         self.plan = self.plan.healed()
         self._write_plan()
@@ -1009,6 +1021,7 @@ class ChaosRun:
             if self.zk is not None:
                 self.zk.stop()
                 self.zk.close()
+            self._stop_recorded()
             self.cluster.stop()
         replica_logs: dict[int, dict[int, LogRecords]] = defaultdict(dict)
         for b in self.cluster.configs:

@@ -61,6 +61,10 @@ class Replica:
     last_caught_up: dict[int, float] = field(default_factory=dict)
     last_fetch: dict[int, tuple[float, int]] = field(default_factory=dict)  # (time, leader LEO)
     isr_update_in_flight: bool = False
+    # a follower whose ISR expansion is being written to ZooKeeper: the HW counts it as a
+    # member meanwhile, so the HW cannot pass its LEO before it joins (the model's and
+    # Kafka's expansion is atomic with the check "follower LEO >= HW")
+    joining: int | None = None
     # follower side
     needs_epoch_lookup: bool = False
     last_sent_fetch: tuple[int, int] | None = None  # (offset, hw) of the last send_fetch event
@@ -126,6 +130,7 @@ class Replica:
         self.last_fetch = {}
         self.last_caught_up = {r: now for r in self.isr if r != self.broker_id}
         self.isr_update_in_flight = False
+        self.joining = None
         self.needs_epoch_lookup = False
         if record:  # at startup (seed 000 E) the step is part of broker_restart
             self.emit("become_leader", self._control_params(st))
@@ -173,7 +178,8 @@ class Replica:
         if self.role != LEADER:
             return False
         leos = [self.leo]
-        for r in self.isr:
+        members = (self.isr | {self.joining}) if self.joining is not None else self.isr
+        for r in members:
             if r != self.broker_id:
                 if r not in self.follower_leo:
                     return False

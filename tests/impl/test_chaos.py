@@ -215,6 +215,29 @@ def test_commit_isr_follows_the_leaders_hw_and_isr_through_its_trace(tmp_path: P
                    (0, 3, 3): [1], (0, 3, 4): [1], (0, 3, 5): [1]}
 
 
+def test_hw_waits_for_a_follower_whose_isr_expansion_is_in_flight(tmp_path: Path) -> None:
+    """Found by chaos traces (seed 5): a leader decided to add a follower at LEO 63 = HW,
+    and while the ZooKeeper write was in flight the HW moved to 64 without it -- an ISR
+    member missing a committed record.  The HW now counts the joining follower."""
+    from impl.replica import LEADER, PartitionState, Replica
+    from traces.recorder import TraceRecorder
+
+    log = PartitionLog.open(tmp_path / "t-0")
+    r = Replica("t", 0, 1, log, TraceRecorder(tmp_path / "trace.jsonl", "run", 1))
+    r.become_leader(PartitionState("t", 0, 1, 1, [0, 1], [0, 1, 2], 0, 1))
+    assert r.role == LEADER
+    for v in (b"a", b"b"):
+        r.append(v)
+    r.record_follower_fetch(0, 2, 0.0)
+    r.record_follower_fetch(2, 1, 0.0)
+    r.joining = 2  # expansion of follower 2 (LEO 1) being written to ZooKeeper
+    r.maybe_advance_hw()
+    assert r.hw == 1
+    r.joining = None  # the write failed: follower 2 is not in the ISR after all
+    r.maybe_advance_hw()
+    assert r.hw == 2
+
+
 def test_disk_logs_are_read_as_the_broker_wrote_them(tmp_path: Path) -> None:
     log = PartitionLog.open(tmp_path / "chaos-0")
     log.append(0, b"a")
