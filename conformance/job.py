@@ -8,20 +8,22 @@ Runnable three ways, all with the same arguments:
 
 Plan (one Spark session for the whole corpus, no process per trace):
 
-1. **Read.** Every input file is read as bytes (Spark's ``binaryFile`` source, so any
-   Hadoop filesystem URI works) and split into records by ``traces.reader.iter_lines`` on
-   the executors: exact file and line numbers, the lines before the damage in a truncated
-   ``.gz`` kept, Parquet rows turned into the same JSON text as lines.
-2. **Distribute.** The JVM reads each record's ``run`` (``get_json_object``), hash-partitions
-   records by run and sorts them by (run, file, line), so every task holds whole runs.  A run
-   is the unit of distribution because its causal order needs all its events; a corpus of
-   many runs spreads over all executors, while one huge run is judged by one task.
-3. **Validate and judge.** Per task, every record is validated by
-   ``traces.schema.decode_line`` -- the plain reader's code, so both accept and quarantine
-   exactly the same records -- and a bad record becomes a quarantine row with its reason;
-   it never stops the job.  Per run the valid events are put in causal order, split into
+1. **Read, validate.** Every input file is read as bytes (Spark's ``binaryFile`` source,
+   so any Hadoop filesystem URI works), split into records by ``traces.reader.iter_lines``
+   and every record validated by ``traces.schema.decode_line`` on the executors -- the
+   plain reader's code, so both accept and quarantine exactly the same records: exact file
+   and line numbers, the lines before the damage in a truncated ``.gz`` kept, Parquet rows
+   turned into the same JSON text as lines.  A bad record becomes a quarantine row with its
+   reason; it never stops the job.  A file's valid records leave as one row per run.
+2. **Distribute.** Those rows are hash-partitioned by run and sorted by (run, file, line),
+   so every task holds whole runs.  A run is the unit of distribution because its causal
+   order needs all its events; a corpus of many runs spreads over all executors, while one
+   huge run is judged by one task.  The shuffle moves one row per (file, run), not one per
+   record, and Spark never parses the JSON: per-record rows and a JVM JSON parse of every
+   record cost more than the judging (see ``conformance/README.md``, Performance).
+3. **Judge.** Per task, one run at a time: its events are put in causal order, split into
    (topic, partition) groups with the cluster-scope events in every group, and each group
-   is judged (``conformance.verdict``).  Records are decoded once, in this one pass.
+   is judged (``conformance.verdict``).
 4. **Report.** Verdicts and quarantined records go to ``--out`` as Parquet and JSON Lines,
    with ``summary.json``; a table is printed.  Exit code: 0 if every group conforms, 1 if
    one does not (or, with ``--strict``, if any record was quarantined), 2 on unusable input.
@@ -92,10 +94,14 @@ class Outcome:
 
 
 # -- Spark schemas of the intermediate and output rows --------------------------------------
-_SPLIT = [("file", "string"), ("line", "long"), ("raw", "string"), ("reason", "string")]
+_DECODED = [("run", "string"), ("file", "string"), ("line", "long"), ("raw", "string"), ("reason", "string")]
+"""Decode-stage output, one row per (file, run) or per quarantined record: for a run,
+``raw`` is a JSON array ``[[line, event], ...]`` of that run's valid records in the file
+(their text as read) and ``line`` its first line; for a quarantined record ``run`` is null
+and ``reason`` says why."""
 _OUT = [("row", "string"), *VERDICT_FIELDS, ("file", "string"), ("line", "long"), ("raw", "string")]
 """Judge-stage output: ``row`` is "verdict" (verdict columns set) or "quarantine" (file,
-line, raw and reason set): one pass yields both, so records are decoded only once."""
+line, raw and reason set)."""
 
 
 def _ddl(cols: Sequence[tuple[str, str]]) -> str:
@@ -120,24 +126,29 @@ def display_path(uri: str) -> str:
 
 
 # -- executor-side functions (shipped by cloudpickle; keep them free of driver state) --------
-def _split_files(batches: Iterator[Any]) -> Iterator[Any]:
-    """binaryFile rows (path, content) -> one row per record: (file, line, raw, reason)."""
+def _decode_files(batches: Iterator[Any]) -> Iterator[Any]:
+    """binaryFile rows (path, content) -> decoded rows (``_DECODED``).
+
+    Every record is split off (``traces.reader.iter_lines``) and validated
+    (``traces.schema.decode_line``, the plain reader's code) here, where the file is read,
+    so the shuffle that brings a run's files together moves one row per (file, run) --
+    not one per record -- and Spark never parses the JSON itself.  A valid record travels
+    as the text it was read as: the judge stage decodes a run's records with one call
+    (``traces.schema.loads`` on the array), which is cheaper than any re-encoding."""
     import pyarrow as pa
 
     from traces.reader import iter_lines
+    from traces.schema import decode_line
 
-    schema = _arrow(_SPLIT)
-    files: list[str] = []
-    lines: list[int] = []
-    raws: list[str] = []
-    reasons: list[str | None] = []
+    schema = _arrow(_DECODED)
+    cols: list[list[Any]] = [[] for _ in _DECODED]
+    run_c, file_c, line_c, raw_c, reason_c = cols
 
     def flush():
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array(files, pa.string()), pa.array(lines, pa.int64()),
-             pa.array(raws, pa.string()), pa.array(reasons, pa.string())], schema=schema)
-        for v in (files, lines, raws, reasons):
-            v.clear()
+        batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
+                                           schema=schema)
+        for c in cols:
+            c.clear()
         return batch
 
     for batch in batches:
@@ -145,28 +156,48 @@ def _split_files(batches: Iterator[Any]) -> Iterator[Any]:
         contents = batch.column("content")
         for i, uri in enumerate(paths):
             path = display_path(uri)
+            runs: dict[str, list[str]] = {}
+            first: dict[str, int] = {}
             for line, raw, reason in iter_lines(path, contents[i].as_py() or b""):
-                files.append(path)
-                lines.append(line)
-                raws.append(raw)
-                reasons.append(reason)
-            if len(files) >= OUTPUT_ROWS:
+                event = None
+                if reason is None:
+                    event, reason = decode_line(raw)
+                if event is None:
+                    run_c.append(None)
+                    file_c.append(path)
+                    line_c.append(line)
+                    raw_c.append(raw[:300])
+                    reason_c.append(reason)
+                    continue
+                run = event["run"]
+                texts = runs.get(run)
+                if texts is None:
+                    texts = runs[run] = []
+                    first[run] = line
+                texts.append(f"[{line},{raw}]")
+            for run, texts in runs.items():
+                run_c.append(run)
+                file_c.append(path)
+                line_c.append(first[run])
+                raw_c.append("[" + ",".join(texts) + "]")
+                reason_c.append(None)
+            if len(run_c) >= OUTPUT_ROWS:
                 yield flush()
-    if files:
+    if run_c:
         yield flush()
 
 
 def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Executor function: rows sorted by (run, file, line) -> verdict and quarantine rows.
+    """Executor function: decoded rows sorted by (run, file, line) -> verdict and quarantine rows.
 
-    Each record is decoded and validated here (``traces.schema.decode_line``), then the
-    events of one run at a time are ordered, split and judged (``conformance.verdict``).
+    Quarantined records pass through; the events of one run at a time are decoded (they
+    were validated by ``_decode_files``), ordered, split and judged (``conformance.verdict``).
     """
 
     def judge_partition(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from traces.schema import decode_line
+        from traces.schema import loads, normalize
 
         judge = load_judge(judge_spec)
         schema = _arrow(_OUT)
@@ -183,6 +214,9 @@ def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterato
         for batch in batches:
             cols = [batch.column(n).to_pylist() for n in ("run", "file", "line", "raw", "reason")]
             for run, file, line, raw, reason in zip(*cols, strict=True):
+                if run is None:
+                    out.append({"row": "quarantine", "file": file, "line": line, "raw": raw, "reason": reason})
+                    continue
                 if run != current:
                     finish()
                     events = []
@@ -190,16 +224,11 @@ def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterato
                     if len(out) >= OUTPUT_ROWS:
                         yield pa.RecordBatch.from_pylist(out, schema=schema)
                         out = []
-                event = None
-                if reason is None:
-                    event, reason = decode_line(raw)
-                if event is None:
-                    out.append({"row": "quarantine", "file": file, "line": line,
-                                "raw": raw[:300], "reason": reason})
-                    continue
-                event["_file"] = file
-                event["_line"] = line
-                events.append(event)
+                for n, event in loads(raw):
+                    event = normalize(event)
+                    event["_file"] = file
+                    event["_line"] = n
+                    events.append(event)
         finish()
         if out:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
@@ -319,9 +348,7 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0) -> Ou
     judge_name = judge if isinstance(judge, str) else getattr(judge, "__name__", repr(judge))
     log(f"judging {n_files} files from {len(paths)} paths in {tasks} tasks (config {config}, judge {judge_name})")
 
-    records = binary.select("path", "content").mapInArrow(_split_files, _ddl(_SPLIT))
-    # the grouping key, read by the JVM's JSON parser; validation proper happens in Python
-    records = records.withColumn("run", F.when(F.col("reason").isNull(), F.get_json_object("raw", "$.run")))
+    records = binary.select("path", "content").mapInArrow(_decode_files, _ddl(_DECODED))
     rows = (records.repartition(tasks, "run").sortWithinPartitions("run", "file", "line")
             .mapInArrow(_judge_partitions(judge, config), _ddl(_OUT))
             .persist(StorageLevel.MEMORY_AND_DISK))

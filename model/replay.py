@@ -33,11 +33,22 @@ conformance tool, and so that the judge can be tested on traces whose truth is k
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from model.actions import ACTIONS, Step, apply, forget_stale_requests, stale_reason
+from model.actions import (
+    ACTIONS,
+    Step,
+    _broker_partitions,
+    _fetch_messages,
+    _isr_changes,
+    _requests,
+    apply,
+    forget_stale_requests,
+    stale_reason,
+)
 from model.config import Config, named
 from model.render import record, state_text
 from model.state import (
@@ -63,7 +74,7 @@ from model.state import (
     Zk,
     initial,
 )
-from properties import all_violations
+from properties import PROPERTIES, all_violations, epoch_monotonic_state
 from traces import SCHEMA_ID
 from traces.schema import PARAMS, POST
 from traces.vocabulary import KINDS
@@ -144,25 +155,30 @@ def broker_ids(events: Sequence[Event]) -> dict[int, int]:
     for e in events:
         if e["node"] >= 0:
             seen.add(e["node"])
-        params = e.get("params") or {}
+        params = e.get("params")
+        if not params:
+            continue
+        # (checks in this order because this loop runs over every event of the corpus)
         for key in ("broker", "leader", "follower"):
             v = params.get(key)
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            if v is not None and isinstance(v, int) and not isinstance(v, bool) and v >= 0:
                 seen.add(v)
         for key in ("isr", "replicas"):
             v = params.get(key)
-            if isinstance(v, list):
+            if v is not None and isinstance(v, list):
                 seen.update(x for x in v if isinstance(x, int) and x >= 0)
     return {real: i for i, real in enumerate(sorted(seen))}
 
 
+@functools.lru_cache(maxsize=64)
 def replay_config(config: str, brokers: int) -> Config:
     """The named protocol variant (truncation rule, fencing, unclean election) with one
     partition and every search bound lifted: the checker's bounds keep its state space
     finite; a recorded run may produce, elect and crash as often as it likes.
 
     ``named`` chooses and validates the variant; the bounds are lifted afterwards because
-    ``model.config.validate`` (rightly, for the checker) caps them far below a real run."""
+    ``model.config.validate`` (rightly, for the checker) caps them far below a real run.
+    Cached: ``Config`` is frozen, and building it was a tenth of judging a short trace."""
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
                    max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)))
@@ -346,18 +362,31 @@ class Observation(NamedTuple):
     event: Event
 
 
+_FIELD_NAMES: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {}
+"""Per kind: the schema's param names and (post name, "post." key) pairs, built once --
+walking the FieldSpec tuples for every event was a tenth of the judge's time."""
+
+
+def _field_names(kind: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    return (tuple(spec.name for spec in PARAMS.get(kind, ())),
+            tuple((spec.name, "post." + spec.name) for spec in POST.get(kind, ())))
+
+
 def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
     """The schema-defined params and post fields of an event, broker ids translated.  Fields
     the schema does not define for the kind are ignored, as SCHEMA.md §3 asks of readers."""
     kind = e["kind"]
     params, post = e.get("params") or {}, e.get("post") or {}
     fields: dict[str, Any] = {}
-    for spec in PARAMS.get(kind, ()):
-        if spec.name in params:
-            fields[spec.name] = params[spec.name]
-    for spec in POST.get(kind, ()):
-        if spec.name in post:
-            fields["post." + spec.name] = post[spec.name]  # post-state, kept apart from params
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = _field_names(kind)
+    for name in names[0]:
+        if name in params:
+            fields[name] = params[name]
+    for name, key in names[1]:
+        if name in post:
+            fields[key] = post[name]  # post-state, kept apart from params
     for key in _ID_FIELDS:
         v = fields.get(key)
         if isinstance(v, int) and v >= 0:
@@ -481,9 +510,34 @@ def internal_successors(s: State, cfg: Config) -> Iterator[State]:
                 yield t
 
 
-def _candidates(obs: Observation, s: State, cfg: Config) -> Iterator[tuple[Step, State | None]]:
+def _actor_args(obs: Observation, s: State, cfg: Config) -> Iterable[tuple] | None:
+    """The argument tuples of the observed action whose step the observed broker takes, in
+    the order ``ACTIONS[action].args`` yields them -- built directly instead of enumerating
+    every argument and filtering by ``actor``.  Only for actions whose enumerator is one of
+    the generic ones below (checked by identity, so a changed enumerator in
+    ``model.actions`` falls back to the general path); None means "use the general path"."""
+    gen = ACTIONS[obs.action].args
+    b = obs.actor
+    if gen is _broker_partitions:  # (b, p): produce, send_fetch, truncate, isr_update_failed
+        return [(b, p) for p in range(cfg.partitions)] if 0 <= b < cfg.brokers else []
+    if gen is _isr_changes:  # (b, p, f), f != b
+        if not 0 <= b < cfg.brokers:
+            return []
+        return [(b, p, f) for p in range(cfg.partitions) for f in range(cfg.brokers) if f != b]
+    if gen is _requests:  # LeaderAndISR requests addressed to b
+        return [(m,) for m in s.leader_and_isr if m.to == b]
+    if gen is _fetch_messages:  # handle_fetch: requests to leader b; receive_fetch: responses to b
+        if obs.action == "handle_fetch":
+            return [(m,) for m in s.fetches if m.leader == b]
+        if obs.action == "receive_fetch":
+            return [(m,) for m in s.fetches if m.follower == b]
+    return None
+
+
+def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> Iterator[tuple[Step, State | None]]:
     """Steps of the observed action by the observed broker, with their results (None when
-    the guard fails)."""
+    the guard fails).  ``fast`` builds the arguments from the observed broker directly
+    (``_actor_args``): the same steps in the same order, so the same misses are reported."""
     if obs.action == "reject_leader_and_isr":
         # A refused request is a self-loop the model forgets; rebuild it from the event.
         f = obs.fields
@@ -495,6 +549,12 @@ def _candidates(obs: Observation, s: State, cfg: Config) -> Iterator[tuple[Step,
                       "controller_elect", "controller_resign"):
         arg_sets: Iterable[tuple] = [(obs.actor,)] if obs.actor >= 0 else []
     else:
+        direct = _actor_args(obs, s, cfg) if fast else None
+        if direct is not None:
+            for args in direct:
+                step = Step(obs.action, args)
+                yield step, apply(s, cfg, step)
+            return
         arg_sets = ACTIONS[obs.action].args(s, cfg)
     for args in arg_sets:
         step = Step(obs.action, args)
@@ -520,11 +580,11 @@ class Match(NamedTuple):
 
 
 def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, set[int]],
-              misses: list[str]) -> list[Match]:
+              misses: list[str], fast: bool = False) -> list[Match]:
     s = h.state
     out: list[Match] = []
     init = _init_candidate(obs, s, cfg)
-    cands = [init] if init is not None else list(_candidates(obs, s, cfg))
+    cands = [init] if init is not None else list(_candidates(obs, s, cfg, fast))
     for step, t in cands:
         if t is None:
             continue
@@ -580,19 +640,24 @@ class Search(NamedTuple):
 
 
 def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[Any, set[int]], bound: int,
-            limit: int) -> Search:
-    """The matches of an observation, with the fewest internal steps that give any."""
+            limit: int, fast: bool = False) -> Search:
+    """The matches of an observation, with the fewest internal steps that give any.
+
+    ``fast`` (see ``judge``) only changes how candidates are enumerated, never which."""
     frontier = [(h.state, h) for h in hyps]  # (state at the start of the event, hypothesis)
-    seen = set(hyps)
+    seen: set[Hypothesis] | None = None  # built only if internal steps are searched (hashing states costs)
     misses: list[str] = []
     for depth in range(bound + 1):
         found: list[Match] = []
         for origin, h in frontier:
-            found.extend(m._replace(before=origin) for m in _match_in(h, obs, cfg, values, misses if depth == 0 else []))
+            found.extend(m._replace(before=origin) if m.before is not origin else m
+                         for m in _match_in(h, obs, cfg, values, misses if depth == 0 else [], fast))
         if found:
             return Search(found, depth, hyps, misses)
         if depth == bound:
             break
+        if seen is None:
+            seen = set(hyps)
         nxt: list[tuple[State, Hypothesis]] = []
         for origin, h in frontier:
             for t in internal_successors(h.state, cfg):
@@ -621,31 +686,60 @@ def _describe_event(e: Event) -> str:
 
 
 def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUND,
-          limit: int = MAX_STATES) -> dict[str, Any]:
+          limit: int = MAX_STATES, fast: bool = True, memo: bool = True) -> dict[str, Any]:
     """Judge one causally ordered (run, topic, partition) group of events against the named
     model configuration.  See the module docstring for the method and ``Verdict`` for the
-    answer's fields."""
+    answer's fields.
+
+    ``fast`` (the default) takes the same steps for less work: candidate arguments built
+    from the observed broker (``_actor_args``), only the properties a step could break
+    evaluated (``_may_break``), no sorting or hashing of a single surviving state.  Every
+    shortcut is exact -- ``fast=False`` is the plain method, kept so that a test holds the
+    two to the same verdicts (``tests/model/test_replay_fast_path.py``).
+
+    ``memo`` (with ``fast``) remembers, per process, which states each matched event led to
+    from which states (``_Memo``): a step seen before is not searched again.  Exact, as the
+    test holds too; ``MEMO_STATS`` counts how often it answered."""
     total = len(events)
     ids = broker_ids(events)
     cfg = replay_config(config, len(ids))
     hyps = [Hypothesis(prelife_state(cfg, events, ids))]
+    # _may_break assumes the state before each step holds every property; survivors do,
+    # the state before the partition's life is checked here once.
+    fast = fast and _holds(hyps[0].state)
     values: dict[Any, set[int]] = {}
+    scope = _Memo.scope(config, bound, limit, ids) if fast and memo else None
+    node = scope.node(hyps) if scope is not None else None
+    sig: tuple | None = None
     for i, e in enumerate(events):
         kind = KINDS.get(e["kind"])
         if kind is None:
             return Verdict(False, i, total, i, f"unknown event kind {e['kind']!r}", None, [], bound).as_dict()
         if kind.model_action is None:
             continue  # informational: validated and ordered upstream, not a model step
+        if node is not None:
+            sig = _signature(e, values)
+            edge = node.next.get(sig) if sig is not None else None
+            if edge is not None:
+                MEMO_STATS["hits"] += 1
+                node, produced = edge
+                hyps = node.hyps
+                if produced:
+                    values.setdefault(_value_key(e["params"].get("value")), set()).update(produced)
+                continue
+            MEMO_STATS["misses"] += 1
         obs = observe(i, e, ids)
         if not obs.action:
+            if node is not None and sig is not None:
+                node.next[sig] = (node, ())
             continue  # recorded for people, subsumed by the model step that follows
-        res = advance(hyps, obs, cfg, values, bound, limit)
+        res = advance(hyps, obs, cfg, values, bound, limit, fast)
         if not res.survivors:
             return _no_step(i, total, e, obs, res, bound)
         ok: list[Hypothesis] = []
         broken: dict[str, str] = {}
         for match in res.survivors:
-            bad = _violations(match.before, match.after.state)
+            bad = _violations(match.before, match.after.state, fast)
             if bad:
                 for name, msg in bad:
                     broken.setdefault(name, msg)
@@ -656,22 +750,227 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
             states = _order(m.after for m in res.survivors)[:SHOWN_STATES]
             return Verdict(False, i, total, i, f"{_describe_event(e)} leads only to states that break {name}: {msg}",
                            name, [state_text(h.state) for h in states], bound).as_dict()
+        produced: tuple[int, ...] = ()
         if obs.action == "produce":
             for h in ok:
                 r = h.state.brokers[obs.actor].replicas[0]
                 values.setdefault(_value_key(e["params"].get("value")), set()).add(r.log[-1].value)
-        hyps = _order(ok)[:limit]
+            produced = tuple(h.state.brokers[obs.actor].replicas[0].log[-1].value for h in ok)
+        hyps = ok if fast and len(ok) == 1 else _order(ok)[:limit]
+        if scope is not None and node is not None:
+            child = scope.node(hyps)
+            if sig is not None:
+                node.next[sig] = (child, produced)
+            node = child
     return Verdict(True, total, total, None, None, None, [], bound).as_dict()
 
 
-def _violations(before: State, after: State) -> list[tuple[str, str]]:
+_HOLDS: dict[State, bool] = {}
+
+
+def _holds(s: State) -> bool:
+    """Whether a state before a partition's life breaks no property (cached: traces of one
+    cluster start from a handful of such states)."""
+    ok = _HOLDS.get(s)
+    if ok is None:
+        if len(_HOLDS) > 10_000:
+            _HOLDS.clear()
+        ok = _HOLDS[s] = not all_violations(None, s)
+    return ok
+
+
+def judge_unmemoized(events: list[Event], config: str = "kip320") -> dict[str, Any]:
+    """``judge`` without the memo (``MODULE:FUNC`` for ``epochal conform``'s judge option and
+    the benchmark's figures on work that is never repeated)."""
+    return judge(events, config, memo=False)
+
+
+# ---------------------------------------------------------------------------------------
+# The memo: exact reuse of steps already matched
+# ---------------------------------------------------------------------------------------
+
+MEMO_STATS = {"hits": 0, "misses": 0}
+"""Model events answered from the memo, and searched, in this process."""
+
+MEMO_MAX_NODES = 50_000
+"""Distinct state sets remembered per process before the memo starts afresh."""
+
+
+class _Node:
+    """A set of possible states (``hyps``, as the judge keeps them) and the events already
+    matched from it: event signature -> (the node it led to, the model values its produce
+    appended, one per state)."""
+
+    __slots__ = ("hyps", "next")
+
+    def __init__(self, hyps: list[Hypothesis]) -> None:
+        self.hyps = hyps
+        self.next: dict[tuple, tuple[_Node, tuple[int, ...]]] = {}
+
+
+class _Memo:
+    """Nodes of one scope -- configuration, bounds and broker-id mapping, everything
+    besides the states and the event that decides a step's outcome -- interned by their
+    states, so different traces that reach the same states share what was learnt there.
+
+    Why it is exact: ``advance`` and the property check are pure functions of the states,
+    the observation and, for fetched records, which model values each observed value may
+    be; ``_signature`` keeps all of that (the values as the sets they map to) and nothing
+    else of the event that matters to a conforming step.  Only conforming steps are
+    remembered: a non-conforming event is always searched, so its report is the plain one."""
+
+    scopes: dict[tuple, _Memo] = {}
+    nodes_total = 0
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[Hypothesis, ...], _Node] = {}
+
+    @classmethod
+    def scope(cls, config: str, bound: int, limit: int, ids: dict[int, int]) -> _Memo:
+        key = (config, bound, limit, tuple(sorted(ids.items())))
+        memo = cls.scopes.get(key)
+        if memo is None:
+            memo = cls.scopes[key] = _Memo()
+        return memo
+
+    def node(self, hyps: list[Hypothesis]) -> _Node:
+        key = tuple(hyps)
+        n = self.nodes.get(key)
+        if n is None:
+            if _Memo.nodes_total >= MEMO_MAX_NODES:  # start afresh rather than grow without end
+                for memo in _Memo.scopes.values():
+                    memo.nodes.clear()
+                _Memo.nodes_total = 0
+            n = self.nodes[key] = _Node(hyps)
+            _Memo.nodes_total += 1
+        return n
+
+
+def _freeze(v: Any) -> Any:
+    """A hashable stand-in for a JSON value, equal only for values the judge cannot tell
+    apart (types kept: 1, 1.0 and True are different observations)."""
+    t = type(v)
+    if t is int or t is str or v is None:
+        return v
+    if t is list:
+        return (list, tuple(_freeze(x) for x in v))
+    if t is dict:
+        return (dict, tuple((k, _freeze(x)) for k, x in v.items()))
+    return (t, v)
+
+
+_POST_MARK = ("post",)  # never a key (keys are str) nor a frozen value (those are 2-tuples)
+
+
+def _signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
+    """What of an event decides a conforming step: kind, node, params and post -- but of a
+    produced value nothing (the model appends a fresh one whatever it is), and of each
+    fetched record's value only the model values it may be.  None when an odd value keeps
+    it from being hashed (the plain search then runs, and raises or reports as usual).
+    Flat (kind, node, key, value, ..., mark, key, value, ...): built for every event, so
+    built cheaply."""
+    out: list[Any] = [e["kind"], e["node"]]
+    try:
+        for k, v in (e.get("params") or {}).items():
+            t = type(v)
+            if k == "value":
+                continue
+            out.append(k)
+            if t is int or t is str or v is None:
+                out.append(v)
+            elif k == "records" and t is list:
+                out.append(tuple(
+                    (_freeze(r[0]), _freeze(r[1]), frozenset(values.get(_value_key(r[2]), ())))
+                    if type(r) is list and len(r) == 3 else _freeze(r) for r in v))
+            else:
+                out.append(_freeze(v))
+        out.append(_POST_MARK)
+        for k, v in (e.get("post") or {}).items():
+            out.append(k)
+            t = type(v)
+            out.append(v if t is int or t is str or v is None else _freeze(v))
+        return tuple(out)
+    except TypeError:  # an unhashable record value
+        return None
+
+
+def _violations(before: State, after: State, fast: bool = False) -> list[tuple[str, str]]:
     """``all_violations`` of the event's steps taken together (the transition property is
     transitive).  ``before`` holds every property (it survived the previous event), and
     properties read only ZooKeeper, the brokers and the ghost history: if none of those
-    changed -- a fetch request sent, a stale response dropped -- nothing can break."""
+    changed -- a fetch request sent, a stale response dropped -- nothing can break.
+
+    ``fast`` goes further on the same argument: only the properties whose inputs the step
+    changed are evaluated (``_may_break``); if one of them breaks, the full list is
+    computed, so the answer is always exactly ``all_violations``'s."""
     if after.zk == before.zk and after.brokers == before.brokers and after.ghost == before.ghost:
         return []
+    if fast and not _may_break(before, after):
+        return []
     return all_violations(before, after)
+
+
+_DEPENDS: dict[str, frozenset[str]] = {
+    "hw_le_leo": frozenset({"logs"}),
+    "epoch_monotonic": frozenset({"logs", "epochs"}),  # the logs' epochs; ZK and known epochs
+    "single_committing_leader": frozenset({"led", "committed"}),
+    "committed_durable": frozenset({"committed", "leader_log"}),
+    "replicas_consistent": frozenset({"logs"}),
+    "isr_well_formed": frozenset(),  # ZooKeeper only
+    "single_controller": frozenset({"controllers", "stale_accepts"}),
+    "acked_durable": frozenset({"acked", "leader_log"}),
+    "zombie_cannot_commit": frozenset({"committed", "zombie_appends"}),
+}
+"""What each property of ``properties`` reads besides ZooKeeper (a changed ZooKeeper state
+always means a full check): "logs" a replica's log or HW, "leader_log" the log of the
+partition's leader in ZooKeeper, "epochs" a replica's known leader epoch, "controllers" a
+broker's controller flag or epoch; the rest are fields of the ghost history.  A property
+missing from this table (a new one) is always evaluated."""
+
+
+def _may_break(before: State, after: State) -> bool:
+    """Could the step ``before -> after`` break a property, given that ``before`` holds
+    them all?  A property whose inputs (``_DEPENDS``) are unchanged gives the same answer
+    in ``after`` as in ``before`` -- none -- and the transition property compares only
+    inputs that changed.  Exact, not a heuristic: True whenever a property breaks."""
+    if after.zk != before.zk:
+        return True
+    changed: set[str] = set()
+    leaders = {p: zn.leader for p, zn in enumerate(after.zk.partitions)}
+    for b, (bb, ba) in enumerate(zip(before.brokers, after.brokers, strict=True)):
+        if bb is ba or bb == ba:
+            continue
+        if bb.is_controller != ba.is_controller or bb.controller_epoch != ba.controller_epoch:
+            changed.add("controllers")
+        for p, (rb, ra) in enumerate(zip(bb.replicas, ba.replicas, strict=True)):
+            if rb is ra:
+                continue
+            if rb.log != ra.log or rb.hw != ra.hw:
+                changed.add("logs")
+                if leaders.get(p) == b and rb.log != ra.log:
+                    changed.add("leader_log")
+            if rb.leader_epoch != ra.leader_epoch:
+                changed.add("epochs")
+    gb, ga = before.ghost, after.ghost
+    if gb is not ga:
+        for name in ("committed", "acked", "led", "zombie_appends", "stale_accepts"):
+            if getattr(gb, name) != getattr(ga, name):
+                changed.add(name)
+    if not changed:
+        return False
+    for prop in PROPERTIES:
+        needs = _DEPENDS.get(prop.name)
+        if needs is not None and not (needs & changed):
+            continue
+        if prop.name == "epoch_monotonic":
+            bad = epoch_monotonic_state(after) if "logs" in changed else None
+            if bad is None and "epochs" in changed:
+                bad = prop.check(before, after)
+        else:
+            bad = prop.check(before, after) if prop.on_transition else prop.check(after)
+        if bad is not None:
+            return True
+    return False
 
 
 def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, bound: int) -> dict[str, Any]:

@@ -273,10 +273,35 @@ def validate(obj: Any) -> str | None:
     return _check_fields(post, POST.get(kind, ()), "post.")
 
 
+def _fast_decoder() -> tuple[Any, type[Exception]]:
+    try:
+        import msgspec
+    except ImportError:  # a minimal install (a port's recorder): json alone is correct, only slower
+        return None, ValueError
+    return msgspec.json.Decoder(), msgspec.DecodeError
+
+
+_FAST, _FAST_ERROR = _fast_decoder()
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads``, with msgspec doing the work when it can (~3x faster on these lines).
+
+    msgspec refuses a few texts ``json.loads`` accepts (NaN, 1e400, lone surrogates) and
+    words its errors differently, so on any msgspec error the text goes to ``json.loads``:
+    the result, or the error a quarantine reason quotes, is always ``json.loads``'s."""
+    if _FAST is not None:
+        try:
+            return _FAST.decode(text)
+        except _FAST_ERROR:
+            pass
+    return json.loads(text)
+
+
 def decode_line(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """Decode and validate one JSON Lines line: ``(event, None)`` or ``(None, reason)``."""
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except ValueError as exc:  # JSONDecodeError and bad unicode escapes
         return None, f"bad_json: {exc.args[0] if exc.args else exc}"[:200]
     reason = validate(obj)

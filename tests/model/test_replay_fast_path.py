@@ -1,0 +1,170 @@
+"""The judge's shortcuts are held to the plain method.
+
+``model.replay.judge`` by default builds candidate arguments from the observed broker,
+evaluates only the properties a step could break, and remembers steps already matched (the
+memo); ``fast=False`` is the plain method: every argument enumerated and filtered, every
+property evaluated, no memo.  The conformance benchmark's figures are only worth something
+if the two give the same verdicts -- not just the same yes/no, the same reason, property,
+index and states -- on conforming traces, on the traces that must fail and on mutants,
+with the memo cold and warm (a mutant judged right after its conforming original is where
+a wrong memo would answer from the original's steps).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import model.replay as replay
+from conformance.mutations import MUTATIONS
+from conformance.order import causal_order, split_groups
+from model.actions import successors
+from model.config import named
+from model.replay import events_from_steps, judge
+from model.state import initial
+from properties import all_violations
+from traces.reader import read_traces
+from traces.synthetic import generate_run
+
+DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
+CONFIGS = ("kip320", "design")
+
+
+def _groups(events: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Per (run, topic, partition), in causal order, as the conformance job judges them."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        runs.setdefault(e["run"], []).append(e)
+    out = []
+    for run, evs in sorted(runs.items()):
+        ordered, _ = causal_order(evs)
+        out.extend((f"{run} {key}", group) for key, group in split_groups(ordered).items())
+    return out
+
+
+def _recorded_runs() -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for e in read_traces([DATA / "recorded"]).events:
+        runs.setdefault(e["run"], []).append(e)
+    return runs
+
+
+def _cases() -> list[tuple[str, list[dict[str, Any]]]]:
+    cases = _groups(read_traces([DATA / "recorded"]).events)
+    cases += _groups(read_traces([DATA / "nonconforming"]).events)
+    originals = [generate_run(f"fp{i}", partitions=2, records=4, kill_leader=True, seed=i) for i in range(3)]
+    originals += list(_recorded_runs().values())
+    for run in originals[:3]:
+        cases += _groups(run)  # judged before their mutants, so the memo has their steps
+    for name, mutate in MUTATIONS.items():
+        for i, run in enumerate(originals):
+            for j in range(2):
+                mutant = mutate(run, random.Random(100 * i + j))
+                if mutant is not None:
+                    cases += [(f"{name}/{i}/{j} {key}", g) for key, g in _groups(mutant)]
+    cases.append(("design-kafka-1211", replay.design_bug_events()))
+    return cases
+
+
+def _walk(config: str, seed: int, steps: int = 40) -> list[Any]:
+    """A random run of the model (self-loops excluded), small bounds."""
+    cfg = named(config, brokers=3, records=3)
+    rnd = random.Random(seed)
+    s = initial(cfg)
+    taken = []
+    for _ in range(steps):
+        options = list(successors(s, cfg))
+        if not options:
+            break
+        step, s = options[rnd.randrange(len(options))]
+        taken.append(step)
+    return taken
+
+
+@pytest.fixture
+def cold_memo():
+    """A memo that starts empty (tests must not depend on what ran before them)."""
+    replay._Memo.scopes.clear()
+    replay._Memo.nodes_total = 0
+    yield
+    replay._Memo.scopes.clear()
+    replay._Memo.nodes_total = 0
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_fast_and_memo_give_the_plain_verdicts(config: str, cold_memo: None) -> None:
+    cases = _cases()
+    plain = [judge(g, config, fast=False) for _, g in cases]
+    assert any(v["conforms"] for v in plain) and any(not v["conforms"] for v in plain)
+    unmemoized = [judge(g, config, memo=False) for _, g in cases]
+    cold = [judge(g, config) for _, g in cases]  # the memo fills as it goes: mutants after originals
+    warm = [judge(g, config) for _, g in cases]  # everything seen before
+    for (name, _), p, u, c, w in zip(cases, plain, unmemoized, cold, warm, strict=True):
+        assert u == p, f"fast path differs on {name}"
+        assert c == p, f"memo (cold) differs on {name}"
+        assert w == p, f"memo (warm) differs on {name}"
+
+
+def test_memo_on_model_runs_exported_as_traces(cold_memo: None) -> None:
+    """Random runs of the model, including the design's (whose states break properties):
+    exported traces and their prefixes judged with and without every shortcut."""
+    for config in CONFIGS:
+        for seed in range(6):
+            steps = _walk(config, seed)
+            for cut in (len(steps), len(steps) // 2):
+                events = events_from_steps(named(config, brokers=3, records=3), steps[:cut])
+                for judged_as in CONFIGS:
+                    plain = judge(events, judged_as, fast=False)
+                    assert judge(events, judged_as) == plain
+                    assert judge(events, judged_as, memo=False) == plain
+
+
+def test_the_memo_answers_runs_that_differ_only_in_values(cold_memo: None) -> None:
+    """Two runs of the same shape with different record values: the second is answered
+    from the memo (values are matched as the model values they stand for, not as text),
+    and still conforms; a run whose fetched value was never produced does not."""
+    first = generate_run("a", partitions=1, records=5, seed=1)
+    second = generate_run("b", partitions=1, records=5, seed=2)
+    assert [e["params"].get("value") for e in first] != [e["params"].get("value") for e in second]
+    assert judge(first)["conforms"]
+    before = dict(replay.MEMO_STATS)
+    assert judge(second)["conforms"]
+    hits = replay.MEMO_STATS["hits"] - before["hits"]
+    misses = replay.MEMO_STATS["misses"] - before["misses"]
+    assert hits > 0.9 * (hits + misses), (hits, misses)
+    forged = [dict(e) for e in second]
+    i = next(i for i, e in enumerate(forged) if e["kind"] == "receive_fetch" and e["params"]["records"])
+    params = dict(forged[i]["params"])
+    params["records"] = [[o, ep, "never-produced"] for o, ep, _ in params["records"]]
+    forged[i] = {**forged[i], "params": params}
+    verdict = judge(forged)
+    assert not verdict["conforms"] and verdict["first_bad"] == i
+    assert verdict == judge(forged, fast=False)
+
+
+def test_may_break_is_true_whenever_a_property_breaks() -> None:
+    """``_may_break`` skips property checks; it must never skip one that fails.  Every step
+    of random walks of every configuration, from a state that holds every property."""
+    checked = broke = 0
+    for config in ("design", "kip101", "kip279", "kip320", "unclean", "zombie"):
+        cfg = named(config, brokers=3, records=3)
+        for seed in range(8):
+            rnd = random.Random(seed)
+            s = initial(cfg)
+            for _ in range(60):
+                options = list(successors(s, cfg))
+                if not options:
+                    break
+                for _, t in options:
+                    bad = all_violations(s, t)
+                    checked += 1
+                    broke += bool(bad)
+                    assert replay._may_break(s, t) or not bad, (config, bad)
+                healthy = [t for _, t in options if not all_violations(s, t)]
+                if not healthy:
+                    break
+                s = healthy[rnd.randrange(len(healthy))]
+    assert checked > 1000 and broke > 0, (checked, broke)
