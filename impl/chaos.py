@@ -1086,8 +1086,9 @@ def render_report(r: ChaosReport) -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chaos", help="seeded faults against a real cluster; judge every "
                                      "acknowledged write and the traces")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--duration", type=float, required=True, metavar="SECONDS")
+    p.add_argument("--seed", type=int, required=True, help="the schedule's seed (same seed, same schedule)")
+    p.add_argument("--duration", type=float, required=True, metavar="SECONDS",
+                   help="seconds of workload and faults (the run adds start, heal and judging)")
     p.add_argument("--brokers", type=int, default=3, help="3 to 5 (default 3)")
     p.add_argument("--unclean", action="store_true", help="enable unclean leader election (unsafe)")
     p.add_argument("--acks", default="all", help="all (default) or 1 (unsafe)")
