@@ -633,7 +633,9 @@ class Controller:
         self.live = new_live
         self.shutting_down &= set(new_live) - born
         self._sync_channels()
-        self._read_assignments()
+        # no re-read of the assignments: only topic, partition and reassignment events change
+        # them, and those handlers keep self.assignments current -- a broker failure costs
+        # the partitions it affects, not a read of every topic (seed 001's motivation)
         live = set(new_live)
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
