@@ -653,10 +653,11 @@ class ChaosRun:
     def _expire(self, b: int) -> None:
         """Freeze, expire the session through ZooKeeper, record it as the model's pause (a
         broker whose session ended while it did not run), and let it run on."""
-        from impl.cluster import session_end_zxid
+        from impl.cluster import session_end_zxid, wait_stopped
         from impl.faults import expire_session
 
         self.cluster.procs[b].send_signal(signal.SIGSTOP)
+        wait_stopped(self.cluster.procs[b].pid)
         self.paused.add(b)
         expire_session(self.cluster.zookeeper, self.cluster.data_dir, b)
         zxid = session_end_zxid(self.cluster.zookeeper, b, 10.0)

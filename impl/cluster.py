@@ -46,6 +46,21 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def wait_stopped(pid: int, timeout: float = 2.0) -> None:
+    """SIGSTOP is delivered asynchronously: wait until the process is stopped (state T in
+    /proc), so that its trace file already holds everything it recorded before the pause
+    and the harness's ``broker_pause`` takes a clock past all of it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return  # gone, or no /proc: nothing better to wait for
+        if state in ("T", "t"):
+            return
+        time.sleep(0.001)
+
+
 def session_end_zxid(zookeeper: str, broker: int, timeout: float) -> int | None:
     """The zxid at which a killed or frozen broker's ZooKeeper session ended (its
     ``/brokers/ids/N`` vanished), or None if it did not within ``timeout``.
@@ -230,6 +245,7 @@ class LocalCluster:
     def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
         """SIGSTOP; by default returns once its session has expired (broker_pause)."""
         self.procs[broker].send_signal(signal.SIGSTOP)
+        wait_stopped(self.procs[broker].pid)
         rec = self.harness(victim=broker)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker)) \
             if wait_for_expiry else None
