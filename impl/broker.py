@@ -88,6 +88,7 @@ class Broker:
         self._fetch_conns: dict[int, AsyncConnection] = {}
         self._fetch_conn_addr: dict[int, tuple[str, int]] = {}
         self._fetch_conn_locks: dict[int, asyncio.Lock] = {}
+        self._isr_write_lock = asyncio.Lock()
 
     # -- ZooKeeper session ------------------------------------------------------------------
     def _on_zk_state(self, state: str) -> None:
@@ -686,6 +687,13 @@ class Broker:
         asyncio.create_task(self._update_isr(r, new_isr, follower, kind))
 
     async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+        """One ISR write at a time, each recorded before the next is sent: concurrent writes
+        (two partitions) would be recorded in thread order, not in ZooKeeper's zxid order,
+        and a trace whose order contradicts its zxids cannot be ordered causally."""
+        async with self._isr_write_lock:
+            await self._write_isr(r, new_isr, follower, kind)
+
+    async def _write_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
         epoch, expected = r.leader_epoch, r.zk_version
         state = zkl.LeaderAndIsr(self.id, epoch, tuple(sorted(new_isr)), r.controller_epoch)
         path = zkl.leader_and_isr_path(r.topic, r.partition)
