@@ -14,6 +14,15 @@ It prints events/s, events/s per core and the job/read time ratio for each size;
 show whether the cost grows linearly.  The judge is ``model.replay:judge`` when it is
 installed, else the small real judge below (HW <= LEO, leader epochs never go back), so the
 plumbing can be measured on its own; the judge used is printed.
+
+The synthetic runs are not copies: each has its own seed (its own record values), and the
+shape -- partitions (1-4), records per leader (4-12), a leader killed or not -- varies
+with it (36 shapes).  ``model.replay.judge`` remembers steps it has matched (an exact memo,
+see ``model/replay.py``); runs of one shape replay the same model steps whatever their
+values, so the memo answers most events here.  The benchmark says how much: it judges a
+sample in-process with and without the memo (hit rate, microseconds per event) and, with
+``--unmemoized`` (default on), also times the job on the smallest corpus with
+``model.replay:judge_unmemoized`` -- the figure for traces that never repeat a step.
 """
 
 from __future__ import annotations
@@ -75,6 +84,73 @@ def replicate(directory: Path, events: int, source: Path) -> int:
     return total
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) used so far by this process and every process below it --
+    the Spark JVM and its Python workers, alive or reaped.  On a machine shared with other
+    work, wall-clock events/s per core says as much about the neighbours as about the job;
+    events per CPU-second does not (Linux /proc only; 0 elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # after "(comm)": state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+        stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick)
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0.0))[1]
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def run_shape(i: int) -> dict[str, Any]:
+    """Synthetic run i: seed i, and one of 36 shapes."""
+    return {"partitions": 1 + i % 4, "records": 4 + (7 * i) % 9, "kill_leader": i % 3 == 0, "seed": i}
+
+
+def judge_alone(directory: Path, runs: int) -> dict[str, float]:
+    """The judge without Spark, on the first ``runs`` run files of a corpus: microseconds
+    per event with a cold memo, without the memo, and the memo's hit rate."""
+    from conformance.order import causal_order, split_groups
+    from model import replay
+    from traces.reader import read_traces
+
+    by_name: dict[str, list[Path]] = {}
+    for f in sorted(directory.rglob("*.jsonl")):
+        by_name.setdefault(f.name.split(".")[0], []).append(f)  # bench-NNNNNNN.NODE.jsonl
+    files = [f for name in sorted(by_name)[:runs] for f in by_name[name]]
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for e in read_traces(files).events:
+        by_run.setdefault(e["run"], []).append(e)
+    groups = []
+    for evs in by_run.values():
+        ordered, _ = causal_order(evs)
+        groups.extend(split_groups(ordered).values())
+    n = sum(len(g) for g in groups)
+    out: dict[str, float] = {"events": n, "runs": len(by_run)}
+    for name, fn in (("memo", replay.judge), ("no memo", replay.judge_unmemoized)):
+        replay._Memo.scopes.clear()
+        replay._Memo.nodes_total = 0
+        hits0, misses0 = replay.MEMO_STATS["hits"], replay.MEMO_STATS["misses"]
+        t = time.perf_counter()
+        assert all(fn(g, "kip320")["conforms"] for g in groups)
+        out[f"{name} us/event"] = (time.perf_counter() - t) / n * 1e6
+        if name == "memo":
+            hits = replay.MEMO_STATS["hits"] - hits0
+            misses = replay.MEMO_STATS["misses"] - misses0
+            out["hit rate"] = hits / max(1, hits + misses)
+    return out
+
+
 def make_corpus(directory: Path, events: int, source: Path | None = None) -> int:
     """Write runs until ``events`` events exist; returns the exact count (cached by a marker)."""
     marker = directory / "_EVENTS"
@@ -87,7 +163,7 @@ def make_corpus(directory: Path, events: int, source: Path | None = None) -> int
         return total
     total, i = 0, 0
     while total < events:
-        run = generate_run(f"bench-{i:07d}", partitions=3, records=8, kill_leader=i % 3 == 0, seed=i)
+        run = generate_run(f"bench-{i:07d}", **run_shape(i))
         by_node: dict[int, list[str]] = {}
         for e in run:
             by_node.setdefault(e["node"], []).append(json.dumps(e, separators=(",", ":")))
@@ -109,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge", default=None, help="MODULE:FUNC (default model.replay:judge if installed)")
     ap.add_argument("--source", type=Path, default=None,
                     help="replicate the recorded runs under this directory instead of synthetic runs")
+    ap.add_argument("--unmemoized", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the job on the smallest corpus with model.replay:judge_unmemoized")
+    ap.add_argument("--sample-runs", type=int, default=1000, help="runs judged in-process (judge alone)")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -128,11 +207,18 @@ def main(argv: list[str] | None = None) -> int:
     corpora = []
     for size in args.sizes:
         t = time.perf_counter()
-        d = Path(args.corpus_dir) / (f"{size}-recorded" if args.source else str(size))
+        d = Path(args.corpus_dir) / (f"{size}-recorded" if args.source else f"{size}-mixed")
         n = make_corpus(d, size, args.source)
         files = sum(1 for _ in d.rglob("*.jsonl"))  # noqa: C416
         print(f"corpus {d}: {n} events in {files} files ({time.perf_counter() - t:.1f}s to prepare)", flush=True)
         corpora.append((size, d, n, files))
+
+    alone: dict[str, float] = {}
+    if judge == "model.replay:judge":
+        alone = judge_alone(corpora[0][1], args.sample_runs)
+        print(f"judge alone on {alone['runs']:.0f} runs ({alone['events']:.0f} events): "
+              f"{alone['memo us/event']:.1f} us/event with the memo (cold, hit rate {alone['hit rate']:.1%}), "
+              f"{alone['no memo us/event']:.1f} us/event without", flush=True)
 
     t = time.perf_counter()
     spark = spark_session(args.master, app="epochal-bench")
@@ -140,42 +226,61 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Spark session {args.master} ({cores} cores) started in {time.perf_counter() - t:.1f}s; judge: {judge_name}", flush=True)
     rows = []
     try:
-        def read_count(path: str) -> tuple[int, float]:
+        def read_count(path: str) -> tuple[int, float, float]:
             """The baseline: Spark's own JSON reader, explicit schema, same listing and packing."""
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), cpu_seconds()
             for key, value in JOB_SQL_CONF.items():
                 spark.conf.set(key, value)
             df = (spark.read.schema(spark_schema()).option("mode", "PERMISSIVE")
                   .option("recursiveFileLookup", "true").json(path))
             count = df.filter("run is not null").count()  # forces every line to be parsed
-            return count, time.perf_counter() - t
+            return count, time.perf_counter() - t, cpu_seconds() - cpu
 
         # warm-up: JVM JIT and Python worker start, not counted
-        read_count(str(corpora[0][1] / "0000"))
+        read_count(str(corpora[0][1] / "0000"))  # (the warm-up's figures are not kept)
         conform([str(corpora[0][1] / "0000")], spark=spark, judge=judge, log=lambda m: None, keep_verdicts=0)
-        for size, d, n, files in corpora:
-            parsed, read_s = read_count(str(d))
+        for _size, d, n, files in corpora:
+            parsed, read_s, read_cpu = read_count(str(d))
             assert parsed == n, (parsed, n)
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), cpu_seconds()
             outcome = conform([str(d)], spark=spark, judge=judge, log=lambda m: None, keep_verdicts=0)
-            job_s = time.perf_counter() - t
+            job_s, job_cpu = time.perf_counter() - t, cpu_seconds() - cpu
             assert outcome.events == n
-            rows.append((size, n, files, read_s, job_s, outcome))
+            rows.append((judge_name, n, files, read_s, job_s, read_cpu, job_cpu, outcome))
             print(f"  {n} events: read {read_s:.1f}s, job {job_s:.1f}s "
                   f"({outcome.groups} groups, {outcome.conforming} conform; stages {outcome.seconds})", flush=True)
+        if args.unmemoized and judge == "model.replay:judge":
+            _size, d, n, files = corpora[0]
+            parsed, read_s, read_cpu = read_count(str(d))
+            t, cpu = time.perf_counter(), cpu_seconds()
+            outcome = conform([str(d)], spark=spark, judge="model.replay:judge_unmemoized", log=lambda m: None,
+                              keep_verdicts=0)
+            job_s, job_cpu = time.perf_counter() - t, cpu_seconds() - cpu
+            assert outcome.events == n and outcome.conforming == outcome.groups
+            rows.append(("model.replay:judge_unmemoized", n, files, read_s, job_s, read_cpu, job_cpu, outcome))
+            print(f"  {n} events, no memo: read {read_s:.1f}s, job {job_s:.1f}s", flush=True)
     finally:
         spark.stop()
 
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print()
-    print(f"{'events':>10} {'files':>7} {'read s':>7} {'read ev/s':>10} {'job s':>7} {'job ev/s':>10} "
-          f"{'job ev/s/core':>13} {'job/read':>8}")
-    for _size, n, files, read_s, job_s, _ in rows:
-        print(f"{n:>10} {files:>7} {read_s:>7.1f} {n / read_s:>10.0f} {job_s:>7.1f} {n / job_s:>10.0f} "
-              f"{n / job_s / cores:>13.0f} {job_s / read_s:>8.1f}")
-    if len(rows) >= 2:
-        (_, n1, _, r1, j1, _), (_, n2, _, r2, j2, _) = rows[0], rows[-1]
-        print(f"growth {n2 / n1:.1f}x events: read time x{r2 / r1:.2f}, job time x{j2 / j1:.2f} "
-              f"(linear would be x{n2 / n1:.2f})")
+    print(f"wall clock on local[{cores}] (load average now {load:.1f}), and per CPU-second of the whole Spark process tree:")
+    print(f"{'judge':<30} {'events':>10} {'files':>6} {'read s':>7} {'job s':>7} {'job ev/s':>9} "
+          f"{'ev/s/core':>9} {'job/read':>8} {'read cpu':>8} {'job cpu':>8} {'ev/cpu-s':>9} {'cpu ratio':>9}")
+    for name, n, files, read_s, job_s, read_cpu, job_cpu, _ in rows:
+        per_cpu = f"{n / job_cpu:>9.0f}" if job_cpu else f"{'-':>9}"
+        ratio = f"{job_cpu / read_cpu:>9.2f}" if read_cpu else f"{'-':>9}"
+        print(f"{name:<30} {n:>10} {files:>6} {read_s:>7.1f} {job_s:>7.1f} {n / job_s:>9.0f} "
+              f"{n / job_s / cores:>9.0f} {job_s / read_s:>8.2f} {read_cpu:>8.1f} {job_cpu:>8.1f} {per_cpu} {ratio}")
+    main_rows = [r for r in rows if r[0] == judge_name]
+    if len(main_rows) >= 2:
+        (_, n1, _, r1, j1, _, c1, _), (_, n2, _, r2, j2, _, c2, _) = main_rows[0], main_rows[-1]
+        print(f"growth {n2 / n1:.1f}x events: read time x{r2 / r1:.2f}, job time x{j2 / j1:.2f}, "
+              f"job CPU x{c2 / c1 if c1 else float('nan'):.2f} (linear would be x{n2 / n1:.2f})")
+    if alone:
+        print(f"judge alone (in-process, {alone['events']:.0f} events): {alone['memo us/event']:.1f} us/event with the "
+              f"memo (hit rate {alone['hit rate']:.1%}: the share of model events whose state and event had been "
+              f"judged before), {alone['no memo us/event']:.1f} us/event without")
     print(f"target: 50000 events/s per core; judge: {judge_name}")
     return 0
 

@@ -163,7 +163,7 @@ def broker_ids(events: Sequence[Event]) -> dict[int, int]:
             v = params.get(key)
             if v is not None and isinstance(v, int) and not isinstance(v, bool) and v >= 0:
                 seen.add(v)
-        for key in ("isr", "replicas"):
+        for key in ("isr", "replicas", "rar", "ar"):
             v = params.get(key)
             if v is not None and isinstance(v, list):
                 seen.update(x for x in v if isinstance(x, int) and x >= 0)
@@ -181,7 +181,8 @@ def replay_config(config: str, brokers: int) -> Config:
     Cached: ``Config`` is frozen, and building it was a tenth of judging a short trace."""
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
-                   max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)))
+                   max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)),
+                   reassignments=UNBOUNDED)
 
 
 def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, str]:
@@ -294,7 +295,9 @@ def model_view(step: Step, before: State, after: State) -> dict[str, Any]:
         return {"controller_epoch": after.zk.controller_epoch}
     if a == "controller_resign":
         return {"controller_epoch": before.brokers[args[0]].controller_epoch}
-    if a in ("elect_leader", "controlled_shutdown"):
+    if a == "reassign_start":  # the agent's IN_PROGRESS: RAR, and AR as it was before AR+RAR
+        return {"rar": list(zn.rar), "ar": list(before.zk.partitions[0].ar)}
+    if a in ("elect_leader", "controlled_shutdown", "reassign_complete"):
         return {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr), "zk_version": zn.zk_version,
                 "controller_epoch": after.zk.controller_epoch,
                 "unclean": 0 in after.ghost.unclean and 0 not in before.ghost.unclean}
@@ -350,7 +353,7 @@ def model_view(step: Step, before: State, after: State) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------
 
 _ID_FIELDS = ("leader", "follower", "broker")
-_ID_LIST_FIELDS = ("isr",)
+_ID_LIST_FIELDS = ("isr", "rar", "ar")
 
 
 class Observation(NamedTuple):
@@ -406,6 +409,10 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
     action = KINDS[kind].model_action or ""
     if kind == "elect_leader" and params.get("reason") == "controlled_shutdown":
         action = "controlled_shutdown"  # the same ZK write, for a broker on its way out
+    if kind == "elect_leader" and params.get("reason") in ("reassign", "reassignment"):
+        action = "reassign_complete"  # seed 000 F 3.2.2: the switch of ISR and AR to RAR
+    if kind == "reassignment" and params.get("state") != "IN_PROGRESS":
+        action = ""  # INIT: noted in memory only; done: the reassign_complete before it
     if kind == "controller_resign" and params.get("reason") == "shutdown":
         action = ""  # a stopping controller: the broker_stop that follows ends its role
     return Observation(index, kind, action, ids.get(who, UNSEEN), fields, e)
@@ -879,9 +886,13 @@ def _signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
             if t is int or t is str or v is None:
                 out.append(v)
             elif k == "records" and t is list:
-                out.append(tuple(
-                    (_freeze(r[0]), _freeze(r[1]), frozenset(values.get(_value_key(r[2]), ())))
-                    if type(r) is list and len(r) == 3 else _freeze(r) for r in v))
+                recs = []
+                for r in v:
+                    if type(r) is list and len(r) == 3 and type(r[0]) is int and type(r[1]) is int:
+                        recs.append((r[0], r[1], frozenset(values.get(_value_key(r[2]), ()))))
+                    else:
+                        recs.append(_freeze(r))  # a frozen list: never equal to the triples above
+                out.append(tuple(recs))
             else:
                 out.append(_freeze(v))
         out.append(_POST_MARK)
@@ -1092,6 +1103,18 @@ def _event_of(x: _Exporter, step: Step, before: State, after: State) -> None:
     elif a == "isr_update_failed":
         b, p = args
         x.emit(b, a, {"expected_zk_version": before.brokers[b].replicas[p].zk_version})
+    elif a == "reassign_start":
+        c, p, rar = args
+        x.emit(c, "reassignment", {"state": "IN_PROGRESS", "rar": list(rar), "ar": list(before.zk.partitions[p].ar)}, zk=True)
+    elif a == "reassign_complete":
+        c, p, _ = args
+        zn = after.zk.partitions[p]
+        x.emit(c, "elect_leader", {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr),
+                                   "zk_version": zn.zk_version, "controller_epoch": after.zk.controller_epoch,
+                                   "reason": "reassign", "replicas": list(zn.ar), "unclean": False}, zk=True)
+    elif a == "stop_replica":
+        m = args[0]
+        x.emit(m.to, "stop_replica", {"delete": True, "reason": "stop_replica"})
     else:  # pragma: no cover - every action of model.actions is listed above
         raise ValueError(f"no trace event for action {a}")
 

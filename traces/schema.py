@@ -108,8 +108,13 @@ PARAMS: dict[str, tuple[FieldSpec, ...]] = {
         _p("isr", "list<int>", True, "new ISR"),
         _p("zk_version", "int", True, "zkVersion of the partition state znode after the conditional write"),
         _p("controller_epoch", "int", True, "epoch of the electing controller"),
-        _p("reason", "string", True, "why: init, leader_failed, controlled_shutdown, reassignment, ..."),
+        _p("reason", "string", True, "why: init, broker_change, controlled_shutdown (replayed as controlled_shutdown), reassign (replayed as reassign_complete), ..."),
         _p("unclean", "bool", True, "true if the leader was chosen outside the ISR"),
+    ),
+    "reassignment": (
+        _p("state", "string", True, "INIT (request noted), IN_PROGRESS (AR+RAR written, LeaderAndISR sent to RAR) or DONE"),
+        _p("rar", "list<int>", True, "the reassigned replicas (RAR) asked for"),
+        _p("ar", "list<int>", False, "the assigned replicas (AR) when the agent took the step, before AR+RAR is written"),
     ),
     "become_leader": _LAI,
     "become_follower": _LAI,
@@ -171,16 +176,20 @@ def _is_record(v: Any) -> bool:
     return type(v) is list and len(v) == 3 and type(v[0]) is int and type(v[1]) is int and type(v[2]) in _SCALARS
 
 
-_CHECKS = {
-    "string": lambda v: type(v) is str,
-    "int": lambda v: type(v) is int,
-    "bool": lambda v: type(v) is bool,
-    "number": lambda v: type(v) is int or type(v) is float,
-    "object": lambda v: type(v) is dict,
-    "value": lambda v: type(v) in _SCALARS,
-    "list<int>": lambda v: type(v) is list and all(type(x) is int for x in v),
-    "list<record>": lambda v: type(v) is list and all(_is_record(x) for x in v),
+_EXPRS = {
+    "string": "type(v) is str",
+    "int": "type(v) is int",
+    "bool": "type(v) is bool",
+    "number": "(type(v) is int or type(v) is float)",
+    "object": "type(v) is dict",
+    "value": "type(v) in _SCALARS",
+    "list<int>": "(type(v) is list and all(type(x) is int for x in v))",
+    "list<record>": "(type(v) is list and all(_is_record(x) for x in v))",
 }
+"""Each type's test as a Python expression over ``v``: the one definition both the checks
+below and the generated validators (``_fast_check``) are made from."""
+_NS: dict[str, Any] = {"_SCALARS": _SCALARS, "_is_record": _is_record}
+_CHECKS = {name: eval(f"lambda v: {expr}", _NS) for name, expr in _EXPRS.items()}  # noqa: S307 - our own table
 TYPES = tuple(_CHECKS) + tuple(t + "?" for t in _CHECKS)
 _MISSING = object()
 
@@ -196,7 +205,36 @@ def _compile(specs: tuple[FieldSpec, ...]) -> tuple[tuple[str, Any, bool, bool, 
     return tuple((s.name, _CHECKS[s.type.rstrip("?")], s.type.endswith("?"), s.required, s.type) for s in specs)
 
 
+def _fast_check(specs: tuple[FieldSpec, ...]) -> Any:
+    """A function ``obj -> bool``: True exactly when ``_check_fields`` finds nothing wrong,
+    generated as straight-line code from the specs (no loop, no call per field) -- the
+    generic loop below took ~5 us per event, the largest share of decoding.  Only the
+    answer is fast: a False sends the record to the loop, which words the reason."""
+    lines = ["def check(obj):", "    get = obj.get"]
+    for spec in specs:
+        base, nullable = spec.type.rstrip("?"), spec.type.endswith("?")
+        lines.append(f"    v = get({spec.name!r}, _MISSING)")
+        lines.append("    if v is _MISSING:")
+        lines.append("        return False" if spec.required else "        pass")
+        lines.append("    elif v is None:")
+        lines.append("        return False" if spec.required and not nullable else "        pass")
+        lines.append(f"    elif not {_EXPRS[base]}:")
+        lines.append("        return False")
+    lines.append("    return True")
+    ns = dict(_NS, _MISSING=_MISSING)
+    exec("\n".join(lines), ns)  # noqa: S102 - code generated from our own tables
+    return ns["check"]
+
+
+_FAST_CHECKS: dict[int, Any] = {}
+
+
 def _check_fields(obj: Mapping[str, Any], specs: tuple[FieldSpec, ...], where: str) -> str | None:
+    fast = _FAST_CHECKS.get(id(specs))
+    if fast is None:
+        fast = _FAST_CHECKS[id(specs)] = _fast_check(specs)
+    if fast(obj):
+        return None
     compiled = _COMPILED.get(id(specs))
     if compiled is None:
         compiled = _COMPILED[id(specs)] = _compile(specs)
