@@ -44,6 +44,7 @@ from model.state import (
     PartitionZnode,
     Replica,
     State,
+    StopReplica,
     Zk,
 )
 from model.truncation import to_high_watermark, truncation_point
@@ -189,6 +190,9 @@ def broker_restart(s: State, cfg: Config, b: int) -> State | None:
     s = s._replace(brokers=brokers)
     for p, zn in enumerate(zk.partitions):
         if b not in zn.ar:
+            # E 4: "Delete local partitions no longer assigned to this broker" (only ever
+            # the case after a reassignment moved p away from b)
+            s = _set_replica(s, b, p, _deleted(cfg, replica(s, b, p)))
             continue
         r = replica(s, b, p)
         epoch = max(r.leader_epoch, zn.leader_epoch)
@@ -382,6 +386,106 @@ def broker_stop(s: State, cfg: Config, b: int) -> State | None:
         return None  # controlled shutdown first moves it out of every ISR it can leave
     s = _process_ends(s, cfg, b)
     return s._replace(ghost=s.ghost._replace(shutdowns=s.ghost.shutdowns + 1))
+
+
+# ---------------------------------------------------------------------------------------
+# Replica reassignment (seed 000 F): the controller's Reassignment Agent
+# ---------------------------------------------------------------------------------------
+
+
+def _deleted(cfg: Config, r: Replica) -> Replica:
+    """Seed 000 C ``stopReplica``: "stop the ReplicaFetcherThread ... delete the partition
+    directory locally".  The log and HW go; the highest leader epoch seen is kept, as a
+    broker never accepts an older LeaderAndISR again (and ``epoch_monotonic`` asks it)."""
+    return Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, (), 0, IDLE, _unknown(cfg), 0)
+
+
+def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) -> State | None:
+    """Seed 000 F, a partition in INIT state: "issue LeaderAndISR command to the brokers in
+    RAR (to start bootstrapping new replicas)", then "mark partition p as in IN_PROGRESS".
+
+    The administrative process's write of ``/admin/partitions_reassigned/T/P`` -> RAR (not a
+    protocol step: any replica set may be asked for) and the agent picking it up are taken
+    together.  While the move is in progress the topic path records AR := AR + RAR, as
+    the design's "ISR == AR+RAR" test presumes and Kafka does, so that elections, startup
+    recovery and ISR expansion (which only admits assigned replicas) know the new replicas;
+    that write is to the topic path, not the leaderAndISR znode, whose version stays put.
+    The same RAR may be started again: a new controller restarts pending reassignments at
+    INIT (seed 000 D 7)."""
+    if not _acting_controller(s, c) or not rar or any(b < 0 or b >= cfg.brokers for b in rar):
+        return None
+    zn = s.zk.partitions[p]
+    ghost = s.ghost
+    if not zn.rar:
+        if ghost.reassignments >= cfg.reassignments or rar == zn.ar:
+            return None
+        ghost = ghost._replace(reassignments=ghost.reassignments + 1)
+    elif zn.rar != rar:
+        return None
+    ar = tuple(sorted(set(zn.ar) | set(rar)))
+    s = _set_znode(s, p, zn._replace(ar=ar, rar=rar))
+    mbe = _max_broker_epoch(s.zk)
+    sent = s.leader_and_isr
+    for to in rar:
+        sent = _add(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe))
+    return s._replace(leader_and_isr=sent, ghost=ghost)
+
+
+def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> State | None:
+    """Seed 000 F, a partition IN_PROGRESS: "read the ISR from the LeaderAndISR path in ZK;
+    if ISR == AR+RAR // all replicas have caught up ... switch the current ISR and AR to
+    RAR": conditionally update the leaderAndISR znode (3.2.2), "send a LeaderAndISR command
+    to inform the leader of the new ISR" (3.2.3), "send a StopReplica command to the
+    brokers in the current AR (but not in RAR)" (3.2.4), "change AR to RAR" (3.2.5) and
+    delete the admin path (3.2.6).
+
+    The design waits for the whole of AR+RAR; what the move needs (and Kafka waits for) is
+    RAR ⊆ ISR -- a replica about to be removed need not be in sync.  The design leaves the
+    leader alone; if it is not in RAR it would lead a partition it no longer replicates,
+    so a live member of RAR takes over (every one is in the ISR: a clean election).  Any
+    leader change needs a new leader epoch, and Kafka bumps it on every controller write of
+    the znode, so the write is ``leader_epoch + 1`` with ISR := ISR ∩ RAR, conditional on
+    the version read (one step, as ``elect_leader``: the design asks for a retry loop
+    around 3.1-3.2.2, and the topic path is written in the same ZooKeeper multi)."""
+    if not _acting_controller(s, c):
+        return None
+    zn = s.zk.partitions[p]
+    rar = zn.rar
+    if not rar or not set(rar) <= set(zn.isr) or zn.leader_epoch + 1 > cfg.max_epoch:
+        return None
+    live_rar = [b for b in rar if b in s.zk.live]
+    if leader not in live_rar or (zn.leader in live_rar and leader != zn.leader):
+        return None
+    isr = tuple(b for b in zn.isr if b in rar)
+    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, rar, ())
+    s = _set_znode(s, p, znode)
+    mbe = _max_broker_epoch(s.zk)
+    cepoch = s.zk.controller_epoch
+    sent = s.leader_and_isr
+    for to in rar:
+        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, cepoch, mbe))
+    stops = s.stop_replica
+    for b in zn.ar:
+        if b not in rar:
+            stops = _add(stops, StopReplica(b, p, znode.leader_epoch, cepoch))
+    return s._replace(leader_and_isr=sent, stop_replica=stops)
+
+
+def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
+    """Seed 000 C ``on_StopReplicaCommand``: the broker stops its replica of the partition
+    and deletes it.  A request from an older controller epoch (seed 002), or older than
+    the LeaderAndISR the replica has since taken, is refused -- either way it is consumed."""
+    b, p = m.to, m.partition
+    broker = s.brokers[b]
+    if m not in s.stop_replica or broker.status != UP:
+        return None
+    s = s._replace(stop_replica=_remove(s.stop_replica, m))
+    r = replica(s, b, p)
+    if (cfg.fence_controller_epoch and m.controller_epoch < broker.controller_epoch) or m.leader_epoch < r.leader_epoch:
+        return s
+    if m.controller_epoch > broker.controller_epoch:  # seed 002: a newer controller exists
+        s = s._replace(brokers=_put(s.brokers, b, broker._replace(controller_epoch=m.controller_epoch, is_controller=False)))
+    return _set_replica(_drop_responses_to(s, b, p), b, p, _deleted(cfg, r))
 
 
 # ---------------------------------------------------------------------------------------
@@ -666,6 +770,35 @@ def _shutdowns(s: State, cfg: Config) -> Iterator[tuple]:
                     yield (c, p, b, leader)
 
 
+def _reassign_starts(s: State, cfg: Config) -> Iterator[tuple]:
+    """A pending reassignment restarted at INIT, or -- within the bound -- a new one to any
+    non-empty replica set other than the current AR."""
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.rar:
+            yield (c, p, zn.rar)
+        elif s.ghost.reassignments < cfg.reassignments:
+            for mask in range(1, 1 << cfg.brokers):
+                rar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
+                if rar != zn.ar:
+                    yield (c, p, rar)
+
+
+def _reassign_completions(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.rar:
+            yield from ((c, p, b) for b in zn.rar if b in s.zk.live)
+
+
+def _stop_requests(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((m,) for m in s.stop_replica)
+
+
 def _requests(s: State, cfg: Config) -> Iterator[tuple]:
     return ((m,) for m in s.leader_and_isr)
 
@@ -699,10 +832,26 @@ ACTIONS: dict[str, Action] = {
         Action("shrink_isr", shrink_isr, _isr_changes),
         Action("expand_isr", expand_isr, _isr_changes),
         Action("isr_update_failed", isr_update_failed, _broker_partitions),
+        # seed 000 F: explored only when the configuration allows reassignments (below)
+        Action("reassign_start", reassign_start, _reassign_starts, explored=False),
+        Action("reassign_complete", reassign_complete, _reassign_completions, explored=False),
+        Action("stop_replica", stop_replica, _stop_requests, explored=False),
     ]
 }
 
 EXPLORED = tuple(a for a in ACTIONS.values() if a.explored)
+
+REASSIGNMENT = ("reassign_start", "reassign_complete", "stop_replica")
+"""Seed 000 F's actions: the checker explores them only when ``Config.reassignments`` > 0,
+so every named configuration at its default bounds keeps exactly the state space it had
+(and the Hypothesis machine, built from ``EXPLORED``, the same rules)."""
+
+EXPLORED_WITH_REASSIGNMENT = EXPLORED + tuple(ACTIONS[name] for name in REASSIGNMENT)
+
+
+def explored(cfg: Config) -> tuple[Action, ...]:
+    """The actions a search of ``cfg`` tries."""
+    return EXPLORED_WITH_REASSIGNMENT if cfg.reassignments else EXPLORED
 
 
 def forget_stale_requests(s: State, cfg: Config) -> State:
@@ -725,7 +874,7 @@ def apply(s: State, cfg: Config, step: Step) -> State | None:
 
 def successors(s: State, cfg: Config) -> Iterator[tuple[Step, State]]:
     """Every enabled step from s and the state it leads to (self-loops omitted)."""
-    for action in EXPLORED:
+    for action in EXPLORED_WITH_REASSIGNMENT if cfg.reassignments else EXPLORED:
         fn = action.fn
         for args in action.args(s, cfg):
             t = fn(s, cfg, *args)

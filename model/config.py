@@ -32,6 +32,8 @@ class Config:
     unclean: bool = False  # unclean.leader.election.enable
     fence_controller_epoch: bool = True  # brokers reject requests from older controller epochs (seed 002)
     fence_broker_epoch: bool = True  # brokers reject requests meant for an older incarnation (seed 003)
+    replication_factor: int = 0  # brokers in each partition's initial AR; 0: every broker
+    reassignments: int = 0  # partition reassignments (seed 000 F) an admin may ask for, in all
 
     @property
     def fenced_fetch(self) -> bool:
@@ -52,6 +54,8 @@ class Config:
             + (f"max_shutdowns={self.max_shutdowns} " if self.max_shutdowns else "")
             + f"min_insync={self.min_insync} unclean={self.unclean}"
             + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
+            + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
+            + (f" reassignments={self.reassignments}" if self.reassignments else "")
         )
 
 
@@ -91,3 +95,7 @@ def validate(cfg: Config) -> None:
         raise ValueError("--max-crashes, --max-pauses and --max-shutdowns must be >= 0")
     if not 1 <= cfg.min_insync <= cfg.brokers:
         raise ValueError("--min-insync must be between 1 and --brokers")
+    if not 0 <= cfg.replication_factor <= cfg.brokers:
+        raise ValueError("--replication-factor must be between 0 (every broker) and --brokers")
+    if cfg.reassignments < 0:
+        raise ValueError("--reassignments must be >= 0")

@@ -132,6 +132,23 @@ def describe(step: Step, before: State, after: State) -> str:
         b, p = args
         rb = replica(before, b, p)
         return f"leader {b}'s conditional ISR write for p{p} fails (ZK at version {before.zk.partitions[p].zk_version}, it knew {rb.zk_version}): it stops acting as leader"
+    if a == "reassign_start":
+        c, p, rar = args
+        zn = after.zk.partitions[p]
+        return f"controller {c} starts reassigning p{p} to RAR {brokers_text(rar)}: AR := {brokers_text(zn.ar)}, sends LeaderAndISR (epoch {zn.leader_epoch}) to RAR"
+    if a == "reassign_complete":
+        c, p, _ = args
+        zb, zn = before.zk.partitions[p], after.zk.partitions[p]
+        gone = tuple(b for b in zb.ar if b not in zn.ar)
+        return (
+            f"controller {c} completes the reassignment of p{p} (RAR ⊆ ISR): leader {_leader(zn.leader)}, epoch {zn.leader_epoch}, "
+            f"ISR {brokers_text(zn.isr)}, AR {brokers_text(zn.ar)} (zk_version {zn.zk_version}); LeaderAndISR to RAR, StopReplica to {brokers_text(gone)}"
+        )
+    if a == "stop_replica":
+        m = args[0]
+        if m.controller_epoch < before.brokers[m.to].controller_epoch or m.leader_epoch < replica(before, m.to, m.partition).leader_epoch:
+            return f"broker {m.to} refuses a stale StopReplica(p{m.partition}, epoch {m.leader_epoch}, controller epoch {m.controller_epoch})"
+        return f"broker {m.to} stops its replica of p{m.partition} and deletes it (StopReplica, epoch {m.leader_epoch})"
     return f"{a}{args}"
 
 
@@ -139,7 +156,13 @@ def state_text(s: State) -> str:
     """A few lines showing ZooKeeper and every broker."""
     lines = []
     zk = s.zk
-    parts = [f"p{p}: leader {_leader(z.leader)} epoch {z.leader_epoch} ISR {brokers_text(z.isr)} v{z.zk_version}" for p, z in enumerate(zk.partitions)]
+    everyone = tuple(range(len(s.brokers)))
+    parts = [
+        f"p{p}: leader {_leader(z.leader)} epoch {z.leader_epoch} ISR {brokers_text(z.isr)} v{z.zk_version}"
+        + (f" AR {brokers_text(z.ar)}" if z.ar != everyone or z.rar else "")
+        + (f" RAR {brokers_text(z.rar)}" if z.rar else "")
+        for p, z in enumerate(zk.partitions)
+    ]
     lines.append(f"ZK: /controller={_leader(zk.controller)} /controller_epoch={zk.controller_epoch} live={brokers_text(zk.live)}; " + "; ".join(parts))
     for b, br in enumerate(s.brokers):
         ctl = f", controller@{br.controller_epoch}" if br.is_controller else ""

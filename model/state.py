@@ -35,13 +35,20 @@ class Entry(NamedTuple):
 
 
 class PartitionZnode(NamedTuple):
-    """``/brokers/topics/T/P/leaderAndISR`` plus the partition's assigned replicas (AR)."""
+    """``/brokers/topics/T/P/leaderAndISR`` plus the partition's assigned replicas (AR) and
+    the reassignment asked for it (RAR, seed 000 F ``/admin/partitions_reassigned/T/P``).
+
+    ``zk_version`` is the leaderAndISR znode's version only: AR lives in the topic path and
+    RAR in the admin path, so writing them does not move it (as in ZooKeeper).  ``rar`` is
+    ``()`` when no reassignment is pending -- the default, so states without reassignment
+    are built and hashed as before."""
 
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
     zk_version: int
     ar: tuple[int, ...]
+    rar: tuple[int, ...] = ()
 
 
 class Zk(NamedTuple):
@@ -99,6 +106,20 @@ class LeaderAndIsr(NamedTuple):
     max_broker_epoch: int
 
 
+class StopReplica(NamedTuple):
+    """A StopReplica request for one partition (seed 000 ``StopReplicaRequest``), sent by
+    the reassignment agent to the replicas it removed (seed 000 F 3.2.4).
+
+    It carries the controller epoch (seed 002: a broker acts only on the current
+    controller) and the leader epoch the reassignment wrote, so a replica that has since
+    taken a newer LeaderAndISR ignores it (Kafka's KIP-570 fence; seed 000 has none)."""
+
+    to: int
+    partition: int
+    leader_epoch: int
+    controller_epoch: int
+
+
 FETCH_REQUEST, FETCH_RESPONSE = 0, 1
 OK, OUT_OF_RANGE = 0, 1
 
@@ -130,6 +151,7 @@ class Ghost(NamedTuple):
     crashes: int
     pauses: int
     shutdowns: int
+    reassignments: int = 0  # reassignments started, in all (bounded by Config.reassignments)
 
 
 class State(NamedTuple):
@@ -138,18 +160,29 @@ class State(NamedTuple):
     leader_and_isr: tuple[LeaderAndIsr, ...]  # every request ever sent, sorted
     fetches: tuple[Fetch, ...]  # in flight, sorted
     ghost: Ghost
+    stop_replica: tuple[StopReplica, ...] = ()  # in flight, sorted (only with reassignment)
+
+
+def assigned(cfg: Config, p: int) -> tuple[int, ...]:
+    """Partition p's initial AR: every broker, or with a replication factor below the
+    broker count the ``rf`` brokers from ``p mod brokers`` on (so its leader is in it and
+    the other brokers are free to be reassigned to)."""
+    n = cfg.brokers
+    rf = cfg.replication_factor or n
+    return tuple(range(n)) if rf >= n else tuple(sorted((p + i) % n for i in range(rf)))
 
 
 def initial(cfg: Config) -> State:
     """A freshly bootstrapped cluster: broker 0 is controller at controller epoch 1, every
     partition has been through ``init_leaders`` (leader ``p mod brokers``, epoch 1, ISR = AR
-    = every broker) and every broker has acted on that LeaderAndISR.  Starting here rather
+    = every broker, or ``assigned``'s brokers with a replication factor) and every assigned
+    broker has acted on that LeaderAndISR; the others hold no replica.  Starting here rather
     than from an empty cluster keeps the search on the failure handling the bugs are in."""
     n = cfg.brokers
     everyone = tuple(range(n))
     unknown = (UNKNOWN,) * n
     partitions = tuple(
-        PartitionZnode(leader=p % n, leader_epoch=1, isr=everyone, zk_version=0, ar=everyone)
+        PartitionZnode(leader=p % n, leader_epoch=1, isr=assigned(cfg, p), zk_version=0, ar=assigned(cfg, p))
         for p in range(cfg.partitions)
     )
     zk = Zk(
@@ -163,8 +196,10 @@ def initial(cfg: Config) -> State:
 
     def replica(b: int, p: int) -> Replica:
         leader = p % n
+        if b not in partitions[p].ar:
+            return Replica(NONE, NO_LEADER, 0, (), -1, (), 0, IDLE, unknown, 0)
         if b == leader:
-            return Replica(LEADER, b, 1, everyone, 0, (), 0, IDLE, unknown, 0)
+            return Replica(LEADER, b, 1, partitions[p].isr, 0, (), 0, IDLE, unknown, 0)
         return Replica(FOLLOWER, leader, 1, (), -1, (), 0, FETCHING, unknown, 0)
 
     brokers = tuple(

@@ -13,7 +13,17 @@ from __future__ import annotations
 from functools import lru_cache
 from itertools import permutations, product
 
-from model.state import NO_LEADER, Broker, Fetch, LeaderAndIsr, PartitionZnode, Replica, State, Zk
+from model.state import (
+    NO_LEADER,
+    Broker,
+    Fetch,
+    LeaderAndIsr,
+    PartitionZnode,
+    Replica,
+    State,
+    StopReplica,
+    Zk,
+)
 
 
 def _map(perm: tuple[int, ...], b: int) -> int:
@@ -41,7 +51,7 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
         _map_set(perm, zk.live),
         _reorder(perm, zk.broker_epochs),
         zk.zxid,
-        tuple(PartitionZnode(_map(perm, z.leader), z.leader_epoch, _map_set(perm, z.isr), z.zk_version, _map_set(perm, z.ar)) for z in zk.partitions),
+        tuple(PartitionZnode(_map(perm, z.leader), z.leader_epoch, _map_set(perm, z.isr), z.zk_version, _map_set(perm, z.ar), _map_set(perm, z.rar)) for z in zk.partitions),
     )
     brokers = _reorder(
         perm,
@@ -62,7 +72,10 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
     lai = tuple(sorted(LeaderAndIsr(perm[m.to], m.partition, _map(perm, m.leader), m.leader_epoch, _map_set(perm, m.isr), m.zk_version, m.controller_epoch, m.max_broker_epoch) for m in s.leader_and_isr))
     fetches = tuple(sorted(Fetch(m.kind, perm[m.follower], perm[m.leader], m.partition, m.offset, m.epoch, m.records, m.hw, m.error) for m in s.fetches))
     ghost = s.ghost._replace(led=tuple(sorted((p, e, perm[b]) for p, e, b in s.ghost.led)))
-    return State(zk, brokers, lai, fetches, ghost)
+    if not s.stop_replica:
+        return State(zk, brokers, lai, fetches, ghost)
+    stops = tuple(sorted(StopReplica(perm[m.to], m.partition, m.leader_epoch, m.controller_epoch) for m in s.stop_replica))
+    return State(zk, brokers, lai, fetches, ghost, stops)
 
 
 def _signature(s: State, b: int) -> tuple:

@@ -33,6 +33,7 @@ KINDS: dict[str, Kind] = {
         Kind("controller_resign", "controller_resign", "cluster", "a broker stopped acting as controller (its epoch is stale or it lost its session)"),
         # -- controller per partition --
         Kind("elect_leader", "elect_leader", "partition", "controller wrote leader/leader_epoch/isr conditionally on zk_version (seed 000 A 3.3 / init_leaders) and sent LeaderAndISR"),
+        Kind("reassignment", "reassign_start", "partition", "reassignment agent state change (seed 000 F: INIT / IN_PROGRESS / DONE); IN_PROGRESS is replayed as reassign_start (AR := AR+RAR written, LeaderAndISR sent to RAR), the others are informational (DONE follows the elect_leader with reason reassign, replayed as reassign_complete)"),
         # -- broker acting on controller requests (seed 000 C) --
         Kind("become_leader", "become_leader", "partition", "broker accepted a LeaderAndISR naming it leader"),
         Kind("become_follower", "become_follower", "partition", "broker accepted a LeaderAndISR naming another leader; truncation per configuration"),
@@ -53,7 +54,6 @@ KINDS: dict[str, Kind] = {
         Kind("topic_deleted", None, "cluster", "controller finished deleting a topic"),
         Kind("partitions_added", None, "cluster", "controller added partitions to a topic"),
         Kind("partitions_removed", None, "cluster", "controller removed partitions from a topic"),
-        Kind("reassignment", None, "partition", "reassignment agent state change (INIT / IN_PROGRESS / done)"),
         Kind("consumer_fetch", None, "partition", "leader served a consumer fetch (empty between HW and LEO)"),
         Kind("request_rejected", None, "cluster", "a request was rejected with an error code"),
         Kind("note", None, "cluster", "free-form harness annotation (fault injected, etc.)"),
