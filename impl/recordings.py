@@ -2,8 +2,8 @@
 
 ``epochal record-traces --out traces/data/recorded`` regenerates the stored traces: each
 scenario starts a fresh 3-broker cluster on an embedded ZooKeeper, runs a small acks=all
-workload around one fault, stops the cluster cleanly, and copies the run's trace files to
-``OUT/<scenario>/``.  The conformance tests judge every file there against the model.
+workload around one fault (or, for ``reassignment``, one partition move), stops the cluster
+cleanly, and copies the run's trace files to ``OUT/<scenario>/``.  The conformance tests judge every file there against the model.
 """
 
 from __future__ import annotations
@@ -102,11 +102,35 @@ def zombie_leader(cluster: LocalCluster) -> None:
     time.sleep(3.0)
 
 
+def reassignment(cluster: LocalCluster) -> None:
+    """Seed 000 F: move the partition (replication factor 2) off its leader onto the broker
+    that holds no replica -- the new replica bootstraps, joins the ISR, a member of RAR is
+    elected, AR shrinks to RAR and the old leader gets StopReplica -- writing around it."""
+    _produce(cluster, 0, 5)
+    with Admin(cluster.bootstrap) as admin:
+        info = admin.describe(TOPIC)[TOPIC][0]
+        spare = [b for b in sorted(cluster.configs) if b not in info.replicas]
+        rar = sorted([b for b in info.replicas if b != info.leader] + spare[:1])
+        admin.reassign(TOPIC, 0, rar)
+    _produce(cluster, 5, 5)
+    time.sleep(1.5)
+    # stop one broker at a time, the controller last, so each exit is recorded (broker_stop)
+    # and no broker takes over /controller from a stopping one unseen
+    controller = controller_of(cluster)
+    for b in sorted(cluster.configs, key=lambda b: (b == controller, b)):
+        cluster.stop_broker(b)
+
+
 SCENARIOS: dict[str, Callable[[LocalCluster], None]] = {
     "leader-kill": leader_kill,
     "controller-failover": controller_failover,
     "zombie-leader": zombie_leader,
+    "reassignment": reassignment,
 }
+
+REPLICATION_FACTOR: dict[str, int] = {"reassignment": 2}
+"""The topic's replication factor per scenario (3 unless named): a reassignment needs a
+broker outside the assignment to move to."""
 
 
 def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path:
@@ -117,7 +141,7 @@ def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path
     cluster = LocalCluster(work, brokers=3).start()
     try:
         with Admin(cluster.bootstrap) as admin:
-            admin.create_topic(TOPIC, partitions=1, replication_factor=3)
+            admin.create_topic(TOPIC, partitions=1, replication_factor=REPLICATION_FACTOR.get(scenario, 3))
         SCENARIOS[scenario](cluster)
     finally:
         cluster.stop()
@@ -131,7 +155,11 @@ def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("record-traces", help="record traces from real runs with faults (regenerates traces/data/recorded)")
+    p = sub.add_parser(
+        "record-traces",
+        help="record traces from real runs with faults (regenerates traces/data/recorded): "
+        "leader-kill, controller-failover, zombie-leader (pause/resume), reassignment (seed 000 F)",
+    )
     p.add_argument("--out", default="traces/data/recorded")
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
     p.set_defaults(func=_run)

@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_bound_arguments(p)
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None, help="allow unclean leader election")
     p.add_argument("--fencing", action=argparse.BooleanOptionalAction, default=None, help="controller-epoch and broker-epoch fencing of control requests (default on)")
+    p.add_argument("--replication-factor", type=int, help="brokers in each partition's initial assignment (default: every broker)")
+    p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1)")
     p.add_argument("--max-states", type=int, help="stop after this many distinct states (the result is then inconclusive)")
@@ -92,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
                 unclean=args.unclean,
                 fence_controller_epoch=args.fencing,
                 fence_broker_epoch=args.fencing,
+                replication_factor=args.replication_factor,
+                reassignments=args.reassignments,
             )
             for n in names
         ]
