@@ -580,12 +580,11 @@ class ChaosRun:
 
     # -- fault primitives -----------------------------------------------------------------------
     def _observe_all(self) -> None:
-        """Take every node's clock before the harness records a fault: the harness acts after
-        everything recorded so far (it could read it), and a victim woken by SIGCONT takes the
-        harness's clock -- so what the victim does next orders after every step before the
-        fault, not only after its own (ZooKeeper writes recorded late, e.g. an ISR shrink
-        committed before a session ended, would otherwise let a resumed broker's first step
-        order before the pause that preceded it)."""
+        """Before a SIGCONT: take every node's clock, so that the woken broker (which takes
+        the harness's clock when it wakes) orders its next steps after everything recorded
+        before the resume -- not only after its own last step.  (Fault events themselves
+        keep the victim's clock only, as LocalCluster records them: a fault's clock above
+        the reactions to it would let their successors that carry no zxid order first.)"""
         from impl.tracing import observe_node
 
         rec = self.cluster.harness()
@@ -598,7 +597,6 @@ class ChaosRun:
         write_plan(self.cluster.data_dir, self.plan)
 
     def _kill(self, b: int, rec: FaultRecord) -> None:
-        self._observe_all()
         self.cluster.kill(b)
         self.paused.discard(b)
         rec.victims.append(b)
@@ -661,7 +659,6 @@ class ChaosRun:
         self.paused.add(b)
         expire_session(self.cluster.zookeeper, self.cluster.data_dir, b)
         zxid = session_end_zxid(self.cluster.zookeeper, b, 10.0)
-        self._observe_all()
         self.cluster.harness(victim=b).emit("broker_pause", zxid=zxid, params={"broker": b})
 
     # -- one fault ------------------------------------------------------------------------------
@@ -696,7 +693,6 @@ class ChaosRun:
             self.paused.add(b)
             rec.victims.append(b)
             healers.append(lambda: self._bring_back(b, rec))
-            self._observe_all()
             self.cluster.pause(b)
         elif f.kind == "expire-session":
             b = self._resolve(f)
@@ -710,7 +706,6 @@ class ChaosRun:
             rec.detail = f"controlled shutdown of broker {b}"
             rec.victims.append(b)
             healers.append(lambda: self._bring_back(b, rec))
-            self._observe_all()
             self.cluster.stop_broker(b)
         elif f.kind in ("partition", "slow-follower"):
             follower = self._resolve(f)
@@ -753,7 +748,6 @@ class ChaosRun:
         cuts = [self._cut(leader, x) for x in self._followers(f.partition)]
         time.sleep(0.4)  # fetches already in flight (long polls of 100 ms) come back first
         acked = self._burst(f.partition, leader, f"f{f.index}")
-        self._observe_all()
         self.cluster.kill(leader)
         rec.victims.append(leader)
         for heal in cuts:
@@ -890,7 +884,6 @@ class ChaosRun:
         for b in sorted(self.cluster.procs):
             if self.cluster.procs[b].poll() is None:
                 try:
-                    self._observe_all()
                     self.cluster.stop_broker(b)
                 except Exception:  # noqa: BLE001 - cluster.stop() below ends it anyway
                     pass
