@@ -168,3 +168,92 @@ def test_may_break_is_true_whenever_a_property_breaks() -> None:
                     break
                 s = healthy[rnd.randrange(len(healthy))]
     assert checked > 1000 and broke > 0, (checked, broke)
+
+
+# -- the job's fast decoding, held to the plain reader ------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 123456789012345678901234567890}', '{"a": 1e400}', '{"a": NaN}', '{"a": -Infinity}',
+    '{"a": "\\ud800"}', '{"a": 1, "a": 2}', '[1, 2', '{"a": 1}x', '\ufeff{}', '{"a": "x\ty"}', " {} ",
+    '{"a": 01}', '{"a": .5}', '{"a": -0}', '{"\\u0000": 1.5E-3}', "", "nul",
+])
+def test_loads_is_json_loads(text: str) -> None:
+    """``traces.schema.loads`` (msgspec first) answers exactly as ``json.loads``: the same
+    value, or a ValueError with the same message (a quarantine reason quotes it)."""
+    import json
+    import math
+
+    from traces.schema import loads
+
+    try:
+        want: Any = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as got:
+            loads(text)
+        assert str(got.value) == str(exc)
+        return
+    value = loads(text)
+    if isinstance(want, dict) and any(isinstance(v, float) and math.isnan(v) for v in want.values()):
+        assert json.dumps(value) == json.dumps(want)
+    else:
+        assert value == want and type(value) is type(want)
+
+
+def test_generated_validators_agree_with_the_loop() -> None:
+    """``_fast_check`` (generated straight-line code) says "valid" exactly when the generic
+    loop finds nothing wrong, on random objects for every spec table."""
+    from traces import schema
+
+    tables = [schema.FIELDS, *schema.PARAMS.values(), *schema.POST.values()]
+    values = [None, 0, 7, -1, True, 1.5, "x", [], [1, 2], [1, True], [[0, 1, "a"]], [[0, 1]],
+              [[0, True, "a"]], [[0, 1, [1]]], {}, {"a": 1}]
+    rnd = random.Random(5)
+    valid = 0
+    for _ in range(20000):
+        specs = rnd.choice(tables)
+        obj = {s.name: rnd.choice(values) for s in specs if rnd.random() > 0.1}
+        fast = schema._fast_check(specs)(obj)
+        schema._FAST_CHECKS.pop(id(specs), None)
+        loop = schema._check_fields(obj, specs, "") is None  # rebuilds its fast check, then loops
+        assert fast == loop, (specs, obj)
+        valid += fast
+    assert valid > 100
+
+
+def test_job_stages_read_what_the_plain_reader_reads() -> None:
+    """The job's decode stage (one row per file and run) and judge stage, fed Arrow batches
+    without Spark: the same events (same fields, files and lines) and quarantined records
+    as ``traces.reader.read_traces``, and the same verdicts as judging its events."""
+    import pyarrow as pa
+
+    from conformance.job import _decode_files, _judge_partitions
+    from conformance.verdict import judge_run
+
+    files = sorted(p for d in ("recorded", "malformed", "nonconforming") for p in (DATA / d).rglob("*")
+                   if p.is_file() and p.name != "README.md")
+    batch = pa.RecordBatch.from_pylist([{"path": "file:" + str(f), "content": f.read_bytes()} for f in files])
+    decoded = pa.Table.from_batches(list(_decode_files(iter([batch]))))
+    decoded = decoded.sort_by([("run", "ascending"), ("file", "ascending"), ("line", "ascending")])
+    seen: list[dict[str, Any]] = []
+
+    def spy(events: list[dict[str, Any]], config: str) -> dict[str, Any]:
+        seen.extend(events)
+        return judge(events, config)
+
+    rows = pa.Table.from_batches(list(_judge_partitions(spy, "kip320")(iter(decoded.to_batches())))).to_pylist()
+    plain = read_traces([str(f) for f in files])
+    quarantined = sorted((r["file"], r["line"], r["reason"], r["raw"]) for r in rows if r["row"] == "quarantine")
+    assert quarantined == sorted((q.file, q.line, q.reason, q.raw[:300]) for q in plain.quarantined)
+    key = lambda e: (e["_file"], e["_line"])  # noqa: E731
+    unique = {key(e): e for e in seen}
+    assert sorted(unique.values(), key=key) == sorted(plain.events, key=key)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for e in plain.events:
+        by_run.setdefault(e["run"], []).append(e)
+    want = [v for run, evs in sorted(by_run.items()) for v in judge_run(run, evs, judge, "kip320")]
+    got = [r for r in rows if r["row"] == "verdict"]
+    strip = lambda v: {k: v[k] for k in ("run", "topic", "partition", "status", "matched", "total", "first_bad",  # noqa: E731
+                                         "first_bad_file", "first_bad_line", "reason", "property")}
+    assert sorted(map(str, map(strip, got))) == sorted(map(str, map(strip, want)))
+    assert any(v["status"] == "violates" for v in got) and any(v["status"] == "conforms" for v in got)
