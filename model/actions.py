@@ -116,13 +116,16 @@ def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
     if new_hw <= r.hw:
         return s
     ghost = s.ghost
-    committed, acked = ghost.committed, ghost.acked
+    committed, acked, zombie_commits = ghost.committed, ghost.acked, ghost.zombie_commits
+    superseded = any(lp == p and e > r.leader_epoch for lp, e, _ in ghost.led)
     for offset in range(r.hw, new_hw):
         entry = r.log[offset]
         committed = _add(committed, (p, offset, entry))
         if entry.epoch == r.leader_epoch and len(r.isr) >= cfg.min_insync:
             acked = _add(acked, (p, entry.value))
-    s = s._replace(ghost=ghost._replace(committed=committed, acked=acked))
+        if superseded and (p, entry.value) in ghost.zombie_appends:
+            zombie_commits = _add(zombie_commits, (p, entry.value))
+    s = s._replace(ghost=ghost._replace(committed=committed, acked=acked, zombie_commits=zombie_commits))
     return _set_replica(s, b, p, r._replace(hw=new_hw))
 
 

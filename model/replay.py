@@ -930,7 +930,7 @@ _DEPENDS: dict[str, frozenset[str]] = {
     "isr_well_formed": frozenset(),  # ZooKeeper only
     "single_controller": frozenset({"controllers", "stale_accepts"}),
     "acked_durable": frozenset({"acked", "leader_log"}),
-    "zombie_cannot_commit": frozenset({"committed", "zombie_appends"}),
+    "zombie_cannot_commit": frozenset({"zombie_commits"}),
 }
 """What each property of ``properties`` reads besides ZooKeeper (a changed ZooKeeper state
 always means a full check): "logs" a replica's log or HW, "leader_log" the log of the
@@ -964,7 +964,7 @@ def _may_break(before: State, after: State) -> bool:
                 changed.add("epochs")
     gb, ga = before.ghost, after.ghost
     if gb is not ga:
-        for name in ("committed", "acked", "led", "zombie_appends", "stale_accepts"):
+        for name in ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts"):
             if getattr(gb, name) != getattr(ga, name):
                 changed.add(name)
     if not changed:

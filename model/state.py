@@ -152,6 +152,8 @@ class Ghost(NamedTuple):
     pauses: int
     shutdowns: int
     reassignments: int = 0  # reassignments started, in all (bounded by Config.reassignments)
+    # (partition, value) of zombie appends that a still-superseded leader moved its HW over
+    zombie_commits: tuple[tuple[int, int], ...] = ()
 
 
 class State(NamedTuple):
