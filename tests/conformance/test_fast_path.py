@@ -29,3 +29,10 @@ def test_local_read_and_binary_file_read_agree(spark):
     strip = [{k: v for k, v in verdict.items() if k != "judge_seconds"} for verdict in local.verdicts]
     assert strip == [{k: v for k, v in verdict.items() if k != "judge_seconds"} for verdict in hadoop.verdicts]
     assert local.violating > 0 and local.conforming > 0 and sum(local.quarantined.values()) > 0
+
+
+def test_files_sharing_runs_are_grouped_transitively():
+    from conformance.job import _file_groups
+
+    pairs = [("a", "r1"), ("b", "r1"), ("b", "r2"), ("c", "r2"), ("d", "r3"), ("e", None), ("d", "r3")]
+    assert sorted(_file_groups(pairs)) == [["a", "b", "c"], ["d"], ["e"]]
