@@ -21,6 +21,10 @@ Plan (one Spark session for the whole corpus, no process per trace):
    huge run is judged by one task.  The shuffle moves one row per (file, run), not one per
    record, and Spark never parses the JSON: per-record rows and a JVM JSON parse of every
    record cost more than the judging (see ``conformance/README.md``, Performance).
+   Files on the local filesystem (``file:``, the usual case) skip steps 1-2 as such: the
+   executors list the runs each file names, the driver groups files that share a run, and
+   each task reads, validates and judges whole groups (``_plan_local``) -- the same records
+   in the same order, with no shuffle of records at all.
 3. **Judge.** Per task, one run at a time: its events are put in causal order, split into
    (topic, partition) groups with the cluster-scope events in every group, and each group
    is judged (``conformance.verdict``).
