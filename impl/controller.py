@@ -970,13 +970,22 @@ class Controller:
     def _on_isr_change(self) -> None:
         """A leader changed an ISR in ZooKeeper: refresh every broker's metadata."""
         children = self._children(zkl.ISR_CHANGE)
+        # each notice names the partitions whose ISR its leader changed (seed 000 G): read
+        # those again (they moved behind the context's back), not every partition
+        changed: set[Key] = set()
+        notices = [self.zk.get_async(f"{zkl.ISR_CHANGE}/{c}") for c in children]
+        for a in notices:
+            with contextlib.suppress(NoNodeError, ValueError, TypeError):
+                data, _ = a.get(timeout=10)
+                changed |= {(str(t), int(p)) for t, p in zkl.decode(data)}
         for i in range(0, len(children), 500):
             txn = self.zk.transaction()
             for child in children[i:i + 500]:
                 txn.delete(f"{zkl.ISR_CHANGE}/{child}")
             txn.commit()  # a node already gone fails the batch harmlessly; the rest next time
-        # the leaders wrote new ISRs behind the context's back: read them all again
-        self._send_update_metadata(self._read_states(self._all_keys()))
+        known = [k for k in sorted(changed) if k[1] in self.assignments.get(k[0], {})]
+        if known:
+            self._send_update_metadata(self._read_states(known), partial=True)
 
     def _on_controlled_shutdown(self, arg: tuple[int, int, Future[dict[str, Any]]]) -> None:
         """Move leadership off a broker that is shutting down and take it out of every ISR."""

@@ -244,3 +244,39 @@ def test_a_new_topic_costs_one_read_and_a_partial_update_metadata_of_its_own_par
     body = decode_value(bytes(um))
     assert body["partial"] is True and set(body["topics"]) == {"new"}
     assert body["topics"]["new"]["0"]["leader"] == 6
+
+
+def test_an_isr_change_notice_rereads_only_the_partitions_it_names(
+        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leader's ISR change arrives as a notice naming its partitions (seed 000 G); the
+    controller re-reads those and sends UpdateMetadata for them alone -- a burst of ISR
+    changes must not make a broker failure wait behind a read of every partition."""
+    monkeypatch.setattr("impl.controller.ControllerChannel",
+                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
+    c = controllers(1)
+    zk = c.zk
+    for b in (5, 6):
+        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
+    c.start()
+    c._post("elect")
+    wait_until(lambda: c.active and set(c.live) == {5, 6}, 10, "controller with brokers 5, 6")
+    zk.create(zkl.topic_path("t"), zkl.encode({"partitions": {str(p): [5, 6] for p in range(4)}}))
+    wait_until(lambda: all(("t", p) in c.states for p in range(4)), 10, "topic t")
+
+    st, version = c.states[("t", 2)]
+    zk.set(zkl.leader_and_isr_path("t", 2),
+           zkl.LeaderAndIsr(st.leader, st.leader_epoch, (5,), st.controller_epoch).to_json(), version=version)
+    reads: list[str] = []
+    get_async = c.zk.get_async
+    monkeypatch.setattr(c.zk, "get_async", lambda path, *a: (reads.append(path), get_async(path, *a))[1])
+    for ch in c.channels.values():
+        ch.sent.clear()  # type: ignore[attr-defined]
+    zk.create(f"{zkl.ISR_CHANGE}/change-", zkl.encode([["t", 2]]), sequence=True)
+    wait_until(lambda: any(api == ApiKey.UPDATE_METADATA for api, _ in c.channels[6].sent), 10, "UM")
+    assert [r for r in reads if r.endswith("leaderAndISR")] == [zkl.leader_and_isr_path("t", 2)]
+    [um] = [b for api, b in c.channels[6].sent if api == ApiKey.UPDATE_METADATA]  # type: ignore[attr-defined]
+    body = decode_value(bytes(um))
+    assert body["partial"] is True and body["topics"] == {"t": {"2": {
+        "leader": 5, "leader_epoch": st.leader_epoch, "isr": [5], "replicas": [5, 6]}}}
+    assert c.states[("t", 2)][0].isr == (5,)
+    assert zk.get_children(zkl.ISR_CHANGE) == []
