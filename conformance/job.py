@@ -164,8 +164,8 @@ def _file_runs(batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
     from traces.reader import iter_lines
-    from traces.schema import loads
 
+    run_of = _run_scanner()
     schema = _arrow(_FILE_RUNS)
     for batch in batches:
         paths: list[str] = []
@@ -175,18 +175,49 @@ def _file_runs(batches: Iterator[Any]) -> Iterator[Any]:
             found: set[str] = set()
             if not isinstance(data, OSError):
                 for _, raw, reason in iter_lines(display_path(uri), data):
-                    if reason is not None:
-                        continue
-                    try:
-                        obj = loads(raw)
-                    except ValueError:
-                        continue
-                    if type(obj) is dict and type(obj.get("run")) is str:
-                        found.add(obj["run"])
+                    if reason is None:
+                        run = run_of(raw)
+                        if run is not None:
+                            found.add(run)
             for run in sorted(found) or [None]:
                 paths.append(uri)
                 runs.append(run)
         yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(runs, pa.string())], schema=schema)
+
+
+def _run_scanner() -> Callable[[str], str | None]:
+    """``raw -> run id`` (None if the line is no object with a string ``run``), exactly as
+    ``traces.schema.loads`` would see it: msgspec decoding only the ``run`` field (a third
+    of a full decode; a repeated key gives the last value, as ``json``), and on any msgspec
+    error the full ``loads`` (NaN, 1e400 and the like)."""
+    from traces.schema import loads
+
+    def full(raw: str) -> str | None:
+        try:
+            obj = loads(raw)
+        except ValueError:
+            return None
+        run = obj.get("run") if type(obj) is dict else None
+        return run if type(run) is str else None
+
+    try:
+        import msgspec
+    except ImportError:
+        return full
+
+    class _Run(msgspec.Struct):
+        run: object = None
+
+    decoder = msgspec.json.Decoder(_Run)
+
+    def scan(raw: str) -> str | None:
+        try:
+            run = decoder.decode(raw).run
+        except msgspec.DecodeError:  # ValidationError (not an object) included
+            return full(raw)
+        return run if type(run) is str else None
+
+    return scan
 
 
 def _file_groups(pairs: Sequence[tuple[str, str | None]]) -> list[list[str]]:

@@ -866,6 +866,7 @@ def _freeze(v: Any) -> Any:
     return (t, v)
 
 
+_PLAIN = frozenset({int, str, type(None)})  # types whose == is exact (no 1 == 1.0 == True)
 _POST_MARK = ("post",)  # never a key (keys are str) nor a frozen value (those are 2-tuples)
 
 
@@ -875,7 +876,17 @@ def _signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
     fetched record's value only the model values it may be.  None when an odd value keeps
     it from being hashed (the plain search then runs, and raises or reports as usual).
     Flat (kind, node, key, value, ..., mark, key, value, ...): built for every event, so
-    built cheaply."""
+    built cheaply.  An event whose params and post hold only ints, strings and nulls (no
+    records) -- half of a replication trace -- gets (kind, node, params, post) as item
+    tuples instead: an even length, where the flat form's is odd, so the two never meet."""
+    params = e.get("params") or {}
+    post = e.get("post") or {}
+    if "records" not in params and _PLAIN.issuperset(map(type, params.values())) \
+            and _PLAIN.issuperset(map(type, post.values())):
+        items = tuple(params.items())
+        if "value" in params:
+            items = tuple(kv for kv in items if kv[0] != "value")
+        return (e["kind"], e["node"], items, tuple(post.items()))
     out: list[Any] = [e["kind"], e["node"]]
     try:
         for k, v in (e.get("params") or {}).items():
