@@ -184,7 +184,11 @@ def broker_restart(s: State, cfg: Config, b: int) -> State | None:
     if broker.status != DOWN:
         return None
     zk = _register(s.zk, b)
-    s = s._replace(zk=zk)
+    # a new incarnation fetches over new connections: what its previous one still had in
+    # flight as a follower (a request the leader has not read, the answer to it) is gone
+    # -- seen in real traces, where the restarted follower fetches at once
+    fetches = tuple(m for m in s.fetches if m.follower != b)
+    s = s._replace(zk=zk, fetches=fetches)
     brokers = _put(
         s.brokers,
         b,
@@ -692,11 +696,12 @@ def _conditional_isr_write(s: State, cfg: Config, b: int, p: int, isr: tuple[int
 
 def shrink_isr(s: State, cfg: Config, b: int, p: int, f: int) -> State | None:
     """A follower that lags the leader's LEO (by messages, or by time: not fetched at all in
-    this term) is taken out of the ISR, so the leader can commit without it."""
+    this term) is taken out of the ISR, so the leader can commit without it.  With
+    ``shrink_caught_up`` (trace replay) also a caught-up follower that went silent."""
     lr = replica(s, b, p)
     if s.brokers[b].status != UP or lr.role != LEADER or f == b or f not in lr.isr:
         return None
-    if lr.follower_leo[f] >= lr.leo:
+    if lr.follower_leo[f] >= lr.leo and not cfg.shrink_caught_up:
         return None
     return _conditional_isr_write(s, cfg, b, p, _remove(lr.isr, f))
 

@@ -441,6 +441,9 @@ class Encoding:
         t[("st", b)], t[("isc", b)] = z3.IntVal(UP), z3.BoolVal(False)
         t[("bcep", b)] = zmax(s[("bcep", b)], s[("cep",)])
         t[("bbep", b)] = zxid
+        for x in range(self.n):  # a new incarnation: its old fetches (as follower) are gone
+            if x != b:
+                self._drop_slot_if(t, b, x, z3.BoolVal(True))
         epoch = zmax(s[("rlep", b)], s[("lep",)])
         ldr = s[("ldr",)]
         # three outcomes, merged with If over every replica variable
