@@ -82,6 +82,7 @@ class Broker:
         self.controller = Controller(self)
         self.admin = AdminService(self)  # admin requests: controller-only, quota (seeds 001/004)
         self.stopping = False
+        self.shutdown_completed = False  # set by the controlled shutdown at SIGTERM
         self._changed_any = asyncio.Event()
         self._isr_changes: set[tuple[str, int]] = set()
         self._fetchers: dict[int, asyncio.Task[None]] = {}
@@ -227,7 +228,7 @@ class Broker:
         print(f"broker {self.id} listening on {self.config.host}:{self.config.port}", flush=True)
         await stop.wait()
         self.stopping = True
-        await self._controlled_shutdown()
+        self.shutdown_completed = await self._controlled_shutdown()
         checker.cancel()
         propagation.cancel()
         hw_checkpointer.cancel()
@@ -677,7 +678,10 @@ class Broker:
                     continue
                 lagging = r.out_of_sync_followers(now, lag_s, self.config.replica_lag_max_messages)
                 if lagging:
-                    self._spawn_isr_update(r, set(r.isr) - lagging, min(lagging), "shrink_isr")
+                    # one follower per conditional write, as the model's shrink_isr: the
+                    # next check (a quarter of the lag time later) takes the next one
+                    out = min(lagging)
+                    self._spawn_isr_update(r, set(r.isr) - {out}, out, "shrink_isr")
 
     def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
         if r.isr_update_in_flight:
@@ -882,11 +886,14 @@ class Broker:
             raise RequestError(ErrorCode(result["error"]))
         return result
 
-    async def _controlled_shutdown(self) -> None:
-        """Ask the controller to move our leaderships away before we stop (Ctrl-C / SIGTERM)."""
+    async def _controlled_shutdown(self) -> bool:
+        """Ask the controller to move our leaderships away before we stop (Ctrl-C / SIGTERM).
+        True when it did: we lead nothing and are in no ISR we could have left.  Otherwise
+        the stop is, for the protocol, as abrupt as a crash -- the exit code says so (3),
+        and the harness records it as one."""
         assert self.loop is not None
 
-        def ask() -> None:
+        def ask() -> bool:
             for _ in range(3):
                 try:
                     data, _ = self.zk.get(zkl.CONTROLLER)
@@ -894,20 +901,23 @@ class Broker:
                     host, port = self.endpoints.get(cid) or self._endpoint_from_zk(cid)
                     conn = BlockingConnection(host, port, timeout=5)
                     try:
-                        error, _, _ = conn.send(ApiKey.CONTROLLED_SHUTDOWN,
+                        error, _, resp = conn.send(ApiKey.CONTROLLED_SHUTDOWN,
                                                 {"broker_id": self.id,
                                                  "broker_epoch": self.broker_epoch},
                                                 clock=self.recorder.tick())
                     finally:
                         conn.close()
                     if error == ErrorCode.NONE:
-                        return
+                        return not resp.get("remaining_leaderships") and not resp.get("remaining_isr")
                 except Exception:  # noqa: BLE001 - best effort, then plain shutdown
                     pass
                 time.sleep(0.3)
+            return False
 
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.loop.run_in_executor(None, ask), 12)
+        try:
+            return bool(await asyncio.wait_for(self.loop.run_in_executor(None, ask), 12))
+        except Exception:  # noqa: BLE001 - no controller reachable: a plain (abrupt) stop
+            return False
 
     def _on_resumed(self) -> None:
         """SIGCONT: we were frozen.  The harness recorded broker_resume before waking us;
@@ -932,7 +942,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(broker.serve())
     except KeyboardInterrupt:
         pass
-    return 0
+    # 0: stopped after a completed controlled shutdown; 3: stopped without one (see
+    # Broker._controlled_shutdown) -- LocalCluster records the latter as a crash
+    return 0 if broker.shutdown_completed else 3
 
 
 if __name__ == "__main__":

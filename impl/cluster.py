@@ -273,7 +273,10 @@ class LocalCluster:
                 zxid = session_end_zxid(self.zookeeper, broker, 5.0)
             except Exception:  # noqa: BLE001 - ZooKeeper already gone: order by clock alone
                 zxid = None
-            self.harness(victim=broker).emit("broker_stop", zxid=zxid, params={"broker": broker, "pid": proc.pid})
+            # a stop whose controlled shutdown did not complete (exit code 3: it still led
+            # or was still in an ISR it could have left) is, for the protocol, a crash
+            kind = "broker_stop" if proc.returncode == 0 else "broker_crash"
+            self.harness(victim=broker).emit(kind, zxid=zxid, params={"broker": broker, "pid": proc.pid})
         return proc.returncode
 
     def restart(self, broker: int, **overrides: Any) -> None:

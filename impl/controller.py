@@ -1007,6 +1007,10 @@ class Controller:
         self._elect_partitions(self._all_keys(), decide, "controlled_shutdown")
         states = self._known_states(self._all_keys())
         remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
+        # partitions it could not leave (no other live ISR member to take over): its stop
+        # will be, for them, as abrupt as a crash
+        stuck = [[t, p] for (t, p), cur in states.items()
+                 if cur and broker in cur[0].isr and len(cur[0].isr) > 1]
         self._send_update_metadata(states)
         if not fut.done():
-            fut.set_result({"remaining_leaderships": remaining})
+            fut.set_result({"remaining_leaderships": remaining, "remaining_isr": stuck})
