@@ -228,6 +228,10 @@ class Broker:
         print(f"broker {self.id} listening on {self.config.host}:{self.config.port}", flush=True)
         await stop.wait()
         self.stopping = True
+        # stop fetching first: a follower that kept fetching could be put back into an ISR
+        # by its leader after the controlled shutdown took it out, and then stop inside it
+        for task in self._fetchers.values():
+            task.cancel()
         self.shutdown_completed = await self._controlled_shutdown()
         checker.cancel()
         propagation.cancel()
@@ -745,6 +749,8 @@ class Broker:
         return conn
 
     def _ensure_fetcher(self, leader: int) -> None:
+        if self.stopping:
+            return
         task = self._fetchers.get(leader)
         if task is None or task.done():
             self._fetchers[leader] = asyncio.create_task(self._fetcher(leader))

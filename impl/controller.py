@@ -456,7 +456,7 @@ class Controller:
 
     def _elect_partitions(self, keys: Iterable[Key],
                           decide: Callable[[Key, zkl.LeaderAndIsr], Decision | None],
-                          reason: str, extra_targets: Iterable[int] = ()) -> list[Key]:
+                          reason: str, extra_targets: Iterable[int] = (), fresh: bool = False) -> list[Key]:
         """Seed 000 A 3.1-4: read, decide, write conditionally (re-read and retry the
         partitions whose zk_version moved meanwhile, A 3.3), then send LeaderAndISR."""
         pending = list(keys)
@@ -466,7 +466,8 @@ class Controller:
             if not pending:
                 break
             # first from the context; partitions whose write conflicted, from ZooKeeper
-            current = self._known_states(pending) if attempt == 0 else self._read_states(pending)
+            current = (self._known_states(pending) if attempt == 0 and not fresh
+                       else self._read_states(pending))
             plans = []
             for key in pending:
                 cur = current.get(key)
@@ -1004,8 +1005,10 @@ class Controller:
             d = choose_leader(self._replicas(key), st, live, False, exclude=excluded)
             return d if d.leader >= 0 else None
 
-        self._elect_partitions(self._all_keys(), decide, "controlled_shutdown")
-        states = self._known_states(self._all_keys())
+        # from ZooKeeper, not the context: "nothing to do" is a decision no conditional
+        # write checks, and a leader may have put the broker back into an ISR meanwhile
+        self._elect_partitions(self._all_keys(), decide, "controlled_shutdown", fresh=True)
+        states = self._read_states(self._all_keys())
         remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
         # partitions it could not leave (no other live ISR member to take over): its stop
         # will be, for them, as abrupt as a crash
