@@ -52,24 +52,34 @@ def update_metadata(ctrl: int, epoch: int, **fencing: int) -> dict[str, Any]:
     return {"controller_id": ctrl, "controller_epoch": epoch, "brokers": {}, "topics": {}, **fencing}
 
 
+def led_by_a_non_controller(c: LocalCluster, zk: Any, topic: str) -> tuple[int, int, int]:
+    """Create ``topic`` (one partition) led by a broker that is not the controller; return
+    (controller id, controller epoch, that broker)."""
+    ctrl, epoch = controller(zk)
+    victim = next(b for b in sorted(c.configs) if b != ctrl)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic(topic, assignment={0: [victim, *[b for b in c.configs if b != victim]]})
+    return ctrl, epoch, victim
+
+
+def bounce(c: LocalCluster, zk: Any, broker: int, above: int) -> int:
+    """kill -9 and restart ``broker``; its new epoch (which must exceed ``above``)."""
+    c.kill(broker)
+    c.restart(broker)
+    wait_until(lambda: broker_epochs(zk).get(broker, 0) > above, 30, "the broker to register again")
+    c.wait_ready()
+    return broker_epochs(zk)[broker]
+
+
 def test_a_restarted_broker_refuses_control_requests_meant_for_its_previous_incarnation(
         make_cluster: Any) -> None:
     c = make_cluster(3)
     zk = c.zk_client()
-    ctrl, epoch = controller(zk)
-    victim = next(b for b in sorted(c.configs) if b != ctrl)
-    with Admin(c.bootstrap) as admin:
-        admin.create_topic("epochs", assignment={0: [victim, *[b for b in c.configs if b != victim]]})
+    ctrl, epoch, victim = led_by_a_non_controller(c, zk, "epochs")
     e0 = broker_epochs(zk)[victim]
     e1 = max(broker_epochs(zk).values())  # what the controller knew: e0 <= e1
     assert e0 <= e1
-
-    c.kill(victim)
-    c.restart(victim)
-    wait_until(lambda: broker_epochs(zk).get(victim, 0) > e1, 30, "the broker to register again")
-    e2 = broker_epochs(zk)[victim]
-    assert e1 < e2  # zxids only grow: the new registration is newer than anything read at e1
-    c.wait_ready()
+    e2 = bounce(c, zk, victim, above=e1)  # zxids only grow: newer than anything read at e1
 
     # message 5 of the seed: computed at e1, delivered after e2 -- refused, in both formats
     err, _ = send(c, victim, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch, max_broker_epoch=e1))
@@ -148,15 +158,9 @@ def test_controller_fences_a_controlled_shutdown_request_from_an_older_incarnati
     of a previous incarnation must not take leadership away from the restarted broker."""
     c = make_cluster(3)
     zk = c.zk_client()
-    ctrl, _ = controller(zk)
-    victim = next(b for b in sorted(c.configs) if b != ctrl)
-    with Admin(c.bootstrap) as admin:
-        admin.create_topic("csd", assignment={0: [victim, *[b for b in c.configs if b != victim]]})
+    ctrl, _, victim = led_by_a_non_controller(c, zk, "csd")
     old = broker_epochs(zk)[victim]
-    c.kill(victim)
-    c.restart(victim)
-    wait_until(lambda: broker_epochs(zk).get(victim, 0) > old, 30, "the broker to register again")
-    c.wait_ready()
+    bounce(c, zk, victim, above=old)
 
     def leader() -> int:
         data, _ = zk.get(zkl.leader_and_isr_path("csd", 0))

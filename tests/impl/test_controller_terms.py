@@ -71,6 +71,25 @@ def controllers(zk_chroot: str, tmp_path: Path) -> Any:
         c.zk.close()
 
 
+@pytest.fixture
+def recording_controller(controllers: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """An active controller (broker 1) over simulated brokers registered in ZooKeeper, whose
+    channels record what they would send."""
+    monkeypatch.setattr("impl.controller.ControllerChannel",
+                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
+
+    def start(brokers: tuple[int, ...]) -> Controller:
+        c = controllers(1)
+        for b in brokers:
+            c.zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
+        c.start()
+        c._post("elect")
+        wait_until(lambda: c.active and set(c.live) == set(brokers), 10, f"controller with brokers {brokers}")
+        return c
+
+    return start
+
+
 def test_a_former_controller_backs_off_and_its_watches_remove_themselves(controllers: Any) -> None:
     first = controllers(1)
     first.start()
@@ -145,19 +164,12 @@ def test_every_control_request_carries_the_max_live_broker_epoch(controllers: An
 
 
 def test_the_controller_detects_a_bounced_broker_by_its_new_epoch(
-        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        recording_controller: Any) -> None:
     """A broker that restarts between two reads of ``/brokers/ids`` keeps its id but gets a
     new czxid: the controller treats it as a new broker (a fresh channel, every partition
     it replicates sent again), not as the same one."""
-    monkeypatch.setattr("impl.controller.ControllerChannel",
-                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
-    c = controllers(1)
+    c = recording_controller((5, 6))
     zk = c.zk
-    for b in (5, 6):
-        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
-    c.start()
-    c._post("elect")
-    wait_until(lambda: c.active and set(c.live) == {5, 6}, 10, "controller with brokers 5, 6")
     zk.create(zkl.topic_path("t"), zkl.encode({"partitions": {"0": [5, 6]}}))
     wait_until(lambda: zk.exists(zkl.leader_and_isr_path("t", 0)), 10, "leader of t-0")
     first = c.channels[6]
@@ -180,22 +192,15 @@ def test_the_controller_detects_a_bounced_broker_by_its_new_epoch(
 
 
 def test_a_decision_from_a_stale_context_is_refused_by_zookeeper_and_redone_from_a_fresh_read(
-        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        recording_controller: Any) -> None:
     """The controller decides from its in-memory context, but writes conditionally on the
     zk_version it cached.  Here the leader shrank the ISR to itself behind the controller's
     back (no ISR-change notice yet) and then died: the context still says ISR {5, 6, 7}, so
     the first decision is broker 6 -- an unclean choice in truth.  ZooKeeper refuses that
     write (the version moved); the controller re-reads and, with no live ISR member and
     unclean election off, writes leader -1."""
-    monkeypatch.setattr("impl.controller.ControllerChannel",
-                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
-    c = controllers(1)
+    c = recording_controller((5, 6, 7))
     zk = c.zk
-    for b in (5, 6, 7):
-        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
-    c.start()
-    c._post("elect")
-    wait_until(lambda: c.active and set(c.live) == {5, 6, 7}, 10, "controller with brokers 5-7")
     zk.create(zkl.topic_path("t"), zkl.encode({"partitions": {"0": [5, 6, 7]}}))
     wait_until(lambda: ("t", 0) in c.states, 10, "leader of t-0 in the context")
     cached, version = c.states[("t", 0)]
@@ -215,19 +220,12 @@ def test_a_decision_from_a_stale_context_is_refused_by_zookeeper_and_redone_from
 
 
 def test_a_new_topic_costs_one_read_and_a_partial_update_metadata_of_its_own_partitions(
-        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        recording_controller: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 000 B reads the new topic's assignment only, and brokers get UpdateMetadata for
     the new partitions only (they merge it): a creation's cost does not grow with the
     cluster -- what keeps a quota-limited creation load from delaying failover (seed 001)."""
-    monkeypatch.setattr("impl.controller.ControllerChannel",
-                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
-    c = controllers(1)
+    c = recording_controller((5, 6))
     zk = c.zk
-    for b in (5, 6):
-        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
-    c.start()
-    c._post("elect")
-    wait_until(lambda: c.active and set(c.live) == {5, 6}, 10, "controller with brokers 5, 6")
     zk.create(zkl.topic_path("old"), zkl.encode({"partitions": {"0": [5, 6], "1": [6, 5]}}))
     wait_until(lambda: ("old", 1) in c.states, 10, "topic old")
 
@@ -247,19 +245,12 @@ def test_a_new_topic_costs_one_read_and_a_partial_update_metadata_of_its_own_par
 
 
 def test_an_isr_change_notice_rereads_only_the_partitions_it_names(
-        controllers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        recording_controller: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A leader's ISR change arrives as a notice naming its partitions (seed 000 G); the
     controller re-reads those and sends UpdateMetadata for them alone -- a burst of ISR
     changes must not make a broker failure wait behind a read of every partition."""
-    monkeypatch.setattr("impl.controller.ControllerChannel",
-                        lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
-    c = controllers(1)
+    c = recording_controller((5, 6))
     zk = c.zk
-    for b in (5, 6):
-        zk.create(zkl.broker_path(b), zkl.encode({"host": "127.0.0.1", "port": 1}), ephemeral=True)
-    c.start()
-    c._post("elect")
-    wait_until(lambda: c.active and set(c.live) == {5, 6}, 10, "controller with brokers 5, 6")
     zk.create(zkl.topic_path("t"), zkl.encode({"partitions": {str(p): [5, 6] for p in range(4)}}))
     wait_until(lambda: all(("t", p) in c.states for p in range(4)), 10, "topic t")
 
