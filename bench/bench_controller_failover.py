@@ -45,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="rounds per size (median)")
     ap.add_argument("--quick", action="store_true", help="sizes 100 and 1,000, for development")
     args = ap.parse_args(argv)
-    sizes = [100, 1_000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    try:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    if any(n < args.topics for n in sizes) or args.topics < 1 or args.rounds < 1:
+        ap.error("every size must be at least --topics, and --topics and --rounds at least 1")
+    if args.quick:
+        sizes = [100, 1_000]
     quiet_kazoo()
     print(f"controller failover: 3 brokers, replication 3, {args.topics} topics; "
           f"sizes {', '.join(map(str, sizes))} partitions", flush=True)

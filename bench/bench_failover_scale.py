@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1, help="rounds per variant (median)")
     ap.add_argument("--quick", action="store_true", help="1,000 partitions, for development")
     args = ap.parse_args(argv)
+    if args.partitions < 1 or args.topics < 1 or args.rounds < 1 or args.topics > args.partitions:
+        ap.error("--partitions, --topics and --rounds must be at least 1, and --topics at most --partitions")
     if args.quick:
         args.partitions = min(args.partitions, 1_000)
     quiet_kazoo()

@@ -115,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=100)
     ap.add_argument("--quick", action="store_true", help="200 records, 20 batches of 50")
     args = ap.parse_args(argv)
+    if args.records < 1 or args.batches < 1 or args.batch_size < 1:
+        ap.error("--records, --batches and --batch-size must be at least 1")
     if args.quick:
         args.records, args.batches, args.batch_size = 200, 20, 50
     print("produce throughput and end-to-end latency: 3 real brokers on an embedded ZooKeeper, "

@@ -249,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-part1", action="store_true")
     ap.add_argument("--skip-part2", action="store_true")
     args = ap.parse_args(argv)
+    if args.rounds < 1 or args.warmup < 0:
+        ap.error("--rounds must be at least 1 and --warmup not negative")
     with tempfile.TemporaryDirectory(prefix="epochal-bench-quota-") as d:
         root = Path(d)
         if not args.skip_part1:
