@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default local[2]; spark-submit's own when submitted)")
     p.add_argument("--config", default="kip320", metavar="NAME", help="model configuration to judge against (default kip320)")
     p.add_argument("--judge", metavar="MODULE:FUNC", default=None,
-                   help="judge function (default model.replay:judge)")
+                   help="judge function (default model.diagnose:judge: model.replay.judge plus "
+                        "which protocol variant explains a failing trace)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 if any record was quarantined, even if every group conforms")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")

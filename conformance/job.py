@@ -488,8 +488,9 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
             keep_verdicts: int = 1000, log: Callable[[str], None] = _log, read_local: bool = True) -> Outcome:
     """Judge every trace under ``paths``; write results under ``out`` if given.
 
-    ``judge`` is a callable or ``"module:function"``; by default ``model.replay:judge``,
-    imported on the executors.  Pass ``spark`` to reuse a session (it is not stopped).
+    ``judge`` is a callable or ``"module:function"``; by default ``model.diagnose:judge``
+    (``model.replay.judge`` plus which protocol variant explains a failure), imported on
+    the executors.  Pass ``spark`` to reuse a session (it is not stopped).
     With ``read_local`` (default) files on the ``file:`` filesystem are read by the Python
     executors themselves (``_plan_local``), others by Spark's ``binaryFile``.
     Raises ``InputError`` for unusable input; never raises on bad records.
@@ -501,10 +502,15 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
             raise InputError(f"no such file or directory: {p}")
     if judge is None:
         judge = DEFAULT_JUDGE
+    if judge == DEFAULT_JUDGE:
+        from model.config import NAMED
+
+        if config not in NAMED:  # before Spark starts, not as an error in every verdict
+            raise InputError(f"unknown configuration {config!r}; choose from {', '.join(sorted(NAMED))}")
     if isinstance(judge, str):
         try:
             load_judge(judge)
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError, ValueError) as exc:
             raise InputError(f"judge {judge} is not available: {exc}") from None
     own_session = spark is None
     t0 = time.perf_counter()

@@ -499,7 +499,6 @@ class Broker:
         """Some partition appended, moved its HW or changed role: wake long-polling fetches."""
         self._changed_any.set()
         self._changed_any = asyncio.Event()
-        self._isr_changes: set[tuple[str, int]] = set()
 
     async def on_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
         if "partitions" in body:
@@ -620,8 +619,7 @@ class Broker:
         for v in values:
             last = r.append(v)
         assert last is not None
-        if r.maybe_advance_hw():
-            pass
+        r.maybe_advance_hw()
         r.notify()
         base = last.offset - len(values) + 1
         if acks == 0:
@@ -726,8 +724,7 @@ class Broker:
         r.zk_version = stat.version
         r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
                {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
-        if r.maybe_advance_hw():
-            pass
+        r.maybe_advance_hw()
         r.notify()
         self._isr_changes.add((r.topic, r.partition))
 
@@ -894,7 +891,8 @@ class Broker:
 
     async def _controlled_shutdown(self) -> bool:
         """Ask the controller to move our leaderships away before we stop (Ctrl-C / SIGTERM).
-        True when it did: we lead nothing and are in no ISR we could have left.  Otherwise
+        True when it did: we lead nothing and the controller took us out of every ISR we
+        share (its ``remaining_leaderships`` and ``remaining_isr`` are empty).  Otherwise
         the stop is, for the protocol, as abrupt as a crash -- the exit code says so (3),
         and the harness records it as one."""
         assert self.loop is not None

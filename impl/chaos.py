@@ -1103,7 +1103,7 @@ def _command(args: argparse.Namespace) -> int:
 
     if not 3 <= args.brokers <= 5:
         raise UsageError(f"--brokers must be 3 to 5, got {args.brokers}")
-    if args.duration <= 0 or args.duration > 3600:
+    if not 0 < args.duration <= 3600:  # also refuses nan
         raise UsageError(f"--duration must be in (0, 3600] seconds, got {args.duration:g}")
     if args.acks not in ("all", "-1", "1"):
         raise UsageError(f"--acks must be all or 1, got {args.acks!r}")

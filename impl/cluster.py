@@ -274,7 +274,8 @@ class LocalCluster:
             except Exception:  # noqa: BLE001 - ZooKeeper already gone: order by clock alone
                 zxid = None
             # a stop whose controlled shutdown did not complete (exit code 3: it still led
-            # or was still in an ISR it could have left) is, for the protocol, a crash
+            # or was still in a shared ISR: see Broker._controlled_shutdown) is, for the
+            # protocol, a crash
             kind = "broker_stop" if proc.returncode == 0 else "broker_crash"
             self.harness(victim=broker).emit(kind, zxid=zxid, params={"broker": broker, "pid": proc.pid})
         return proc.returncode

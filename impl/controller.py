@@ -147,7 +147,6 @@ class Controller:
         self.known_topics: set[str] = set()  # topics whose creation has been handled (B)
         self.reassigning: dict[Key, dict[str, Any]] = {}
         self.shutting_down: set[int] = set()
-        self.last_update_metadata: EncodedBody | None = None  # the cached payload (seed 003)
         # the controller's context: each partition's leaderAndISR and zk_version as last read
         # or written by this controller (see _known_states)
         self.states: dict[Key, tuple[zkl.LeaderAndIsr, int]] = {}
@@ -458,7 +457,11 @@ class Controller:
                           decide: Callable[[Key, zkl.LeaderAndIsr], Decision | None],
                           reason: str, extra_targets: Iterable[int] = (), fresh: bool = False) -> list[Key]:
         """Seed 000 A 3.1-4: read, decide, write conditionally (re-read and retry the
-        partitions whose zk_version moved meanwhile, A 3.3), then send LeaderAndISR."""
+        partitions whose zk_version moved meanwhile, A 3.3), then send LeaderAndISR.
+
+        The first decision is made from the context (``_known_states``): a stale entry makes
+        its write fail and is re-read.  ``fresh`` reads ZooKeeper first instead -- for a
+        caller to whom "nothing to do" matters, since no conditional write checks that."""
         pending = list(keys)
         done: list[Key] = []
         states: dict[Key, Any] = {}
@@ -557,7 +560,7 @@ class Controller:
         whose own epoch exceeds it knows the request was computed before it registered."""
         return max((epoch for _, _, epoch in self.live.values()), default=-1)
 
-    def _control_fields(self, broker: int) -> dict[str, Any]:
+    def _control_fields(self, broker: int | None) -> dict[str, Any]:
         """The fencing fields of every control request.  With ``cache_update_metadata`` (the
         seed 003 format) they are the same for every broker -- controller id, controller
         epoch and the max broker epoch -- which is what lets one UpdateMetadata payload be
@@ -567,6 +570,7 @@ class Controller:
         if self.config.cache_update_metadata:
             fields["max_broker_epoch"] = self.max_broker_epoch()
         else:
+            assert broker is not None, "the per-broker format names its recipient"
             fields["broker_epoch"] = self.live[broker][2]
         return fields
 
@@ -614,8 +618,7 @@ class Controller:
                 self._send(b, ApiKey.UPDATE_METADATA, body)
             return
         # seed 003: one payload per metadata change, encoded once, the same bytes to all
-        payload = EncodedBody(encode_value(dict(body, **self._control_fields(-1))))
-        self.last_update_metadata = payload
+        payload = EncodedBody(encode_value(dict(body, **self._control_fields(None))))
         for b in self.live:
             ch = self.channels.get(b)
             if ch is not None:
@@ -969,7 +972,8 @@ class Controller:
         self._send_update_metadata()
 
     def _on_isr_change(self) -> None:
-        """A leader changed an ISR in ZooKeeper: refresh every broker's metadata."""
+        """Leaders changed ISRs in ZooKeeper behind the context's back: re-read the partitions
+        their notices name and send every broker an UpdateMetadata for those alone."""
         children = self._children(zkl.ISR_CHANGE)
         # each notice names the partitions whose ISR its leader changed (seed 000 G): read
         # those again (they moved behind the context's back), not every partition
@@ -979,11 +983,11 @@ class Controller:
             with contextlib.suppress(NoNodeError, ValueError, TypeError):
                 data, _ = a.get(timeout=10)
                 changed |= {(str(t), int(p)) for t, p in zkl.decode(data)}
-        for i in range(0, len(children), 500):
-            txn = self.zk.transaction()
-            for child in children[i:i + 500]:
-                txn.delete(f"{zkl.ISR_CHANGE}/{child}")
-            txn.commit()  # a node already gone fails the batch harmlessly; the rest next time
+        # one delete each (pipelined): a batch would fail whole on one notice already gone
+        deletes = [self.zk.delete_async(f"{zkl.ISR_CHANGE}/{c}") for c in children]
+        for d in deletes:
+            with contextlib.suppress(NoNodeError):
+                d.get(timeout=10)
         known = [k for k in sorted(changed) if k[1] in self.assignments.get(k[0], {})]
         if known:
             self._send_update_metadata(self._read_states(known), partial=True)
@@ -1010,8 +1014,9 @@ class Controller:
         self._elect_partitions(self._all_keys(), decide, "controlled_shutdown", fresh=True)
         states = self._read_states(self._all_keys())
         remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
-        # partitions it could not leave (no other live ISR member to take over): its stop
-        # will be, for them, as abrupt as a crash
+        # "remaining_isr": partitions whose ISR it is still in with others -- there was no
+        # other live ISR member to take over, so it could not leave; for them its stop
+        # will be as abrupt as a crash (the broker exits 3, the harness records a crash)
         stuck = [[t, p] for (t, p), cur in states.items()
                  if cur and broker in cur[0].isr and len(cur[0].isr) > 1]
         self._send_update_metadata(states)

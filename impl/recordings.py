@@ -173,6 +173,6 @@ def _run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for name in args.scenario or list(SCENARIOS):
             record(name, out)
-    except (OSError, TimeoutError) as exc:  # no Java, no free port, unwritable --out, a hung failover
+    except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
         raise UsageError(f"could not record traces: {exc}") from None
     return 0

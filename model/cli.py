@@ -15,6 +15,17 @@ from model.checker import Result, check
 from model.config import NAMED, named
 
 
+def _positive(text: str) -> int:
+    """argparse type: an integer of at least 1 (argparse turns the error into one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check",
@@ -29,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1)")
-    p.add_argument("--max-states", type=int, help="stop after this many distinct states (the result is then inconclusive)")
+    p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)

@@ -9,7 +9,9 @@ proved or held, 1 a counterexample or a failed proof, 2 bad arguments.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from typing import Any
 
 from model.config import NAMED
 
@@ -55,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"encoding: 1 partition, {args.brokers} brokers; actions: {', '.join(COVERED)}")
     for cfg in cfgs:
         print(f"== {cfg.describe()}")
-        for v in prove(cfg, args.brokers):
+        def show(v: Any) -> None:  # printed as each proof finishes, not at the end
             print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", flush=True)
+
+        for v in prove(cfg, args.brokers, progress=show):
             if v.status != "proved":
                 status = 1
         if args.no_bmc:
@@ -67,7 +71,11 @@ def run(args: argparse.Namespace) -> int:
             prefix = [s for s, _ in out.steps[:PREFIX_STEPS]]
             start = out.states[PREFIX_STEPS]
         started = time.perf_counter()
-        k, steps, times = bmc(cfg, args.depth, start=start)
+        def depth_done(depth: int, seconds: float, found: bool) -> None:
+            print(f"  ... bmc depth {depth}: {seconds:.2f} s{' (counterexample)' if found else ''}",
+                  file=sys.stderr, flush=True)
+
+        k, steps, times = bmc(cfg, args.depth, progress=depth_done, start=start)
         secs = time.perf_counter() - started
         per = ", ".join(f"{t:.2f}" for t in times)
         where = "from the initial state" if args.from_initial else f"after a {PREFIX_STEPS}-step explicit prefix"
