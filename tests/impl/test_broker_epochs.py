@@ -97,9 +97,11 @@ def test_a_restarted_broker_refuses_control_requests_meant_for_its_previous_inca
 
     rejected = [e for e in trace_events(c.data_dir) if e["kind"] == "request_rejected"
                 and e["node"] == victim and e["params"]["reason"] == "stale_broker_epoch"]
-    assert len(rejected) == 3
-    assert {e["params"]["max_broker_epoch"] for e in rejected} == {e0, e1}
-    assert all(e["params"]["broker_epoch"] == e2 for e in rejected)
+    # ours, and possibly one the controller itself computed before it read e2 -- the very
+    # race seed 003 is about -- all refused for the same reason
+    assert len(rejected) >= 3
+    assert {e0, e1} <= {e["params"]["max_broker_epoch"] for e in rejected}
+    assert all(e["params"]["broker_epoch"] == e2 and e["params"]["max_broker_epoch"] < e2 for e in rejected)
 
     # the real controller learned e2: its requests reach the new incarnation, which
     # follows the partition again and rejoins the ISR
@@ -120,10 +122,14 @@ def test_controller_sends_every_broker_the_same_max_broker_epoch(make_cluster: A
     ctrl, epoch = controller(zk)
     with Admin(c.bootstrap) as admin:
         admin.create_topic("same", partitions=3, replication_factor=3)
+
+    def told_everyone() -> bool:
+        return {e["node"] for e in trace_events(c.data_dir) if e["kind"] == "update_metadata"
+                and "same" in e["params"]["topics"]} == set(c.configs)
+
+    wait_until(told_everyone, 10, "every broker to apply the new topic's UpdateMetadata")
     # every broker accepted the controller's requests: none was refused as stale
-    events = trace_events(c.data_dir)
-    assert not [e for e in events if e["kind"] == "request_rejected"]
-    assert {e["node"] for e in events if e["kind"] == "update_metadata"} == set(c.configs)
+    assert not [e for e in trace_events(c.data_dir) if e["kind"] == "request_rejected"]
     # and a request with a max below some broker's own epoch is refused by that broker only
     youngest = max(epochs, key=lambda b: epochs[b])
     below = epochs[youngest] - 1

@@ -216,7 +216,7 @@ def test_a_decision_from_a_stale_context_is_refused_by_zookeeper_and_redone_from
 
     wait_until(lambda: state().leader_epoch > cached.leader_epoch, 10, "a new leader epoch")
     assert (state().leader, state().isr) == (-1, (5,))
-    assert c.states[("t", 0)][0] == state()
+    wait_until(lambda: c.states[("t", 0)][0] == state(), 5, "the context to hold the written state")
 
 
 def test_a_new_topic_costs_one_read_and_a_partial_update_metadata_of_its_own_partitions(
