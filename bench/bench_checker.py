@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--brokers", type=int)
     ap.add_argument("--max-crashes", type=int)
     args = ap.parse_args(argv)
+    unknown = [n for n in args.configs.split(",") if n not in NAMED]
+    if unknown:
+        ap.error(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(NAMED)}")
     overrides = {"brokers": args.brokers, "max_crashes": args.max_crashes}
     print(f"{'config':8s} {'symmetry':8s} {'states':>10s} {'transitions':>12s} {'depth':>5s} {'wall s':>8s} {'states/s':>9s}  verdict")
     for name in args.configs.split(","):
@@ -46,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{name:8s} {'on' if symmetry else 'off':8s} {row['states']:>10,} {row['transitions']:>12,} {row['depth']:>5d} {row['seconds']:>8.1f} {row['rate']:>9,.0f}  {row['verdict']}", flush=True)
         on, off = rows
-        print(f"{'':8s} ratio off/on: states x{off['states'] / max(on['states'], 1):.2f}, time x{off['seconds'] / max(on['seconds'], 1e-9):.2f}   [{on['config']}]", flush=True)
+        if "INCOMPLETE" in (on["verdict"], off["verdict"]):  # a capped count is no measurement
+            print(f"{'':8s} ratio off/on: n/a (a run stopped at --budget-states)   [{on['config']}]", flush=True)
+        else:
+            print(f"{'':8s} ratio off/on: states x{off['states'] / max(on['states'], 1):.2f}, time x{off['seconds'] / max(on['seconds'], 1e-9):.2f}   [{on['config']}]", flush=True)
     return 0
 
 

@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--brokers", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.rounds < 1 or args.brokers < 2:
+        ap.error("--rounds must be at least 1 and --brokers at least 2 (a failover needs a second broker)")
     rows = []
     for i in range(args.rounds):
         r = one_round(args.brokers)

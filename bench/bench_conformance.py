@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time the job on the smallest corpus with model.replay:judge_unmemoized")
     ap.add_argument("--sample-runs", type=int, default=1000, help="runs judged in-process (judge alone)")
     args = ap.parse_args(argv)
+    if args.sample_runs < 1:
+        ap.error("--sample-runs must be at least 1")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from conformance.job import JOB_SQL_CONF, conform, spark_session

@@ -206,9 +206,12 @@ def burst_round(root: Path, scenario: str, topics: int, per_request: int, rate_h
         time.sleep(max(0.0, duration - c.configs[victim].zk_session_timeout_s))
         c.procs[victim].kill()
         t_gone = None
+        gone_by = time.monotonic() + 120
         while t_gone is None:
             if zk.exists(zkl.broker_path(victim)) is None:
                 t_gone = time.time()
+            elif time.monotonic() > gone_by:
+                raise TimeoutError(f"broker {victim}'s session did not end within 120 s of the kill")
             time.sleep(0.005)
         loader.join(600)
         want = set(loader.admitted)

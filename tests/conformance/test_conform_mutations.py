@@ -41,10 +41,13 @@ def test_every_mutation_yields_a_valid_trace_in_causal_order(name):
                                   "stale_leader_commits", "second_controller"])
 def test_the_model_judge_flags_mutants_that_change_behaviour(name):
     replay = pytest.importorskip("model.replay", reason="model/replay.py has not landed yet")
+    applied = 0
     for i, run in enumerate(RUNS):
         assert all(v["conforms"] for v in judge_run(run[0]["run"], run, replay.judge, "kip320")), \
             "the unmutated synthetic run must conform first"
         mutant = MUTATIONS[name](run, random.Random(i))
         if mutant is not None:
+            applied += 1
             verdicts = judge_run(run[0]["run"], mutant, replay.judge, "kip320")
             assert not all(v["conforms"] for v in verdicts), f"{name} mutant of run {i} judged conforming"
+    assert applied, f"no run could be mutated by {name}"
