@@ -9,4 +9,11 @@ z3, Hypothesis) and the trace conformance job:
 * ``model.actions``    -- one named action (guard + effect) per rule of seed 000
 * ``model.symmetry``   -- broker-id permutations and the canonical representative of a state
 * ``model.checker``    -- breadth-first search with shortest counterexamples
+* ``model.render``     -- steps and states as the prose a counterexample is printed in
+* ``model.scenarios``  -- Kafka's history (KAFKA-1211, KIP-279, KIP-320) as step scripts
+* ``model.replay``     -- the trace judge: does a recorded run take only steps the model allows?
+* ``model.diagnose``   -- which other protocol variant a failing trace is a run of
+* ``model.symbolic``   -- the z3 encoding of the same actions, for proofs and bounded model checking
+* ``model.fuzz``       -- the Hypothesis state machine over the same actions and properties
+* ``model.cli``, ``model.prove_cli``, ``model.fuzz_cli`` -- ``epochal check``, ``prove``, ``fuzz``
 """

@@ -31,8 +31,8 @@ def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -
 
     A variant explains the trace when every event is one of its steps (it conforms) or
     every event up to a property violation is (a valid run of that variant in which the
-    property breaks).  Returns ``{"explained_by", "explained_property", "explained_at",
-    "explained_reason"}`` for the best such variant -- one that accepts the whole trace
+    property breaks).  Returns ``{"explained_by", "explained_property", "explained_at"}``
+    (the verdict's columns) for the best such variant -- one that accepts the whole trace
     first, else the one whose run goes furthest -- or None when no variant explains it.
     """
     if answer.get("conforms") or answer.get("property") or config not in VARIANTS:
@@ -52,8 +52,7 @@ def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -
         return None
     _, other, v = best
     return {"explained_by": other, "explained_property": v.get("property"),
-            "explained_at": None if v["conforms"] else v.get("first_bad"),
-            "explained_reason": v.get("reason")}
+            "explained_at": None if v["conforms"] else v.get("first_bad")}
 
 
 def judge(events: list[dict[str, Any]], config: str = "kip320", **kwargs: Any) -> dict[str, Any]:

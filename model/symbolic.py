@@ -12,12 +12,15 @@ Coverage (say it plainly):
 * **Actions encoded**: broker_crash, broker_restart, controller_elect, controller_resign,
   elect_leader (clean election only), become_leader, become_follower, truncate (all four
   truncation rules), produce, send_fetch, handle_fetch, receive_fetch, shrink_isr,
-  expand_isr, isr_update_failed, and the ``forget_stale_requests`` clean-up after each step.
-  on_broker_startup.  **Not encoded**: broker_pause / broker_resume / broker_reregister
-  (GC pauses -- never enabled when ``max_pauses == 0``, true of every named configuration
-  but ``zombie``), controlled_shutdown / broker_stop (never enabled when
-  ``max_shutdowns == 0``, true of every named configuration), unclean election, and the
-  self-loop reject_leader_and_isr.
+  expand_isr, isr_update_failed, on_broker_startup, and the ``forget_stale_requests``
+  clean-up after each step.  **Not encoded**: broker_pause / broker_resume /
+  broker_reregister (GC pauses -- never enabled when ``max_pauses == 0``, true of every
+  named configuration but ``zombie``), controlled_shutdown / broker_stop (never enabled
+  when ``max_shutdowns == 0``, true of every named configuration), reassign_start /
+  reassign_complete / stop_replica (explored only with ``reassignments > 0``; AR stays
+  every broker here), trace replay's ``shrink_caught_up``, unclean election, and the
+  self-loop reject_leader_and_isr.  ``unsupported(cfg)`` names what a configuration asks
+  for beyond this.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
   configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely.
@@ -26,8 +29,8 @@ Coverage (say it plainly):
   set of LeaderAndISR requests ever sent is an unbounded z3 set over a request datatype.
 
 Ghost history encoding: ``committed`` as the epoch committed at (offset, value) (0 = never;
-a value is produced once, so it has one epoch), ``acked`` and ``zombie_appends`` as a flag
-per value, ``led`` as one z3 set of epochs per broker plus its maximum.
+a value is produced once, so it has one epoch), ``acked``, ``zombie_appends`` and
+``zombie_commits`` as a flag per value, ``led`` as one z3 set of epochs per broker plus its maximum.
 """
 
 from __future__ import annotations
@@ -853,6 +856,17 @@ def prop_single_controller(shape: Shape, s: dict) -> Term:
 def prop_zombie_cannot_commit(shape: Shape, s: dict) -> Term:
     return z3.And([z3.Not(s[("zcmt", v)]) for v in range(1, shape.r + 1)])
 
+
+
+def unsupported(cfg: Config) -> str | None:
+    """What ``cfg`` asks for that this encoding does not cover (see the module docstring),
+    or None: a proof of an encoding that silently ignores part of the model proves nothing."""
+    missing = [what for what, asked in (
+        ("unclean election", cfg.unclean), ("GC pauses", cfg.max_pauses),
+        ("controlled shutdowns", cfg.max_shutdowns), ("reassignments", cfg.reassignments),
+        ("a replication factor below the broker count", cfg.replication_factor),
+        ("dropping caught-up followers", cfg.shrink_caught_up)) if asked]
+    return ", ".join(missing) or None
 
 # property name (as in ``properties.PROPERTIES``) -> its state formula
 STATE_PROPERTIES: dict[str, Callable[[Shape, dict], Term]] = {
