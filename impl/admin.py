@@ -342,7 +342,7 @@ class AdminService:
             except (KeyError, TypeError, ValueError) as exc:
                 results.append({"topic": str(item.get("topic")),
                                 "error": int(ErrorCode.INVALID_REQUEST),
-                                "message": f"bad request: {exc!r}"})
+                                "message": f"bad request: missing or malformed field {exc}"})
         return {"topics": results, "throttle_time_ms": throttle}
 
     def _charge(self, user: str, client: str, mutations: int, strict: bool) -> int:

@@ -21,7 +21,7 @@ SUBCOMMAND_MODULES = [
     "impl.recordings",  # epochal record-traces
     "impl.chaos",  # epochal chaos
     "conformance.cli",
-    "impl.commands",  # epochal cluster|topics|produce|consume|broker
+    "impl.commands",  # epochal cluster|topics|quotas|produce|consume|broker
 ]
 
 

@@ -1,4 +1,4 @@
-"""``epochal cluster|topics|produce|consume|broker``: the command line of the implementation.
+"""``epochal cluster|topics|quotas|produce|consume|broker``: the command line of the implementation.
 
 Every client command finds the cluster through ``--bootstrap HOST:PORT`` (default
 ``127.0.0.1:9092``, Kafka's convention); ``broker kill|pause|resume|start`` find the broker
