@@ -35,7 +35,7 @@ from impl.config import BrokerConfig
 from impl.controller import Controller
 from impl.log import PartitionLog, Record
 from impl.replica import FOLLOWER, LEADER, NONE, PartitionState, Replica
-from impl.tracing import HARNESS_NODE, observe_node, open_recorder
+from impl.tracing import HARNESS_NODE, HarnessClock, observe_node, open_recorder
 from impl.truncation import epoch_truncation_point, normalise_rule
 from impl.wire import (
     API_VERSIONS,
@@ -68,6 +68,7 @@ class Broker:
         self.rule = normalise_rule(config.truncation)
         faults.install(config.data_dir, self.id)  # partitions / slow links a harness injects
         self.recorder = open_recorder(config.data_dir, config.run_id, self.id)
+        self.recorder.observe_first = HarnessClock(config.data_dir, config.run_id)
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.broker_epoch = -1
         self.controller_epoch = -1
@@ -518,6 +519,16 @@ class Broker:
         follower = int(body["replica_id"])
         max_records = max(0, min(int(body.get("max_records", 500)), 5000))
         max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
+        # Wait out ISR writes in flight first (see Replica.begin_isr_write), then record
+        # every partition without yielding: each one's record-LEO / advance-HW / answer must
+        # be one step, with no other request's step between its HW move and its event.
+        while True:
+            writing = [r for q in body["partitions"]
+                       if (r := self.replicas.get((str(q["topic"]), int(q["partition"])))) is not None
+                       and r.isr_write is not None]
+            if not writing:
+                break
+            await writing[0].isr_settled()
         now = time.monotonic()
         items = []
         for q in body["partitions"]:
@@ -610,6 +621,9 @@ class Broker:
         values = [bytes(v) if not isinstance(v, str) else v.encode() for v in body["values"]]
         if not values:
             raise RequestError(ErrorCode.INVALID_REQUEST, "no values")
+        if r.isr_write is not None:
+            await r.isr_settled()  # the ISR is being written: see Replica.begin_isr_write
+            r = self._leader(str(body["topic"]), int(body["partition"]))
         if acks == -1 and len(r.isr) < self.config.min_insync_replicas:
             raise RequestError(ErrorCode.NOT_ENOUGH_REPLICAS,
                                f"ISR {sorted(r.isr)} smaller than min.insync.replicas "
@@ -688,16 +702,19 @@ class Broker:
     def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
         if r.isr_update_in_flight:
             return
-        r.isr_update_in_flight = True
-        r.joining = follower if kind == "expand_isr" else None
-        asyncio.create_task(self._update_isr(r, new_isr, follower, kind))
+        write = r.begin_isr_write()
+        asyncio.create_task(self._update_isr(r, new_isr, follower, kind, write))
 
-    async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+    async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str,
+                          write: asyncio.Event) -> None:
         """One ISR write at a time, each recorded before the next is sent: concurrent writes
         (two partitions) would be recorded in thread order, not in ZooKeeper's zxid order,
         and a trace whose order contradicts its zxids cannot be ordered causally."""
-        async with self._isr_write_lock:
-            await self._write_isr(r, new_isr, follower, kind)
+        try:
+            async with self._isr_write_lock:
+                await self._write_isr(r, new_isr, follower, kind)
+        finally:
+            r.end_isr_write(write)
 
     async def _write_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
         epoch, expected = r.leader_epoch, r.zk_version
@@ -711,20 +728,17 @@ class Broker:
             if r.role == LEADER and r.leader_epoch == epoch:
                 r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)})
                 r.step_down()
-            r.isr_update_in_flight, r.joining = False, None
             return
         except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
             traceback.print_exc()
-            r.isr_update_in_flight, r.joining = False, None
             return
-        r.isr_update_in_flight, r.joining = False, None
         if r.role != LEADER or r.leader_epoch != epoch:
             return
         r.isr = set(new_isr)
         r.zk_version = stat.version
+        r.maybe_advance_hw()  # part of the same step (seed 000 G maybe_change_ISR)
         r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
                {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
-        r.maybe_advance_hw()
         r.notify()
         self._isr_changes.add((r.topic, r.partition))
 

@@ -61,10 +61,9 @@ class Replica:
     last_caught_up: dict[int, float] = field(default_factory=dict)
     last_fetch: dict[int, tuple[float, int]] = field(default_factory=dict)  # (time, leader LEO)
     isr_update_in_flight: bool = False
-    # a follower whose ISR expansion is being written to ZooKeeper: the HW counts it as a
-    # member meanwhile, so the HW cannot pass its LEO before it joins (the model's and
-    # Kafka's expansion is atomic with the check "follower LEO >= HW")
-    joining: int | None = None
+    # set while an ISR change is being written to ZooKeeper; fetches and produces wait for
+    # it (``isr_settled``), see ``begin_isr_write``
+    isr_write: asyncio.Event | None = None
     # follower side
     needs_epoch_lookup: bool = False
     last_sent_fetch: tuple[int, int] | None = None  # (offset, hw) of the last send_fetch event
@@ -130,7 +129,6 @@ class Replica:
         self.last_fetch = {}
         self.last_caught_up = {r: now for r in self.isr if r != self.broker_id}
         self.isr_update_in_flight = False
-        self.joining = None
         self.needs_epoch_lookup = False
         if record:  # at startup (seed 000 E) the step is part of broker_restart
             self.emit("become_leader", self._control_params(st))
@@ -173,13 +171,36 @@ class Replica:
                   {"hw": self.hw, "leo": self.leo})
         return rec
 
+    def begin_isr_write(self) -> asyncio.Event:
+        """An ISR change is about to be written to ZooKeeper.  Until ``end_isr_write`` the
+        partition takes no produce and no follower fetch (``isr_settled``): Kafka's leader
+        holds the partition's ISR lock across the conditional write, which makes "check the
+        follower, write ZK, adopt the new ISR" one step -- the model's ``expand_isr`` /
+        ``shrink_isr``.  Were the HW to move meanwhile, it could pass the LEO of a follower
+        ZooKeeper already lists in the ISR (found by ``epochal chaos``, seed 5), or, if the
+        joiner were counted early, differ from the model's HW = min LEO of the ISR."""
+        self.isr_update_in_flight = True
+        self.isr_write = asyncio.Event()
+        return self.isr_write
+
+    def end_isr_write(self, write: asyncio.Event) -> None:
+        """The write ``begin_isr_write`` returned is done (written, refused or failed)."""
+        write.set()
+        if self.isr_write is write:
+            self.isr_write = None
+            self.isr_update_in_flight = False
+
+    async def isr_settled(self) -> None:
+        """Wait until no ISR write of this partition is in flight."""
+        while self.isr_write is not None:
+            await self.isr_write.wait()  # a later write may have begun meanwhile: loop
+
     def maybe_advance_hw(self) -> bool:
         """Leader HW = min LEO over the ISR, never decreasing; unknown follower LEO blocks it."""
         if self.role != LEADER:
             return False
         leos = [self.leo]
-        members = (self.isr | {self.joining}) if self.joining is not None else self.isr
-        for r in members:
+        for r in self.isr:
             if r != self.broker_id:
                 if r not in self.follower_leo:
                     return False

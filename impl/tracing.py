@@ -60,6 +60,37 @@ def open_harness_recorder(data_dir: str | os.PathLike[str], run_id: str) -> Trac
     return open_recorder(data_dir, run_id, HARNESS_NODE)
 
 
+class HarnessClock:
+    """The clock of the harness's last event, whenever ``harness.jsonl`` has grown (else
+    None) -- a broker's ``TraceRecorder.observe_first``.
+
+    A fault is recorded by the harness before it happens to the victim (``broker_resume``
+    before the SIGCONT).  A resumed broker's signal handler takes the harness's clock, but
+    its other threads -- the controller noticing its suspended ZooKeeper session, the event
+    loop's expired timers -- may record steps first; stamped with the clock from before the
+    pause, such a step would order before the pause itself (seen in ``epochal chaos`` seed 2:
+    ``controller_resign`` judged while the model's broker was still paused).  Checking the
+    file's size costs one ``stat`` per event; the file is read only when it grew."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], run_id: str) -> None:
+        self.path = trace_path(data_dir, HARNESS_NODE)
+        self.run_id = run_id
+        self._size = -1
+
+    def __call__(self) -> int | None:
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return None
+        if size == self._size:
+            return None
+        self._size = size
+        last = _last_event(self.path)
+        if last is None or last.get("run") != self.run_id:
+            return None
+        return int(last.get("clock", 0))
+
+
 def observe_node(rec: TraceRecorder, data_dir: str | os.PathLike[str], node: int) -> None:
     """A fault happens after the victim's last recorded step: take its clock (Lamport
     receive), so the fault orders after that step and, as far as clocks go, not after the

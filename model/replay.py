@@ -507,8 +507,9 @@ def skip_empty_lookup(s: State, cfg: Config, f: int) -> State | None:
                       + s.brokers[f + 1 :])
 
 
-def internal_successors(s: State, cfg: Config) -> Iterator[State]:
-    for f in range(cfg.brokers):
+def internal_successors(s: State, cfg: Config, by: int | None = None) -> Iterator[State]:
+    """States one silent internal step away -- of any broker, or only of broker ``by``."""
+    for f in range(cfg.brokers) if by is None else (by,):
         t = skip_empty_lookup(s, cfg, f)
         if t is not None:
             yield t
@@ -516,9 +517,17 @@ def internal_successors(s: State, cfg: Config) -> Iterator[State]:
         action = ACTIONS[name]
         for args in action.args(s, cfg):
             step = Step(name, args)
+            if by is not None and actor(step) != by:
+                continue
             t = apply(s, cfg, step)
             if t is not None and t != s and _silent(step, s, t):
                 yield t
+
+
+FREEZING = ("broker_pause", "broker_crash", "broker_stop")
+"""Events after which their broker takes no step until it resumes or restarts.  Silent steps
+it took just before cannot be placed after them, so for these events the judge also keeps
+the states where the victim took some first (``_before_freeze``)."""
 
 
 def _actor_args(obs: Observation, s: State, cfg: Config) -> Iterable[tuple] | None:
@@ -664,6 +673,8 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
             found.extend(m._replace(before=origin) if m.before is not origin else m
                          for m in _match_in(h, obs, cfg, values, misses if depth == 0 else [], fast))
         if found:
+            if obs.action in FREEZING:
+                found.extend(_before_freeze(frontier, obs, cfg, values, bound - depth, fast))
             return Search(found, depth, hyps, misses)
         if depth == bound:
             break
@@ -680,6 +691,34 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
         if not frontier:
             break
     return Search([], bound, hyps, misses)
+
+
+def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, cfg: Config,
+                   values: dict[Any, set[int]], bound: int, fast: bool) -> list[Match]:
+    """Matches of a freezing event (``FREEZING``) after 1..``bound`` silent steps of its victim.
+
+    Iterative deepening places unobserved steps as late as possible: just before the next
+    event that needs them.  A paused or dead broker takes no step, so its own silent steps
+    -- say, an empty fetch answer received and the identical fetch sent again, which an
+    implementation does not record twice -- must be placed before the pause when a later
+    event (the leader answering that fetch while the follower is frozen) needs them.  Which
+    of these happened no event before the pause says, so the judge keeps every such state;
+    later events prune them."""
+    out: list[Match] = []
+    seen = {h for _, h in frontier}
+    level = frontier
+    for _ in range(bound):
+        nxt: list[tuple[State, Hypothesis]] = []
+        for origin, h in level:
+            for t in internal_successors(h.state, cfg, by=obs.actor):
+                g = Hypothesis(t, h.recovering)
+                if g not in seen:
+                    seen.add(g)
+                    nxt.append((origin, g))
+        for origin, g in nxt:
+            out.extend(m._replace(before=origin) for m in _match_in(g, obs, cfg, values, [], fast))
+        level = nxt
+    return out
 
 
 # ---------------------------------------------------------------------------------------

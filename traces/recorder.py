@@ -11,6 +11,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,10 @@ class TraceRecorder:
         self._clock = 0
         self._lock = threading.Lock()
         self._file = open(self.path, "a", encoding="utf-8")
+        # Optional: a clock this node must observe before each event it records (returns
+        # None when there is nothing new).  A broker follows the fault injector's clock so
+        # that nothing it records orders before a fault recorded earlier (impl.tracing).
+        self.observe_first: Callable[[], int | None] | None = None
 
     # -- Lamport clock: carried on every RPC --------------------------------------------
     def tick(self) -> int:
@@ -57,6 +62,10 @@ class TraceRecorder:
         if kind not in KINDS:
             raise ValueError(f"unknown trace event kind {kind!r}")
         with self._lock:
+            if self.observe_first is not None:
+                seen = self.observe_first()
+                if seen is not None and seen > self._clock:
+                    self._clock = seen
             self._clock += 1
             event = {
                 "schema": SCHEMA_ID,

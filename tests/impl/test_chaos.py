@@ -215,10 +215,15 @@ def test_commit_isr_follows_the_leaders_hw_and_isr_through_its_trace(tmp_path: P
                    (0, 3, 3): [1], (0, 3, 4): [1], (0, 3, 5): [1]}
 
 
-def test_hw_waits_for_a_follower_whose_isr_expansion_is_in_flight(tmp_path: Path) -> None:
-    """Found by chaos traces (seed 5): a leader decided to add a follower at LEO 63 = HW,
-    and while the ZooKeeper write was in flight the HW moved to 64 without it -- an ISR
-    member missing a committed record.  The HW now counts the joining follower."""
+def test_an_isr_write_in_flight_holds_the_partition_until_it_is_done(tmp_path: Path) -> None:
+    """Found by chaos traces: a leader decided to add a follower at LEO 63 = HW, and while
+    the ZooKeeper write was in flight the HW moved to 64 without it -- an ISR member missing
+    a committed record (seed 5).  Counting the joiner early broke conformance instead (the
+    model's HW is the min LEO of the ISR, seed 1).  Now, as Kafka holds the partition's ISR
+    lock across the write, produce and fetch wait until the write is done, and the HW is
+    the min LEO of the ISR alone."""
+    import asyncio
+
     from impl.replica import LEADER, PartitionState, Replica
     from traces.recorder import TraceRecorder
 
@@ -230,12 +235,31 @@ def test_hw_waits_for_a_follower_whose_isr_expansion_is_in_flight(tmp_path: Path
         r.append(v)
     r.record_follower_fetch(0, 2, 0.0)
     r.record_follower_fetch(2, 1, 0.0)
-    r.joining = 2  # expansion of follower 2 (LEO 1) being written to ZooKeeper
-    r.maybe_advance_hw()
-    assert r.hw == 1
-    r.joining = None  # the write failed: follower 2 is not in the ISR after all
-    r.maybe_advance_hw()
-    assert r.hw == 2
+    assert r.maybe_advance_hw() and r.hw == 2  # follower 2 is not in the ISR: not counted
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+        first = r.begin_isr_write()
+
+        async def waiter() -> None:
+            await r.isr_settled()
+            order.append("settled")
+
+        task = asyncio.create_task(waiter())
+        await asyncio.sleep(0.01)
+        assert not task.done() and r.isr_update_in_flight
+        second = asyncio.Event()  # a stale term's write ending must not release a newer one
+        r.isr_write = second
+        r.end_isr_write(first)
+        await asyncio.sleep(0.01)
+        assert not task.done()
+        order.append("written")
+        r.end_isr_write(second)
+        await task
+        assert r.isr_write is None and not r.isr_update_in_flight
+        return order
+
+    assert asyncio.run(scenario()) == ["written", "settled"]
 
 
 def test_disk_logs_are_read_as_the_broker_wrote_them(tmp_path: Path) -> None:
