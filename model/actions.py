@@ -418,13 +418,15 @@ def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) 
     recovery and ISR expansion (which only admits assigned replicas) know the new replicas;
     that write is to the topic path, not the leaderAndISR znode, whose version stays put.
     The same RAR may be started again: a new controller restarts pending reassignments at
-    INIT (seed 000 D 7)."""
+    INIT (seed 000 D 7).  RAR may name the replicas AR already has: the model's AR is a set,
+    so such a move is Kafka's reordering of the replicas (a new preferred leader) -- nothing
+    to copy and nobody to stop, but it still completes through a new leader epoch."""
     if not _acting_controller(s, c) or not rar or any(b < 0 or b >= cfg.brokers for b in rar):
         return None
     zn = s.zk.partitions[p]
     ghost = s.ghost
     if not zn.rar:
-        if ghost.reassignments >= cfg.reassignments or rar == zn.ar:
+        if ghost.reassignments >= cfg.reassignments:
             return None
         ghost = ghost._replace(reassignments=ghost.reassignments + 1)
     elif zn.rar != rar:
@@ -780,7 +782,7 @@ def _shutdowns(s: State, cfg: Config) -> Iterator[tuple]:
 
 def _reassign_starts(s: State, cfg: Config) -> Iterator[tuple]:
     """A pending reassignment restarted at INIT, or -- within the bound -- a new one to any
-    non-empty replica set other than the current AR."""
+    non-empty replica set (the current AR too: a reordering, see ``reassign_start``)."""
     c = s.zk.controller
     if c == NO_LEADER:
         return
@@ -789,9 +791,7 @@ def _reassign_starts(s: State, cfg: Config) -> Iterator[tuple]:
             yield (c, p, zn.rar)
         elif s.ghost.reassignments < cfg.reassignments:
             for mask in range(1, 1 << cfg.brokers):
-                rar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
-                if rar != zn.ar:
-                    yield (c, p, rar)
+                yield (c, p, tuple(b for b in range(cfg.brokers) if mask >> b & 1))
 
 
 def _reassign_completions(s: State, cfg: Config) -> Iterator[tuple]:
