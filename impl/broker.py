@@ -91,6 +91,11 @@ class Broker:
         self._fetch_conn_addr: dict[int, tuple[str, int]] = {}
         self._fetch_conn_locks: dict[int, asyncio.Lock] = {}
         self._isr_write_lock = asyncio.Lock()
+        # Control requests wait until this incarnation's registration is recorded and its
+        # startup recovery applied (seed 000 E): the controller reacts to the registration at
+        # once, and a LeaderAndISR handled first would be recorded before the broker_restart
+        # it depends on (Kafka likewise opens request processing only after startup).
+        self._control_ready = asyncio.Event()
 
     # -- ZooKeeper session ------------------------------------------------------------------
     def _on_zk_state(self, state: str) -> None:
@@ -107,26 +112,61 @@ class Broker:
         if self.stopping:
             return
         if session_was_lost:
+            self._set_control_ready(False)
             try:
                 self.register(reregister=True)
             except Exception:  # noqa: BLE001 - next reconnect retries
                 traceback.print_exc()
+            finally:
+                self._set_control_ready(True)
         self.controller.on_reconnected()
 
-    def register(self, reregister: bool = False) -> None:
-        """Create ``/brokers/ids/N`` (ephemeral); its czxid is the broker epoch (seed 003)."""
+    def _set_control_ready(self, ready: bool) -> None:
+        """From a thread: open or close control-request processing, and wait until done."""
+        if self.loop is None or self.loop.is_closed():
+            return
+
+        async def flip() -> None:
+            (self._control_ready.set if ready else self._control_ready.clear)()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(flip(), self.loop).result(5)
+
+    ATOMIC_STARTUP_LIMIT = 2000
+    """Partitions whose state a registration checks in its transaction (see ``register``);
+    beyond it the registration is a plain create followed by the read."""
+
+    def register(self, reregister: bool = False) -> list[PartitionState]:
+        """Create ``/brokers/ids/N`` (ephemeral); its czxid is the broker epoch (seed 003).
+        Returns the leader and ISR of each partition assigned here as of the registration.
+
+        Seed 000 E reads those states at startup, and the model takes registering and that
+        read as one step (``broker_restart``).  Were they two, the controller could react to
+        the registration in between -- elect this broker, say -- and the startup would
+        silently adopt a decision its trace never shows arriving.  So the create is one
+        ZooKeeper transaction with a version check of every state read first: if any moved
+        meanwhile, nothing is created and the states are read again."""
         path = zkl.broker_path(self.id)
         value = zkl.encode({"host": self.config.host, "port": self.config.port, "version": 1})
         deadline = time.monotonic() + 4 * self.config.zk_session_timeout_s + 10
         while True:
-            try:
-                self.zk.create(path, value, ephemeral=True, makepath=True)
+            states = [] if reregister else self._assigned_states()  # a session renewed: no startup
+            tx = self.zk.transaction()
+            tx.create(path, value, ephemeral=True)
+            if len(states) <= self.ATOMIC_STARTUP_LIMIT:
+                for st in states:
+                    tx.check(zkl.leader_and_isr_path(st.topic, st.partition), st.zk_version)
+            results = tx.commit()
+            if not any(isinstance(r, Exception) for r in results):
                 break
-            except NodeExistsError:
+            if isinstance(results[0], NodeExistsError):
                 # a previous incarnation's session has not expired yet
                 if time.monotonic() > deadline:
-                    raise
+                    raise results[0]
                 time.sleep(0.2)
+            # else a partition state moved between the read and the create: read again
+        if len(states) > self.ATOMIC_STARTUP_LIMIT:
+            states = self._assigned_states()  # too many to check: the state after the create
         stat = self.zk.exists(path)
         assert stat is not None
         self.broker_epoch = stat.czxid
@@ -134,6 +174,7 @@ class Broker:
         kind = "broker_reregister" if reregister else "broker_restart"
         self.recorder.emit(kind, zxid=stat.czxid,
                            params={"broker": self.id, "broker_epoch": stat.czxid})
+        return states
 
     # -- seed 000 E: startup ------------------------------------------------------------------
     def load_local_replicas(self) -> None:
@@ -215,8 +256,8 @@ class Broker:
         self.loop = asyncio.get_running_loop()
         self.load_local_replicas()
         server = await asyncio.start_server(self._connection, self.config.host, self.config.port)
-        await self.loop.run_in_executor(None, self.register)
-        self._startup_transitions(await self.loop.run_in_executor(None, self._assigned_states))
+        self._startup_transitions(await self.loop.run_in_executor(None, self.register))
+        self._control_ready.set()
         await self.loop.run_in_executor(None, self.admin.start)
         self.controller.start()
         checker = asyncio.create_task(self._isr_checker())
@@ -391,6 +432,7 @@ class Broker:
         raise RequestError(code, reason)
 
     async def on_leader_and_isr(self, body: dict[str, Any]) -> dict[str, Any]:
+        await self._control_ready.wait()  # see __init__
         entries = list(body["partitions"])
         self._check_control(body, "leader_and_isr", entries)
         for bid, (host, port) in dict(body.get("leaders", {})).items():
@@ -446,12 +488,14 @@ class Broker:
                            params={"delete": delete, "reason": reason})
 
     async def on_stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
+        await self._control_ready.wait()  # see __init__
         self._check_control(body, "stop_replica", [])
         for t, p in body["partitions"]:
             self._stop_replica((str(t), int(p)), bool(body.get("delete")), "stop_replica")
         return {}
 
     async def on_update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
+        await self._control_ready.wait()  # see __init__
         self._check_control(body, "update_metadata", [])
         topics = body["topics"]
         if body.get("partial"):  # only some partitions changed: merge them into what we have

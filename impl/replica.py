@@ -130,9 +130,9 @@ class Replica:
         self.last_caught_up = {r: now for r in self.isr if r != self.broker_id}
         self.isr_update_in_flight = False
         self.needs_epoch_lookup = False
+        self.maybe_advance_hw()  # part of the step: a leader alone in its ISR commits at once
         if record:  # at startup (seed 000 E) the step is part of broker_restart
             self.emit("become_leader", self._control_params(st))
-        self.maybe_advance_hw()
         self.notify()
 
     def become_follower(self, st: PartitionState, rule: str, record: bool = True) -> None:

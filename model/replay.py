@@ -507,9 +507,9 @@ def skip_empty_lookup(s: State, cfg: Config, f: int) -> State | None:
                       + s.brokers[f + 1 :])
 
 
-def internal_successors(s: State, cfg: Config, by: int | None = None) -> Iterator[State]:
-    """States one silent internal step away -- of any broker, or only of broker ``by``."""
-    for f in range(cfg.brokers) if by is None else (by,):
+def internal_successors(s: State, cfg: Config) -> Iterator[State]:
+    """States one silent internal step (of any broker) away."""
+    for f in range(cfg.brokers):
         t = skip_empty_lookup(s, cfg, f)
         if t is not None:
             yield t
@@ -517,11 +517,28 @@ def internal_successors(s: State, cfg: Config, by: int | None = None) -> Iterato
         action = ACTIONS[name]
         for args in action.args(s, cfg):
             step = Step(name, args)
-            if by is not None and actor(step) != by:
-                continue
             t = apply(s, cfg, step)
             if t is not None and t != s and _silent(step, s, t):
                 yield t
+
+
+def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tuple[State, bool]]:
+    """States one internal step of broker ``b`` away, each with whether the step was silent;
+    steps that are not silent only when ``loud`` (see ``_before_freeze``)."""
+    t = skip_empty_lookup(s, cfg, b)
+    if t is not None:
+        yield t, True
+    for name in INTERNAL_ACTIONS:
+        action = ACTIONS[name]
+        for args in action.args(s, cfg):
+            step = Step(name, args)
+            if actor(step) != b:
+                continue
+            t = apply(s, cfg, step)
+            if t is not None and t != s:
+                silent = _silent(step, s, t)
+                if silent or loud:
+                    yield t, silent
 
 
 FREEZING = ("broker_pause", "broker_crash", "broker_stop")
@@ -695,27 +712,34 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
 
 def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, cfg: Config,
                    values: dict[Any, set[int]], bound: int, fast: bool) -> list[Match]:
-    """Matches of a freezing event (``FREEZING``) after 1..``bound`` silent steps of its victim.
+    """Matches of a freezing event (``FREEZING``) after 1..``bound`` unrecorded steps of its
+    victim.
 
     Iterative deepening places unobserved steps as late as possible: just before the next
     event that needs them.  A paused or dead broker takes no step, so its own silent steps
     -- say, an empty fetch answer received and the identical fetch sent again, which an
     implementation does not record twice -- must be placed before the pause when a later
-    event (the leader answering that fetch while the follower is frozen) needs them.  Which
-    of these happened no event before the pause says, so the judge keeps every such state;
-    later events prune them."""
+    event (the leader answering that fetch while the follower is frozen) needs them.
+
+    A ``kill -9`` may also land between a step's effect and its trace line (the recorder
+    loses at most the line being written): a follower that took a new HW from a fetch
+    answer, checkpointed it and died before recording it.  So before a ``broker_crash``
+    one of the victim's internal steps may be one that is not silent -- only one, the step
+    the kill cut short.  Which of these happened no event before the freeze says, so the
+    judge keeps every such state; later events prune them."""
     out: list[Match] = []
     seen = {h for _, h in frontier}
-    level = frontier
+    cut_short = obs.action == "broker_crash"
+    level = [(origin, h, cut_short) for origin, h in frontier]  # (origin, state, loud step left)
     for _ in range(bound):
-        nxt: list[tuple[State, Hypothesis]] = []
-        for origin, h in level:
-            for t in internal_successors(h.state, cfg, by=obs.actor):
+        nxt: list[tuple[State, Hypothesis, bool]] = []
+        for origin, h, loud in level:
+            for t, silent in victim_successors(h.state, cfg, obs.actor, loud):
                 g = Hypothesis(t, h.recovering)
                 if g not in seen:
                     seen.add(g)
-                    nxt.append((origin, g))
-        for origin, g in nxt:
+                    nxt.append((origin, g, loud and silent))
+        for origin, g, _ in nxt:
             out.extend(m._replace(before=origin) for m in _match_in(g, obs, cfg, values, [], fast))
         level = nxt
     return out
