@@ -320,7 +320,8 @@ def _write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> Stat
     """The controller's conditional write of p's znode with leader_epoch + 1 (its version
     moves on), then LeaderAndISR to every assigned replica with the max broker epoch."""
     zn = s.zk.partitions[p]
-    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, zn.ar)
+    # a reassignment in progress stays so: its request lives in its own admin path
+    znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, isr=isr, zk_version=zn.zk_version + 1)
     s = _set_znode(s, p, znode)
     mbe = _max_broker_epoch(s.zk)
     sent = s.leader_and_isr

@@ -123,6 +123,9 @@ class Hypothesis(NamedTuple):
 
     state: State
     recovering: tuple[int, ...] = ()
+    # whether this state assumes a kill -9 cut a step short before it was recorded (see
+    # ``_before_freeze``): a speculation, kept only because a later event may need it
+    speculative: bool = False
 
 
 class Verdict(NamedTuple):
@@ -541,10 +544,12 @@ def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tup
                     yield t, silent
 
 
-FREEZING = ("broker_pause", "broker_crash", "broker_stop")
-"""Events after which their broker takes no step until it resumes or restarts.  Silent steps
-it took just before cannot be placed after them, so for these events the judge also keeps
-the states where the victim took some first (``_before_freeze``)."""
+FREEZING = ("broker_pause", "broker_crash", "broker_stop", "become_leader", "become_follower")
+"""Events after which their broker cannot take the silent steps it might have taken just
+before: it is paused or dead until it resumes or restarts, or its fetcher of the old
+leader is gone (a role change).  Such steps cannot be placed after the event, so for these
+events the judge also keeps the states where the broker took some first
+(``_before_freeze``)."""
 
 
 def _actor_args(obs: Observation, s: State, cfg: Config) -> Iterable[tuple] | None:
@@ -633,7 +638,7 @@ def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, se
         rec = tuple(b for b in h.recovering if b != obs.actor) if obs.action.startswith("become_") else h.recovering
         if step.action == "broker_restart":
             rec = tuple(sorted(set(rec) | {obs.actor}))
-        out.append(Match(s, Hypothesis(t, rec)))
+        out.append(Match(s, Hypothesis(t, rec, h.speculative)))
     if obs.action in ("become_leader", "become_follower") and obs.actor in h.recovering:
         echo = _recovery_echo(obs, h)
         if echo is not None:
@@ -662,7 +667,7 @@ def _recovery_echo(obs: Observation, h: Hypothesis) -> Match | None:
             return None
     if f.get("truncated_to") not in (None, r.leo):
         return None
-    return Match(s, Hypothesis(s, tuple(x for x in h.recovering if x != b)))
+    return Match(s, Hypothesis(s, tuple(x for x in h.recovering if x != b), h.speculative))
 
 
 def _order(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
@@ -700,7 +705,7 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
         nxt: list[tuple[State, Hypothesis]] = []
         for origin, h in frontier:
             for t in internal_successors(h.state, cfg):
-                g = Hypothesis(t, h.recovering)
+                g = Hypothesis(t, h.recovering, h.speculative)
                 if g not in seen:
                     seen.add(g)
                     nxt.append((origin, g))
@@ -719,7 +724,9 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
     event that needs them.  A paused or dead broker takes no step, so its own silent steps
     -- say, an empty fetch answer received and the identical fetch sent again, which an
     implementation does not record twice -- must be placed before the pause when a later
-    event (the leader answering that fetch while the follower is frozen) needs them.
+    event (the leader answering that fetch while the follower is frozen) needs them.  The
+    same holds for a follower that becomes leader: the fetch it sent again just before is
+    still answered by a paused old leader that wakes up later (chaos seed 5).
 
     A ``kill -9`` may also land between a step's effect and its trace line (the recorder
     loses at most the line being written): a follower that took a new HW from a fetch
@@ -735,7 +742,7 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
         nxt: list[tuple[State, Hypothesis, bool]] = []
         for origin, h, loud in level:
             for t, silent in victim_successors(h.state, cfg, obs.actor, loud):
-                g = Hypothesis(t, h.recovering)
+                g = Hypothesis(t, h.recovering, h.speculative or not silent)
                 if g not in seen:
                     seen.add(g)
                     nxt.append((origin, g, loud and silent))
@@ -786,6 +793,19 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     node = scope.node(hyps) if scope is not None else None
     sig: tuple | None = None
     key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
+    # (event index, property, message, states) where every state *not* assuming a step cut
+    # short by a kill -9 broke a property; reported if the speculation is refuted later
+    suspect: tuple[int, str, str, list[str]] | None = None
+
+    def refuted(v: dict[str, Any]) -> dict[str, Any]:
+        if suspect is None:
+            return v
+        j, (at, name, msg, states) = v["first_bad"], suspect
+        return Verdict(False, at, total, at,
+                       f"{_describe_event(events[at])} leads only to states that break {name}: {msg} -- unless a "
+                       f"kill -9 cut short a step nobody recorded, which event {j} ({events[j]['kind']}) rules out",
+                       name, states, bound).as_dict()
+
     for i, e in enumerate(events):
         kind = KINDS.get(e["kind"])
         if kind is None:
@@ -801,8 +821,10 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
             edge = node.next.get(sig) if sig is not None else None
             if edge is not None:
                 MEMO_STATS["hits"] += 1
-                node, produced = edge
+                node, produced, broke = edge
                 hyps = node.hyps
+                if broke is not None and suspect is None:
+                    suspect = (i, *broke)
                 if produced:
                     values.setdefault(_value_key(e["params"].get("value")), set()).update(produced)
                 continue
@@ -810,11 +832,11 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         obs = observe(i, e, ids)
         if not obs.action:
             if node is not None and sig is not None:
-                node.next[sig] = (node, ())
+                node.next[sig] = (node, (), None)
             continue  # recorded for people, subsumed by the model step that follows
         res = advance(hyps, obs, cfg, values, bound, limit, fast)
         if not res.survivors:
-            return _no_step(i, total, e, obs, res, bound)
+            return refuted(_no_step(i, total, e, obs, res, bound))
         ok: list[Hypothesis] = []
         broken: dict[str, str] = {}
         for match in res.survivors:
@@ -827,8 +849,16 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         if not ok:
             name, msg = next(iter(broken.items()))
             states = _order(m.after for m in res.survivors)[:SHOWN_STATES]
-            return Verdict(False, i, total, i, f"{_describe_event(e)} leads only to states that break {name}: {msg}",
-                           name, [state_text(h.state) for h in states], bound).as_dict()
+            return refuted(Verdict(False, i, total, i,
+                                   f"{_describe_event(e)} leads only to states that break {name}: {msg}",
+                                   name, [state_text(h.state) for h in states], bound).as_dict())
+        broke: tuple[str, str, list[str]] | None = None
+        if broken and all(h.speculative for h in ok) and any(not m.after.speculative for m in res.survivors):
+            name, msg = next(iter(broken.items()))
+            plain = _order(m.after for m in res.survivors if not m.after.speculative)[:SHOWN_STATES]
+            broke = (name, msg, [state_text(h.state) for h in plain])
+            if suspect is None:
+                suspect = (i, *broke)
         produced: tuple[int, ...] = ()
         if obs.action == "produce":
             for h in ok:
@@ -839,7 +869,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         if scope is not None and node is not None:
             child = scope.node(hyps)
             if sig is not None:
-                node.next[sig] = (child, produced)
+                node.next[sig] = (child, produced, broke)
             node = child
     return Verdict(True, total, total, None, None, None, [], bound).as_dict()
 
@@ -889,13 +919,14 @@ MEMO_MAX_NODES = 50_000
 class _Node:
     """A set of possible states (``hyps``, as the judge keeps them) and the events already
     matched from it: event signature -> (the node it led to, the model values its produce
-    appended, one per state)."""
+    appended, one per state, and the property that step broke in every state not assuming
+    an unrecorded step cut short by a kill -9, if it did -- see ``judge``'s ``suspect``)."""
 
     __slots__ = ("hyps", "next")
 
     def __init__(self, hyps: list[Hypothesis]) -> None:
         self.hyps = hyps
-        self.next: dict[tuple, tuple[_Node, tuple[int, ...]]] = {}
+        self.next: dict[tuple, tuple[_Node, tuple[int, ...], tuple[str, str, list[str]] | None]] = {}
 
 
 class _Memo:
