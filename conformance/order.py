@@ -38,20 +38,34 @@ def source_disorder(events: Sequence[Event]) -> set[int]:
     return out_of_order
 
 
+def _domain(e: Event) -> GroupKey | None:
+    """Whose ZooKeeper order a zxid-carrying event joins: its partition's (None: the cluster's)."""
+    kind = KINDS.get(e["kind"])
+    return (e["topic"], e["partition"]) if kind is not None and kind.scope == "partition" else None
+
+
 def _fast_path(events: Sequence[Event]) -> list[Event] | None:
     """The Lamport order, if it already respects program order and zxid order (the usual case)."""
     ordered = sorted(events, key=_key)
     last_seq: dict[int, int] = {}
-    last_zxid = None
+    last_cluster = last_any = -1
+    last_part: dict[GroupKey, int] = {}
     for e in ordered:
         if e["seq"] <= last_seq.get(e["node"], -1):
             return None
         last_seq[e["node"]] = e["seq"]
         z = e.get("zxid")
         if z is not None:
-            if last_zxid is not None and z < last_zxid:
-                return None
-            last_zxid = z
+            d = _domain(e)
+            if d is None:
+                if z < last_any:
+                    return None
+                last_cluster = z
+            else:
+                if z < last_cluster or z < last_part.get(d, -1):
+                    return None
+                last_part[d] = z
+            last_any = max(last_any, z)
     return ordered
 
 
@@ -60,7 +74,9 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     taken despite a cycle).
 
     Predecessors of an event: the previous event of its node by seq, and the previous
-    zxid-carrying event by (zxid, clock, node, seq).  Among ready events the smallest
+    zxid-carrying event by (zxid, clock, node, seq) among the cluster's events and its own
+    partition's (ZooKeeper's order between two partitions' writes says nothing about
+    causality, and a node's clock may trail the zxid order of an unrelated write).  Among ready events the smallest
     (clock, node, seq) goes first.  Duplicated events (same node and seq) stay adjacent.
     """
     fast = _fast_path(events)
@@ -82,7 +98,21 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
         chain(sorted(idx, key=lambda i: (events[i]["seq"], _source(events[i]))))
     by_zxid = sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
                      key=lambda i: (events[i]["zxid"], *_key(events[i])))
-    chain(by_zxid)
+    cluster = [i for i in by_zxid if _domain(events[i]) is None]
+    chain(cluster)
+    domains: dict[GroupKey, list[int]] = {}
+    for i in by_zxid:
+        d = _domain(events[i])
+        if d is not None:
+            domains.setdefault(d, []).append(i)
+    for own in domains.values():
+        # the partition's writes in zxid order, each after the cluster's earlier writes and
+        # before its later ones (cluster-to-cluster edges are chained once, above)
+        merged = sorted(cluster + own, key=lambda i: (events[i]["zxid"], *_key(events[i])))
+        for a, b in zip(merged, merged[1:], strict=False):
+            if _domain(events[a]) is not None or _domain(events[b]) is not None:
+                succ[a].append(b)
+                indeg[b] += 1
 
     heap = [(*_key(events[i]), i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)

@@ -96,3 +96,20 @@ def test_a_judge_that_raises_gives_an_error_verdict():
 
     [v] = judge_run("r", generate_run("r", partitions=1), judge, "kip320")
     assert v["status"] == "error" and "boom" in v["reason"] and v["conforms"] is False
+
+
+def test_zxid_order_does_not_relate_writes_to_two_partitions():
+    """Chaos seed 6: broker 2 wrote ISR changes of partition 1 (zxid 218, clock 8) after
+    broker 0 wrote partition 0's (zxid 219, clock 4); broker 0 then answered a fetch (clock 6)
+    that broker 1 received (clock 8).  Chaining every zxid made partition 0's write wait for
+    the unrelated one of partition 1, so the receipt of the answer came before the answer."""
+    other = ev(2, 0, 8, kind="shrink_isr", zxid=218, partition=1)
+    write = ev(0, 0, 4, kind="shrink_isr", zxid=219, partition=0)
+    answer = ev(0, 1, 6, kind="handle_fetch", partition=0)
+    receipt = ev(1, 0, 8, kind="receive_fetch", partition=0)
+    ordered, forced = causal_order([other, write, answer, receipt])
+    assert names(ordered).index((0, 1)) < names(ordered).index((1, 0)) and not forced
+    # a cluster-level write still orders both partitions' writes around it
+    elect = ev(3, 0, 9, kind="controller_elect", zxid=217)
+    ordered, _ = causal_order([other, write, answer, receipt, elect])
+    assert names(ordered).index((3, 0)) < names(ordered).index((0, 0))
