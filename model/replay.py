@@ -531,7 +531,7 @@ def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tup
     t = skip_empty_lookup(s, cfg, b)
     if t is not None:
         yield t, True
-    for name in INTERNAL_ACTIONS:
+    for name in INTERNAL_ACTIONS + (CUT_SHORT_ACTIONS if loud else ()):
         action = ACTIONS[name]
         for args in action.args(s, cfg):
             step = Step(name, args)
@@ -543,6 +543,11 @@ def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tup
                 if silent or loud:
                     yield t, silent
 
+
+CUT_SHORT_ACTIONS = ("shrink_isr", "expand_isr")
+"""Besides internal ones, steps a ``kill -9`` may cut short between their effect and their
+trace line: a leader's conditional ISR write, made in ZooKeeper just before it died (chaos
+seed 6), is seen by everyone though its own trace never says so."""
 
 FREEZING = ("broker_pause", "broker_crash", "broker_stop", "become_leader", "become_follower")
 """Events after which their broker cannot take the silent steps it might have taken just
@@ -730,9 +735,9 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
 
     A ``kill -9`` may also land between a step's effect and its trace line (the recorder
     loses at most the line being written): a follower that took a new HW from a fetch
-    answer, checkpointed it and died before recording it.  So before a ``broker_crash``
-    one of the victim's internal steps may be one that is not silent -- only one, the step
-    the kill cut short.  Which of these happened no event before the freeze says, so the
+    answer, checkpointed it and died before recording it, or a leader whose ISR write
+    reached ZooKeeper (``CUT_SHORT_ACTIONS``).  So before a ``broker_crash`` one of the
+    victim's steps may be one that is not silent -- only one, the step the kill cut short.  Which of these happened no event before the freeze says, so the
     judge keeps every such state; later events prune them."""
     out: list[Match] = []
     seen = {h for _, h in frontier}

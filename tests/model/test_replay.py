@@ -363,3 +363,82 @@ def test_recorded_impl_traces_conform(run_dir: Path) -> None:
     for run, events in by_run.items():
         for v in judge_run(run, events, judge, "kip320"):
             assert v["conforms"], f"{run} {v['topic']}/{v['partition']}: {v['reason']}"
+
+
+# -- steps nobody recorded, fixed in place by a freeze or a crash ------------------------------
+
+
+def _frozen_follower_trace() -> list[dict]:
+    """Follower 1 receives an answer with no news and sends the same fetch again -- two steps
+    an implementation does not record -- and is then paused; the leader answers that fetch
+    while it sleeps."""
+    from model.actions import apply
+    from model.state import initial
+
+    cfg = named("zombie", brokers=2, records=2)
+    s = initial(cfg)
+    steps: list[Step] = []
+
+    def take(step: Step) -> None:
+        nonlocal s
+        t = apply(s, cfg, step)
+        assert t is not None, step
+        steps.append(step)
+        s = t
+
+    def handle() -> Step:
+        return Step("handle_fetch", (next(m for m in s.fetches if m.kind == FETCH_REQUEST),))
+
+    def receive() -> Step:
+        return Step("receive_fetch", (next(m for m in s.fetches if m.kind == FETCH_RESPONSE),))
+
+    take(Step("produce", (0, 0)))
+    for _ in range(3):  # the record, the HW, then an answer with nothing new
+        take(Step("send_fetch", (1, 0)))
+        take(handle())
+        take(receive())
+    take(Step("send_fetch", (1, 0)))
+    take(Step("broker_pause", (1,)))
+    take(Step("produce", (0, 0)))
+    take(handle())
+    events = events_from_steps(cfg, steps)
+    pause = next(i for i, e in enumerate(events) if e["kind"] == "broker_pause")
+    assert [e["kind"] for e in events[pause - 2 : pause]] == ["receive_fetch", "send_fetch"]
+    return events[: pause - 2] + events[pause:]  # the silent pair is not recorded
+
+
+def test_silent_steps_of_a_follower_are_placed_before_its_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = _frozen_follower_trace()
+    assert judge(events, "kip320")["conforms"]
+    import model.replay
+
+    monkeypatch.setattr(model.replay, "FREEZING", ())  # silent steps only just before the next event
+    v = judge(events, "kip320", memo=False)
+    assert not v["conforms"] and events[v["first_bad"]]["kind"] == "handle_fetch"
+
+
+def test_a_kill_may_cut_short_an_isr_write_that_reached_zookeeper() -> None:
+    """Chaos seed 6: a leader shrank its ISR in ZooKeeper and was killed before recording it;
+    the controller's election then shows the ISR and version the write left."""
+    cfg = named("kip320", brokers=3, records=1)
+    from model.actions import apply
+    from model.state import initial
+
+    s = initial(cfg)
+    steps = [Step("shrink_isr", (0, 0, 1)), Step("broker_crash", (0,))]
+    for step in steps:
+        s = apply(s, cfg, step)
+        assert s is not None, step
+    controller = s.zk.controller if s.zk.controller >= 0 else 1
+    if s.zk.controller < 0:
+        steps.append(Step("controller_elect", (controller,)))
+        s = apply(s, cfg, steps[-1])
+    steps.append(Step("elect_leader", (controller, 0, 2)))
+    assert apply(s, cfg, steps[-1]) is not None
+    events = events_from_steps(cfg, steps)
+    assert judge(events, "kip320")["conforms"]
+    cut = [e for e in events if e["kind"] != "shrink_isr"]  # killed before its trace line
+    assert judge(cut, "kip320")["conforms"]
+    # only the victim's step, and only before a crash: the same loss before a pause is not
+    paused = [dict(e, kind="broker_pause") if e["kind"] == "broker_crash" else e for e in cut]
+    assert not judge(paused, "kip320", memo=False)["conforms"]
