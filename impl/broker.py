@@ -159,11 +159,10 @@ class Broker:
             results = tx.commit()
             if not any(isinstance(r, Exception) for r in results):
                 break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"could not register broker {self.id}: {results}")
             if isinstance(results[0], NodeExistsError):
-                # a previous incarnation's session has not expired yet
-                if time.monotonic() > deadline:
-                    raise results[0]
-                time.sleep(0.2)
+                time.sleep(0.2)  # a previous incarnation's session has not expired yet
             # else a partition state moved between the read and the create: read again
         if len(states) > self.ATOMIC_STARTUP_LIMIT:
             states = self._assigned_states()  # too many to check: the state after the create
