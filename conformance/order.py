@@ -69,6 +69,38 @@ def _fast_path(events: Sequence[Event]) -> list[Event] | None:
     return ordered
 
 
+RECEIPTS = ("become_leader", "become_follower")
+"""Events applying a LeaderAndISR request: they follow the write of the state it carries."""
+
+
+def _receipts(events: Sequence[Event]) -> list[tuple[int, int]]:
+    """(write, receipt) pairs: a broker applying a LeaderAndISR request for partition p at
+    zk_version v comes after the ZooKeeper write that made version v of p's state (the
+    event of that partition with a zxid and that ``zk_version``, the latest one by clock
+    before the receipt: a recreated topic starts its versions again).
+
+    The request carries the sender's clock, so usually the clock alone orders the two; but
+    the write may have to wait in the zxid chain behind a write with a larger clock (a
+    broker's registration, which the controller reacts to without any clock passing), and
+    the receipt must then wait too (chaos seed 1: a follower applied its new leader before
+    the registration of that leader)."""
+    writers: dict[tuple[Any, Any, int], list[tuple[int, int]]] = {}
+    for i, e in enumerate(events):
+        v = (e.get("params") or {}).get("zk_version")
+        if e.get("zxid") is not None and type(v) is int and e["kind"] not in RECEIPTS:
+            writers.setdefault((e.get("topic"), e.get("partition"), v), []).append((e["clock"], i))
+    pairs = []
+    for i, e in enumerate(events):
+        if e["kind"] in RECEIPTS:
+            v = (e.get("params") or {}).get("zk_version")
+            if type(v) is not int:
+                continue
+            before = [w for w in writers.get((e.get("topic"), e.get("partition"), v), ()) if w[0] < e["clock"]]
+            if before:
+                pairs.append((max(before)[1], i))
+    return pairs
+
+
 def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     """Order one run's events causally; returns (ordered events, ``id()`` of the events
     taken despite a cycle).
@@ -76,7 +108,9 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     Predecessors of an event: the previous event of its node by seq, and the previous
     zxid-carrying event by (zxid, clock, node, seq) among the cluster's events and its own
     partition's (ZooKeeper's order between two partitions' writes says nothing about
-    causality, and a node's clock may trail the zxid order of an unrelated write).  Among ready events the smallest
+    causality, and a node's clock may trail the zxid order of an unrelated write); for a
+    broker applying a LeaderAndISR request, the write of the state it carries
+    (``_receipts``).  Among ready events the smallest
     (clock, node, seq) goes first.  Duplicated events (same node and seq) stay adjacent.
     """
     fast = _fast_path(events)
@@ -113,6 +147,10 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
             if _domain(events[a]) is not None or _domain(events[b]) is not None:
                 succ[a].append(b)
                 indeg[b] += 1
+
+    for a, b in _receipts(events):
+        succ[a].append(b)
+        indeg[b] += 1
 
     heap = [(*_key(events[i]), i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)

@@ -113,3 +113,19 @@ def test_zxid_order_does_not_relate_writes_to_two_partitions():
     elect = ev(3, 0, 9, kind="controller_elect", zxid=217)
     ordered, _ = causal_order([other, write, answer, receipt, elect])
     assert names(ordered).index((3, 0)) < names(ordered).index((0, 0))
+
+
+def test_a_leader_and_isr_receipt_waits_for_the_write_of_its_state():
+    """Chaos seed 1 (60 s): the controller elected broker 2 (zxid 121, clock 11) in reaction
+    to its registration (zxid 120, clock 27 -- no clock passes through ZooKeeper); broker 1
+    applied the election (clock 14).  The write waits for the registration in the zxid
+    chain, so the receipt must wait for the write."""
+    restart = ev(2, 0, 27, kind="broker_restart", zxid=120)
+    elect = ev(0, 0, 11, kind="elect_leader", zxid=121)
+    elect["params"] = {"zk_version": 10}
+    receipt = ev(1, 0, 14, kind="become_follower")
+    receipt["params"] = {"zk_version": 10}
+    stale = ev(1, 1, 15, kind="become_follower")
+    stale["params"] = {"zk_version": 99}  # no write of that version in the trace: no edge
+    ordered, forced = causal_order([receipt, stale, elect, restart])
+    assert names(ordered) == [(2, 0), (0, 0), (1, 0), (1, 1)] and not forced
