@@ -1,25 +1,14 @@
 """Hypothesis stateful search (``model.fuzz``): the model's actions as rules, ``properties``
 as invariants, failures shrunk to a readable step list.
 
-Budgets are the ``ci`` profile's (derandomized, so each run sees the same examples).
-Measured gap, stated here so nobody mistakes silence for coverage: Hypothesis does *not*
-find the design's KAFKA-1211 data loss (11 steps, a crash inside the one-step window
-between a committing fetch and its response) within any budget tried -- none in 4,000
-``deep`` runs at 2 brokers nor 3,000 at 3 brokers.  The exhaustive checker and BMC
-(``tests/model/test_symbolic.py``) find it; here the durability check is exercised on the
-unclean-election loss, which Hypothesis finds and shrinks to 6 steps.
-
-Swarm testing was tried and does not close the gap.  Hypothesis (6.170) already swarms
-over rules: ``RuleBasedStateMachine`` draws per-run ``FeatureFlags`` that switch rules off
-for a whole run.  An explicit per-run swarm on top (each action left out with
-probability 1/3 or 1/2) found nothing in 5 seeds x 100 ``ci`` runs each; with a fault-free
-warm-up of ``pace`` steps added, 1,500 ``deep`` runs (seed 1, ~140 s) found nothing with
-the swarm (1/3) nor without it.  Plain
-random walks (80 steps, same config) show why: only ~5% of walks reach a committing fetch
-at all, ~2-8% of those crash the follower in the one-step window, and the two-crash
-budget is then usually gone or the restarted follower re-fetches before the leader
-crashes -- 0 hits in 3,000 walks at max_crashes=2, 1-2 in 3,000 at max_crashes=4.
-The swarm change was therefore not kept.
+Budgets are the ``ci`` profile's (derandomized, so each run sees the same examples and a
+found bug is found every time, with this Hypothesis version).  The headline test: the
+design's KAFKA-1211 data loss (truncate-to-HW, 11 steps) is found and shrunk.  Two things
+made that possible, both measured (see ``model.fuzz``): Hypothesis's swarm over rules is
+off (with it, no run in ~31,000 found the loss), and each run draws a tempo under which
+faults, restarts and ISR lag timeouts are rarer than message handling, as in real time
+(the exact per-walk probability of the loss goes from 1.0e-4 to 6.4e-3).  The fixed
+protocol (kip320) at fuzz scale finds nothing.  Multi-seed searches are ``slow`` tests.
 """
 
 from __future__ import annotations
@@ -29,7 +18,15 @@ import pytest
 from impl.cli import main
 from model.actions import EXPLORED
 from model.checker import replay
-from model.fuzz import DURABILITY, PROFILES, fuzz_config, machine_for, run
+from model.fuzz import (
+    DESIGN_SEARCH,
+    DESIGN_STEPS,
+    DURABILITY,
+    PROFILES,
+    fuzz_config,
+    machine_for,
+    run,
+)
 from properties import all_violations
 
 
@@ -71,10 +68,44 @@ def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
     assert r.violation is None, r.violation and r.violation.text()
 
 
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
+def test_rule_swarm_is_off():
+    """Hypothesis's per-run switching off of rules is replaced (private API): if a Hypothesis
+    upgrade moves it, this says so before the design search silently stops finding."""
+    machine = machine_for(fuzz_config("kip320", brokers=2, partitions=1))()
+    flags = machine._rules_strategy.enabled_rules_strategy.example()
+    assert all(flags.is_enabled(a.name) for a in EXPLORED)
+
+
+@pytest.fixture(scope="module")
+def design_found():
+    return run(fuzz_config("design", **DESIGN_SEARCH), "ci", steps=DESIGN_STEPS, max_examples=1000)
+
+
+def test_finds_and_shrinks_the_design_data_loss(design_found):
+    """KAFKA-1211: the follower truncates to its HW, then is elected -- found and shrunk."""
+    v = design_found.violation
+    assert v is not None, "the ci search no longer finds the design's KAFKA-1211 loss"
+    assert v.property in ("committed_durable", "acked_durable")
+    assert len(v.steps) <= 14  # the shortest is 11 (``epochal check --config design``)
+    text = v.text()
+    assert "truncates log to hw=" in text and "crashes (kill -9)" in text
+
+
+def test_shrunk_design_steps_replay_in_the_explicit_model(design_found):
+    v = design_found.violation
+    states = replay(design_found.config, [s for s, _ in v.steps])
+    assert v.property in [name for name, _ in all_violations(states[-2], states[-1])]
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(reason="measured: random search, swarm or not, does not reach KAFKA-1211 (see module docstring)", strict=False)
-def test_design_durability_loss_in_deep_budget():
-    r = run(fuzz_config("design", brokers=2, partitions=1, records=2, max_epoch=3, max_crashes=2), "deep", seed_value=1, max_examples=1000)
+@pytest.mark.parametrize("seed_value", [1, 2, 3, 4, 5])
+def test_design_data_loss_found_from_every_seed(seed_value):
+    """Not one lucky derandomized run: every seed finds it, at larger budgets than the
+    checker's (4 records, 4 crashes, epochs up to 8, 50 steps), shrinking off to keep it
+    to minutes (measured: 128-2,371 runs, 5-200 s per seed)."""
+    cfg = fuzz_config("design", brokers=2, partitions=1, records=4, max_epoch=8, max_crashes=4)
+    r = run(cfg, "deep", seed_value=seed_value, max_examples=4000, steps=50, shrink=False)
     assert r.violation is not None and r.violation.property in DURABILITY
 
 
