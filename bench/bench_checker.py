@@ -1,11 +1,17 @@
 """Exhaustive-checker benchmark: every named configuration at its default bounds, with and
-without symmetry reduction, measured side by side in one run.
+without symmetry reduction and with the partial-order reduction, measured side by side in
+one run.
 
     .venv/bin/python bench/bench_checker.py [--configs design,unclean,...] [--workers 2]
-                                            [--budget-states N]
+                                            [--budget-states N] [--modes sym,nosym,por]
+    .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por,sym
 
-Prints distinct states, transitions, depth, wall time and states/s per run, and the ratio of
-states and time without symmetry reduction to with it.  Runs that would exceed
+Prints distinct states, transitions, depth, wall time and states/s per run, and the ratios
+of states and time of the plain symmetry-reduced search to the other modes.  Modes: ``sym``
+symmetry reduction (the checker's default), ``nosym`` none, ``por`` symmetry plus the
+partial-order reduction of ``model.reduction`` (whose state counts are those of the reduced
+graph).  ``--three-brokers`` runs at ``model.three_brokers.THREE_BROKERS`` (3 brokers, 2
+records, max epoch 3, 2 crashes), where Kafka's later bugs live.  Runs that would exceed
 ``--budget-states`` distinct states stop there and are marked INCOMPLETE (so the benchmark
 always ends); figures for complete runs are exact.
 """
@@ -18,15 +24,19 @@ import time
 
 from model.checker import check
 from model.config import NAMED, named
+from model.three_brokers import THREE_BROKERS
+
+MODES = {"sym": (True, False), "nosym": (False, False), "por": (True, True)}  # (symmetry, reduction)
 
 
-def run_one(name: str, symmetry: bool, workers: int, budget: int | None, overrides: dict) -> dict:
+def run_one(name: str, mode: str, workers: int, budget: int | None, overrides: dict) -> dict:
+    symmetry, reduction = MODES[mode]
     cfg = named(name, **overrides)
     t0 = time.perf_counter()
-    r = check(cfg, symmetry=symmetry, workers=workers, max_states=budget)
+    r = check(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction)
     wall = time.perf_counter() - t0
     verdict = "violation: " + r.violation.property if r.violation else ("holds" if r.complete else "INCOMPLETE")
-    return {"config": cfg.describe(), "name": name, "symmetry": symmetry, "states": r.states, "transitions": r.transitions, "depth": r.depth, "seconds": wall, "rate": r.states / wall if wall else 0.0, "verdict": verdict}
+    return {"config": cfg.describe(), "name": name, "mode": mode, "states": r.states, "transitions": r.transitions, "depth": r.depth, "seconds": wall, "rate": r.states / wall if wall else 0.0, "verdict": verdict}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,25 +44,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default=",".join(NAMED))
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--budget-states", type=int, default=3_000_000)
+    ap.add_argument("--modes", default="sym,nosym,por", help="comma list of sym, nosym, por (default: all three)")
     ap.add_argument("--brokers", type=int)
     ap.add_argument("--max-crashes", type=int)
+    ap.add_argument("--three-brokers", action="store_true", help="the three-broker bounds of model.three_brokers")
     args = ap.parse_args(argv)
     unknown = [n for n in args.configs.split(",") if n not in NAMED]
     if unknown:
         ap.error(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(NAMED)}")
-    overrides = {"brokers": args.brokers, "max_crashes": args.max_crashes}
-    print(f"{'config':8s} {'symmetry':8s} {'states':>10s} {'transitions':>12s} {'depth':>5s} {'wall s':>8s} {'states/s':>9s}  verdict")
+    modes = args.modes.split(",")
+    if not modes or any(m not in MODES for m in modes):
+        ap.error(f"--modes takes a comma list of {', '.join(MODES)}")
+    overrides = dict(THREE_BROKERS) if args.three_brokers else {}
+    overrides.update({k: v for k, v in {"brokers": args.brokers, "max_crashes": args.max_crashes}.items() if v is not None})
+    print(f"{'config':8s} {'mode':6s} {'states':>10s} {'transitions':>12s} {'depth':>5s} {'wall s':>8s} {'states/s':>9s}  verdict")
     for name in args.configs.split(","):
-        rows = []
-        for symmetry in (True, False):
-            row = run_one(name, symmetry, args.workers, args.budget_states, overrides)
-            rows.append(row)
-            print(f"{name:8s} {'on' if symmetry else 'off':8s} {row['states']:>10,} {row['transitions']:>12,} {row['depth']:>5d} {row['seconds']:>8.1f} {row['rate']:>9,.0f}  {row['verdict']}", flush=True)
-        on, off = rows
-        if "INCOMPLETE" in (on["verdict"], off["verdict"]):  # a capped count is no measurement
-            print(f"{'':8s} ratio off/on: n/a (a run stopped at --budget-states)   [{on['config']}]", flush=True)
-        else:
-            print(f"{'':8s} ratio off/on: states x{off['states'] / max(on['states'], 1):.2f}, time x{off['seconds'] / max(on['seconds'], 1e-9):.2f}   [{on['config']}]", flush=True)
+        rows = {}
+        for mode in modes:
+            row = run_one(name, mode, args.workers, args.budget_states, overrides)
+            rows[mode] = row
+            print(f"{name:8s} {mode:6s} {row['states']:>10,} {row['transitions']:>12,} {row['depth']:>5d} {row['seconds']:>8.1f} {row['rate']:>9,.0f}  {row['verdict']}", flush=True)
+        base = rows.get("sym")
+        ratios = []
+        for mode, row in rows.items():
+            if base is None or mode == "sym":
+                continue
+            if "INCOMPLETE" in (base["verdict"], row["verdict"]):  # a capped count is no measurement
+                ratios.append(f"{mode}/sym: n/a (a run stopped at --budget-states)")
+            else:
+                ratios.append(f"{mode}/sym: states x{row['states'] / max(base['states'], 1):.2f}, time x{row['seconds'] / max(base['seconds'], 1e-9):.2f}")
+        config = next(iter(rows.values()))["config"]
+        print(f"{'':8s} {'; '.join(ratios) or 'no ratio'}   [{config}]", flush=True)
     return 0
 
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 from model.actions import Step, successors
 from model.config import Config
-from model.reduction import ample, normal_form
+from model.reduction import free_step, normal_form
 from model.render import describe, state_text
 from model.state import State, initial
-from model.symmetry import canonical
+from model.symmetry import candidate_permutations, canonical
 from properties import (
     UNCLEAN_LABEL,
     all_violations,
@@ -118,10 +118,22 @@ def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tup
     memo = _MEMO
     for s in chunk:
         hs = hash(s)
-        succ = successors(s, _CFG)
         if _RED:
-            succ = ample(s, _CFG, list(succ))
-        for step, t in succ:
+            pair = free_step(s, _CFG)
+            if pair is not None:
+                # The ample step alone.  It changes only messages in flight, which no
+                # property reads, so s's clean verdict carries over to t; and a frontier
+                # state is canonical, so when its brokers' signatures (which ignore
+                # messages) tell them apart t is canonical as it stands.
+                transitions += 1
+                t = normal_form(pair[1], _CFG)
+                c = t if not _SYM or len(candidate_permutations(s)) == 1 else canonical(t)
+                h = hash(c)
+                if h not in local:
+                    local.add(h)
+                    out.append((hs, h, c))
+                continue
+        for step, t in successors(s, _CFG):
             transitions += 1
             if transition_violation(s, t) is not None:
                 return out, (hs, step, t), transitions

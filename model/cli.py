@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replication-factor", type=int, help="brokers in each partition's initial assignment (default: every broker)")
     p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
+    p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (model.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1)")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
@@ -72,6 +73,7 @@ def result_json(r: Result) -> dict[str, Any]:
     out: dict[str, Any] = {
         "config": {"name": r.config.name, **{k: v for k, v in vars(r.config).items() if k != "name"}},
         "symmetry": r.symmetry,
+        "reduction": r.reduction,
         "holds": r.holds,
         "complete": r.complete,
         "states": r.states,
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
         if not args.quiet:
             print(f"checking {cfg.describe()}", file=sys.stderr, flush=True)
-        r = check(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress)
+        r = check(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress, reduction=args.reduction)
         results.append(r)
         if not r.holds:
             status = 1
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 def summary(r: Result) -> str:
     head = f"== {r.config.describe()}"
-    stats = f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f} s ({r.states_per_second:,.0f} states/s){'' if r.symmetry else ', no symmetry reduction'}"
+    stats = f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f} s ({r.states_per_second:,.0f} states/s){'' if r.symmetry else ', no symmetry reduction'}{', partial-order reduction' if r.reduction else ''}"
     if r.violation is not None:
         return f"{head}\n{r.violation.text()}\n\n{stats}"
     if not r.complete:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from model.config import named
-from model.scenarios import play
+from model.scenarios import SCENARIOS, play
+from model.three_brokers import THREE_BROKERS, three_brokers
 
 
 def names(outcome):
@@ -47,3 +48,32 @@ def test_kip320_fenced_fetching_refuses_the_stale_fetch():
     assert not out.violations
     assert out.blocked_at == len(out.steps) + 1  # the refused request leaves no response to read
     assert "refuses fetch from 2" in out.steps[-1][1]
+
+
+# -- the three-broker bounds -------------------------------------------------------------
+
+THREE_BROKER_STORIES = {"kip279_divergence": "kip101", "kip320_stale_fetch": "kip279"}
+
+
+def test_the_named_configurations_at_three_brokers_are_the_three_broker_bounds():
+    """The stories above run at ``named(fix, brokers=3)``; those are exactly the bounds the
+    exhaustive three-broker kip320 search uses (tests/model/test_checker.py)."""
+    for name in ("kip101", "kip279", "kip320"):
+        assert named(name, brokers=3) == three_brokers(name)
+
+
+@pytest.mark.parametrize("story", sorted(THREE_BROKER_STORIES))
+def test_each_later_bug_breaks_its_configuration_inside_the_three_broker_bounds(story):
+    broken = play(story, three_brokers(THREE_BROKER_STORIES[story]))
+    assert "replicas_consistent" in names(broken) and broken.blocked_at is None
+    assert not play(story, three_brokers("kip320")).violations
+
+
+@pytest.mark.parametrize("story", sorted(THREE_BROKER_STORIES))
+@pytest.mark.parametrize("bound", ["records", "max_epoch", "max_crashes"])
+def test_the_three_broker_bounds_are_the_smallest_each_story_needs(story, bound):
+    """Lower any one bound and the story is refused before it breaks anything."""
+    cfg = three_brokers(THREE_BROKER_STORIES[story], **{bound: THREE_BROKERS[bound] - 1})
+    out = play(story, cfg)
+    assert not out.violations
+    assert out.blocked_at is not None and out.blocked_at <= len(SCENARIOS[story][1])
