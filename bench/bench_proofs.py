@@ -1,13 +1,14 @@
 """Proof and search benchmark: z3 induction, z3 BMC and Hypothesis, side by side.
 
-    .venv/bin/python bench/bench_proofs.py [--seeds 5] [--depth 5] [--design-examples 300]
+    .venv/bin/python bench/bench_proofs.py [--seeds 5] [--depth 5] [--design-examples 3000]
 
 * time of each inductive proof (lemmas and goals, 2 brokers, design and kip320 rules);
 * BMC seconds per depth, from the initial state and after the 6-step replicated prefix,
   for design (counterexample) and kip320 (none);
-* Hypothesis: per seed, the time to the first counterexample and the shrunk length --
-  for the design's KAFKA-1211 loss (random search, bounded budget: reports how often it was
-  found at all) and for the unclean-election loss it does find.  Medians over the seeds.
+* Hypothesis: per seed, the time to the first counterexample (before shrinking), the time
+  with shrinking and the shrunk length -- for the design's KAFKA-1211 loss (the search of
+  ``model.fuzz.DESIGN_SEARCH``, ``deep`` profile, budget ``--design-examples`` runs: reports
+  how often it was found at all) and for the unclean-election loss.  Medians over the seeds.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import statistics
 import time
 
 from model.config import named
-from model.fuzz import fuzz_config, run
+from model.fuzz import DESIGN_SEARCH, DESIGN_STEPS, fuzz_config, run
 from model.scenarios import play
 from model.symbolic import bmc, prove
 
@@ -47,34 +48,37 @@ def _bmc(depth: int) -> None:
 
 
 def _hypothesis(seeds: int, design_examples: int) -> None:
-    print(f"== Hypothesis, {seeds} seeds: time to first counterexample (with shrinking) and shrunk length")
+    print(f"== Hypothesis, {seeds} seeds: time to first counterexample, time with shrinking, shrunk length")
     cases = [
-        ("design (KAFKA-1211)", fuzz_config("design", brokers=2, partitions=1, records=2, max_epoch=3, max_crashes=2),
-         dict(max_examples=design_examples)),
-        ("unclean election", fuzz_config("unclean", brokers=2, partitions=1, records=2, max_epoch=4, max_crashes=2),
+        ("design (KAFKA-1211)", fuzz_config("design", **DESIGN_SEARCH), "deep",
+         dict(max_examples=design_examples, steps=DESIGN_STEPS)),
+        ("unclean election", fuzz_config("unclean", brokers=2, partitions=1, records=2, max_epoch=4, max_crashes=2), "ci",
          dict(steps=15)),
     ]
-    for label, cfg, extra in cases:
-        times, lengths, misses = [], [], []
+    for label, cfg, profile, extra in cases:
+        firsts, totals, lengths, misses = [], [], [], []
         for seed in range(1, seeds + 1):
-            r = run(cfg, "deep" if label.startswith("design") else "ci", seed_value=seed, **extra)
+            r = run(cfg, profile, seed_value=seed, **extra)
             if r.violation is None:
                 misses.append(r.seconds)
-            else:
-                times.append(r.seconds)
-                lengths.append(len(r.violation.steps))
-        found = f"found {len(times)}/{seeds}"
-        med_t = f"median {statistics.median(times):6.1f} s" if times else "median    -   "
-        med_l = f"shrunk length median {statistics.median(lengths)}" if lengths else "shrunk length -"
+                print(f"  {label:<20} seed {seed}: nothing in {r.seconds:.1f} s", flush=True)
+                continue
+            firsts.append(r.first_seconds or 0.0)
+            totals.append(r.seconds)
+            lengths.append(len(r.violation.steps))
+            print(f"  {label:<20} seed {seed}: first {firsts[-1]:6.1f} s, shrunk in {r.seconds:6.1f} s to {lengths[-1]} steps", flush=True)
+        found = f"found {len(firsts)}/{seeds}"
+        med = (f"median first {statistics.median(firsts):6.1f} s, with shrinking {statistics.median(totals):6.1f} s, "
+               f"shrunk length median {statistics.median(lengths)} (min {min(lengths)}, max {max(lengths)})") if firsts else "-"
         miss = f"; misses took {statistics.median(misses):.1f} s each (budget exhausted)" if misses else ""
-        print(f"  {label:<20} {found:<11} {med_t}  {med_l}{miss}")
+        print(f"  {label:<20} {found:<11} {med}{miss}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--depth", type=int, default=5)
-    ap.add_argument("--design-examples", type=int, default=300, help="Hypothesis budget per seed for the design bug")
+    ap.add_argument("--design-examples", type=int, default=3000, help="Hypothesis budget per seed for the design bug")
     ap.add_argument("--skip", default="", help="comma list of proofs,bmc,hypothesis to skip")
     a = ap.parse_args()
     skip = set(a.skip.split(","))

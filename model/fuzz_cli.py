@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=("ci", "deep"), default="ci", help="search budget (default ci)")
     p.add_argument("--seed", type=int, help="randomize the search from this seed (default: the profile's)")
     p.add_argument("--max-examples", type=int, help="override the profile's number of runs")
+    p.add_argument("--steps", type=int, help="override the profile's steps per run (the design's loss: 30 at 2 brokers)")
     add_bound_arguments(p, {"brokers": "default 5", "partitions": "default 2", "records": "default 8 (up to 26)",
                             "max_epoch": "default 12 (up to 50)", "max_crashes": "default 6"})
     p.set_defaults(func=run)
@@ -40,8 +41,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc).strip("'\"")) from None
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError("--max-examples must be >= 1")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError("--steps must be >= 1")
     print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'})", flush=True)
-    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples)
+    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=args.steps)
     if r.violation is None:
         print(f"OK: no property violation found ({r.seconds:.1f} s)")
         return 0
