@@ -31,7 +31,8 @@ A state and its normal form have the same future step for step (strong bisimilar
 the same visible part.
 
 Why nothing the properties could see is lost (the classic ample-set conditions, argued for
-these three steps; the reduction is applied only with fenced fetching, ``cfg.fenced_fetch``):
+these four kinds of step -- an argument, checked by the tests below, not a mechanised proof;
+the ample steps are used only with fenced fetching, ``cfg.fenced_fetch``):
 
 * *Invisible.*  Each ample step changes ``State.fetches`` only, so every state and transition
   property has the same verdict before and after it.
@@ -45,20 +46,25 @@ these three steps; the reduction is applied only with fenced fetching, ``cfg.fen
   request in flight (which would disable it), and a restart removes the follower's requests.
   So a path on which the follower sends later is matched by one on which it sent now, with
   the same visible states; the early request can only add behaviour (the leader may handle
-  it sooner), or be removed by a crash of the leader, after which the follower sends again.  The one thing it can block is a *different* later request from the same follower
-  to the same leader, which needs the follower to have taken a newer epoch and truncated
-  against the leader in it -- by then the early request is dead and step 1 removes it.
+  it sooner), or be removed by a crash of the leader, after which the follower sends again.
+  The one thing it can block is a *different* later request from the same follower to the
+  same leader, which needs the follower to have taken a newer epoch and truncated against
+  the leader in it -- the leader became leader in that epoch before, and in the state it
+  did so the early request was dead and droppable, so step 1 had removed it at once.
 * *No ignoring (the cycle proviso).*  A path of ample steps alone cannot be a cycle: no ample
   step creates a response (only ``handle_fetch`` of a live request does, and that is never
   ample) or makes a message dead (free steps change no epoch); drops and reads remove a
   response or a dead message, and a send adds a live request.  So the pair (responses plus
-  dead requests, minus requests) falls strictly, lexicographically, along such a path.  Every cycle of the reduced graph therefore
-  passes through a fully expanded state, and no enabled step is postponed for ever.
+  dead requests, minus requests) falls strictly, lexicographically, along such a path.
+  Every cycle of the reduced graph therefore passes through a fully expanded state, and no
+  enabled step is postponed for ever.
 
 With symmetry reduction the ample step is chosen on the canonical representative the search
-expands, deterministically (``free_step`` says in which order), so the reduced
-graph over canonical states is well defined.  Every path the reduced search takes is a path
-of the model, so its counterexamples replay step by step like any other.
+expands, deterministically (``free_step`` says in which order), so the reduced graph over
+canonical states is well defined.  Every step the reduced search takes is a step of the
+model (from a state that differs from a reachable one only by garbage ``normal_form``
+forgot, which no step reads), so its counterexamples replay from the initial state step by
+step like any other.
 
 *What "shortest" means with it.*  The search is still breadth-first, so a counterexample is
 a shortest path of the *reduced* graph: the shortest run in which followers send each fetch

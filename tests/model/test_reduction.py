@@ -175,3 +175,14 @@ def test_a_free_step_from_a_canonical_state_with_distinct_brokers_stays_canonica
                     nxt.append(c)
         frontier = nxt
     assert checked > 100
+
+
+def test_the_parallel_reduced_search_visits_the_same_states(monkeypatch):
+    import model.checker as checker
+
+    cfg = named("kip320", max_crashes=1)
+    serial = check(cfg, reduction=True)
+    monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(checker, "CHUNK", 50)
+    parallel = check(cfg, reduction=True, workers=2)
+    assert parallel.states == serial.states and parallel.holds
