@@ -114,3 +114,4 @@ def test_cli_exit_codes(capsys):
     assert "OK: no property violation found" in capsys.readouterr().out
     assert main(["fuzz", "--config", "kip320", "--brokers", "9"]) == 2
     assert main(["fuzz", "--config", "kip320", "--records", "40"]) == 2
+    assert main(["fuzz", "--config", "kip320", "--steps", "0"]) == 2
