@@ -768,8 +768,12 @@ class Broker:
             stat = await self.loop.run_in_executor(
                 None, lambda: self.zk.set(path, state.to_json(), version=expected))
         except (BadVersionError, NoNodeError):
+            # the write that moved the znode on is what this step observed: its zxid orders
+            # the failure after it (the controller's write may carry a larger clock)
+            moved = await self.loop.run_in_executor(None, lambda: self.zk.exists(path))
             if r.role == LEADER and r.leader_epoch == epoch:
-                r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)})
+                r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)},
+                       zxid=moved.mzxid if moved is not None else None)
                 r.step_down()
             return
         except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
