@@ -447,7 +447,7 @@ def test_leader_whose_conditional_isr_update_fails_stops_acting_as_leader(
     # a controller decision the leader never hears about (its LeaderAndISR is lost)
     other = replicas[1]
     deposed = zkl.LeaderAndIsr(other, st.leader_epoch + 1, st.isr, st.controller_epoch)
-    zk.set(zkl.leader_and_isr_path("cas", 0), deposed.to_json(), version=version)
+    moved = zk.set(zkl.leader_and_isr_path("cas", 0), deposed.to_json(), version=version)
     c.pause(replicas[2], wait_for_expiry=False)  # a lagging follower makes the leader try to shrink the ISR
     try:
         wait_until(lambda: any(e["kind"] == "isr_update_failed" and e["node"] == leader
@@ -459,6 +459,7 @@ def test_leader_whose_conditional_isr_update_fails_stops_acting_as_leader(
         c.resume(replicas[2])
     failed = [e for e in trace_events(c.data_dir) if e["kind"] == "isr_update_failed"]
     assert failed[0]["params"]["expected_zk_version"] == version
+    assert failed[0]["zxid"] == moved.mzxid  # ordered after the write that deposed it
     assert state_of(zk, "cas", 0)[0] == deposed  # the failed write changed nothing
     assert_traces_valid(c)
     zk.stop()
