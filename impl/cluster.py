@@ -95,12 +95,22 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     sig, kind = {"kill": (signal.SIGKILL, "broker_crash"), "pause": (signal.SIGSTOP, "broker_pause"),
                  "resume": (signal.SIGCONT, "broker_resume")}[action]
     rec = open_harness_recorder(data_dir, state["run_id"])
+    if action == "kill":  # as LocalCluster.kill: the crash follows what others recorded before it
+        for other in state["brokers"]:
+            if int(other) != broker:
+                observe_node(rec, data_dir, int(other))
     observe_node(rec, data_dir, broker)
     if action == "resume":  # recorded first: the broker reads it when it wakes (SIGCONT)
         rec.emit(kind, params={"broker": broker, "pid": pid})
         os.kill(pid, sig)
     else:
         os.kill(pid, sig)
+        deadline = time.monotonic() + 1  # (a zombie not yet reaped stays "alive": bounded)
+        while action == "kill" and pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if action == "pause":
+            wait_stopped(pid)
+        observe_node(rec, data_dir, broker)  # its last line, now that it can write no more
         zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
         rec.emit(kind, zxid=zxid, params={"broker": broker, "pid": pid})
     rec.close()
@@ -236,6 +246,14 @@ class LocalCluster:
     def kill(self, broker: int) -> None:
         """kill -9; returns once the broker's ZooKeeper session has ended (broker_crash)."""
         proc = self.procs[broker]
+        # Everything the other brokers recorded before the kill happened before it: take
+        # their clocks now, so the crash orders after it all -- say, a leader's answer the
+        # victim received (and made durable) just before it died, its line cut short.  Their
+        # reactions come after the kill and follow the crash by the session end's zxid.
+        rec = self.harness()
+        for other in self.configs:
+            if other != broker:
+                observe_node(rec, self.data_dir, other)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         rec = self.harness(victim=broker)
