@@ -655,6 +655,7 @@ class ChaosRun:
         from impl.cluster import session_end_zxid, wait_stopped
         from impl.faults import expire_session
 
+        self.cluster.observe_others(b)
         self.cluster.procs[b].send_signal(signal.SIGSTOP)
         wait_stopped(self.cluster.procs[b].pid)
         self.paused.add(b)

@@ -95,7 +95,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     sig, kind = {"kill": (signal.SIGKILL, "broker_crash"), "pause": (signal.SIGSTOP, "broker_pause"),
                  "resume": (signal.SIGCONT, "broker_resume")}[action]
     rec = open_harness_recorder(data_dir, state["run_id"])
-    if action == "kill":  # as LocalCluster.kill: the crash follows what others recorded before it
+    if action in ("kill", "pause"):  # as LocalCluster.observe_others
         for other in state["brokers"]:
             if int(other) != broker:
                 observe_node(rec, data_dir, int(other))
@@ -246,22 +246,27 @@ class LocalCluster:
     def kill(self, broker: int) -> None:
         """kill -9; returns once the broker's ZooKeeper session has ended (broker_crash)."""
         proc = self.procs[broker]
-        # Everything the other brokers recorded before the kill happened before it: take
-        # their clocks now, so the crash orders after it all -- say, a leader's answer the
-        # victim received (and made durable) just before it died, its line cut short.  Their
-        # reactions come after the kill and follow the crash by the session end's zxid.
-        rec = self.harness()
-        for other in self.configs:
-            if other != broker:
-                observe_node(rec, self.data_dir, other)
+        self.observe_others(broker)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         rec = self.harness(victim=broker)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
         rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
 
+    def observe_others(self, victim: int) -> None:
+        """Before a kill or a SIGSTOP: everything the other brokers recorded so far happened
+        before it, so the fault event takes their clocks and orders after it all -- say, a
+        leader's answer the victim received just before it stopped (and made durable, or
+        answered with the same fetch again: steps it never recorded).  Their reactions come
+        after the fault and follow it by the session end's zxid."""
+        rec = self.harness()
+        for other in self.configs:
+            if other != victim:
+                observe_node(rec, self.data_dir, other)
+
     def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
         """SIGSTOP; by default returns once its session has expired (broker_pause)."""
+        self.observe_others(broker)
         self.procs[broker].send_signal(signal.SIGSTOP)
         wait_stopped(self.procs[broker].pid)
         rec = self.harness(victim=broker)
