@@ -512,30 +512,26 @@ def skip_empty_lookup(s: State, cfg: Config, f: int) -> State | None:
 
 def internal_successors(s: State, cfg: Config) -> Iterator[State]:
     """States one silent internal step (of any broker) away."""
-    for f in range(cfg.brokers):
-        t = skip_empty_lookup(s, cfg, f)
-        if t is not None:
-            yield t
-    for name in INTERNAL_ACTIONS:
-        action = ACTIONS[name]
-        for args in action.args(s, cfg):
-            step = Step(name, args)
-            t = apply(s, cfg, step)
-            if t is not None and t != s and _silent(step, s, t):
-                yield t
+    return (t for t, _ in _internal_steps(s, cfg, None, False))
 
 
 def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tuple[State, bool]]:
     """States one internal step of broker ``b`` away, each with whether the step was silent;
-    steps that are not silent only when ``loud`` (see ``_before_freeze``)."""
-    t = skip_empty_lookup(s, cfg, b)
-    if t is not None:
-        yield t, True
+    steps that are not silent (and ``CUT_SHORT_ACTIONS``) only when ``loud`` (see
+    ``_before_freeze``)."""
+    return _internal_steps(s, cfg, b, loud)
+
+
+def _internal_steps(s: State, cfg: Config, by: int | None, loud: bool) -> Iterator[tuple[State, bool]]:
+    """(state, silent) one internal step away, of broker ``by`` or of any broker."""
+    for f in range(cfg.brokers) if by is None else (by,):
+        t = skip_empty_lookup(s, cfg, f)
+        if t is not None:
+            yield t, True
     for name in INTERNAL_ACTIONS + (CUT_SHORT_ACTIONS if loud else ()):
-        action = ACTIONS[name]
-        for args in action.args(s, cfg):
+        for args in ACTIONS[name].args(s, cfg):
             step = Step(name, args)
-            if actor(step) != b:
+            if by is not None and actor(step) != by:
                 continue
             t = apply(s, cfg, step)
             if t is not None and t != s:

@@ -37,29 +37,38 @@ def _walk(name: str, steps: int, seed: int, **bounds: int) -> tuple[Config, list
     return cfg, taken
 
 
+class _Run:
+    """A model run built step by step: each step must be enabled; ``s`` is the state now."""
+
+    def __init__(self, cfg: Config) -> None:
+        from model.state import initial
+
+        self.cfg, self.s, self.steps = cfg, initial(cfg), []
+
+    def take(self, step: Step) -> None:
+        from model.actions import apply
+
+        t = apply(self.s, self.cfg, step)
+        assert t is not None, step
+        self.steps.append(step)
+        self.s = t
+
+    def fetch(self, kind: int, follower: int | None = None) -> Step:
+        """Handle the request / receive the response of ``follower`` (or the only one)."""
+        m = next(m for m in self.s.fetches if m.kind == kind and follower in (None, m.follower))
+        return Step("handle_fetch" if kind == FETCH_REQUEST else "receive_fetch", (m,))
+
+
 def _happy_path() -> list[Step]:
     """Two records produced and replicated to both followers of a 3-broker kip320 cluster."""
-    cfg = named("kip320", brokers=3, records=2)
-    out: list[Step] = []
-    from model.actions import apply
-    from model.state import initial
-
-    s = initial(cfg)
-
-    def take(step: Step) -> None:
-        nonlocal s
-        t = apply(s, cfg, step)
-        assert t is not None, step
-        out.append(step)
-        s = t
-
+    run = _Run(named("kip320", brokers=3, records=2))
     for _ in range(2):
-        take(Step("produce", (0, 0)))
+        run.take(Step("produce", (0, 0)))
         for f in (1, 2):
-            take(Step("send_fetch", (f, 0)))
-            take(Step("handle_fetch", (next(m for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == f),)))
-            take(Step("receive_fetch", (next(m for m in s.fetches if m.kind == FETCH_RESPONSE and m.follower == f),)))
-    return out
+            run.take(Step("send_fetch", (f, 0)))
+            run.take(run.fetch(FETCH_REQUEST, f))
+            run.take(run.fetch(FETCH_RESPONSE, f))
+    return run.steps
 
 
 def _happy_trace() -> list[dict]:
@@ -372,35 +381,18 @@ def _frozen_follower_trace() -> list[dict]:
     """Follower 1 receives an answer with no news and sends the same fetch again -- two steps
     an implementation does not record -- and is then paused; the leader answers that fetch
     while it sleeps."""
-    from model.actions import apply
-    from model.state import initial
-
     cfg = named("zombie", brokers=2, records=2)
-    s = initial(cfg)
-    steps: list[Step] = []
-
-    def take(step: Step) -> None:
-        nonlocal s
-        t = apply(s, cfg, step)
-        assert t is not None, step
-        steps.append(step)
-        s = t
-
-    def handle() -> Step:
-        return Step("handle_fetch", (next(m for m in s.fetches if m.kind == FETCH_REQUEST),))
-
-    def receive() -> Step:
-        return Step("receive_fetch", (next(m for m in s.fetches if m.kind == FETCH_RESPONSE),))
-
-    take(Step("produce", (0, 0)))
+    run = _Run(cfg)
+    run.take(Step("produce", (0, 0)))
     for _ in range(3):  # the record, the HW, then an answer with nothing new
-        take(Step("send_fetch", (1, 0)))
-        take(handle())
-        take(receive())
-    take(Step("send_fetch", (1, 0)))
-    take(Step("broker_pause", (1,)))
-    take(Step("produce", (0, 0)))
-    take(handle())
+        run.take(Step("send_fetch", (1, 0)))
+        run.take(run.fetch(FETCH_REQUEST))
+        run.take(run.fetch(FETCH_RESPONSE))
+    run.take(Step("send_fetch", (1, 0)))
+    run.take(Step("broker_pause", (1,)))
+    run.take(Step("produce", (0, 0)))
+    run.take(run.fetch(FETCH_REQUEST))
+    steps = run.steps
     events = events_from_steps(cfg, steps)
     pause = next(i for i, e in enumerate(events) if e["kind"] == "broker_pause")
     assert [e["kind"] for e in events[pause - 2 : pause]] == ["receive_fetch", "send_fetch"]
@@ -420,21 +412,12 @@ def test_silent_steps_of_a_follower_are_placed_before_its_pause(monkeypatch: pyt
 def test_a_kill_may_cut_short_an_isr_write_that_reached_zookeeper() -> None:
     """Chaos seed 6: a leader shrank its ISR in ZooKeeper and was killed before recording it;
     the controller's election then shows the ISR and version the write left."""
-    cfg = named("kip320", brokers=3, records=1)
-    from model.actions import apply
-    from model.state import initial
-
-    s = initial(cfg)
-    steps = [Step("shrink_isr", (0, 0, 1)), Step("broker_crash", (0,))]
-    for step in steps:
-        s = apply(s, cfg, step)
-        assert s is not None, step
-    controller = s.zk.controller if s.zk.controller >= 0 else 1
-    if s.zk.controller < 0:
-        steps.append(Step("controller_elect", (controller,)))
-        s = apply(s, cfg, steps[-1])
-    steps.append(Step("elect_leader", (controller, 0, 2)))
-    assert apply(s, cfg, steps[-1]) is not None
+    run = _Run(named("kip320", brokers=3, records=1))
+    assert run.s.zk.controller == 0 and run.s.zk.partitions[0].leader == 0
+    for step in (Step("shrink_isr", (0, 0, 1)), Step("broker_crash", (0,)), Step("controller_elect", (1,)),
+                 Step("elect_leader", (1, 0, 2))):
+        run.take(step)
+    cfg, steps = run.cfg, run.steps
     events = events_from_steps(cfg, steps)
     assert judge(events, "kip320")["conforms"]
     cut = [e for e in events if e["kind"] != "shrink_isr"]  # killed before its trace line
