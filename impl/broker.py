@@ -160,7 +160,8 @@ class Broker:
             if not any(isinstance(r, Exception) for r in results):
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"could not register broker {self.id}: {results}")
+                why = ", ".join(type(r).__name__ for r in results if isinstance(r, Exception))
+                raise RuntimeError(f"could not register in ZooKeeper before the deadline ({why})")
             if isinstance(results[0], NodeExistsError):
                 time.sleep(0.2)  # a previous incarnation's session has not expired yet
             # else a partition state moved between the read and the create: read again
@@ -1007,6 +1008,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(broker.serve())
     except KeyboardInterrupt:
         pass
+    except RuntimeError as exc:  # e.g. could not register before the deadline: one line
+        print(f"broker {config.broker_id}: {exc}", file=sys.stderr)
+        return 2
     # 0: stopped after a completed controlled shutdown; 3: stopped without one (see
     # Broker._controlled_shutdown) -- LocalCluster records the latter as a crash
     return 0 if broker.shutdown_completed else 3
