@@ -22,9 +22,10 @@ Plan (one Spark session for the whole corpus, no process per trace):
    record, and Spark never parses the JSON: per-record rows and a JVM JSON parse of every
    record cost more than the judging (see ``conformance/README.md``, Performance).
    Files on the local filesystem (``file:``, the usual case) skip steps 1-2 as such: the
-   executors list the runs each file names, the driver groups files that share a run, and
-   each task reads, validates and judges whole groups (``_plan_local``) -- the same records
-   in the same order, with no shuffle of records at all.
+   driver lists them and guesses from each file's first line which files hold one run, and
+   each task reads, validates and judges the files dealt to it; a run the guess split
+   between tasks is judged again whole (``_plan_local``) -- the same records in the same
+   order, with no shuffle of records at all.
 3. **Judge.** Per task, one run at a time: its events are put in causal order, split into
    (topic, partition) groups with the cluster-scope events in every group, and each group
    is judged (``conformance.verdict``).
@@ -56,7 +57,6 @@ from conformance.verdict import (
 from traces.reader import TRACE_GLOB
 
 FILES_PER_TASK = 500  # the judge stage gets at least one task per this many input files
-LOCAL_FILES_PER_TASK = 1000  # local files whose runs one task lists (``_plan_local``, first pass)
 JOB_SQL_CONF = {
     # Spark's default (4 MB) packs ~32 small trace files per task, so a corpus of many short
     # runs becomes hundreds of tasks, each paying a Python worker round trip.
@@ -152,72 +152,53 @@ def _read_local(uri: str) -> bytes | OSError:
         return exc
 
 
-_FILE_RUNS = [("path", "string"), ("run", "string")]
+def _hidden(name: str) -> bool:
+    """Whether Spark's file listing skips a file or directory of this name (its
+    ``InMemoryFileIndex`` rule: names starting with "_" -- but not partition directories
+    "k=v" nor Parquet's "_metadata" files -- or ".", and files still being copied)."""
+    if name.startswith(("_common_metadata", "_metadata")):
+        return False
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
-def _file_runs(batches: Iterator[Any]) -> Iterator[Any]:
-    """Rows (path) of ``file:`` URIs -> (path, run) for every run id a line of the file
-    names, and (path, null) for a file that names none (so it is still read, and its
-    records quarantined).  The first of the two passes of ``_plan_local``: an
-    over-approximation is harmless (it only puts more files in one task), so a line counts
-    if it decodes to an object with a string ``run``, valid or not."""
-    import pyarrow as pa
+def _list_local(directory: str) -> list[str]:
+    """``file:`` URIs of the trace files under a local directory, recursively -- the files
+    Spark's ``binaryFile`` source lists with ``recursiveFileLookup`` and ``pathGlobFilter``
+    set to ``TRACE_GLOB`` (``tests/conformance/test_fast_path.py`` holds the two to the same
+    list), without its per-file JVM work (~1 s per 5,000 files here)."""
+    from pathlib import Path
 
-    from traces.reader import iter_lines
+    from traces.reader import TRACE_SUFFIXES
 
-    run_of = _run_scanner()
-    schema = _arrow(_FILE_RUNS)
-    for batch in batches:
-        paths: list[str] = []
-        runs: list[str | None] = []
-        for uri in batch.column("path").to_pylist():
-            data = _read_local(uri)
-            found: set[str] = set()
-            if not isinstance(data, OSError):
-                for _, raw, reason in iter_lines(display_path(uri), data):
-                    if reason is None:
-                        run = run_of(raw)
-                        if run is not None:
-                            found.add(run)
-            for run in sorted(found) or [None]:
-                paths.append(uri)
-                runs.append(run)
-        yield pa.RecordBatch.from_arrays([pa.array(paths, pa.string()), pa.array(runs, pa.string())], schema=schema)
+    found: list[str] = []
+    for root, subdirs, names in os.walk(display_path(directory), followlinks=True):
+        subdirs[:] = [d for d in subdirs if not _hidden(d)]
+        found.extend(Path(root, n).as_uri() for n in names if n.endswith(TRACE_SUFFIXES) and not _hidden(n))
+    return sorted(found)
 
 
-def _run_scanner() -> Callable[[str], str | None]:
-    """``raw -> run id`` (None if the line is no object with a string ``run``), exactly as
-    ``traces.schema.loads`` would see it: msgspec decoding only the ``run`` field (a third
-    of a full decode; a repeated key gives the last value, as ``json``), and on any msgspec
-    error the full ``loads`` (NaN, 1e400 and the like)."""
+_FIRST_BYTES = 16 * 1024  # enough for any first line of a trace file
+
+
+def _first_run(uri: str) -> str | None:
+    """The run id named by a file's first line, if it can be read cheaply (plain or gzip
+    JSON Lines); None otherwise.  Only a guess at which files belong together (see
+    ``_plan_local``): a wrong or missing guess costs a second pass, never a wrong verdict."""
+    import gzip
+    import zlib
+
     from traces.schema import loads
 
-    def full(raw: str) -> str | None:
-        try:
-            obj = loads(raw)
-        except ValueError:
-            return None
-        run = obj.get("run") if type(obj) is dict else None
-        return run if type(run) is str else None
-
     try:
-        import msgspec
-    except ImportError:
-        return full
-
-    class _Run(msgspec.Struct):
-        run: object = None
-
-    decoder = msgspec.json.Decoder(_Run)
-
-    def scan(raw: str) -> str | None:
-        try:
-            run = decoder.decode(raw).run
-        except msgspec.DecodeError:  # ValidationError (not an object) included
-            return full(raw)
-        return run if type(run) is str else None
-
-    return scan
+        with open(display_path(uri), "rb") as f:
+            head = f.read(_FIRST_BYTES)
+        if head[:2] == b"\x1f\x8b":
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, _FIRST_BYTES)
+        obj = loads(head.split(b"\n", 1)[0])
+    except (OSError, ValueError, zlib.error, gzip.BadGzipFile):
+        return None
+    run = obj.get("run") if type(obj) is dict else None
+    return run if type(run) is str else None
 
 
 def _file_groups(pairs: Sequence[tuple[str, str | None]]) -> list[list[str]]:
@@ -245,11 +226,17 @@ def _file_groups(pairs: Sequence[tuple[str, str | None]]) -> list[list[str]]:
     return [sorted(g) for g in groups.values()]
 
 
-def _judge_file_groups(judge_spec: str | Judge, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Executor function for the second pass of ``_plan_local``: rows (group, path) ->
-    verdict and quarantine rows.  Each group's files are read, split, validated
-    (``decode_line``, as everywhere) and each of its runs judged, in the order the
-    shuffled path would give: runs by id, a run's events by (file, line)."""
+def _judge_file_groups(judge_spec: str | Judge, config: str,
+                       only: frozenset[str] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """Executor function of ``_plan_local``: rows (task, groups) -> verdict, quarantine and
+    "seen" rows.  ``groups`` is a JSON list of file-URI lists; each group's files are read,
+    split, validated (``decode_line``, as everywhere) and each of its runs judged, in the
+    order the shuffled path would give: runs by id, a run's events by (file, line).  A
+    "seen" row (run, file, line = task) says which task judged which run from which file,
+    so the driver can tell a run whose files were dealt to two tasks.
+
+    With ``only`` (the second pass) just those runs are judged and nothing else is
+    emitted: the first pass already quarantined every bad record of these files."""
 
     def judge_groups(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -259,65 +246,103 @@ def _judge_file_groups(judge_spec: str | Judge, config: str) -> Callable[[Iterat
 
         judge = load_judge(judge_spec)
         schema = _arrow(_OUT)
-        members: dict[int, list[str]] = {}
-        for batch in batches:
-            for group, uri in zip(batch.column("group").to_pylist(), batch.column("path").to_pylist(), strict=True):
-                members.setdefault(group, []).append(uri)
         out: list[dict[str, Any]] = []
-        for group in sorted(members):
-            runs: dict[str, list[dict[str, Any]]] = {}
-            for path, uri in sorted((display_path(u), u) for u in members[group]):
-                data = _read_local(uri)
-                if isinstance(data, OSError):
-                    out.append({"row": "quarantine", "file": path, "line": 0, "raw": "",
-                                "reason": f"unreadable_file: {data}"[:300]})
-                    continue
-                for line, raw, reason in iter_lines(path, data):
-                    event = None
-                    if reason is None:
-                        event, reason = decode_line(raw)
-                    if event is None:
-                        out.append({"row": "quarantine", "file": path, "line": line, "raw": raw[:300],
-                                    "reason": reason})
-                        continue
-                    event["_file"] = path
-                    event["_line"] = line
-                    runs.setdefault(event["run"], []).append(event)
-            for run in sorted(runs):
-                for v in judge_run(run, runs[run], judge, config):
-                    v["row"] = "verdict"
-                    out.append(v)
-            if len(out) >= OUTPUT_ROWS:
-                yield pa.RecordBatch.from_pylist(out, schema=schema)
-                out = []
+        for batch in batches:
+            for task, groups in zip(batch.column("task").to_pylist(), batch.column("groups").to_pylist(), strict=True):
+                for members in json.loads(groups):
+                    runs: dict[str, list[dict[str, Any]]] = {}
+                    for path, uri in sorted((display_path(u), u) for u in members):
+                        data = _read_local(uri)
+                        if isinstance(data, OSError):
+                            if only is None:
+                                out.append({"row": "quarantine", "file": path, "line": 0, "raw": "",
+                                            "reason": f"unreadable_file: {data}"[:300]})
+                            continue
+                        seen: set[str] = set()
+                        for line, raw, reason in iter_lines(path, data):
+                            event = None
+                            if reason is None:
+                                event, reason = decode_line(raw)
+                            if event is None:
+                                if only is None:
+                                    out.append({"row": "quarantine", "file": path, "line": line,
+                                                "raw": raw[:300], "reason": reason})
+                                continue
+                            run = event["run"]
+                            if only is not None and run not in only:
+                                continue
+                            event["_file"] = path
+                            event["_line"] = line
+                            runs.setdefault(run, []).append(event)
+                            seen.add(run)
+                        if only is None:
+                            out.extend({"row": "seen", "run": run, "file": uri, "line": task} for run in sorted(seen))
+                    for run in sorted(runs):
+                        for v in judge_run(run, runs[run], judge, config):
+                            v["row"] = "verdict"
+                            out.append(v)
+                    if len(out) >= OUTPUT_ROWS:
+                        yield pa.RecordBatch.from_pylist(out, schema=schema)
+                        out = []
         if out:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
 
     return judge_groups
 
 
-def _plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: int):
-    """Local files in two passes and no shuffle of records: the executors list the run ids
-    each file names (``_file_runs``), the driver groups files that share runs
-    (``_file_groups``) and deals the groups out to tasks by size, and each task reads,
-    validates and judges its groups (``_judge_file_groups``).  Each record is read twice
-    and decoded fully once; Spark moves only file names.  Measured against the shuffled
-    plan on the benchmark corpus: about a third less CPU per event.  (Spark's ``binaryFile``
-    source alone costs ~0.4 ms of JVM CPU per file, a stream, a checksum-file lookup and a
-    row copy each; reading them here costs a tenth of that.)"""
-    slices = min(max(spark.sparkContext.defaultParallelism * 2, len(uris) // LOCAL_FILES_PER_TASK), len(uris))
-    names = spark.createDataFrame(spark.sparkContext.parallelize([(u,) for u in sorted(uris)], slices), "path string")
-    pairs = [(r["path"], r["run"]) for r in names.mapInArrow(_file_runs, _ddl(_FILE_RUNS)).collect()]
-    groups = sorted(_file_groups(pairs), key=len, reverse=True)
+def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge, config: str,
+          only: frozenset[str] | None = None):
+    """Deal file groups out to ``tasks`` tasks by size (largest first, each to the least
+    loaded) and judge them (``_judge_file_groups``): one input row per task, so Spark moves
+    only file names and no shuffle is needed."""
+    tasks = max(1, min(tasks, len(groups)))
     load = [0] * tasks
-    rows: list[tuple[int, int, str]] = []
-    for g, files in enumerate(groups):  # largest first, each to the least loaded task
+    dealt: list[list[list[str]]] = [[] for _ in range(tasks)]
+    for files in sorted(groups, key=len, reverse=True):
         task = min(range(tasks), key=load.__getitem__)
         load[task] += len(files)
-        rows.extend((task, g, uri) for uri in files)
-    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), "task int, group int, path string")
-    return (df.repartition(tasks, "task").select("group", "path")
-            .mapInArrow(_judge_file_groups(judge, config), _ddl(_OUT)))
+        dealt[task].append(files)
+    rows = [(t, json.dumps(g)) for t, g in enumerate(dealt)]
+    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), "task int, groups string")
+    return df.mapInArrow(_judge_file_groups(judge, config, only), _ddl(_OUT))
+
+
+def _plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: int):
+    """Local files, read by the executors in one pass with no shuffle of records.
+
+    A run must be judged whole, by one task, but which files hold which runs is only known
+    by reading them.  So the driver guesses from each file's first line (``_first_run``:
+    the recorder writes one run per file) and deals files with the same guess to one task;
+    each task reads, validates and judges its files and says which runs it saw in which
+    files ("seen" rows).  ``_split_runs`` then finds any run the guess dealt to two tasks
+    (files holding several runs, unreadable first lines), drops those verdicts and judges
+    those runs again from all their files (``_file_groups``).  Exact whatever the guesses;
+    on the benchmark corpus nothing is judged twice.  (Spark's ``binaryFile`` source would
+    cost ~0.4 ms of JVM CPU per file; an earlier plan listed every file's runs in a first
+    Spark pass, a third of the job's time.)"""
+    from pathlib import PurePosixPath
+
+    by_guess: dict[Any, list[str]] = {}
+    for uri in uris:
+        run = _first_run(uri)
+        key = ("run", run) if run is not None else ("dir", str(PurePosixPath(uri).parent))
+        by_guess.setdefault(key, []).append(uri)
+    return _deal(spark, list(by_guess.values()), tasks, judge, config)
+
+
+def _split_runs(spark, rows, judge: str | Judge, config: str, tasks: int):
+    """Second pass of ``_plan_local``: (runs judged in pieces, their verdicts) -- the runs
+    whose files were dealt to more than one task, judged again whole; None if there are none."""
+    from pyspark.sql import functions as F
+
+    seen = rows.filter(F.col("row") == "seen").select("run", "file", F.col("line").alias("task"))
+    split = [r["run"] for r in seen.groupBy("run").agg(F.countDistinct("task").alias("n"))
+             .filter(F.col("n") > 1).select("run").collect()]
+    if not split:
+        return None
+    only = frozenset(split)
+    pairs = [(r["file"], r["run"]) for r in seen.filter(F.col("run").isin(split)).select("file", "run").collect()]
+    return only, _deal(spark, _file_groups(pairs), tasks, judge, config, only)
 
 
 def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
@@ -540,20 +565,23 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
     seconds: dict[str, float] = {"session": time.perf_counter() - t0}
     t = time.perf_counter()
     files, dirs = _classify_paths(spark, paths)
-    sources = []
-    if files:
-        sources.append(spark.read.format("binaryFile").load(files))
-    if dirs:
-        sources.append(spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-                       .option("pathGlobFilter", TRACE_GLOB).load(dirs))
-    binary = sources[0] if len(sources) == 1 else sources[0].unionByName(sources[1])
-    uris = [uri for source in sources for uri in source.inputFiles()]  # listed by Spark, as it reads
+    local = read_local and all(uri.startswith("file:") for uri in files + dirs)
+    if local:  # listed here, as Spark would (``_list_local``)
+        uris = sorted(set(files) | {uri for d in dirs for uri in _list_local(d)})
+    else:
+        sources = []
+        if files:
+            sources.append(spark.read.format("binaryFile").load(files))
+        if dirs:
+            sources.append(spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+                           .option("pathGlobFilter", TRACE_GLOB).load(dirs))
+        binary = sources[0] if len(sources) == 1 else sources[0].unionByName(sources[1])
+        uris = [uri for source in sources for uri in source.inputFiles()]  # listed by Spark, as it reads
     n_files = len(uris)
     if n_files == 0:
         raise InputError(f"no trace files under {', '.join(paths)} (looked for {TRACE_GLOB})")
     tasks = max(spark.sparkContext.defaultParallelism * 2, n_files // FILES_PER_TASK)
     judge_name = judge if isinstance(judge, str) else getattr(judge, "__name__", repr(judge))
-    local = read_local and all(uri.startswith("file:") for uri in uris)
     log(f"judging {n_files} files from {len(paths)} paths in {tasks} tasks (config {config}, judge {judge_name}"
         f"{', read by the executors' if local else ''})")
 
@@ -564,8 +592,16 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
         judged = (records.repartition(tasks, "run").sortWithinPartitions("run", "file", "line")
                   .mapInArrow(_judge_partitions(judge, config), _ddl(_OUT)))
     rows = judged.persist(StorageLevel.MEMORY_AND_DISK)
+    redone = None
     try:
-        verdicts = rows.filter(F.col("row") == "verdict").drop("row", "file", "line", "raw")
+        verdicts = rows.filter(F.col("row") == "verdict")
+        if local:
+            again = _split_runs(spark, rows, judge, config, tasks)
+            if again is not None:  # runs judged in pieces: their verdicts from the second pass
+                only, redone = again[0], again[1].persist(StorageLevel.MEMORY_AND_DISK)
+                log(f"{len(only)} runs had files in two tasks; judged again whole")
+                verdicts = verdicts.filter(~F.col("run").isin(sorted(only))).unionByName(redone)
+        verdicts = verdicts.drop("row", "file", "line", "raw")
         quarantine = rows.filter(F.col("row") == "quarantine").select("file", "line", "reason", "raw")
         code = F.split(F.col("reason"), ":").getItem(0)
         counts = {r["code"]: r["n"] for r in quarantine.groupBy(code.alias("code")).agg(F.count("*").alias("n")).collect()}
@@ -599,6 +635,8 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
             log(f"wrote verdicts, quarantine and summary under {out}")
     finally:
         rows.unpersist()
+        if redone is not None:
+            redone.unpersist()
     seconds["total"] = time.perf_counter() - t0
     outcome.seconds = {k: round(v, 3) for k, v in seconds.items()}
     bad = outcome.violating + outcome.errors

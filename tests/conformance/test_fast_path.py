@@ -36,3 +36,54 @@ def test_files_sharing_runs_are_grouped_transitively():
 
     pairs = [("a", "r1"), ("b", "r1"), ("b", "r2"), ("c", "r2"), ("d", "r3"), ("e", None), ("d", "r3")]
     assert sorted(_file_groups(pairs)) == [["a", "b", "c"], ["d"], ["e"]]
+
+
+def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
+    """The job lists local directories itself (``_list_local``); it must pick exactly the
+    files Spark's binaryFile source picks: hidden and "_" names skipped (files and
+    directories), partition directories and Parquet metadata kept, only trace suffixes."""
+    from conformance.job import _list_local
+    from traces.reader import TRACE_GLOB
+
+    names = ["a.jsonl", "b.json", "c.ndjson", "d.jsonl.gz", "e.parquet", "f.txt", "g.jsonl.tmp",
+             ".hidden.jsonl", "_SUCCESS", "_x.jsonl", "h.jsonl._COPYING_", "_metadata", "_common_metadata.json",
+             "sub/i.jsonl", "sub/deeper/j.jsonl", ".git/k.jsonl", "_tmp/l.jsonl", "k=v/m.jsonl", "_k=v/n.jsonl",
+             "sp ace/o.jsonl"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}\n")
+    uri = tmp_path.as_uri()
+    ours = _list_local(uri)
+    theirs = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+              .option("pathGlobFilter", TRACE_GLOB).load(uri).inputFiles())
+    from conformance.job import display_path
+
+    assert sorted(display_path(u) for u in ours) == sorted(display_path(u) for u in theirs)
+    kept = sorted(display_path(u)[len(str(tmp_path)) + 1:] for u in ours)
+    assert kept == ["_common_metadata.json", "_k=v/n.jsonl", "a.jsonl", "b.json", "c.ndjson", "d.jsonl.gz",
+                    "e.parquet", "k=v/m.jsonl", "sp ace/o.jsonl", "sub/deeper/j.jsonl", "sub/i.jsonl"]
+
+
+def test_a_run_whose_files_were_dealt_to_two_tasks_is_judged_again_whole(spark, tmp_path):
+    """The local plan deals files to tasks by the run their first line names.  A file whose
+    first line is one run's and the rest another's sends the second run to two tasks; the
+    job must notice and judge that run again from all its files, giving what the shuffled
+    plan (which groups by every record's run) gives."""
+    from traces.synthetic import generate_run, write_run
+
+    first = generate_run("run-a", partitions=2, records=4, seed=1)
+    second = generate_run("run-b", partitions=2, records=4, kill_leader=True, seed=2)
+    write_run(first, tmp_path)
+    write_run(second, tmp_path)
+    # run-b's broker 2 lines move behind run-a's broker 1 lines, in run-a's file
+    mixed = tmp_path / "run-a" / "1.jsonl"
+    moved = tmp_path / "run-b" / "2.jsonl"
+    mixed.write_text(mixed.read_text() + moved.read_text())
+    moved.unlink()
+    logs: list[str] = []
+    local = conform([str(tmp_path)], spark=spark, log=logs.append)
+    hadoop = conform([str(tmp_path)], spark=spark, log=lambda m: None, read_local=False)
+    assert any("judged again whole" in m for m in logs), logs
+    assert (local.groups, local.conforming, local.events, local.runs) == (hadoop.groups, hadoop.conforming,
+                                                                          hadoop.events, hadoop.runs)
+    assert local.conforming == local.groups == 4 and local.exit_code == 0
