@@ -221,6 +221,47 @@ def test_generated_validators_agree_with_the_loop() -> None:
     assert valid > 100
 
 
+def test_the_generated_event_check_accepts_exactly_what_validate_accepts() -> None:
+    """``validate`` accepts a valid event through one generated function per kind
+    (``_event_check``) and words reasons with its rules (``_reason``): on recorded events of
+    every kind, each mutated at random (fields dropped, set to null, to a value of another
+    type, negative, its kind or schema changed), the two say "valid" for the same events."""
+    import copy
+
+    from traces import schema
+    from traces.reader import read_traces
+
+    events = [{k: v for k, v in e.items() if not k.startswith("_")} for e in read_traces([DATA / "recorded"]).events]
+    by_kind: dict[str, list] = {}
+    for e in events:
+        by_kind.setdefault(e["kind"], []).append(e)
+    values = [None, 0, 7, -1, True, 1.5, "x", [], [1, 2], [1, True], [[0, 1, "a"]], [[0, 1]],
+              [[0, True, "a"]], {}, {"a": 1}, schema.SCHEMA_ID]
+    rnd = random.Random(11)
+    accepted = rejected = 0
+    for _ in range(30000):
+        e = copy.deepcopy(rnd.choice(rnd.choice(list(by_kind.values()))))
+        for _ in range(rnd.choice([0, 1, 1, 2])):
+            where = rnd.choice(["top", "params", "post"])
+            d = e if where == "top" else e.get(where)
+            if not isinstance(d, dict):
+                continue
+            key = rnd.choice([*d, "extra"]) if d else "extra"
+            if where == "top" and rnd.random() < 0.1:
+                key = "kind"
+                d[key] = rnd.choice([*schema.KINDS, "nope", 3])
+            elif rnd.random() < 0.2:
+                d.pop(key, None)
+            else:
+                d[key] = rnd.choice(values)
+        fast = schema.validate(e) is None
+        assert fast == (schema._reason(e) is None), e
+        accepted += fast
+        rejected += not fast
+    assert accepted > 3000 and rejected > 3000
+    assert {e["kind"] for e in events} >= {"produce", "send_fetch", "handle_fetch", "become_leader", "elect_leader"}
+
+
 def test_job_stages_read_what_the_plain_reader_reads() -> None:
     """The job's decode stage (one row per file and run) and judge stage, fed Arrow batches
     without Spark: the same events (same fields, files and lines) and quarantined records
