@@ -65,10 +65,10 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
 
 
 def test_a_run_whose_files_were_dealt_to_two_tasks_is_judged_again_whole(spark, tmp_path):
-    """The local plan deals files to tasks by the run their first line names.  A file whose
-    first line is one run's and the rest another's sends the second run to two tasks; the
-    job must notice and judge that run again from all its files, giving what the shuffled
-    plan (which groups by every record's run) gives."""
+    """The local plan deals files to tasks by their directory (one run per directory, as
+    recorders write them).  A file of one run's directory holding another run's lines
+    sends the second run to two tasks; the job must notice and judge that run again from
+    all its files, giving what the shuffled plan (which groups by every record's run) gives."""
     from traces.synthetic import generate_run, write_run
 
     first = generate_run("run-a", partitions=2, records=4, seed=1)
@@ -87,3 +87,18 @@ def test_a_run_whose_files_were_dealt_to_two_tasks_is_judged_again_whole(spark, 
     assert (local.groups, local.conforming, local.events, local.runs) == (hadoop.groups, hadoop.conforming,
                                                                           hadoop.events, hadoop.runs)
     assert local.conforming == local.groups == 4 and local.exit_code == 0
+
+
+def test_large_directories_are_cut_between_file_stems_only():
+    """A directory of many runs is dealt out in pieces of about ``GROUP_FILES`` files, never
+    cutting between two files of one stem (one run's node files), so no run is split."""
+    from conformance.job import GROUP_FILES, _guess_groups
+
+    uris = [f"file:///c/d/run-{r:04d}.{n}.jsonl" for r in range(100) for n in (-1, 1, 2, 3)]
+    uris += ["file:///c/e/broker-1.jsonl", "file:///c/e/broker-2.jsonl"]
+    groups = _guess_groups(uris)
+    assert sorted(u for g in groups for u in g) == sorted(uris)
+    assert ["file:///c/e/broker-1.jsonl", "file:///c/e/broker-2.jsonl"] in groups
+    stems = [{u.rsplit("/", 1)[1].split(".")[0] for u in g} for g in groups]
+    assert all(not (a & b) for i, a in enumerate(stems) for b in stems[i + 1:])
+    assert all(len(g) <= GROUP_FILES + 3 for g in groups) and len(groups) > 400 // GROUP_FILES
