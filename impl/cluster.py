@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,17 @@ def session_end_zxid(zookeeper: str, broker: int, timeout: float) -> int | None:
         zk.close()
 
 
+def observe_others(rec: Any, data_dir: str | os.PathLike[str], brokers: Iterable[int], victim: int) -> None:
+    """Before a kill or a SIGSTOP: everything the other brokers recorded so far happened
+    before it, so the fault event takes their clocks and orders after it all -- say, a
+    leader's answer the victim received just before it stopped (and made durable, or
+    answered with the same fetch again: steps it never recorded).  Their reactions come
+    after the fault and follow it by the session end's zxid."""
+    for other in brokers:
+        if other != victim:
+            observe_node(rec, data_dir, other)
+
+
 def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
                   wait_session_s: float = 15.0) -> int:
     """kill / pause / resume a broker of a cluster described by ``cluster.json``."""
@@ -95,10 +107,8 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     sig, kind = {"kill": (signal.SIGKILL, "broker_crash"), "pause": (signal.SIGSTOP, "broker_pause"),
                  "resume": (signal.SIGCONT, "broker_resume")}[action]
     rec = open_harness_recorder(data_dir, state["run_id"])
-    if action in ("kill", "pause"):  # as LocalCluster.observe_others
-        for other in state["brokers"]:
-            if int(other) != broker:
-                observe_node(rec, data_dir, int(other))
+    if action in ("kill", "pause"):
+        observe_others(rec, data_dir, [int(b) for b in state["brokers"]], broker)
     observe_node(rec, data_dir, broker)
     if action == "resume":  # recorded first: the broker reads it when it wakes (SIGCONT)
         rec.emit(kind, params={"broker": broker, "pid": pid})
@@ -254,15 +264,8 @@ class LocalCluster:
         rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
 
     def observe_others(self, victim: int) -> None:
-        """Before a kill or a SIGSTOP: everything the other brokers recorded so far happened
-        before it, so the fault event takes their clocks and orders after it all -- say, a
-        leader's answer the victim received just before it stopped (and made durable, or
-        answered with the same fetch again: steps it never recorded).  Their reactions come
-        after the fault and follow it by the session end's zxid."""
-        rec = self.harness()
-        for other in self.configs:
-            if other != victim:
-                observe_node(rec, self.data_dir, other)
+        """Before a kill or a SIGSTOP of ``victim`` (see ``observe_others``)."""
+        observe_others(self.harness(), self.data_dir, self.configs, victim)
 
     def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
         """SIGSTOP; by default returns once its session has expired (broker_pause)."""
