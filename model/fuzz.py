@@ -30,6 +30,7 @@ so as not to replace Hypothesis's own built-in ``ci`` profile.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
@@ -167,9 +168,15 @@ class ModelMachine(RuleBasedStateMachine):
 
     cfg: Config
     first_found: float | None = None  # when a run of this class first broke a property
+    runs = 0  # runs (Hypothesis examples) started, shrinking included
+    progress: Callable[[int], None] | None = None  # told of each run started (``run``)
 
     def __init__(self) -> None:
         super().__init__()
+        cls = type(self)
+        cls.runs += 1
+        if cls.progress is not None:
+            cls.progress(cls.runs)
         self.state = initial(self.cfg)
         self.before: State | None = None
         self.steps: list[tuple[Step, str]] = []
@@ -296,6 +303,7 @@ class FuzzResult:
     seconds: float
     violation: PropertyViolation | None
     first_seconds: float | None = None  # to the first counterexample, before shrinking
+    runs: int = 0  # runs started (shrinking's included)
 
     @property
     def found(self) -> bool:
@@ -303,11 +311,13 @@ class FuzzResult:
 
 
 def run(cfg: Config, profile: str = "ci", seed_value: int | None = None, quiet: bool = True,
-        max_examples: int | None = None, shrink: bool = True, steps: int | None = None) -> FuzzResult:
+        max_examples: int | None = None, shrink: bool = True, steps: int | None = None,
+        progress: Callable[[int, float], None] | None = None, every: float = 10.0) -> FuzzResult:
     """Search ``cfg`` with a profile; return the (shrunk) violation, or none within budget.
 
     With ``seed_value`` the run is randomized from that seed (even under ``ci``), so several
     seeds give independent searches -- what the benchmark's median time-to-bug needs.
+    ``progress(runs, seconds)`` is called at most every ``every`` seconds while it searches.
     """
     base = PROFILES[profile]
     changes: dict = {"verbosity": Verbosity.quiet if quiet else Verbosity.normal}
@@ -324,12 +334,22 @@ def run(cfg: Config, profile: str = "ci", seed_value: int | None = None, quiet: 
     if seed_value is not None:
         machine = seed(seed_value)(machine)
     started = time.perf_counter()
+    if progress is not None:
+        last = [started]
+
+        def tick(runs: int) -> None:
+            now = time.perf_counter()
+            if now - last[0] >= every:
+                last[0] = now
+                progress(runs, now - started)
+
+        machine.progress = tick
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
         first = None if machine.first_found is None else machine.first_found - started
-        return FuzzResult(cfg, profile, seed_value, time.perf_counter() - started, v, first)
-    return FuzzResult(cfg, profile, seed_value, time.perf_counter() - started, None)
+        return FuzzResult(cfg, profile, seed_value, time.perf_counter() - started, v, first, machine.runs)
+    return FuzzResult(cfg, profile, seed_value, time.perf_counter() - started, None, None, machine.runs)
 
 
 DURABILITY = ("committed_durable", "acked_durable", "replicas_consistent")

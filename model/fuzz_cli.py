@@ -9,6 +9,7 @@ found" is evidence, not proof: the search is random and bounded; ``epochal check
 from __future__ import annotations
 
 import argparse
+import sys
 
 from model.cli import add_bound_arguments, bound_overrides
 from model.config import NAMED
@@ -44,9 +45,17 @@ def run(args: argparse.Namespace) -> int:
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be >= 1")
     print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'})", flush=True)
-    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=args.steps)
+    from model.fuzz import PROFILES
+
+    budget = args.max_examples or PROFILES[args.profile].max_examples
+
+    def progress(runs: int, seconds: float) -> None:
+        print(f"  ... {runs} runs started of {budget} ({seconds:.0f} s)", file=sys.stderr, flush=True)
+
+    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=args.steps,
+             progress=progress)
     if r.violation is None:
-        print(f"OK: no property violation found ({r.seconds:.1f} s)")
+        print(f"OK: no property violation found in {r.runs} runs ({r.seconds:.1f} s)")
         return 0
     print(r.violation.text())
     print(f"\nfound and shrunk to {len(r.violation.steps)} steps in {r.seconds:.1f} s")

@@ -68,6 +68,23 @@ def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
     assert r.violation is None, r.violation and r.violation.text()
 
 
+def test_long_searches_report_progress_and_count_their_runs():
+    seen: list[tuple[int, float]] = []
+    r = run(fuzz_config("kip320", brokers=2, partitions=1), "ci", max_examples=5,
+            progress=lambda runs, seconds: seen.append((runs, seconds)), every=0.0)
+    assert r.violation is None and r.runs >= 5
+    assert [runs for runs, _ in seen] == list(range(1, r.runs + 1))
+    assert all(b >= a for (_, a), (_, b) in zip(seen, seen[1:]))
+
+
+@pytest.mark.slow
+def test_kip320_at_fuzz_scale_finds_nothing_in_the_deep_budget():
+    """The fixed protocol through the whole ``deep`` budget (5,000 runs of 150 steps, 5
+    brokers, 2 partitions, 8 records, epochs to 12, 6 crashes): nothing (about 10 minutes)."""
+    r = run(fuzz_config("kip320"), "deep", seed_value=1)
+    assert r.violation is None, r.violation and r.violation.text()
+
+
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 def test_rule_swarm_is_off():
     """Hypothesis's per-run switching off of rules is replaced (private API): if a Hypothesis
