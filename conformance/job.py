@@ -105,8 +105,9 @@ _DECODED = [("run", "string"), ("file", "string"), ("line", "long"), ("raw", "st
 (their text as read) and ``line`` its first line; for a quarantined record ``run`` is null
 and ``reason`` says why."""
 _OUT = [("row", "string"), *VERDICT_FIELDS, ("file", "string"), ("line", "long"), ("raw", "string")]
-"""Judge-stage output: ``row`` is "verdict" (verdict columns set) or "quarantine" (file,
-line, raw and reason set)."""
+"""Judge-stage output: ``row`` is "verdict" (verdict columns set), "quarantine" (file, line,
+raw and reason set), "run" (run, run_events and run_out_of_order: one per judged run, for
+the totals) or "seen" (run, file, and in ``line`` the task that read them: local plan)."""
 
 
 def _ddl(cols: Sequence[tuple[str, str]]) -> str:
