@@ -975,6 +975,8 @@ def _freeze(v: Any) -> Any:
     if t is int or t is str or v is None:
         return v
     if t is list:
+        if _PLAIN.issuperset(map(type, v)):  # (ISR lists: the same tuple, built in C)
+            return (list, tuple(v))
         return (list, tuple(_freeze(x) for x in v))
     if t is dict:
         return (dict, tuple((k, _freeze(x)) for k, x in v.items()))
