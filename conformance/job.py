@@ -22,10 +22,10 @@ Plan (one Spark session for the whole corpus, no process per trace):
    record, and Spark never parses the JSON: per-record rows and a JVM JSON parse of every
    record cost more than the judging (see ``conformance/README.md``, Performance).
    Files on the local filesystem (``file:``, the usual case) skip steps 1-2 as such: the
-   driver lists them and guesses from each file's first line which files hold one run, and
-   each task reads, validates and judges the files dealt to it; a run the guess split
-   between tasks is judged again whole (``_plan_local``) -- the same records in the same
-   order, with no shuffle of records at all.
+   driver lists them and guesses from their names which files hold one run, and each task
+   reads, validates and judges the files dealt to it; a run the guess split between tasks
+   is judged again whole (``_plan_local``) -- the same records in the same order, with no
+   shuffle of records at all.
 3. **Judge.** Per task, one run at a time: its events are put in causal order, split into
    (topic, partition) groups with the cluster-scope events in every group, and each group
    is judged (``conformance.verdict``).
@@ -166,7 +166,7 @@ def _list_local(directory: str) -> list[str]:
     """``file:`` URIs of the trace files under a local directory, recursively -- the files
     Spark's ``binaryFile`` source lists with ``recursiveFileLookup`` and ``pathGlobFilter``
     set to ``TRACE_GLOB`` (``tests/conformance/test_fast_path.py`` holds the two to the same
-    list), without its per-file JVM work (~1 s per 5,000 files here)."""
+    list), without its per-file JVM work (~2 s per 5,000 files here, ~1 CPU-s of it in the JVM)."""
     from pathlib import Path
 
     from traces.reader import TRACE_SUFFIXES
@@ -248,6 +248,49 @@ def _file_groups(pairs: Sequence[tuple[str, str | None]]) -> list[list[str]]:
     return [sorted(g) for g in groups.values()]
 
 
+def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, str, dict[str, Any] | None, str | None]]:
+    """Every record of one file as both plans see it: ``(line, raw, event, None)`` for a
+    valid record, ``(line, raw[:300], None, reason)`` for one to quarantine -- split by
+    ``traces.reader.iter_lines`` and validated by ``traces.schema.decode_line``, the plain
+    reader's code.  A file that could not be read is one quarantined record at line 0."""
+    from traces.reader import iter_lines
+    from traces.schema import decode_line
+
+    if isinstance(data, OSError):
+        yield 0, "", None, f"unreadable_file: {data}"[:300]
+        return
+    for line, raw, reason in iter_lines(path, data):
+        event = None
+        if reason is None:
+            event, reason = decode_line(raw)
+        yield line, raw if event is not None else raw[:300], event, reason
+
+
+def _read_group(members: list[str], task: int, only: frozenset[str] | None,
+                out: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A group's valid events by run, each file in path order (``only``: just those runs).
+    On the first pass (no ``only``) its quarantine rows, and a "seen" row per (file, run),
+    are appended to ``out``."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for path, uri in sorted((display_path(u), u) for u in members):
+        seen: set[str] = set()
+        for line, raw, event, reason in _file_records(path, _read_local(uri)):
+            if event is None:
+                if only is None:
+                    out.append({"row": "quarantine", "file": path, "line": line, "raw": raw, "reason": reason})
+                continue
+            run = event["run"]
+            if only is not None and run not in only:
+                continue
+            event["_file"] = path
+            event["_line"] = line
+            runs.setdefault(run, []).append(event)
+            seen.add(run)
+        if only is None:
+            out.extend({"row": "seen", "run": run, "file": uri, "line": task} for run in sorted(seen))
+    return runs
+
+
 def _judge_file_groups(judge_spec: str | Judge, config: str,
                        only: frozenset[str] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """Executor function of ``_plan_local``: rows (task, groups) -> verdict, quarantine and
@@ -263,42 +306,13 @@ def _judge_file_groups(judge_spec: str | Judge, config: str,
     def judge_groups(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from traces.reader import iter_lines
-        from traces.schema import decode_line
-
         judge = load_judge(judge_spec)
         schema = _arrow(_OUT)
         out: list[dict[str, Any]] = []
         for batch in batches:
             for task, groups in zip(batch.column("task").to_pylist(), batch.column("groups").to_pylist(), strict=True):
                 for members in json.loads(groups):
-                    runs: dict[str, list[dict[str, Any]]] = {}
-                    for path, uri in sorted((display_path(u), u) for u in members):
-                        data = _read_local(uri)
-                        if isinstance(data, OSError):
-                            if only is None:
-                                out.append({"row": "quarantine", "file": path, "line": 0, "raw": "",
-                                            "reason": f"unreadable_file: {data}"[:300]})
-                            continue
-                        seen: set[str] = set()
-                        for line, raw, reason in iter_lines(path, data):
-                            event = None
-                            if reason is None:
-                                event, reason = decode_line(raw)
-                            if event is None:
-                                if only is None:
-                                    out.append({"row": "quarantine", "file": path, "line": line,
-                                                "raw": raw[:300], "reason": reason})
-                                continue
-                            run = event["run"]
-                            if only is not None and run not in only:
-                                continue
-                            event["_file"] = path
-                            event["_line"] = line
-                            runs.setdefault(run, []).append(event)
-                            seen.add(run)
-                        if only is None:
-                            out.extend({"row": "seen", "run": run, "file": uri, "line": task} for run in sorted(seen))
+                    runs = _read_group(members, task, only, out)
                     for run in sorted(runs):
                         out.extend(_judged_rows(run, runs[run], judge, config))
                     if len(out) >= OUTPUT_ROWS:
@@ -370,16 +384,12 @@ def _to_arrow(df):
 def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
     """(URI, bytes) of each file -> decoded rows (``_DECODED``).
 
-    Every record is split off (``traces.reader.iter_lines``) and validated
-    (``traces.schema.decode_line``, the plain reader's code) here, where the file is read,
+    Every record is split off and validated (``_file_records``) here, where the file is read,
     so the shuffle that brings a run's files together moves one row per (file, run) --
     not one per record -- and Spark never parses the JSON itself.  A valid record travels
     as the text it was read as: the judge stage decodes a run's records with one call
     (``traces.schema.loads`` on the array), which is cheaper than any re-encoding."""
     import pyarrow as pa
-
-    from traces.reader import iter_lines
-    from traces.schema import decode_line
 
     schema = _arrow(_DECODED)
     cols: list[list[Any]] = [[] for _ in _DECODED]
@@ -394,24 +404,14 @@ def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
 
     for uri, data in files:
         path = display_path(uri)
-        if isinstance(data, OSError):
-            run_c.append(None)
-            file_c.append(path)
-            line_c.append(0)
-            raw_c.append("")
-            reason_c.append(f"unreadable_file: {data}"[:300])
-            continue
         runs: dict[str, list[str]] = {}
         first: dict[str, int] = {}
-        for line, raw, reason in iter_lines(path, data):
-            event = None
-            if reason is None:
-                event, reason = decode_line(raw)
+        for line, raw, event, reason in _file_records(path, data):
             if event is None:
                 run_c.append(None)
                 file_c.append(path)
                 line_c.append(line)
-                raw_c.append(raw[:300])
+                raw_c.append(raw)
                 reason_c.append(reason)
                 continue
             run = event["run"]
