@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     budget = args.max_examples or PROFILES[args.profile].max_examples
 
     def progress(runs: int, seconds: float) -> None:
-        print(f"  ... {runs} runs started of {budget} ({seconds:.0f} s)", file=sys.stderr, flush=True)
+        print(f"  ... {runs} runs so far, budget {budget} valid runs ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
     r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=args.steps,
              progress=progress)
