@@ -733,8 +733,9 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
     loses at most the line being written): a follower that took a new HW from a fetch
     answer, checkpointed it and died before recording it, or a leader whose ISR write
     reached ZooKeeper (``CUT_SHORT_ACTIONS``).  So before a ``broker_crash`` one of the
-    victim's steps may be one that is not silent -- only one, the step the kill cut short.  Which of these happened no event before the freeze says, so the
-    judge keeps every such state; later events prune them."""
+    victim's steps may be one that is not silent -- only one, the step the kill cut short.
+    Which of these happened no event before the freeze says, so the judge keeps every such
+    state; later events prune them."""
     out: list[Match] = []
     seen = {h for _, h in frontier}
     cut_short = obs.action == "broker_crash"
