@@ -102,3 +102,42 @@ def test_large_directories_are_cut_between_file_stems_only():
     stems = [{u.rsplit("/", 1)[1].split(".")[0] for u in g} for g in groups]
     assert all(not (a & b) for i, a in enumerate(stems) for b in stems[i + 1:])
     assert all(len(g) <= GROUP_FILES + 3 for g in groups) and len(groups) > 400 // GROUP_FILES
+
+
+def test_executors_pace_the_collector_and_restore_it(monkeypatch):
+    """Inside a task the collector runs only at the paced moments (young every
+    YOUNG_EVERY events, full every FULL_EVERY), and it is switched back on when the task
+    ends -- normally or abandoned half-way (Spark closes the generator)."""
+    import gc
+    import json
+
+    import pyarrow as pa
+
+    from conformance import job
+
+    monkeypatch.setattr(job._CollectorPace, "YOUNG_EVERY", 1)
+    monkeypatch.setattr(job._CollectorPace, "FULL_EVERY", 3)
+    collected: list[int] = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
+    enabled_while_judging: list[bool] = []
+
+    def spy_judge(events, config="kip320"):
+        enabled_while_judging.append(gc.isenabled())
+        return {"conforms": True, "matched": len(events), "total": len(events), "first_bad": None,
+                "reason": None, "property": None, "possible_states": [], "bound": 0}
+
+    files = [str(p) for p in sorted((DATA / "recorded").rglob("*.jsonl*"))]
+    assert gc.isenabled()
+    batch = pa.RecordBatch.from_pylist([{"task": 0, "groups": json.dumps([[f] for f in files])}])
+    list(job._judge_file_groups(spy_judge, "kip320")(iter([batch])))
+    judged = len(enabled_while_judging)
+    assert judged >= 3 and not any(enabled_while_judging)
+    assert collected.count(2) >= 1 and collected.count(1) >= 1  # full every 3rd run, young between
+    assert gc.isenabled()
+
+    monkeypatch.setattr(job, "OUTPUT_ROWS", 1)  # a batch after the first run: stop there
+    task = job._judge_file_groups(spy_judge, "kip320")(iter([batch]))
+    next(task)
+    assert not gc.isenabled()
+    task.close()
+    assert gc.isenabled()
