@@ -214,3 +214,26 @@ def test_three_brokers_kip320_exhausts_with_every_property_holding():
     r = check(three_brokers("kip320"), reduction=True)
     assert r.violation is None, r.violation.text()
     assert r.complete and r.holds
+
+
+def test_the_search_runs_without_the_cycle_collector_and_restores_it(monkeypatch):
+    """States hold no reference cycles, so the search switches the collector off (it would
+    re-scan the levels held, about a quarter of the time at three brokers) -- and on again
+    afterwards, also when it stops at a violation."""
+    import gc
+
+    import model.checker as checker
+
+    seen: list[bool] = []
+    real = checker.successors
+
+    def spy(s, cfg):
+        seen.append(gc.isenabled())
+        return real(s, cfg)
+
+    monkeypatch.setattr(checker, "successors", spy)
+    assert gc.isenabled()
+    check(named("kip320", max_crashes=0, records=1), max_states=500)
+    assert seen and not any(seen) and gc.isenabled()
+    r = check(named("design"))
+    assert r.violation is not None and gc.isenabled()
