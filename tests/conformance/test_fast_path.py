@@ -128,15 +128,16 @@ def test_executors_pace_the_collector_and_restore_it(monkeypatch):
 
     files = [str(p) for p in sorted((DATA / "recorded").rglob("*.jsonl*"))]
     assert gc.isenabled()
-    batch = pa.RecordBatch.from_pylist([{"task": 0, "groups": json.dumps([[f] for f in files])}])
-    list(job._judge_file_groups(spy_judge, "kip320")(iter([batch])))
+    batch = pa.RecordBatch.from_pylist([{"id": 0}])
+    dealt = [json.dumps([[f] for f in files])]
+    list(job._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch])))
     judged = len(enabled_while_judging)
     assert judged >= 3 and not any(enabled_while_judging)
     assert collected.count(2) >= 1 and collected.count(1) >= 1  # full every 3rd run, young between
     assert gc.isenabled()
 
     monkeypatch.setattr(job, "OUTPUT_ROWS", 1)  # a batch after the first run: stop there
-    task = job._judge_file_groups(spy_judge, "kip320")(iter([batch]))
+    task = job._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch]))
     next(task)
     assert not gc.isenabled()
     task.close()
