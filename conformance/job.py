@@ -405,19 +405,83 @@ def _plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: 
     return _deal(spark, _guess_groups(uris), tasks, judge, config)
 
 
-def _split_runs(spark, rows, judge: str | Judge, config: str, tasks: int):
+def _facts(rows) -> dict[str, list[Any]]:
+    """The few columns of every output row the driver counts, as Arrow (no shuffle): the
+    row type, run, status (verdicts), quarantine reason code, per-run event and out-of-order
+    counts, and for "seen" rows the file and task (``line``)."""
+    from pyspark.sql import functions as F
+
+    row = F.col("row")
+    return _to_arrow(rows.select(
+        "row", "run", "status", "run_events", "run_out_of_order",
+        F.when(row == "seen", F.col("line")).alias("task"),
+        F.when(row == "seen", F.col("file")).alias("file"),
+        F.when(row == "quarantine", F.split(F.col("reason"), ":").getItem(0)).alias("code"),
+    )).to_pydict()
+
+
+def _split_runs(spark, facts: dict[str, list[Any]], judge: str | Judge, config: str, tasks: int):
     """Second pass of ``_plan_local``: (runs judged in pieces, their rows judged again whole)
-    -- the runs whose files were dealt to more than one task; None if there are none.  The
-    "seen" rows (one per file and run) come to the driver as Arrow: no shuffle."""
-    seen = _to_arrow(rows.filter("row = 'seen'").select("run", "file", "line")).to_pydict()
+    -- the runs whose files were dealt to more than one task, from the "seen" rows of
+    ``facts``; None if there are none."""
     tasks_of: dict[str, set[int]] = {}
-    for run, task in zip(seen["run"], seen["line"], strict=True):
-        tasks_of.setdefault(run, set()).add(task)
+    files_of: dict[str, list[str]] = {}
+    for row, run, task, file in zip(facts["row"], facts["run"], facts["task"], facts["file"], strict=True):
+        if row == "seen":
+            tasks_of.setdefault(run, set()).add(task)
+            files_of.setdefault(run, []).append(file)
     only = frozenset(run for run, ts in tasks_of.items() if len(ts) > 1)
     if not only:
         return None
-    pairs = [(f, r) for r, f in zip(seen["run"], seen["file"], strict=True) if r in only]
+    pairs = [(f, r) for r in sorted(only) for f in files_of[r]]
     return only, _deal(spark, _file_groups(pairs), tasks, judge, config, only)
+
+
+@dataclass
+class _Tally:
+    """Every count of the outcome: quarantined records by reason code, verdicts by status,
+    and the runs with their events and out-of-order events."""
+
+    quarantined: dict[str, int] = field(default_factory=dict)
+    status: dict[str, int] = field(default_factory=dict)
+    runs: int = 0
+    events: int = 0
+    out_of_order: int = 0
+
+    def add_facts(self, facts: dict[str, list[Any]], skip: frozenset[str] = frozenset()) -> None:
+        """Count collected ``facts`` (``_facts``), leaving out the rows of runs in ``skip``
+        (their rows from a first pass that judged them in pieces)."""
+        cols = (facts["row"], facts["run"], facts["status"], facts["run_events"], facts["run_out_of_order"], facts["code"])
+        for row, run, status, events, disorder, code in zip(*cols, strict=True):
+            if row == "quarantine":
+                self.quarantined[code] = self.quarantined.get(code, 0) + 1
+            elif run in skip:
+                continue
+            elif row == "verdict":
+                self.status[status] = self.status.get(status, 0) + 1
+            elif row == "run":
+                self.runs += 1
+                self.events += events or 0
+                self.out_of_order += disorder or 0
+
+    def add_aggregate(self, judged_rows, quarantine) -> None:
+        """Count on the executors (any filesystem: no per-run rows come to the driver), in
+        one small aggregate -- each Spark action costs a fixed ~0.1-0.3 s."""
+        from pyspark.sql import functions as F
+
+        kind = (F.when(F.col("row") == "quarantine", F.split(F.col("reason"), ":").getItem(0))
+                .when(F.col("row") == "verdict", F.col("status")).otherwise(F.lit("")))
+        tally = (judged_rows.unionByName(quarantine)
+                 .groupBy("row", kind.alias("kind"))
+                 .agg(F.count("*").alias("n"), F.sum("run_events").alias("e"), F.sum("run_out_of_order").alias("o"))
+                 .collect())
+        for r in tally:
+            if r["row"] == "quarantine":
+                self.quarantined[r["kind"]] = r["n"]
+            elif r["row"] == "verdict":
+                self.status[r["kind"]] = r["n"]
+            elif r["row"] == "run":
+                self.runs, self.events, self.out_of_order = r["n"], int(r["e"] or 0), int(r["o"] or 0)
 
 
 def _to_arrow(df):
@@ -674,32 +738,27 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
     redone = None
     try:
         judged_rows = rows.filter(F.col("row").isin("verdict", "run"))
-        if local:
-            again = _split_runs(spark, rows, judge, config, tasks)
+        tally = _Tally()
+        if local:  # the driver holds every file name already: its rows' few columns, counted here
+            facts = _facts(rows)
+            again = _split_runs(spark, facts, judge, config, tasks)
+            tally.add_facts(facts, again[0] if again else frozenset())
             if again is not None:  # runs judged in pieces: their rows from the second pass
                 only, redone = again[0], again[1].persist(StorageLevel.MEMORY_AND_DISK)
                 log(f"{len(only)} runs had files in two tasks; judged again whole")
                 judged_rows = judged_rows.filter(~F.col("run").isin(sorted(only))).unionByName(redone)
+                tally.add_facts(_facts(redone))
+        else:
+            tally.add_aggregate(judged_rows, rows.filter(F.col("row") == "quarantine"))
         verdicts = judged_rows.filter(F.col("row") == "verdict").drop("row", "file", "line", "raw")
         quarantine = rows.filter(F.col("row") == "quarantine").select("file", "line", "reason", "raw")
-        # every count in one small aggregate (each Spark action costs a fixed ~0.1-0.3 s)
-        kind = (F.when(F.col("row") == "quarantine", F.split(F.col("reason"), ":").getItem(0))
-                .when(F.col("row") == "verdict", F.col("status")).otherwise(F.lit("")))
-        tally = (judged_rows.unionByName(rows.filter(F.col("row") == "quarantine"))
-                 .groupBy("row", kind.alias("kind"))
-                 .agg(F.count("*").alias("n"), F.sum("run_events").alias("e"), F.sum("run_out_of_order").alias("o"))
-                 .collect())
-        counts = {r["kind"]: r["n"] for r in tally if r["row"] == "quarantine"}
-        status = {r["kind"]: r["n"] for r in tally if r["row"] == "verdict"}
-        per_run = next((r for r in tally if r["row"] == "run"), None)
-        n_events = int(per_run["e"] or 0) if per_run else 0
+        counts, status, n_events = tally.quarantined, tally.status, tally.events
         malformed = sum(counts.values())
         outcome = Outcome(exit_code=0, files=n_files, records=n_events + malformed, events=n_events,
-                          quarantined=dict(sorted(counts.items())),
-                          out_of_order=int(per_run["o"] or 0) if per_run else 0,
+                          quarantined=dict(sorted(counts.items())), out_of_order=tally.out_of_order,
                           groups=sum(status.values()), conforming=status.get("conforms", 0),
                           violating=status.get("violates", 0), errors=status.get("error", 0),
-                          runs=per_run["n"] if per_run else 0)
+                          runs=tally.runs)
         seconds["judge"] = time.perf_counter() - t
         log(f"{outcome.records} records in {seconds['judge']:.1f}s: {n_events} events, {malformed} quarantined"
             f"{' ' + str(outcome.quarantined) if malformed else ''}; {outcome.groups} groups of {outcome.runs} runs judged")
