@@ -205,10 +205,10 @@ def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states():
 def test_three_brokers_kip320_exhausts_with_every_property_holding():
     """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break
     (tests/model/test_history.py plays both stories inside them), kip320 holds in every
-    reachable state of the reduced graph.  Long: over 5.2 M states and 17 minutes on the
-    shared 2-core machine with levels still growing (README, "Three-broker searches"), so
-    likely well over an hour; not yet run to the end there.  Serial: the worker pool was
-    slower than one process on that machine."""
+    reachable state of the reduced graph.  Long: stopped after 40 minutes on the shared
+    2-core machine at 17.5 M states in depth 30, levels still growing x1.3 (README,
+    "Three-broker searches") -- several times that in all, likely more memory than the
+    machine's 24 GB; not yet run to the end there."""
     from model.three_brokers import three_brokers
 
     r = check(three_brokers("kip320"), reduction=True)
