@@ -82,9 +82,10 @@ class Result:
     depth: int
     seconds: float
     violation: Violation | None = None
-    complete: bool = True  # False when stopped by max_states
+    complete: bool = True  # False when stopped by max_states or max_depth
     workers: int = 1
     reduction: bool = False  # partial-order reduction (model.reduction) was on
+    stopped_by: str | None = None  # "max_states" or "max_depth" when the search was cut short
 
     @property
     def holds(self) -> bool:
@@ -186,10 +187,16 @@ def check(
     max_states: int | None = None,
     progress: Callable[[str], None] | None = None,
     reduction: bool = False,
+    max_depth: int | None = None,
 ) -> Result:
-    """Explore every reachable state of ``cfg`` (up to ``max_states``); stop at the first
-    property violation and return it with a shortest path to it.  ``reduction`` turns on the
-    partial-order reduction of ``model.reduction`` (a no-op without fenced fetching)."""
+    """Explore every reachable state of ``cfg`` (up to ``max_states``, or every state
+    within ``max_depth`` steps of the initial one); stop at the first property violation
+    and return it with a shortest path to it.  ``reduction`` turns on the partial-order
+    reduction of ``model.reduction`` (a no-op without fenced fetching).
+
+    A depth bound is the one honest statement a search too large to finish can make: "no
+    run of at most ``max_depth`` steps breaks a property" (breadth-first, every such run
+    has been tried) -- reported as incomplete, never as the property holding."""
     started = time.perf_counter()
     _init_worker(cfg, symmetry, reduction)
     init = initial(cfg)
@@ -206,6 +213,7 @@ def check(
     transitions = 0
     found: tuple | None = None
     complete = True
+    stopped_by: str | None = None
     meter = _Progress(progress)
     collector_was_on = gc.isenabled()
     gc.disable()  # (see "No cycle collector"; forked workers inherit it)
@@ -228,10 +236,15 @@ def check(
             if found is not None:
                 break
             if max_states is not None and len(parent) >= max_states:
-                complete = False
+                complete, stopped_by = False, "max_states"
                 break
             if nxt:
                 depth += 1
+                if max_depth is not None and depth >= max_depth:
+                    # every state within max_depth steps is in ``parent`` and has been
+                    # checked; those at the last level are not expanded
+                    complete, stopped_by = False, "max_depth"
+                    break
             frontier = nxt
     finally:
         if pool is not None:
@@ -241,7 +254,7 @@ def check(
     meter.tick(depth, len(parent), 0, force=True)
     seconds = time.perf_counter() - started
     violation = _counterexample(cfg, symmetry, reduction, parent, found, hash(root)) if found else None
-    return Result(cfg, symmetry, len(parent), transitions, depth + (1 if found else 0), seconds, violation, complete, workers, reduction)
+    return Result(cfg, symmetry, len(parent), transitions, depth + (1 if found else 0), seconds, violation, complete, workers, reduction, stopped_by)
 
 
 def _key(s: State, cfg: Config, symmetry: bool, reduction: bool) -> State:

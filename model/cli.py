@@ -1,7 +1,7 @@
 """``epochal check``: run the exhaustive checker from the command line.
 
 Exit codes: 0 every property holds (state space exhausted), 1 a violation was found (or the
-search was cut short by ``--max-states``), 2 bad arguments.
+search was cut short by ``--max-states`` or ``--max-depth``), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (model.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1)")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
+    p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
@@ -76,6 +77,7 @@ def result_json(r: Result) -> dict[str, Any]:
         "reduction": r.reduction,
         "holds": r.holds,
         "complete": r.complete,
+        "stopped_by": r.stopped_by,
         "states": r.states,
         "transitions": r.transitions,
         "depth": r.depth,
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
         if not args.quiet:
             print(f"checking {cfg.describe()}", file=sys.stderr, flush=True)
-        r = check(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress, reduction=args.reduction)
+        r = check(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress, reduction=args.reduction, max_depth=args.max_depth)
         results.append(r)
         if not r.holds:
             status = 1
@@ -139,6 +141,8 @@ def summary(r: Result) -> str:
     stats = f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f} s ({r.states_per_second:,.0f} states/s){'' if r.symmetry else ', no symmetry reduction'}{', partial-order reduction' if r.reduction else ''}"
     if r.violation is not None:
         return f"{head}\n{r.violation.text()}\n\n{stats}"
+    if r.stopped_by == "max_depth":
+        return f"{head}\nINCONCLUSIVE: no violation within {r.depth} steps (stopped at --max-depth; deeper states not explored)\n{stats}"
     if not r.complete:
         return f"{head}\nINCONCLUSIVE: stopped at --max-states with no violation so far\n{stats}"
     return f"{head}\nOK: every property holds in every reachable state\n{stats}"

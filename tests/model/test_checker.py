@@ -102,6 +102,23 @@ def test_parallel_search_visits_the_same_states(monkeypatch):
 def test_max_states_makes_the_result_inconclusive():
     r = check(named("kip320"), max_states=100)
     assert not r.complete and not r.holds and r.violation is None
+    assert r.stopped_by == "max_states"
+
+
+def test_max_depth_checks_every_run_of_that_length_and_no_longer():
+    """The design's loss is 11 steps deep: a search bounded at 10 steps sees none of it and
+    says so (inconclusive, not "holds"); one bounded at 11 finds the same shortest
+    counterexample as the unbounded search; and the states counted within a bound are the
+    unbounded search's first levels."""
+    cfg = named("design")
+    full = check(cfg)
+    short = check(cfg, max_depth=10)
+    assert short.violation is None and not short.holds and short.stopped_by == "max_depth"
+    assert short.depth == 10 and short.states < full.states
+    enough = check(cfg, max_depth=11)
+    assert enough.violation is not None and len(enough.violation.steps) == len(full.violation.steps) == 11
+    assert enough.states == full.states
+    assert check(cfg, max_depth=9).states < short.states
 
 
 def test_zombie_leader_accepts_writes_but_cannot_commit_them():

@@ -29,8 +29,19 @@ def test_check_json_is_machine_readable(capsys):
     assert data["violation"]["property"] == "committed_durable"
 
 
+def test_check_with_a_depth_bound_is_inconclusive_and_says_how_deep(capsys):
+    """Below the design's 11-step loss, a depth-bounded check exits 1 (not proven) and names
+    the depth it covered; --json carries why it stopped."""
+    assert main(["check", "--config", "design", "--max-depth", "10", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "INCONCLUSIVE: no violation within 10 steps" in out and "VIOLATION" not in out
+    assert main(["check", "--config", "design", "--max-depth", "10", "--quiet", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["stopped_by"] == "max_depth" and data["depth"] == 10 and data["violation"] is None
+
+
 def test_bad_arguments_exit_2_with_one_line_and_no_traceback():
-    for args in (["--config", "nonsense"], ["--config", "design", "--brokers", "9"], ["--config", "design", "--workers", "0"]):
+    for args in (["--config", "nonsense"], ["--config", "design", "--brokers", "9"], ["--config", "design", "--workers", "0"], ["--config", "design", "--max-depth", "0"]):
         p = subprocess.run([sys.executable, "-m", "impl.cli", "check", *args], capture_output=True, text=True)
         assert p.returncode == 2, args
         assert "Traceback" not in p.stderr
