@@ -222,10 +222,11 @@ def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states():
 def test_three_brokers_kip320_exhausts_with_every_property_holding():
     """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break
     (tests/model/test_history.py plays both stories inside them), kip320 holds in every
-    reachable state of the reduced graph.  Long: stopped after 40 minutes on the shared
-    2-core machine at 17.5 M states in depth 30, levels still growing x1.3 (README,
-    "Three-broker searches") -- several times that in all, likely more memory than the
-    machine's 24 GB; not yet run to the end there."""
+    reachable state of the reduced graph.  Long: not finished on the shared 2-core
+    machine -- the furthest run (session 13) reached 22.8 M states at depth 31, levels still
+    growing x1.33, 12.8 GB (README, "Three-broker searches"), so likely more memory than the
+    machine's 24 GB; not yet run to the end there.  CI runs the same search bounded at 20
+    steps (tests/model/test_history.py)."""
     from model.three_brokers import three_brokers
 
     r = check(three_brokers("kip320"), reduction=True)
