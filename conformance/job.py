@@ -42,9 +42,11 @@ import gc
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from conformance.verdict import (
@@ -603,6 +605,40 @@ def _log(msg: str) -> None:
     print(f"[conform {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+_LOG4J2 = """\
+# Written by conformance.job for local Spark sessions: errors only, so the job's own
+# progress and summary are what a user reads (Spark's defaults print WARN lines about the
+# host name, native Hadoop libraries and its own log profile on every start).
+# PySpark counts as Spark's shell, which announces "Setting default log level" unless its
+# logger (one under org.apache.spark) is configured at the root's level: both are ERROR.
+rootLogger.level = error
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log4j2() -> str:
+    """A log4j2 configuration file for the driver JVM of a local session (written once per
+    user into the temporary directory; under spark-submit the cluster's own logging
+    configuration is left alone)."""
+    path = Path(tempfile.gettempdir()) / f"epochal-spark-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J2)
+        os.replace(tmp, path)
+    return str(path)
+
+
 def spark_session(master: str | None = None, app: str = "epochal-conform"):
     """A session for the job: local[2] by default, the submitter's master under spark-submit."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -619,7 +655,8 @@ def spark_session(master: str | None = None, app: str = "epochal-conform"):
         # C1 only: the job's queries are small and many, and the JVM spent more CPU in the
         # C2 compiler (on code Spark generates per query) than running it -- measured: the
         # driver's CPU per 250k-event job 4.7 s -> 1.4 s (conformance/README.md, Performance).
-        builder = (builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        java_options = f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={_quiet_log4j2()}"
+        builder = (builder.config("spark.driver.extraJavaOptions", java_options)
                    .config("spark.ui.enabled", "false")
                    .config("spark.sql.shuffle.partitions", "8")
                    .config("spark.driver.memory", os.environ.get("EPOCHAL_SPARK_MEMORY", "2g"))

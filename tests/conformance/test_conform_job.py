@@ -121,3 +121,23 @@ def test_a_broken_judge_gives_error_verdicts_not_a_crash(spark, tmp_path):
     out = conform([str(corpus(tmp_path / "in", runs=1))], spark=spark, judge=conform_judges.explodes)
     assert out.exit_code == 1 and out.errors == out.groups == 2
     assert "judge bug" in out.verdicts[0]["reason"]
+
+
+def test_a_local_run_prints_the_jobs_own_lines_not_sparks_log(tmp_path):
+    """From a fresh JVM, as a user runs it: stderr holds the job's progress, not Spark's
+    start-up WARN lines (host name, native Hadoop, log profile, default log level) -- the
+    driver gets a quiet log4j2 configuration.  The one line left is the JVM's own notice
+    about the incubator module Spark 4 enables, which no logging configuration reaches."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded" / "leader-kill"
+    p = subprocess.run(
+        [sys.executable, "-m", "impl.cli", "conform", str(data), "--out", str(tmp_path / "v")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    noise = [line for line in p.stderr.splitlines() if line.strip() and not line.startswith("[conform ") and "incubator modules" not in line]
+    assert noise == [], noise
+    assert "conforms" in p.stdout
