@@ -99,6 +99,19 @@ def test_parallel_search_visits_the_same_states(monkeypatch):
     assert parallel.states == serial.states and parallel.holds
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_parallel_search_stops_at_the_same_shortest_counterexample(monkeypatch, workers):
+    """Workers forked per level report the level's results in the serial order, so the
+    search stops where the serial one does: same path, same counts."""
+    cfg = named("design")
+    serial = check(cfg)
+    monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(checker, "CHUNK", 20)
+    parallel = check(cfg, workers=workers)
+    assert [step for step, _ in parallel.violation.steps] == [step for step, _ in serial.violation.steps]
+    assert (parallel.states, parallel.transitions) == (serial.states, serial.transitions)
+
+
 def test_max_states_makes_the_result_inconclusive():
     r = check(named("kip320"), max_states=100)
     assert not r.complete and not r.holds and r.violation is None
