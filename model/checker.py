@@ -17,7 +17,7 @@
   worker processes forked afresh for it: they read the level's states and the fingerprints
   seen so far from the memory they share with the search at the fork (nothing is pickled
   to them but index ranges) and send back only successors not seen before, while the
-  search expands every ``workers``-th range itself, unpickled.  Two cores give x1.36 on the
+  search expands every ``workers``-th range itself, unpickled.  Two cores give x1.3-1.36 on the
   reduced three-broker kip320 search (a pool forked once, sent the states and sending every
   successor back, gave x1.26): the rest goes to pickling what the worker finds and to the
   two processes sharing the memory bus.
