@@ -10,7 +10,7 @@ import heapq
 from collections.abc import Sequence
 from typing import Any
 
-from traces.vocabulary import KINDS
+from traces.vocabulary import KINDS, OBSERVES_ZXID
 
 Event = dict[str, Any]
 GroupKey = tuple[str | None, int | None]  # (topic, partition); (None, None) for a cluster-only run
@@ -18,6 +18,12 @@ GroupKey = tuple[str | None, int | None]  # (topic, partition); (None, None) for
 
 def _key(e: Event) -> tuple[int, int, int]:
     return (e["clock"], e["node"], e["seq"])
+
+
+def _zxid_key(e: Event) -> tuple[int, int, int, int, int]:
+    """ZooKeeper's order: by zxid; at one zxid the write before those that observed it
+    (``OBSERVES_ZXID``), then by ``_key``."""
+    return (e["zxid"], e["kind"] in OBSERVES_ZXID, *_key(e))
 
 
 def _source(e: Event) -> tuple[str, int]:
@@ -48,24 +54,27 @@ def _fast_path(events: Sequence[Event]) -> list[Event] | None:
     """The Lamport order, if it already respects program order and zxid order (the usual case)."""
     ordered = sorted(events, key=_key)
     last_seq: dict[int, int] = {}
-    last_cluster = last_any = -1
-    last_part: dict[GroupKey, int] = {}
+    # (zxid, observed) of the last zxid-carrying event: an observer sorts after a write
+    # at the same zxid (``_zxid_key``), so a write may not follow an observer of its zxid
+    last_cluster = last_any = (-1, False)
+    last_part: dict[GroupKey, tuple[int, bool]] = {}
     for e in ordered:
         if e["seq"] <= last_seq.get(e["node"], -1):
             return None
         last_seq[e["node"]] = e["seq"]
         z = e.get("zxid")
         if z is not None:
+            zk = (z, e["kind"] in OBSERVES_ZXID)
             d = _domain(e)
             if d is None:
-                if z < last_any:
+                if zk < last_any:
                     return None
-                last_cluster = z
+                last_cluster = zk
             else:
-                if z < last_cluster or z < last_part.get(d, -1):
+                if zk < last_cluster or zk < last_part.get(d, (-1, False)):
                     return None
-                last_part[d] = z
-            last_any = max(last_any, z)
+                last_part[d] = zk
+            last_any = max(last_any, zk)
     return ordered
 
 
@@ -106,9 +115,10 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     taken despite a cycle).
 
     Predecessors of an event: the previous event of its node by seq, and the previous
-    zxid-carrying event by (zxid, clock, node, seq) among the cluster's events and its own
-    partition's (ZooKeeper's order between two partitions' writes says nothing about
-    causality, and a node's clock may trail the zxid order of an unrelated write); for a
+    zxid-carrying event by ``_zxid_key`` among the cluster's events and its own partition's
+    (ZooKeeper's order between two partitions' writes says nothing about causality, and a
+    node's clock may trail the zxid order of an unrelated write; an event that observed a
+    write comes after it even when its clock is lower); for a
     broker applying a LeaderAndISR request, the write of the state it carries
     (``_receipts``).  Among ready events the smallest
     (clock, node, seq) goes first.  Duplicated events (same node and seq) stay adjacent.
@@ -131,7 +141,7 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     for idx in by_node.values():
         chain(sorted(idx, key=lambda i: (events[i]["seq"], _source(events[i]))))
     by_zxid = sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
-                     key=lambda i: (events[i]["zxid"], *_key(events[i])))
+                     key=lambda i: _zxid_key(events[i]))
     cluster = [i for i in by_zxid if _domain(events[i]) is None]
     chain(cluster)
     domains: dict[GroupKey, list[int]] = {}
@@ -142,7 +152,7 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     for own in domains.values():
         # the partition's writes in zxid order, each after the cluster's earlier writes and
         # before its later ones (cluster-to-cluster edges are chained once, above)
-        merged = sorted(cluster + own, key=lambda i: (events[i]["zxid"], *_key(events[i])))
+        merged = sorted(cluster + own, key=lambda i: _zxid_key(events[i]))
         for a, b in zip(merged, merged[1:], strict=False):
             if _domain(events[a]) is not None or _domain(events[b]) is not None:
                 succ[a].append(b)

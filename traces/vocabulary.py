@@ -59,3 +59,10 @@ KINDS: dict[str, Kind] = {
         Kind("note", None, "cluster", "free-form harness annotation (fault injected, etc.)"),
     ]
 }
+
+OBSERVES_ZXID: frozenset[str] = frozenset({"isr_update_failed"})
+"""Kinds whose ``zxid`` is not a write of their own but the write they observed (a failed
+conditional update carries the ``mzxid`` of the write that moved the znode on).  Such an
+event comes after every event that carries the same ``zxid`` as its own write (SCHEMA.md §4
+rule 2): the observer's clock may be lower than the writer's, since ZooKeeper does not carry
+clocks."""

@@ -129,3 +129,20 @@ def test_a_leader_and_isr_receipt_waits_for_the_write_of_its_state():
     stale["params"] = {"zk_version": 99}  # no write of that version in the trace: no edge
     ordered, forced = causal_order([receipt, stale, elect, restart])
     assert names(ordered) == [(2, 0), (0, 0), (1, 0), (1, 1)] and not forced
+
+
+def test_a_failed_isr_update_comes_after_the_write_that_moved_the_znode():
+    """Chaos seed 1 (60 s, in CI): leader 2's conditional ISR write failed because the
+    controller had just written the partition's state (zxid 254, clock 68360) on a broker's
+    death; the failure carries that write's mzxid but the lower clock 68352.  Taken first,
+    it met a znode still at the version the leader expected, and the run did not conform."""
+    shrink = ev(2, 0, 68341, kind="shrink_isr", zxid=250)
+    failed = ev(2, 1, 68352, kind="isr_update_failed", zxid=254)
+    elect = ev(0, 0, 68360, kind="elect_leader", zxid=254)
+    after = ev(2, 2, 68370)
+    ordered, forced = causal_order([failed, after, elect, shrink])
+    assert names(ordered) == [(2, 0), (0, 0), (2, 1), (2, 2)] and not forced
+    # two writes at one zxid (a multi) keep the clock order between them
+    other = ev(1, 0, 68350, kind="elect_leader", zxid=254)
+    ordered, _ = causal_order([failed, elect, shrink, other])
+    assert names(ordered) == [(2, 0), (1, 0), (0, 0), (2, 1)]
