@@ -9,7 +9,7 @@ import pytest
 
 from traces import SCHEMA_ID
 from traces.schema import FIELDS, PARAMS, POST, REASONS, TYPES
-from traces.vocabulary import KINDS
+from traces.vocabulary import KINDS, OBSERVES_ZXID
 
 DOC = (Path(__file__).resolve().parents[2] / "traces" / "SCHEMA.md").read_text(encoding="utf-8")
 ROW = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \| (yes|no) \| .+ \|$")
@@ -89,3 +89,10 @@ def test_every_replayed_kind_names_an_action_of_the_model():
     missing = {k.name: k.model_action for k in KINDS.values()
                if k.model_action is not None and k.model_action not in actions}
     assert not missing
+
+
+def test_the_kinds_that_observe_a_zxid_are_the_ones_the_ordering_rule_names():
+    """§4 rule 2 orders an event that carries another's write's zxid after that write; the
+    kinds it names are the ones the ordering code treats so."""
+    rule = _section(DOC, "\n2. among the run's events", "\n3. for ")
+    assert {k for k in re.findall(r"`(\w+)`", rule) if k in KINDS} == set(OBSERVES_ZXID)
