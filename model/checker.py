@@ -24,6 +24,12 @@
 * **Duplicates first.**  Most successors are states already seen (two independent steps
   taken in either order); a per-process memo from a successor's own hash to its canonical
   fingerprint lets those skip canonicalisation, the dearest part of a step at 3 brokers.
+* **Budgets, never a lost run.**  A search too large for the machine (three-broker kip320)
+  stops cleanly -- at ``max_seconds``, at ``max_memory`` (the search's own memory, workers
+  included, measured as the proportional set size the kernel reports), or on Ctrl-C -- and
+  reports how far it got: ``checked_depth`` is the number of steps within which every run
+  has been tried, the one honest statement an unfinished breadth-first search can make.
+  Otherwise the kernel's out-of-memory killer ends it after an hour with nothing to show.
 * **No cycle collector.**  States are trees of tuples and frozen dataclasses -- they hold no
   reference cycles, so reference counting frees everything the search drops -- yet with the
   collector on Python re-scans the two levels of full states held, over and over, as they
@@ -35,6 +41,8 @@ from __future__ import annotations
 
 import gc
 import multiprocessing as mp
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -52,6 +60,15 @@ from properties import (
     state_violation,
     transition_violation,
 )
+
+STOPS = {
+    "max_states": "--max-states",
+    "max_depth": "--max-depth",
+    "max_seconds": "--max-seconds",
+    "max_memory": "--max-memory",
+    "interrupted": "Ctrl-C",
+}
+"""Why a search may stop before it has seen every reachable state, and what stopped it."""
 
 PARALLEL_THRESHOLD = 4000  # frontier size above which worker processes expand it
 CHUNK = 500
@@ -92,7 +109,11 @@ class Result:
     complete: bool = True  # False when stopped by max_states or max_depth
     workers: int = 1
     reduction: bool = False  # partial-order reduction (model.reduction) was on
-    stopped_by: str | None = None  # "max_states" or "max_depth" when the search was cut short
+    # why the search was cut short: one of STOPS, or None when it ran to the end
+    stopped_by: str | None = None
+    # every run of at most this many steps has been tried (all of them, when complete)
+    checked_depth: int = 0
+    peak_memory: int = 0  # bytes: the largest memory the search was measured using (0: not measured)
 
     @property
     def holds(self) -> bool:
@@ -182,6 +203,81 @@ def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tup
     return out, None, transitions
 
 
+def _ignore_interrupts() -> None:
+    """Pool initialiser: Ctrl-C reaches the whole process group; the search's own process
+    handles it (stops and reports), so a worker must not die of it with a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _pss(pid: int) -> int | None:
+    """The proportional set size of process ``pid`` in bytes: its private memory plus its
+    share of pages it shares (a forked worker shares the level it reads with the search, so
+    adding up resident sizes would count those pages twice).  None where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def search_memory(pool=None) -> int:
+    """Bytes of memory the search uses now: its own process and its worker processes (by
+    proportional set size), or this process's resident size where /proc has no
+    ``smaps_rollup``."""
+    own = _pss(os.getpid())
+    if own is None:
+        try:
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    workers = [] if pool is None else [p.pid for p in getattr(pool, "_pool", []) if p.pid]
+    return own + sum(_pss(pid) or 0 for pid in workers)
+
+
+def size_text(n: int) -> str:
+    """Bytes as a person reads them: ``734 MB``, ``16.2 GB``."""
+    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
+
+
+def machine_memory() -> int | None:
+    """Bytes of physical memory on this machine, or None where it cannot be read."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return None
+
+
+class _Budget:
+    """Time and memory limits, looked at between chunks of a level.  Memory is read at most
+    every ``MEMORY_EVERY`` seconds (reading it walks the page tables of each process)."""
+
+    MEMORY_EVERY = 1.0
+
+    def __init__(self, started: float, max_seconds: float | None, max_memory: int | None) -> None:
+        self.deadline = None if max_seconds is None else started + max_seconds
+        self.max_memory = max_memory
+        self.peak = 0
+        self.next_look = 0.0
+
+    def exceeded(self, pool=None, force: bool = False) -> str | None:
+        now = time.perf_counter()
+        if self.deadline is not None and now >= self.deadline:
+            return "max_seconds"
+        if self.max_memory is not None and (force or now >= self.next_look):
+            self.next_look = now + self.MEMORY_EVERY
+            used = search_memory(pool)
+            self.peak = max(self.peak, used)
+            if used >= self.max_memory:
+                return "max_memory"
+        return None
+
+
 def _shared(pool, ranges: list[tuple[int, int]], workers: int) -> Iterator:
     """The results of ``_expand_range`` over ``ranges`` in order, the search's own process
     taking one range in ``workers`` and the pool's ``workers - 1`` processes the rest: what
@@ -198,13 +294,23 @@ class _Progress:
         self.last = time.monotonic()
         self.start = self.last
 
-    def tick(self, depth: int, states: int, frontier: int, force: bool = False) -> None:
+    def tick(self, depth: int, states: int, frontier: int, force: bool = False, memory: int = 0) -> None:
         now = time.monotonic()
         if self.out is None or (not force and now - self.last < 2.0):
             return
         self.last = now
         rate = states / max(now - self.start, 1e-9)
-        self.out(f"  depth {depth:3d}  states {states:>10,}  frontier {frontier:>9,}  {rate:>9,.0f} states/s")
+        mem = f"  {size_text(memory):>8}" if memory else ""
+        self.out(f"  depth {depth:3d}  states {states:>10,}  frontier {frontier:>9,}  {rate:>9,.0f} states/s{mem}")
+
+    def final(self, checked_depth: int, states: int, memory: int = 0) -> None:
+        """The last line: how deep every run has been tried, and at what cost."""
+        if self.out is None:
+            return
+        now = time.monotonic()
+        rate = states / max(now - self.start, 1e-9)
+        mem = f"  {size_text(memory):>8}" if memory else ""
+        self.out(f"  done: every run of up to {checked_depth} steps tried  states {states:>10,}  {rate:>9,.0f} states/s{mem}")
 
 
 def check(
@@ -215,6 +321,8 @@ def check(
     progress: Callable[[str], None] | None = None,
     reduction: bool = False,
     max_depth: int | None = None,
+    max_seconds: float | None = None,
+    max_memory: int | None = None,
 ) -> Result:
     """Explore every reachable state of ``cfg`` (up to ``max_states``, or every state
     within ``max_depth`` steps of the initial one); stop at the first property violation
@@ -223,7 +331,9 @@ def check(
 
     A depth bound is the one honest statement a search too large to finish can make: "no
     run of at most ``max_depth`` steps breaks a property" (breadth-first, every such run
-    has been tried) -- reported as incomplete, never as the property holding."""
+    has been tried) -- reported as incomplete, never as the property holding.  A search
+    stopped by ``max_seconds``, ``max_memory`` (bytes; see ``search_memory``) or Ctrl-C
+    makes the same statement for ``Result.checked_depth``, the deepest level it finished."""
     started = time.perf_counter()
     _init_worker(cfg, symmetry, reduction)
     init = initial(cfg)
@@ -236,12 +346,13 @@ def check(
     parent: dict[int, int] = {hash(root): 0}
     _SEEN = parent
     frontier = [root]
-    depth = 0
+    depth = 0  # the depth of ``frontier``: every state within ``depth`` steps is in ``parent``
     transitions = 0
     found: tuple | None = None
     complete = True
     stopped_by: str | None = None
     meter = _Progress(progress)
+    budget = _Budget(started, max_seconds, max_memory)
     collector_was_on = gc.isenabled()
     gc.disable()  # (see "No cycle collector"; forked workers inherit it)
     global _FRONTIER
@@ -253,7 +364,7 @@ def check(
             ranges = [(i, i + CHUNK) for i in range(0, len(frontier), CHUNK)]
             if workers > 1 and len(frontier) > PARALLEL_THRESHOLD:
                 # forked now, so the workers see this level and everything seen before it
-                pool = mp.get_context("fork").Pool(workers - 1)
+                pool = mp.get_context("fork").Pool(workers - 1, initializer=_ignore_interrupts)
                 results = _shared(pool, ranges, workers)
             else:
                 results = map(_expand_range, ranges)
@@ -266,33 +377,44 @@ def check(
                 if violation is not None:
                     found = violation
                     break
-                meter.tick(depth + 1, len(parent), len(nxt))
+                stopped_by = budget.exceeded(pool)
+                meter.tick(depth + 1, len(parent), len(nxt), memory=budget.peak)
+                if stopped_by is not None:
+                    break
             if pool is not None:
                 pool.terminate()
                 pool = None
-            if found is not None:
+            if found is not None or stopped_by is not None:
                 break
             if max_states is not None and len(parent) >= max_states:
-                complete, stopped_by = False, "max_states"
+                stopped_by = "max_states"
+                depth += 1 if nxt else 0  # this level is finished: its successors are all known
                 break
             if nxt:
                 depth += 1
                 if max_depth is not None and depth >= max_depth:
                     # every state within max_depth steps is in ``parent`` and has been
                     # checked; those at the last level are not expanded
-                    complete, stopped_by = False, "max_depth"
+                    stopped_by = "max_depth"
                     break
             frontier = nxt
+    except KeyboardInterrupt:
+        stopped_by = "interrupted"
     finally:
         _FRONTIER = []
         if pool is not None:
             pool.terminate()
         if collector_was_on:
             gc.enable()
-    meter.tick(depth, len(parent), 0, force=True)
+    if max_memory is not None:
+        budget.exceeded(force=True)  # the peak, for the report
+    complete = stopped_by is None
+    meter.final(depth, len(parent), memory=budget.peak)
     seconds = time.perf_counter() - started
     violation = _counterexample(cfg, symmetry, reduction, parent, found, hash(root)) if found else None
-    return Result(cfg, symmetry, len(parent), transitions, depth + (1 if found else 0), seconds, violation, complete, workers, reduction, stopped_by)
+    reported_depth = depth + (1 if found else 0)
+    # a violation at level depth+1 means every run of at most ``depth`` steps was clean
+    return Result(cfg, symmetry, len(parent), transitions, reported_depth, seconds, violation, complete, workers, reduction, stopped_by, depth, budget.peak)
 
 
 def _key(s: State, cfg: Config, symmetry: bool, reduction: bool) -> State:

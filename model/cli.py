@@ -1,7 +1,9 @@
 """``epochal check``: run the exhaustive checker from the command line.
 
 Exit codes: 0 every property holds (state space exhausted), 1 a violation was found (or the
-search was cut short by ``--max-states`` or ``--max-depth``), 2 bad arguments.
+search was cut short by ``--max-states``, ``--max-depth``, ``--max-seconds`` or
+``--max-memory``), 2 bad arguments, 130 interrupted (Ctrl-C: the search still reports how
+deep it got).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from model.checker import Result, check
+from model.checker import STOPS, Result, check, machine_memory, size_text
 from model.config import NAMED, named
 
 
@@ -24,6 +26,29 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _positive_number(text: str) -> float:
+    """argparse type: a number above 0 (seconds, gigabytes)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
+    return value
+
+
+MEMORY_SHARE = 0.85
+"""``--max-memory`` by default: this share of the machine's memory.  A search that grows
+past what the machine has is killed by the kernel with nothing reported; one stopped here
+still says how deep it checked."""
+
+
+def default_max_memory() -> float | None:
+    """The default ``--max-memory`` in GB (None where the machine's memory is unknown)."""
+    total = machine_memory()
+    return None if total is None else round(total * MEMORY_SHARE / 2**30, 1)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1)")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
+    p.add_argument("--max-seconds", type=_positive_number, help="stop after this many seconds and report the depth checked (the result is then inconclusive beyond it)")
+    p.add_argument("--max-memory", type=_positive_number, metavar="GB", default=default_max_memory(), help=f"stop when the search (workers included) uses this many GB, and report the depth checked (default: {round(MEMORY_SHARE * 100)}%% of this machine's memory, %(default)s GB)")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
@@ -81,6 +108,8 @@ def result_json(r: Result) -> dict[str, Any]:
         "states": r.states,
         "transitions": r.transitions,
         "depth": r.depth,
+        "checked_depth": r.checked_depth,
+        "peak_memory_bytes": r.peak_memory,
         "seconds": round(r.seconds, 3),
         "states_per_second": round(r.states_per_second, 1),
         "violation": None,
@@ -124,13 +153,18 @@ def run(args: argparse.Namespace) -> int:
         progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
         if not args.quiet:
             print(f"checking {cfg.describe()}", file=sys.stderr, flush=True)
-        r = check(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress, reduction=args.reduction, max_depth=args.max_depth)
+        max_memory = None if args.max_memory is None else int(args.max_memory * 2**30)
+        r = check(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress, reduction=args.reduction, max_depth=args.max_depth, max_seconds=args.max_seconds, max_memory=max_memory)
         results.append(r)
         if not r.holds:
-            status = 1
+            status = max(status, 1)
+        if r.stopped_by == "interrupted":
+            status = 130
         if not args.json:
             print(summary(r))
             print()
+        if r.stopped_by == "interrupted":
+            break  # Ctrl-C ends the whole command, after reporting the search it cut short
     if args.json:
         print(json.dumps([result_json(r) for r in results] if len(results) > 1 else result_json(results[0]), indent=2))
     return status
@@ -144,5 +178,10 @@ def summary(r: Result) -> str:
     if r.stopped_by == "max_depth":
         return f"{head}\nINCONCLUSIVE: no violation within {r.depth} steps (stopped at --max-depth; deeper states not explored)\n{stats}"
     if not r.complete:
-        return f"{head}\nINCONCLUSIVE: stopped at --max-states with no violation so far\n{stats}"
+        memory = f", {size_text(r.peak_memory)} used at most" if r.peak_memory else ""
+        return (
+            f"{head}\nINCONCLUSIVE: stopped by {STOPS[r.stopped_by or 'max_states']}{memory}; "
+            f"no violation within {r.checked_depth} steps (every run that long was tried), "
+            f"none found so far deeper\n{stats}"
+        )
     return f"{head}\nOK: every property holds in every reachable state\n{stats}"

@@ -1,0 +1,124 @@
+"""A search too large for the machine stops cleanly and says how deep it checked.
+
+Three-broker kip320 does not finish here (README, "Three-broker searches"): run without a
+budget it grows until the kernel kills it, with nothing reported.  With ``max_seconds``,
+``max_memory`` or Ctrl-C it stops, marks the result inconclusive, and reports
+``checked_depth`` -- every run of at most that many steps has been tried -- which is what
+a breadth-first search that did not finish can honestly claim.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import model.checker as checker
+from impl.cli import main
+from model.checker import check, search_memory
+from model.config import named
+from model.three_brokers import three_brokers
+
+
+def _claim_holds(r) -> None:
+    """``checked_depth`` is a true statement: a search bounded at that depth finds exactly
+    states the stopped search had already counted, and no violation."""
+    bounded = check(r.config, reduction=r.reduction, max_depth=r.checked_depth) if r.checked_depth else None
+    if bounded is not None:
+        assert bounded.violation is None and bounded.states <= r.states
+
+
+def test_a_time_budget_stops_the_search_and_says_how_deep_every_run_was_tried():
+    r = check(three_brokers("kip320"), reduction=True, max_seconds=1.0)
+    assert r.stopped_by == "max_seconds" and not r.complete and not r.holds and r.violation is None
+    assert 5 <= r.checked_depth <= r.depth
+    assert r.seconds < 10
+    _claim_holds(r)
+
+
+def test_a_memory_budget_stops_the_search_before_the_machine_runs_out():
+    limit = search_memory() + 40 * 2**20  # 40 MB more than the test process holds now
+    r = check(three_brokers("kip320"), reduction=True, max_memory=limit, workers=2)
+    assert r.stopped_by == "max_memory" and not r.complete and r.violation is None
+    assert r.peak_memory >= limit
+    assert r.checked_depth >= 1
+
+
+def test_search_memory_counts_the_search_and_grows_with_what_it_holds():
+    before = search_memory()
+    held = [tuple(range(i, i + 20)) for i in range(200_000)]  # about 40 MB of tuples
+    after = search_memory()
+    assert before > 0 and after - before > 20 * 2**20
+    del held
+
+
+def test_ctrl_c_stops_the_search_keeps_what_it_found_and_restores_the_collector(monkeypatch):
+    real = checker.successors
+    calls = 0
+
+    def interrupted_after_a_while(s, cfg):
+        nonlocal calls
+        calls += 1
+        if calls == 3000:
+            raise KeyboardInterrupt
+        return real(s, cfg)
+
+    monkeypatch.setattr(checker, "successors", interrupted_after_a_while)
+    assert gc.isenabled()
+    r = check(named("kip320"))
+    assert r.stopped_by == "interrupted" and not r.complete and r.violation is None
+    assert r.states > 1000 and r.checked_depth >= 1
+    assert gc.isenabled()
+
+
+def test_a_search_that_finishes_reports_its_whole_depth_as_checked():
+    r = check(named("kip320"), max_seconds=600, max_memory=64 * 2**30)
+    assert r.holds and r.stopped_by is None and r.checked_depth == r.depth
+    design = check(named("design"))
+    assert design.violation is not None and design.checked_depth == len(design.violation.steps) - 1
+
+
+def test_check_json_carries_the_budget_stop_and_the_checked_depth(capsys):
+    assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["stopped_by"] == "max_seconds" and data["complete"] is False and data["holds"] is False
+    assert data["checked_depth"] >= 5 and data["peak_memory_bytes"] > 0
+
+
+def test_check_prints_how_deep_it_got_when_the_time_budget_runs_out(capsys):
+    assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "INCONCLUSIVE: stopped by --max-seconds" in out and "every run that long was tried" in out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
+    """Ctrl-C reaches the whole process group -- the search and its forked worker: the
+    search reports how far it got and exits 130, the worker dies quietly."""
+    cmd = [sys.executable, "-m", "impl.cli", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--workers", "2"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    line = ""
+    while time.monotonic() < deadline and "depth" not in line:  # searching (progress shown)
+        line = p.stderr.readline()
+    time.sleep(1.5)  # far enough for the frontier to be large: worker processes are running
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "INCONCLUSIVE: stopped by Ctrl-C" in out and "every run that long was tried" in out
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "done: every run of up to" in err
+
+
+def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
+    for args in (["--max-seconds", "0"], ["--max-seconds", "soon"], ["--max-memory", "-1"], ["--max-memory", "inf"], ["--max-memory", "nan"]):
+        p = subprocess.run([sys.executable, "-m", "impl.cli", "check", "--config", "design", *args], capture_output=True, text=True)
+        assert p.returncode == 2, args
+        assert "Traceback" not in p.stderr and "error" in p.stderr.lower()
+        assert p.stderr.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")
