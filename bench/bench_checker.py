@@ -6,12 +6,16 @@ one run.
                                             [--budget-states N] [--modes sym,nosym,por]
     .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por,sym
     .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por --workers 1,2 --max-depth 17
+    .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por,packed --workers 2 --max-depth 21
 
 Prints distinct states, transitions, depth, wall time and states/s per run, and the ratios
 of states and time of the plain symmetry-reduced search to the other modes.  Modes: ``sym``
 symmetry reduction (the checker's default), ``nosym`` none, ``por`` symmetry plus the
 partial-order reduction of ``model.reduction`` (whose state counts are those of the reduced
-graph).  ``--three-brokers`` runs at ``model.three_brokers.THREE_BROKERS`` (3 brokers, 2
+graph), ``packed`` the same with every level held pickled from the start (what the
+checker does once a search has used ``PACK_SHARE`` of its memory budget).  Each run goes
+in a fresh process, so the memory column (the most the search used, workers included) is
+its own.  ``--three-brokers`` runs at ``model.three_brokers.THREE_BROKERS`` (3 brokers, 2
 records, max epoch 3, 2 crashes), where Kafka's later bugs live.  Runs that would exceed
 ``--budget-states`` distinct states stop there and are marked INCOMPLETE (so the benchmark
 always ends); figures for complete runs are exact.  ``--max-depth D`` bounds every run at D
@@ -22,29 +26,47 @@ steps instead (the same states for every worker count, so their times compare);
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import sys
 import time
 
-from model.checker import check
+import model.checker as checker
+from model.checker import check, size_text
 from model.config import NAMED, named
 from model.three_brokers import THREE_BROKERS
 
-MODES = {"sym": (True, False), "nosym": (False, False), "por": (True, True)}  # (symmetry, reduction)
+# mode -> (symmetry, reduction, levels packed from the start)
+MODES = {"sym": (True, False, False), "nosym": (False, False, False), "por": (True, True, False), "packed": (True, True, True)}
+NO_LIMIT = 1 << 50  # a memory "budget" no search reaches: it only makes the search measure itself
+
+
+def _measured(conn, cfg, mode: str, workers: int, budget: int | None, max_depth: int | None) -> None:
+    """In a fresh process: one search, its result sent back (memory measured by the checker)."""
+    symmetry, reduction, packed = MODES[mode]
+    if packed:
+        checker.PACK_SHARE = 0.0
+    t0 = time.perf_counter()
+    r = check(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth, max_memory=NO_LIMIT)
+    r.violation = r.violation and r.violation.property  # the property is all the table shows
+    conn.send((r, time.perf_counter() - t0))
+    conn.close()
 
 
 def run_one(name: str, mode: str, workers: int, budget: int | None, overrides: dict, max_depth: int | None = None) -> dict:
-    symmetry, reduction = MODES[mode]
     cfg = named(name, **overrides)
-    t0 = time.perf_counter()
-    r = check(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth)
-    wall = time.perf_counter() - t0
+    ctx = mp.get_context("fork")
+    theirs, ours = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_measured, args=(ours, cfg, mode, workers, budget, max_depth))
+    proc.start()
+    r, wall = theirs.recv()
+    proc.join()
     if r.violation:
-        verdict = "violation: " + r.violation.property
+        verdict = "violation: " + r.violation
     elif r.stopped_by == "max_depth":
         verdict = f"none within {r.depth} steps"
     else:
         verdict = "holds" if r.complete else "INCOMPLETE"
-    return {"config": cfg.describe(), "name": name, "mode": mode, "states": r.states, "transitions": r.transitions, "depth": r.depth, "seconds": wall, "rate": r.states / wall if wall else 0.0, "verdict": verdict}
+    return {"config": cfg.describe(), "name": name, "mode": mode, "states": r.states, "transitions": r.transitions, "depth": r.depth, "seconds": wall, "rate": r.states / wall if wall else 0.0, "memory": r.peak_memory, "verdict": verdict}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", default="1", help="worker count, or a comma list to compare (e.g. 1,2)")
     ap.add_argument("--max-depth", type=int, help="stop every run after this many steps")
     ap.add_argument("--budget-states", type=int, default=3_000_000)
-    ap.add_argument("--modes", default="sym,nosym,por", help="comma list of sym, nosym, por (default: all three)")
+    ap.add_argument("--modes", default="sym,nosym,por", help="comma list of sym, nosym, por, packed (default: sym,nosym,por)")
     ap.add_argument("--brokers", type=int)
     ap.add_argument("--max-crashes", type=int)
     ap.add_argument("--three-brokers", action="store_true", help="the three-broker bounds of model.three_brokers")
@@ -72,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--workers must be at least 1")
     overrides = dict(THREE_BROKERS) if args.three_brokers else {}
     overrides.update({k: v for k, v in {"brokers": args.brokers, "max_crashes": args.max_crashes}.items() if v is not None})
-    print(f"{'config':8s} {'mode':6s} {'wk':>2s} {'states':>10s} {'transitions':>12s} {'depth':>5s} {'wall s':>8s} {'states/s':>9s}  verdict")
+    print(f"{'config':8s} {'mode':6s} {'wk':>2s} {'states':>10s} {'transitions':>12s} {'depth':>5s} {'wall s':>8s} {'states/s':>9s} {'memory':>8s}  verdict")
     for name in args.configs.split(","):
         rows = {}
         speedups = []
@@ -83,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows[mode] = row
                 elif row["states"] == rows[mode]["states"]:
                     speedups.append(f"{mode} {workers} workers/{worker_counts[0]}: time x{row['seconds'] / max(rows[mode]['seconds'], 1e-9):.2f}")
-                print(f"{name:8s} {mode:6s} {workers:>2d} {row['states']:>10,} {row['transitions']:>12,} {row['depth']:>5d} {row['seconds']:>8.1f} {row['rate']:>9,.0f}  {row['verdict']}", flush=True)
+                print(f"{name:8s} {mode:6s} {workers:>2d} {row['states']:>10,} {row['transitions']:>12,} {row['depth']:>5d} {row['seconds']:>8.1f} {row['rate']:>9,.0f} {size_text(row['memory']):>8s}  {row['verdict']}", flush=True)
         ratios = list(speedups)
         base = rows.get("sym")
         for mode, row in rows.items():
@@ -93,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                 ratios.append(f"{mode}/sym: n/a (a run stopped at --budget-states)")
             else:
                 ratios.append(f"{mode}/sym: states x{row['states'] / max(base['states'], 1):.2f}, time x{row['seconds'] / max(base['seconds'], 1e-9):.2f}")
+        if "packed" in rows and "por" in rows and rows["packed"]["states"] == rows["por"]["states"]:
+            por, packed = rows["por"], rows["packed"]
+            ratios.append(f"packed/por: memory x{packed['memory'] / max(por['memory'], 1):.2f}, time x{packed['seconds'] / max(por['seconds'], 1e-9):.2f}")
         config = next(iter(rows.values()))["config"]
         print(f"{'':8s} {'; '.join(ratios) or 'no ratio'}   [{config}]", flush=True)
     return 0

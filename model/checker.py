@@ -16,7 +16,7 @@
 * **Both cores.**  A large level is expanded by the search's own process and ``workers - 1``
   worker processes forked afresh for it: they read the level's states and the fingerprints
   seen so far from the memory they share with the search at the fork (nothing is pickled
-  to them but index ranges) and send back only successors not seen before, while the
+  to them but chunk numbers) and send back only successors not seen before, while the
   search expands every ``workers``-th range itself, unpickled.  Two cores give x1.3-1.36 on the
   reduced three-broker kip320 search (a pool forked once, sent the states and sending every
   successor back, gave x1.26): the rest goes to pickling what the worker finds and to the
@@ -30,6 +30,12 @@
   reports how far it got: ``checked_depth`` is the number of steps within which every run
   has been tried, the one honest statement an unfinished breadth-first search can make.
   Otherwise the kernel's out-of-memory killer ends it after an hour with nothing to show.
+* **Packed levels when memory runs short.**  The two levels held as full states are most of
+  the memory of a large search (about 1.3 KB a state at three brokers, against 215 bytes
+  pickled).  Once the search has used ``PACK_SHARE`` of its memory budget, each new level
+  is kept as pickled chunks of ``CHUNK`` states, unpickled when expanded -- a third more
+  CPU for about a fifth of the memory, bought only by searches that would otherwise stop
+  for memory.  The states, their order and so every result are the same either way.
 * **No cycle collector.**  States are trees of tuples and frozen dataclasses -- they hold no
   reference cycles, so reference counting frees everything the search drops -- yet with the
   collector on Python re-scans the two levels of full states held, over and over, as they
@@ -42,6 +48,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -72,6 +79,7 @@ STOPS = {
 
 PARALLEL_THRESHOLD = 4000  # frontier size above which worker processes expand it
 CHUNK = 500
+PACK_SHARE = 0.4  # of max_memory: once used, new levels are held pickled (see "Packed levels")
 
 
 @dataclass
@@ -114,6 +122,7 @@ class Result:
     # every run of at most this many steps has been tried (all of them, when complete)
     checked_depth: int = 0
     peak_memory: int = 0  # bytes: the largest memory the search was measured using (0: not measured)
+    packed_chunks: int = 0  # chunks of levels held pickled because memory ran short (0: none)
 
     @property
     def holds(self) -> bool:
@@ -134,7 +143,8 @@ _SEEN: dict[int, int] | set[int] = set()  # the parent map, visible to forked wo
 # cleared when it grows past MEMO_LIMIT, so memory stays bounded whatever the search size
 _MEMO: dict[int, int] = {}
 MEMO_LIMIT = 1 << 20
-_FRONTIER: list[State] = []  # the level being expanded, visible to workers forked for it
+# the level being expanded, as chunks of states or of pickled states, visible to workers forked for it
+_FRONTIER: list[list[State] | bytes] = []
 
 
 def _init_worker(cfg: Config, symmetry: bool, reduction: bool = False) -> None:
@@ -143,10 +153,42 @@ def _init_worker(cfg: Config, symmetry: bool, reduction: bool = False) -> None:
     _MEMO.clear()
 
 
-def _expand_range(bounds: tuple[int, int]) -> tuple[list[tuple[int, int, State]], tuple | None, int]:
-    """``_expand_chunk`` of ``_FRONTIER[start:end]`` (in a worker forked for this level, the
-    search's settings, level, fingerprints and memo are already in its memory)."""
-    return _expand_chunk(_FRONTIER[bounds[0] : bounds[1]])
+def _expand_range(i: int) -> tuple[list[tuple[int, int, State]], tuple | None, int]:
+    """``_expand_chunk`` of the level's ``i``-th chunk, unpacked if it was packed (in a worker
+    forked for this level, the search's settings, level, fingerprints and memo are already
+    in its memory)."""
+    chunk = _FRONTIER[i]
+    return _expand_chunk(pickle.loads(chunk) if isinstance(chunk, bytes) else chunk)
+
+
+class _Level:
+    """The next level as it is found: chunks of ``CHUNK`` states, each a list or -- once
+    memory runs short -- the list pickled (see "Packed levels")."""
+
+    def __init__(self) -> None:
+        self.chunks: list[list[State] | bytes] = []
+        self.buffer: list[State] = []
+        self.count = 0
+        self.packed = 0  # chunks held pickled
+
+    def add(self, state: State, pack: bool) -> None:
+        self.buffer.append(state)
+        self.count += 1
+        if len(self.buffer) >= CHUNK:
+            self._flush(pack)
+
+    def close(self, pack: bool) -> list[list[State] | bytes]:
+        if self.buffer:
+            self._flush(pack)
+        return self.chunks
+
+    def _flush(self, pack: bool) -> None:
+        if pack:
+            self.chunks.append(pickle.dumps(self.buffer, protocol=pickle.HIGHEST_PROTOCOL))
+            self.packed += 1
+        else:
+            self.chunks.append(self.buffer)
+        self.buffer = []
 
 
 def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tuple | None, int]:
@@ -265,6 +307,11 @@ class _Budget:
         self.peak = 0
         self.next_look = 0.0
 
+    @property
+    def short(self) -> bool:
+        """Memory is running short: pack new levels (see "Packed levels")."""
+        return self.max_memory is not None and self.peak >= self.max_memory * PACK_SHARE
+
     def exceeded(self, pool=None, force: bool = False) -> str | None:
         now = time.perf_counter()
         if self.deadline is not None and now >= self.deadline:
@@ -278,8 +325,8 @@ class _Budget:
         return None
 
 
-def _shared(pool, ranges: list[tuple[int, int]], workers: int) -> Iterator:
-    """The results of ``_expand_range`` over ``ranges`` in order, the search's own process
+def _shared(pool, ranges: list[int], workers: int) -> Iterator:
+    """The results of ``_expand_range`` over the chunks ``ranges`` in order, the search's own process
     taking one range in ``workers`` and the pool's ``workers - 1`` processes the rest: what
     the search expands itself is never pickled, and no third process competes for two
     cores."""
@@ -345,12 +392,14 @@ def check(
     global _SEEN
     parent: dict[int, int] = {hash(root): 0}
     _SEEN = parent
-    frontier = [root]
+    frontier: list[list[State] | bytes] = [[root]]  # the level being expanded, in chunks
+    size = 1  # states in ``frontier``
     depth = 0  # the depth of ``frontier``: every state within ``depth`` steps is in ``parent``
     transitions = 0
     found: tuple | None = None
     complete = True
     stopped_by: str | None = None
+    packed = 0  # chunks of levels held pickled, in all
     meter = _Progress(progress)
     budget = _Budget(started, max_seconds, max_memory)
     collector_was_on = gc.isenabled()
@@ -358,11 +407,11 @@ def check(
     global _FRONTIER
     pool = None
     try:
-        while frontier:
-            nxt: list[State] = []
+        while size:
+            nxt = _Level()
             _FRONTIER = frontier
-            ranges = [(i, i + CHUNK) for i in range(0, len(frontier), CHUNK)]
-            if workers > 1 and len(frontier) > PARALLEL_THRESHOLD:
+            ranges = list(range(len(frontier)))
+            if workers > 1 and size > PARALLEL_THRESHOLD:
                 # forked now, so the workers see this level and everything seen before it
                 pool = mp.get_context("fork").Pool(workers - 1, initializer=_ignore_interrupts)
                 results = _shared(pool, ranges, workers)
@@ -370,15 +419,16 @@ def check(
                 results = map(_expand_range, ranges)
             for children, violation, n in results:
                 transitions += n
+                pack = budget.short
                 for hp, h, c in children:
                     if h not in parent:
                         parent[h] = hp
-                        nxt.append(c)
+                        nxt.add(c, pack)
                 if violation is not None:
                     found = violation
                     break
                 stopped_by = budget.exceeded(pool)
-                meter.tick(depth + 1, len(parent), len(nxt), memory=budget.peak)
+                meter.tick(depth + 1, len(parent), nxt.count, memory=budget.peak)
                 if stopped_by is not None:
                     break
             if pool is not None:
@@ -388,16 +438,17 @@ def check(
                 break
             if max_states is not None and len(parent) >= max_states:
                 stopped_by = "max_states"
-                depth += 1 if nxt else 0  # this level is finished: its successors are all known
+                depth += 1 if nxt.count else 0  # this level is finished: its successors are all known
                 break
-            if nxt:
+            if nxt.count:
                 depth += 1
                 if max_depth is not None and depth >= max_depth:
                     # every state within max_depth steps is in ``parent`` and has been
                     # checked; those at the last level are not expanded
                     stopped_by = "max_depth"
                     break
-            frontier = nxt
+            frontier, size = nxt.close(budget.short), nxt.count
+            packed += nxt.packed
     except KeyboardInterrupt:
         stopped_by = "interrupted"
     finally:
@@ -414,7 +465,7 @@ def check(
     violation = _counterexample(cfg, symmetry, reduction, parent, found, hash(root)) if found else None
     reported_depth = depth + (1 if found else 0)
     # a violation at level depth+1 means every run of at most ``depth`` steps was clean
-    return Result(cfg, symmetry, len(parent), transitions, reported_depth, seconds, violation, complete, workers, reduction, stopped_by, depth, budget.peak)
+    return Result(cfg, symmetry, len(parent), transitions, reported_depth, seconds, violation, complete, workers, reduction, stopped_by, depth, budget.peak, packed)
 
 
 def _key(s: State, cfg: Config, symmetry: bool, reduction: bool) -> State:

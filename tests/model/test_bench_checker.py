@@ -22,3 +22,13 @@ def test_a_bad_worker_list_is_one_clear_error(capsys):
         main(["--workers", "1,two"])
     assert exc.value.code == 2
     assert "--workers takes a number" in capsys.readouterr().err
+
+
+def test_the_benchmark_measures_packed_levels_beside_plain_ones(capsys):
+    assert main(["--configs", "kip320", "--modes", "por,packed", "--max-depth", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith("kip320")]
+    assert [r[1] for r in rows] == ["por", "packed"]
+    assert rows[0][3] == rows[1][3] and rows[0][4] == rows[1][4]  # same states and transitions
+    assert all(r[9] in ("MB", "GB") for r in rows)  # memory measured in each run's own process
+    assert "packed/por: memory x" in out

@@ -122,3 +122,29 @@ def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
         assert p.returncode == 2, args
         assert "Traceback" not in p.stderr and "error" in p.stderr.lower()
         assert p.stderr.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_packed_levels_change_nothing_but_the_memory_they_take(monkeypatch, workers):
+    """Once memory runs short the levels are held pickled: the same states, transitions,
+    order and shortest counterexample as with every level held as objects."""
+    monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(checker, "CHUNK", 50)
+    plenty = 64 * 2**30
+    for name in ("kip320", "design"):
+        cfg = named(name)
+        plain = check(cfg, workers=workers)
+        monkeypatch.setattr(checker, "PACK_SHARE", 0.0)  # short of memory from the start
+        packed = check(cfg, workers=workers, max_memory=plenty)
+        monkeypatch.setattr(checker, "PACK_SHARE", 0.4)
+        assert plain.packed_chunks == 0 and packed.packed_chunks > 10
+        assert (packed.states, packed.transitions, packed.depth) == (plain.states, plain.transitions, plain.depth)
+        if plain.violation is not None:
+            assert [s for s, _ in packed.violation.steps] == [s for s, _ in plain.violation.steps]
+        else:
+            assert packed.holds and plain.holds
+
+
+def test_levels_are_packed_only_once_memory_runs_short():
+    r = check(named("kip320"), max_memory=64 * 2**30)
+    assert r.holds and r.packed_chunks == 0
