@@ -4,7 +4,7 @@
   level where a property breaks, so the path it prints is a shortest one.
 * **Compact.**  Visited states are kept as 64-bit fingerprints (Python's tuple hash, which
   is deterministic for the ints-and-tuples states are made of) with a pointer to the parent's
-  fingerprint; only two BFS levels are held as full states.  The path is rebuilt by replaying
+  fingerprint; only two BFS levels are held as full states (or pickled: "Packed levels").  The path is rebuilt by replaying
   the model from the initial state, choosing at each level the successor with the recorded
   fingerprint -- so every counterexample printed has been re-executed step by step.
 * **Symmetry.**  With ``symmetry=True`` states are reduced to a canonical broker naming
@@ -33,9 +33,11 @@
 * **Packed levels when memory runs short.**  The two levels held as full states are most of
   the memory of a large search (about 1.3 KB a state at three brokers, against 215 bytes
   pickled).  Once the search has used ``PACK_SHARE`` of its memory budget, each new level
-  is kept as pickled chunks of ``CHUNK`` states, unpickled when expanded -- a third more
-  CPU for about a fifth of the memory, bought only by searches that would otherwise stop
-  for memory.  The states, their order and so every result are the same either way.
+  is kept as pickled chunks of ``CHUNK`` states, unpickled when expanded.  Measured
+  (``bench_checker.py --three-brokers --configs kip320 --modes por,packed --max-depth 19``,
+  1,073,150 states): 319 MB against 734 MB in all, 105 s against 94 s -- bought only by
+  searches that would otherwise stop for memory.  The states, their order and so every
+  result are the same either way.
 * **No cycle collector.**  States are trees of tuples and frozen dataclasses -- they hold no
   reference cycles, so reference counting frees everything the search drops -- yet with the
   collector on Python re-scans the two levels of full states held, over and over, as they
@@ -144,7 +146,7 @@ _SEEN: dict[int, int] | set[int] = set()  # the parent map, visible to forked wo
 _MEMO: dict[int, int] = {}
 MEMO_LIMIT = 1 << 20
 # the level being expanded, as chunks of states or of pickled states, visible to workers forked for it
-_FRONTIER: list[list[State] | bytes] = []
+_FRONTIER: list[list[State] | bytes | tuple[bytes, list[int] | None]] = []
 
 
 def _init_worker(cfg: Config, symmetry: bool, reduction: bool = False) -> None:
@@ -158,15 +160,32 @@ def _expand_range(i: int) -> tuple[list[tuple[int, int, State]], tuple | None, i
     forked for this level, the search's settings, level, fingerprints and memo are already
     in its memory)."""
     chunk = _FRONTIER[i]
-    return _expand_chunk(pickle.loads(chunk) if isinstance(chunk, bytes) else chunk)
+    if isinstance(chunk, bytes):
+        return _expand_chunk(pickle.loads(chunk))
+    if isinstance(chunk, tuple):  # a worker's piece, and which of its states the search kept
+        piece, keep = chunk
+        states = pickle.loads(piece)
+        return _expand_chunk(states if keep is None else [states[j] for j in keep])
+    return _expand_chunk(chunk)
+
+
+def _worker_range(i: int) -> tuple[list[tuple[int, int]], bytes, tuple | None, int]:
+    """In a worker: ``_expand_range``, with the new states pickled in one piece beside their
+    (parent, child) fingerprints -- so the search tells new from seen by fingerprint alone,
+    and with packed levels keeps the piece as it came, never unpickling it until the next
+    level is expanded."""
+    out, violation, n = _expand_range(i)
+    piece = pickle.dumps([c for _, _, c in out], protocol=pickle.HIGHEST_PROTOCOL)
+    return [(hp, h) for hp, h, _ in out], piece, violation, n
 
 
 class _Level:
     """The next level as it is found: chunks of ``CHUNK`` states, each a list or -- once
-    memory runs short -- the list pickled (see "Packed levels")."""
+    memory runs short -- the list pickled (see "Packed levels"), or a worker's pickled piece
+    with the indices of its states the search kept."""
 
     def __init__(self) -> None:
-        self.chunks: list[list[State] | bytes] = []
+        self.chunks: list[list[State] | bytes | tuple[bytes, list[int] | None]] = []
         self.buffer: list[State] = []
         self.count = 0
         self.packed = 0  # chunks held pickled
@@ -177,7 +196,22 @@ class _Level:
         if len(self.buffer) >= CHUNK:
             self._flush(pack)
 
-    def close(self, pack: bool) -> list[list[State] | bytes]:
+    def add_piece(self, piece: bytes, keep: list[int] | None, kept: int, pack: bool) -> None:
+        """A worker's new states, pickled in one piece, of which the indices ``keep`` (None:
+        all, ``kept`` of them) were new to the search too.  Packed, the piece is kept as it
+        is (after the states before it, so the level's order is the same either way)."""
+        if not pack:
+            states = pickle.loads(piece)
+            for j in range(len(states)) if keep is None else keep:
+                self.add(states[j], False)
+            return
+        if self.buffer:
+            self._flush(True)
+        self.chunks.append((piece, keep))
+        self.count += kept
+        self.packed += 1
+
+    def close(self, pack: bool) -> list[list[State] | bytes | tuple[bytes, list[int] | None]]:
         if self.buffer:
             self._flush(pack)
         return self.chunks
@@ -305,6 +339,7 @@ class _Budget:
         self.deadline = None if max_seconds is None else started + max_seconds
         self.max_memory = max_memory
         self.peak = 0
+        self.used = 0  # the latest measurement
         self.next_look = 0.0
 
     @property
@@ -318,7 +353,7 @@ class _Budget:
             return "max_seconds"
         if self.max_memory is not None and (force or now >= self.next_look):
             self.next_look = now + self.MEMORY_EVERY
-            used = search_memory(pool)
+            self.used = used = search_memory(pool)
             self.peak = max(self.peak, used)
             if used >= self.max_memory:
                 return "max_memory"
@@ -326,13 +361,26 @@ class _Budget:
 
 
 def _shared(pool, ranges: list[int], workers: int) -> Iterator:
-    """The results of ``_expand_range`` over the chunks ``ranges`` in order, the search's own process
-    taking one range in ``workers`` and the pool's ``workers - 1`` processes the rest: what
+    """The results of expanding the chunks ``ranges`` in order, the search's own process
+    taking one chunk in ``workers`` and the pool's ``workers - 1`` processes the rest: what
     the search expands itself is never pickled, and no third process competes for two
-    cores."""
-    theirs = pool.imap(_expand_range, [r for i, r in enumerate(ranges) if i % workers])
+    cores.  Each result is (found, piece, violation, transitions): ``found`` the (parent,
+    child, state) triples and ``piece`` None for the search's own chunks, the (parent, child)
+    fingerprints and the states pickled in one piece for a worker's (``_worker_range``)."""
+    theirs = pool.imap(_worker_range, [r for i, r in enumerate(ranges) if i % workers])
     for i in range(len(ranges)):
-        yield _expand_range(ranges[i]) if i % workers == 0 else next(theirs)
+        if i % workers == 0:
+            found, violation, n = _expand_range(ranges[i])
+            yield found, None, violation, n
+        else:
+            yield next(theirs)
+
+
+def _own(ranges: list[int]) -> Iterator:
+    """``_shared``'s results with no workers: every chunk expanded by the search itself."""
+    for i in ranges:
+        found, violation, n = _expand_range(i)
+        yield found, None, violation, n
 
 
 class _Progress:
@@ -356,7 +404,7 @@ class _Progress:
             return
         now = time.monotonic()
         rate = states / max(now - self.start, 1e-9)
-        mem = f"  {size_text(memory):>8}" if memory else ""
+        mem = f"  peak {size_text(memory)}" if memory else ""
         self.out(f"  done: every run of up to {checked_depth} steps tried  states {states:>10,}  {rate:>9,.0f} states/s{mem}")
 
 
@@ -392,7 +440,7 @@ def check(
     global _SEEN
     parent: dict[int, int] = {hash(root): 0}
     _SEEN = parent
-    frontier: list[list[State] | bytes] = [[root]]  # the level being expanded, in chunks
+    frontier: list = [[root]]  # the level being expanded, in chunks
     size = 1  # states in ``frontier``
     depth = 0  # the depth of ``frontier``: every state within ``depth`` steps is in ``parent``
     transitions = 0
@@ -416,19 +464,28 @@ def check(
                 pool = mp.get_context("fork").Pool(workers - 1, initializer=_ignore_interrupts)
                 results = _shared(pool, ranges, workers)
             else:
-                results = map(_expand_range, ranges)
-            for children, violation, n in results:
+                results = _own(ranges)
+            for found_here, piece, violation, n in results:
                 transitions += n
                 pack = budget.short
-                for hp, h, c in children:
-                    if h not in parent:
-                        parent[h] = hp
-                        nxt.add(c, pack)
+                if piece is None:  # expanded here: (parent fp, fp, state)
+                    for hp, h, c in found_here:
+                        if h not in parent:
+                            parent[h] = hp
+                            nxt.add(c, pack)
+                else:  # by a worker: (parent fp, fp), and the states in one pickled piece
+                    keep = []
+                    for j, (hp, h) in enumerate(found_here):
+                        if h not in parent:
+                            parent[h] = hp
+                            keep.append(j)
+                    if keep:
+                        nxt.add_piece(piece, None if len(keep) == len(found_here) else keep, len(keep), pack)
                 if violation is not None:
                     found = violation
                     break
                 stopped_by = budget.exceeded(pool)
-                meter.tick(depth + 1, len(parent), nxt.count, memory=budget.peak)
+                meter.tick(depth + 1, len(parent), nxt.count, memory=budget.used)
                 if stopped_by is not None:
                     break
             if pool is not None:
