@@ -31,7 +31,8 @@ import sys
 import time
 
 import model.checker as checker
-from model.checker import check, size_text
+from model.budget import size_text
+from model.checker import check
 from model.config import NAMED, named
 from model.three_brokers import THREE_BROKERS
 
@@ -41,14 +42,21 @@ NO_LIMIT = 1 << 50  # a memory "budget" no search reaches: it only makes the sea
 
 
 def _measured(conn, cfg, mode: str, workers: int, budget: int | None, max_depth: int | None) -> None:
-    """In a fresh process: one search, its result sent back (memory measured by the checker)."""
+    """In a fresh process: one search; what the table shows of it is sent back (memory as
+    the checker measured it)."""
     symmetry, reduction, packed = MODES[mode]
     if packed:
         checker.PACK_SHARE = 0.0
     t0 = time.perf_counter()
     r = check(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth, max_memory=NO_LIMIT)
-    r.violation = r.violation and r.violation.property  # the property is all the table shows
-    conn.send((r, time.perf_counter() - t0))
+    wall = time.perf_counter() - t0
+    if r.violation:
+        verdict = "violation: " + r.violation.property
+    elif r.stopped_by == "max_depth":
+        verdict = f"none within {r.depth} steps"
+    else:
+        verdict = "holds" if r.complete else "INCOMPLETE"
+    conn.send({"states": r.states, "transitions": r.transitions, "depth": r.depth, "seconds": wall, "memory": r.peak_memory, "verdict": verdict})
     conn.close()
 
 
@@ -58,15 +66,9 @@ def run_one(name: str, mode: str, workers: int, budget: int | None, overrides: d
     theirs, ours = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_measured, args=(ours, cfg, mode, workers, budget, max_depth))
     proc.start()
-    r, wall = theirs.recv()
+    row = theirs.recv()
     proc.join()
-    if r.violation:
-        verdict = "violation: " + r.violation
-    elif r.stopped_by == "max_depth":
-        verdict = f"none within {r.depth} steps"
-    else:
-        verdict = "holds" if r.complete else "INCOMPLETE"
-    return {"config": cfg.describe(), "name": name, "mode": mode, "states": r.states, "transitions": r.transitions, "depth": r.depth, "seconds": wall, "rate": r.states / wall if wall else 0.0, "memory": r.peak_memory, "verdict": verdict}
+    return {"config": cfg.describe(), "name": name, "mode": mode, "rate": row["states"] / row["seconds"] if row["seconds"] else 0.0, **row}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@
   level where a property breaks, so the path it prints is a shortest one.
 * **Compact.**  Visited states are kept as 64-bit fingerprints (Python's tuple hash, which
   is deterministic for the ints-and-tuples states are made of) with a pointer to the parent's
-  fingerprint; only two BFS levels are held as full states (or pickled: "Packed levels").  The path is rebuilt by replaying
+  fingerprint; only two BFS levels are held as full states (or pickled: "Packed levels").
+  The path is rebuilt by replaying
   the model from the initial state, choosing at each level the successor with the recorded
   fingerprint -- so every counterexample printed has been re-executed step by step.
 * **Symmetry.**  With ``symmetry=True`` states are reduced to a canonical broker naming
@@ -34,8 +35,7 @@
   has been tried, the one honest statement an unfinished breadth-first search can make.
   Otherwise the kernel's out-of-memory killer ends it after an hour with nothing to show.
 * **Packed levels when memory runs short.**  The two levels held as full states are most of
-  the memory of a large search (about 1.3 KB a state at three brokers, against 215 bytes
-  pickled).  Once the search has used ``PACK_SHARE`` of its memory budget, each new level
+  the memory of a large search.  Once the search has used ``PACK_SHARE`` of its memory budget, each new level
   is kept as pickled chunks of ``CHUNK`` states, unpickled when expanded.  Measured
   (``bench_checker.py --three-brokers --configs kip320 --modes por,packed --max-depth 19``,
   1,073,150 states, one core): 320 MB against 735 MB in all, 113 s against 106 s -- bought only by
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import gc
 import multiprocessing as mp
-import os
 import pickle
 import signal
 import time
@@ -60,6 +59,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from model.actions import Step, successors
+from model.budget import Budget, size_text
 from model.config import Config
 from model.reduction import free_step, normal_form
 from model.render import describe, state_text
@@ -72,15 +72,6 @@ from properties import (
     state_violation,
     transition_violation,
 )
-
-STOPS = {
-    "max_states": "--max-states",
-    "max_depth": "--max-depth",
-    "max_seconds": "--max-seconds",
-    "max_memory": "--max-memory",
-    "interrupted": "Ctrl-C",
-}
-"""Why a search may stop before it has seen every reachable state, and what stopped it."""
 
 PARALLEL_THRESHOLD = 4000  # frontier size above which worker processes expand it
 CHUNK = 500
@@ -119,10 +110,11 @@ class Result:
     depth: int
     seconds: float
     violation: Violation | None = None
-    complete: bool = True  # False when stopped by max_states or max_depth
+    complete: bool = True  # False when cut short (``stopped_by``)
     workers: int = 1
     reduction: bool = False  # partial-order reduction (model.reduction) was on
-    # why the search was cut short: one of STOPS, or None when it ran to the end
+    # why the search was cut short -- "max_states", "max_depth", "max_seconds", "max_memory"
+    # or "interrupted" (Ctrl-C) -- or None when it ran to the end
     stopped_by: str | None = None
     # every run of at most this many steps has been tried (all of them, when complete)
     checked_depth: int = 0
@@ -288,81 +280,6 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _pss(pid: int) -> int | None:
-    """The proportional set size of process ``pid`` in bytes: its private memory plus its
-    share of pages it shares (a forked worker shares the level it reads with the search, so
-    adding up resident sizes would count those pages twice).  None where /proc cannot say."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def search_memory(pool=None) -> int:
-    """Bytes of memory the search uses now: its own process and its worker processes (by
-    proportional set size), or this process's resident size where /proc has no
-    ``smaps_rollup``."""
-    own = _pss(os.getpid())
-    if own is None:
-        try:
-            with open("/proc/self/statm") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            import resource
-
-            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    workers = [] if pool is None else [p.pid for p in getattr(pool, "_pool", []) if p.pid]
-    return own + sum(_pss(pid) or 0 for pid in workers)
-
-
-def size_text(n: int) -> str:
-    """Bytes as a person reads them: ``734 MB``, ``16.2 GB``."""
-    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
-
-
-def machine_memory() -> int | None:
-    """Bytes of physical memory on this machine, or None where it cannot be read."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (OSError, ValueError):
-        return None
-
-
-class _Budget:
-    """Time and memory limits, looked at between chunks of a level.  Memory is read at most
-    every ``MEMORY_EVERY`` seconds (reading it walks the page tables of each process)."""
-
-    MEMORY_EVERY = 1.0
-
-    def __init__(self, started: float, max_seconds: float | None, max_memory: int | None) -> None:
-        self.deadline = None if max_seconds is None else started + max_seconds
-        self.max_memory = max_memory
-        self.peak = 0
-        self.used = 0  # the latest measurement
-        self.next_look = 0.0
-
-    @property
-    def short(self) -> bool:
-        """Memory is running short: pack new levels (see "Packed levels")."""
-        return self.max_memory is not None and self.peak >= self.max_memory * PACK_SHARE
-
-    def exceeded(self, pool=None, force: bool = False) -> str | None:
-        now = time.perf_counter()
-        if self.deadline is not None and now >= self.deadline:
-            return "max_seconds"
-        if self.max_memory is not None and (force or now >= self.next_look):
-            self.next_look = now + self.MEMORY_EVERY
-            self.used = used = search_memory(pool)
-            self.peak = max(self.peak, used)
-            if used >= self.max_memory:
-                return "max_memory"
-        return None
-
-
 def _shared(pool, ranges: list[int], workers: int) -> Iterator:
     """The results of expanding the chunks ``ranges`` in order, the search's own process
     taking one chunk in ``workers`` and the pool's ``workers - 1`` processes the rest: what
@@ -392,9 +309,9 @@ class _Progress:
         self.last = time.monotonic()
         self.start = self.last
 
-    def tick(self, depth: int, states: int, frontier: int, force: bool = False, memory: int = 0) -> None:
+    def tick(self, depth: int, states: int, frontier: int, memory: int = 0) -> None:
         now = time.monotonic()
-        if self.out is None or (not force and now - self.last < 2.0):
+        if self.out is None or now - self.last < 2.0:
             return
         self.last = now
         rate = states / max(now - self.start, 1e-9)
@@ -430,7 +347,7 @@ def check(
     A depth bound is the one honest statement a search too large to finish can make: "no
     run of at most ``max_depth`` steps breaks a property" (breadth-first, every such run
     has been tried) -- reported as incomplete, never as the property holding.  A search
-    stopped by ``max_seconds``, ``max_memory`` (bytes; see ``search_memory``) or Ctrl-C
+    stopped by ``max_seconds``, ``max_memory`` (bytes; see ``model.budget.search_memory``) or Ctrl-C
     makes the same statement for ``Result.checked_depth``, the deepest level it finished."""
     started = time.perf_counter()
     _init_worker(cfg, symmetry, reduction)
@@ -448,11 +365,10 @@ def check(
     depth = 0  # the depth of ``frontier``: every state within ``depth`` steps is in ``parent``
     transitions = 0
     found: tuple | None = None
-    complete = True
     stopped_by: str | None = None
     packed = 0  # chunks of levels held pickled, in all
     meter = _Progress(progress)
-    budget = _Budget(started, max_seconds, max_memory)
+    budget = Budget(started, max_seconds, max_memory)
     collector_was_on = gc.isenabled()
     gc.disable()  # (see "No cycle collector"; forked workers inherit it)
     global _FRONTIER
@@ -470,7 +386,7 @@ def check(
                 results = _own(ranges)
             for found_here, piece, violation, n in results:
                 transitions += n
-                pack = budget.short
+                pack = budget.short(PACK_SHARE)
                 if piece is None:  # expanded here: (parent fp, fp, state)
                     for hp, h, c in found_here:
                         if h not in parent:
@@ -507,7 +423,7 @@ def check(
                     # checked; those at the last level are not expanded
                     stopped_by = "max_depth"
                     break
-            frontier, size = nxt.close(budget.short), nxt.count
+            frontier, size = nxt.close(budget.short(PACK_SHARE)), nxt.count
             packed += nxt.packed
     except KeyboardInterrupt:
         stopped_by = "interrupted"

@@ -13,8 +13,18 @@ import json
 import sys
 from typing import Any
 
-from model.checker import STOPS, Result, check, machine_memory, size_text
+from model.budget import machine_memory, size_text
+from model.checker import Result, check
 from model.config import NAMED, named
+
+STOPPED_BY = {
+    "max_states": "--max-states",
+    "max_depth": "--max-depth",
+    "max_seconds": "--max-seconds",
+    "max_memory": "--max-memory",
+    "interrupted": "Ctrl-C",
+}
+"""What cut a search short (``Result.stopped_by``), as the user knows it."""
 
 
 def _positive(text: str) -> int:
@@ -158,12 +168,11 @@ def run(args: argparse.Namespace) -> int:
         results.append(r)
         if not r.holds:
             status = max(status, 1)
-        if r.stopped_by == "interrupted":
-            status = 130
         if not args.json:
             print(summary(r))
             print()
         if r.stopped_by == "interrupted":
+            status = 130
             break  # Ctrl-C ends the whole command, after reporting the search it cut short
     if args.json:
         print(json.dumps([result_json(r) for r in results] if len(results) > 1 else result_json(results[0]), indent=2))
@@ -180,7 +189,7 @@ def summary(r: Result) -> str:
     if not r.complete:
         memory = f", {size_text(r.peak_memory)} used at most" if r.peak_memory else ""
         return (
-            f"{head}\nINCONCLUSIVE: stopped by {STOPS[r.stopped_by or 'max_states']}{memory}; "
+            f"{head}\nINCONCLUSIVE: stopped by {STOPPED_BY[r.stopped_by or 'max_states']}{memory}; "
             f"no violation within {r.checked_depth} steps (every run that long was tried), "
             f"none found so far deeper\n{stats}"
         )

@@ -241,7 +241,7 @@ def test_three_brokers_kip320_exhausts_with_every_property_holding():
     (README, "Three-broker searches"), so likely more memory than the machine's 24 GB: this
     test stops at 85% of it and fails saying how deep it checked.  CI runs the same search bounded at 20
     steps (tests/model/test_history.py)."""
-    from model.checker import machine_memory
+    from model.budget import machine_memory
     from model.three_brokers import three_brokers
 
     budget = int((machine_memory() or 2**34) * 0.85)  # stop and say so, rather than be killed

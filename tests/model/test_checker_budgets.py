@@ -21,7 +21,8 @@ import pytest
 
 import model.checker as checker
 from impl.cli import main
-from model.checker import check, search_memory
+from model.budget import search_memory
+from model.checker import check
 from model.config import named
 from model.three_brokers import three_brokers
 
