@@ -120,6 +120,7 @@ class Result:
     checked_depth: int = 0
     peak_memory: int = 0  # bytes: the largest memory the search was measured using (0: not measured)
     packed_chunks: int = 0  # chunks of levels held pickled because memory ran short (0: none)
+    native: bool = False  # found by the compiled search (model.native)
 
     @property
     def holds(self) -> bool:
@@ -459,21 +460,33 @@ def _counterexample(cfg: Config, symmetry: bool, reduction: bool, parent: dict[i
     while chain[-1] != root_fp:
         chain.append(parent[chain[-1]])
     chain.reverse()  # root_fp ... hp
+
+    def key(y: State) -> int:
+        return hash(_key(y, cfg, symmetry, reduction))
+
+    return replay_path(cfg, chain[1:], key(bad_child), key)
+
+
+def replay_path(cfg: Config, chain: list[int], target: int, key: Callable[[State], int]) -> Violation:
+    """The counterexample a search found, re-executed through the model: from the initial
+    state, take at each level the successor whose ``key`` (the fingerprint the search stored)
+    is the next of ``chain``, then the step to a state with key ``target`` that breaks a
+    property.  So every counterexample printed is a run of ``model.actions``, whichever
+    search found it (this one, or the native one of ``model.native``)."""
     x = initial(cfg)
     states = [x]
     steps: list[tuple[Step, str]] = []
-    for h in chain[1:]:
+    for h in chain:
         for step, y in successors(x, cfg):
-            if hash(_key(y, cfg, symmetry, reduction)) == h:
+            if key(y) == h:
                 steps.append((step, describe(step, x, y)))
                 x = y
                 states.append(y)
                 break
         else:  # pragma: no cover - would mean the model is not deterministic
             raise RuntimeError("counterexample replay diverged from the search")
-    target = hash(_key(bad_child, cfg, symmetry, reduction))
     for step, y in successors(x, cfg):
-        if hash(_key(y, cfg, symmetry, reduction)) == target:
+        if key(y) == target:
             bad = first_violation(x, y)
             if bad is not None:
                 steps.append((step, describe(step, x, y)))

@@ -1,0 +1,224 @@
+"""The native search is held to the Python model: same encoding order, same successors,
+same searches, same counterexamples (``model.native``; ``model/native/search.c``).
+
+The strongest check is on whole state spaces: the states the native search reaches form a
+set that contains the initial state and is closed under the *Python* model's expansion
+(every successor the model computes for each of them is in it), so it holds every state the
+Python search reaches -- and it is exactly as large as the Python search's, so the two sets
+are equal.  On every one of those states the native expansion (its successors, in order, and
+the property verdict) is the Python one.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+
+from model.checker import _key, check, replay
+from model.config import named
+from model.native import (
+    NativeUnavailable,
+    binary,
+    check_native,
+    decode,
+    encode,
+    fingerprint,
+    key_bytes,
+    native_expansions,
+    unsupported,
+)
+from model.reduction import free_step
+from model.state import initial
+from model.three_brokers import three_brokers
+from properties import state_violation
+from model.actions import successors
+
+
+def _python_expansion(s, cfg, symmetry: bool, reduction: bool):
+    """How ``model.checker`` expands a state: its free step alone, or every successor."""
+    own = key_bytes(s, cfg, symmetry, reduction)
+    bad = state_violation(s) is not None
+    pair = free_step(s, cfg) if reduction else None
+    if pair is not None:
+        return own, bad, "free", [key_bytes(pair[1], cfg, symmetry, reduction)]
+    return own, bad, "all", [key_bytes(t, cfg, symmetry, reduction) for _, t in successors(s, cfg)]
+
+
+def _reached(cfg, tmp_path, **kw) -> tuple[list[bytes], object]:
+    dump = tmp_path / "states.hex"
+    r = check_native(cfg, dump=dump, **kw)
+    return [bytes.fromhex(line) for line in dump.read_text().split()], r
+
+
+# -- the encoding ---------------------------------------------------------------------
+
+
+def test_the_encoding_orders_states_exactly_as_python_orders_the_tuples(tmp_path):
+    states, _ = _reached(three_brokers("kip320"), tmp_path, reduction=True, max_depth=9)
+    decoded = [decode(e) for e in states]
+    rng = random.Random(7)
+    for _ in range(20000):
+        a, b = rng.sample(range(len(states)), 2)
+        assert (states[a] < states[b]) == (decoded[a] < decoded[b])
+    assert all(encode(s) == e for s, e in zip(decoded, states, strict=True))
+
+
+def test_decode_inverts_encode_for_every_state_field():
+    cfg = named("zombie")
+    s = initial(cfg)
+    assert decode(encode(s)) == s
+    for _, t in successors(s, cfg):
+        assert decode(encode(t)) == t
+
+
+def test_the_fingerprint_is_the_native_ones():
+    """The native search reports its path as fingerprints; Python computes the same ones."""
+    r = check_native(named("design"))
+    assert r.violation is not None  # replayed by fingerprint: equal functions or no replay
+    assert fingerprint(b"") != fingerprint(b"\x00") and fingerprint(bytes(9)) != fingerprint(bytes(8))
+
+
+# -- successors, state by state, and whole state spaces --------------------------------
+
+FULL_SPACES = [
+    ("kip320", True, True),
+    ("kip320", True, False),
+    ("kip320", False, True),
+    ("zombie", True, True),
+    ("kip101", True, False),
+]
+
+
+@pytest.mark.parametrize(("name", "symmetry", "reduction"), FULL_SPACES)
+def test_the_native_state_space_is_the_models(tmp_path, name, symmetry, reduction):
+    cfg = named(name)
+    states, r = _reached(cfg, tmp_path, symmetry=symmetry, reduction=reduction)
+    assert r.holds
+    python = check(cfg, symmetry=symmetry, reduction=reduction)
+    assert (r.states, r.transitions, r.depth) == (python.states, python.transitions, python.depth) == (len(states), r.transitions, r.depth)
+    reached = set(states)
+    native = native_expansions(cfg, states, symmetry, reduction)
+    for enc, got in zip(states, native, strict=True):
+        want = _python_expansion(decode(enc), cfg, symmetry, reduction)
+        assert got == want, decode(enc)
+        assert set(want[3]) <= reached  # closed under the model's own successors
+
+
+@pytest.mark.parametrize("name", ["design", "unclean"])
+def test_native_expansions_match_the_model_where_a_property_breaks(tmp_path, name):
+    cfg = named(name)
+    for reduction in (False, True):
+        states, r = _reached(cfg, tmp_path, reduction=reduction)
+        native = native_expansions(cfg, states, reduction=reduction)
+        for enc, got in zip(states, native, strict=True):
+            assert got == _python_expansion(decode(enc), cfg, True, reduction)
+
+
+def test_native_expansions_match_the_model_on_a_sample_of_three_broker_states(tmp_path):
+    cfg = three_brokers("kip320")
+    states, r = _reached(cfg, tmp_path, reduction=True, max_depth=14)
+    assert r.states == check(cfg, reduction=True, max_depth=14).states
+    sample = random.Random(11).sample(states, 1500)
+    for reduction in (True, False):
+        native = native_expansions(cfg, sample, reduction=reduction)
+        for enc, got in zip(sample, native, strict=True):
+            assert got == _python_expansion(decode(enc), cfg, True, reduction)
+
+
+def test_kip101_and_kip279_at_three_brokers_expand_alike_on_a_sample(tmp_path):
+    for name in ("kip101", "kip279", "design"):
+        cfg = three_brokers(name)
+        states, _ = _reached(cfg, tmp_path, max_depth=9)
+        sample = random.Random(5).sample(states, min(600, len(states)))
+        for enc, got in zip(sample, native_expansions(cfg, sample), strict=True):
+            assert got == _python_expansion(decode(enc), cfg, True, False)
+
+
+# -- searches -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["design", "unclean", "kip320", "zombie"])
+@pytest.mark.parametrize("reduction", [False, True])
+def test_native_and_python_searches_agree(name, reduction):
+    cfg = named(name)
+    a, b = check(cfg, reduction=reduction), check_native(cfg, reduction=reduction)
+    assert (b.states, b.transitions, b.depth, b.checked_depth, b.holds) == (a.states, a.transitions, a.depth, a.checked_depth, a.holds)
+    assert b.native and not a.native
+    if a.violation is not None:
+        assert b.violation is not None
+        assert [s for s, _ in b.violation.steps] == [s for s, _ in a.violation.steps]
+        assert (b.violation.property, b.violation.label) == (a.violation.property, a.violation.label)
+
+
+def test_a_native_counterexample_replays_through_the_model():
+    cfg = named("design")
+    v = check_native(cfg).violation
+    assert v is not None and v.property == "committed_durable" and len(v.steps) == 11
+    assert replay(cfg, [s for s, _ in v.steps]) == v.states
+
+
+def test_two_threads_find_what_one_finds():
+    for cfg in (three_brokers("kip320"), named("design")):
+        one = check_native(cfg, reduction=True, max_depth=16)
+        two = check_native(cfg, reduction=True, max_depth=16, workers=2)
+        assert (one.states, one.transitions, one.depth) == (two.states, two.transitions, two.depth)
+        if one.violation:
+            assert [s for s, _ in one.violation.steps] == [s for s, _ in two.violation.steps]
+
+
+def test_the_pinned_three_broker_count_within_twenty_steps():
+    """The Python checker's pinned figure (tests/model/test_history.py, slow there)."""
+    r = check_native(three_brokers("kip320"), reduction=True, max_depth=20, workers=2)
+    assert (r.states, r.checked_depth, r.violation) == (1475890, 20, None)
+
+
+def test_budgets_stop_a_native_search_with_the_depth_checked():
+    cfg = three_brokers("kip320")
+    r = check_native(cfg, reduction=True, max_states=50_000)
+    assert r.stopped_by == "max_states" and not r.complete and r.states >= 50_000
+    r = check_native(cfg, reduction=True, max_seconds=0.5)
+    assert r.stopped_by == "max_seconds" and not r.holds and r.checked_depth > 5
+    bounded = check_native(cfg, reduction=True, max_depth=r.checked_depth)
+    assert bounded.violation is None and bounded.states <= r.states
+
+
+# -- what it does not support, and when it cannot run ----------------------------------
+
+
+def test_unsupported_configurations_are_named():
+    assert unsupported(named("kip320")) is None
+    assert "one partition" in unsupported(named("kip320", partitions=2))
+    assert "reassignments" in unsupported(named("kip320", reassignments=1))
+    with pytest.raises(NativeUnavailable, match="one partition"):
+        check_native(named("kip320", partitions=2))
+
+
+def test_the_command_line_says_what_native_cannot_do_in_one_line():
+    p = subprocess.run([sys.executable, "-m", "impl.cli", "check", "--config", "kip320", "--partitions", "2", "--native"], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "--native: the native search supports one partition only" in p.stderr
+
+
+def test_without_a_compiler_the_error_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("EPOCHAL_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "no-such-compiler")
+    with pytest.raises(NativeUnavailable, match="needs a C compiler"):
+        binary()
+
+
+def test_the_binary_is_built_once_and_reused(monkeypatch, tmp_path):
+    monkeypatch.setenv("EPOCHAL_CACHE", str(tmp_path))
+    first = binary()
+    stamp = first.stat().st_mtime_ns
+    assert binary() == first and first.stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no build leftovers
+
+
+def test_the_key_is_the_python_checkers_key():
+    cfg = named("kip320")
+    s = initial(cfg)
+    for _, t in successors(s, cfg):
+        assert decode(key_bytes(t, cfg, True, True)) == _key(t, cfg, True, True)
