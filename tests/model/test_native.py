@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from model.actions import successors
 from model.checker import _key, check, replay
 from model.config import named
 from model.native import (
@@ -34,7 +35,6 @@ from model.reduction import free_step
 from model.state import initial
 from model.three_brokers import three_brokers
 from properties import state_violation
-from model.actions import successors
 
 
 def _python_expansion(s, cfg, symmetry: bool, reduction: bool):
