@@ -7,13 +7,17 @@ one run.
     .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por,sym
     .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por --workers 1,2 --max-depth 17
     .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por,packed --workers 2 --max-depth 21
+    .venv/bin/python bench/bench_checker.py --three-brokers --configs kip320 --modes por,native --workers 1,2 --max-depth 20
 
 Prints distinct states, transitions, depth, wall time and states/s per run, and the ratios
 of states and time of the plain symmetry-reduced search to the other modes.  Modes: ``sym``
 symmetry reduction (the checker's default), ``nosym`` none, ``por`` symmetry plus the
 partial-order reduction of ``model.reduction`` (whose state counts are those of the reduced
 graph), ``packed`` the same with every level held pickled from the start (what the
-checker does once a search has used ``PACK_SHARE`` of its memory budget).  Each run goes
+checker does once a search has used ``PACK_SHARE`` of its memory budget), ``native`` and
+``natsym`` the compiled search of ``model.native`` (``epochal check --native``) as ``por``
+and as ``sym`` -- the same states and transitions, so the ratio line compares their times
+(``native/por``, ``natsym/sym``).  Each run goes
 in a fresh process, so the memory column (the most the search used, workers included) is
 its own.  ``--three-brokers`` runs at ``model.three_brokers.THREE_BROKERS`` (3 brokers, 2
 records, max epoch 3, 2 crashes), where Kafka's later bugs live.  Runs that would exceed
@@ -34,10 +38,12 @@ import model.checker as checker
 from model.budget import size_text
 from model.checker import check
 from model.config import NAMED, named
+from model.native import check_native
 from model.three_brokers import THREE_BROKERS
 
 # mode -> (symmetry, reduction, levels packed from the start)
-MODES = {"sym": (True, False, False), "nosym": (False, False, False), "por": (True, True, False), "packed": (True, True, True)}
+MODES = {"sym": (True, False, False), "nosym": (False, False, False), "por": (True, True, False), "packed": (True, True, True), "native": (True, True, False), "natsym": (True, False, False)}
+NATIVE = {"native": "por", "natsym": "sym"}  # a native mode -> the Python mode it is compared with
 NO_LIMIT = 1 << 50  # a memory "budget" no search reaches: it only makes the search measure itself
 
 
@@ -47,8 +53,9 @@ def _measured(conn, cfg, mode: str, workers: int, budget: int | None, max_depth:
     symmetry, reduction, packed = MODES[mode]
     if packed:
         checker.PACK_SHARE = 0.0
+    search = check_native if mode in NATIVE else check
     t0 = time.perf_counter()
-    r = check(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth, max_memory=NO_LIMIT)
+    r = search(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth, max_memory=NO_LIMIT)
     wall = time.perf_counter() - t0
     if r.violation:
         verdict = "violation: " + r.violation.property
@@ -77,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", default="1", help="worker count, or a comma list to compare (e.g. 1,2)")
     ap.add_argument("--max-depth", type=int, help="stop every run after this many steps")
     ap.add_argument("--budget-states", type=int, default=3_000_000)
-    ap.add_argument("--modes", default="sym,nosym,por", help="comma list of sym, nosym, por, packed (default: sym,nosym,por)")
+    ap.add_argument("--modes", default="sym,nosym,por", help="comma list of sym, nosym, por, packed, native, natsym (default: sym,nosym,por)")
     ap.add_argument("--brokers", type=int)
     ap.add_argument("--max-crashes", type=int)
     ap.add_argument("--three-brokers", action="store_true", help="the three-broker bounds of model.three_brokers")
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = list(speedups)
         base = rows.get("sym")
         for mode, row in rows.items():
-            if base is None or mode == "sym":
+            if base is None or mode == "sym" or mode in NATIVE:
                 continue
             if "INCOMPLETE" in (base["verdict"], row["verdict"]):  # a capped count is no measurement
                 ratios.append(f"{mode}/sym: n/a (a run stopped at --budget-states)")
@@ -120,6 +127,13 @@ def main(argv: list[str] | None = None) -> int:
         if "packed" in rows and "por" in rows and rows["packed"]["states"] == rows["por"]["states"]:
             por, packed = rows["por"], rows["packed"]
             ratios.append(f"packed/por: memory x{packed['memory'] / max(por['memory'], 1):.2f}, time x{packed['seconds'] / max(por['seconds'], 1e-9):.2f}")
+        for mode, python in NATIVE.items():
+            if mode in rows and python in rows:
+                n, p = rows[mode], rows[python]
+                if (n["states"], n["transitions"]) != (p["states"], p["transitions"]):
+                    ratios.append(f"{mode}/{python}: DIFFERENT state spaces ({n['states']:,} against {p['states']:,} states)")
+                else:
+                    ratios.append(f"{mode}/{python}: same states and transitions, time x{n['seconds'] / max(p['seconds'], 1e-9):.3f} (x{p['seconds'] / max(n['seconds'], 1e-9):.0f} faster)")
         config = next(iter(rows.values()))["config"]
         print(f"{'':8s} {'; '.join(ratios) or 'no ratio'}   [{config}]", flush=True)
     return 0

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1568,6 +1569,50 @@ static void level_add(Level *l, const u8 *enc, int n) {
     l->count++;
 }
 
+/* A whole level lives in a file of the work directory: written once, in order, as it is
+ * found, and read back through a read-only mapping while it is expanded -- so a level costs
+ * page cache the kernel can drop, not memory of the search.  Only the seen-set (8 bytes a
+ * state) stays in memory. */
+typedef struct {
+    FILE *f;
+    char path[4096];
+    const u8 *map;
+    size_t len;
+    uint64_t count;
+} DiskLevel;
+
+static void dl_open(DiskLevel *l, const char *dir, long depth) {
+    memset(l, 0, sizeof *l);
+    snprintf(l->path, sizeof l->path, "%s/states-%ld", dir, depth);
+    l->f = fopen(l->path, "w+b");
+    if (!l->f) die("cannot write to the work directory");
+    setvbuf(l->f, NULL, _IOFBF, 1 << 20);
+}
+
+static void dl_add(DiskLevel *l, const u8 *enc, int n) {
+    u8 hdr[2] = {(u8)(n & 0xff), (u8)(n >> 8)};
+    if (fwrite(hdr, 1, 2, l->f) != 2 || fwrite(enc, 1, (size_t)n, l->f) != (size_t)n)
+        die("cannot write a level to the work directory (disk full?)");
+    l->len += (size_t)n + 2;
+    l->count++;
+}
+
+static void dl_map(DiskLevel *l) {
+    if (fflush(l->f) != 0) die("cannot write a level to the work directory (disk full?)");
+    if (!l->len) return;
+    void *m = mmap(NULL, l->len, PROT_READ, MAP_PRIVATE, fileno(l->f), 0);
+    if (m == MAP_FAILED) die("cannot map a level back from the work directory");
+    madvise(m, l->len, MADV_SEQUENTIAL);
+    l->map = m;
+}
+
+static void dl_close(DiskLevel *l) {
+    if (l->map) munmap((void *)l->map, l->len);
+    if (l->f) fclose(l->f);
+    unlink(l->path);
+    memset(l, 0, sizeof *l);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Expanding a batch of states on several threads; merging in order on the main thread
  * ------------------------------------------------------------------------------------- */
@@ -1588,7 +1633,7 @@ typedef struct {
 
 typedef struct {
     Task *task;
-    const Level *level;
+    const u8 *level;
     const Expanding *x;
     uint64_t parent;
     uint64_t parent_fp;
@@ -1631,13 +1676,13 @@ static void on_successor(void *vctx, const S *t) {
     task_out(task, ctx->parent, fp, enc, n);
 }
 
-static void expand_task(Task *task, const Level *level) {
+static void expand_task(Task *task, const u8 *level) {
     size_t at = task->at;
     Expanding *x = malloc(sizeof(Expanding));
     if (!x) die("out of memory");
     for (uint64_t k = 0; k < task->count && !task->violation; k++) {
-        int n = level->data[at] | (level->data[at + 1] << 8);
-        const u8 *enc = level->data + at + 2;
+        int n = level[at] | (level[at + 1] << 8);
+        const u8 *enc = level + at + 2;
         at += (size_t)n + 2;
         decode(enc, n, &x->s);
         x->enclen = encode(&x->s, IDENTITY, x->enc);
@@ -1673,7 +1718,7 @@ typedef struct {
     int ntasks;
     int next;
     pthread_mutex_t lock;
-    const Level *level;
+    const u8 *level;
 } Pool;
 
 static void *worker(void *arg) {
@@ -1703,13 +1748,17 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The search's own memory: anonymous resident pages (the seen-set, batches); the levels
+ * are file pages in the page cache, which the kernel writes back and drops as it needs. */
 static uint64_t rss_bytes(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
+    FILE *f = fopen("/proc/self/status", "r");
     if (!f) return 0;
-    unsigned long size = 0, resident = 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2) resident = 0;
+    char line[256];
+    uint64_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %" SCNu64, &kb) == 1) break;
     fclose(f);
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+    return kb * 1024;
 }
 
 static void size_text(uint64_t bytes, char *out, size_t n) {
@@ -1766,8 +1815,10 @@ static int search(const Opts *o) {
     if (o->dump && !dump) die("cannot write the --dump file");
     if (dump) hexline(dump, enc, n);
     seen_add(root_fp);
-    Level cur = {0}, nxt = {0};
-    level_add(&cur, enc, n);
+    DiskLevel cur, nxt;
+    dl_open(&cur, o->workdir, 0);
+    dl_add(&cur, enc, n);
+    dl_map(&cur);
     /* per level: the fingerprint and parent index of every state, to rebuild a path */
     char path[4096];
     FILE **trail = calloc(1024, sizeof(FILE *));
@@ -1790,6 +1841,7 @@ static int search(const Opts *o) {
     const int BATCH_TASKS = 64 * workers;
     Task *tasks = calloc((size_t)BATCH_TASKS, sizeof(Task));
     while (cur.count) {
+        dl_open(&nxt, o->workdir, depth + 1);
         trail[depth + 1] = NULL;
         snprintf(path, sizeof path, "%s/level-%ld", o->workdir, depth + 1);
         if (depth + 1 >= 1023) die("search deeper than 1022 levels");
@@ -1814,14 +1866,14 @@ static int search(const Opts *o) {
                 t->first = index;
                 uint64_t k = 0;
                 while (k < TASK_STATES && index < cur.count) {
-                    int m = cur.data[at] | (cur.data[at + 1] << 8);
+                    int m = cur.map[at] | (cur.map[at + 1] << 8);
                     at += (size_t)m + 2;
                     index++;
                     k++;
                 }
                 t->count = k;
             }
-            Pool pool = {tasks, ntasks, 0, PTHREAD_MUTEX_INITIALIZER, &cur};
+            Pool pool = {tasks, ntasks, 0, PTHREAD_MUTEX_INITIALIZER, cur.map};
             if (workers > 1 && ntasks > 1) {
                 int nt = workers - 1;
                 for (int w = 0; w < nt; w++) pthread_create(&threads[w], NULL, worker, &pool);
@@ -1838,7 +1890,7 @@ static int search(const Opts *o) {
                 for (uint64_t j = 0; j < t->nout; j++) {
                     int m = t->out.data[p] | (t->out.data[p + 1] << 8);
                     if (seen_add(t->fps[j])) {
-                        level_add(&nxt, t->out.data + p + 2, m);
+                        dl_add(&nxt, t->out.data + p + 2, m);
                         fwrite(&t->fps[j], 8, 1, trail[depth + 1]);
                         fwrite(&t->parents[j], 8, 1, trail[depth + 1]);
                         if (dump) hexline(dump, t->out.data + p + 2, m);
@@ -1871,6 +1923,14 @@ static int search(const Opts *o) {
             }
         }
         fflush(trail[depth + 1]);
+        if (!o->quiet && !found && !stopped_by && nxt.count) {
+            char lv[32], st[32], mem[32];
+            commas(nxt.count, lv);
+            commas(seen_count, st);
+            size_text(rss_bytes(), mem, sizeof mem);
+            fprintf(stderr, "  level %3ld done  %s new states, %s in all, %.0f s, %s\n", depth + 1, lv, st, now() - started, mem);
+            fflush(stderr);
+        }
         if (found || stopped_by) break;
         if (o->max_states > 0 && (long)seen_count >= o->max_states) {
             stopped_by = "max_states";
@@ -1884,12 +1944,13 @@ static int search(const Opts *o) {
                 break;
             }
         }
-        Level tmp = cur;
+        dl_close(&cur);
+        dl_map(&nxt);
         cur = nxt;
-        nxt = tmp;
-        nxt.len = 0;
-        nxt.count = 0;
+        memset(&nxt, 0, sizeof nxt);
     }
+    dl_close(&cur);
+    dl_close(&nxt);
     double seconds = now() - started;
     if (!o->quiet) {
         char st[32], mem[32];

@@ -32,3 +32,12 @@ def test_the_benchmark_measures_packed_levels_beside_plain_ones(capsys):
     assert rows[0][3] == rows[1][3] and rows[0][4] == rows[1][4]  # same states and transitions
     assert all(r[9] in ("MB", "GB") for r in rows)  # memory measured in each run's own process
     assert "packed/por: memory x" in out
+
+
+def test_the_benchmark_times_the_native_search_beside_the_python_one(capsys):
+    assert main(["--configs", "zombie", "--modes", "por,native", "--workers", "1,2", "--max-depth", "12"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith("zombie")]
+    assert [(r[1], r[2]) for r in rows] == [("por", "1"), ("por", "2"), ("native", "1"), ("native", "2")]
+    assert len({(r[3], r[4]) for r in rows}) == 1  # one state space, four searches
+    assert "native/por: same states and transitions, time x" in out
