@@ -1471,26 +1471,28 @@ static int transition_violation(const S *a, const S *b) {
  * Fingerprints: model/native.py ``fingerprint`` computes the same function
  * ------------------------------------------------------------------------------------- */
 
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
 static uint64_t fingerprint(const u8 *p, int n) {
+    /* MurmurHash3's 64-bit body and finaliser, one lane (each word is mixed on its own
+       before it enters the state, so structured inputs that differ in a few small values
+       do not cancel) */
+    const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
     uint64_t h = 0x243F6A8885A308D3ULL ^ (uint64_t)n;
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h ^= w;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-    }
-    if (i < n) {
+    for (int i = 0; i < n; i += 8) {
         uint64_t w = 0;
-        memcpy(&w, p + i, (size_t)(n - i));
+        memcpy(&w, p + i, (size_t)(n - i < 8 ? n - i : 8));
+        w *= c1;
+        w = rotl64(w, 31);
+        w *= c2;
         h ^= w;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
+        h = rotl64(h, 27) * 5 + 0x52dce729;
     }
     h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
     h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 29;
+    h ^= h >> 33;
     return h ? h : 1; /* 0 marks an empty slot of the seen-set */
 }
 
@@ -1500,6 +1502,8 @@ static uint64_t fingerprint(const u8 *p, int n) {
 
 static uint64_t *seen;
 static uint64_t seen_cap, seen_count;
+static double seen_budget;     /* bytes the table may take while growing (0: no limit) */
+static volatile int seen_full; /* growing would pass the budget: the search stops (max_memory) */
 
 static int seen_has(uint64_t fp) {
     uint64_t mask = seen_cap - 1;
@@ -1512,7 +1516,8 @@ static int seen_has(uint64_t fp) {
 static void seen_grow(void);
 
 static int seen_add(uint64_t fp) {
-    if ((seen_count + 1) * 10 > seen_cap * 7) seen_grow();
+    if ((seen_count + 1) * 10 > seen_cap * 7 && !seen_full) seen_grow();
+    if ((seen_count + 1) * 100 > seen_cap * 97) die("the seen-set is full (raise --max-memory)");
     uint64_t mask = seen_cap - 1;
     for (uint64_t i = fp & mask;; i = (i + 1) & mask) {
         if (seen[i] == fp) return 0;
@@ -1527,6 +1532,12 @@ static int seen_add(uint64_t fp) {
 static void seen_grow(void) {
     uint64_t old_cap = seen_cap;
     uint64_t *old = seen;
+    /* growing holds the old and the new table at once: if that would pass the memory
+       budget, keep filling this one (the batch in hand fits) and let the search stop */
+    if (old_cap && seen_budget > 0 && (double)(old_cap * 3 * sizeof(uint64_t)) > seen_budget) {
+        seen_full = 1;
+        return;
+    }
     seen_cap = old_cap ? old_cap * 2 : (1 << 20);
     seen = calloc(seen_cap, sizeof(uint64_t));
     if (!seen) die("out of memory (seen-set)");
@@ -1800,6 +1811,7 @@ static void hexline(FILE *f, const u8 *p, int n) {
 static int search(const Opts *o) {
     double started = now();
     signal(SIGINT, on_sigint);
+    seen_budget = o->max_memory;
     S init;
     initial(&init);
     u8 enc[MAXENC];
@@ -1909,7 +1921,7 @@ static int search(const Opts *o) {
             if (!found) {
                 if (interrupted) stopped_by = "interrupted";
                 else if (o->max_seconds > 0 && tnow - started >= o->max_seconds) stopped_by = "max_seconds";
-                else if (o->max_memory > 0 && (double)rss >= o->max_memory) stopped_by = "max_memory";
+                else if (o->max_memory > 0 && ((double)rss >= o->max_memory || seen_full)) stopped_by = "max_memory";
             }
             if (!o->quiet && tnow - last >= 2.0) {
                 last = tnow;
