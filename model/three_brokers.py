@@ -17,12 +17,14 @@ every bound lowered by one and sees it blocked):
   at the default to keep the bounds the named configurations' own.
 
 Everything else is the named configurations' default.  Both stories break their
-configurations here; the exhaustive search finds kip101's by itself (17 steps, ~4 M states:
-tests/model/test_history.py), while kip279's is deeper (24 steps) than a full search
-reaches on this machine.  The kip320 search at these bounds, even with the partial-order
-reduction of ``model.reduction``, has not been exhausted: every run of up to 33 steps keeps every property (46.8 M states,
-80 minutes on both cores, 19.1 GB) with the levels still growing x1.37 (README,
-"Three-broker searches"); every run of up to 20 steps keeps every property (tests/model/test_history.py, ``--max-depth 20``).
+configurations here, and the exhaustive search finds both by itself: kip101's in 17 steps
+(~4 M states; the Python checker or ``--native``), kip279's in 20 (15.3 M states; the native
+search of ``model.native`` -- the Python checker stopped inside depth 20 after 25 minutes),
+both in tests/model/test_history.py.  The kip320 search at these bounds, even with the
+partial-order reduction of ``model.reduction``, has not been exhausted: natively, every run
+of up to 36 steps keeps every property (98.5 M states, 6 minutes on both cores) with the
+levels still growing x1.4 (README, "Three-broker searches"); CI checks every run of up to
+34 steps (53,139,939 states, tests/model/test_history.py).
 """
 
 from __future__ import annotations
