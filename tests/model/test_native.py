@@ -234,3 +234,26 @@ def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checke
     v = r.violation
     assert v is not None and v.property == "replicas_consistent" and len(v.steps) == 17
     assert replay(cfg, [s for s, _ in v.steps]) == v.states
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_stops_a_native_search_which_reports_how_deep_it_got():
+    """Ctrl-C reaches the command and the native process (one process group): the native
+    search stops after the batch in hand and reports, the command prints the inconclusive
+    verdict and exits 130, with no traceback."""
+    import os
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "impl.cli", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--native", "--workers", "2"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    line = ""
+    while time.monotonic() < deadline and "level  25 done" not in line:  # deep in the search
+        line = p.stderr.readline()
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "INCONCLUSIVE: stopped by Ctrl-C" in out and "every run that long was tried" in out and "native search" in out
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "done: every run of up to" in err
