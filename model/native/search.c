@@ -4,13 +4,22 @@
  * A port of model/actions.py (the rules), model/reduction.py (the partial-order reduction),
  * model/symmetry.py (the canonical representative), the properties of properties/ and the
  * loop of model/checker.py -- for one partition, up to four brokers, no reassignment and no
- * controlled shutdown (the named configurations' shape; model/native.py says what is
- * supported and falls back to nothing: an unsupported configuration is an error).
+ * controlled shutdown: the shape of every named configuration.  model/native.py rejects
+ * anything else with a message naming what is not supported.  Each function below is named
+ * after the Python one it ports; read that one for the why.
  *
  * It is a second copy of the rules, so it is held to the Python model by tests
- * (tests/model/test_native.py): for every state of the two-broker searches and a sample of
- * three-broker ones, the canonical encoding and the successor set computed here equal the
- * Python model's, and whole searches reach the same states, transitions and verdicts.
+ * (tests/model/test_native.py): for every state of the two-broker searches and samples of
+ * three-broker ones, the canonical encoding and the successors computed here (in order)
+ * equal the Python model's, and whole searches reach the same states, transitions,
+ * verdicts and counterexamples.
+ *
+ * The search: breadth-first, level by level.  A level is a file of encodings (written in
+ * order as found, mapped back to be expanded); the states seen are a table of 64-bit
+ * fingerprints; each level's (fingerprint, parent index) pairs go to a file, read back only
+ * to report a counterexample's path.  Several threads expand batches of a level; the main
+ * thread merges their results in order, so the level's order -- and so the first violation
+ * and its path -- is that of one thread, and of the Python checker.
  *
  * States are exchanged as the order-preserving encoding of model/native.py: the Python
  * State tuple flattened, each int v written as the byte v + 2, each variable-length tuple

@@ -128,13 +128,18 @@ def test_native_expansions_match_the_model_on_a_sample_of_three_broker_states(tm
             assert got == _python_expansion(decode(enc), cfg, True, reduction)
 
 
-def test_kip101_and_kip279_at_three_brokers_expand_alike_on_a_sample(tmp_path):
-    for name in ("kip101", "kip279", "design"):
-        cfg = three_brokers(name)
-        states, _ = _reached(cfg, tmp_path, max_depth=9)
+@pytest.mark.parametrize("name", ["kip101", "kip279", "design", "zombie", "unclean"])
+def test_each_named_configuration_at_three_brokers_expands_alike_on_a_sample(tmp_path, name):
+    """Pauses, re-registration and unclean elections at three brokers too (zombie's and
+    unclean's own bounds, with the third broker): the reduced expansion where fetching is
+    fenced, the full one everywhere."""
+    cfg = named(name, brokers=3) if name in ("zombie", "unclean") else three_brokers(name)
+    reductions = (False, True) if cfg.fenced_fetch else (False,)
+    for reduction in reductions:
+        states, _ = _reached(cfg, tmp_path, reduction=reduction, max_depth=9)
         sample = random.Random(5).sample(states, min(600, len(states)))
-        for enc, got in zip(sample, native_expansions(cfg, sample), strict=True):
-            assert got == _python_expansion(decode(enc), cfg, True, False)
+        for enc, got in zip(sample, native_expansions(cfg, sample, reduction=reduction), strict=True):
+            assert got == _python_expansion(decode(enc), cfg, True, reduction)
 
 
 # -- searches -------------------------------------------------------------------------
