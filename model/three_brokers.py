@@ -22,8 +22,8 @@ configurations here, and the exhaustive search finds both by itself: kip101's in
 search of ``model.native`` -- the Python checker stopped inside depth 20 after 25 minutes),
 both in tests/model/test_history.py.  The kip320 search at these bounds, even with the
 partial-order reduction of ``model.reduction``, has not been exhausted: natively, every run
-of up to 36 steps keeps every property (98.5 M states, 6 minutes on both cores) with the
-levels still growing x1.4 (README, "Three-broker searches"); CI checks every run of up to
+of up to 39 steps keeps every property (262.3 M states, 19 minutes on both cores) with the
+levels still growing x1.41 (README, "Three-broker searches"); CI checks every run of up to
 34 steps (53,139,939 states, tests/model/test_history.py).
 """
 
