@@ -42,7 +42,7 @@
   searches that would otherwise stop for memory.  The states, their order and so every
   result are the same either way.
 * **A compiled twin.**  ``model.native`` runs this same search from C (``epochal check
-  --native``), 30-40 times faster; tests hold it to this one state by state, and its
+  --native``), x31 faster on one core (``bench_checker.py --modes por,native``); tests hold it to this one state by state, and its
   counterexamples are replayed through ``replay_path`` below.
 * **No cycle collector.**  States are trees of tuples and frozen dataclasses -- they hold no
   reference cycles, so reference counting frees everything the search drops -- yet with the
@@ -356,7 +356,7 @@ def check(
     started = time.perf_counter()
     _init_worker(cfg, symmetry, reduction)
     init = initial(cfg)
-    root = _key(init, cfg, symmetry, reduction)
+    root = search_key(init, cfg, symmetry, reduction)
     bad = first_violation(None, init)
     if bad is not None:
         v = Violation(bad[0], bad[1], [], [init])
@@ -448,7 +448,7 @@ def check(
     return Result(cfg, symmetry, len(parent), transitions, reported_depth, seconds, violation, complete, workers, reduction, stopped_by, depth, budget.peak, packed)
 
 
-def _key(s: State, cfg: Config, symmetry: bool, reduction: bool) -> State:
+def search_key(s: State, cfg: Config, symmetry: bool, reduction: bool) -> State:
     """The state the search stores for s: its normal form (with the reduction) made
     canonical (with symmetry)."""
     if reduction:
@@ -465,7 +465,7 @@ def _counterexample(cfg: Config, symmetry: bool, reduction: bool, parent: dict[i
     chain.reverse()  # root_fp ... hp
 
     def key(y: State) -> int:
-        return hash(_key(y, cfg, symmetry, reduction))
+        return hash(search_key(y, cfg, symmetry, reduction))
 
     return replay_path(cfg, chain[1:], key(bad_child), key)
 

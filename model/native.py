@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from model.checker import Result, Violation, _key, replay_path
+from model.checker import Result, Violation, replay_path, search_key
 from model.config import Config
 from model.state import (
     Broker,
@@ -201,8 +201,8 @@ def fingerprint(data: bytes) -> int:
 
 
 def key_bytes(s: State, cfg: Config, symmetry: bool, reduction: bool) -> bytes:
-    """The encoding of the state a search stores for ``s`` (``model.checker._key``)."""
-    return encode(_key(s, cfg, symmetry, reduction))
+    """The encoding of the state a search stores for ``s`` (``model.checker.search_key``)."""
+    return encode(search_key(s, cfg, symmetry, reduction))
 
 
 # ---------------------------------------------------------------------------------------

@@ -216,6 +216,20 @@ static int item_cmp(const void *a, const void *b) {
     return c ? c : x->n - y->n;
 }
 
+static void put_items(Buf *b, Item *items, int n);
+
+/* a sorted tuple of (partition, value) pairs: acked, zombie_appends, zombie_commits */
+static void put_pvs(Buf *b, Item *items, const PV *pvs, int n) {
+    for (int i = 0; i < n; i++) {
+        Buf e = {items[i].bytes, 0};
+        mark(&e, 1); put(&e, pvs[i].p);
+        mark(&e, 1); put(&e, pvs[i].value);
+        mark(&e, 0);
+        items[i].n = e.n;
+    }
+    put_items(b, items, n);
+}
+
 static void put_items(Buf *b, Item *items, int n) {
     qsort(items, (size_t)n, sizeof(Item), item_cmp);
     for (int i = 0; i < n; i++) {
@@ -321,14 +335,7 @@ static int encode(const S *s, const int *perm, u8 *out) {
         items[i].n = e.n;
     }
     put_items(b, items, s->ncommitted);
-    for (int i = 0; i < s->nacked; i++) {
-        Buf e = {items[i].bytes, 0};
-        mark(&e, 1); put(&e, s->acked[i].p);
-        mark(&e, 1); put(&e, s->acked[i].value);
-        mark(&e, 0);
-        items[i].n = e.n;
-    }
-    put_items(b, items, s->nacked);
+    put_pvs(b, items, s->acked, s->nacked);
     for (int i = 0; i < s->nled; i++) {
         Buf e = {items[i].bytes, 0};
         mark(&e, 1); put(&e, s->led[i].p);
@@ -344,27 +351,13 @@ static int encode(const S *s, const int *perm, u8 *out) {
     }
     mark(b, 0);
     put(b, s->stale_accepts);
-    for (int i = 0; i < s->nzapp; i++) {
-        Buf e = {items[i].bytes, 0};
-        mark(&e, 1); put(&e, s->zapp[i].p);
-        mark(&e, 1); put(&e, s->zapp[i].value);
-        mark(&e, 0);
-        items[i].n = e.n;
-    }
-    put_items(b, items, s->nzapp);
+    put_pvs(b, items, s->zapp, s->nzapp);
     put(b, s->produced);
     put(b, s->crashes);
     put(b, s->pauses);
     put(b, s->shutdowns);
     put(b, s->reassignments);
-    for (int i = 0; i < s->nzc; i++) {
-        Buf e = {items[i].bytes, 0};
-        mark(&e, 1); put(&e, s->zc[i].p);
-        mark(&e, 1); put(&e, s->zc[i].value);
-        mark(&e, 0);
-        items[i].n = e.n;
-    }
-    put_items(b, items, s->nzc);
+    put_pvs(b, items, s->zc, s->nzc);
     mark(b, 0); /* stop_replica () */
     if (b->n > MAXENC) die("encoding overflow");
     return b->n;
@@ -407,6 +400,23 @@ static int get_log(Rd *r, Entry *log) {
 }
 static void expect_end(Rd *r) {
     if (more(r)) die("bad state encoding (tuple too long)");
+}
+
+static void expect_end(Rd *r);
+
+static int get_pvs(Rd *r, PV *pvs, const char *what) {
+    int n = 0;
+    while (more(r)) {
+        if (n >= MAXSMALL) {
+            fprintf(stderr, "epochal-search: state too large (%s)\n", what);
+            exit(3);
+        }
+        more(r); pvs[n].p = (i8)get(r);
+        more(r); pvs[n].value = (i8)get(r);
+        expect_end(r);
+        n++;
+    }
+    return n;
 }
 
 static void decode(const u8 *p, int len, S *s) {
@@ -489,13 +499,7 @@ static void decode(const u8 *p, int len, S *s) {
         more(r); c->e.value = (i8)get(r); c->e.epoch = (i8)get(r);
         expect_end(r);
     }
-    while (more(r)) {
-        if (s->nacked >= MAXSMALL) die("state too large (acked)");
-        PV *a = &s->acked[(int)s->nacked++];
-        more(r); a->p = (i8)get(r);
-        more(r); a->value = (i8)get(r);
-        expect_end(r);
-    }
+    s->nacked = (i8)get_pvs(r, s->acked, "acked");
     while (more(r)) {
         if (s->nled >= MAXLED) die("state too large (led)");
         Led *l = &s->led[(int)s->nled++];
@@ -509,25 +513,13 @@ static void decode(const u8 *p, int len, S *s) {
         s->unclean = 1;
     }
     s->stale_accepts = (i8)get(r);
-    while (more(r)) {
-        if (s->nzapp >= MAXSMALL) die("state too large (zombie appends)");
-        PV *a = &s->zapp[(int)s->nzapp++];
-        more(r); a->p = (i8)get(r);
-        more(r); a->value = (i8)get(r);
-        expect_end(r);
-    }
+    s->nzapp = (i8)get_pvs(r, s->zapp, "zombie appends");
     s->produced = (i8)get(r);
     s->crashes = (i8)get(r);
     s->pauses = (i8)get(r);
     s->shutdowns = (i8)get(r);
     s->reassignments = (i8)get(r);
-    while (more(r)) {
-        if (s->nzc >= MAXSMALL) die("state too large (zombie commits)");
-        PV *a = &s->zc[(int)s->nzc++];
-        more(r); a->p = (i8)get(r);
-        more(r); a->value = (i8)get(r);
-        expect_end(r);
-    }
+    s->nzc = (i8)get_pvs(r, s->zc, "zombie commits");
     if (more(r)) die("StopReplica requests are not supported by the native search");
     if (r->i != len) die("bad state encoding (trailing bytes)");
 }
@@ -698,13 +690,16 @@ static void do_register(S *s, int b) {
     s->broker_epochs[b] = s->zxid;
 }
 
+static void cut_log(Replica *r, int cut) {
+    for (int i = cut; i < r->loglen; i++) r->log[i] = (Entry){0, 0};
+    if (cut < r->loglen) r->loglen = (i8)cut;
+    if (r->hw > cut) r->hw = (i8)cut;
+}
+
+/* _follow: the design truncates to its own HW at once; KIP-101 on reconcile first */
 static void follow(Replica *r, int leader, int epoch) {
-    int cut = r->loglen;
     if (C.truncation == T_HW) {
-        cut = r->hw < r->loglen ? r->hw : r->loglen;
-        for (int i = cut; i < r->loglen; i++) r->log[i] = (Entry){0, 0};
-        r->loglen = (i8)cut;
-        if (r->hw > cut) r->hw = (i8)cut;
+        cut_log(r, truncation_point(r, NULL));
         r->fetch_state = FETCHING;
     } else {
         r->fetch_state = TRUNCATING;
@@ -957,12 +952,6 @@ static int become_follower(S *s, Lai m) {
     return 1;
 }
 
-static void cut_log(Replica *r, int cut) {
-    for (int i = cut; i < r->loglen; i++) r->log[i] = (Entry){0, 0};
-    if (cut < r->loglen) r->loglen = (i8)cut;
-    if (r->hw > cut) r->hw = (i8)cut;
-}
-
 static int truncate_log(S *s, int f) {
     Replica *r = &s->br[f].r;
     if (s->br[f].status != UP || r->role != FOLLOWER || r->fetch_state != TRUNCATING) return 0;
@@ -991,6 +980,20 @@ static int produce(S *s, int b) {
     return 1;
 }
 
+static Fetch make_fetch(int kind, int follower, int leader, int offset, int epoch, int hw, int error) {
+    Fetch m;
+    memset(&m, 0, sizeof m); /* unused bytes zero: sets compare messages bytewise */
+    m.kind = (i8)kind;
+    m.follower = (i8)follower;
+    m.leader = (i8)leader;
+    m.partition = 0;
+    m.offset = (i8)offset;
+    m.epoch = (i8)epoch;
+    m.hw = (i8)hw;
+    m.error = (i8)error;
+    return m;
+}
+
 static int send_fetch(S *s, int f) {
     Replica *r = &s->br[f].r;
     if (s->br[f].status != UP || r->role != FOLLOWER || r->fetch_state != FETCHING || r->leader == NO_LEADER) return 0;
@@ -998,17 +1001,7 @@ static int send_fetch(S *s, int f) {
         const Fetch *m = &s->fetch[i];
         if (m->follower == f && m->partition == 0 && m->leader == r->leader) return 0;
     }
-    Fetch q;
-    memset(&q, 0, sizeof q);
-    q.kind = FETCH_REQUEST;
-    q.follower = (i8)f;
-    q.leader = r->leader;
-    q.partition = 0;
-    q.offset = r->loglen;
-    q.epoch = r->leader_epoch;
-    q.hw = -1;
-    q.error = OK;
-    add_fetch(s, q);
+    add_fetch(s, make_fetch(FETCH_REQUEST, f, r->leader, r->loglen, r->leader_epoch, -1, OK));
     return 1;
 }
 
@@ -1021,27 +1014,15 @@ static int handle_fetch(S *s, Fetch m) {
     if (s->br[lb].status != UP || lr->role != LEADER) return 0;
     remove_fetch_at(s, i);
     if (C.fenced && m.epoch != lr->leader_epoch) return 1;
-    Fetch resp;
-    memset(&resp, 0, sizeof resp);
-    resp.kind = FETCH_RESPONSE;
-    resp.follower = m.follower;
-    resp.leader = (i8)lb;
-    resp.partition = 0;
-    resp.offset = m.offset;
     if (m.offset > lr->loglen) {
-        resp.epoch = lr->leader_epoch;
-        resp.hw = lr->loglen;
-        resp.error = OUT_OF_RANGE;
-        add_fetch(s, resp);
+        add_fetch(s, make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->loglen, OUT_OF_RANGE));
         return 1;
     }
     lr->follower_leo[(int)m.follower] = m.offset;
     advance_hw(s, lb);
-    resp.epoch = lr->leader_epoch;
+    Fetch resp = make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->hw, OK);
     resp.nrec = (i8)(lr->loglen - m.offset);
     for (int k = 0; k < resp.nrec; k++) resp.rec[k] = lr->log[m.offset + k];
-    resp.hw = lr->hw;
-    resp.error = OK;
     add_fetch(s, resp);
     return 1;
 }
@@ -1391,7 +1372,7 @@ static int canonical(S *s, u8 *out) {
     return best;
 }
 
-/* _key: the state the search stores for t */
+/* search_key: the state the search stores for t */
 static int key(const S *t, u8 *out) {
     S c = *t;
     if (C.reduction) normal_form(&c);
@@ -1656,7 +1637,6 @@ typedef struct {
     const u8 *level;
     const Expanding *x;
     uint64_t parent;
-    uint64_t parent_fp;
 } Ctx;
 
 static void task_out(Task *t, uint64_t parent, uint64_t fp, const u8 *enc, int n) {
@@ -1727,7 +1707,7 @@ static void expand_task(Task *task, const u8 *level) {
                 continue;
             }
         }
-        Ctx ctx = {task, level, x, parent, 0};
+        Ctx ctx = {task, level, x, parent};
         successors(x, on_successor, &ctx);
     }
     free(x);
@@ -2008,7 +1988,6 @@ static int search(const Opts *o) {
             snprintf(path, sizeof path, "%s/level-%ld", o->workdir, d);
             unlink(path);
         }
-    (void)root_fp;
     return 0;
 }
 

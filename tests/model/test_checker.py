@@ -236,8 +236,8 @@ def test_three_brokers_kip320_exhausts_with_every_property_holding():
     """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break
     (tests/model/test_history.py: the checker finds both by itself), kip320 holds in every
     reachable state of the reduced graph.  Not reached on the shared 2-core machine: the
-    native search (``model.native``, ~300,000 states/s on both cores, 8 bytes of memory a
-    state) checked every run of up to 39 steps -- 262.3 M states in 19 minutes -- with the
+    native search (``model.native``, ~240,000-350,000 states/s on both cores, one 64-bit
+    fingerprint in memory a state) checked every run of up to 39 steps -- 262.3 M states in 19 minutes -- with the
     levels still growing x1.41 (README, "Three-broker searches"), so billions of states.
     This test runs it until the space is exhausted or 85% of the machine's memory is used,
     and then fails saying how deep it checked.  CI runs the same search bounded at 34

@@ -11,6 +11,7 @@ the property verdict) is the Python one.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -18,12 +19,13 @@ import sys
 import pytest
 
 from model.actions import successors
-from model.checker import _key, check, replay
+from model.checker import check, replay, search_key
 from model.config import named
 from model.native import (
     NativeUnavailable,
     binary,
     check_native,
+    config_args,
     decode,
     encode,
     fingerprint,
@@ -74,11 +76,14 @@ def test_decode_inverts_encode_for_every_state_field():
         assert decode(encode(t)) == t
 
 
-def test_the_fingerprint_is_the_native_ones():
-    """The native search reports its path as fingerprints; Python computes the same ones."""
-    r = check_native(named("design"))
-    assert r.violation is not None  # replayed by fingerprint: equal functions or no replay
-    assert fingerprint(b"") != fingerprint(b"\x00") and fingerprint(bytes(9)) != fingerprint(bytes(8))
+def test_the_fingerprint_is_the_native_ones(tmp_path):
+    """The native search reports its path as fingerprints; Python computes the same ones:
+    the first of the path is the initial state's key, fingerprinted on each side."""
+    cfg = named("design")
+    args = [str(binary()), "search", *config_args(cfg, True, False), "--quiet", "--workdir", str(tmp_path)]
+    found = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)["violation"]
+    assert int(found["chain"][0], 16) == fingerprint(key_bytes(initial(cfg), cfg, True, False))
+    assert int(found["bad"], 16) != int(found["chain"][-1], 16)
 
 
 # -- successors, state by state, and whole state spaces --------------------------------
@@ -226,7 +231,7 @@ def test_the_key_is_the_python_checkers_key():
     cfg = named("kip320")
     s = initial(cfg)
     for _, t in successors(s, cfg):
-        assert decode(key_bytes(t, cfg, True, True)) == _key(t, cfg, True, True)
+        assert decode(key_bytes(t, cfg, True, True)) == search_key(t, cfg, True, True)
 
 
 def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checker_does():
