@@ -45,7 +45,6 @@ import argparse
 import json
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -652,16 +651,14 @@ class ChaosRun:
     def _expire(self, b: int) -> None:
         """Freeze, expire the session through ZooKeeper, record it as the model's pause (a
         broker whose session ended while it did not run), and let it run on."""
-        from impl.cluster import session_end_zxid, wait_stopped
+        from impl.cluster import session_end_zxid
         from impl.faults import expire_session
 
-        self.cluster.observe_others(b)
-        self.cluster.procs[b].send_signal(signal.SIGSTOP)
-        wait_stopped(self.cluster.procs[b].pid)
+        rec = self.cluster.sigstop(b)
         self.paused.add(b)
         expire_session(self.cluster.zookeeper, self.cluster.data_dir, b)
         zxid = session_end_zxid(self.cluster.zookeeper, b, 10.0)
-        self.cluster.harness(victim=b).emit("broker_pause", zxid=zxid, params={"broker": b})
+        rec.emit("broker_pause", zxid=zxid, params={"broker": b})
 
     # -- one fault ------------------------------------------------------------------------------
     def execute(self, f: Fault) -> FaultRecord:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -84,14 +84,34 @@ def session_end_zxid(zookeeper: str, broker: int, timeout: float) -> int | None:
 
 
 def observe_others(rec: Any, data_dir: str | os.PathLike[str], brokers: Iterable[int], victim: int) -> None:
-    """Before a kill or a SIGSTOP: everything the other brokers recorded so far happened
-    before it, so the fault event takes their clocks and orders after it all -- say, a
-    leader's answer the victim received just before it stopped (and made durable, or
-    answered with the same fetch again: steps it never recorded).  Their reactions come
-    after the fault and follow it by the session end's zxid."""
+    """Take the clock of every broker but ``victim`` (Lamport receive): see ``stop_then_observe``
+    for when."""
     for other in brokers:
         if other != victim:
             observe_node(rec, data_dir, other)
+
+
+def stop_then_observe(rec: Any, data_dir: str | os.PathLike[str], brokers: Iterable[int], victim: int,
+                      stop: Callable[[], None]) -> None:
+    """Stop the victim (``stop`` returns once a kill or a SIGSTOP has taken effect), *then*
+    take every broker's clock, so that the fault event orders after everything recorded
+    before the victim stopped.
+
+    The order matters because a victim's last steps are often silent.  Say a leader answers
+    the victim's fetch and records it; the victim takes the answer and fetches again, and
+    records neither (nothing changed for it).  Then it stops, and the leader answers the
+    second fetch.  The trace must place the pause after the leader's first answer, or the
+    judge sees a frozen follower's second fetch that it could never have sent.  Reading
+    the other brokers' clocks *before* the signal leaves a window of a few milliseconds in
+    which that first answer can be recorded unseen (chaos seed 3 hit it once in CI).
+    Read after the stop, the clocks cover everything the victim could have reacted to.
+    Events the other brokers recorded after the stop may order before the fault too; they
+    are concurrent with it and commute with it in the model.  None of them is a reaction
+    to the fault, because the clocks are read before the victim's ZooKeeper session ends,
+    and the controller reacts only to that end (the fault event carries its zxid)."""
+    stop()
+    observe_others(rec, data_dir, brokers, victim)
+    observe_node(rec, data_dir, victim)  # its last line, now that it can write no more
 
 
 def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
@@ -107,20 +127,20 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     sig, kind = {"kill": (signal.SIGKILL, "broker_crash"), "pause": (signal.SIGSTOP, "broker_pause"),
                  "resume": (signal.SIGCONT, "broker_resume")}[action]
     rec = open_harness_recorder(data_dir, state["run_id"])
-    if action in ("kill", "pause"):
-        observe_others(rec, data_dir, [int(b) for b in state["brokers"]], broker)
-    observe_node(rec, data_dir, broker)
     if action == "resume":  # recorded first: the broker reads it when it wakes (SIGCONT)
+        observe_node(rec, data_dir, broker)
         rec.emit(kind, params={"broker": broker, "pid": pid})
         os.kill(pid, sig)
     else:
-        os.kill(pid, sig)
-        deadline = time.monotonic() + 1  # (a zombie not yet reaped stays "alive": bounded)
-        while action == "kill" and pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if action == "pause":
-            wait_stopped(pid)
-        observe_node(rec, data_dir, broker)  # its last line, now that it can write no more
+        def stop() -> None:
+            os.kill(pid, sig)
+            deadline = time.monotonic() + 1  # (a zombie not yet reaped stays "alive": bounded)
+            while action == "kill" and pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if action == "pause":
+                wait_stopped(pid)
+
+        stop_then_observe(rec, data_dir, [int(b) for b in state["brokers"]], broker, stop)
         zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
         rec.emit(kind, zxid=zxid, params={"broker": broker, "pid": pid})
     rec.close()
@@ -256,23 +276,35 @@ class LocalCluster:
     def kill(self, broker: int) -> None:
         """kill -9; returns once the broker's ZooKeeper session has ended (broker_crash)."""
         proc = self.procs[broker]
-        self.observe_others(broker)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        rec = self.harness(victim=broker)
+
+        def stop() -> None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+
+        rec = self.stop_then_observe(broker, stop)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
         rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
 
-    def observe_others(self, victim: int) -> None:
-        """Before a kill or a SIGSTOP of ``victim`` (see ``observe_others``)."""
-        observe_others(self.harness(), self.data_dir, self.configs, victim)
+    def stop_then_observe(self, victim: int, stop: Callable[[], None]) -> Any:
+        """``stop`` the victim, then take every broker's clock (see ``stop_then_observe``);
+        returns the harness recorder, ready to record the fault."""
+        rec = self.harness()
+        stop_then_observe(rec, self.data_dir, self.configs, victim, stop)
+        return rec
+
+    def sigstop(self, broker: int) -> Any:
+        """SIGSTOP, once it has taken effect, then every clock (``stop_then_observe``)."""
+        pid = self.procs[broker].pid
+
+        def stop() -> None:
+            self.procs[broker].send_signal(signal.SIGSTOP)
+            wait_stopped(pid)
+
+        return self.stop_then_observe(broker, stop)
 
     def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
         """SIGSTOP; by default returns once its session has expired (broker_pause)."""
-        self.observe_others(broker)
-        self.procs[broker].send_signal(signal.SIGSTOP)
-        wait_stopped(self.procs[broker].pid)
-        rec = self.harness(victim=broker)
+        rec = self.sigstop(broker)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker)) \
             if wait_for_expiry else None
         rec.emit("broker_pause", zxid=zxid, params={"broker": broker})

@@ -27,3 +27,30 @@ def test_a_restarted_node_continues_seq_and_clock_within_its_run(tmp_path: Path)
         ("run1", 0), ("run1", 1), ("run1", 2), ("run2", 0)]
     assert events[2]["clock"] > events[1]["clock"]
     assert trace_path(tmp_path, HARNESS_NODE).name == "harness.jsonl"
+
+
+def _last(tmp_path: Path, node: int) -> dict:
+    return json.loads(trace_path(tmp_path, node).read_text().splitlines()[-1])
+
+
+def test_a_fault_orders_after_what_others_recorded_until_the_victim_stopped(tmp_path: Path) -> None:
+    """Chaos seed 3: the leader records its answer to the victim's fetch in the moment
+    before the SIGSTOP lands; the victim took that answer and fetched again without a
+    trace line.  The pause must order after the answer, so every clock is read only once
+    the victim has stopped (``stop_then_observe``)."""
+    from impl.cluster import stop_then_observe
+
+    leader, victim = open_recorder(tmp_path, "run1", 0), open_recorder(tmp_path, "run1", 2)
+    victim.emit("send_fetch", params={"leader": 0, "fetch_offset": 50})
+    leader.observe(_last(tmp_path, 2)["clock"])
+    harness = open_recorder(tmp_path, "run1", HARNESS_NODE)
+
+    def stop() -> None:  # the answer is recorded while the signal is on its way
+        leader.emit("handle_fetch", params={"follower": 2, "fetch_offset": 50})
+
+    stop_then_observe(harness, tmp_path, [0, 1, 2], 2, stop)
+    harness.emit("broker_pause", params={"broker": 2})
+    for r in (leader, victim, harness):
+        r.close()
+    answer, pause = _last(tmp_path, 0), _last(tmp_path, HARNESS_NODE)
+    assert pause["clock"] > answer["clock"] > _last(tmp_path, 2)["clock"]

@@ -409,6 +409,20 @@ def test_silent_steps_of_a_follower_are_placed_before_its_pause(monkeypatch: pyt
     assert not v["conforms"] and events[v["first_bad"]]["kind"] == "handle_fetch"
 
 
+def test_a_pause_recorded_before_the_answer_its_victim_took_does_not_conform() -> None:
+    """Why the harness reads every clock only after the SIGSTOP (``impl.cluster.
+    stop_then_observe``): the follower took the leader's answer and fetched again, silently,
+    before it froze.  A pause ordered before that answer leaves a frozen follower whose
+    second fetch the leader then answers -- the verdict chaos seed 3 once gave in CI."""
+    events = _frozen_follower_trace()
+    pause = next(i for i, e in enumerate(events) if e["kind"] == "broker_pause")
+    answer = max(i for i in range(pause) if events[i]["kind"] == "handle_fetch")
+    early = events[:answer] + [events[pause]] + events[answer:pause] + events[pause + 1 :]
+    v = judge(early, "kip320", memo=False)
+    assert not v["conforms"] and early[v["first_bad"]]["kind"] == "handle_fetch"
+    assert "is not enabled" in v["reason"]
+
+
 def test_a_kill_may_cut_short_an_isr_write_that_reached_zookeeper() -> None:
     """Chaos seed 6: a leader shrank its ISR in ZooKeeper and was killed before recording it;
     the controller's election then shows the ISR and version the write left."""
