@@ -83,15 +83,7 @@ def session_end_zxid(zookeeper: str, broker: int, timeout: float) -> int | None:
         zk.close()
 
 
-def observe_others(rec: Any, data_dir: str | os.PathLike[str], brokers: Iterable[int], victim: int) -> None:
-    """Take the clock of every broker but ``victim`` (Lamport receive): see ``stop_then_observe``
-    for when."""
-    for other in brokers:
-        if other != victim:
-            observe_node(rec, data_dir, other)
-
-
-def stop_then_observe(rec: Any, data_dir: str | os.PathLike[str], brokers: Iterable[int], victim: int,
+def stop_then_observe(rec: Any, data_dir: str | os.PathLike[str], brokers: Iterable[int],
                       stop: Callable[[], None]) -> None:
     """Stop the victim (``stop`` returns once a kill or a SIGSTOP has taken effect), *then*
     take every broker's clock, so that the fault event orders after everything recorded
@@ -110,8 +102,8 @@ def stop_then_observe(rec: Any, data_dir: str | os.PathLike[str], brokers: Itera
     to the fault, because the clocks are read before the victim's ZooKeeper session ends,
     and the controller reacts only to that end (the fault event carries its zxid)."""
     stop()
-    observe_others(rec, data_dir, brokers, victim)
-    observe_node(rec, data_dir, victim)  # its last line, now that it can write no more
+    for b in brokers:  # the victim's too: its last line, now that it can write no more
+        observe_node(rec, data_dir, b)
 
 
 def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
@@ -140,7 +132,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
             if action == "pause":
                 wait_stopped(pid)
 
-        stop_then_observe(rec, data_dir, [int(b) for b in state["brokers"]], broker, stop)
+        stop_then_observe(rec, data_dir, [int(b) for b in state["brokers"]], stop)
         zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
         rec.emit(kind, zxid=zxid, params={"broker": broker, "pid": pid})
     rec.close()
@@ -281,15 +273,15 @@ class LocalCluster:
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
 
-        rec = self.stop_then_observe(broker, stop)
+        rec = self.stop_then_observe(stop)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
         rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
 
-    def stop_then_observe(self, victim: int, stop: Callable[[], None]) -> Any:
+    def stop_then_observe(self, stop: Callable[[], None]) -> Any:
         """``stop`` the victim, then take every broker's clock (see ``stop_then_observe``);
         returns the harness recorder, ready to record the fault."""
         rec = self.harness()
-        stop_then_observe(rec, self.data_dir, self.configs, victim, stop)
+        stop_then_observe(rec, self.data_dir, self.configs, stop)
         return rec
 
     def sigstop(self, broker: int) -> Any:
@@ -300,7 +292,7 @@ class LocalCluster:
             self.procs[broker].send_signal(signal.SIGSTOP)
             wait_stopped(pid)
 
-        return self.stop_then_observe(broker, stop)
+        return self.stop_then_observe(stop)
 
     def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
         """SIGSTOP; by default returns once its session has expired (broker_pause)."""

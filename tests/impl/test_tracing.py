@@ -48,7 +48,7 @@ def test_a_fault_orders_after_what_others_recorded_until_the_victim_stopped(tmp_
     def stop() -> None:  # the answer is recorded while the signal is on its way
         leader.emit("handle_fetch", params={"follower": 2, "fetch_offset": 50})
 
-    stop_then_observe(harness, tmp_path, [0, 1, 2], 2, stop)
+    stop_then_observe(harness, tmp_path, [0, 1, 2], stop)
     harness.emit("broker_pause", params={"broker": 2})
     for r in (leader, victim, harness):
         r.close()
