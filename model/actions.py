@@ -38,6 +38,7 @@ from model.state import (
     TRUNCATING,
     UNKNOWN,
     UP,
+    Broker,
     Entry,
     Fetch,
     LeaderAndIsr,
@@ -166,9 +167,26 @@ def _process_ends(s: State, cfg: Config, b: int) -> State:
         Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
         for r in broker.replicas
     )
-    brokers = _put(s.brokers, b, broker._replace(status=DOWN, is_controller=False, replicas=replicas))
+    brokers = _put(s.brokers, b, broker._replace(status=DOWN, is_controller=False, replicas=replicas, new_brokers=()))
     fetches = tuple(m for m in s.fetches if _addressee(m) != b)
-    return s._replace(zk=_deregister(s.zk, b), brokers=brokers, fetches=fetches)
+    return s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), fetches=fetches)
+
+
+def _unannounce(brokers: tuple[Broker, ...], b: int) -> tuple[Broker, ...]:
+    """b's registration is gone before the controller ran onBrokerStartup for it: the
+    broker-change event it handles no longer shows b, so there is nothing to start."""
+    if not any(b in br.new_brokers for br in brokers):
+        return brokers
+    return tuple(br._replace(new_brokers=_remove(br.new_brokers, b)) if b in br.new_brokers else br for br in brokers)
+
+
+def _announce(s: State, b: int) -> State:
+    """/brokers/ids/b was created: the controller's watch fires, and it will run
+    onBrokerStartup for b once (Kafka's ``newBrokers`` of a broker-change event)."""
+    c = s.zk.controller
+    if c == NO_LEADER or c == b:
+        return s
+    return s._replace(brokers=_put(s.brokers, c, s.brokers[c]._replace(new_brokers=_add(s.brokers[c].new_brokers, b))))
 
 
 def _register(zk: Zk, b: int) -> Zk:
@@ -194,7 +212,7 @@ def broker_restart(s: State, cfg: Config, b: int) -> State | None:
         b,
         broker._replace(status=UP, is_controller=False, controller_epoch=max(broker.controller_epoch, zk.controller_epoch), broker_epoch=zk.zxid),
     )
-    s = s._replace(brokers=brokers)
+    s = _announce(s._replace(brokers=brokers), b)
     for p, zn in enumerate(zk.partitions):
         if b not in zn.ar:
             # E 4: "Delete local partitions no longer assigned to this broker" (only ever
@@ -220,7 +238,7 @@ def broker_pause(s: State, cfg: Config, b: int) -> State | None:
         return None
     brokers = _put(s.brokers, b, broker._replace(status=PAUSED))
     ghost = s.ghost._replace(pauses=s.ghost.pauses + 1)
-    return s._replace(zk=_deregister(s.zk, b), brokers=brokers, ghost=ghost)
+    return s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), ghost=ghost)
 
 
 def broker_resume(s: State, cfg: Config, b: int) -> State | None:
@@ -240,7 +258,7 @@ def broker_reregister(s: State, cfg: Config, b: int) -> State | None:
         return None
     zk = _register(s.zk, b)
     brokers = _put(s.brokers, b, broker._replace(broker_epoch=zk.zxid))
-    return s._replace(zk=zk, brokers=brokers)
+    return _announce(s._replace(zk=zk, brokers=brokers), b)
 
 
 def _max_broker_epoch(zk: Zk) -> int:
@@ -255,7 +273,7 @@ def controller_elect(s: State, cfg: Config, b: int) -> State | None:
         return None
     epoch = s.zk.controller_epoch + 1
     zk = s.zk._replace(controller=b, controller_epoch=epoch)
-    brokers = _put(s.brokers, b, broker._replace(is_controller=True, controller_epoch=epoch))
+    brokers = _put(s.brokers, b, broker._replace(is_controller=True, controller_epoch=epoch, new_brokers=()))
     sent = s.leader_and_isr
     mbe = _max_broker_epoch(zk)
     for p, zn in enumerate(zk.partitions):
@@ -272,7 +290,7 @@ def controller_resign(s: State, cfg: Config, b: int) -> State | None:
         return None
     if s.zk.controller == b and s.zk.controller_epoch == broker.controller_epoch:
         return None
-    return s._replace(brokers=_put(s.brokers, b, broker._replace(is_controller=False)))
+    return s._replace(brokers=_put(s.brokers, b, broker._replace(is_controller=False, new_brokers=())))
 
 
 def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int, ...], bool]]:
@@ -353,14 +371,15 @@ def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
     """Kafka's ``onBrokerStartup``: when a broker (re-)registers, the controller sends it the
     current LeaderAndISR of every partition assigned to it, carrying the new max broker
     epoch -- requests sent to its previous incarnation are fenced (seed 003)."""
-    if not _acting_controller(s, c) or b not in s.zk.live:
+    if not _acting_controller(s, c) or b not in s.brokers[c].new_brokers:
         return None
+    s = s._replace(brokers=_put(s.brokers, c, s.brokers[c]._replace(new_brokers=_remove(s.brokers[c].new_brokers, b))))
     mbe = _max_broker_epoch(s.zk)
     sent = s.leader_and_isr
     for p, zn in enumerate(s.zk.partitions):
         if b in zn.ar:
             sent = _add(sent, LeaderAndIsr(b, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe))
-    return None if sent == s.leader_and_isr else s._replace(leader_and_isr=sent)
+    return s._replace(leader_and_isr=sent)
 
 
 def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: int) -> State | None:
@@ -528,7 +547,7 @@ def _accept(s: State, cfg: Config, m: LeaderAndIsr) -> State:
     if m.controller_epoch > broker.controller_epoch:
         # seed 002: a newer controller epoch means "a new controller has been elected":
         # a broker that still acted as controller realises it no longer is.
-        broker = broker._replace(controller_epoch=m.controller_epoch, is_controller=False)
+        broker = broker._replace(controller_epoch=m.controller_epoch, is_controller=False, new_brokers=())
     return s._replace(brokers=_put(s.brokers, m.to, broker), ghost=ghost)
 
 
@@ -767,7 +786,7 @@ def _elections(s: State, cfg: Config) -> Iterator[tuple]:
 def _startups(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c != NO_LEADER:
-        yield from ((c, b) for b in s.zk.live if b != c)
+        yield from ((c, b) for b in s.brokers[c].new_brokers)
 
 
 def _shutdowns(s: State, cfg: Config) -> Iterator[tuple]:

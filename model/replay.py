@@ -1244,6 +1244,8 @@ def _event_of(x: _Exporter, step: Step, before: State, after: State) -> None:
     elif a == "stop_replica":
         m = args[0]
         x.emit(m.to, "stop_replica", {"delete": True, "reason": "stop_replica"})
+    elif a == "on_broker_startup":
+        pass  # no event: implementations record no control request sent (see ``_silent``)
     else:  # pragma: no cover - every action of model.actions is listed above
         raise ValueError(f"no trace event for action {a}")
 

@@ -87,6 +87,7 @@ class Broker(NamedTuple):
     controller_epoch: int  # highest controller epoch this broker has seen
     broker_epoch: int  # the czxid of its own registration, as it believes
     replicas: tuple[Replica, ...]  # by partition
+    new_brokers: tuple[int, ...] = ()  # controller only: registrations whose onBrokerStartup is to run
 
 
 class LeaderAndIsr(NamedTuple):

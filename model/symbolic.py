@@ -112,6 +112,7 @@ class Shape:
             for x in range(n):
                 yield ("risr", b, x), "b"
                 yield ("fleo", b, x), "i"
+                yield ("nb", b, x), "b"  # x in broker b's new_brokers (b as controller)
             for i in range(r):
                 yield ("val", b, i), "i"
                 yield ("ep", b, i), "i"
@@ -202,6 +203,7 @@ def encode(shape: Shape, s: State) -> dict:
         for x in range(n):
             out[("risr", b, x)] = B(x in rep.isr)
             out[("fleo", b, x)] = I(rep.follower_leo[x])
+            out[("nb", b, x)] = B(x in br.new_brokers)
         assert rep.leo <= r, "a log longer than the number of records"
         for i in range(r):
             e = rep.log[i] if i < rep.leo else Entry(0, 0)
@@ -428,6 +430,9 @@ class Encoding:
         t[("st", b)] = z3.IntVal(DOWN)
         t[("isc", b)] = z3.BoolVal(False)
         t[("live", b)] = z3.BoolVal(False)
+        for x in range(self.n):  # its controller memory is gone, and its registration with it
+            t[("nb", b, x)] = z3.BoolVal(False)
+            t[("nb", x, b)] = z3.BoolVal(False)
         t[("ctl",)] = z3.If(s[("ctl",)] == b, NO_LEADER, s[("ctl",)])
         for x in range(self.n):  # messages on their way *to* b are lost; those it sent may arrive
             if x != b:
@@ -444,6 +449,9 @@ class Encoding:
         t[("st", b)], t[("isc", b)] = z3.IntVal(UP), z3.BoolVal(False)
         t[("bcep", b)] = zmax(s[("bcep", b)], s[("cep",)])
         t[("bbep", b)] = zxid
+        for c in range(self.n):  # the controller's watch: onBrokerStartup(b) is now due
+            if c != b:
+                t[("nb", c, b)] = z3.Or(s[("nb", c, b)], s[("ctl",)] == c)
         for x in range(self.n):  # a new incarnation: its old fetches (as follower) are gone
             if x != b:
                 self._drop_slot_if(t, b, x, z3.BoolVal(True))
@@ -468,16 +476,19 @@ class Encoding:
         epoch = s[("cep",)] + 1
         t[("ctl",)], t[("cep",)] = z3.IntVal(b), epoch
         t[("isc", b)], t[("bcep", b)] = z3.BoolVal(True), epoch
+        for x in range(self.n):  # it sends every broker the current state: none is due
+            t[("nb", b, x)] = z3.BoolVal(False)
         self._send(t, s[("ldr",)], s[("lep",)], [s[("isr", x)] for x in range(self.n)], s[("zkv",)], epoch, self._mbe(s))
         return Disjunct("controller_elect", (b,), g, t)
 
     def on_broker_startup(self, s: dict, c: int, b: int) -> Disjunct:
-        """The acting controller re-sends the current LeaderAndISR to live broker b with the
-        current max broker epoch (enabled only if that request is new)."""
+        """The acting controller runs onBrokerStartup once for b's new registration: the
+        current LeaderAndISR, with the current max broker epoch."""
         req = self.shape.req.req(b, s[("ldr",)], s[("lep",)], *[s[("isr", x)] for x in range(self.n)],
                                  s[("zkv",)], s[("cep",)], self._mbe(s))
-        g = z3.And(self._acting(s, c), s[("live", b)], z3.Not(s[("lai",)][req]))
+        g = z3.And(self._acting(s, c), s[("nb", c, b)])
         t = dict(s)
+        t[("nb", c, b)] = z3.BoolVal(False)
         t[("lai",)] = z3.Store(s[("lai",)], req, True)
         return Disjunct("on_broker_startup", (c, b), g, t)
 
@@ -489,6 +500,8 @@ class Encoding:
                    z3.Not(z3.And(s[("ctl",)] == b, s[("cep",)] == s[("bcep", b)])))
         t = dict(s)
         t[("isc", b)] = z3.BoolVal(False)
+        for x in range(self.n):
+            t[("nb", b, x)] = z3.BoolVal(False)
         return Disjunct("controller_resign", (b,), g, t)
 
     def elect_leader(self, s: dict, c: int, leader: int) -> Disjunct:
@@ -530,6 +543,8 @@ class Encoding:
         t[("stale",)] = z3.If(older, s[("stale",)] + 1, s[("stale",)])
         t[("isc", b)] = z3.If(cep > bcep, False, s[("isc", b)])
         t[("bcep", b)] = z3.If(cep > bcep, cep, bcep)
+        for x in range(self.n):
+            t[("nb", b, x)] = z3.If(cep > bcep, False, s[("nb", b, x)])
 
     def _request_guard(self, s: dict, b: int, m: Term) -> Term:
         R = self.shape.req

@@ -65,6 +65,7 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
                     Replica(r.role, _map(perm, r.leader), r.leader_epoch, _map_set(perm, r.isr), r.zk_version, r.log, r.hw, r.fetch_state, _reorder(perm, r.follower_leo), r.epoch_start)
                     for r in br.replicas
                 ),
+                _map_set(perm, br.new_brokers),
             )
             for br in s.brokers
         ),

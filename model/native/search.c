@@ -79,7 +79,11 @@ typedef struct {
     i8 epoch_start;
 } Replica;
 
-typedef struct { i8 status, is_controller, controller_epoch, broker_epoch; Replica r; } Broker;
+typedef struct {
+    i8 status, is_controller, controller_epoch, broker_epoch;
+    Replica r;
+    u8 new_brokers; /* controller only: registrations whose onBrokerStartup is still to run */
+} Broker;
 
 typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, controller_epoch, max_broker_epoch; } Lai;
 
@@ -265,7 +269,7 @@ static int encode(const S *s, const int *perm, u8 *out) {
     put_set(b, perm, s->zn_ar, n);
     mark(b, 0); /* rar () */
     mark(b, 0);
-    /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas) */
+    /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas, new_brokers) */
     for (int x = 0; x < n; x++) {
         const Broker *br = &s->br[inv[x]];
         const Replica *r = &br->r;
@@ -290,6 +294,7 @@ static int encode(const S *s, const int *perm, u8 *out) {
         mark(b, 0);
         put(b, r->epoch_start);
         mark(b, 0);
+        put_set(b, perm, br->new_brokers, n);
     }
     mark(b, 0);
     /* leader_and_isr: LeaderAndIsr(to, partition, leader, leader_epoch, isr, zk_version,
@@ -464,6 +469,7 @@ static void decode(const u8 *p, int len, S *s) {
         expect_end(r);
         q->epoch_start = (i8)get(r);
         expect_end(r);
+        br->new_brokers = get_set(r);
     }
     expect_end(r);
     while (more(r)) {
@@ -653,9 +659,17 @@ static void advance_hw(S *s, int b) {
     r->hw = (i8)new_hw;
 }
 
+/* _deregister, and _unannounce: a registration gone before the controller started it */
 static void deregister(S *s, int b) {
     s->live &= (u8)~(1 << b);
     if (s->controller == b) s->controller = NO_LEADER;
+    for (int x = 0; x < C.brokers; x++) s->br[x].new_brokers &= (u8)~(1 << b);
+}
+
+/* _announce: the controller's broker-change watch will run onBrokerStartup for b once */
+static void announce(S *s, int b) {
+    int c = s->controller;
+    if (c != NO_LEADER && c != b) s->br[c].new_brokers |= (u8)(1 << b);
 }
 
 static int addressee(const Fetch *m) { return m->kind == FETCH_REQUEST ? m->leader : m->follower; }
@@ -672,6 +686,7 @@ static void process_ends(S *s, int b) {
     r->epoch_start = 0;
     br->status = DOWN;
     br->is_controller = 0;
+    br->new_brokers = 0;
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (addressee(&s->fetch[i]) == b) remove_fetch_at(s, i);
     deregister(s, b);
@@ -723,6 +738,7 @@ static int broker_restart(S *s, int b) {
     br->is_controller = 0;
     if (s->controller_epoch > br->controller_epoch) br->controller_epoch = s->controller_epoch;
     br->broker_epoch = s->zxid;
+    announce(s, b);
     /* every broker is in the AR (no reassignment) */
     Replica *r = &br->r;
     int epoch = r->leader_epoch > s->zn_leader_epoch ? r->leader_epoch : s->zn_leader_epoch;
@@ -764,6 +780,7 @@ static int broker_reregister(S *s, int b) {
     if (s->br[b].status != UP || has(s->live, b)) return 0;
     do_register(s, b);
     s->br[b].broker_epoch = s->zxid;
+    announce(s, b);
     return 1;
 }
 
@@ -796,6 +813,7 @@ static int controller_elect(S *s, int b) {
     s->controller_epoch = (i8)epoch;
     br->is_controller = 1;
     br->controller_epoch = (i8)epoch;
+    br->new_brokers = 0;
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
         if (has(s->zn_ar, to))
@@ -808,6 +826,7 @@ static int controller_resign(S *s, int b) {
     if (br->status != UP || !br->is_controller) return 0;
     if (s->controller == b && s->controller_epoch == br->controller_epoch) return 0;
     br->is_controller = 0;
+    br->new_brokers = 0;
     return 1;
 }
 
@@ -871,13 +890,13 @@ static int elect_leader(S *s, int c, int leader) {
 }
 
 static int on_broker_startup(S *s, int c, int b) {
-    if (!acting_controller(s, c) || !has(s->live, b)) return 0;
-    int before = s->nlai;
+    if (!acting_controller(s, c) || !has(s->br[c].new_brokers, b)) return 0;
+    s->br[c].new_brokers &= (u8)~(1 << b);
     if (has(s->zn_ar, b)) {
         Lai m = make_lai(b, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, max_broker_epoch(s));
         add_lai(s, m);
     }
-    return s->nlai != before;
+    return 1;
 }
 
 /* stale_reason != None */
@@ -895,6 +914,7 @@ static void accept_request(S *s, const Lai *m) {
     if (m->controller_epoch > br->controller_epoch) {
         br->controller_epoch = m->controller_epoch;
         br->is_controller = 0;
+        br->new_brokers = 0;
     }
 }
 
@@ -1137,7 +1157,7 @@ static void successors(const Expanding *x, Emit emit, void *ctx) {
         int k = election_outcomes(s, out);
         for (int i = 0; i < k; i++) TRY(elect_leader(&t, s->controller, out[i].leader));
         for (int b = 0; b < n; b++)
-            if (has(s->live, b) && b != s->controller) TRY(on_broker_startup(&t, s->controller, b));
+            if (has(s->br[s->controller].new_brokers, b)) TRY(on_broker_startup(&t, s->controller, b));
     }
     for (int i = 0; i < s->nlai; i++) TRY(become_leader(&t, s->lai[i]));
     for (int i = 0; i < s->nlai; i++) TRY(become_follower(&t, s->lai[i]));

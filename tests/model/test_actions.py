@@ -18,6 +18,7 @@ from model.actions import (
     expand_isr,
     handle_fetch,
     isr_update_failed,
+    on_broker_startup,
     produce,
     receive_fetch,
     reject_leader_and_isr,
@@ -253,3 +254,39 @@ def test_controlled_shutdown_moves_leadership_to_another_isr_member_first():
     assert controlled_shutdown(t, cfg, 0, 0, 1, 1) is None  # the last ISR member stays
     u = broker_stop(t, cfg, 0)
     assert u.brokers[0].status == DOWN and u.ghost.shutdowns == 1 and u.ghost.crashes == 0
+
+
+def test_the_controller_runs_on_broker_startup_once_per_new_registration():
+    """Seed 000 E / Kafka's ``onBrokerStartup``: the controller's broker-change watch fires
+    when /brokers/ids/b is created, and the controller sends b the current LeaderAndISR --
+    once for that registration, not again each time the ISR moves."""
+    s = run(K320, ("broker_crash", 1), ("elect_leader", 0, 0, 0), ("broker_restart", 1))
+    assert s.brokers[0].new_brokers == (1,)
+    t = on_broker_startup(s, K320, 0, 1)
+    assert t is not None and t.brokers[0].new_brokers == ()
+    zn = t.zk.partitions[0]
+    sent = [m for m in t.leader_and_isr if m.to == 1]
+    assert [(m.leader, m.leader_epoch, m.isr, m.zk_version) for m in sent] == [(0, zn.leader_epoch, zn.isr, zn.zk_version)]
+    assert sent[0].max_broker_epoch == t.zk.broker_epochs[1]
+    assert on_broker_startup(t, K320, 0, 1) is None, "a second startup for the same registration"
+    assert on_broker_startup(t, K320, 0, 2) is None, "broker 2 never re-registered"
+
+
+def test_a_registration_gone_before_its_startup_is_not_started():
+    """If b's session ends again before the controller handles the event, the live brokers
+    it reads no longer include b: nothing is sent (and a later restart is a new event)."""
+    s = run(K320, ("broker_crash", 1), ("broker_restart", 1))
+    assert s.brokers[0].new_brokers == (1,)
+    s = broker_crash(s, K320, 1)
+    assert s.brokers[0].new_brokers == () and on_broker_startup(s, K320, 0, 1) is None
+
+
+def test_a_new_controller_owes_no_startup_its_init_requests_cover_every_broker():
+    """A broker that registers while no controller holds /controller is covered by the next
+    controller's INIT requests (seed 000 D), and a controller's pending startups die with it."""
+    s = run(K320, ("broker_crash", 0), ("broker_restart", 0))  # controller gone: nobody to tell
+    assert all(br.new_brokers == () for br in s.brokers)
+    s = run(K320, ("broker_crash", 1), ("broker_restart", 1), ("broker_crash", 0))
+    assert all(br.new_brokers == () for br in s.brokers)
+    t = controller_elect(s, K320, 1)
+    assert t is not None and t.brokers[1].new_brokers == ()
