@@ -370,7 +370,13 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | 
 def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
     """Kafka's ``onBrokerStartup``: when a broker (re-)registers, the controller sends it the
     current LeaderAndISR of every partition assigned to it, carrying the new max broker
-    epoch -- requests sent to its previous incarnation are fenced (seed 003)."""
+    epoch -- requests sent to its previous incarnation are fenced (seed 003).
+
+    Once per registration (``Broker.new_brokers``, filled by ``_announce``): the
+    broker-change event names b among its new brokers, and the controller handles it once.
+    A guard of "b is live" alone let a controller send b the LeaderAndISR of every later ISR
+    version as well -- a behaviour neither Kafka nor ``impl.controller`` has, and the source
+    of a three-broker state space that did not end (README, "Three-broker searches")."""
     if not _acting_controller(s, c) or b not in s.brokers[c].new_brokers:
         return None
     s = s._replace(brokers=_put(s.brokers, c, s.brokers[c]._replace(new_brokers=_remove(s.brokers[c].new_brokers, b))))

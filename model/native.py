@@ -182,7 +182,7 @@ def fingerprint(data: bytes) -> int:
     """The native search's 64-bit fingerprint of an encoding -- the same function as
     ``fingerprint`` in search.c: MurmurHash3's 64-bit body and finaliser over little-endian
     8-byte words.  (A plain multiply-xorshift per word, tried first, merged two of the
-    4,049,903 states of the three-broker kip101 search: small differences in two words
+    then 4,049,903 states of the three-broker kip101 search: small differences in two words
     cancelled.  The test pinning that count would catch a weak function again.)"""
     h = 0x243F6A8885A308D3 ^ len(data)
     for i in range(0, len(data), 8):

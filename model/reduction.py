@@ -26,7 +26,7 @@ fingerprinted: responses to a crashed broker (``receive_fetch`` needs the follow
 the only way back up, ``broker_restart``, drops every fetch message of that follower) and,
 with broker-epoch fencing, LeaderAndISR requests to a crashed broker (a restart registers a
 broker epoch above every request's ``max_broker_epoch``, so each is refused and forgotten by
-``forget_stale_requests``; ``on_broker_startup`` only looks at requests to live brokers).
+``forget_stale_requests``; ``on_broker_startup`` reads no request in flight).
 A state and its normal form have the same future step for step (strong bisimilarity), and
 the same visible part.
 

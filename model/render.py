@@ -166,6 +166,8 @@ def state_text(s: State) -> str:
     lines.append(f"ZK: /controller={_leader(zk.controller)} /controller_epoch={zk.controller_epoch} live={brokers_text(zk.live)}; " + "; ".join(parts))
     for b, br in enumerate(s.brokers):
         ctl = f", controller@{br.controller_epoch}" if br.is_controller else ""
+        if br.new_brokers:
+            ctl += f", startup owed to {brokers_text(br.new_brokers)}"
         reps = []
         for p, r in enumerate(br.replicas):
             role = ROLE_NAMES[r.role]

@@ -18,13 +18,11 @@ every bound lowered by one and sees it blocked):
 
 Everything else is the named configurations' default.  Both stories break their
 configurations here, and the exhaustive search finds both by itself: kip101's in 17 steps
-(~4 M states; the Python checker or ``--native``), kip279's in 20 (15.3 M states; the native
-search of ``model.native`` -- the Python checker stopped inside depth 20 after 25 minutes),
-both in tests/model/test_history.py.  The kip320 search at these bounds, even with the
-partial-order reduction of ``model.reduction``, has not been exhausted: natively, every run
-of up to 39 steps keeps every property (262.3 M states, 19 minutes on both cores) with the
-levels still growing x1.41 (README, "Three-broker searches"); CI checks every run of up to
-34 steps (53,139,939 states, tests/model/test_history.py).
+(3,933,056 states; the Python checker or ``--native``), kip279's in 20 (10,650,117 states;
+the native search of ``model.native``), both in tests/model/test_history.py.  And kip320
+holds in every reachable state at these bounds: 19,554,759 states with the partial-order
+reduction of ``model.reduction`` (about a minute natively on both cores), 38,097,622
+without it (about three) -- tests/model/test_history.py, README "Three-broker searches".
 """
 
 from __future__ import annotations
