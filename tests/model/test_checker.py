@@ -237,7 +237,7 @@ def test_three_brokers_kip320_exhausts_with_the_python_checker_too():
     about a minute) reached by the Python checker as well, with the same state count: the
     two implementations of the search agree on the whole space, not only to depth 20.
     Opt-in (``--run-slow``; not in CI): about 19.5 M states at ~10,000 states/s on one core
-    is more than half an hour and ~10 GB."""
+    is more than half an hour (not yet run to the end: README, "Three-broker searches")."""
     from model.three_brokers import three_brokers
 
     r = check(three_brokers("kip320"), reduction=True)
