@@ -167,9 +167,16 @@ def _process_ends(s: State, cfg: Config, b: int) -> State:
         Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
         for r in broker.replicas
     )
-    brokers = _put(s.brokers, b, broker._replace(status=DOWN, is_controller=False, replicas=replicas, new_brokers=()))
+    brokers = _put(s.brokers, b, _stops_controlling(broker)._replace(status=DOWN, replicas=replicas))
     fetches = tuple(m for m in s.fetches if _addressee(m) != b)
     return s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), fetches=fetches)
+
+
+def _stops_controlling(broker: Broker) -> Broker:
+    """The broker no longer acts as controller (it crashed, resigned or learned of a newer
+    controller epoch), and what it knew as controller goes with it: the registrations it
+    still owed an onBrokerStartup are the next controller's to cover, by its INIT requests."""
+    return broker._replace(is_controller=False, new_brokers=())
 
 
 def _unannounce(brokers: tuple[Broker, ...], b: int) -> tuple[Broker, ...]:
@@ -184,7 +191,7 @@ def _announce(s: State, b: int) -> State:
     """/brokers/ids/b was created: the controller's watch fires, and it will run
     onBrokerStartup for b once (Kafka's ``newBrokers`` of a broker-change event)."""
     c = s.zk.controller
-    if c == NO_LEADER or c == b:
+    if c == NO_LEADER:  # nobody to tell: the next controller's INIT requests cover b
         return s
     return s._replace(brokers=_put(s.brokers, c, s.brokers[c]._replace(new_brokers=_add(s.brokers[c].new_brokers, b))))
 
@@ -290,7 +297,7 @@ def controller_resign(s: State, cfg: Config, b: int) -> State | None:
         return None
     if s.zk.controller == b and s.zk.controller_epoch == broker.controller_epoch:
         return None
-    return s._replace(brokers=_put(s.brokers, b, broker._replace(is_controller=False, new_brokers=())))
+    return s._replace(brokers=_put(s.brokers, b, _stops_controlling(broker)))
 
 
 def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int, ...], bool]]:
@@ -519,7 +526,7 @@ def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
     if (cfg.fence_controller_epoch and m.controller_epoch < broker.controller_epoch) or m.leader_epoch < r.leader_epoch:
         return s
     if m.controller_epoch > broker.controller_epoch:  # seed 002: a newer controller exists
-        s = s._replace(brokers=_put(s.brokers, b, broker._replace(controller_epoch=m.controller_epoch, is_controller=False)))
+        s = s._replace(brokers=_put(s.brokers, b, _stops_controlling(broker._replace(controller_epoch=m.controller_epoch))))
     return _set_replica(_drop_responses_to(s, b, p), b, p, _deleted(cfg, r))
 
 
@@ -553,7 +560,7 @@ def _accept(s: State, cfg: Config, m: LeaderAndIsr) -> State:
     if m.controller_epoch > broker.controller_epoch:
         # seed 002: a newer controller epoch means "a new controller has been elected":
         # a broker that still acted as controller realises it no longer is.
-        broker = broker._replace(controller_epoch=m.controller_epoch, is_controller=False, new_brokers=())
+        broker = _stops_controlling(broker._replace(controller_epoch=m.controller_epoch))
     return s._replace(brokers=_put(s.brokers, m.to, broker), ghost=ghost)
 
 

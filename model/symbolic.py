@@ -428,10 +428,9 @@ class Encoding:
         t = dict(s)
         self._set_replica(t, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
         t[("st", b)] = z3.IntVal(DOWN)
-        t[("isc", b)] = z3.BoolVal(False)
+        self._stops_controlling(t, b, z3.BoolVal(True))
         t[("live", b)] = z3.BoolVal(False)
-        for x in range(self.n):  # its controller memory is gone, and its registration with it
-            t[("nb", b, x)] = z3.BoolVal(False)
+        for x in range(self.n):  # _unannounce: its registration is gone before its startup
             t[("nb", x, b)] = z3.BoolVal(False)
         t[("ctl",)] = z3.If(s[("ctl",)] == b, NO_LEADER, s[("ctl",)])
         for x in range(self.n):  # messages on their way *to* b are lost; those it sent may arrive
@@ -449,9 +448,8 @@ class Encoding:
         t[("st", b)], t[("isc", b)] = z3.IntVal(UP), z3.BoolVal(False)
         t[("bcep", b)] = zmax(s[("bcep", b)], s[("cep",)])
         t[("bbep", b)] = zxid
-        for c in range(self.n):  # the controller's watch: onBrokerStartup(b) is now due
-            if c != b:
-                t[("nb", c, b)] = z3.Or(s[("nb", c, b)], s[("ctl",)] == c)
+        for c in range(self.n):  # _announce: the controller's watch makes onBrokerStartup(b) due
+            t[("nb", c, b)] = z3.Or(s[("nb", c, b)], s[("ctl",)] == c)
         for x in range(self.n):  # a new incarnation: its old fetches (as follower) are gone
             if x != b:
                 self._drop_slot_if(t, b, x, z3.BoolVal(True))
@@ -492,6 +490,12 @@ class Encoding:
         t[("lai",)] = z3.Store(s[("lai",)], req, True)
         return Disjunct("on_broker_startup", (c, b), g, t)
 
+    def _stops_controlling(self, t: dict, b: int, when: Term) -> None:
+        """``_stops_controlling``: when ``when`` holds, b no longer acts as controller and
+        forgets the startups it owed."""
+        for k in [("isc", b)] + [("nb", b, x) for x in range(self.n)]:
+            t[k] = z3.BoolVal(False) if z3.is_true(when) else z3.If(when, False, t[k])
+
     def _acting(self, s: dict, c: int) -> Term:
         return z3.And(s[("st", c)] == UP, s[("isc", c)], s[("ctl",)] == c, s[("bcep", c)] == s[("cep",)])
 
@@ -499,9 +503,7 @@ class Encoding:
         g = z3.And(s[("st", b)] == UP, s[("isc", b)],
                    z3.Not(z3.And(s[("ctl",)] == b, s[("cep",)] == s[("bcep", b)])))
         t = dict(s)
-        t[("isc", b)] = z3.BoolVal(False)
-        for x in range(self.n):
-            t[("nb", b, x)] = z3.BoolVal(False)
+        self._stops_controlling(t, b, z3.BoolVal(True))
         return Disjunct("controller_resign", (b,), g, t)
 
     def elect_leader(self, s: dict, c: int, leader: int) -> Disjunct:
@@ -541,10 +543,8 @@ class Encoding:
         cep, bcep = R.cepoch(m), s[("bcep", b)]
         older = z3.Or(cep < bcep, R.mbe(m) < s[("bbep", b)])
         t[("stale",)] = z3.If(older, s[("stale",)] + 1, s[("stale",)])
-        t[("isc", b)] = z3.If(cep > bcep, False, s[("isc", b)])
+        self._stops_controlling(t, b, cep > bcep)
         t[("bcep", b)] = z3.If(cep > bcep, cep, bcep)
-        for x in range(self.n):
-            t[("nb", b, x)] = z3.If(cep > bcep, False, s[("nb", b, x)])
 
     def _request_guard(self, s: dict, b: int, m: Term) -> Term:
         R = self.shape.req

@@ -669,7 +669,13 @@ static void deregister(S *s, int b) {
 /* _announce: the controller's broker-change watch will run onBrokerStartup for b once */
 static void announce(S *s, int b) {
     int c = s->controller;
-    if (c != NO_LEADER && c != b) s->br[c].new_brokers |= (u8)(1 << b);
+    if (c != NO_LEADER) s->br[c].new_brokers |= (u8)(1 << b);
+}
+
+/* _stops_controlling: no longer controller, and its owed startups go with it */
+static void stop_controlling(Broker *br) {
+    br->is_controller = 0;
+    br->new_brokers = 0;
 }
 
 static int addressee(const Fetch *m) { return m->kind == FETCH_REQUEST ? m->leader : m->follower; }
@@ -685,8 +691,7 @@ static void process_ends(S *s, int b) {
     unknown_leo(r);
     r->epoch_start = 0;
     br->status = DOWN;
-    br->is_controller = 0;
-    br->new_brokers = 0;
+    stop_controlling(br);
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (addressee(&s->fetch[i]) == b) remove_fetch_at(s, i);
     deregister(s, b);
@@ -825,8 +830,7 @@ static int controller_resign(S *s, int b) {
     Broker *br = &s->br[b];
     if (br->status != UP || !br->is_controller) return 0;
     if (s->controller == b && s->controller_epoch == br->controller_epoch) return 0;
-    br->is_controller = 0;
-    br->new_brokers = 0;
+    stop_controlling(br);
     return 1;
 }
 
@@ -913,8 +917,7 @@ static void accept_request(S *s, const Lai *m) {
     if (m->controller_epoch < br->controller_epoch || m->max_broker_epoch < br->broker_epoch) s->stale_accepts++;
     if (m->controller_epoch > br->controller_epoch) {
         br->controller_epoch = m->controller_epoch;
-        br->is_controller = 0;
-        br->new_brokers = 0;
+        stop_controlling(br);
     }
 }
 

@@ -108,7 +108,10 @@ def test_a_restarted_broker_refuses_control_requests_meant_for_its_previous_inca
     def rejoined() -> bool:
         data, _ = zk.get(zkl.leader_and_isr_path("epochs", 0))
         return victim in zkl.LeaderAndIsr.from_json(data).isr
-    with Producer(c.bootstrap, acks=-1) as producer:
+    # through the controller's broker: the victim's metadata is the empty UpdateMetadata this
+    # test sent it, and a client bootstrapped at the victim first would find no topic at all
+    host, port = c.endpoint(ctrl)
+    with Producer(f"{host}:{port}", acks=-1) as producer:
         producer.send("epochs", "after-restart")
     wait_until(rejoined, 30, "the restarted broker to rejoin the ISR")
     zk.stop()

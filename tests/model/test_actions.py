@@ -40,6 +40,7 @@ from model.state import (
     TRUNCATING,
     UP,
     Entry,
+    LeaderAndIsr,
     initial,
 )
 
@@ -290,3 +291,14 @@ def test_a_new_controller_owes_no_startup_its_init_requests_cover_every_broker()
     assert all(br.new_brokers == () for br in s.brokers)
     t = controller_elect(s, K320, 1)
     assert t is not None and t.brokers[1].new_brokers == ()
+
+
+def test_a_controller_that_learns_of_a_newer_one_forgets_the_startups_it_owed():
+    """Seed 002: a LeaderAndISR from a newer controller epoch tells a broker it is no longer
+    controller; what it still owed as controller is the new controller's to cover."""
+    s = run(K320, ("broker_crash", 1), ("broker_restart", 1))
+    assert s.brokers[0].new_brokers == (1,)
+    newer = LeaderAndIsr(0, 0, 0, 2, (0, 1), 1, 2, s.zk.zxid)  # leader 0, epoch 2, controller epoch 2
+    t = become_leader(s._replace(leader_and_isr=(newer,)), K320, newer)
+    assert t is not None and not t.brokers[0].is_controller and t.brokers[0].new_brokers == ()
+    assert on_broker_startup(t, K320, 0, 1) is None
