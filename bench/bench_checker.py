@@ -12,10 +12,10 @@ one run.
 Prints distinct states, transitions, depth, wall time and states/s per run, and the ratios
 of states and time of the plain symmetry-reduced search to the other modes.  Modes: ``sym``
 symmetry reduction (the checker's default), ``nosym`` none, ``por`` symmetry plus the
-partial-order reduction of ``model.reduction`` (whose state counts are those of the reduced
+partial-order reduction of ``properties.checkers.reduction`` (whose state counts are those of the reduced
 graph), ``packed`` the same with every level held pickled from the start (what the
 checker does once a search has used ``PACK_SHARE`` of its memory budget), ``native`` and
-``natsym`` the compiled search of ``model.native`` (``epochal check --native``) as ``por``
+``natsym`` the compiled search of ``properties.checkers.native`` (``epochal check --native``) as ``por``
 and as ``sym`` -- the same states and transitions, so the ratio line compares their times
 (``native/por``, ``natsym/sym``).  Each run goes
 in a fresh process, so the memory column (the most the search used, workers included) is
@@ -34,12 +34,12 @@ import multiprocessing as mp
 import sys
 import time
 
-import model.checker as checker
-from model.budget import size_text
-from model.checker import check
+import properties.checkers.bfs as checker
 from model.config import NAMED, named
-from model.native import check_native
 from model.three_brokers import THREE_BROKERS
+from properties.checkers.bfs import check
+from properties.checkers.budget import size_text
+from properties.checkers.native import check_native
 
 # mode -> (symmetry, reduction, levels packed from the start)
 MODES = {"sym": (True, False, False), "nosym": (False, False, False), "por": (True, True, False), "packed": (True, True, True), "native": (True, True, False), "natsym": (True, False, False)}

@@ -17,9 +17,9 @@ import sys
 import tempfile
 import time
 
-from impl.client import Admin, Producer
-from impl.cluster import LocalCluster
-from impl.recordings import TOPIC, controller_of, leader_of, wait_for_change
+from impl.harness.cluster import LocalCluster
+from impl.harness.recordings import TOPIC, controller_of, leader_of, wait_for_change
+from impl.node.client import Admin, Producer
 
 
 def one_round(brokers: int) -> dict[str, float]:

@@ -11,18 +11,18 @@ Spark session (local[2] by default):
 * **job**: the whole conformance job (read, validate, causal order, split, judge, aggregate).
 
 It prints events/s, events/s per core and the job/read time ratio for each size; two sizes
-show whether the cost grows linearly.  The judge is ``model.replay:judge`` when it is
+show whether the cost grows linearly.  The judge is ``conformance.judge.replay:judge`` when it is
 installed, else the small real judge below (HW <= LEO, leader epochs never go back), so the
 plumbing can be measured on its own; the judge used is printed.
 
 The synthetic runs are not copies: each has its own seed (its own record values), and the
 shape -- partitions (1-4), records per leader (4-12), a leader killed or not -- varies
-with it (36 shapes).  ``model.replay.judge`` remembers steps it has matched (an exact memo,
-see ``model/replay.py``); runs of one shape replay the same model steps whatever their
+with it (36 shapes).  ``conformance.judge.replay.judge`` remembers steps it has matched (an exact memo,
+see ``conformance/judge/replay.py``); runs of one shape replay the same model steps whatever their
 values, so the memo answers most events here.  The benchmark says how much: it judges a
 sample in-process with and without the memo (hit rate, microseconds per event) and, with
 ``--unmemoized`` (default on), also times the job on the smallest corpus with
-``model.replay:judge_unmemoized`` -- the figure for traces that never repeat a step.
+``conformance.judge.replay:judge_unmemoized`` -- the figure for traces that never repeat a step.
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def run_shape(i: int) -> dict[str, Any]:
 def judge_alone(directory: Path, runs: int) -> dict[str, float]:
     """The judge without Spark, on the first ``runs`` run files of a corpus: microseconds
     per event with a cold memo, without the memo, and the memo's hit rate."""
-    from conformance.order import causal_order, split_groups
-    from model import replay
+    from conformance.judge import replay
+    from conformance.spark.order import causal_order, split_groups
     from traces.reader import read_traces
 
     by_name: dict[str, list[Path]] = {}
@@ -182,29 +182,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[250_000, 1_000_000])
     ap.add_argument("--corpus-dir", default="/tmp/epochal-bench")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--judge", default=None, help="MODULE:FUNC (default model.replay:judge if installed)")
+    ap.add_argument("--judge", default=None, help="MODULE:FUNC (default conformance.judge.replay:judge if installed)")
     ap.add_argument("--source", type=Path, default=None,
                     help="replicate the recorded runs under this directory instead of synthetic runs")
     ap.add_argument("--unmemoized", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time the job on the smallest corpus with model.replay:judge_unmemoized")
+                    help="also time the job on the smallest corpus with conformance.judge.replay:judge_unmemoized")
     ap.add_argument("--sample-runs", type=int, default=1000, help="runs judged in-process (judge alone)")
     args = ap.parse_args(argv)
     if args.sample_runs < 1:
         ap.error("--sample-runs must be at least 1")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.job import JOB_SQL_CONF, conform, spark_session
+    from conformance.spark.job import JOB_SQL_CONF, conform, spark_session
     from traces.schema import spark_schema
 
     judge: Any = args.judge
     if judge is None:
         try:
-            import model.replay  # noqa: F401
+            import conformance.judge.replay  # noqa: F401
 
-            judge = "model.replay:judge"
+            judge = "conformance.judge.replay:judge"
         except ImportError:
             judge = plumbing_judge  # defined in __main__: cloudpickle ships it by value
-    judge_name = judge if isinstance(judge, str) else "bench plumbing_judge (model.replay not installed)"
+    judge_name = judge if isinstance(judge, str) else "bench plumbing_judge (conformance.judge.replay not installed)"
 
     corpora = []
     for size in args.sizes:
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         corpora.append((size, d, n, files))
 
     alone: dict[str, float] = {}
-    if judge == "model.replay:judge":
+    if judge == "conformance.judge.replay:judge":
         alone = judge_alone(corpora[0][1], args.sample_runs)
         print(f"judge alone on {alone['runs']:.0f} runs ({alone['events']:.0f} events): "
               f"{alone['memo us/event']:.1f} us/event with the memo (cold, hit rate {alone['hit rate']:.1%}), "
@@ -251,15 +251,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((judge_name, n, files, read_s, job_s, read_cpu, job_cpu, outcome))
             print(f"  {n} events: read {read_s:.1f}s, job {job_s:.1f}s "
                   f"({outcome.groups} groups, {outcome.conforming} conform; stages {outcome.seconds})", flush=True)
-        if args.unmemoized and judge == "model.replay:judge":
+        if args.unmemoized and judge == "conformance.judge.replay:judge":
             _size, d, n, files = corpora[0]
             parsed, read_s, read_cpu = read_count(str(d))
             t, cpu = time.perf_counter(), cpu_seconds()
-            outcome = conform([str(d)], spark=spark, judge="model.replay:judge_unmemoized", log=lambda m: None,
+            outcome = conform([str(d)], spark=spark, judge="conformance.judge.replay:judge_unmemoized", log=lambda m: None,
                               keep_verdicts=0)
             job_s, job_cpu = time.perf_counter() - t, cpu_seconds() - cpu
             assert outcome.events == n and outcome.conforming == outcome.groups
-            rows.append(("model.replay:judge_unmemoized", n, files, read_s, job_s, read_cpu, job_cpu, outcome))
+            rows.append(("conformance.judge.replay:judge_unmemoized", n, files, read_s, job_s, read_cpu, job_cpu, outcome))
             print(f"  {n} events, no memo: read {read_s:.1f}s, job {job_s:.1f}s", flush=True)
     finally:
         spark.stop()

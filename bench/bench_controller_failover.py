@@ -4,7 +4,7 @@ by side in one run, with the ratio between the two sizes.
 
     .venv/bin/python bench/bench_controller_failover.py [--sizes 1000,10000] [--quick]
 
-Two real controllers (the :class:`impl.controller.Controller` class, each on its own
+Two real controllers (the :class:`impl.node.controller.Controller` class, each on its own
 ZooKeeper session, in this process) and three simulated brokers replicating every partition
 (``bench/sim_brokers.py``: real ZooKeeper, simulated endpoints that decode and acknowledge
 every request).  Controller A starts and tells the brokers everything (seed 000 D); B stands
@@ -30,7 +30,7 @@ from typing import Any
 
 from sim_brokers import REAL_VS_SIMULATED, controller_failover, median_of, quiet_kazoo
 
-from impl.zk import EmbeddedZooKeeper
+from impl.node.zk import EmbeddedZooKeeper
 
 COLUMNS = (("elected", "new controller elected"),
            ("leader_and_isr", "LeaderAndISR at all brokers"),

@@ -30,7 +30,7 @@ from typing import Any
 
 from sim_brokers import REAL_VS_SIMULATED, broker_failover, median_of, quiet_kazoo
 
-from impl.zk import EmbeddedZooKeeper
+from impl.node.zk import EmbeddedZooKeeper
 
 SEED_ESTIMATE_S = 40.0  # seed 000: 10K partitions x 4 ms per ZooKeeper write
 SEED_MS_PER_WRITE = 4.0

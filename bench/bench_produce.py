@@ -4,9 +4,9 @@ three real replicas, side by side in one run -- the implementation's baseline.
     .venv/bin/python bench/bench_produce.py [--records 2000] [--batches 100] [--batch-size 100] [--quick]
 
 Everything here is real: an embedded ZooKeeper and three broker processes
-(:class:`impl.cluster.LocalCluster`, default settings), one topic per run with one partition
+(:class:`impl.harness.cluster.LocalCluster`, default settings), one topic per run with one partition
 and replication 3 (all three in the ISR; acks=all waits for the whole ISR), the
-:class:`impl.client.Producer` and :class:`impl.client.Consumer`.
+:class:`impl.node.client.Producer` and :class:`impl.node.client.Consumer`.
 
 Two workloads per acks setting, on a fresh topic each:
 
@@ -34,8 +34,8 @@ import threading
 import time
 from typing import Any
 
-from impl.client import Admin, Consumer, Producer
-from impl.cluster import LocalCluster
+from impl.harness.cluster import LocalCluster
+from impl.node.client import Admin, Consumer, Producer
 
 ACKS = ((1, "acks=1"), (-1, "acks=all"))
 

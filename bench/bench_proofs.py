@@ -7,7 +7,7 @@
   for design (counterexample) and kip320 (none);
 * Hypothesis: per seed, the time to the first counterexample (before shrinking), the time
   with shrinking and the shrunk length -- for the design's KAFKA-1211 loss (the search of
-  ``model.fuzz.DESIGN_SEARCH``, ``deep`` profile, budget ``--design-examples`` runs: reports
+  ``properties.checkers.fuzz.DESIGN_SEARCH``, ``deep`` profile, budget ``--design-examples`` runs: reports
   how often it was found at all) and for the unclean-election loss.  Medians over the seeds.
 """
 
@@ -18,9 +18,9 @@ import statistics
 import time
 
 from model.config import named
-from model.fuzz import DESIGN_SEARCH, DESIGN_STEPS, fuzz_config, run
-from model.scenarios import play
-from model.symbolic import bmc, prove
+from properties.checkers.fuzz import DESIGN_SEARCH, DESIGN_STEPS, fuzz_config, run
+from properties.checkers.scenarios import play
+from properties.checkers.symbolic import bmc, prove
 
 
 def _proofs() -> None:

@@ -37,10 +37,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from impl import zk as zkl
-from impl.client import Admin
-from impl.cluster import LocalCluster
-from impl.wire import ErrorCode
+from impl.harness.cluster import LocalCluster
+from impl.node import zk as zkl
+from impl.node.client import Admin
+from impl.node.wire import ErrorCode
 
 FAST = {"zk_session_timeout_s": 2.0, "replica_lag_time_ms": 1500, "fetch_max_wait_ms": 100,
         "reassign_interval_s": 0.3, "controller_request_timeout_s": 2.0}

@@ -21,7 +21,7 @@ LEOs`` is the leader's record of each follower's fetch offset.  What survives ev
 projection (``core``) is the protocol's own state: ZooKeeper, roles, epochs, logs and HWs.
 A last line gives the most LeaderAndISR requests in flight to one broker in any state reached.
 
-The search is the checker's (symmetry plus ``model.reduction``), held in memory by this
+The search is the checker's (symmetry plus ``properties.checkers.reduction``), held in memory by this
 script so that each reached state can be projected.  Progress goes to stderr, one line per
 level.
 """
@@ -33,12 +33,12 @@ import sys
 import time
 from collections.abc import Callable
 
-from model.checker import search_key
 from model.config import Config, named
-from model.reduction import reduced_successors, visible
 from model.state import State, initial
-from model.symmetry import canonical
 from model.three_brokers import three_brokers
+from properties.checkers.bfs import search_key
+from properties.checkers.reduction import reduced_successors, visible
+from properties.checkers.symmetry import canonical
 
 
 def reach(cfg: Config, depth: int, expand: Callable[[State, Config], list] = reduced_successors,

@@ -8,7 +8,7 @@ per broker carrying that broker's epoch, encoded into a buffer per broker).
 What is real: the controller's own ``_send_update_metadata`` builds the requests and hands
 them to its per-broker channels.  What is simulated: the brokers.  Each channel is a stand-in
 that holds what the real channel would hold while its broker has not yet taken the request
--- the queued request and the frame it writes (``impl.wire.request_frame_parts``, the same
+-- the queued request and the frame it writes (``impl.node.wire.request_frame_parts``, the same
 function the real channel's connection uses).  That is the memory seed 003 is about: N
 copies while N brokers are being sent to.  Measured with ``tracemalloc`` as the memory still
 allocated after the fan-out, over the metadata the controller read from ZooKeeper (which
@@ -27,10 +27,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from impl import zk as zkl
-from impl.config import BrokerConfig
-from impl.controller import Controller
-from impl.wire import API_VERSIONS, ApiKey, EncodedBody, request_frame_parts
+from impl.node import zk as zkl
+from impl.node.config import BrokerConfig
+from impl.node.controller import Controller
+from impl.node.wire import API_VERSIONS, ApiKey, EncodedBody, request_frame_parts
 from traces.recorder import TraceRecorder
 
 

@@ -5,10 +5,10 @@ Ten thousand partition logs on real broker processes are too heavy for a 2-core 
 and they are not what those benchmarks time: the controller's ZooKeeper reads and writes and
 its LeaderAndISR/UpdateMetadata fan-out are.  So:
 
-* **real**: the embedded ZooKeeper server (:class:`impl.zk.EmbeddedZooKeeper`, with its
-  transaction log fsync), the :class:`impl.controller.Controller` class itself -- election,
+* **real**: the embedded ZooKeeper server (:class:`impl.node.zk.EmbeddedZooKeeper`, with its
+  transaction log fsync), the :class:`impl.node.controller.Controller` class itself -- election,
   ``_failover``, ``_on_broker_change``, ``_elect_partitions``, ``_write_states``, its
-  ControllerChannel threads and the wire protocol of :mod:`impl.wire` -- run in this
+  ControllerChannel threads and the wire protocol of :mod:`impl.node.wire` -- run in this
   process on a kazoo session of its own, writing its trace like a broker does;
 * **simulated**: each broker is a small process (``python bench/sim_brokers.py serve``)
   that registers ``/brokers/ids/N`` on its own ZooKeeper session, listens on a TCP port,
@@ -44,10 +44,10 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from kazoo.client import KazooClient
 
-from impl import zk as zkl
-from impl.config import BrokerConfig
-from impl.controller import Controller
-from impl.wire import (
+from impl.node import zk as zkl
+from impl.node.config import BrokerConfig
+from impl.node.controller import Controller
+from impl.node.wire import (
     ApiKey,
     ErrorCode,
     ProtocolError,
@@ -59,12 +59,12 @@ from impl.wire import (
 from traces.recorder import TraceRecorder
 
 if TYPE_CHECKING:
-    from impl.broker import Broker
+    from impl.node.broker import Broker
 
 BROKERS = (1, 2, 3)  # the simulated brokers; every partition is replicated on all three
 VICTIM = 1  # leads every partition before the failure
 REAL_VS_SIMULATED = (
-    "real: ZooKeeper server (embedded, fsync on), the impl.controller.Controller class with its "
+    "real: ZooKeeper server (embedded, fsync on), the impl.node.controller.Controller class with its "
     "channels and wire protocol, kazoo sessions; simulated: broker endpoints (one process each, "
     "registered in ZooKeeper, decoding and acknowledging every request, no logs or replication); "
     "a failure = the victim's ZooKeeper session closed (a kill -9 adds the session timeout)"

@@ -13,7 +13,7 @@ import copy
 import random
 from collections.abc import Callable
 
-from conformance.order import Event
+from conformance.spark.order import Event
 from traces.vocabulary import KINDS
 
 Mutation = Callable[[list[Event], random.Random], list[Event] | None]

@@ -1,19 +1,19 @@
 """The explicit-state model of the ZooKeeper-era Kafka controller and replication protocol.
 
-One model, pure and immutable, feeds every checker (the exhaustive BFS in ``model.checker``,
+One model, pure and immutable, feeds every checker (the exhaustive BFS in ``properties.checkers.bfs``,
 z3, Hypothesis) and the trace conformance job:
 
 * ``model.config``     -- the named configurations (``design``, ``kip101`` ... ``zombie``) and bounds
 * ``model.state``      -- the immutable state: ZooKeeper, brokers, replicas, messages, ghost history
 * ``model.truncation`` -- the one rule the protocol variants disagree on: where a follower truncates
 * ``model.actions``    -- one named action (guard + effect) per rule of seed 000
-* ``model.symmetry``   -- broker-id permutations and the canonical representative of a state
-* ``model.checker``    -- breadth-first search with shortest counterexamples
+* ``properties.checkers.symmetry``   -- broker-id permutations and the canonical representative of a state
+* ``properties.checkers.bfs``    -- breadth-first search with shortest counterexamples
 * ``model.render``     -- steps and states as the prose a counterexample is printed in
 * ``model.scenarios``  -- Kafka's history (KAFKA-1211, KIP-279, KIP-320) as step scripts
-* ``model.replay``     -- the trace judge: does a recorded run take only steps the model allows?
-* ``model.diagnose``   -- which other protocol variant a failing trace is a run of
-* ``model.symbolic``   -- the z3 encoding of the same actions, for proofs and bounded model checking
-* ``model.fuzz``       -- the Hypothesis state machine over the same actions and properties
-* ``model.cli``, ``model.prove_cli``, ``model.fuzz_cli`` -- ``epochal check``, ``prove``, ``fuzz``
+* ``conformance.judge.replay``     -- the trace judge: does a recorded run take only steps the model allows?
+* ``conformance.judge.diagnose``   -- which other protocol variant a failing trace is a run of
+* ``properties.checkers.symbolic``   -- the z3 encoding of the same actions, for proofs and bounded model checking
+* ``properties.checkers.fuzz``       -- the Hypothesis state machine over the same actions and properties
+* ``impl.cli.check``, ``impl.cli.prove``, ``impl.cli.fuzz`` -- ``epochal check``, ``prove``, ``fuzz``
 """

@@ -19,9 +19,9 @@ every bound lowered by one and sees it blocked):
 Everything else is the named configurations' default.  Both stories break their
 configurations here, and the exhaustive search finds both by itself: kip101's in 17 steps
 (3,933,056 states; the Python checker or ``--native``), kip279's in 20 (10,650,117 states;
-the native search of ``model.native``), both in tests/model/test_history.py.  And kip320
+the native search of ``properties.checkers.native``), both in tests/model/test_history.py.  And kip320
 holds in every reachable state at these bounds: 19,554,759 states with the partial-order
-reduction of ``model.reduction`` (about a minute natively on both cores), 38,097,622
+reduction of ``properties.checkers.reduction`` (about a minute natively on both cores), 38,097,622
 without it (about three) -- tests/model/test_history.py, README "Three-broker searches".
 """
 

@@ -33,7 +33,7 @@ class TraceRecorder:
         self._file = open(self.path, "a", encoding="utf-8")
         # Optional: a clock this node must observe before each event it records (returns
         # None when there is nothing new).  A broker follows the fault injector's clock so
-        # that nothing it records orders before a fault recorded earlier (impl.tracing).
+        # that nothing it records orders before a fault recorded earlier (impl.node.tracing).
         self.observe_first: Callable[[], int | None] | None = None
 
     # -- Lamport clock: carried on every RPC --------------------------------------------

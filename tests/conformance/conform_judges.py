@@ -1,6 +1,6 @@
 """Small but real judges for testing the job's plumbing before the model's judge exists.
 
-Each has the interface of ``model.replay.judge``.  They are imported by the tests and
+Each has the interface of ``conformance.judge.replay.judge``.  They are imported by the tests and
 pickled by value (``cloudpickle.register_pickle_by_value``) so Spark's Python workers,
 which do not have ``tests/`` on their path, can run them.
 """

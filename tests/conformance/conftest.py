@@ -14,7 +14,7 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import conform_judges
 
-    from conformance.job import spark_session
+    from conformance.spark.job import spark_session
 
     session = spark_session("local[2]", app="epochal-tests")
     # Python workers do not have tests/ on their path: ship the test judges to them.

@@ -10,8 +10,8 @@ import shutil
 import conform_judges
 import pytest
 
-from conformance.cli import standalone_main
-from conformance.job import InputError, conform
+from conformance.spark.cli import standalone_main
+from conformance.spark.job import InputError, conform
 from traces.parquet import convert
 from traces.synthetic import generate_run, write_run
 
@@ -134,7 +134,7 @@ def test_a_local_run_prints_the_jobs_own_lines_not_sparks_log(tmp_path):
 
     data = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded" / "leader-kill"
     p = subprocess.run(
-        [sys.executable, "-m", "impl.cli", "conform", str(data), "--out", str(tmp_path / "v")],
+        [sys.executable, "-m", "impl.cli.main", "conform", str(data), "--out", str(tmp_path / "v")],
         capture_output=True, text=True, timeout=300,
     )
     assert p.returncode == 0, p.stderr

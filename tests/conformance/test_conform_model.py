@@ -1,6 +1,6 @@
-"""End to end with the model's own judge (model.replay.judge, the job's default).
+"""End to end with the model's own judge (conformance.judge.replay.judge, the job's default).
 
-Skipped until ``model/replay.py`` exists; from then on: every recorded trace in
+Skipped until ``conformance/judge/replay.py`` exists; from then on: every recorded trace in
 ``traces/data/recorded/`` conforms, and every trace in ``traces/data/nonconforming/``
 fails, naming the property or reason its file name starts with.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.job import conform, render
+from conformance.spark.job import conform, render
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 pytestmark = pytest.mark.spark
@@ -19,14 +19,14 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def replay():
-    return pytest.importorskip("model.replay", reason="model/replay.py has not landed yet")
+    return pytest.importorskip("conformance.judge.replay", reason="conformance/judge/replay.py has not landed yet")
 
 
 def test_recorded_traces_conform_with_the_default_judge(spark, replay):
     recorded = DATA / "recorded"
     if not any(recorded.rglob("*.jsonl")):
         pytest.skip("no recorded traces in traces/data/recorded yet")
-    out = conform([str(recorded)], spark=spark)  # default judge: model.replay:judge, on executors
+    out = conform([str(recorded)], spark=spark)  # default judge: conformance.judge.replay:judge, on executors
     assert out.exit_code == 0, [v for v in out.verdicts if v["status"] != "conforms"][:3]
     assert out.groups > 0 and not out.quarantined
 

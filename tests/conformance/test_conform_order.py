@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from conformance.order import causal_order, source_disorder, split_groups
-from conformance.verdict import judge_run
+from conformance.spark.order import causal_order, source_disorder, split_groups
+from conformance.spark.verdict import judge_run
 from traces.synthetic import generate_run
 
 

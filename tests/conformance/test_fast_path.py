@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.job import conform
+from conformance.spark.job import conform
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +32,7 @@ def test_local_read_and_binary_file_read_agree(spark):
 
 
 def test_files_sharing_runs_are_grouped_transitively():
-    from conformance.job import _file_groups
+    from conformance.spark.job import _file_groups
 
     pairs = [("a", "r1"), ("b", "r1"), ("b", "r2"), ("c", "r2"), ("d", "r3"), ("e", None), ("d", "r3")]
     assert sorted(_file_groups(pairs)) == [["a", "b", "c"], ["d"], ["e"]]
@@ -42,7 +42,7 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
     """The job lists local directories itself (``_list_local``); it must pick exactly the
     files Spark's binaryFile source picks: hidden and "_" names skipped (files and
     directories), partition directories and Parquet metadata kept, only trace suffixes."""
-    from conformance.job import _list_local
+    from conformance.spark.job import _list_local
     from traces.reader import TRACE_GLOB
 
     names = ["a.jsonl", "b.json", "c.ndjson", "d.jsonl.gz", "e.parquet", "f.txt", "g.jsonl.tmp",
@@ -56,7 +56,7 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
     ours = _list_local(uri)
     theirs = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
               .option("pathGlobFilter", TRACE_GLOB).load(uri).inputFiles())
-    from conformance.job import display_path
+    from conformance.spark.job import display_path
 
     assert sorted(display_path(u) for u in ours) == sorted(display_path(u) for u in theirs)
     kept = sorted(display_path(u)[len(str(tmp_path)) + 1:] for u in ours)
@@ -92,7 +92,7 @@ def test_a_run_whose_files_were_dealt_to_two_tasks_is_judged_again_whole(spark, 
 def test_large_directories_are_cut_between_file_stems_only():
     """A directory of many runs is dealt out in pieces of about ``GROUP_FILES`` files, never
     cutting between two files of one stem (one run's node files), so no run is split."""
-    from conformance.job import GROUP_FILES, _guess_groups
+    from conformance.spark.job import GROUP_FILES, _guess_groups
 
     uris = [f"file:///c/d/run-{r:04d}.{n}.jsonl" for r in range(100) for n in (-1, 1, 2, 3)]
     uris += ["file:///c/e/broker-1.jsonl", "file:///c/e/broker-2.jsonl"]
@@ -113,7 +113,7 @@ def test_executors_pace_the_collector_and_restore_it(monkeypatch):
 
     import pyarrow as pa
 
-    from conformance import job
+    from conformance.spark import job
 
     monkeypatch.setattr(job._CollectorPace, "YOUNG_EVERY", 1)
     monkeypatch.setattr(job._CollectorPace, "FULL_EVERY", 3)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from impl.cluster import LocalCluster
-from impl.zk import EmbeddedZooKeeper, connect
+from impl.harness.cluster import LocalCluster
+from impl.node.zk import EmbeddedZooKeeper, connect
 
 # short timeouts so failures are detected in ~2 s (ZooKeeper tickTime 200 ms)
 FAST = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.sim_brokers import broker_failover, replicas_of
-from impl.zk import EmbeddedZooKeeper
+from impl.node.zk import EmbeddedZooKeeper
 
 pytestmark = pytest.mark.integration
 

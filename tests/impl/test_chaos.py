@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from impl.chaos import (
+from impl.cli.main import main
+from impl.harness.chaos import (
     CHURN_KINDS,
     FAULT_KINDS,
     PARTITIONS,
@@ -30,9 +31,8 @@ from impl.chaos import (
     read_commit_isr,
     read_disk_log,
 )
-from impl.cli import main
-from impl.log import PartitionLog
-from impl.zk import EmbeddedZooKeeper, connect
+from impl.node.log import PartitionLog
+from impl.node.zk import EmbeddedZooKeeper, connect
 
 # -- the schedule ------------------------------------------------------------------------------
 
@@ -224,7 +224,7 @@ def test_an_isr_write_in_flight_holds_the_partition_until_it_is_done(tmp_path: P
     the min LEO of the ISR alone."""
     import asyncio
 
-    from impl.replica import LEADER, PartitionState, Replica
+    from impl.node.replica import LEADER, PartitionState, Replica
     from traces.recorder import TraceRecorder
 
     log = PartitionLog.open(tmp_path / "t-0")
@@ -298,7 +298,7 @@ def test_out_must_not_hold_a_previous_run(tmp_path: Path, capsys: pytest.Capture
 def spark() -> Iterator[Any]:
     """One Spark session for every run judged here (Spark takes 10-25 s to start)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.job import spark_session
+    from conformance.spark.job import spark_session
 
     session = spark_session("local[2]", app="epochal-chaos-tests")
     yield session
@@ -418,7 +418,7 @@ def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     import subprocess
 
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "impl.cli", "chaos", "--seed", "5", "--duration",
+    proc = subprocess.run([sys.executable, "-m", "impl.cli.main", "chaos", "--seed", "5", "--duration",
                            "8", "--out", str(out), "--json"], capture_output=True, text=True,
                           timeout=600, cwd=Path(__file__).resolve().parents[2])
     report = json.loads(proc.stdout)

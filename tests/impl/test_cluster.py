@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from impl_testing import trace_events, wait_until
 
-from impl import zk as zkl
-from impl.client import Admin, Consumer, Producer
-from impl.cluster import LocalCluster
-from impl.wire import ApiKey, BlockingConnection, ErrorCode, encode_request
+from impl.harness.cluster import LocalCluster
+from impl.node import zk as zkl
+from impl.node.client import Admin, Consumer, Producer
+from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, encode_request
 from traces.schema import validate
 
 pytestmark = pytest.mark.integration
@@ -408,10 +408,10 @@ def test_cli_produces_and_consumes_through_the_bootstrap_broker(
         make_cluster: Any, capsys: Any, monkeypatch: Any) -> None:
     import io
 
-    from impl import cli
+    from impl.cli import main as cli
 
     c = make_cluster(2)
-    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.commands"])
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.cli.commands"])
     boot = ["--bootstrap", f"{c.endpoint(0)[0]}:{c.endpoint(0)[1]}"]
     assert cli.main(["topics", "create", "cli", "--partitions", "1",
                      "--replication-factor", "2", *boot]) == 0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from impl.controller import Decision, choose_leader
-from impl.zk import LeaderAndIsr
+from impl.node.controller import Decision, choose_leader
+from impl.node.zk import LeaderAndIsr
 
 
 def st(leader: int, isr: tuple[int, ...], epoch: int = 3) -> LeaderAndIsr:

@@ -1,6 +1,6 @@
 """Seed 002 and seed 003 inside the controller, with real ZooKeeper and no broker processes.
 
-Two :class:`impl.controller.Controller` objects run in this process against one chroot, each
+Two :class:`impl.node.controller.Controller` objects run in this process against one chroot, each
 with a minimal host broker (ZooKeeper client, id, config, trace recorder), and with
 recording channels instead of TCP -- so a test can look at exactly which payload object
 went to which broker.
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from impl_testing import wait_until
 
-from impl import zk as zkl
-from impl.config import BrokerConfig
-from impl.controller import Controller
-from impl.wire import ApiKey, EncodedBody, decode_value
+from impl.node import zk as zkl
+from impl.node.config import BrokerConfig
+from impl.node.controller import Controller
+from impl.node.wire import ApiKey, EncodedBody, decode_value
 from traces.recorder import TraceRecorder
 
 pytestmark = pytest.mark.integration
@@ -75,7 +75,7 @@ def controllers(zk_chroot: str, tmp_path: Path) -> Any:
 def recording_controller(controllers: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """An active controller (broker 1) over simulated brokers registered in ZooKeeper, whose
     channels record what they would send."""
-    monkeypatch.setattr("impl.controller.ControllerChannel",
+    monkeypatch.setattr("impl.node.controller.ControllerChannel",
                         lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
 
     def start(brokers: tuple[int, ...]) -> Controller:

@@ -1,4 +1,4 @@
-"""The RPC transport's fault layer (impl.faults): partitioned links refuse, slow links delay,
+"""The RPC transport's fault layer (impl.node.faults): partitioned links refuse, slow links delay,
 on connections already open as well as new ones; and a broker's ZooKeeper session can be
 expired from outside through the credentials it publishes."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from impl import faults
-from impl.faults import FaultLayer, FaultPlan, expire_session, publish_session, write_plan
-from impl.wire import (
+from impl.node import faults
+from impl.node.faults import FaultLayer, FaultPlan, expire_session, publish_session, write_plan
+from impl.node.wire import (
     ApiKey,
     AsyncConnection,
     BlockingConnection,
@@ -23,7 +23,7 @@ from impl.wire import (
     decode_request_header,
     encode_response,
 )
-from impl.zk import EmbeddedZooKeeper, connect
+from impl.node.zk import EmbeddedZooKeeper, connect
 
 
 class _Responder:

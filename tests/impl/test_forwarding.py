@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from impl_testing import wait_until
 
-from impl import zk as zkl
-from impl.client import Admin
-from impl.cluster import LocalCluster
-from impl.wire import ApiKey, BlockingConnection, ErrorCode
+from impl.harness.cluster import LocalCluster
+from impl.node import zk as zkl
+from impl.node.client import Admin
+from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
 
 pytestmark = pytest.mark.integration
 

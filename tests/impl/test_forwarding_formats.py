@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from impl.admin import AdminError, principal_of, to_controller_format, to_old_format
-from impl.quota import ANONYMOUS
-from impl.wire import API_VERSIONS, CONTROLLER_VERSIONS, ApiKey, ErrorCode
+from impl.node.admin import AdminError, principal_of, to_controller_format, to_old_format
+from impl.node.quota import ANONYMOUS
+from impl.node.wire import API_VERSIONS, CONTROLLER_VERSIONS, ApiKey, ErrorCode
 
 
 def test_admin_writes_are_bumped_and_everything_else_stays_at_version_zero():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from impl.log import LeaderEpochCache, PartitionLog, Record, encode_record
+from impl.node.log import LeaderEpochCache, PartitionLog, Record, encode_record
 
 
 def _fill(log: PartitionLog, epochs: list[int]) -> None:

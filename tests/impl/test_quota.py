@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from impl.quota import (
+from impl.node.quota import (
     DEFAULT,
     ControllerMutationQuotaManager,
     TokenBucket,
     entity_path,
     validate_entity_name,
 )
-from model.fuzz import PROFILES
+from properties.checkers.fuzz import PROFILES
 
 
 class FakeClock:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from impl import client as client_module
-from impl.client import Admin, ThrottlingQuotaExceeded
-from impl.wire import ApiKey, ErrorCode
+from impl.node import client as client_module
+from impl.node.client import Admin, ThrottlingQuotaExceeded
+from impl.node.wire import ApiKey, ErrorCode
 
 OK, THROTTLED, MOVED = 0, int(ErrorCode.THROTTLING_QUOTA_EXCEEDED), int(ErrorCode.NOT_CONTROLLER)
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from impl_testing import wait_until
 
-from impl import zk as zkl
-from impl.cli import main
-from impl.client import Admin, ThrottlingQuotaExceeded
-from impl.wire import ApiKey, BlockingConnection, ErrorCode
+from impl.cli.main import main
+from impl.node import zk as zkl
+from impl.node.client import Admin, ThrottlingQuotaExceeded
+from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
 
 
 def controller_id(zk: Any) -> int:

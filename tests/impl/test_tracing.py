@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from impl.tracing import HARNESS_NODE, open_recorder, trace_path
+from impl.node.tracing import HARNESS_NODE, open_recorder, trace_path
 
 
 def test_a_restarted_node_continues_seq_and_clock_within_its_run(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_a_fault_orders_after_what_others_recorded_until_the_victim_stopped(tmp_
     before the SIGSTOP lands; the victim took that answer and fetched again without a
     trace line.  The pause must order after the answer, so every clock is read only once
     the victim has stopped (``stop_then_observe``)."""
-    from impl.cluster import stop_then_observe
+    from impl.harness.cluster import stop_then_observe
 
     leader, victim = open_recorder(tmp_path, "run1", 0), open_recorder(tmp_path, "run1", 2)
     victim.emit("send_fetch", params={"leader": 0, "fetch_offset": 50})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from impl.log import UNDEFINED_EPOCH, LeaderEpochCache
-from impl.truncation import epoch_truncation_point, hw_truncation_point, normalise_rule
+from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache
+from impl.node.truncation import epoch_truncation_point, hw_truncation_point, normalise_rule
 
 
 def cache(*entries: tuple[int, int]) -> LeaderEpochCache:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from itertools import product
 
-from impl.log import LeaderEpochCache
-from impl.truncation import epoch_truncation_point, hw_truncation_point
+from impl.node.log import LeaderEpochCache
+from impl.node.truncation import epoch_truncation_point, hw_truncation_point
 from model.state import Entry
 from model.truncation import kip279, to_high_watermark
 

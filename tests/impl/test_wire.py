@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from impl.wire import (
+from impl.node.wire import (
     ApiKey,
     ErrorCode,
     ProtocolError,

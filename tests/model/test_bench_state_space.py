@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bench.bench_state_space import breakdown, main, most_requests_to_one_broker, reach
-from model.checker import check
 from model.state import LeaderAndIsr, initial
 from model.three_brokers import three_brokers
+from properties.checkers.bfs import check
 
 
 def test_the_breakdown_projects_the_states_the_checker_reaches() -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-import model.checker as checker
-from model.checker import check, replay
+import properties.checkers.bfs as checker
 from model.config import named
-from properties import all_violations
+from properties.checkers.bfs import check, replay
+from properties.safety import all_violations
 
 # (configuration, overrides) -> distinct states with symmetry reduction, pinned.
 PINNED_EXHAUSTIVE = {
@@ -177,7 +177,7 @@ def test_a_zombie_that_could_shrink_its_isr_alone_would_commit_and_the_property_
     import model.actions as actions
     from model.actions import Step, apply
     from model.state import initial
-    from properties import all_violations
+    from properties.safety import all_violations
 
     def local_only(s, cfg, b, p, isr):
         return actions.advance_hw(actions._set_replica(s, b, p, actions.replica(s, b, p)._replace(isr=isr)), cfg, b, p)
@@ -252,7 +252,7 @@ def test_the_search_runs_without_the_cycle_collector_and_restores_it(monkeypatch
     afterwards, also when it stops at a violation."""
     import gc
 
-    import model.checker as checker
+    import properties.checkers.bfs as checker
 
     seen: list[bool] = []
     real = checker.successors

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from impl.cli import main
+from impl.cli.main import main
 
 
 def test_check_design_exits_1_and_prints_the_counterexample(capsys):
@@ -42,7 +42,7 @@ def test_check_with_a_depth_bound_is_inconclusive_and_says_how_deep(capsys):
 
 def test_bad_arguments_exit_2_with_one_line_and_no_traceback():
     for args in (["--config", "nonsense"], ["--config", "design", "--brokers", "9"], ["--config", "design", "--workers", "0"], ["--config", "design", "--max-depth", "0"]):
-        p = subprocess.run([sys.executable, "-m", "impl.cli", "check", *args], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "impl.cli.main", "check", *args], capture_output=True, text=True)
         assert p.returncode == 2, args
         assert "Traceback" not in p.stderr
         assert "error" in p.stderr.lower()

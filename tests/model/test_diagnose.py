@@ -1,4 +1,4 @@
-"""model.diagnose: a trace that is not a run of one variant, read as a run of the others."""
+"""conformance.judge.diagnose: a trace that is not a run of one variant, read as a run of the others."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.order import causal_order, split_groups
-from conformance.verdict import judge_group, summary_line
-from model.diagnose import VARIANTS, explain, judge
-from model.replay import design_bug_events
-from model.replay import judge as replay_judge
+from conformance.judge.diagnose import VARIANTS, explain, judge
+from conformance.judge.replay import design_bug_events
+from conformance.judge.replay import judge as replay_judge
+from conformance.spark.order import causal_order, split_groups
+from conformance.spark.verdict import judge_group, summary_line
 from traces.reader import read_traces
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from model.config import named
-from model.scenarios import SCENARIOS, play
+from model.scenarios import SCENARIOS
 from model.three_brokers import THREE_BROKERS, three_brokers
+from properties.checkers.scenarios import play
 
 
 def names(outcome):
@@ -91,8 +92,8 @@ def test_the_checker_finds_kip101_diverging_at_three_brokers_by_itself():
     epoch lookup (KIP-101: the end of the follower's own epoch) leaves it untruncated.
     Slow: ~3.9 M states, 6-9 minutes on one core here (CI runs it).  The count and the
     length are pinned: a change to the model or the checker that moves either shows here."""
-    from model.checker import check, replay
-    from properties import all_violations
+    from properties.checkers.bfs import check, replay
+    from properties.safety import all_violations
 
     cfg = three_brokers("kip101")
     r = check(cfg)
@@ -113,7 +114,7 @@ def test_kip320_breaks_nothing_within_twenty_steps_at_three_brokers():
     tests/model/test_native.py: the two searches agree state for state on the way to the
     exhaustive verdict below (~2 minutes; a change to the model, the reduction or either
     checker shows here)."""
-    from model.checker import check
+    from properties.checkers.bfs import check
 
     r = check(three_brokers("kip320"), reduction=True, max_depth=20)
     assert r.violation is None, r.violation.text()
@@ -124,14 +125,14 @@ def test_kip320_breaks_nothing_within_twenty_steps_at_three_brokers():
 @pytest.mark.slow
 def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     """KIP-320's bug found by exhaustive search, not only by the scripted story: the native
-    search (``model.native``, held to the model by tests/model/test_native.py) finds a
+    search (``properties.checkers.native``, held to the model by tests/model/test_native.py) finds a
     shortest counterexample of 20 steps after 10,650,117 states: the
     leader of epoch 3 handles a fetch a follower sent in epoch 1, advances its HW on it, and
     the follower takes that HW over a log that disagrees ([a@1] against [b@3]).  About 45 s
     on both cores.  The counterexample is replayed through the Python model."""
-    from model.checker import replay
-    from model.native import check_native
-    from properties import all_violations
+    from properties.checkers.bfs import replay
+    from properties.checkers.native import check_native
+    from properties.safety import all_violations
 
     cfg = three_brokers("kip279")
     r = check_native(cfg, workers=2)
@@ -151,14 +152,14 @@ def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break (above:
     the checker finds both by itself), kip320 holds in *every* reachable state of the
     reduced graph -- 19,554,759 states, the longest shortest path 60 steps, about a minute
-    on both cores with the native search (``model.native``, held to the Python model by
+    on both cores with the native search (``properties.checkers.native``, held to the Python model by
     tests/model/test_native.py and, state for state to depth 20, by the test above).
     Pinned: a change to the model, the reduction or the search that moves the count shows
     here.  Slow (CI runs it; the default suite keeps the native 20-step count of
     tests/model/test_native.py, seconds instead of a minute or two).  (Before the controller ran onBrokerStartup once per registration, it could
     re-send a restarted broker the LeaderAndISR of every ISR version, and the space did not
     end: README, "Three-broker searches".)"""
-    from model.native import check_native
+    from properties.checkers.native import check_native
 
     r = check_native(three_brokers("kip320"), reduction=True, workers=2)
     assert r.violation is None, r.violation.text()
@@ -171,8 +172,8 @@ def test_kip320_exhausts_the_three_broker_bounds_without_the_partial_order_reduc
     """The same verdict with nothing but symmetry: every reachable state of the full model
     at the three-broker bounds -- 38,097,622 states, depth 57, about three minutes on both
     cores -- keeps every property.  So the verdict above does not rest on the reduction's
-    argument (``model.reduction``), only on the model."""
-    from model.native import check_native
+    argument (``properties.checkers.reduction``), only on the model."""
+    from properties.checkers.native import check_native
 
     r = check_native(three_brokers("kip320"), workers=2)
     assert r.violation is None, r.violation.text()

@@ -1,5 +1,5 @@
 """The native search is held to the Python model: same encoding order, same successors,
-same searches, same counterexamples (``model.native``; ``model/native/search.c``).
+same searches, same counterexamples (``properties.checkers.native``; ``properties/checkers/native/search.c``).
 
 The strongest check is on whole state spaces: the states the native search reaches form a
 set that contains the initial state and is closed under the *Python* model's expansion
@@ -19,9 +19,11 @@ import sys
 import pytest
 
 from model.actions import successors
-from model.checker import check, replay, search_key
 from model.config import named
-from model.native import (
+from model.state import initial
+from model.three_brokers import three_brokers
+from properties.checkers.bfs import check, replay, search_key
+from properties.checkers.native import (
     NativeUnavailable,
     binary,
     check_native,
@@ -33,14 +35,12 @@ from model.native import (
     native_expansions,
     unsupported,
 )
-from model.reduction import free_step
-from model.state import initial
-from model.three_brokers import three_brokers
-from properties import state_violation
+from properties.checkers.reduction import free_step
+from properties.safety import state_violation
 
 
 def _python_expansion(s, cfg, symmetry: bool, reduction: bool):
-    """How ``model.checker`` expands a state: its free step alone, or every successor."""
+    """How ``properties.checkers.bfs`` expands a state: its free step alone, or every successor."""
     own = key_bytes(s, cfg, symmetry, reduction)
     bad = state_violation(s) is not None
     pair = free_step(s, cfg) if reduction else None
@@ -207,7 +207,7 @@ def test_unsupported_configurations_are_named():
 
 
 def test_the_command_line_says_what_native_cannot_do_in_one_line():
-    p = subprocess.run([sys.executable, "-m", "impl.cli", "check", "--config", "kip320", "--partitions", "2", "--native"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--partitions", "2", "--native"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "--native: the native search supports one partition only" in p.stderr
 
@@ -255,7 +255,7 @@ def test_ctrl_c_stops_a_native_search_which_reports_how_deep_it_got():
     import signal
     import time
 
-    cmd = [sys.executable, "-m", "impl.cli", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--native", "--workers", "2"]
+    cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--native", "--workers", "2"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
     line = ""

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from conformance.judge.replay import events_from_steps, judge
 from model.actions import (
     ACTIONS,
     EXPLORED,
@@ -29,9 +30,7 @@ from model.actions import (
     stop_replica,
     successors,
 )
-from model.checker import check
 from model.config import named
-from model.replay import events_from_steps, judge
 from model.state import (
     FETCH_REQUEST,
     FOLLOWER,
@@ -42,8 +41,9 @@ from model.state import (
     StopReplica,
     initial,
 )
-from model.symmetry import canonical, permute
-from properties import all_violations
+from properties.checkers.bfs import check
+from properties.checkers.symmetry import canonical, permute
+from properties.safety import all_violations
 
 # 3 brokers, partition 0 assigned to {0,1} led by 0; broker 2 holds no replica
 R = named("kip320", brokers=3, replication_factor=2, records=2, reassignments=1)

@@ -1,9 +1,9 @@
-"""The partial-order reduction (``model.reduction``): same verdicts, the same visible states,
+"""The partial-order reduction (``properties.checkers.reduction``): same verdicts, the same visible states,
 counterexamples that replay, and ample chains that cannot cycle.
 
 Where the full search is cheap (two brokers) the reduced one is compared with it directly:
 the claim is not only "no new violation is missed" but the stronger one the argument in
-``model.reduction`` gives -- every state the properties can see (ZooKeeper, brokers, ghost
+``properties.checkers.reduction`` gives -- every state the properties can see (ZooKeeper, brokers, ghost
 history) that the full search reaches, the reduced one reaches too.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 
 from model.actions import successors
-from model.checker import check, replay
 from model.config import NAMED, Config, named
-from model.reduction import ample, applies, free_step, normal_form, visible
 from model.state import DOWN, FETCH_REQUEST, FETCH_RESPONSE, State, initial
-from model.symmetry import canonical
-from properties import all_violations
+from properties.checkers.bfs import check, replay
+from properties.checkers.reduction import ample, applies, free_step, normal_form, visible
+from properties.checkers.symmetry import canonical
+from properties.safety import all_violations
 
 # distinct states of the reduced search at the default (two-broker) bounds, pinned like the
 # full counts in test_checker.py: a change in the model or the reduction shows up here
@@ -92,7 +92,7 @@ def test_reduced_counterexamples_replay_through_the_model(name):
 
 def _measure(s: State) -> tuple[int, int]:
     """(responses + dead requests, -requests): falls along every ample step (the cycle
-    proviso's argument in model.reduction)."""
+    proviso's argument in properties.checkers.reduction)."""
     requests = [m for m in s.fetches if m.kind == FETCH_REQUEST]
     dead = sum(1 for m in requests if m.epoch < s.brokers[m.leader].replicas[m.partition].leader_epoch)
     responses = sum(1 for m in s.fetches if m.kind == FETCH_RESPONSE)
@@ -152,10 +152,10 @@ def test_the_normal_form_forgets_only_what_a_crashed_broker_can_never_read():
 
 
 def test_a_free_step_from_a_canonical_state_with_distinct_brokers_stays_canonical():
-    """The checker's fast path (model.checker._expand_chunk) keeps a free step's successor
+    """The checker's fast path (properties.checkers.bfs._expand_chunk) keeps a free step's successor
     as it is when the brokers' signatures are all different: signatures, versions and the
     normal form ignore the messages a free step changes."""
-    from model.symmetry import candidate_permutations
+    from properties.checkers.symmetry import candidate_permutations
 
     cfg = named("kip320", max_crashes=1)
     root = canonical(initial(cfg))
@@ -178,7 +178,7 @@ def test_a_free_step_from_a_canonical_state_with_distinct_brokers_stays_canonica
 
 
 def test_the_parallel_reduced_search_visits_the_same_states(monkeypatch):
-    import model.checker as checker
+    import properties.checkers.bfs as checker
 
     cfg = named("kip320", max_crashes=1)
     serial = check(cfg, reduction=True)

@@ -1,4 +1,4 @@
-"""The trace judge (``model.replay``): model runs exported as traces conform, the design's
+"""The trace judge (``conformance.judge.replay``): model runs exported as traces conform, the design's
 KAFKA-1211 counterexample does not conform to the fixed protocol, and small mutations of a
 conforming trace are caught at the step they break."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.judge.replay import design_bug_events, design_bug_steps, events_from_steps, judge
 from model.actions import Step, successors
 from model.config import Config, named
-from model.replay import design_bug_events, design_bug_steps, events_from_steps, judge
-from model.scenarios import play
 from model.state import FETCH_REQUEST, FETCH_RESPONSE
+from properties.checkers.scenarios import play
 
 RECORDED = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded"
 
@@ -361,7 +361,7 @@ def _recorded_runs() -> list[Path]:
 @pytest.mark.skipif(not _recorded_runs(), reason="no traces/data/recorded yet")
 @pytest.mark.parametrize("run_dir", _recorded_runs(), ids=lambda p: p.name)
 def test_recorded_impl_traces_conform(run_dir: Path) -> None:
-    from conformance.verdict import judge_run
+    from conformance.spark.verdict import judge_run
     from traces.reader import read_traces
 
     res = read_traces([run_dir])
@@ -402,15 +402,15 @@ def _frozen_follower_trace() -> list[dict]:
 def test_silent_steps_of_a_follower_are_placed_before_its_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     events = _frozen_follower_trace()
     assert judge(events, "kip320")["conforms"]
-    import model.replay
+    import conformance.judge.replay
 
-    monkeypatch.setattr(model.replay, "FREEZING", ())  # silent steps only just before the next event
+    monkeypatch.setattr(conformance.judge.replay, "FREEZING", ())  # silent steps only just before the next event
     v = judge(events, "kip320", memo=False)
     assert not v["conforms"] and events[v["first_bad"]]["kind"] == "handle_fetch"
 
 
 def test_a_pause_recorded_before_the_answer_its_victim_took_does_not_conform() -> None:
-    """Why the harness reads every clock only after the SIGSTOP (``impl.cluster.
+    """Why the harness reads every clock only after the SIGSTOP (``impl.harness.cluster.
     stop_then_observe``): the follower took the leader's answer and fetched again, silently,
     before it froze.  A pause ordered before that answer leaves a frozen follower whose
     second fetch the leader then answers -- the verdict chaos seed 3 once gave in CI."""

@@ -1,6 +1,6 @@
 """The judge's shortcuts are held to the plain method.
 
-``model.replay.judge`` by default builds candidate arguments from the observed broker,
+``conformance.judge.replay.judge`` by default builds candidate arguments from the observed broker,
 evaluates only the properties a step could break, and remembers steps already matched (the
 memo); ``fast=False`` is the plain method: every argument enumerated and filtered, every
 property evaluated, no memo.  The conformance benchmark's figures are only worth something
@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-import model.replay as replay
+import conformance.judge.replay as replay
+from conformance.judge.replay import events_from_steps, judge
 from conformance.mutations import MUTATIONS
-from conformance.order import causal_order, split_groups
+from conformance.spark.order import causal_order, split_groups
 from model.actions import successors
 from model.config import named
-from model.replay import events_from_steps, judge
 from model.state import initial
-from properties import all_violations
+from properties.safety import all_violations
 from traces.reader import read_traces
 from traces.synthetic import generate_run
 
@@ -268,8 +268,8 @@ def test_job_stages_read_what_the_plain_reader_reads() -> None:
     as ``traces.reader.read_traces``, and the same verdicts as judging its events."""
     import pyarrow as pa
 
-    from conformance.job import _decode_files, _judge_partitions
-    from conformance.verdict import judge_run
+    from conformance.spark.job import _decode_files, _judge_partitions
+    from conformance.spark.verdict import judge_run
 
     files = sorted(p for d in ("recorded", "malformed", "nonconforming") for p in (DATA / d).rglob("*")
                    if p.is_file() and p.name != "README.md")

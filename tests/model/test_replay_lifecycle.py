@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from conformance.order import causal_order, split_groups
-from model.replay import judge
+from conformance.judge.replay import judge
+from conformance.spark.order import causal_order, split_groups
 from traces.reader import read_traces
 
 LEADER_KILL = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded" / "leader-kill"

@@ -1,10 +1,10 @@
-"""Hypothesis stateful search (``model.fuzz``): the model's actions as rules, ``properties``
+"""Hypothesis stateful search (``properties.checkers.fuzz``): the model's actions as rules, ``properties``
 as invariants, failures shrunk to a readable step list.
 
 Budgets are the ``ci`` profile's (derandomized, so each run sees the same examples and a
 found bug is found every time, with this Hypothesis version).  The headline test: the
 design's KAFKA-1211 data loss (truncate-to-HW, 11 steps) is found and shrunk.  Two things
-made that possible, both measured (see ``model.fuzz``): Hypothesis's swarm over rules is
+made that possible, both measured (see ``properties.checkers.fuzz``): Hypothesis's swarm over rules is
 off (with it, no run in ~31,000 found the loss), and each run draws a tempo under which
 faults, restarts and ISR lag timeouts are rarer than message handling, as in real time
 (the exact per-walk probability of the loss goes from 1.0e-4 to 6.4e-3).  The fixed
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from impl.cli import main
+from impl.cli.main import main
 from model.actions import EXPLORED
-from model.checker import replay
-from model.fuzz import (
+from properties.checkers.bfs import replay
+from properties.checkers.fuzz import (
     DESIGN_SEARCH,
     DESIGN_STEPS,
     DURABILITY,
@@ -27,7 +27,7 @@ from model.fuzz import (
     machine_for,
     run,
 )
-from properties import all_violations
+from properties.safety import all_violations
 
 
 def test_rules_are_the_models_actions():

@@ -1,4 +1,4 @@
-"""The z3 encoding (``model.symbolic``): proofs succeed, BMC's counterexample replays in the
+"""The z3 encoding (``properties.checkers.symbolic``): proofs succeed, BMC's counterexample replays in the
 explicit model, the fixed configuration has none, and -- what keeps the two models from
 drifting apart -- on states the explicit model reaches, the z3 relation allows exactly the
 explicit successors and every property evaluates the same.
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from impl.cli import main
-from model.checker import replay
+from impl.cli.main import main
 from model.config import named
-from model.scenarios import play
-from model.symbolic import COVERED, bmc, differential, prove, sample_states
-from properties import all_violations
+from properties.checkers.bfs import replay
+from properties.checkers.scenarios import play
+from properties.checkers.symbolic import COVERED, bmc, differential, prove, sample_states
+from properties.safety import all_violations
 
 
 @pytest.mark.parametrize("name", ["design", "kip320"])

@@ -1,0 +1,1 @@
+"""The trace judge: observation matching of recorded events against the model."""

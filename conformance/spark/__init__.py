@@ -1,0 +1,1 @@
+"""The conformance job on Spark: read, order, group, judge, write verdicts."""

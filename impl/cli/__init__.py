@@ -1,0 +1,1 @@
+"""The ``epochal`` command: every subcommand's argument parsing and output, in one place."""

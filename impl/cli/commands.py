@@ -1,0 +1,498 @@
+"""``epochal cluster|topics|quotas|produce|consume|broker``: the command line of the implementation.
+
+Every client command finds the cluster through ``--bootstrap HOST:PORT`` (default
+``127.0.0.1:9092``, Kafka's convention); ``broker kill|pause|resume|start`` find the broker
+processes through ``<data-dir>/cluster.json`` written by ``epochal cluster start``.
+Every failure is one line on stderr and exit code 2 (:class:`impl.cli.main.UsageError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from impl.cli.main import UsageError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_DATA_DIR = os.environ.get("EPOCHAL_DATA_DIR", "runs/cluster")
+
+
+def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn every expected failure into one line (UsageError), never a traceback."""
+    from impl.node.client import ClusterUnavailable
+    from impl.node.wire import ProtocolError, RpcError
+
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except UsageError:
+            raise
+        except ClusterUnavailable as exc:
+            raise UsageError(f"cannot reach the cluster: {exc}") from None
+        except RpcError as exc:
+            raise UsageError(str(exc)) from None
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0]) if exc.args else "not found") from None
+        except (TimeoutError, ProtocolError, FileNotFoundError, ProcessLookupError,
+                ValueError, RuntimeError) as exc:
+            raise UsageError(str(exc)) from None
+        except BrokenPipeError:  # `epochal consume ... | head`: stop quietly
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except OSError as exc:
+            raise UsageError(f"{exc.strerror or exc}") from None
+
+    return wrapper
+
+
+def _bootstrap(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+                   help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})")
+
+
+def _principal_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", help="principal the controller mutation quota is charged to")
+    p.add_argument("--client-id", help="client id the quota is charged to")
+
+
+def _entity_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", help="user name")
+    p.add_argument("--user-default", action="store_true", help="the default user")
+    p.add_argument("--client-id", help="client id")
+    p.add_argument("--client-default", action="store_true", help="the default client id")
+
+
+def register(sub: Any) -> None:
+    # -- cluster --------------------------------------------------------------------------
+    cluster = sub.add_parser("cluster", help="run a local cluster (ZooKeeper + brokers)")
+    csub = cluster.add_subparsers(dest="action", metavar="ACTION", parser_class=type(cluster))
+    csub.required = True
+    start = csub.add_parser("start", help="start ZooKeeper and N brokers; runs until Ctrl-C")
+    start.add_argument("--brokers", type=int, default=3)
+    start.add_argument("--zookeeper", metavar="HOST:PORT[,...]",
+                       help="use this ZooKeeper ensemble instead of an embedded one")
+    start.add_argument("--zk-port", type=int, default=2181, help="embedded ZooKeeper port")
+    start.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    start.add_argument("--port-base", type=int, default=9092, help="broker i listens on base+i")
+    start.add_argument("--truncation", choices=["kip320", "hw", "design"], default="kip320",
+                       help="follower truncation rule (hw = seed 000 as written)")
+    start.add_argument("--min-insync-replicas", type=int, default=1)
+    start.add_argument("--replica-lag-time-ms", type=int, default=4000)
+    start.add_argument("--session-timeout", type=float, default=4.0,
+                       help="broker ZooKeeper session timeout in seconds")
+    start.add_argument("--unclean-leader-election", action="store_true")
+    start.set_defaults(func=_friendly(cmd_cluster_start))
+
+    # -- topics ---------------------------------------------------------------------------
+    topics = sub.add_parser("topics", help="create, delete, describe, grow, reassign topics")
+    tsub = topics.add_subparsers(dest="action", metavar="ACTION", parser_class=type(topics))
+    tsub.required = True
+    p = tsub.add_parser("create", help="create a topic (no automatic retry when throttled)")
+    p.add_argument("topic")
+    p.add_argument("--partitions", type=int, default=1)
+    p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument("--validate-only", action="store_true",
+                   help="check the request without creating anything (not charged to the quota)")
+    _principal_args(p)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_create))
+    p = tsub.add_parser("delete", help="delete a topic")
+    p.add_argument("topic")
+    _principal_args(p)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_delete))
+    p = tsub.add_parser("describe", help="leader, leader epoch, ISR and replicas per partition")
+    p.add_argument("topic", nargs="?")
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_describe))
+    p = tsub.add_parser("add-partitions", help="grow a topic to COUNT partitions")
+    p.add_argument("topic")
+    p.add_argument("--count", type=int, required=True, help="new total number of partitions")
+    _principal_args(p)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_add_partitions))
+    p = tsub.add_parser("remove-partitions", help="remove partitions from a topic (seed 000 H)")
+    p.add_argument("topic")
+    p.add_argument("--partitions", required=True, help="comma-separated partition ids")
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_remove_partitions))
+    p = tsub.add_parser("reassign", help="move a partition to a new replica set")
+    p.add_argument("topic")
+    p.add_argument("--partition", type=int, required=True)
+    p.add_argument("--replicas", required=True, help="comma-separated broker ids, preferred first")
+    p.add_argument("--timeout", type=float, default=60.0)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_reassign))
+    p = tsub.add_parser("elect-preferred", help="move leadership back to the preferred replica")
+    p.add_argument("topic")
+    p.add_argument("--partition", type=int, required=True)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_topics_elect_preferred))
+
+    # -- quotas (seed 001) -----------------------------------------------------------------------
+    quotas = sub.add_parser("quotas", help="controller mutation quotas per user / client id")
+    qsub = quotas.add_subparsers(dest="action", metavar="ACTION", parser_class=type(quotas))
+    qsub.required = True
+    p = qsub.add_parser("alter", help="set or remove a controller_mutation_rate")
+    _entity_args(p)
+    p.add_argument("--default", action="store_true",
+                   help="the default for every user (same as --user-default)")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--controller-mutation-rate", type=float, metavar="R",
+                       help="partition mutations per second (burst: R x 11 samples x 1 s)")
+    group.add_argument("--delete", action="store_true", help="remove the quota")
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_quotas_alter))
+    p = qsub.add_parser("describe", help="stored quotas, and the controller's metrics")
+    _entity_args(p)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_quotas_describe))
+
+    # -- produce / consume ------------------------------------------------------------------
+    p = sub.add_parser("produce", help="send one record per line of stdin")
+    p.add_argument("topic")
+    p.add_argument("--acks", choices=["all", "-1", "1", "0"], default="all")
+    p.add_argument("--partition", type=int)
+    p.add_argument("--retries", type=int, default=20)
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_produce))
+    p = sub.add_parser("consume", help="print committed records, one value per line")
+    p.add_argument("topic")
+    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("--timeout", type=float, default=5.0,
+                   help="stop after this many seconds without a new record")
+    _bootstrap(p)
+    p.set_defaults(func=_friendly(cmd_consume))
+
+    # -- broker faults ------------------------------------------------------------------------
+    broker = sub.add_parser("broker", help="kill -9, pause (SIGSTOP), resume or start a broker")
+    bsub = broker.add_subparsers(dest="action", metavar="ACTION", parser_class=type(broker))
+    bsub.required = True
+    for action, text in [("kill", "kill -9 the broker (recorded as broker_crash)"),
+                         ("pause", "SIGSTOP the broker (broker_pause)"),
+                         ("resume", "SIGCONT the broker (broker_resume)"),
+                         ("start", "start a stopped or killed broker again")]:
+        p = bsub.add_parser(action, help=text)
+        p.add_argument("broker_id", type=int, metavar="ID")
+        p.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
+                       help="the data dir of the running `epochal cluster start`")
+        p.set_defaults(func=_friendly(cmd_broker))
+
+
+# -- implementations ----------------------------------------------------------------------
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def cmd_cluster_start(args: argparse.Namespace) -> int:
+    from impl.harness.cluster import LocalCluster, pid_alive, read_state
+
+    if args.brokers < 1 or args.brokers > 64:
+        raise UsageError("--brokers must be between 1 and 64")
+    data_dir = Path(args.data_dir)
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        state = read_state(data_dir)
+        if pid_alive(int(state.get("supervisor_pid", -1))):
+            raise UsageError(f"a cluster is already running from {data_dir} "
+                             f"(pid {state['supervisor_pid']})")
+    ports = [args.port_base + i for i in range(args.brokers)]
+    if not args.zookeeper:
+        ports.append(args.zk_port)
+    busy = [p for p in ports if not _port_free("127.0.0.1", p)]
+    if busy:
+        raise UsageError(f"port(s) {', '.join(map(str, busy))} already in use "
+                         "(use --port-base / --zk-port)")
+    t0 = time.monotonic()
+    cluster = LocalCluster(
+        data_dir, brokers=args.brokers, zookeeper=args.zookeeper,
+        zk_port=None if args.zookeeper else args.zk_port, port_base=args.port_base,
+        tick_time_ms=500, truncation=args.truncation,
+        min_insync_replicas=args.min_insync_replicas,
+        replica_lag_time_ms=args.replica_lag_time_ms,
+        zk_session_timeout_s=args.session_timeout,
+        unclean_leader_election=args.unclean_leader_election)
+    stop = False
+
+    def on_term(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C even if inherited ignored
+    try:
+        cluster.start()
+        print(f"zookeeper  {cluster.zookeeper}" + ("" if args.zookeeper else " (embedded)"))
+        for b in sorted(cluster.configs):
+            host, port = cluster.endpoint(b)
+            print(f"broker {b}   {host}:{port}  pid {cluster.procs[b].pid}")
+        print(f"data dir   {cluster.data_dir}  (traces in {cluster.data_dir / 'traces'})")
+        print(f"ready in {time.monotonic() - t0:.1f}s; run id {cluster.run_id}; Ctrl-C to stop",
+              flush=True)
+        while not stop:
+            time.sleep(0.5)
+            for proc in cluster.procs.values():
+                proc.poll()  # reap brokers killed by `epochal broker kill` (they stay down)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("stopping cluster ...", file=sys.stderr, flush=True)
+        _adopt_restarted(cluster)
+        cluster.stop()
+    return 0
+
+
+def _adopt_restarted(cluster: Any) -> None:
+    """Brokers started with `epochal broker start` are not our children: stop them too."""
+    from impl.harness.cluster import pid_alive, read_state
+
+    with contextlib.suppress(Exception):
+        state = read_state(cluster.data_dir)
+        known = {p.pid for p in cluster.procs.values()}
+        for info in state["brokers"].values():
+            pid = int(info["pid"])
+            if pid not in known and pid_alive(pid):
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGTERM)
+
+
+def _admin(args: argparse.Namespace) -> Any:
+    """An admin client that does not retry throttled requests: the command says how long
+    to wait instead (seed 001), and exits non-zero."""
+    from impl.node.client import Admin
+
+    return Admin(args.bootstrap, user=getattr(args, "user", None),
+                 client_id=getattr(args, "client_id", None), api_timeout_s=30.0,
+                 retry_on_quota_violation=False)
+
+
+def _throttled(exc: Any, what: str) -> UsageError:
+    return UsageError(f"{what} refused by the controller mutation quota; "
+                      f"retry in {exc.throttle_time_ms / 1000:.1f}s")
+
+
+def cmd_topics_create(args: argparse.Namespace) -> int:
+    from impl.node.client import ThrottlingQuotaExceeded
+
+    with _admin(args) as admin:
+        try:
+            admin.create_topic(args.topic, args.partitions, args.replication_factor,
+                               validate_only=args.validate_only)
+        except ThrottlingQuotaExceeded as exc:
+            raise _throttled(exc, f"topic {args.topic} not created:") from None
+        if args.validate_only:
+            print(f"topic {args.topic}: valid ({args.partitions} partitions, "
+                  f"replication factor {args.replication_factor}); nothing created")
+            return 0
+        _print_topics(admin.describe(args.topic))
+    return 0
+
+
+def cmd_topics_delete(args: argparse.Namespace) -> int:
+    from impl.node.client import ThrottlingQuotaExceeded
+
+    with _admin(args) as admin:
+        try:
+            admin.delete_topic(args.topic)
+        except ThrottlingQuotaExceeded as exc:
+            raise _throttled(exc, f"topic {args.topic} not deleted:") from None
+    print(f"deleted topic {args.topic}")
+    return 0
+
+
+def _entity(args: argparse.Namespace, need: bool) -> tuple[str | None, str | None]:
+    from impl.node.quota import DEFAULT, validate_entity_name
+
+    if args.user and args.user_default:
+        raise UsageError("give --user or --user-default, not both")
+    if args.client_id and args.client_default:
+        raise UsageError("give --client-id or --client-default, not both")
+    user = DEFAULT if args.user_default or getattr(args, "default", False) else args.user
+    client = DEFAULT if args.client_default else args.client_id
+    if need and user is None and client is None:
+        raise UsageError("name the quota's entity: --user U, --client-id C (or both), "
+                         "--user-default, --client-default or --default")
+    validate_entity_name(user, "user")
+    validate_entity_name(client, "client id")
+    return user, client
+
+
+def _entity_text(user: str | None, client: str | None) -> str:
+    from impl.node.quota import tag_name
+
+    return tag_name((user, client))
+
+
+def cmd_quotas_alter(args: argparse.Namespace) -> int:
+    if args.default and args.user:
+        raise UsageError("give --user or --default, not both")
+    user, client = _entity(args, need=True)
+    rate = None if args.delete else args.controller_mutation_rate
+    if rate is not None and not rate > 0:
+        raise UsageError(f"--controller-mutation-rate must be positive, got {rate:g}")
+    with _admin(args) as admin:
+        admin.alter_quota(user, client, rate)
+    what = "removed" if rate is None else f"set to {rate:g} mutations/s"
+    print(f"controller_mutation_rate for {_entity_text(user, client)}: {what}")
+    return 0
+
+
+def cmd_quotas_describe(args: argparse.Namespace) -> int:
+    user, client = _entity(args, need=False)
+    with _admin(args) as admin:
+        resp = admin.describe_quotas()
+    shown = 0
+    for q in resp["quotas"]:
+        if (user is not None and q["user"] != user) or \
+                (client is not None and q["client_id"] != client):
+            continue
+        shown += 1
+        print(f"{_entity_text(q['user'], q['client_id'])}  "
+              f"controller_mutation_rate={q['controller_mutation_rate']:g}")
+    if not shown:
+        print("(no quotas)")
+    for name, m in sorted(resp.get("metrics", {}).items()):
+        print(f"metrics {name}  rate={m['rate']:.2f}/s  tokens={m['tokens']:.1f}  "
+              f"throttle-time={m['throttle-time']:.0f}ms")
+    return 0
+
+
+def _print_topics(topics: dict[str, Any]) -> None:
+    if not topics:
+        print("(no topics)")
+    for t in sorted(topics):
+        for p, i in sorted(topics[t].items()):
+            leader = i.leader if i.leader >= 0 else "none"
+            print(f"topic {t}  partition {p}  leader {leader}  leader_epoch {i.leader_epoch}  "
+                  f"isr {','.join(map(str, i.isr))}  replicas {','.join(map(str, i.replicas))}")
+
+
+def cmd_topics_describe(args: argparse.Namespace) -> int:
+    from impl.node.client import Admin
+
+    with Admin(args.bootstrap) as admin:
+        _print_topics(admin.describe(args.topic))
+    return 0
+
+
+def cmd_topics_add_partitions(args: argparse.Namespace) -> int:
+    from impl.node.client import ThrottlingQuotaExceeded
+
+    with _admin(args) as admin:
+        try:
+            admin.add_partitions(args.topic, args.count)
+        except ThrottlingQuotaExceeded as exc:
+            raise _throttled(exc, f"partitions of {args.topic} not added:") from None
+        _print_topics(admin.describe(args.topic))
+    return 0
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{what} must be comma-separated integers, got {text!r}") from None
+
+
+def cmd_topics_remove_partitions(args: argparse.Namespace) -> int:
+    from impl.node.client import Admin
+
+    with Admin(args.bootstrap) as admin:
+        admin.remove_partitions(args.topic, _ints(args.partitions, "--partitions"))
+        _print_topics(admin.describe(args.topic))
+    return 0
+
+
+def cmd_topics_reassign(args: argparse.Namespace) -> int:
+    from impl.node.client import Admin
+
+    with Admin(args.bootstrap) as admin:
+        admin.reassign(args.topic, args.partition, _ints(args.replicas, "--replicas"),
+                       wait=args.timeout)
+        _print_topics(admin.describe(args.topic))
+    return 0
+
+
+def cmd_topics_elect_preferred(args: argparse.Namespace) -> int:
+    from impl.node.client import Admin
+
+    with Admin(args.bootstrap) as admin:
+        admin.elect_preferred(args.topic, args.partition)
+        time.sleep(0.5)
+        _print_topics(admin.describe(args.topic))
+    return 0
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from impl.node.client import Producer
+
+    acks = {"all": -1, "-1": -1, "1": 1, "0": 0}[args.acks]
+    sent = 0
+    with Producer(args.bootstrap, acks=acks, retries=args.retries) as producer:
+        producer.partitions(args.topic)  # fail fast on an unknown topic
+        for line in sys.stdin:
+            value = line.rstrip("\n")
+            producer.send(args.topic, value, args.partition)
+            sent += 1
+    print(f"produced {sent} record(s) to {args.topic} with acks={args.acks}", file=sys.stderr)
+    return 0
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    from impl.node.client import Consumer
+
+    with Consumer(args.bootstrap) as consumer:
+        for _p, _o, value in consumer.consume(args.topic, args.from_beginning, args.timeout):
+            sys.stdout.write(value.decode("utf-8", "replace") + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from impl.harness.cluster import pid_alive, read_state, signal_broker
+
+    if args.action != "start":
+        state = read_state(args.data_dir)
+        if str(args.broker_id) not in state["brokers"]:
+            raise UsageError(f"no broker {args.broker_id} in this cluster "
+                             f"(brokers: {', '.join(sorted(state['brokers']))})")
+        if args.action != "resume":
+            print(f"broker {args.broker_id}: {args.action}; waiting for its ZooKeeper session "
+                  "to end ...", file=sys.stderr, flush=True)
+        pid = signal_broker(args.data_dir, args.broker_id, args.action)
+        print(f"broker {args.broker_id} (pid {pid}): {args.action}")
+        return 0
+    state = read_state(args.data_dir)
+    info = state["brokers"].get(str(args.broker_id))
+    if info is None:
+        raise UsageError(f"no broker {args.broker_id} in this cluster")
+    if pid_alive(int(info["pid"])):
+        raise UsageError(f"broker {args.broker_id} is already running (pid {info['pid']})")
+    log = Path(state["data_dir"]) / f"broker-{args.broker_id}" / "broker.out"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(info["argv"], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                cwd=str(Path(__file__).resolve().parent.parent))
+    info["pid"] = proc.pid
+    import json
+    (Path(args.data_dir) / "cluster.json").write_text(json.dumps(state, indent=2))
+    print(f"broker {args.broker_id} started (pid {proc.pid})")
+    return 0

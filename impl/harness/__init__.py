@@ -1,0 +1,1 @@
+"""The harness: local clusters of real processes, faults, chaos, recordings and the demo."""

@@ -1,0 +1,178 @@
+"""Record traces from real runs of the implementation, with faults.
+
+``epochal record-traces --out traces/data/recorded`` regenerates the stored traces: each
+scenario starts a fresh 3-broker cluster on an embedded ZooKeeper, runs a small acks=all
+workload around one fault (or, for ``reassignment``, one partition move), stops the cluster
+cleanly, and copies the run's trace files to ``OUT/<scenario>/``.  The conformance tests judge every file there against the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from impl.harness.cluster import LocalCluster
+from impl.node.client import Admin, Producer
+
+TOPIC = "orders"
+
+
+def _produce(cluster: LocalCluster, first: int, count: int) -> list[str]:
+    values = [f"v{i}" for i in range(first, first + count)]
+    producer = Producer(cluster.bootstrap, acks=-1)
+    try:
+        for v in values:
+            producer.send(TOPIC, v, partition=0)
+    finally:
+        producer.close()
+    return values
+
+
+def leader_of(cluster: LocalCluster) -> int:
+    with Admin(cluster.bootstrap) as admin:
+        return admin.describe(TOPIC)[TOPIC][0].leader
+
+
+def controller_of(cluster: LocalCluster) -> int:
+    zk = cluster.zk_client()
+    try:
+        data, _ = zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def wait_for_change(read: Callable[[], int], old: int, what: str, timeout: float = 20.0) -> int:
+    """Poll ``read`` until it names someone other than ``old`` (or -1): failover done.
+    Reads may fail while metadata or /controller is briefly absent in between."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            now = read()
+            if now not in (old, -1):
+                return now
+        except Exception:  # noqa: BLE001 - absent between the old one and the new one
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"no new {what} after {timeout} s")
+
+
+def _wait_new_leader(cluster: LocalCluster, old: int) -> int:
+    return wait_for_change(lambda: leader_of(cluster), old, "leader")
+
+
+def _kill_and_restart(cluster: LocalCluster, role: Callable[[LocalCluster], int], what: str) -> None:
+    """Write, kill -9 whoever holds ``role``, wait for another broker to take it over,
+    write again, then bring the victim back and let it catch up and rejoin the ISR."""
+    _produce(cluster, 0, 5)
+    old = role(cluster)
+    cluster.kill(old)
+    wait_for_change(lambda: role(cluster), old, what)
+    _produce(cluster, 5, 5)
+    cluster.restart(old)
+    cluster.wait_ready()
+    time.sleep(1.5)
+
+
+def leader_kill(cluster: LocalCluster) -> None:
+    """kill -9 of the partition leader; the controller moves leadership to an ISR member."""
+    _kill_and_restart(cluster, leader_of, "leader")
+
+
+def controller_failover(cluster: LocalCluster) -> None:
+    """kill -9 of the controller; another broker wins /controller with a higher epoch."""
+    _kill_and_restart(cluster, controller_of, "controller")
+
+
+def zombie_leader(cluster: LocalCluster) -> None:
+    """SIGSTOP of the leader until its session expires (seed 000 question 3), then SIGCONT:
+    it resumes believing it leads, cannot commit, and steps down."""
+    _produce(cluster, 0, 5)
+    old = leader_of(cluster)
+    cluster.pause(old)
+    _wait_new_leader(cluster, old)
+    _produce(cluster, 5, 5)
+    cluster.resume(old)
+    time.sleep(3.0)
+
+
+def reassignment(cluster: LocalCluster) -> None:
+    """Seed 000 F: move the partition (replication factor 2) off its leader onto the broker
+    that holds no replica -- the new replica bootstraps, joins the ISR, a member of RAR is
+    elected, AR shrinks to RAR and the old leader gets StopReplica -- writing around it."""
+    _produce(cluster, 0, 5)
+    with Admin(cluster.bootstrap) as admin:
+        info = admin.describe(TOPIC)[TOPIC][0]
+        spare = [b for b in sorted(cluster.configs) if b not in info.replicas]
+        rar = sorted([b for b in info.replicas if b != info.leader] + spare[:1])
+        admin.reassign(TOPIC, 0, rar)
+    _produce(cluster, 5, 5)
+    time.sleep(1.5)
+    # stop one broker at a time, the controller last, so each exit is recorded (broker_stop)
+    # and no broker takes over /controller from a stopping one unseen
+    controller = controller_of(cluster)
+    for b in sorted(cluster.configs, key=lambda b: (b == controller, b)):
+        cluster.stop_broker(b)
+
+
+SCENARIOS: dict[str, Callable[[LocalCluster], None]] = {
+    "leader-kill": leader_kill,
+    "controller-failover": controller_failover,
+    "zombie-leader": zombie_leader,
+    "reassignment": reassignment,
+}
+
+REPLICATION_FACTOR: dict[str, int] = {"reassignment": 2}
+"""The topic's replication factor per scenario (3 unless named): a reassignment needs a
+broker outside the assignment to move to."""
+
+
+def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path:
+    """Run one scenario on a fresh cluster; returns the directory holding its traces."""
+    work = Path(tempfile.mkdtemp(prefix=f"epochal-{scenario}-"))
+    t0 = time.perf_counter()
+    log(f"recording {scenario}: starting 3 brokers on an embedded ZooKeeper ...")
+    cluster = LocalCluster(work, brokers=3).start()
+    try:
+        with Admin(cluster.bootstrap) as admin:
+            admin.create_topic(TOPIC, partitions=1, replication_factor=REPLICATION_FACTOR.get(scenario, 3))
+        SCENARIOS[scenario](cluster)
+    finally:
+        cluster.stop()
+    dest = out / scenario
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(work / "traces", dest)
+    shutil.rmtree(work, ignore_errors=True)
+    log(f"recorded {scenario} in {time.perf_counter() - t0:.1f} s -> {dest}")
+    return dest
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "record-traces",
+        help="record traces from real runs with faults (regenerates traces/data/recorded): "
+        "leader-kill, controller-failover, zombie-leader (pause/resume), reassignment (seed 000 F)",
+    )
+    p.add_argument("--out", default="traces/data/recorded")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from impl.cli.main import UsageError
+
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in args.scenario or list(SCENARIOS):
+            record(name, out)
+    except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
+        raise UsageError(f"could not record traces: {exc}") from None
+    return 0

@@ -1,0 +1,406 @@
+"""The native search: ``properties/checkers/native/search.c``, the checker's breadth-first search compiled.
+
+The Python checker (``properties.checkers.bfs``) is the reference: it runs the model as written.  At
+three brokers the kip320 space is far beyond what it explores in minutes (about 10,000
+states/s), so the same search -- the rules of ``model.actions``, the reduction of
+``properties.checkers.reduction``, the canonical representative of ``properties.checkers.symmetry``, the properties of
+``properties`` -- is also written in C and run as a subprocess (``epochal check --native``).
+
+It is a second copy of the rules, so three tests hold it to the model
+(``tests/model/test_native.py``):
+
+* **States.**  The two exchange states in one encoding (``encode``): the ``State`` tuple
+  flattened, each int ``v`` written as the byte ``v + 2`` and each variable-length tuple as
+  ``(1, element)* 0``.  Comparing encodings bytewise orders them exactly as Python orders the
+  tuples, so the native search picks the same canonical representative as
+  ``properties.checkers.symmetry.canonical`` -- the smallest candidate renaming -- and the same ample step.
+* **Successors.**  For every state of the two-broker searches and a sample of three-broker
+  ones, the native successors (as canonical encodings, in order) and the property verdict
+  equal the Python model's.
+* **Searches.**  Whole searches reach the same distinct states, transitions, depth and
+  verdict, and a counterexample found natively is replayed through the Python model (the
+  native search reports the fingerprints along its path; ``properties.checkers.bfs.replay_path``
+  follows them through ``model.actions.successors``), so every step printed is the model's.
+
+The binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``), into
+``$EPOCHAL_CACHE`` (default ``~/.cache/epochal``), keyed by a hash of the source: no build
+step at install time, and an edited ``search.c`` is rebuilt on its next use.
+
+Supported: one partition, up to four brokers, up to six records, no reassignment, no
+controlled shutdown, fencing on -- the shape of every named configuration.  Other
+configurations get a clear error naming what is not supported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from model.config import Config
+from model.state import (
+    Broker,
+    Entry,
+    Fetch,
+    Ghost,
+    LeaderAndIsr,
+    PartitionZnode,
+    Replica,
+    State,
+    StopReplica,
+    Zk,
+    initial,
+)
+from properties.checkers.bfs import Result, Violation, replay_path, search_key
+from properties.safety import first_violation
+
+SOURCE = Path(__file__).parent / "native" / "search.c"
+CFLAGS = ("-O3", "-pthread")
+MAX_BROKERS = 4
+MAX_RECORDS = 6
+
+
+class NativeUnavailable(Exception):
+    """The native search cannot run here or for this configuration (the message says why)."""
+
+
+# ---------------------------------------------------------------------------------------
+# The shared encoding
+# ---------------------------------------------------------------------------------------
+
+
+def _put(x: object, out: bytearray) -> None:
+    if isinstance(x, int):  # bool included: False < True as 0 < 1
+        v = int(x) + 2
+        if not 0 <= v <= 255:
+            raise ValueError(f"value {int(x)} out of the encoding's range")
+        out.append(v)
+    elif hasattr(x, "_fields"):  # a NamedTuple: fixed fields, no markers
+        for field in x:  # type: ignore[union-attr]
+            _put(field, out)
+    else:  # a variable-length tuple: (1, element)* 0 -- shorter sorts first, as in Python
+        for element in x:  # type: ignore[union-attr]
+            out.append(1)
+            _put(element, out)
+        out.append(0)
+
+
+def encode(s: State) -> bytes:
+    """The order-preserving encoding of a state: ``encode(a) < encode(b)`` exactly when
+    ``a < b`` as Python tuples (see the module docstring)."""
+    out = bytearray()
+    _put(s, out)
+    return bytes(out)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.i = 0
+
+    def int(self) -> int:
+        v = self.data[self.i] - 2
+        self.i += 1
+        return v
+
+    def more(self) -> bool:
+        m = self.data[self.i]
+        self.i += 1
+        if m > 1:
+            raise ValueError(f"bad state encoding at byte {self.i - 1}: expected a tuple marker")
+        return m == 1
+
+    def ints(self) -> tuple[int, ...]:
+        out = []
+        while self.more():
+            out.append(self.int())
+        return tuple(out)
+
+    def many(self, read: Callable[[], object]) -> tuple:
+        out = []
+        while self.more():
+            out.append(read())
+        return tuple(out)
+
+    def fixed(self, *reads: Callable[[], object]) -> tuple:
+        """A plain tuple of known length (``(partition, offset, entry)`` ...)."""
+        out = []
+        for read in reads:
+            if not self.more():
+                raise ValueError("bad state encoding: tuple too short")
+            out.append(read())
+        if self.more():
+            raise ValueError("bad state encoding: tuple too long")
+        return tuple(out)
+
+
+def decode(data: bytes) -> State:
+    """The state ``encode`` wrote."""
+    r = _Reader(data)
+    entry = lambda: Entry(r.int(), r.int())  # noqa: E731 - small readers, read in order
+    zk = Zk(r.int(), r.int(), r.ints(), r.ints(), r.int(), r.many(lambda: PartitionZnode(r.int(), r.int(), r.ints(), r.int(), r.ints(), r.ints())))
+    replica = lambda: Replica(r.int(), r.int(), r.int(), r.ints(), r.int(), r.many(entry), r.int(), r.int(), r.ints(), r.int())  # noqa: E731
+    brokers = r.many(lambda: Broker(r.int(), bool(r.int()), r.int(), r.int(), r.many(replica), r.ints()))
+    lai = r.many(lambda: LeaderAndIsr(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int()))
+    fetches = r.many(lambda: Fetch(r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.many(entry), r.int(), r.int()))
+    pair = lambda: r.fixed(r.int, r.int)  # noqa: E731
+    ghost = Ghost(
+        r.many(lambda: r.fixed(r.int, r.int, entry)),
+        r.many(pair),
+        r.many(lambda: r.fixed(r.int, r.int, r.int)),
+        r.ints(),
+        r.int(),
+        r.many(pair),
+        r.int(),
+        r.int(),
+        r.int(),
+        r.int(),
+        r.int(),
+        r.many(pair),
+    )
+    stops = r.many(lambda: StopReplica(r.int(), r.int(), r.int(), r.int()))
+    if r.i != len(data):
+        raise ValueError("bad state encoding: trailing bytes")
+    return State(zk, brokers, lai, fetches, ghost, stops)
+
+
+_M64 = (1 << 64) - 1
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def fingerprint(data: bytes) -> int:
+    """The native search's 64-bit fingerprint of an encoding -- the same function as
+    ``fingerprint`` in search.c: MurmurHash3's 64-bit body and finaliser over little-endian
+    8-byte words.  (A plain multiply-xorshift per word, tried first, merged two of the
+    then 4,049,903 states of the three-broker kip101 search: small differences in two words
+    cancelled.  The test pinning that count would catch a weak function again.)"""
+    h = 0x243F6A8885A308D3 ^ len(data)
+    for i in range(0, len(data), 8):
+        w = int.from_bytes(data[i : i + 8], "little")
+        w = (w * 0x87C37B91114253D5) & _M64
+        w = _rotl(w, 31)
+        w = (w * 0x4CF5AD432745937F) & _M64
+        h ^= w
+        h = (_rotl(h, 27) * 5 + 0x52DCE729) & _M64
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _M64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _M64
+    h ^= h >> 33
+    return h or 1
+
+
+def key_bytes(s: State, cfg: Config, symmetry: bool, reduction: bool) -> bytes:
+    """The encoding of the state a search stores for ``s`` (``properties.checkers.bfs.search_key``)."""
+    return encode(search_key(s, cfg, symmetry, reduction))
+
+
+# ---------------------------------------------------------------------------------------
+# What it supports, and the binary
+# ---------------------------------------------------------------------------------------
+
+
+def unsupported(cfg: Config) -> str | None:
+    """Why the native search cannot run ``cfg``, or None."""
+    reasons = []
+    if cfg.partitions != 1:
+        reasons.append("one partition only (--partitions 1)")
+    if cfg.brokers > MAX_BROKERS:
+        reasons.append(f"at most {MAX_BROKERS} brokers")
+    if cfg.records > MAX_RECORDS:
+        reasons.append(f"at most {MAX_RECORDS} records")
+    if cfg.reassignments:
+        reasons.append("no reassignments")
+    if cfg.max_shutdowns:
+        reasons.append("no controlled shutdowns")
+    if cfg.replication_factor not in (0, cfg.brokers):
+        reasons.append("every broker a replica (no --replication-factor)")
+    if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
+        reasons.append("fencing on")
+    if cfg.shrink_caught_up:
+        reasons.append("no shrink_caught_up")
+    return None if not reasons else "the native search supports " + ", ".join(reasons)
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("EPOCHAL_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "epochal"
+
+
+def binary() -> Path:
+    """The compiled search, built now if this source has not been built before."""
+    source = SOURCE.read_bytes()
+    compiler = os.environ.get("CC", "cc")
+    digest = hashlib.sha256(source + " ".join((compiler, *CFLAGS)).encode()).hexdigest()[:16]
+    target = _cache_dir() / f"epochal-search-{digest}"
+    if target.exists():
+        return target
+    if shutil.which(compiler) is None:
+        raise NativeUnavailable(f"the native search is compiled on first use and needs a C compiler: {compiler!r} was not found (set $CC, or drop --native)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".build-")
+    os.close(fd)
+    try:
+        done = subprocess.run([compiler, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise NativeUnavailable(f"compiling {SOURCE.name} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'no message'}")
+        os.replace(tmp, target)  # atomic: a concurrent build finds a whole binary or none
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
+    """The binary's options for ``cfg`` (after ``unsupported`` said yes)."""
+    return [
+        "--brokers", str(cfg.brokers),
+        "--records", str(cfg.records),
+        "--max-epoch", str(cfg.max_epoch),
+        "--max-crashes", str(cfg.max_crashes),
+        "--max-pauses", str(cfg.max_pauses),
+        "--min-insync", str(cfg.min_insync),
+        "--unclean", str(int(cfg.unclean)),
+        "--truncation", cfg.truncation,
+        "--symmetry", str(int(symmetry)),
+        "--reduction", str(int(reduction)),
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# Running a search
+# ---------------------------------------------------------------------------------------
+
+
+def check_native(
+    cfg: Config,
+    symmetry: bool = True,
+    workers: int = 1,
+    max_states: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    reduction: bool = False,
+    max_depth: int | None = None,
+    max_seconds: float | None = None,
+    max_memory: int | None = None,
+    dump: Path | None = None,
+) -> Result:
+    """``properties.checkers.bfs.check``, run by the native search: the same arguments and the same
+    ``Result`` (its counterexample replayed through the Python model).  ``workers`` are
+    threads of one process here.  ``dump``: also write every state reached, one hex
+    encoding per line (for the tests that compare state sets)."""
+    reason = unsupported(cfg)
+    if reason is not None:
+        raise NativeUnavailable(reason)
+    exe = binary()
+    args = [str(exe), "search", *config_args(cfg, symmetry, reduction), "--workers", str(workers)]
+    if max_states is not None:
+        args += ["--max-states", str(max_states)]
+    if max_depth is not None:
+        args += ["--max-depth", str(max_depth)]
+    if max_seconds is not None:
+        args += ["--max-seconds", repr(float(max_seconds))]
+    if max_memory is not None:
+        args += ["--max-memory", str(int(max_memory))]
+    if progress is None:
+        args.append("--quiet")
+    if dump is not None:
+        args += ["--dump", str(dump)]
+    with tempfile.TemporaryDirectory(prefix="epochal-native-") as workdir:
+        args += ["--workdir", workdir]
+        out, err = _run(args, progress)
+    if not out.strip():
+        raise RuntimeError(f"the native search failed: {err.strip().splitlines()[-1] if err.strip() else 'no output'}")
+    data = json.loads(out)
+    violation = _violation(cfg, symmetry, reduction, data["violation"]) if data["violation"] else None
+    return Result(
+        cfg,
+        symmetry,
+        data["states"],
+        data["transitions"],
+        data["depth"],
+        data["seconds"],
+        violation,
+        data["complete"],
+        workers,
+        reduction,
+        data["stopped_by"],
+        data["checked_depth"],
+        data["peak_memory_bytes"],
+        native=True,
+    )
+
+
+def _run(args: list[str], progress: Callable[[str], None] | None) -> tuple[str, str]:
+    """Run the binary, passing its progress lines on as they come.  Ctrl-C reaches it too
+    (one process group): it stops and reports, and we wait for that report."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    errors: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            if line.startswith("  ") and progress is not None:
+                progress(line)
+            elif not line.startswith("  "):
+                errors.append(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    out = ""
+    while True:
+        try:
+            out = proc.stdout.read() if proc.stdout is not None else ""
+            proc.wait()
+            break
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)  # in case it was not in our process group
+    reader.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the native search failed (exit {proc.returncode}): {errors[-1] if errors else 'no message'}")
+    return out, "\n".join(errors)
+
+
+def _violation(cfg: Config, symmetry: bool, reduction: bool, found: dict) -> Violation:
+    """The native search's counterexample, replayed through the Python model."""
+    init = initial(cfg)
+    if found.get("initial"):
+        bad = first_violation(None, init)
+        assert bad is not None, "the native search and the model disagree about the initial state"
+        return Violation(bad[0], bad[1], [], [init])
+    chain = [int(h, 16) for h in found["chain"]]
+    return replay_path(cfg, chain[1:], int(found["bad"], 16), lambda y: fingerprint(key_bytes(y, cfg, symmetry, reduction)))
+
+
+def native_expansions(cfg: Config, states: list[bytes], symmetry: bool = True, reduction: bool = False) -> list[tuple[bytes, bool, str, list[bytes]]]:
+    """How the native search expands each of ``states`` (encodings): the state's own key,
+    whether it breaks a property, ``"free"`` with its ample step's successor or ``"all"``
+    with every successor -- as keys, in order.  For the differential tests, which compare
+    this with the Python model's expansion of the same states."""
+    reason = unsupported(cfg)
+    if reason is not None:
+        raise NativeUnavailable(reason)
+    args = [str(binary()), "successors", *config_args(cfg, symmetry, reduction)]
+    stdin = "".join(s.hex() + "\n" for s in states)
+    done = subprocess.run(args, input=stdin, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the native search failed: {done.stderr.strip()}")
+    out = []
+    for line in done.stdout.splitlines():
+        own, bad, rest = line.split(" | ")
+        kind, *keys = rest.split()
+        out.append((bytes.fromhex(own), bad == "1", kind, [bytes.fromhex(k) for k in keys]))
+    return out
