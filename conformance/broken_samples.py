@@ -23,7 +23,7 @@ from typing import Any
 
 from traces.synthetic import generate_run
 
-HERE = Path(__file__).resolve().parent / "data" / "malformed"
+HERE = Path(__file__).resolve().parent.parent / "traces" / "data" / "malformed"
 NONCONFORMING = HERE.parent / "nonconforming"
 CASES = {  # directory name -> mutation
     "not-enabled--second-controller-same-epoch": "second_controller",
