@@ -1,0 +1,71 @@
+"""The import contract (``[tool.importlinter]`` in pyproject.toml) holds for the tree, and it
+is not a contract that cannot fail: the same check, run over a copy of the packages with one
+upward import added, reports exactly that import.
+
+The layers are what keeps the model free of the checkers and the checkers free of the
+harness; a contract that silently passed whatever was imported would keep nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("model", "properties", "impl", "traces", "conformance")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with ``root`` first on the path and its pyproject.toml as the contract:
+    the packages it analyses are the ones under ``root`` (the installed project is found after
+    it, so a copy shadows it)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo", str(root / "pyproject.toml")],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _copy_of_the_packages(dest: Path) -> Path:
+    """The five packages' Python sources and the contract, nothing else (no data, no caches)."""
+
+    def not_python(directory: str, names: list[str]) -> list[str]:
+        return [n for n in names if n == "__pycache__" or (not n.endswith(".py") and not Path(directory, n).is_dir())]
+
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, dest / package, ignore=not_python)
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def test_the_tree_keeps_the_one_way_layers():
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 kept, 0 broken" in done.stdout
+
+
+@pytest.mark.parametrize("where", ["module", "function"])
+def test_the_contract_reports_the_model_importing_a_checker(tmp_path, where):
+    """One upward import -- the model reaching up to the checkers, at module level or lazily
+    inside a function -- breaks the contract, and the report names the importing module, the
+    imported one and the line."""
+    copy = _copy_of_the_packages(tmp_path)
+    assert "model is not allowed to import" not in _lint_imports(copy).stdout
+    state = copy / "model" / "state.py"
+    lines = state.read_text().splitlines()
+    if where == "module":
+        added = "import properties.checkers.bfs  # upward: the model must not know its checkers"
+    else:
+        added = "def _upward():\n    import properties.checkers.bfs  # lazily, still upward\n"
+    state.write_text("\n".join([*lines, "", added, ""]))
+    line = len(lines) + 2 + (where == "function")
+
+    done = _lint_imports(copy)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "0 kept, 1 broken" in done.stdout
+    assert "model is not allowed to import properties.checkers" in done.stdout
+    assert f"model.state -> properties.checkers.bfs (l.{line})" in done.stdout
