@@ -7,12 +7,17 @@ Module map (seed sections in brackets):
 * :mod:`impl.node.log` -- a replica's segments, HW checkpoint and leader-epoch cache
 * :mod:`impl.node.truncation` -- where a new follower truncates: ``hw`` [000 C] or ``kip320``
 * :mod:`impl.node.replica` -- one replica's role, HW and ISR bookkeeping [000 C, G]
-* :mod:`impl.node.broker` -- the broker process: control requests [C], startup [E],
-  replication [G], consumer reads [question 7]
-* :mod:`impl.node.admin` -- admin requests on the controller only, forwarding [004], the quota [001]
+* :mod:`impl.node.broker` -- the broker process (``python -m impl.node.broker``), one module
+  per section: ``control`` [C, 002/003 fencing, 004 metadata], ``startup`` [E, 003 epoch],
+  ``replication_leader`` / ``replication_follower`` [G], ``clients`` [question 7],
+  ``shutdown`` (controlled shutdown); ``core`` holds the state they share
+* :mod:`impl.node.controller` -- one module per section: ``failover`` [002, D],
+  ``broker_failure`` [A], ``topics`` [B], ``reassignment`` [F], ``partitions`` [H],
+  ``preferred_election``, ``controlled_shutdown``, ``requests`` (what it sends; cached
+  UpdateMetadata [003, 004]), ``context`` (its view of ZooKeeper), ``event_loop``
+* :mod:`impl.node.admin` -- admin requests: routing to the controller, forwarding [004]
+* :mod:`impl.node.admin_writes` -- admin writes on the active controller, under the quota [001]
 * :mod:`impl.node.quota` -- the controller-mutation token bucket and its principals [001]
-* :mod:`impl.node.controller` -- election [002], failover [D], broker failure [A], topics [B],
-  reassignment [F], partitions add/remove [H], preferred election, controlled shutdown
 * :mod:`impl.node.client` -- producer, consumer and admin clients routing by metadata
 * :mod:`impl.harness.cluster` -- a local cluster of real processes, with fault injection
 * :mod:`impl.node.faults` -- network partitions and slow links in the RPC layer, session expiry

@@ -75,7 +75,7 @@ def controllers(zk_chroot: str, tmp_path: Path) -> Any:
 def recording_controller(controllers: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """An active controller (broker 1) over simulated brokers registered in ZooKeeper, whose
     channels record what they would send."""
-    monkeypatch.setattr("impl.node.controller.ControllerChannel",
+    monkeypatch.setattr("impl.node.controller.requests.ControllerChannel",
                         lambda _c, broker, _h, _p, epoch: RecordingChannel(broker, epoch))
 
     def start(brokers: tuple[int, ...]) -> Controller:

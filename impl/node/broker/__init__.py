@@ -1,0 +1,20 @@
+"""The broker, one module per section of the design (seed 000) it implements.
+
+* :mod:`.control` -- C: acting on LeaderAndISR and StopReplica; fencing by controller epoch
+  (seed 002) and broker epoch (seed 003); the UpdateMetadata cache (seed 004)
+* :mod:`.startup` -- E: startup recovery from ZooKeeper, and the registration whose czxid is
+  the broker epoch (seed 003)
+* :mod:`.replication_leader` -- G at the leader: on_ReplicaFetchRequest, HW, maybe_change_ISR
+* :mod:`.replication_follower` -- G at the follower: the ReplicaFetcherThread and truncation
+* :mod:`.clients` -- produce, and consumer reads up to the HW (question 7)
+* :mod:`.shutdown` -- controlled shutdown (later Kafka; section A ahead of the failure)
+* :mod:`.core` -- the state they share; :mod:`.server` -- the process that serves them
+
+Each section is a mixin over :class:`.core.BrokerCore`; :class:`Broker` combines them.
+``python -m impl.node.broker`` runs one broker (:func:`main`).
+"""
+
+from impl.node.broker.core import RequestError
+from impl.node.broker.server import Broker, main
+
+__all__ = ["Broker", "RequestError", "main"]

@@ -1,0 +1,87 @@
+"""Requests from producers and consumers, served by a partition's leader.
+
+* **Consumer reads stop at the HW** (seed 000 question 7): only committed records are
+  served.  Just after a leadership change the new leader's HW may be behind the old one's,
+  so an offset between HW and LEO gets an empty answer (it is valid, only not committed
+  here yet); only an offset beyond the LEO is OFFSET_OUT_OF_RANGE.
+* **Produce with ``acks=all``** waits until the HW passes the records, and is refused when
+  the ISR is smaller than ``min.insync.replicas`` -- before the append, or after it when the
+  ISR shrank while the records waited (the HW = min LEO of the ISR jumps when it shrinks).
+  An ISR write in flight is waited out first (see :meth:`Replica.begin_isr_write`), so an
+  append cannot slip between the write and the ISR it sets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
+from impl.node.replica import LEADER, Replica
+from impl.node.wire import ErrorCode
+
+
+class ClientRequests(BrokerCore):
+    """Produce and consumer fetch, on the leader."""
+
+    async def _consumer_fetch(self, r: Replica, offset: int, max_records: int,
+                              max_wait: float) -> dict[str, Any]:
+        """Question 7: empty between HW and LEO; OFFSET_OUT_OF_RANGE only beyond the LEO."""
+        if offset > r.leo or offset < 0:
+            raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
+        if offset >= r.hw and max_wait:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(r.changed().wait(), max_wait)
+        records = r.log.read(offset, max_records, upto=r.hw)
+        if records:
+            r.emit("consumer_fetch", {"fetch_offset": offset, "records": len(records)},
+                   {"hw": r.hw, "leo": r.leo})
+        return {"records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
+                "leader_epoch": r.leader_epoch}
+
+    async def on_produce(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Append on the leader; answer at once (acks 0/1) or once committed (acks=all)."""
+        acks = int(body.get("acks", -1))
+        r = self._leader(str(body["topic"]), int(body["partition"]))
+        values = [bytes(v) if not isinstance(v, str) else v.encode() for v in body["values"]]
+        if not values:
+            raise RequestError(ErrorCode.INVALID_REQUEST, "no values")
+        if r.isr_write is not None:
+            await r.isr_settled()  # the ISR is being written: see Replica.begin_isr_write
+            r = self._leader(str(body["topic"]), int(body["partition"]))
+        if acks == -1 and len(r.isr) < self.config.min_insync_replicas:
+            raise RequestError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                               f"ISR {sorted(r.isr)} smaller than min.insync.replicas "
+                               f"{self.config.min_insync_replicas}")
+        epoch = r.leader_epoch
+        last = None
+        for v in values:
+            last = r.append(v)
+        assert last is not None
+        r.maybe_advance_hw()
+        r.notify()
+        base = last.offset - len(values) + 1
+        if acks == 0:
+            return None
+        if acks == 1:
+            return {"base_offset": base, "leader_epoch": epoch}
+        deadline = time.monotonic() + max(0.0, int(body.get("timeout_ms", 5000)) / 1000)
+        while True:
+            if r.role != LEADER or r.leader_epoch != epoch:
+                raise RequestError(ErrorCode.NOT_LEADER, "leadership lost before commit",
+                                   body={"leader": r.leader})
+            if r.hw > last.offset:
+                if len(r.isr) < self.config.min_insync_replicas:
+                    # committed by a shrunken ISR (the HW = min LEO of the ISR jumped when it
+                    # shrank): acks=all promises min.insync.replicas copies -- Kafka answers so
+                    raise RequestError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                                       f"committed with ISR {sorted(r.isr)}, fewer than "
+                                       f"min.insync.replicas {self.config.min_insync_replicas}")
+                return {"base_offset": base, "leader_epoch": epoch}
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestError(ErrorCode.REQUEST_TIMED_OUT, "not committed in time")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(r.changed().wait(), remaining)

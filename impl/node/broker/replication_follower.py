@@ -1,0 +1,187 @@
+"""Seed 000 G at the follower: the ReplicaFetcherThread.
+
+"A follower keeps sending ReplicaFetcherRequests to the leader", appends what comes back and
+takes the leader's HW.  Choices the design leaves open, and why they are made so:
+
+* **One fetcher per leader broker**, fetching every partition this broker follows there in
+  one request (Kafka's fetcher threads do the same): a fetcher per partition would cost a
+  connection and a long poll each, and the order of their steps would be arbitrary.
+* **The follower's HW is ``min(leader HW, own LEO)``**: a follower never claims as committed
+  an offset it does not hold.
+* **Where a new follower truncates** is the rule the broker runs with
+  (:mod:`impl.node.truncation`): seed 000 C's "truncate the log to r.hw" (``hw``, done by
+  :meth:`Replica.become_follower`), or the leader-epoch lookup (``kip320``), which asks the
+  leader where the follower's latest epoch ends before the first fetch.  The ``hw`` rule is
+  the one the model's ``design`` configuration shows losing committed records (KIP-101's
+  scenario); it is kept so the implementation can reproduce that.
+* **Fetches are fenced by leader epoch** under ``kip320`` (the leader refuses a mismatch),
+  and under either rule a response for a replica whose role or epoch changed while it was in
+  flight is dropped.  NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH are not retried blindly:
+  the controller's next LeaderAndISR says what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from impl.node.broker.core import BrokerCore
+from impl.node.log import Record
+from impl.node.replica import FOLLOWER, Replica
+from impl.node.truncation import epoch_truncation_point
+from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
+
+
+class ReplicationFollower(BrokerCore):
+    """Seed 000 G, follower side: fetch from each leader, append, take its HW, truncate."""
+
+    async def _leader_connection(self, leader: int) -> AsyncConnection:
+        """The one connection to ``leader`` shared by all our fetchers from it."""
+        host, port = self.endpoints[leader]
+        conn = self._fetch_conns.get(leader)
+        if conn is None or conn.closed or self._fetch_conn_addr.get(leader) != (host, port):
+            if conn is not None:
+                conn.close()
+            lock = self._fetch_conn_locks.setdefault(leader, asyncio.Lock())
+            async with lock:
+                conn = self._fetch_conns.get(leader)
+                if conn is None or conn.closed or self._fetch_conn_addr.get(leader) != (host, port):
+                    conn = await AsyncConnection.open(host, port)
+                    self._fetch_conns[leader] = conn
+                    self._fetch_conn_addr[leader] = (host, port)
+        return conn
+
+    def _ensure_fetcher(self, leader: int) -> None:
+        if self.stopping:
+            return
+        task = self._fetchers.get(leader)
+        if task is None or task.done():
+            self._fetchers[leader] = asyncio.create_task(self._fetcher(leader))
+
+    async def _fetcher(self, leader: int) -> None:
+        """Seed 000 G ReplicaFetcherThread: one per leader broker, fetching every partition
+        this broker follows there in one request; appends, takes the leader's HW."""
+        conn: AsyncConnection | None = None
+        backoff = 0.05
+        try:
+            while not self.stopping:
+                parts = [r for r in self.replicas.values()
+                         if r.role == FOLLOWER and r.leader == leader]
+                if not parts:
+                    return
+                try:
+                    if conn is None or conn.closed:
+                        conn = await self._leader_connection(leader)
+                    lookups = [r for r in parts if r.needs_epoch_lookup]
+                    if lookups:
+                        await asyncio.gather(*(self._truncate_by_epoch(r, conn, leader, r.leader_epoch)
+                                               for r in lookups))
+                        continue
+                    sent: dict[tuple[str, int], tuple[int, int]] = {}
+                    reqs = []
+                    for r in parts:
+                        offset = r.leo
+                        sent[(r.topic, r.partition)] = (r.leader_epoch, offset)
+                        if r.last_sent_fetch != (offset, r.hw):
+                            r.emit("send_fetch", {"leader": leader, "fetch_offset": offset,
+                                                  "leader_epoch": r.leader_epoch},
+                                   {"hw": r.hw, "leo": r.leo})
+                            r.last_sent_fetch = (offset, r.hw)
+                        reqs.append({"topic": r.topic, "partition": r.partition,
+                                     "fetch_offset": offset, "hw": r.hw,
+                                     "leader_epoch": r.leader_epoch if self.rule == "kip320" else -1})
+                    error, clock, resp = await conn.request(
+                        ApiKey.FETCH, {"replica_id": self.id, "partitions": reqs,
+                                       "max_records": 1000,
+                                       "max_wait_ms": self.config.fetch_max_wait_ms},
+                        self.recorder.tick(), timeout=self.config.fetch_max_wait_ms / 1000 + 5)
+                    self.recorder.observe(clock)
+                    if error != ErrorCode.NONE:
+                        raise ConnectionError(f"fetch refused: {error}")
+                    stalled = True
+                    for item in resp["partitions"]:
+                        key = (str(item["topic"]), int(item["partition"]))
+                        r = self.replicas.get(key)
+                        if r is None or key not in sent or r.role != FOLLOWER or \
+                                r.leader != leader or r.leader_epoch != sent[key][0]:
+                            continue  # the replica changed while the request was in flight
+                        code = int(item["error"])
+                        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                            await self._handle_out_of_range(r, leader, int(item.get("leo", 0)))
+                        elif code == ErrorCode.NONE:
+                            stalled = False
+                            self._apply_fetched(r, leader, sent[key][1], item)
+                        # NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH: wait for the controller
+                    if stalled:
+                        await asyncio.sleep(backoff)
+                        backoff = min(1.0, backoff * 2)
+                    else:
+                        backoff = 0.05
+                except (OSError, ConnectionError, ProtocolError, TimeoutError, KeyError):
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    await asyncio.sleep(backoff)
+                    backoff = min(1.0, backoff * 2)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if self._fetchers.get(leader) is asyncio.current_task():
+                del self._fetchers[leader]
+
+    def _apply_fetched(self, r: Replica, leader: int, offset: int, resp: dict[str, Any]) -> None:
+        records = [Record(int(o), int(e), bytes(v)) for o, e, v in resp["records"]]
+        appended = []
+        for rec in records:
+            if rec.offset != r.leo:
+                break
+            r.log.append_replicated(rec)
+            appended.append(rec)
+        new_hw = min(int(resp["hw"]), r.leo)
+        hw_changed = new_hw != r.hw
+        if hw_changed:
+            r.log.set_hw(new_hw)
+        if appended or hw_changed:
+            r.emit("receive_fetch", {
+                "leader": leader, "fetch_offset": offset, "leader_epoch": r.leader_epoch,
+                "records": [[x.offset, x.leader_epoch, x.value.decode("utf-8", "replace")]
+                            for x in appended],
+                "leader_hw": int(resp["hw"]), "error": None})
+            r.notify()
+
+    async def _truncate_by_epoch(self, r: Replica, conn: AsyncConnection, leader: int,
+                                 epoch: int) -> None:
+        """KIP-101/279/320: ask the leader where our latest epoch ends, truncate there."""
+        requested = r.log.epochs.latest_epoch()
+        if r.leo == 0 or requested < 0:
+            r.needs_epoch_lookup = False
+            return
+        error, clock, resp = await conn.request(
+            ApiKey.OFFSETS_FOR_LEADER_EPOCH,
+            {"topic": r.topic, "partition": r.partition, "leader_epoch": requested,
+             "current_leader_epoch": epoch, "replica_id": self.id},
+            self.recorder.tick(), timeout=5)
+        self.recorder.observe(clock)
+        if r.role != FOLLOWER or r.leader_epoch != epoch:
+            return
+        if error != ErrorCode.NONE:
+            await asyncio.sleep(0.1)
+            return
+        point = epoch_truncation_point(r.log.epochs, r.leo, requested,
+                                       int(resp["leader_epoch"]), int(resp["end_offset"]))
+        r.log.truncate_to(point)
+        r.needs_epoch_lookup = False
+        r.emit("truncate", {"leader": leader, "truncated_to": point,
+                            "requested_epoch": requested,
+                            "leader_epoch_found": int(resp["leader_epoch"]),
+                            "leader_end_offset": int(resp["end_offset"])},
+               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
+
+    async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int) -> None:
+        if self.rule == "kip320":
+            r.needs_epoch_lookup = True
+            return
+        point = min(leader_leo, r.leo)
+        r.log.truncate_to(point)
+        r.emit("truncate", {"leader": leader, "truncated_to": point},
+               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})

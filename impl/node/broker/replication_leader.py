@@ -1,0 +1,227 @@
+"""Seed 000 G at the leader: on_ReplicaFetchRequest and maybe_change_ISR.
+
+On each replica fetch the leader records the follower's LEO, maybe changes the ISR, sets
+``hw = min LEO of the ISR`` and answers with records and its HW.  Why each piece is as it is:
+
+* **Each partition's record-LEO / advance-HW / answer is one step**, done without yielding
+  the event loop, after waiting out any ISR write in flight: the model's ``handle_fetch`` is
+  one action, and a trace in which another request's step lands between a HW move and its
+  event could not be replayed against it.
+* **An ISR change is a conditional write of the leaderAndISR znode** on the zk_version the
+  leader was last given.  Seed 000 question 3 rests on it: a leader the controller has
+  replaced finds the version moved, cannot shrink the ISR, so cannot commit alone -- it steps
+  down (``isr_update_failed``) instead.
+* **One ISR write at a time, one follower per write** (shrink), each recorded before the next
+  is sent: concurrent writes would be recorded in thread order rather than ZooKeeper's zxid
+  order, and a trace whose order contradicts its zxids cannot be ordered causally.
+* **The ISR check is a timer** (every quarter of ``replica.lag.time.max.ms``): seed 000 asks
+  how to notice a follower that stopped fetching ("???"); a periodic check answers it without
+  a delayed request per produce.
+* **ISR changes are announced to the controller in batches** (a sequential znode under
+  ``/isr_change_notification`` per period), as Kafka does, so it can refresh the metadata
+  brokers serve (seed 004's UpdateMetadata) without a ZooKeeper watch per partition.
+* **Fetches long-poll** (``max_wait_ms``): with nothing new to say the leader answers when a
+  partition changes, not at once, so an idle cluster is not a busy loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+import traceback
+from typing import Any
+
+from kazoo.exceptions import BadVersionError, NoNodeError
+
+from impl.node import zk as zkl
+from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
+from impl.node.replica import LEADER, Replica
+from impl.node.wire import ErrorCode
+
+
+class ReplicationLeader(BrokerCore):
+    """Seed 000 G, leader side: answer replica fetches, keep the HW and the ISR."""
+
+    async def on_offsets_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """KIP-101/279: where a leader epoch ends in this leader's log (the follower's
+        truncation point under ``kip320``; see :mod:`impl.node.truncation`)."""
+        r = self._leader(str(body["topic"]), int(body["partition"]))
+        current = int(body.get("current_leader_epoch", -1))
+        if current >= 0 and current != r.leader_epoch:
+            raise RequestError(ErrorCode.FENCED_LEADER_EPOCH if current < r.leader_epoch
+                               else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        epoch = int(body["leader_epoch"])
+        if epoch == r.leader_epoch:
+            return {"leader_epoch": epoch, "end_offset": r.leo}
+        found, end = r.log.epochs.end_offset_for(epoch, r.leo)
+        return {"leader_epoch": found, "end_offset": end}
+
+    async def _replica_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Seed 000 G on_ReplicaFetchRequest, for every partition a follower fetches from us:
+        record the follower's LEO, maybe expand the ISR, advance HW = min LEO of the ISR,
+        answer with records and the HW.  With nothing to say it long-polls (max_wait_ms)."""
+        follower = int(body["replica_id"])
+        max_records = max(0, min(int(body.get("max_records", 500)), 5000))
+        max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
+        # Wait out ISR writes in flight first (see Replica.begin_isr_write), then record
+        # every partition without yielding: each one's record-LEO / advance-HW / answer must
+        # be one step, with no other request's step between its HW move and its event.
+        while True:
+            writing = [r for q in body["partitions"]
+                       if (r := self.replicas.get((str(q["topic"]), int(q["partition"])))) is not None
+                       and r.isr_write is not None]
+            if not writing:
+                break
+            await writing[0].isr_settled()
+        now = time.monotonic()
+        items = []
+        for q in body["partitions"]:
+            key = (str(q["topic"]), int(q["partition"]))
+            offset, fenced = int(q["fetch_offset"]), int(q.get("leader_epoch", -1))
+            item: dict[str, Any] = {"topic": key[0], "partition": key[1], "offset": offset,
+                                    "known_hw": int(q.get("hw", -1)), "fenced": fenced,
+                                    "changed": False}
+            items.append(item)
+            r = self.replicas.get(key)
+            if self._fetch_error(r, offset, fenced) is not None or r is None:
+                continue
+            item["epoch"] = r.leader_epoch
+            leo_changed = r.record_follower_fetch(follower, offset, now)
+            if r.can_join_isr(follower, self.rule == "kip320"):
+                self._spawn_isr_update(r, set(r.isr) | {follower}, follower, "expand_isr")
+            hw_changed = r.maybe_advance_hw()
+            if hw_changed:
+                r.notify()
+            item["changed"] = leo_changed or hw_changed
+
+        def ready() -> bool:
+            for it in items:
+                r = self.replicas.get((it["topic"], it["partition"]))
+                if it["changed"] or r is None or self._fetch_error(r, it["offset"], it["fenced"]) \
+                        is not None or r.leader_epoch != it.get("epoch") or r.hw != it["known_hw"] \
+                        or it["offset"] < r.leo:
+                    return True
+            return False
+
+        if max_wait and not ready():
+            with contextlib.suppress(TimeoutError):
+                deadline = time.monotonic() + max_wait
+                while not ready() and time.monotonic() < deadline:
+                    await asyncio.wait_for(self._changed_any.wait(), deadline - time.monotonic())
+        out = []
+        for it in items:
+            r = self.replicas.get((it["topic"], it["partition"]))
+            err = self._fetch_error(r, it["offset"], it["fenced"])
+            if err is not None or r is None:
+                code, extra = err or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {})
+                out.append({"topic": it["topic"], "partition": it["partition"],
+                            "error": int(code), **extra})
+                continue
+            records = r.log.read(it["offset"], max_records)
+            if records or it["changed"] or r.hw != it["known_hw"]:
+                r.emit("handle_fetch", {"follower": follower, "fetch_offset": it["offset"],
+                                        "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
+                                        "records": [[x.offset, x.leader_epoch,
+                                                     x.value.decode("utf-8", "replace")]
+                                                    for x in records],
+                                        "error": None},
+                       {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
+            out.append({"topic": it["topic"], "partition": it["partition"], "error": 0,
+                        "records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
+                        "leader_epoch": r.leader_epoch})
+        return {"partitions": out}
+
+    def _fetch_error(self, r: Replica | None, offset: int,
+                     fenced: int) -> tuple[ErrorCode, dict[str, Any]] | None:
+        if r is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {}
+        if r.role != LEADER:
+            return ErrorCode.NOT_LEADER, {"leader": r.leader}
+        if fenced >= 0 and fenced != r.leader_epoch:  # KIP-320 fencing
+            return (ErrorCode.FENCED_LEADER_EPOCH if fenced < r.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH), {"leader_epoch": r.leader_epoch}
+        if offset > r.leo or offset < 0:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, {"leo": r.leo, "hw": r.hw}
+        return None
+
+    async def _isr_checker(self) -> None:
+        """maybe_change_ISR's shrink half, on a timer: take out one follower that lags
+        by time or by messages (see the module docstring)."""
+        lag_s = self.config.replica_lag_time_ms / 1000
+        while True:
+            await asyncio.sleep(max(0.05, lag_s / 4))
+            now = time.monotonic()
+            for r in list(self.replicas.values()):
+                if r.role != LEADER or r.isr_update_in_flight:
+                    continue
+                lagging = r.out_of_sync_followers(now, lag_s, self.config.replica_lag_max_messages)
+                if lagging:
+                    # one follower per conditional write, as the model's shrink_isr: the
+                    # next check (a quarter of the lag time later) takes the next one
+                    out = min(lagging)
+                    self._spawn_isr_update(r, set(r.isr) - {out}, out, "shrink_isr")
+
+    def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+        if r.isr_update_in_flight:
+            return
+        write = r.begin_isr_write()
+        asyncio.create_task(self._update_isr(r, new_isr, follower, kind, write))
+
+    async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str,
+                          write: asyncio.Event) -> None:
+        """One ISR write at a time, each recorded before the next is sent: concurrent writes
+        (two partitions) would be recorded in thread order, not in ZooKeeper's zxid order,
+        and a trace whose order contradicts its zxids cannot be ordered causally."""
+        try:
+            async with self._isr_write_lock:
+                await self._write_isr(r, new_isr, follower, kind)
+        finally:
+            r.end_isr_write(write)
+
+    async def _write_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+        epoch, expected = r.leader_epoch, r.zk_version
+        state = zkl.LeaderAndIsr(self.id, epoch, tuple(sorted(new_isr)), r.controller_epoch)
+        path = zkl.leader_and_isr_path(r.topic, r.partition)
+        assert self.loop is not None
+        try:
+            stat = await self.loop.run_in_executor(
+                None, lambda: self.zk.set(path, state.to_json(), version=expected))
+        except (BadVersionError, NoNodeError):
+            # the write that moved the znode on is what this step observed: its zxid orders
+            # the failure after it (the controller's write may carry a larger clock)
+            moved = await self.loop.run_in_executor(None, lambda: self.zk.exists(path))
+            if r.role == LEADER and r.leader_epoch == epoch:
+                r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)},
+                       zxid=moved.mzxid if moved is not None else None)
+                r.step_down()
+            return
+        except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
+            traceback.print_exc()
+            return
+        if r.role != LEADER or r.leader_epoch != epoch:
+            return
+        r.isr = set(new_isr)
+        r.zk_version = stat.version
+        r.maybe_advance_hw()  # part of the same step (seed 000 G maybe_change_ISR)
+        r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
+               {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
+        r.notify()
+        self._isr_changes.add((r.topic, r.partition))
+
+    async def _isr_change_propagation(self) -> None:
+        """Tell the controller about our ISR changes, batched: one sequential znode under
+        /isr_change_notification per period, listing every partition changed in it."""
+        assert self.loop is not None
+        while True:
+            await asyncio.sleep(0.2)
+            if not self._isr_changes:
+                continue
+            batch, self._isr_changes = sorted(self._isr_changes), set()
+            data = zkl.encode([list(k) for k in batch])
+            try:
+                await self.loop.run_in_executor(None, functools.partial(
+                    self.zk.create, f"{zkl.ISR_CHANGE}/change-", data, sequence=True))
+            except Exception:  # noqa: BLE001 - ZK unavailable: try again next period
+                self._isr_changes.update(batch)

@@ -1,0 +1,55 @@
+"""Controlled shutdown (later Kafka): seed 000 A done before the broker stops, not after.
+
+A stopping broker asks the controller to move its leaderships away and take it out of every
+ISR it shares.  The controller elects by :func:`choose_leader` with the broker excluded and
+never uncleanly, and reads ZooKeeper first rather than its context: "nothing to do" is a
+decision no conditional write would check, and a leader may have put the broker back into
+an ISR meanwhile.  The broker is told what remains; a partition whose ISR has no other live
+member cannot be left, and for it the stop will be as abrupt as a crash.
+A request from an earlier incarnation of the broker (an older broker epoch) is refused.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+from impl.node import zk as zkl
+from impl.node.controller.broker_failure import BrokerFailure, Decision, choose_leader
+from impl.node.controller.context import Key
+from impl.node.wire import ErrorCode
+
+
+class ControlledShutdown(BrokerFailure):
+    """Move leadership off, and the broker out of the ISRs, before a broker stops."""
+
+    def _on_controlled_shutdown(self, arg: tuple[int, int, Future[dict[str, Any]]]) -> None:
+        """Move leadership off a broker that is shutting down and take it out of every ISR."""
+        broker, broker_epoch, fut = arg
+        if broker not in self.live or (broker_epoch >= 0 and self.live[broker][2] != broker_epoch):
+            if not fut.done():
+                fut.set_result({"error": int(ErrorCode.STALE_BROKER_EPOCH)})
+            return
+        self.shutting_down.add(broker)
+        live = set(self.live)
+        excluded = frozenset({broker})
+
+        def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
+            if broker not in st.isr or len(st.isr) <= 1:
+                return None
+            d = choose_leader(self._replicas(key), st, live, False, exclude=excluded)
+            return d if d.leader >= 0 else None
+
+        # from ZooKeeper, not the context: "nothing to do" is a decision no conditional
+        # write checks, and a leader may have put the broker back into an ISR meanwhile
+        self._elect_partitions(self._all_keys(), decide, "controlled_shutdown", fresh=True)
+        states = self._read_states(self._all_keys())
+        remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
+        # "remaining_isr": partitions whose ISR it is still in with others -- there was no
+        # other live ISR member to take over, so it could not leave; for them its stop
+        # will be as abrupt as a crash (the broker exits 3, the harness records a crash)
+        stuck = [[t, p] for (t, p), cur in states.items()
+                 if cur and broker in cur[0].isr and len(cur[0].isr) > 1]
+        self._send_update_metadata(states)
+        if not fut.done():
+            fut.set_result({"remaining_leaderships": remaining, "remaining_isr": stuck})

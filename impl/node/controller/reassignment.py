@@ -1,0 +1,131 @@
+"""Seed 000 F: replica reassignment, the Reassignment Agent's INIT / IN_PROGRESS machine.
+
+A request under ``/admin/partitions_reassigned`` names RAR, the partition's new replicas.
+At INIT the controller sends LeaderAndISR to AR+RAR so the new replicas start fetching
+(F 2.1); once every RAR member is in the ISR (F 3.2) it switches the partition to RAR.
+Why it differs from the design where it does:
+
+* **AR+RAR is written as the topic's assignment during the move**, so a RAR broker that
+  restarts mid-reassignment finds itself assigned and keeps its copy (seed 000 E deletes
+  unassigned partitions at startup).
+* **The switch is one fenced multi** (F 3.2.2, 3.2.5, 3.2.6: new leaderAndISR, AR := RAR,
+  request deleted) instead of a "controller lock" around three writes: the controller
+  epoch check is the lock, and a multi cannot be left half done.  The new leader is a live
+  RAR member of the ISR, with a new leader epoch; the ISR keeps only RAR members.
+* **Then** LeaderAndISR to RAR (3.2.3) and StopReplica with delete to the replicas that left
+  (3.2.4).  A controller failover restarts every pending request at INIT (seed 000 D 7).
+* The agent wakes on every admin event and on a timer (``reassign_interval_s``; the design's
+  "a certain amount of time has passed").
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from kazoo.exceptions import NoNodeError
+
+from impl.node import zk as zkl
+from impl.node.controller.context import IN_PROGRESS, INIT, Key
+from impl.node.controller.requests import ControlRequestSender
+
+
+class Reassignment(ControlRequestSender):
+    """Seed 000 F: take requests in at INIT, bootstrap RAR, switch AR to RAR once caught up."""
+
+    def _reassign_requests(self) -> dict[Key, list[int]]:
+        """Seed 000 F 1: every pending request, partition -> RAR."""
+        out = {}
+        for t in self._children(zkl.REASSIGN):
+            for p in self._children(f"{zkl.REASSIGN}/{t}"):
+                with contextlib.suppress(NoNodeError, ValueError):
+                    data, _ = self.zk.get(f"{zkl.REASSIGN}/{t}/{p}")
+                    out[(t, int(p))] = [int(b) for b in zkl.decode(data)]
+        return out
+
+    def _on_partitions_reassigned(self) -> None:
+        """Seed 000 F on_partitions_reassigned and add_reassigned_partitions: every request
+        under the PartitionReassignment path not yet tracked enters at INIT (F 1.1.1), then
+        the agent wakes up (F 1.1.2)."""
+        for key, rar in self._reassign_requests().items():
+            if key not in self.reassigning:
+                self.reassigning[key] = {"state": INIT, "rar": rar}
+                self.recorder.emit("reassignment", topic=key[0], partition=key[1],
+                                   params={"state": INIT, "rar": rar,
+                                           "ar": self.assignments.get(key[0], {}).get(key[1])})
+        self._reassignment_wakeup()
+
+    def _reassignment_wakeup(self) -> None:
+        """Seed 000 F, the Reassignment Agent's on_wakeup()."""
+        for key, info in list(self.reassigning.items()):
+            t, p = key
+            rar: list[int] = info["rar"]
+            ar = self.assignments.get(t, {}).get(p)
+            if ar is None:
+                del self.reassigning[key]
+                self._drop_admin(zkl.REASSIGN, t, str(p))
+                continue
+            if info["state"] == INIT:
+                # 2.1: start bootstrapping the new replicas (AR+RAR is recorded as the
+                # topic's assignment meanwhile, so a restarting RAR broker keeps its copy)
+                union = ar + [b for b in rar if b not in ar]
+                if union != ar:
+                    self._set_assignment(t, p, union)
+                states = self._read_states([key])
+                for b in union:
+                    self._send_leader_and_isr(b, [key], states)
+                info["state"] = IN_PROGRESS
+                self.recorder.emit("reassignment", topic=t, partition=p,
+                                   params={"state": IN_PROGRESS, "rar": rar, "ar": ar})
+                continue
+            cur = self._read_states([key])[key]  # 3.1
+            if cur is None:
+                continue
+            st, version = cur
+            if not set(rar) <= set(st.isr):  # 3.2: not caught up yet
+                continue
+            live_rar_isr = [b for b in rar if b in st.isr and b in self.live]
+            if not live_rar_isr:
+                continue
+            leader = st.leader if st.leader in live_rar_isr else live_rar_isr[0]
+            new = zkl.LeaderAndIsr(leader, st.leader_epoch + 1,
+                                   tuple(sorted(b for b in st.isr if b in rar)), self.epoch)
+            old_replicas = self._replicas(key)
+            _, tstat = self.zk.get(zkl.topic_path(t))
+            parts = dict(self.assignments[t])
+            parts[p] = list(rar)
+            txn = self._txn()  # 3.2.2, 3.2.5, 3.2.6 in one fenced multi
+            txn.set_data(zkl.leader_and_isr_path(t, p), new.to_json(), version=version)
+            txn.set_data(zkl.topic_path(t), zkl.encode(
+                {"partitions": {str(q): r for q, r in sorted(parts.items())}}), version=tstat.version)
+            txn.delete(f"{zkl.REASSIGN}/{t}/{p}")
+            try:
+                results = self._commit(txn)
+            except zkl.TransactionFailed:
+                self._read_assignments()
+                continue
+            self.assignments[t] = parts
+            del self.reassigning[key]
+            stat = results[1]
+            self._emit_elect(t, p, new, stat.version, stat.mzxid, "reassign")
+            states = {key: (new, stat.version)}
+            self.states[key] = (new, stat.version)
+            for b in rar:  # 3.2.3
+                self._send_leader_and_isr(b, [key], states)
+            gone = [b for b in old_replicas if b not in rar]
+            self._stop_replicas({b: [key] for b in gone}, delete=True)  # 3.2.4
+            self._drop_admin(zkl.REASSIGN, t)
+            self.recorder.emit("reassignment", topic=t, partition=p,
+                               params={"state": "DONE", "rar": rar, "removed": gone,
+                                       "leader": leader, "leader_epoch": new.leader_epoch})
+            self._send_update_metadata()
+
+    def _set_assignment(self, t: str, p: int, replicas: list[int]) -> None:
+        """Write one partition's assigned replicas into its topic's znode (fenced)."""
+        _, stat = self.zk.get(zkl.topic_path(t))
+        parts = dict(self.assignments[t])
+        parts[p] = list(replicas)
+        txn = self._txn()
+        txn.set_data(zkl.topic_path(t), zkl.encode(
+            {"partitions": {str(q): r for q, r in sorted(parts.items())}}), version=stat.version)
+        self._commit(txn)
+        self.assignments[t] = parts
