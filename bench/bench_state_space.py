@@ -13,7 +13,7 @@ protocol explains points at the model.  (Session 19, ``--max-crashes 1 --depth 3
 model before and after its fix: forgetting the LeaderAndISR requests merged x2.52 and all
 messages x15.85, with up to 11 requests in flight to one broker -- the controller re-sending
 its startup request after every ISR change, a rule the model had wrong; after the fix x1.05,
-x6.76 and 2.  README, "Three-broker searches".)  For each projection it prints the number of
+x6.76 and 2.  docs/checking.md, "Three-broker searches".)  For each projection it prints the number of
 distinct canonical states left and the factor by which forgetting that part merges states.
 ``messages`` are the fetch requests and responses, the LeaderAndISR requests and the
 StopReplica requests in flight; ``ghost`` is the history only properties read; ``follower

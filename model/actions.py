@@ -383,7 +383,7 @@ def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
     broker-change event names b among its new brokers, and the controller handles it once.
     A guard of "b is live" alone let a controller send b the LeaderAndISR of every later ISR
     version as well -- a behaviour neither Kafka nor ``impl.node.controller`` has, and the source
-    of a three-broker state space that did not end (README, "Three-broker searches")."""
+    of a three-broker state space that did not end (docs/checking.md, "Three-broker searches")."""
     if not _acting_controller(s, c) or b not in s.brokers[c].new_brokers:
         return None
     s = s._replace(brokers=_put(s.brokers, c, s.brokers[c]._replace(new_brokers=_remove(s.brokers[c].new_brokers, b))))

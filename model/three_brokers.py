@@ -22,7 +22,7 @@ configurations here, and the exhaustive search finds both by itself: kip101's in
 the native search of ``properties.checkers.native``), both in tests/model/test_history.py.  And kip320
 holds in every reachable state at these bounds: 19,554,759 states with the partial-order
 reduction of ``properties.checkers.reduction`` (about a minute natively on both cores), 38,097,622
-without it (about three) -- tests/model/test_history.py, README "Three-broker searches".
+without it (about three) -- tests/model/test_history.py, docs/checking.md "Three-broker searches".
 """
 
 from __future__ import annotations

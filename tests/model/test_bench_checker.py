@@ -1,4 +1,4 @@
-"""The checker benchmark runs and prints what it promises (its figures are the README's)."""
+"""The checker benchmark runs and prints what it promises (its figures are docs/benchmarks.md's)."""
 
 from __future__ import annotations
 
