@@ -32,7 +32,7 @@ def test_local_read_and_binary_file_read_agree(spark):
 
 
 def test_files_sharing_runs_are_grouped_transitively():
-    from conformance.spark.job import _file_groups
+    from conformance.spark.plan import _file_groups
 
     pairs = [("a", "r1"), ("b", "r1"), ("b", "r2"), ("c", "r2"), ("d", "r3"), ("e", None), ("d", "r3")]
     assert sorted(_file_groups(pairs)) == [["a", "b", "c"], ["d"], ["e"]]
@@ -42,7 +42,7 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
     """The job lists local directories itself (``_list_local``); it must pick exactly the
     files Spark's binaryFile source picks: hidden and "_" names skipped (files and
     directories), partition directories and Parquet metadata kept, only trace suffixes."""
-    from conformance.spark.job import _list_local
+    from conformance.spark.read import _list_local
     from traces.reader import TRACE_GLOB
 
     names = ["a.jsonl", "b.json", "c.ndjson", "d.jsonl.gz", "e.parquet", "f.txt", "g.jsonl.tmp",
@@ -56,7 +56,7 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
     ours = _list_local(uri)
     theirs = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
               .option("pathGlobFilter", TRACE_GLOB).load(uri).inputFiles())
-    from conformance.spark.job import display_path
+    from conformance.spark.read import display_path
 
     assert sorted(display_path(u) for u in ours) == sorted(display_path(u) for u in theirs)
     kept = sorted(display_path(u)[len(str(tmp_path)) + 1:] for u in ours)
@@ -92,7 +92,7 @@ def test_a_run_whose_files_were_dealt_to_two_tasks_is_judged_again_whole(spark, 
 def test_large_directories_are_cut_between_file_stems_only():
     """A directory of many runs is dealt out in pieces of about ``GROUP_FILES`` files, never
     cutting between two files of one stem (one run's node files), so no run is split."""
-    from conformance.spark.job import GROUP_FILES, _guess_groups
+    from conformance.spark.plan import GROUP_FILES, _guess_groups
 
     uris = [f"file:///c/d/run-{r:04d}.{n}.jsonl" for r in range(100) for n in (-1, 1, 2, 3)]
     uris += ["file:///c/e/broker-1.jsonl", "file:///c/e/broker-2.jsonl"]
@@ -113,10 +113,10 @@ def test_executors_pace_the_collector_and_restore_it(monkeypatch):
 
     import pyarrow as pa
 
-    from conformance.spark import job
+    from conformance.spark import tasks
 
-    monkeypatch.setattr(job._CollectorPace, "YOUNG_EVERY", 1)
-    monkeypatch.setattr(job._CollectorPace, "FULL_EVERY", 3)
+    monkeypatch.setattr(tasks._CollectorPace, "YOUNG_EVERY", 1)
+    monkeypatch.setattr(tasks._CollectorPace, "FULL_EVERY", 3)
     collected: list[int] = []
     monkeypatch.setattr(gc, "collect", lambda generation=2: collected.append(generation) or 0)
     enabled_while_judging: list[bool] = []
@@ -130,14 +130,14 @@ def test_executors_pace_the_collector_and_restore_it(monkeypatch):
     assert gc.isenabled()
     batch = pa.RecordBatch.from_pylist([{"id": 0}])
     dealt = [json.dumps([[f] for f in files])]
-    list(job._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch])))
+    list(tasks._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch])))
     judged = len(enabled_while_judging)
     assert judged >= 3 and not any(enabled_while_judging)
     assert collected.count(2) >= 1 and collected.count(1) >= 1  # full every 3rd run, young between
     assert gc.isenabled()
 
-    monkeypatch.setattr(job, "OUTPUT_ROWS", 1)  # a batch after the first run: stop there
-    task = job._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch]))
+    monkeypatch.setattr(tasks, "OUTPUT_ROWS", 1)  # a batch after the first run: stop there
+    task = tasks._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch]))
     next(task)
     assert not gc.isenabled()
     task.close()

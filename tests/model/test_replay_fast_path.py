@@ -268,7 +268,8 @@ def test_job_stages_read_what_the_plain_reader_reads() -> None:
     as ``traces.reader.read_traces``, and the same verdicts as judging its events."""
     import pyarrow as pa
 
-    from conformance.spark.job import _decode_files, _judge_partitions
+    from conformance.spark.read import _decode_files
+    from conformance.spark.tasks import _judge_partitions
     from conformance.spark.verdict import judge_run
 
     files = sorted(p for d in ("recorded", "malformed", "nonconforming") for p in (DATA / d).rglob("*")

@@ -1,0 +1,191 @@
+"""Reading: which trace files an input names, and their records, split and validated.
+
+Every record is split off by ``traces.reader.iter_lines`` and validated by
+``traces.schema.decode_line`` -- the plain reader's code -- wherever the file is read, so the
+job and the plain reader accept and quarantine exactly the same records.  A bad record
+becomes a quarantine row with its reason; it never stops the job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from conformance.spark.rows import _DECODED, OUTPUT_ROWS, _arrow
+
+
+class InputError(Exception):
+    """Input the job cannot use at all (missing paths, no readable record): exit code 2."""
+
+
+def display_path(uri: str) -> str:
+    """``file:/a%20b/c.jsonl`` -> ``/a b/c.jsonl``; other filesystems keep their URI."""
+    if uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(uri).path)
+    return uri
+
+
+# Executor-side functions are shipped by cloudpickle: keep them free of driver state.
+def _decode_files(batches: Iterator[Any]) -> Iterator[Any]:
+    """binaryFile rows (path, content) -> decoded rows (``_DECODED``)."""
+
+    def files() -> Iterator[tuple[str, bytes]]:
+        for batch in batches:
+            paths = batch.column("path").to_pylist()
+            contents = batch.column("content")
+            for i, uri in enumerate(paths):
+                yield uri, contents[i].as_py() or b""
+
+    return _decode(files())
+
+
+def _read_local(uri: str) -> bytes | OSError:
+    try:
+        with open(display_path(uri), "rb") as f:
+            return f.read()
+    except OSError as exc:
+        return exc
+
+
+def _hidden(name: str) -> bool:
+    """Whether Spark's file listing skips a file or directory of this name (its
+    ``InMemoryFileIndex`` rule: names starting with "_" -- but not partition directories
+    "k=v" nor Parquet's "_metadata" files -- or ".", and files still being copied)."""
+    if name.startswith(("_common_metadata", "_metadata")):
+        return False
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+
+
+def _list_local(directory: str) -> list[str]:
+    """``file:`` URIs of the trace files under a local directory, recursively -- the files
+    Spark's ``binaryFile`` source lists with ``recursiveFileLookup`` and ``pathGlobFilter``
+    set to ``TRACE_GLOB`` (``tests/conformance/test_fast_path.py`` holds the two to the same
+    list), without its per-file JVM work (~2 s per 5,000 files here, ~1 CPU-s of it in the JVM)."""
+    from pathlib import Path
+
+    from traces.reader import TRACE_SUFFIXES
+
+    found: list[str] = []
+    for root, subdirs, names in os.walk(display_path(directory), followlinks=True):
+        subdirs[:] = [d for d in subdirs if not _hidden(d)]
+        found.extend(Path(root, n).as_uri() for n in names if n.endswith(TRACE_SUFFIXES) and not _hidden(n))
+    return sorted(found)
+
+
+def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, str, dict[str, Any] | None, str | None]]:
+    """Every record of one file as both plans see it: ``(line, raw, event, None)`` for a
+    valid record, ``(line, raw[:300], None, reason)`` for one to quarantine -- split by
+    ``traces.reader.iter_lines`` and validated by ``traces.schema.decode_line``, the plain
+    reader's code.  A file that could not be read is one quarantined record at line 0."""
+    from traces.reader import iter_lines
+    from traces.schema import decode_line
+
+    if isinstance(data, OSError):
+        yield 0, "", None, f"unreadable_file: {data}"[:300]
+        return
+    for line, raw, reason in iter_lines(path, data):
+        event = None
+        if reason is None:
+            event, reason = decode_line(raw)
+        yield line, raw if event is not None else raw[:300], event, reason
+
+
+def _read_group(members: list[str], task: int, only: frozenset[str] | None,
+                out: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A group's valid events by run, each file in path order (``only``: just those runs).
+    On the first pass (no ``only``) its quarantine rows, and a "seen" row per (file, run),
+    are appended to ``out``."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for path, uri in sorted((display_path(u), u) for u in members):
+        seen: set[str] = set()
+        for line, raw, event, reason in _file_records(path, _read_local(uri)):
+            if event is None:
+                if only is None:
+                    out.append({"row": "quarantine", "file": path, "line": line, "raw": raw, "reason": reason})
+                continue
+            run = event["run"]
+            if only is not None and run not in only:
+                continue
+            event["_file"] = path
+            event["_line"] = line
+            runs.setdefault(run, []).append(event)
+            seen.add(run)
+        if only is None:
+            out.extend({"row": "seen", "run": run, "file": uri, "line": task} for run in sorted(seen))
+    return runs
+
+
+def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
+    """(URI, bytes) of each file -> decoded rows (``_DECODED``).
+
+    Every record is split off and validated (``_file_records``) here, where the file is read,
+    so the shuffle that brings a run's files together moves one row per (file, run) --
+    not one per record -- and Spark never parses the JSON itself.  A valid record travels
+    as the text it was read as: the judge stage decodes a run's records with one call
+    (``traces.schema.loads`` on the array), which is cheaper than any re-encoding."""
+    import pyarrow as pa
+
+    schema = _arrow(_DECODED)
+    cols: list[list[Any]] = [[] for _ in _DECODED]
+    run_c, file_c, line_c, raw_c, reason_c = cols
+
+    def flush():
+        batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
+                                           schema=schema)
+        for c in cols:
+            c.clear()
+        return batch
+
+    for uri, data in files:
+        path = display_path(uri)
+        runs: dict[str, list[str]] = {}
+        first: dict[str, int] = {}
+        for line, raw, event, reason in _file_records(path, data):
+            if event is None:
+                run_c.append(None)
+                file_c.append(path)
+                line_c.append(line)
+                raw_c.append(raw)
+                reason_c.append(reason)
+                continue
+            run = event["run"]
+            texts = runs.get(run)
+            if texts is None:
+                texts = runs[run] = []
+                first[run] = line
+            texts.append(f"[{line},{raw}]")
+        for run, texts in runs.items():
+            run_c.append(run)
+            file_c.append(path)
+            line_c.append(first[run])
+            raw_c.append("[" + ",".join(texts) + "]")
+            reason_c.append(None)
+        if len(run_c) >= OUTPUT_ROWS:
+            yield flush()
+    if run_c:
+        yield flush()
+
+
+def _classify_paths(spark, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split inputs into (files, directories) through Hadoop's FileSystem, so any URI works."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    files, dirs, missing = [], [], []
+    for p in paths:
+        try:
+            hpath = jvm.org.apache.hadoop.fs.Path(p)
+            fs = hpath.getFileSystem(conf)
+            statuses = fs.globStatus(hpath)
+        except Exception as exc:  # unknown scheme, unreachable namenode, ...
+            raise InputError(f"cannot open {p}: {str(exc).splitlines()[0][:200]}") from None
+        if not statuses:
+            missing.append(p)
+            continue
+        for st in statuses:
+            (dirs if st.isDirectory() else files).append(st.getPath().toString())
+    if missing:
+        raise InputError(f"no such file or directory: {', '.join(missing)}")
+    return files, dirs
