@@ -1,8 +1,10 @@
 """The actions of the model: one named function per rule of seed 000, each a guard + effect.
 
 Every action is a pure function ``action(state, cfg, *args) -> State | None``: ``None`` when
-its guard does not hold, else the successor state.  ``ACTIONS`` lists them with the function
-that enumerates the arguments worth trying in a state, which is all a checker needs.
+its guard does not hold, else the successor state.  ``model.registry`` declares each one
+once -- with the function enumerating the arguments worth trying in a state, its design
+section, implementation method, trace kind and coverage by every backend -- and holds the
+table (``ACTIONS``) and the functions over it (``apply``, ``successors``).
 
 Granularity follows Kafka: steps that are separate RPCs or separate ZooKeeper writes are
 separate actions, because the interleavings between them are where the bugs live.  Two
@@ -18,7 +20,7 @@ merges are deliberate and sound:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from model.config import Config
@@ -764,15 +766,8 @@ def isr_update_failed(s: State, cfg: Config, b: int, p: int) -> State | None:
 
 
 # ---------------------------------------------------------------------------------------
-# The action table: name -> function and the arguments worth trying
+# The arguments worth trying in a state (the registry names one per action)
 # ---------------------------------------------------------------------------------------
-
-
-class Action(NamedTuple):
-    name: str
-    fn: Callable[..., State | None]
-    args: Callable[[State, Config], Iterable[tuple]]
-    explored: bool = True  # False: self-loops the checker need not try
 
 
 def _brokers(s: State, cfg: Config) -> Iterator[tuple]:
@@ -848,53 +843,6 @@ def _fetch_messages(s: State, cfg: Config) -> Iterator[tuple]:
     return ((m,) for m in s.fetches)
 
 
-ACTIONS: dict[str, Action] = {
-    a.name: a
-    for a in [
-        Action("broker_crash", broker_crash, _brokers),
-        Action("broker_restart", broker_restart, _brokers),
-        Action("broker_pause", broker_pause, _brokers),
-        Action("broker_resume", broker_resume, _brokers),
-        Action("broker_reregister", broker_reregister, _brokers),
-        Action("controller_elect", controller_elect, _brokers),
-        Action("controller_resign", controller_resign, _brokers),
-        Action("elect_leader", elect_leader, _elections),
-        Action("on_broker_startup", on_broker_startup, _startups),
-        Action("controlled_shutdown", controlled_shutdown, _shutdowns),
-        Action("broker_stop", broker_stop, _brokers),
-        Action("become_leader", become_leader, _requests),
-        Action("become_follower", become_follower, _requests),
-        Action("reject_leader_and_isr", reject_leader_and_isr, _requests, explored=False),
-        Action("truncate", truncate, _broker_partitions),
-        Action("produce", produce, _broker_partitions),
-        Action("send_fetch", send_fetch, _broker_partitions),
-        Action("handle_fetch", handle_fetch, _fetch_messages),
-        Action("receive_fetch", receive_fetch, _fetch_messages),
-        Action("shrink_isr", shrink_isr, _isr_changes),
-        Action("expand_isr", expand_isr, _isr_changes),
-        Action("isr_update_failed", isr_update_failed, _broker_partitions),
-        # seed 000 F: explored only when the configuration allows reassignments (below)
-        Action("reassign_start", reassign_start, _reassign_starts, explored=False),
-        Action("reassign_complete", reassign_complete, _reassign_completions, explored=False),
-        Action("stop_replica", stop_replica, _stop_requests, explored=False),
-    ]
-}
-
-EXPLORED = tuple(a for a in ACTIONS.values() if a.explored)
-
-REASSIGNMENT = ("reassign_start", "reassign_complete", "stop_replica")
-"""Seed 000 F's actions: the checker explores them only when ``Config.reassignments`` > 0,
-so every named configuration at its default bounds keeps exactly the state space it had
-(and the Hypothesis machine, built from ``EXPLORED``, the same rules)."""
-
-EXPLORED_WITH_REASSIGNMENT = EXPLORED + tuple(ACTIONS[name] for name in REASSIGNMENT)
-
-
-def explored(cfg: Config) -> tuple[Action, ...]:
-    """The actions a search of ``cfg`` tries."""
-    return EXPLORED_WITH_REASSIGNMENT if cfg.reassignments else EXPLORED
-
-
 def forget_stale_requests(s: State, cfg: Config) -> State:
     """Drop LeaderAndISR requests every addressee will refuse forever.
 
@@ -907,19 +855,14 @@ def forget_stale_requests(s: State, cfg: Config) -> State:
     return s if len(kept) == len(s.leader_and_isr) else s._replace(leader_and_isr=kept)
 
 
-def apply(s: State, cfg: Config, step: Step) -> State | None:
-    """Take one step, or None if its guard does not hold."""
-    t = ACTIONS[step.action].fn(s, cfg, *step.args)
-    return None if t is None else forget_stale_requests(t, cfg)
+_IN_THE_REGISTRY = ("ACTIONS", "EXPLORED", "EXPLORED_WITH_REASSIGNMENT", "REASSIGNMENT", "apply", "explored", "successors")
 
 
-def successors(s: State, cfg: Config) -> Iterator[tuple[Step, State]]:
-    """Every enabled step from s and the state it leads to (self-loops omitted)."""
-    for action in EXPLORED_WITH_REASSIGNMENT if cfg.reassignments else EXPLORED:
-        fn = action.fn
-        for args in action.args(s, cfg):
-            t = fn(s, cfg, *args)
-            if t is not None:
-                t = forget_stale_requests(t, cfg)
-                if t != s:
-                    yield Step(action.name, args), t
+def __getattr__(name: str) -> object:
+    """The table of actions and the functions over it are declared in ``model.registry``
+    (which imports this module); they are reachable here too, where callers find steps."""
+    if name in _IN_THE_REGISTRY:
+        import model.registry
+
+        return getattr(model.registry, name)
+    raise AttributeError(f"module 'model.actions' has no attribute {name!r}")

@@ -2,7 +2,9 @@
 
 The exhaustive checker (``properties.checkers.bfs``), z3, Hypothesis and the Spark conformance job all
 import ``PROPERTIES`` from here.  Each property has a name, a one-sentence statement (its
-docstring) and a check that returns ``None`` when it holds or a message saying what broke.
+docstring), a check that returns ``None`` when it holds or a message saying what broke, and
+what it reads (``reads``, of ``READS``): the trace judge skips the check after a step that
+changed none of it.
 State properties look at one state; transition properties (``epoch_monotonic``) at a step.
 """
 
@@ -16,11 +18,20 @@ from model.state import NO_LEADER, State
 UNCLEAN_LABEL = "unclean-election loss"
 
 
+READS = frozenset({"logs", "leader_log", "epochs", "controllers", "committed", "acked", "led",
+                   "zombie_appends", "zombie_commits", "stale_accepts"})
+"""What a property may read besides ZooKeeper (which every property may read: a changed
+ZooKeeper state always means a full check): "logs" a replica's log or HW, "leader_log" the
+log of the partition's leader in ZooKeeper, "epochs" a replica's known leader epoch,
+"controllers" a broker's controller flag or epoch; the rest are fields of the ghost history."""
+
+
 class Property(NamedTuple):
     name: str
     statement: str
     on_transition: bool
     check: Callable[..., str | None]  # (state) or (before, after) -> message | None
+    reads: frozenset[str]  # of READS: a step that changes none of them cannot break it
 
 
 def _values(log: tuple) -> str:
@@ -162,15 +173,20 @@ def zombie_cannot_commit(s: State) -> str | None:
 
 
 PROPERTIES: tuple[Property, ...] = (
-    Property("hw_le_leo", hw_le_leo.__doc__ or "", False, hw_le_leo),
-    Property("epoch_monotonic", epoch_monotonic.__doc__ or "", True, epoch_monotonic),
-    Property("single_committing_leader", single_committing_leader.__doc__ or "", False, single_committing_leader),
-    Property("committed_durable", committed_durable.__doc__ or "", False, committed_durable),
-    Property("replicas_consistent", replicas_consistent.__doc__ or "", False, replicas_consistent),
-    Property("isr_well_formed", isr_well_formed.__doc__ or "", False, isr_well_formed),
-    Property("single_controller", single_controller.__doc__ or "", False, single_controller),
-    Property("acked_durable", acked_durable.__doc__ or "", False, acked_durable),
-    Property("zombie_cannot_commit", zombie_cannot_commit.__doc__ or "", False, zombie_cannot_commit),
+    Property("hw_le_leo", hw_le_leo.__doc__ or "", False, hw_le_leo, frozenset({"logs"})),
+    # the logs' epochs; ZooKeeper's and the replicas' known leader epochs
+    Property("epoch_monotonic", epoch_monotonic.__doc__ or "", True, epoch_monotonic, frozenset({"logs", "epochs"})),
+    Property("single_committing_leader", single_committing_leader.__doc__ or "", False, single_committing_leader,
+             frozenset({"led", "committed"})),
+    Property("committed_durable", committed_durable.__doc__ or "", False, committed_durable,
+             frozenset({"committed", "leader_log"})),
+    Property("replicas_consistent", replicas_consistent.__doc__ or "", False, replicas_consistent, frozenset({"logs"})),
+    Property("isr_well_formed", isr_well_formed.__doc__ or "", False, isr_well_formed, frozenset()),  # ZooKeeper only
+    Property("single_controller", single_controller.__doc__ or "", False, single_controller,
+             frozenset({"controllers", "stale_accepts"})),
+    Property("acked_durable", acked_durable.__doc__ or "", False, acked_durable, frozenset({"acked", "leader_log"})),
+    Property("zombie_cannot_commit", zombie_cannot_commit.__doc__ or "", False, zombie_cannot_commit,
+             frozenset({"zombie_commits"})),
 )
 
 BY_NAME = {p.name: p for p in PROPERTIES}

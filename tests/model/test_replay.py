@@ -402,9 +402,9 @@ def _frozen_follower_trace() -> list[dict]:
 def test_silent_steps_of_a_follower_are_placed_before_its_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     events = _frozen_follower_trace()
     assert judge(events, "kip320")["conforms"]
-    import conformance.judge.replay
+    import conformance.judge.search
 
-    monkeypatch.setattr(conformance.judge.replay, "FREEZING", ())  # silent steps only just before the next event
+    monkeypatch.setattr(conformance.judge.search, "FREEZING", ())  # silent steps only just before the next event
     v = judge(events, "kip320", memo=False)
     assert not v["conforms"] and events[v["first_bad"]]["kind"] == "handle_fetch"
 

@@ -1,0 +1,135 @@
+"""The judge's memo: exact reuse of steps already matched.
+
+``conformance.judge.replay.judge`` remembers, per process, which states each matched event
+led to from which states: a step seen before is not searched again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.judge.observation import Event, _value_key
+from conformance.judge.search import Hypothesis
+
+MEMO_STATS = {"hits": 0, "misses": 0}
+"""Model events answered from the memo, and searched, in this process."""
+
+
+MEMO_MAX_NODES = 50_000
+"""Distinct state sets remembered per process before the memo starts afresh."""
+
+
+class _Node:
+    """A set of possible states (``hyps``, as the judge keeps them) and the events already
+    matched from it: event signature -> (the node it led to, the model values its produce
+    appended, one per state, and the property that step broke in every state not assuming
+    an unrecorded step cut short by a kill -9, if it did -- see ``judge``'s ``suspect``)."""
+
+    __slots__ = ("hyps", "next")
+
+    def __init__(self, hyps: list[Hypothesis]) -> None:
+        self.hyps = hyps
+        self.next: dict[tuple, tuple[_Node, tuple[int, ...], tuple[str, str, list[str]] | None]] = {}
+
+
+class _Memo:
+    """Nodes of one scope -- configuration, bounds and broker-id mapping, everything
+    besides the states and the event that decides a step's outcome -- interned by their
+    states, so different traces that reach the same states share what was learnt there.
+
+    Why it is exact: ``advance`` and the property check are pure functions of the states,
+    the observation and, for fetched records, which model values each observed value may
+    be; ``_signature`` keeps all of that (the values as the sets they map to) and nothing
+    else of the event that matters to a conforming step.  Only conforming steps are
+    remembered: a non-conforming event is always searched, so its report is the plain one."""
+
+    scopes: dict[tuple, _Memo] = {}
+    nodes_total = 0
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[Hypothesis, ...], _Node] = {}
+
+    @classmethod
+    def scope(cls, config: str, bound: int, limit: int, ids: dict[int, int]) -> _Memo:
+        key = (config, bound, limit, tuple(sorted(ids.items())))
+        memo = cls.scopes.get(key)
+        if memo is None:
+            memo = cls.scopes[key] = _Memo()
+        return memo
+
+    def node(self, hyps: list[Hypothesis]) -> _Node:
+        key = tuple(hyps)
+        n = self.nodes.get(key)
+        if n is None:
+            if _Memo.nodes_total >= MEMO_MAX_NODES:  # start afresh rather than grow without end
+                for memo in _Memo.scopes.values():
+                    memo.nodes.clear()
+                _Memo.nodes_total = 0
+            n = self.nodes[key] = _Node(hyps)
+            _Memo.nodes_total += 1
+        return n
+
+
+def _freeze(v: Any) -> Any:
+    """A hashable stand-in for a JSON value, equal only for values the judge cannot tell
+    apart (types kept: 1, 1.0 and True are different observations)."""
+    t = type(v)
+    if t is int or t is str or v is None:
+        return v
+    if t is list:
+        if _PLAIN.issuperset(map(type, v)):  # (ISR lists: the same tuple, built in C)
+            return (list, tuple(v))
+        return (list, tuple(_freeze(x) for x in v))
+    if t is dict:
+        return (dict, tuple((k, _freeze(x)) for k, x in v.items()))
+    return (t, v)
+
+
+_PLAIN = frozenset({int, str, type(None)})  # types whose == is exact (no 1 == 1.0 == True)
+_POST_MARK = ("post",)  # never a key (keys are str) nor a frozen value (those are 2-tuples)
+
+
+def _signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
+    """What of an event decides a conforming step: kind, node, params and post -- but of a
+    produced value nothing (the model appends a fresh one whatever it is), and of each
+    fetched record's value only the model values it may be.  None when an odd value keeps
+    it from being hashed (the plain search then runs, and raises or reports as usual).
+    Flat (kind, node, key, value, ..., mark, key, value, ...): built for every event, so
+    built cheaply.  An event whose params and post hold only ints, strings and nulls (no
+    records) -- half of a replication trace -- gets (kind, node, params, post) as item
+    tuples instead: an even length, where the flat form's is odd, so the two never meet."""
+    params = e.get("params") or {}
+    post = e.get("post") or {}
+    if "records" not in params and _PLAIN.issuperset(map(type, params.values())) \
+            and _PLAIN.issuperset(map(type, post.values())):
+        items = tuple(params.items())
+        if "value" in params:
+            items = tuple(kv for kv in items if kv[0] != "value")
+        return (e["kind"], e["node"], items, tuple(post.items()))
+    out: list[Any] = [e["kind"], e["node"]]
+    try:
+        for k, v in (e.get("params") or {}).items():
+            t = type(v)
+            if k == "value":
+                continue
+            out.append(k)
+            if t is int or t is str or v is None:
+                out.append(v)
+            elif k == "records" and t is list:
+                recs = []
+                for r in v:
+                    if type(r) is list and len(r) == 3 and type(r[0]) is int and type(r[1]) is int:
+                        recs.append((r[0], r[1], frozenset(values.get(_value_key(r[2]), ()))))
+                    else:
+                        recs.append(_freeze(r))  # a frozen list: never equal to the triples above
+                out.append(tuple(recs))
+            else:
+                out.append(_freeze(v))
+        out.append(_POST_MARK)
+        for k, v in (e.get("post") or {}).items():
+            out.append(k)
+            t = type(v)
+            out.append(v if t is int or t is str or v is None else _freeze(v))
+        return tuple(out)
+    except TypeError:  # an unhashable record value
+        return None

@@ -1,0 +1,432 @@
+"""Searching for the model steps an observation is: the bounded set of possible states,
+the observed action's candidate steps, and the unobserved *internal* steps the judge may
+insert before an event (silent ones, and before a freezing event, the victim's own).
+
+Which actions may be internal, may be cut short by a kill -9, or freeze their broker, and
+who takes a step and what it shows, are declared with each action in ``model.registry``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from conformance.judge.observation import Observation, mismatch
+from model.actions import (
+    Step,
+    _broker_partitions,
+    _brokers,
+    _fetch_messages,
+    _isr_changes,
+    _requests,
+    forget_stale_requests,
+)
+from model.config import Config
+from model.registry import ACTIONS, apply
+from model.registry.views import replica_view
+from model.state import (
+    FETCHING,
+    FOLLOWER,
+    NO_LEADER,
+    ROLE_NAMES,
+    TRUNCATING,
+    UP,
+    LeaderAndIsr,
+    PartitionZnode,
+    State,
+)
+from properties.safety import PROPERTIES, all_violations, epoch_monotonic_state
+
+# ---------------------------------------------------------------------------------------
+# Hypotheses: a model state plus what the judge must remember about how it got there
+# ---------------------------------------------------------------------------------------
+
+
+class Hypothesis(NamedTuple):
+    """A state the system may be in.  ``recovering`` lists brokers that restarted and have
+    not yet applied a LeaderAndISR: the model's ``broker_restart`` recovers the partition
+    state from ZooKeeper in the same step (seed 000 E), an implementation may instead show
+    the recovery when the controller's LeaderAndISR for the same epoch arrives -- one model
+    step observed as two events, so the second one is matched as a stutter."""
+
+    state: State
+    recovering: tuple[int, ...] = ()
+    # whether this state assumes a kill -9 cut a step short before it was recorded (see
+    # ``_before_freeze``): a speculation, kept only because a later event may need it
+    speculative: bool = False
+
+
+def init_partition(s: State, cfg: Config, c: int, leader: int, epoch: int, isr: tuple[int, ...],
+                   zk_version: int, ar: tuple[int, ...]) -> State | None:
+    """``init_leaders`` (seed 000 A): the acting controller writes the partition's first
+    leader and ISR and sends LeaderAndISR to its assigned replicas.  Not a model action --
+    the model's initial state is after it -- so replay provides it."""
+    zn = s.zk.partitions[0]
+    broker = s.brokers[c]
+    if zn.leader_epoch != -1 or s.zk.controller != c or broker.status != UP or not broker.is_controller:
+        return None
+    znode = PartitionZnode(leader, epoch, isr, zk_version, ar)
+    s = s._replace(zk=s.zk._replace(partitions=(znode,)))
+    mbe = max((s.zk.broker_epochs[b] for b in s.zk.live), default=0)
+    sent = tuple(sorted(set(s.leader_and_isr) | {
+        LeaderAndIsr(to, 0, leader, epoch, isr, zk_version, s.zk.controller_epoch, mbe) for to in ar}))
+    return forget_stale_requests(s._replace(leader_and_isr=sent), cfg)
+
+
+# ---------------------------------------------------------------------------------------
+# What a model step looks like to an observer (declared per action in model.registry)
+# ---------------------------------------------------------------------------------------
+
+
+def actor(step: Step) -> int:
+    """The broker that takes a step (the one whose trace records it)."""
+    return ACTIONS[step.action].actor(step.args)
+
+
+def model_view(step: Step, before: State, after: State) -> dict[str, Any]:
+    """Every field an event of this step could carry (params and post together), in model
+    terms: broker ids are model ids and record values the model's ints.  Keys follow
+    ``traces/SCHEMA.md``; ``mismatch`` looks only at the ones an event actually carries.
+    Each action declares its view in ``model.registry``."""
+    entry = ACTIONS.get(step.action)
+    return {} if entry is None else entry.view(step.args, before, after)
+
+
+# ---------------------------------------------------------------------------------------
+# Internal steps: silent ones, and those a freezing event forces before it
+# ---------------------------------------------------------------------------------------
+
+
+INTERNAL_ACTIONS = tuple(name for name, e in ACTIONS.items() if e.silent is not None)
+"""Actions an implementation may take without recording them (only when silent, see
+``_silent``): fetch round trips that change nothing, an epoch lookup on an empty log, a
+zombie controller noticing it was superseded, the startup requests a controller sends."""
+
+
+def _silent(step: Step, before: State, after: State) -> bool:
+    """Would an implementation have taken this step without recording it?  Only if it
+    changes nothing a trace shows: each action says when (``model.registry``, ``silent``)."""
+    when = ACTIONS[step.action].silent
+    return when is not None and when(step.args, before, after)
+
+
+def skip_empty_lookup(s: State, cfg: Config, f: int) -> State | None:
+    """A follower with an empty log has no epoch to look up: it fetches at once (the
+    implementation, like Kafka, sends no OffsetsForLeaderEpoch then).  The model's
+    ``truncate`` reaches the same state -- nothing to cut, FETCHING -- but waits for the
+    leader to be ready to answer a lookup nobody needs, so replay takes this shortcut."""
+    r = s.brokers[f].replicas[0]
+    if s.brokers[f].status != UP or r.role != FOLLOWER or r.fetch_state != TRUNCATING or r.log:
+        return None
+    broker = s.brokers[f]
+    return s._replace(brokers=s.brokers[:f] + (broker._replace(replicas=(r._replace(fetch_state=FETCHING),)),)
+                      + s.brokers[f + 1 :])
+
+
+def internal_successors(s: State, cfg: Config) -> Iterator[State]:
+    """States one silent internal step (of any broker) away."""
+    return (t for t, _ in _internal_steps(s, cfg, None, False))
+
+
+def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tuple[State, bool]]:
+    """States one internal step of broker ``b`` away, each with whether the step was silent;
+    steps that are not silent (and ``CUT_SHORT_ACTIONS``) only when ``loud`` (see
+    ``_before_freeze``)."""
+    return _internal_steps(s, cfg, b, loud)
+
+
+def _internal_steps(s: State, cfg: Config, by: int | None, loud: bool) -> Iterator[tuple[State, bool]]:
+    """(state, silent) one internal step away, of broker ``by`` or of any broker."""
+    for f in range(cfg.brokers) if by is None else (by,):
+        t = skip_empty_lookup(s, cfg, f)
+        if t is not None:
+            yield t, True
+    for name in INTERNAL_ACTIONS + (CUT_SHORT_ACTIONS if loud else ()):
+        for args in ACTIONS[name].args(s, cfg):
+            step = Step(name, args)
+            if by is not None and actor(step) != by:
+                continue
+            t = apply(s, cfg, step)
+            if t is not None and t != s:
+                silent = _silent(step, s, t)
+                if silent or loud:
+                    yield t, silent
+
+
+CUT_SHORT_ACTIONS = tuple(name for name, e in ACTIONS.items() if e.cut_short)
+"""Besides internal ones, steps a ``kill -9`` may cut short between their effect and their
+trace line: a leader's conditional ISR write, made in ZooKeeper just before it died (chaos
+seed 6), is seen by everyone though its own trace never says so."""
+
+FREEZING = tuple(name for name, e in ACTIONS.items() if e.freezing)
+"""Events after which their broker cannot take the silent steps it might have taken just
+before: it is paused or dead until it resumes or restarts, or its fetcher of the old
+leader is gone (a role change).  Such steps cannot be placed after the event, so for these
+events the judge also keeps the states where the broker took some first
+(``_before_freeze``)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Matching an observation: candidate steps, the iterative deepening, the bounded set
+# ---------------------------------------------------------------------------------------
+
+
+def _actor_args(obs: Observation, s: State, cfg: Config) -> Iterable[tuple] | None:
+    """The argument tuples of the observed action whose step the observed broker takes, in
+    the order ``ACTIONS[action].args`` yields them -- built directly instead of enumerating
+    every argument and filtering by ``actor``.  Only for actions whose enumerator is one of
+    the generic ones below (checked by identity, so a changed enumerator in
+    ``model.actions`` falls back to the general path); None means "use the general path"."""
+    gen = ACTIONS[obs.action].args
+    b = obs.actor
+    if gen is _broker_partitions:  # (b, p): produce, send_fetch, truncate, isr_update_failed
+        return [(b, p) for p in range(cfg.partitions)] if 0 <= b < cfg.brokers else []
+    if gen is _isr_changes:  # (b, p, f), f != b
+        if not 0 <= b < cfg.brokers:
+            return []
+        return [(b, p, f) for p in range(cfg.partitions) for f in range(cfg.brokers) if f != b]
+    if gen is _requests:  # LeaderAndISR requests addressed to b
+        return [(m,) for m in s.leader_and_isr if m.to == b]
+    if gen is _fetch_messages:  # handle_fetch: requests to leader b; receive_fetch: responses to b
+        whose = ACTIONS[obs.action].actor
+        return [(m,) for m in s.fetches if whose((m,)) == b]
+    return None
+
+
+def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> Iterator[tuple[Step, State | None]]:
+    """Steps of the observed action by the observed broker, with their results (None when
+    the guard fails).  ``fast`` builds the arguments from the observed broker directly
+    (``_actor_args``): the same steps in the same order, so the same misses are reported."""
+    entry = ACTIONS[obs.action]
+    if entry.from_event is not None:  # a self-loop the model forgets: its arguments are in the event
+        args = entry.from_event(obs.fields, obs.actor, s)
+        yield Step(obs.action, args), entry.fn(s, cfg, *args)
+        return
+    if entry.args is _brokers:  # the broker is the argument
+        arg_sets: Iterable[tuple] = [(obs.actor,)] if obs.actor >= 0 else []
+    else:
+        direct = _actor_args(obs, s, cfg) if fast else None
+        if direct is not None:
+            for args in direct:
+                step = Step(obs.action, args)
+                yield step, apply(s, cfg, step)
+            return
+        arg_sets = ACTIONS[obs.action].args(s, cfg)
+    for args in arg_sets:
+        step = Step(obs.action, args)
+        if actor(step) != obs.actor:
+            continue
+        yield step, apply(s, cfg, step)
+
+
+def _init_candidate(obs: Observation, s: State, cfg: Config) -> tuple[Step, State | None] | None:
+    """The partition's first ``elect_leader`` initialises it (``init_partition``)."""
+    if obs.action != "elect_leader" or s.zk.partitions[0].leader_epoch != -1:
+        return None
+    f = obs.fields
+    ar = tuple(sorted(f.get("_ar") or range(cfg.brokers)))
+    t = init_partition(s, cfg, obs.actor, f.get("leader", NO_LEADER), f.get("leader_epoch", 0),
+                       tuple(f.get("isr") or ()), f.get("zk_version", 0), ar)
+    return Step("init_partition", (obs.actor,)), t
+
+
+class Match(NamedTuple):
+    before: State  # the state at the start of the event (before any internal step)
+    after: Hypothesis
+
+
+def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, set[int]],
+              misses: list[str], fast: bool = False) -> list[Match]:
+    s = h.state
+    out: list[Match] = []
+    init = _init_candidate(obs, s, cfg)
+    cands = [init] if init is not None else list(_candidates(obs, s, cfg, fast))
+    for step, t in cands:
+        if t is None:
+            continue
+        view = model_view(step, s, t) if step.action != "init_partition" else _init_view(t)
+        why = mismatch(obs, view, values)
+        if why is not None:
+            misses.append(why)
+            continue
+        rec = tuple(b for b in h.recovering if b != obs.actor) if obs.action.startswith("become_") else h.recovering
+        if step.action == "broker_restart":
+            rec = tuple(sorted(set(rec) | {obs.actor}))
+        out.append(Match(s, Hypothesis(t, rec, h.speculative)))
+    if obs.action in ("become_leader", "become_follower") and obs.actor in h.recovering:
+        echo = _recovery_echo(obs, h)
+        if echo is not None:
+            out.append(echo)
+    return out
+
+
+def _init_view(t: State) -> dict[str, Any]:
+    zn = t.zk.partitions[0]
+    return {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr), "zk_version": zn.zk_version,
+            "controller_epoch": t.zk.controller_epoch, "unclean": False}
+
+
+def _recovery_echo(obs: Observation, h: Hypothesis) -> Match | None:
+    """A restarted broker's first LeaderAndISR repeating what its startup recovery already
+    did in the model (same role, leader and epoch, same log): no model step."""
+    s, b = h.state, obs.actor
+    r = s.brokers[b].replicas[0]
+    f = obs.fields
+    want_role = "leader" if f.get("leader") == b else "follower"
+    if (ROLE_NAMES[r.role], r.leader, r.leader_epoch) != (want_role, f.get("leader"), f.get("leader_epoch")):
+        return None
+    view = replica_view(r)
+    for key in ("post.role", "post.leader", "post.leader_epoch", "post.hw", "post.leo", "post.log_end_epoch"):
+        if key in f and f[key] != view[key]:
+            return None
+    if f.get("truncated_to") not in (None, r.leo):
+        return None
+    return Match(s, Hypothesis(s, tuple(x for x in h.recovering if x != b), h.speculative))
+
+
+def _order(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
+    return sorted(set(hyps))
+
+
+class Search(NamedTuple):
+    survivors: list[Match]
+    depth: int
+    frontier: list[Hypothesis]  # the states tried at the shallowest depth (for the report)
+    misses: list[str]
+
+
+def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[Any, set[int]], bound: int,
+            limit: int, fast: bool = False) -> Search:
+    """The matches of an observation, with the fewest internal steps that give any.
+
+    ``fast`` (see ``judge``) only changes how candidates are enumerated, never which."""
+    frontier = [(h.state, h) for h in hyps]  # (state at the start of the event, hypothesis)
+    seen: set[Hypothesis] | None = None  # built only if internal steps are searched (hashing states costs)
+    misses: list[str] = []
+    for depth in range(bound + 1):
+        found: list[Match] = []
+        for origin, h in frontier:
+            found.extend(m._replace(before=origin) if m.before is not origin else m
+                         for m in _match_in(h, obs, cfg, values, misses if depth == 0 else [], fast))
+        if found:
+            if obs.action in FREEZING:
+                found.extend(_before_freeze(frontier, obs, cfg, values, bound - depth, fast))
+            return Search(found, depth, hyps, misses)
+        if depth == bound:
+            break
+        if seen is None:
+            seen = set(hyps)
+        nxt: list[tuple[State, Hypothesis]] = []
+        for origin, h in frontier:
+            for t in internal_successors(h.state, cfg):
+                g = Hypothesis(t, h.recovering, h.speculative)
+                if g not in seen:
+                    seen.add(g)
+                    nxt.append((origin, g))
+        frontier = sorted(nxt, key=lambda pair: pair[1])[: limit * 4]
+        if not frontier:
+            break
+    return Search([], bound, hyps, misses)
+
+
+def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, cfg: Config,
+                   values: dict[Any, set[int]], bound: int, fast: bool) -> list[Match]:
+    """Matches of a freezing event (``FREEZING``) after 1..``bound`` unrecorded steps of its
+    victim.
+
+    Iterative deepening places unobserved steps as late as possible: just before the next
+    event that needs them.  A paused or dead broker takes no step, so its own silent steps
+    -- say, an empty fetch answer received and the identical fetch sent again, which an
+    implementation does not record twice -- must be placed before the pause when a later
+    event (the leader answering that fetch while the follower is frozen) needs them.  The
+    same holds for a follower that becomes leader: the fetch it sent again just before is
+    still answered by a paused old leader that wakes up later (chaos seed 5).
+
+    A ``kill -9`` may also land between a step's effect and its trace line (the recorder
+    loses at most the line being written): a follower that took a new HW from a fetch
+    answer, checkpointed it and died before recording it, or a leader whose ISR write
+    reached ZooKeeper (``CUT_SHORT_ACTIONS``).  So before a ``broker_crash`` one of the
+    victim's steps may be one that is not silent -- only one, the step the kill cut short.
+    Which of these happened no event before the freeze says, so the judge keeps every such
+    state; later events prune them."""
+    out: list[Match] = []
+    seen = {h for _, h in frontier}
+    cut_short = obs.action == "broker_crash"
+    level = [(origin, h, cut_short) for origin, h in frontier]  # (origin, state, loud step left)
+    for _ in range(bound):
+        nxt: list[tuple[State, Hypothesis, bool]] = []
+        for origin, h, loud in level:
+            for t, silent in victim_successors(h.state, cfg, obs.actor, loud):
+                g = Hypothesis(t, h.recovering, h.speculative or not silent)
+                if g not in seen:
+                    seen.add(g)
+                    nxt.append((origin, g, loud and silent))
+        for origin, g, _ in nxt:
+            out.extend(m._replace(before=origin) for m in _match_in(g, obs, cfg, values, [], fast))
+        level = nxt
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Properties after a step
+# ---------------------------------------------------------------------------------------
+
+
+def _violations(before: State, after: State, fast: bool = False) -> list[tuple[str, str]]:
+    """``all_violations`` of the event's steps taken together (the transition property is
+    transitive).  ``before`` holds every property (it survived the previous event), and
+    properties read only ZooKeeper, the brokers and the ghost history: if none of those
+    changed -- a fetch request sent, a stale response dropped -- nothing can break.
+
+    ``fast`` goes further on the same argument: only the properties whose inputs the step
+    changed are evaluated (``_may_break``); if one of them breaks, the full list is
+    computed, so the answer is always exactly ``all_violations``'s."""
+    if after.zk == before.zk and after.brokers == before.brokers and after.ghost == before.ghost:
+        return []
+    if fast and not _may_break(before, after):
+        return []
+    return all_violations(before, after)
+
+
+def _may_break(before: State, after: State) -> bool:
+    """Could the step ``before -> after`` break a property, given that ``before`` holds
+    them all?  A property whose inputs (``Property.reads``) are unchanged gives the same answer
+    in ``after`` as in ``before`` -- none -- and the transition property compares only
+    inputs that changed.  Exact, not a heuristic: True whenever a property breaks."""
+    if after.zk != before.zk:
+        return True
+    changed: set[str] = set()
+    leaders = {p: zn.leader for p, zn in enumerate(after.zk.partitions)}
+    for b, (bb, ba) in enumerate(zip(before.brokers, after.brokers, strict=True)):
+        if bb is ba or bb == ba:
+            continue
+        if bb.is_controller != ba.is_controller or bb.controller_epoch != ba.controller_epoch:
+            changed.add("controllers")
+        for p, (rb, ra) in enumerate(zip(bb.replicas, ba.replicas, strict=True)):
+            if rb is ra:
+                continue
+            if rb.log != ra.log or rb.hw != ra.hw:
+                changed.add("logs")
+                if leaders.get(p) == b and rb.log != ra.log:
+                    changed.add("leader_log")
+            if rb.leader_epoch != ra.leader_epoch:
+                changed.add("epochs")
+    gb, ga = before.ghost, after.ghost
+    if gb is not ga:
+        for name in ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts"):
+            if getattr(gb, name) != getattr(ga, name):
+                changed.add(name)
+    if not changed:
+        return False
+    for prop in PROPERTIES:
+        if not (prop.reads & changed):
+            continue
+        if prop.name == "epoch_monotonic":
+            bad = epoch_monotonic_state(after) if "logs" in changed else None
+            if bad is None and "epochs" in changed:
+                bad = prop.check(before, after)
+        else:
+            bad = prop.check(before, after) if prop.on_transition else prop.check(after)
+        if bad is not None:
+            return True
+    return False

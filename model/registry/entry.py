@@ -1,0 +1,132 @@
+"""What the registry says about one action: the shape of an entry and of its decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from model.config import Config
+from model.state import State
+
+Args = tuple
+View = dict[str, Any]
+
+
+class Supported(NamedTuple):
+    """The backend runs this action as the model does (a test holds it to that)."""
+
+    note: str = ""
+
+    @property
+    def supported(self) -> bool:
+        return True
+
+
+class Unsupported(NamedTuple):
+    """The backend does not run this action, and why.  "Not yet" is a decision too."""
+
+    reason: str
+
+    @property
+    def supported(self) -> bool:
+        return False
+
+
+Decision = Supported | Unsupported
+
+
+class Feature(NamedTuple):
+    """The configuration knob without which an action never fires: a backend that does not
+    support the action must refuse a configuration that turns the knob on."""
+
+    name: str  # as a refusal names it: "GC pauses", "reassignments"
+    asked: Callable[[Config], bool]
+
+
+PAUSES = Feature("GC pauses", lambda cfg: cfg.max_pauses > 0)
+SHUTDOWNS = Feature("controlled shutdowns", lambda cfg: cfg.max_shutdowns > 0)
+REASSIGNMENTS = Feature("reassignments", lambda cfg: cfg.reassignments > 0)
+
+
+class Traced(NamedTuple):
+    """How a step of the action appears in a trace (``traces/SCHEMA.md``): its event kind,
+    and -- when several actions share a kind -- the ``reason`` params that say it is this one."""
+
+    kind: str
+    reasons: tuple[str, ...] = ()
+
+
+SILENT = None
+"""``trace`` of an action no implementation records (it shows only in what follows it)."""
+
+
+class Emitted(NamedTuple):
+    """The event an exported step becomes: its node (``HARNESS`` for injected faults), its
+    params and post-state, and whether it is a ZooKeeper write (it then carries a zxid)."""
+
+    node: int
+    params: dict[str, Any]
+    post: dict[str, Any] | None = None
+    zk: bool = False
+
+
+class Coverage(NamedTuple):
+    """One decision per backend that runs the model's actions."""
+
+    native: Decision  # properties/checkers/native/search.c
+    z3: Decision  # properties/checkers/symbolic.py
+    judge: Decision  # conformance/judge: replaying recorded traces
+    driver: Decision  # the model-driven harness driver (issue 21)
+
+
+def _first_arg(args: Args) -> int:
+    return args[0]
+
+
+class Entry(NamedTuple):
+    """One action of the protocol, declared once.
+
+    ``fn`` is the guard and effect (``model.actions``), ``args`` enumerates the arguments
+    worth trying in a state.  ``explored``: whether a search tries it at all (False for a
+    self-loop; see ``model.registry.explored`` for the reassignment actions).  ``section``
+    is the design section it implements (``000 A`` .. ``000 H`` of seed 000, ``001`` ..
+    ``004``), ``impl`` the dotted name of the implementation's method that performs it
+    (a string: the model never imports the implementation).
+
+    The judge's view of a step: ``actor`` (the broker whose trace records it), ``view``
+    (every field an event of it could carry, in model terms -- model broker ids and model
+    record values, post-state keys as ``post.<name>``, partition 0), ``event`` (the event
+    it exports as), ``silent`` (None: always recorded; else when an implementation may take
+    it without recording it, which makes it an *internal* step the judge may insert),
+    ``cut_short`` (a kill -9 may land between its effect and its trace line) and
+    ``freezing`` (its broker cannot take silent steps right after it) and ``from_event``
+    (for a self-loop the model forgets: its arguments rebuilt from the observed fields, the
+    acting broker and the state).
+    """
+
+    name: str
+    fn: Callable[..., State | None]
+    args: Callable[[State, Config], Iterable[tuple]]
+    section: str
+    impl: str
+    trace: Traced | None
+    describe: Callable[[Args, State, State], str]
+    view: Callable[[Args, State, State], View]
+    event: Callable[[Args, State, State], Emitted | None]
+    coverage: Coverage
+    explored: bool = True
+    feature: Feature | None = None
+    actor: Callable[[Args], int] = _first_arg
+    silent: Callable[[Args, State, State], bool] | None = None
+    cut_short: bool = False
+    freezing: bool = False
+    from_event: Callable[[dict[str, Any], int, State], Args] | None = None
+
+    @property
+    def summary(self) -> str:
+        """The first line of the action's docstring."""
+        return (self.fn.__doc__ or "").strip().split("\n")[0]
+
+
+DRIVER_NOT_YET = Unsupported("not yet: the driver is issue 21")
+"""The driver's decision for every action until it exists."""
