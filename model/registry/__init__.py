@@ -46,7 +46,7 @@ from model.state import State
 __all__ = [
     "ACTIONS", "BACKENDS", "EXPLORED", "EXPLORED_WITH_REASSIGNMENT", "REASSIGNMENT", "SILENT", "Coverage",
     "Decision", "Emitted", "Entry", "Feature", "Supported", "Traced", "Unsupported", "apply", "explored",
-    "successors", "unsupported_features",
+    "successors", "supported", "unsupported_features",
 ]
 
 ACTIONS: dict[str, Entry] = {

@@ -40,12 +40,15 @@ class Feature(NamedTuple):
     support the action must refuse a configuration that turns the knob on."""
 
     name: str  # as a refusal names it: "GC pauses", "reassignments"
-    asked: Callable[[Config], bool]
+    knob: str  # the ``Config`` field: the action fires only when it is above 0
+
+    def asked(self, cfg: Config) -> bool:
+        return getattr(cfg, self.knob) > 0
 
 
-PAUSES = Feature("GC pauses", lambda cfg: cfg.max_pauses > 0)
-SHUTDOWNS = Feature("controlled shutdowns", lambda cfg: cfg.max_shutdowns > 0)
-REASSIGNMENTS = Feature("reassignments", lambda cfg: cfg.reassignments > 0)
+PAUSES = Feature("GC pauses", "max_pauses")
+SHUTDOWNS = Feature("controlled shutdowns", "max_shutdowns")
+REASSIGNMENTS = Feature("reassignments", "reassignments")
 
 
 class Traced(NamedTuple):

@@ -93,3 +93,12 @@ def test_proofs_are_not_vacuous():
     failed = {v.name: v.detail for v in prove(cfg, 2) if v.status != "proved"}
     assert set(failed) == {"single_controller"}
     assert "become_leader" in failed["single_controller"]
+
+
+def test_every_safety_property_has_a_symbolic_formula():
+    """The ``prop_*`` formulas are held to ``properties.safety`` by ``differential`` on sampled
+    states; this makes sure none is left out (``epoch_monotonic`` is a step formula)."""
+    from properties.checkers.symbolic import STATE_PROPERTIES
+    from properties.safety import BY_NAME
+
+    assert set(STATE_PROPERTIES) | {"epoch_monotonic"} == set(BY_NAME)

@@ -1,0 +1,46 @@
+"""A z3 encoding of the model's transition relation, for proofs and bounded model checking.
+
+Written by hand from ``model.actions``, one function per action, each computing the
+successor's variables as z3 terms of the predecessor's -- and held to the explicit model by
+``tests/model/test_symbolic.py``: on states reached by the explicit model, the successors
+this relation allows are exactly those ``model.actions.successors`` produces, and every
+property below evaluates as ``properties`` does.
+
+Coverage (say it plainly):
+
+* **One partition**, a fixed broker count ``N`` (the tests use 2 and 3) with AR = every broker.
+* **Actions encoded**: those the registry marks z3-supported (``COVERED``; see
+  ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Each
+  action left out has its reason in the registry, and the configuration knob that enables
+  it (GC pauses, controlled shutdowns, reassignments); also left out are trace replay's
+  ``shrink_caught_up`` and unclean election.  ``unsupported(cfg)`` names what a
+  configuration asks for beyond this.
+* **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
+  crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
+  configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely.
+* **Bounded**: logs are sequences of ``R = cfg.records`` slots (values are 1..R, each written
+  once, so no log is ever longer -- the bound is the model's own, not the encoding's); the
+  set of LeaderAndISR requests ever sent is an unbounded z3 set over a request datatype.
+
+Ghost history encoding: ``committed`` as the epoch committed at (offset, value) (0 = never;
+a value is produced once, so it has one epoch), ``acked``, ``zombie_appends`` and
+``zombie_commits`` as a flag per value, ``led`` as one z3 set of epochs per broker plus its maximum.
+
+The package: ``state`` (the symbolic state and the encoding of explicit states), ``encoding``
+(the relation), ``props`` (the properties), ``proofs`` (induction), ``bmc`` (bounded model
+checking and the differential check), ``coverage`` (what is covered, from the registry).
+"""
+
+from __future__ import annotations
+
+from properties.checkers.symbolic.bmc import bmc, differential, sample_states
+from properties.checkers.symbolic.coverage import COVERED, unsupported
+from properties.checkers.symbolic.encoding import Disjunct, Encoding, Params
+from properties.checkers.symbolic.proofs import Verdict, holds, prove
+from properties.checkers.symbolic.props import STATE_PROPERTIES, durable
+from properties.checkers.symbolic.state import Shape, encode, initial_state
+
+__all__ = [
+    "COVERED", "STATE_PROPERTIES", "Disjunct", "Encoding", "Params", "Shape", "Verdict", "bmc", "differential",
+    "durable", "encode", "holds", "initial_state", "prove", "sample_states", "unsupported",
+]

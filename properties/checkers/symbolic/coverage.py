@@ -1,0 +1,22 @@
+"""What the z3 encoding covers, as the registry decides it (``model.registry``, ``z3``)."""
+
+from __future__ import annotations
+
+from model.config import Config
+from model.registry import supported, unsupported_features
+
+COVERED: tuple[str, ...] = supported("z3")
+"""The actions the relation encodes (``tests/model/test_registry.py`` checks each has its
+cases in ``Encoding.disjuncts`` and no other action has any)."""
+
+
+def unsupported(cfg: Config) -> str | None:
+    """What ``cfg`` asks for that this encoding does not cover, or None: a proof of an
+    encoding that silently ignores part of the model proves nothing.  The actions it leaves
+    out are the registry's; the rest are limits of the encoding's shape."""
+    missing = ["unclean election"] if cfg.unclean else []
+    missing += unsupported_features("z3", cfg)
+    missing += [what for what, asked in (
+        ("a replication factor below the broker count", cfg.replication_factor),
+        ("dropping caught-up followers", cfg.shrink_caught_up)) if asked]
+    return ", ".join(missing) or None

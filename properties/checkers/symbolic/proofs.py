@@ -1,0 +1,259 @@
+"""Inductive proofs: the properties and the lemmas they lean on, proved together by induction
+over the unbounded relation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import z3
+
+from model.config import Config
+from model.state import (
+    DOWN,
+    FOLLOWER,
+    LEADER,
+    NO_LEADER,
+    NONE,
+    UP,
+    initial,
+)
+from properties.checkers.symbolic.encoding import Disjunct, Encoding, Params
+from properties.checkers.symbolic.props import (
+    prop_epoch_monotonic,
+    prop_hw_le_leo,
+    prop_isr_well_formed,
+    prop_one_leader_per_epoch,
+    prop_single_controller,
+)
+from properties.checkers.symbolic.state import (
+    EMPTY,
+    RESP,
+    Shape,
+    Term,
+    encode,
+    pick,
+)
+
+
+def holds(formula: Term, timeout_ms: int = 10_000) -> bool:
+    sol = z3.Solver()
+    sol.set(timeout=timeout_ms)
+    sol.add(z3.Not(formula))
+    r = sol.check()
+    if r == z3.unknown:
+        raise RuntimeError(f"z3 gave up: {sol.reason_unknown()}")
+    return r == z3.unsat
+
+
+def _forall_req(shape: Shape, body: Callable[[Term], Term], name: str = "q") -> Term:
+    m = z3.Const(name, shape.req)
+    return z3.ForAll([m], body(m))
+
+
+def lemma_well_typed(shape: Shape, s: dict) -> Term:
+    """Variables stay in their domains: ids are brokers or -1, logs fit their R slots, and
+    fetch responses carry a suffix that fits after their offset."""
+    n, r = shape.n, shape.r
+    R = shape.req
+    parts = [s[("ctl",)] >= -1, s[("ctl",)] < n, s[("ldr",)] >= -1, s[("ldr",)] < n,
+             s[("produced",)] >= 0, s[("produced",)] <= r, s[("zkv",)] >= 0, s[("lep",)] >= 1, s[("cep",)] >= 1]
+    for b in range(n):
+        parts += [z3.Or(s[("st", b)] == UP, s[("st", b)] == DOWN),
+                  z3.Or(s[("role", b)] == NONE, s[("role", b)] == LEADER, s[("role", b)] == FOLLOWER),
+                  s[("rl", b)] >= -1, s[("rl", b)] < n, s[("hw", b)] >= 0, s[("leo", b)] >= 0, s[("leo", b)] <= r,
+                  s[("leo", b)] <= s[("produced",)], z3.Implies(s[("st", b)] == DOWN, s[("role", b)] == NONE)]
+        for f in range(n):
+            if f != b:
+                fk = s[("fk", f, b)]
+                parts += [fk >= EMPTY, fk <= RESP, z3.Implies(fk != EMPTY, z3.And(s[("fo", f, b)] >= 0, s[("fo", f, b)] <= s[("produced",)])),
+                          z3.Implies(fk == RESP, z3.And(s[("frl", f, b)] >= 0, s[("fhw", f, b)] >= 0,
+                                                        s[("fo", f, b)] + s[("frl", f, b)] <= s[("produced",)]))]
+    parts.append(_forall_req(shape, lambda m: z3.Implies(
+        s[("lai",)][m], z3.And(R.to(m) >= 0, R.to(m) < n, R.leader(m) >= -1, R.leader(m) < n))))
+    return z3.And(parts)
+
+
+def lemma_leader_in_own_isr(shape: Shape, s: dict) -> Term:
+    """A broker acting as leader is in its own copy of the ISR (so its HW never passes its LEO)."""
+    return z3.And([z3.Implies(s[("role", b)] == LEADER, s[("risr", b, b)]) for b in range(shape.n)])
+
+
+def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
+    """Every request ever sent (and not yet forgotten) is a past or present ZK state: its
+    epochs and version are at most ZK's, its leader is in its ISR, and one carrying the
+    current version (or leader epoch) carries the current leader (and ISR)."""
+    R = shape.req
+    n = shape.n
+
+    def ok(m: Term) -> Term:
+        isr = [getattr(R, f"isr{x}")(m) for x in range(n)]
+        same = z3.And(R.leader(m) == s[("ldr",)], R.lepoch(m) == s[("lep",)],
+                      *[isr[x] == s[("isr", x)] for x in range(n)])
+        return z3.Implies(s[("lai",)][m], z3.And(
+            z3.Implies(R.leader(m) != NO_LEADER, pick(isr, R.leader(m), z3.BoolVal(False))),
+            R.lepoch(m) <= s[("lep",)], R.zkv(m) <= s[("zkv",)], R.cepoch(m) <= s[("cep",)],
+            z3.Implies(R.lepoch(m) == s[("lep",)], R.leader(m) == s[("ldr",)]),
+            z3.Implies(R.zkv(m) == s[("zkv",)], same)))
+
+    return _forall_req(shape, ok)
+
+
+def lemma_requests_agree(shape: Shape, s: dict) -> Term:
+    """Two requests for the same leader epoch name the same leader."""
+    R = shape.req
+    a, b = z3.Const("qa", shape.req), z3.Const("qb", shape.req)
+    return z3.ForAll([a, b], z3.Implies(z3.And(s[("lai",)][a], s[("lai",)][b], R.lepoch(a) == R.lepoch(b)),
+                                        R.leader(a) == R.leader(b)))
+
+
+def lemma_known_epochs_bounded(shape: Shape, s: dict) -> Term:
+    """No broker knows a leader epoch, controller epoch or zk version ahead of ZooKeeper."""
+    return z3.And([z3.And(s[("rlep", b)] <= s[("lep",)], s[("bcep", b)] <= s[("cep",)], s[("rzkv", b)] <= s[("zkv",)])
+                   for b in range(shape.n)])
+
+
+def lemma_zk_version_owner(shape: Shape, s: dict) -> Term:
+    """Seed 000 question 3, the mechanism: a leader holding ZK's current version *is* the
+    ZK leader in the current epoch, with ZK's ISR -- so the conditional ISR write succeeds
+    only for it, and every other (paused, superseded) leader's write fails."""
+    n = shape.n
+    return z3.And([z3.Implies(z3.And(s[("role", b)] == LEADER, s[("rzkv", b)] == s[("zkv",)]),
+                              z3.And(s[("ldr",)] == b, s[("rlep", b)] == s[("lep",)],
+                                     *[s[("risr", b, x)] == s[("isr", x)] for x in range(n)]))
+                   for b in range(n)])
+
+
+def lemma_led_history(shape: Shape, s: dict) -> Term:
+    """A broker became leader only in epochs ZK has reached, in the current one only if it is
+    ZK's leader, and every outstanding request for such an epoch names that broker."""
+    R = shape.req
+    e = z3.Int("e_hist")
+    parts = []
+    for b in range(shape.n):
+        parts.append(z3.ForAll([e], z3.Implies(s[("led", b)][e], z3.And(
+            e <= s[("lep",)], z3.Implies(e == s[("lep",)], s[("ldr",)] == b)))))
+        parts.append(_forall_req(shape, lambda m, b=b: z3.Implies(
+            z3.And(s[("lai",)][m], s[("led", b)][R.lepoch(m)]), R.leader(m) == b), name=f"qh{b}"))
+    return z3.And(parts)
+
+
+def lemma_controller_unique(shape: Shape, s: dict) -> Term:
+    """Stated as the property itself; it is inductive together with the epoch bounds."""
+    return prop_single_controller(shape, s)
+
+
+def q3_stale_leader_frozen(shape: Shape, s: dict, t: dict) -> Term:
+    """Seed 000 question 3 as a step property: a leader whose zk version ZK has moved past
+    (a paused or superseded leader), while it stays leader in the same epoch, keeps exactly
+    its ISR and stays behind ZK -- it can never shrink the ISR to commit on its own."""
+    parts = []
+    for b in range(shape.n):
+        stale = z3.And(s[("role", b)] == LEADER, s[("rzkv", b)] != s[("zkv",)])
+        stays = z3.And(t[("role", b)] == LEADER, t[("rlep", b)] == s[("rlep", b)])
+        same = z3.And(t[("rzkv", b)] == s[("rzkv", b)], t[("rzkv", b)] != t[("zkv",)],
+                      *[t[("risr", b, x)] == s[("risr", b, x)] for x in range(shape.n)])
+        parts.append(z3.Implies(z3.And(stale, stays), same))
+    return z3.And(parts)
+
+
+# name -> (formula, kind): kind "state" is an inductive invariant, "step" a step property
+LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
+    "well_typed": lemma_well_typed,
+    "leader_in_own_isr": lemma_leader_in_own_isr,
+    "requests_match_zk": lemma_requests_match_zk,
+    "requests_agree": lemma_requests_agree,
+    "known_epochs_bounded": lemma_known_epochs_bounded,
+    "zk_version_owner": lemma_zk_version_owner,
+    "led_history": lemma_led_history,
+}
+
+
+STATE_GOALS: dict[str, Callable[[Shape, dict], Term]] = {
+    "hw_le_leo": prop_hw_le_leo,
+    "isr_well_formed": prop_isr_well_formed,
+    "one_leader_per_epoch": prop_one_leader_per_epoch,
+    "single_controller": prop_single_controller,
+}
+
+
+STEP_GOALS: dict[str, Callable[[Shape, dict, dict], Term]] = {
+    "epoch_monotonic": prop_epoch_monotonic,
+    "q3_stale_leader_frozen": q3_stale_leader_frozen,
+}
+
+
+USES = {  # which lemmas each goal's proof leans on (all are proved together, by induction)
+    "hw_le_leo": ("well_typed", "leader_in_own_isr", "requests_match_zk"),
+    "isr_well_formed": ("zk_version_owner", "leader_in_own_isr"),
+    "one_leader_per_epoch": ("led_history", "requests_agree", "requests_match_zk"),
+    "single_controller": ("known_epochs_bounded", "requests_match_zk"),
+    "epoch_monotonic": (),
+    "q3_stale_leader_frozen": ("well_typed", "known_epochs_bounded", "zk_version_owner"),
+}
+
+
+@dataclass
+class Verdict:
+    name: str
+    kind: str  # "lemma", "invariant", "step", "bmc"
+    status: str  # "proved", "holds to depth k", "counterexample", "failed", "unknown"
+    seconds: float
+    detail: str = ""
+    steps: list = field(default_factory=list)
+
+
+def _with_brokers(cfg: Config, n: int) -> Config:
+    from dataclasses import replace
+
+    return replace(cfg, brokers=n, partitions=1)
+
+
+def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
+          progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
+    state goal, checked one formula and one action at a time (so a failure names both);
+    step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
+    are unbounded (the configuration's bounds are dropped)."""
+    import time
+
+    shape = Shape(n, cfg.records)
+    enc = Encoding(shape, Params.of(cfg, bounded=False))
+    S = shape.fresh("s")
+    init = encode(shape, initial(_with_brokers(cfg, n)))
+    invariants = {**LEMMAS, **STATE_GOALS}
+    hyp = z3.And([f(shape, S) for f in invariants.values()])
+    ds = enc.disjuncts(S)
+    by_action: dict[str, list[Disjunct]] = {}
+    for d in ds:
+        by_action.setdefault(d.action, []).append(d)
+    out: list[Verdict] = []
+
+    def check(name: str, kind: str, goal_init: Term | None, goal_post: Callable[[Disjunct], Term]) -> None:
+        started = time.perf_counter()
+        failures = []
+        if goal_init is not None and not holds(goal_init, timeout_ms):
+            failures.append("Init")
+        for action, cases in by_action.items():
+            sol = z3.Solver()
+            sol.set(timeout=timeout_ms)
+            sol.add(hyp, z3.Or([z3.And(d.guard, z3.Not(goal_post(d))) for d in cases]))
+            r = sol.check()
+            if r != z3.unsat:
+                failures.append(action + ("?" if r == z3.unknown else ""))
+        secs = time.perf_counter() - started
+        status = "proved" if not failures else ("unknown" if all(f.endswith("?") for f in failures) else "failed")
+        uses = USES.get(name, ())
+        detail = (f"lemmas: {', '.join(uses)}" if uses else "") if not failures else f"not preserved by: {', '.join(failures)}"
+        v = Verdict(name, kind, status, secs, detail)
+        out.append(v)
+        if progress:
+            progress(v)
+
+    for name, f in LEMMAS.items():
+        check(name, "lemma", f(shape, init), lambda d, f=f: f(shape, d.post))
+    for name, f in STATE_GOALS.items():
+        check(name, "invariant", f(shape, init), lambda d, f=f: f(shape, d.post))
+    for name, g in STEP_GOALS.items():
+        check(name, "step", None, lambda d, g=g: g(shape, S, d.post))
+    return out

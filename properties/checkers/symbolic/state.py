@@ -1,0 +1,222 @@
+"""The symbolic state: the z3 variables of one shape, and explicit states encoded into them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+from model.config import Config
+from model.state import (
+    FETCH_REQUEST,
+    FETCH_RESPONSE,
+    Entry,
+    Fetch,
+    LeaderAndIsr,
+    State,
+    initial,
+)
+
+Term = Any  # a z3 expression
+
+
+INF = 1 << 30
+
+
+# fetch slot kinds
+EMPTY, REQ, RESP = 0, 1, 2
+
+
+def req_sort(n: int) -> z3.DatatypeSortRef:
+    """The LeaderAndISR request as a z3 record (one partition, so no partition field)."""
+    d = z3.Datatype(f"Req{n}")
+    fields = [("to", z3.IntSort()), ("leader", z3.IntSort()), ("lepoch", z3.IntSort())]
+    fields += [(f"isr{x}", z3.BoolSort()) for x in range(n)]
+    fields += [("zkv", z3.IntSort()), ("cepoch", z3.IntSort()), ("mbe", z3.IntSort())]
+    d.declare("req", *fields)
+    return d.create()
+
+
+@dataclass
+class Shape:
+    """The fixed dimensions of an encoding: brokers, log slots, and the request sort."""
+
+    n: int
+    r: int
+    req: z3.DatatypeSortRef = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.req = req_sort(self.n)
+
+    def keys(self) -> Iterator[tuple[tuple, str]]:
+        """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'L' epoch set)."""
+        n, r = self.n, self.r
+        for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses"):
+            yield (k,), "i"
+        for b in range(n):
+            yield ("live", b), "b"
+            yield ("isr", b), "b"
+            yield ("isc", b), "b"
+            for k in ("bep", "st", "bcep", "bbep", "role", "rl", "rlep", "rzkv", "leo", "hw", "fs", "es"):
+                yield (k, b), "i"
+            for x in range(n):
+                yield ("risr", b, x), "b"
+                yield ("fleo", b, x), "i"
+                yield ("nb", b, x), "b"  # x in broker b's new_brokers (b as controller)
+            for i in range(r):
+                yield ("val", b, i), "i"
+                yield ("ep", b, i), "i"
+            yield ("led", b), "L"
+            for f in range(n):
+                if f != b:
+                    for k in ("fk", "fo", "fe", "frl", "fhw", "ferr"):
+                        yield (k, f, b), "i"
+                    for i in range(r):
+                        yield ("frv", f, b, i), "i"
+                        yield ("fre", f, b, i), "i"
+        for v in range(1, r + 1):
+            yield ("acked", v), "b"
+            yield ("zomb", v), "b"
+            yield ("zcmt", v), "b"
+            for o in range(r):
+                yield ("cmt", o, v), "i"
+        yield ("lai",), "S"
+
+    def fresh(self, prefix: str) -> dict:
+        out: dict = {}
+        for key, sort in self.keys():
+            name = prefix + "." + "_".join(str(k) for k in key)
+            if sort == "i":
+                out[key] = z3.Int(name)
+            elif sort == "b":
+                out[key] = z3.Bool(name)
+            elif sort == "S":
+                out[key] = z3.Array(name, self.req, z3.BoolSort())
+            else:
+                out[key] = z3.Array(name, z3.IntSort(), z3.BoolSort())
+        return out
+
+
+def pick(items: list[Term], idx: Term, default: Term) -> Term:
+    """items[idx] for a symbolic index, ``default`` when out of range."""
+    out = default
+    for i in reversed(range(len(items))):
+        out = z3.If(idx == i, items[i], out)
+    return out
+
+
+def zmin(a: Term, b: Term) -> Term:
+    return z3.If(a <= b, a, b)
+
+
+def zmax(a: Term, b: Term) -> Term:
+    return z3.If(a >= b, a, b)
+
+
+def count(bs: list[Term]) -> Term:
+    return z3.Sum([z3.If(b, 1, 0) for b in bs]) if bs else z3.IntVal(0)
+
+
+def eq_states(shape: Shape, s: dict, t: dict) -> Term:
+    return z3.And([s[k] == t[k] for k, _ in shape.keys()])
+
+
+def encode(shape: Shape, s: State) -> dict:
+    """The explicit state ``s`` as z3 values of this encoding's variables."""
+    n, r = shape.n, shape.r
+    assert len(s.brokers) == n and len(s.zk.partitions) == 1, "one partition, N brokers"
+    I, B = z3.IntVal, z3.BoolVal  # noqa: E741
+    zk, zn, g = s.zk, s.zk.partitions[0], s.ghost
+    out: dict = {
+        ("ctl",): I(zk.controller), ("cep",): I(zk.controller_epoch), ("zxid",): I(zk.zxid),
+        ("ldr",): I(zn.leader), ("lep",): I(zn.leader_epoch), ("zkv",): I(zn.zk_version),
+        ("stale",): I(g.stale_accepts), ("produced",): I(g.produced), ("crashes",): I(g.crashes),
+        ("pauses",): I(g.pauses),
+        ("ledmax",): I(max((e for p, e, _ in g.led if p == 0), default=0)),
+    }
+    for b, br in enumerate(s.brokers):
+        rep = br.replicas[0]
+        out[("live", b)] = B(b in zk.live)
+        out[("isr", b)] = B(b in zn.isr)
+        out[("isc", b)] = B(br.is_controller)
+        out[("bep", b)] = I(zk.broker_epochs[b])
+        for k, v in (("st", br.status), ("bcep", br.controller_epoch), ("bbep", br.broker_epoch), ("role", rep.role),
+                     ("rl", rep.leader), ("rlep", rep.leader_epoch), ("rzkv", rep.zk_version), ("leo", rep.leo),
+                     ("hw", rep.hw), ("fs", rep.fetch_state), ("es", rep.epoch_start)):
+            out[(k, b)] = I(v)
+        for x in range(n):
+            out[("risr", b, x)] = B(x in rep.isr)
+            out[("fleo", b, x)] = I(rep.follower_leo[x])
+            out[("nb", b, x)] = B(x in br.new_brokers)
+        assert rep.leo <= r, "a log longer than the number of records"
+        for i in range(r):
+            e = rep.log[i] if i < rep.leo else Entry(0, 0)
+            out[("val", b, i)] = I(e.value)
+            out[("ep", b, i)] = I(e.epoch)
+        led = z3.K(z3.IntSort(), z3.BoolVal(False))
+        for p, e, who in g.led:
+            if p == 0 and who == b:
+                led = z3.Store(led, e, True)
+        out[("led", b)] = led
+    slots = {(m.follower, m.leader): m for m in s.fetches if m.partition == 0}
+    assert len(slots) == len(s.fetches), "at most one fetch message per (follower, leader)"
+    for f in range(n):
+        for ld in range(n):
+            if f == ld:
+                continue
+            m = slots.get((f, ld))
+            kind = EMPTY if m is None else (REQ if m.kind == FETCH_REQUEST else RESP)
+            rec = () if m is None else m.records
+            vals = (0, 0, 0, 0, 0) if m is None else (m.offset, m.epoch, len(rec), m.hw, m.error)
+            if m is not None and m.kind == FETCH_REQUEST:
+                vals = (m.offset, m.epoch, 0, -1, 0)
+            for k, v in zip(("fo", "fe", "frl", "fhw", "ferr"), vals, strict=True):
+                out[(k, f, ld)] = I(v)
+            out[("fk", f, ld)] = I(kind)
+            for i in range(r):
+                e = rec[i] if i < len(rec) else Entry(0, 0)
+                out[("frv", f, ld, i)] = I(e.value)
+                out[("fre", f, ld, i)] = I(e.epoch)
+    for v in range(1, r + 1):
+        out[("acked", v)] = B((0, v) in g.acked)
+        out[("zomb", v)] = B((0, v) in getattr(g, "zombie_appends", ()))
+        out[("zcmt", v)] = B((0, v) in getattr(g, "zombie_commits", ()))
+        for o in range(r):
+            eps = [e.epoch for p, off, e in g.committed if p == 0 and off == o and e.value == v]
+            assert len(eps) <= 1, "a value committed at one offset with two epochs"
+            out[("cmt", o, v)] = I(eps[0] if eps else 0)
+    lai = z3.K(shape.req, z3.BoolVal(False))
+    for m in s.leader_and_isr:
+        lai = z3.Store(lai, req_value(shape, m), True)
+    out[("lai",)] = lai
+    return out
+
+
+def req_value(shape: Shape, m: LeaderAndIsr) -> Term:
+    isr = [z3.BoolVal(x in m.isr) for x in range(shape.n)]
+    return shape.req.req(m.to, m.leader, m.leader_epoch, *isr, m.zk_version, m.controller_epoch, m.max_broker_epoch)
+
+
+def req_decode(shape: Shape, model: z3.ModelRef, m: Term) -> LeaderAndIsr:
+    """A request constant's value in a z3 model, as the explicit model's request."""
+    R = shape.req
+
+    def iv(t: Term) -> int:
+        return model.eval(t, model_completion=True).as_long()
+
+    isr = tuple(x for x in range(shape.n) if z3.is_true(model.eval(getattr(R, f"isr{x}")(m), model_completion=True)))
+    return LeaderAndIsr(iv(R.to(m)), 0, iv(R.leader(m)), iv(R.lepoch(m)), isr, iv(R.zkv(m)), iv(R.cepoch(m)), iv(R.mbe(m)))
+
+
+def initial_state(shape: Shape, cfg: Config) -> dict:
+    return encode(shape, initial(cfg))
+
+
+def fetch_message(s: State, f: int, ld: int) -> Fetch:
+    """The explicit fetch message in slot (follower f, leader ld)."""
+    return next(m for m in s.fetches if m.follower == f and m.leader == ld)
+
+
+FETCH_KINDS = {"handle_fetch": FETCH_REQUEST, "receive_fetch": FETCH_RESPONSE}
