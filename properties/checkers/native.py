@@ -45,6 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from model.config import Config
+from model.registry import unsupported_features
 from model.state import (
     Broker,
     Entry,
@@ -211,7 +212,8 @@ def key_bytes(s: State, cfg: Config, symmetry: bool, reduction: bool) -> bytes:
 
 
 def unsupported(cfg: Config) -> str | None:
-    """Why the native search cannot run ``cfg``, or None."""
+    """Why the native search cannot run ``cfg``, or None.  The actions ``search.c`` leaves
+    out, and the configuration knob each needs, are the registry's (``model.registry``)."""
     reasons = []
     if cfg.partitions != 1:
         reasons.append("one partition only (--partitions 1)")
@@ -219,10 +221,7 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
         reasons.append(f"at most {MAX_RECORDS} records")
-    if cfg.reassignments:
-        reasons.append("no reassignments")
-    if cfg.max_shutdowns:
-        reasons.append("no controlled shutdowns")
+    reasons += [f"no {feature}" for feature in unsupported_features("native", cfg)]  # actions not in search.c
     if cfg.replication_factor not in (0, cfg.brokers):
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
