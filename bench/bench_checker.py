@@ -37,7 +37,7 @@ import time
 import properties.checkers.bfs as checker
 from model.config import NAMED, named
 from model.three_brokers import THREE_BROKERS
-from properties.checkers.bfs import check
+from properties.checkers.bfs import SearchOptions, check
 from properties.checkers.budget import size_text
 from properties.checkers.native import check_native
 
@@ -55,7 +55,7 @@ def _measured(conn, cfg, mode: str, workers: int, budget: int | None, max_depth:
         checker.PACK_SHARE = 0.0
     search = check_native if mode in NATIVE else check
     t0 = time.perf_counter()
-    r = search(cfg, symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth, max_memory=NO_LIMIT)
+    r = search(cfg, SearchOptions(symmetry=symmetry, workers=workers, max_states=budget, reduction=reduction, max_depth=max_depth, max_memory=NO_LIMIT))
     wall = time.perf_counter() - t0
     if r.violation:
         verdict = "violation: " + r.violation.property

@@ -1,8 +1,10 @@
-"""``epochal conform``: command-line front end of the conformance job.
+"""The conformance job's command line, as ``spark-submit`` runs it.
 
-The same arguments work for ``epochal conform``, ``python -m conformance.spark.job`` and
-``spark-submit ... conformance/spark/job.py``.  Unusable input (missing paths, no readable
-record, judge not installed) is one line on stderr and exit code 2.
+The same arguments work for ``epochal conform`` (``impl.cli.conform``, which adds these
+arguments to its parser), ``python -m conformance.spark.job`` and ``spark-submit ...
+conformance/spark/job.py`` -- the last two need nothing of ``impl``, so a Spark cluster runs
+the job from the conformance and model packages alone.  Unusable input (missing paths, no
+readable record, judge not installed) is one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -40,23 +42,6 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
     else:
         print(render(outcome))
     return outcome.exit_code
-
-
-def _command(args: argparse.Namespace) -> int:
-    from conformance.spark.job import InputError
-    from impl.cli.main import UsageError
-
-    try:
-        return run(args)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def register(subparsers: Any) -> None:
-    """Add ``epochal conform`` to the ``epochal`` command."""
-    p = subparsers.add_parser("conform", help=DESCRIPTION, description=DESCRIPTION)
-    add_arguments(p)
-    p.set_defaults(func=_command)
 
 
 def standalone_main(argv: list[str] | None = None, spark: Any = None) -> int:

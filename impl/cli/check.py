@@ -13,8 +13,9 @@ import json
 import sys
 from typing import Any
 
+from impl.cli.errors import UsageError
 from model.config import NAMED, named
-from properties.checkers.bfs import Result, check
+from properties.checkers.bfs import Result, SearchOptions, check
 from properties.checkers.budget import machine_memory, size_text
 
 STOPPED_BY = {
@@ -75,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
+    p.add_argument("--workers", type=_positive, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
     p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/search.c, built with the machine's C compiler on first use; held to the Python model by tests/model/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
@@ -139,8 +140,6 @@ def result_json(r: Result) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from impl.cli.main import UsageError
-
     names = args.config or ["design", "kip320"]
     try:
         cfgs = [
@@ -157,15 +156,25 @@ def run(args: argparse.Namespace) -> int:
         ]
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    if args.workers < 1:
-        raise UsageError("--workers must be >= 1")
+    progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        options = SearchOptions(
+            symmetry=not args.no_symmetry,
+            reduction=args.reduction,
+            workers=args.workers,
+            max_states=args.max_states,
+            max_depth=args.max_depth,
+            max_seconds=args.max_seconds,
+            max_memory=None if args.max_memory is None else int(args.max_memory * 2**30),
+            progress=progress,
+        )
+    except ValueError as exc:  # a budget too small to run (--max-memory 1e-12)
+        raise UsageError(str(exc)) from None
     status = 0
     results = []
     for cfg in cfgs:
-        progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
         if not args.quiet:
             print(f"checking {cfg.describe()}", file=sys.stderr, flush=True)
-        max_memory = None if args.max_memory is None else int(args.max_memory * 2**30)
         search = check
         if args.native:
             from properties.checkers.native import NativeUnavailable, check_native, unsupported
@@ -175,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"--native: {reason} (drop --native to use the Python search)")
             search = check_native
         try:
-            r = search(cfg, symmetry=not args.no_symmetry, workers=args.workers, max_states=args.max_states, progress=progress, reduction=args.reduction, max_depth=args.max_depth, max_seconds=args.max_seconds, max_memory=max_memory)
+            r = search(cfg, options)
         except Exception as exc:
             if args.native and isinstance(exc, NativeUnavailable | RuntimeError):
                 raise UsageError(str(exc)) from None

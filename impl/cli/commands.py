@@ -3,7 +3,7 @@
 Every client command finds the cluster through ``--bootstrap HOST:PORT`` (default
 ``127.0.0.1:9092``, Kafka's convention); ``broker kill|pause|resume|start`` find the broker
 processes through ``<data-dir>/cluster.json`` written by ``epochal cluster start``.
-Every failure is one line on stderr and exit code 2 (:class:`impl.cli.main.UsageError`).
+Every failure is one line on stderr and exit code 2 (:class:`impl.cli.errors.UsageError`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from impl.cli.main import UsageError
+from impl.cli.errors import UsageError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_DATA_DIR = os.environ.get("EPOCHAL_DATA_DIR", "runs/cluster")

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from impl.cli.check import add_bound_arguments, bound_overrides
+from impl.cli.errors import UsageError
 from model.config import NAMED
 
 
@@ -32,7 +33,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from impl.cli.main import UsageError
     from properties.checkers.fuzz import fuzz_config
     from properties.checkers.fuzz import run as fuzz
 

@@ -1,9 +1,9 @@
-"""The ``epochal`` command: one entry point, one subcommand per capability.
+"""The epochal command: one entry point, one subcommand per capability.
 
-Each capability registers its own subcommands from its own module (listed in
-``SUBCOMMAND_MODULES``) through a ``register(subparsers)`` function that adds parsers whose
-``func`` default returns an exit code.  Errors that are the user's (bad arguments, an
-unreachable cluster) are one line on stderr and exit code 2 -- never a traceback.
+Each command's parsing and output live in a module of its own (listed in
+SUBCOMMAND_MODULES), whose register(subparsers) adds parsers whose func default returns an
+exit code.  Errors that are the user's (bad arguments, an unreachable cluster) are one line
+on stderr and exit code 2 -- never a traceback.
 """
 
 from __future__ import annotations
@@ -11,22 +11,22 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from impl.cli.errors import UsageError
 
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
     "impl.cli.check",  # epochal check
     "impl.cli.fuzz",  # epochal fuzz
     "impl.cli.prove",  # epochal prove
-    "impl.harness.demo",  # epochal demo
-    "impl.harness.recordings",  # epochal record-traces
-    "impl.harness.chaos",  # epochal chaos
-    "conformance.spark.cli",
+    "impl.cli.demo",  # epochal demo
+    "impl.cli.record_traces",  # epochal record-traces
+    "impl.cli.chaos",  # epochal chaos
+    "impl.cli.conform",  # epochal conform
+    "impl.cli.package_job",  # epochal package-job
     "impl.cli.commands",  # epochal cluster|topics|quotas|produce|consume|broker
 ]
-
-
-class UsageError(Exception):
-    """A problem with what the user asked for; printed as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,8 +36,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's), as ``--version`` prints it."""
+    try:
+        return version("epochal")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="epochal", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in SUBCOMMAND_MODULES:
@@ -58,7 +67,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":  # run through the package module so UsageError is one class
-    from impl.cli.main import main as _main
-
-    raise SystemExit(_main())
+if __name__ == "__main__":
+    raise SystemExit(main())

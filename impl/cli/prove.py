@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+from impl.cli.errors import UsageError
 from model.config import NAMED
 
 # The explicit prefix BMC starts from: the record is replicated and committed (6 steps of
@@ -36,7 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from impl.cli.main import UsageError
     from model.config import named
     from model.render import describe
     from properties.checkers.bfs import replay

@@ -1,6 +1,6 @@
 """Record traces from real runs of the implementation, with faults.
 
-``epochal record-traces --out traces/data/recorded`` regenerates the stored traces: each
+``record`` (``epochal record-traces --out traces/data/recorded``) regenerates the stored traces: each
 scenario starts a fresh 3-broker cluster on an embedded ZooKeeper, runs a small acks=all
 workload around one fault (or, for ``reassignment``, one partition move), stops the cluster
 cleanly, and copies the run's trace files to ``OUT/<scenario>/``.  The conformance tests judge every file there against the model.
@@ -8,7 +8,6 @@ cleanly, and copies the run's trace files to ``OUT/<scenario>/``.  The conforman
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import tempfile
@@ -153,26 +152,3 @@ def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path
     log(f"recorded {scenario} in {time.perf_counter() - t0:.1f} s -> {dest}")
     return dest
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "record-traces",
-        help="record traces from real runs with faults (regenerates traces/data/recorded): "
-        "leader-kill, controller-failover, zombie-leader (pause/resume), reassignment (seed 000 F)",
-    )
-    p.add_argument("--out", default="traces/data/recorded")
-    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
-    p.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from impl.cli.main import UsageError
-
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name in args.scenario or list(SCENARIOS):
-            record(name, out)
-    except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
-        raise UsageError(f"could not record traces: {exc}") from None
-    return 0

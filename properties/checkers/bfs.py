@@ -81,6 +81,47 @@ CHUNK = 500
 PACK_SHARE = 0.4  # of max_memory: once used, new levels are held pickled (see "Packed levels")
 
 
+@dataclass(frozen=True)
+class SearchOptions:
+    """How a search runs and when it stops -- everything but the configuration it explores.
+
+    The same options drive the Python search (``check``) and the compiled one
+    (``properties.checkers.native.check_native``); ``Result`` records the ones that shape
+    what was found (symmetry, reduction, workers).
+
+    * ``symmetry``: reduce states to a canonical broker naming (``properties.checkers.symmetry``).
+    * ``reduction``: the partial-order reduction of fetch bookkeeping
+      (``properties.checkers.reduction``; a no-op without fenced fetching).  Counterexamples
+      are then shortest in the reduced graph.
+    * ``workers``: processes expanding a large level (threads, natively); at least 1.
+    * ``max_states``, ``max_depth``, ``max_seconds``, ``max_memory`` (bytes; see
+      ``properties.checkers.budget.search_memory``): the budget.  A search they stop is
+      reported incomplete, with the depth it checked.
+    * ``progress``: called with a line of progress every few seconds (None: silent).
+    """
+
+    symmetry: bool = True
+    reduction: bool = False
+    workers: int = 1
+    max_states: int | None = None
+    max_depth: int | None = None
+    max_seconds: float | None = None
+    max_memory: int | None = None
+    progress: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        for name in ("max_states", "max_depth", "max_seconds", "max_memory"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be above 0, got {value}")
+
+
+DEFAULT_SEARCH = SearchOptions()
+"""Every state, symmetry-reduced, one process, no budget, silent."""
+
+
 @dataclass
 class Violation:
     property: str
@@ -332,27 +373,19 @@ class _Progress:
         self.out(f"  done: every run of up to {checked_depth} steps tried  states {states:>10,}  {rate:>9,.0f} states/s{mem}")
 
 
-def check(
-    cfg: Config,
-    symmetry: bool = True,
-    workers: int = 1,
-    max_states: int | None = None,
-    progress: Callable[[str], None] | None = None,
-    reduction: bool = False,
-    max_depth: int | None = None,
-    max_seconds: float | None = None,
-    max_memory: int | None = None,
-) -> Result:
-    """Explore every reachable state of ``cfg`` (up to ``max_states``, or every state
-    within ``max_depth`` steps of the initial one); stop at the first property violation
-    and return it with a shortest path to it.  ``reduction`` turns on the partial-order
-    reduction of ``properties.checkers.reduction`` (a no-op without fenced fetching).
+def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
+    """Explore every reachable state of ``cfg`` (up to ``options.max_states``, or every
+    state within ``options.max_depth`` steps of the initial one); stop at the first
+    property violation and return it with a shortest path to it.
 
     A depth bound is the one honest statement a search too large to finish can make: "no
     run of at most ``max_depth`` steps breaks a property" (breadth-first, every such run
     has been tried) -- reported as incomplete, never as the property holding.  A search
-    stopped by ``max_seconds``, ``max_memory`` (bytes; see ``properties.checkers.budget.search_memory``) or Ctrl-C
-    makes the same statement for ``Result.checked_depth``, the deepest level it finished."""
+    stopped by ``max_seconds``, ``max_memory`` or Ctrl-C makes the same statement for
+    ``Result.checked_depth``, the deepest level it finished."""
+    symmetry, reduction, workers = options.symmetry, options.reduction, options.workers
+    max_states, max_depth = options.max_states, options.max_depth
+    max_memory = options.max_memory
     started = time.perf_counter()
     _init_worker(cfg, symmetry, reduction)
     init = initial(cfg)
@@ -371,8 +404,8 @@ def check(
     found: tuple | None = None
     stopped_by: str | None = None
     packed = 0  # chunks of levels held pickled, in all
-    meter = _Progress(progress)
-    budget = Budget(started, max_seconds, max_memory)
+    meter = _Progress(options.progress)
+    budget = Budget(started, options.max_seconds, max_memory)
     collector_was_on = gc.isenabled()
     gc.disable()  # (see "No cycle collector"; forked workers inherit it)
     global _FRONTIER

@@ -59,7 +59,14 @@ from model.state import (
     Zk,
     initial,
 )
-from properties.checkers.bfs import Result, Violation, replay_path, search_key
+from properties.checkers.bfs import (
+    DEFAULT_SEARCH,
+    Result,
+    SearchOptions,
+    Violation,
+    replay_path,
+    search_key,
+)
 from properties.safety import first_violation
 
 SOURCE = Path(__file__).parent / "native" / "search.c"
@@ -284,42 +291,32 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
-def check_native(
-    cfg: Config,
-    symmetry: bool = True,
-    workers: int = 1,
-    max_states: int | None = None,
-    progress: Callable[[str], None] | None = None,
-    reduction: bool = False,
-    max_depth: int | None = None,
-    max_seconds: float | None = None,
-    max_memory: int | None = None,
-    dump: Path | None = None,
-) -> Result:
-    """``properties.checkers.bfs.check``, run by the native search: the same arguments and the same
-    ``Result`` (its counterexample replayed through the Python model).  ``workers`` are
-    threads of one process here.  ``dump``: also write every state reached, one hex
+def check_native(cfg: Config, options: SearchOptions = DEFAULT_SEARCH, dump: Path | None = None) -> Result:
+    """``properties.checkers.bfs.check``, run by the native search: the same options and the
+    same ``Result`` (its counterexample replayed through the Python model).  ``workers``
+    are threads of one process here.  ``dump``: also write every state reached, one hex
     encoding per line (for the tests that compare state sets)."""
     reason = unsupported(cfg)
     if reason is not None:
         raise NativeUnavailable(reason)
+    symmetry, reduction, workers = options.symmetry, options.reduction, options.workers
     exe = binary()
     args = [str(exe), "search", *config_args(cfg, symmetry, reduction), "--workers", str(workers)]
-    if max_states is not None:
-        args += ["--max-states", str(max_states)]
-    if max_depth is not None:
-        args += ["--max-depth", str(max_depth)]
-    if max_seconds is not None:
-        args += ["--max-seconds", repr(float(max_seconds))]
-    if max_memory is not None:
-        args += ["--max-memory", str(int(max_memory))]
-    if progress is None:
+    if options.max_states is not None:
+        args += ["--max-states", str(options.max_states)]
+    if options.max_depth is not None:
+        args += ["--max-depth", str(options.max_depth)]
+    if options.max_seconds is not None:
+        args += ["--max-seconds", repr(float(options.max_seconds))]
+    if options.max_memory is not None:
+        args += ["--max-memory", str(int(options.max_memory))]
+    if options.progress is None:
         args.append("--quiet")
     if dump is not None:
         args += ["--dump", str(dump)]
     with tempfile.TemporaryDirectory(prefix="epochal-native-") as workdir:
         args += ["--workdir", workdir]
-        out, err = _run(args, progress)
+        out, err = _run(args, options.progress)
     if not out.strip():
         raise RuntimeError(f"the native search failed: {err.strip().splitlines()[-1] if err.strip() else 'no output'}")
     data = json.loads(out)

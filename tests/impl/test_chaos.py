@@ -16,21 +16,18 @@ from typing import Any
 import pytest
 
 from impl.cli.main import main
-from impl.harness.chaos import (
+from impl.harness.chaos.evidence import read_commit_isr, read_disk_log
+from impl.harness.chaos.run import ChaosRun
+from impl.harness.chaos.schedule import (
     CHURN_KINDS,
     FAULT_KINDS,
     PARTITIONS,
     TOPIC,
-    Ack,
-    ChaosRun,
-    Election,
     FaultRecord,
-    Ledger,
-    judge,
     make_schedule,
-    read_commit_isr,
-    read_disk_log,
 )
+from impl.harness.chaos.verdict import Election, judge
+from impl.harness.chaos.workload import Ack, Ledger
 from impl.node.log import PartitionLog
 from impl.node.zk import EmbeddedZooKeeper, connect
 
@@ -275,8 +272,8 @@ def test_disk_logs_are_read_as_the_broker_wrote_them(tmp_path: Path) -> None:
 # -- the command line ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, message", [
-    (["--seed", "1", "--duration", "10", "--brokers", "7"], "--brokers must be 3 to 5"),
-    (["--seed", "1", "--duration", "0"], "--duration must be in"),
+    (["--seed", "1", "--duration", "10", "--brokers", "7"], "a run takes 3 to 5 brokers, got 7"),
+    (["--seed", "1", "--duration", "0"], "the duration must be in (0, 3600] seconds, got 0"),
     (["--seed", "1", "--duration", "10", "--acks", "0"], "--acks must be all or 1"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str,

@@ -7,14 +7,14 @@ import pytest
 from bench.bench_state_space import breakdown, main, most_requests_to_one_broker, reach
 from model.state import LeaderAndIsr, initial
 from model.three_brokers import three_brokers
-from properties.checkers.bfs import check
+from properties.checkers.bfs import SearchOptions, check
 
 
 def test_the_breakdown_projects_the_states_the_checker_reaches() -> None:
     cfg = three_brokers("kip320")
     states = reach(cfg, 10)
     assert len(states) == len(set(states)) == 9_694  # pinned: three-broker kip320 within 10 steps
-    assert check(cfg, max_depth=10, reduction=True).states == len(states)
+    assert check(cfg, SearchOptions(max_depth=10, reduction=True)).states == len(states)
     rows = dict(breakdown(cfg, states))
     # forgetting more can only merge more
     assert rows["core (all of the above)"] <= rows["messages"] <= rows["fetch messages"] < len(states)

@@ -10,7 +10,7 @@ import pytest
 
 import properties.checkers.bfs as checker
 from model.config import named
-from properties.checkers.bfs import check, replay
+from properties.checkers.bfs import SearchOptions, check, replay
 from properties.safety import all_violations
 
 # (configuration, overrides) -> distinct states with symmetry reduction, pinned.
@@ -82,12 +82,12 @@ def test_default_bounds_of_the_fixes_exhaust_with_every_property_holding(key):
 
 def test_symmetry_reduction_shrinks_the_space_without_changing_the_verdict():
     cfg = named("kip320", max_crashes=1)
-    reduced = check(cfg, symmetry=True)
-    full = check(cfg, symmetry=False)
+    reduced = check(cfg, SearchOptions(symmetry=True))
+    full = check(cfg, SearchOptions(symmetry=False))
     assert reduced.holds and full.holds
     assert reduced.states < full.states
     bad = named("design")
-    assert len(check(bad, symmetry=False).violation.steps) == len(check(bad).violation.steps)
+    assert len(check(bad, SearchOptions(symmetry=False)).violation.steps) == len(check(bad).violation.steps)
 
 
 def test_parallel_search_visits_the_same_states(monkeypatch):
@@ -95,7 +95,7 @@ def test_parallel_search_visits_the_same_states(monkeypatch):
     serial = check(cfg)
     monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(checker, "CHUNK", 50)
-    parallel = check(cfg, workers=2)
+    parallel = check(cfg, SearchOptions(workers=2))
     assert parallel.states == serial.states and parallel.holds
 
 
@@ -107,13 +107,13 @@ def test_parallel_search_stops_at_the_same_shortest_counterexample(monkeypatch, 
     serial = check(cfg)
     monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(checker, "CHUNK", 20)
-    parallel = check(cfg, workers=workers)
+    parallel = check(cfg, SearchOptions(workers=workers))
     assert [step for step, _ in parallel.violation.steps] == [step for step, _ in serial.violation.steps]
     assert (parallel.states, parallel.transitions) == (serial.states, serial.transitions)
 
 
 def test_max_states_makes_the_result_inconclusive():
-    r = check(named("kip320"), max_states=100)
+    r = check(named("kip320"), SearchOptions(max_states=100))
     assert not r.complete and not r.holds and r.violation is None
     assert r.stopped_by == "max_states"
 
@@ -125,13 +125,13 @@ def test_max_depth_checks_every_run_of_that_length_and_no_longer():
     unbounded search's first levels."""
     cfg = named("design")
     full = check(cfg)
-    short = check(cfg, max_depth=10)
+    short = check(cfg, SearchOptions(max_depth=10))
     assert short.violation is None and not short.holds and short.stopped_by == "max_depth"
     assert short.depth == 10 and short.states < full.states
-    enough = check(cfg, max_depth=11)
+    enough = check(cfg, SearchOptions(max_depth=11))
     assert enough.violation is not None and len(enough.violation.steps) == len(full.violation.steps) == 11
     assert enough.states == full.states
-    assert check(cfg, max_depth=9).states < short.states
+    assert check(cfg, SearchOptions(max_depth=9)).states < short.states
 
 
 def test_zombie_leader_accepts_writes_but_cannot_commit_them():
@@ -226,7 +226,7 @@ def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states():
     """The partial-order reduction is opt-in: without it every pinned count above stands
     (test_reduction.py pins the reduced counts and compares what the two searches reach)."""
     cfg = named("kip320", max_crashes=1)
-    full, reduced = check(cfg), check(cfg, reduction=True)
+    full, reduced = check(cfg), check(cfg, SearchOptions(reduction=True))
     assert full.holds and reduced.holds and not full.reduction and reduced.reduction
     assert reduced.states < full.states
 
@@ -240,7 +240,7 @@ def test_three_brokers_kip320_exhausts_with_the_python_checker_too():
     is more than half an hour (not yet run to the end: README, "Three-broker searches")."""
     from model.three_brokers import three_brokers
 
-    r = check(three_brokers("kip320"), reduction=True)
+    r = check(three_brokers("kip320"), SearchOptions(reduction=True))
     assert r.violation is None, r.violation.text()
     assert r.complete and r.holds
     assert (r.states, r.depth) == (19_554_759, 60)
@@ -263,7 +263,7 @@ def test_the_search_runs_without_the_cycle_collector_and_restores_it(monkeypatch
 
     monkeypatch.setattr(checker, "successors", spy)
     assert gc.isenabled()
-    check(named("kip320", max_crashes=0, records=1), max_states=500)
+    check(named("kip320", max_crashes=0, records=1), SearchOptions(max_states=500))
     assert seen and not any(seen) and gc.isenabled()
     r = check(named("design"))
     assert r.violation is not None and gc.isenabled()

@@ -23,20 +23,20 @@ import properties.checkers.bfs as checker
 from impl.cli.main import main
 from model.config import named
 from model.three_brokers import three_brokers
-from properties.checkers.bfs import check
+from properties.checkers.bfs import SearchOptions, check
 from properties.checkers.budget import search_memory
 
 
 def _claim_holds(r) -> None:
     """``checked_depth`` is a true statement: a search bounded at that depth finds exactly
     states the stopped search had already counted, and no violation."""
-    bounded = check(r.config, reduction=r.reduction, max_depth=r.checked_depth) if r.checked_depth else None
+    bounded = check(r.config, SearchOptions(reduction=r.reduction, max_depth=r.checked_depth)) if r.checked_depth else None
     if bounded is not None:
         assert bounded.violation is None and bounded.states <= r.states
 
 
 def test_a_time_budget_stops_the_search_and_says_how_deep_every_run_was_tried():
-    r = check(three_brokers("kip320"), reduction=True, max_seconds=1.0)
+    r = check(three_brokers("kip320"), SearchOptions(reduction=True, max_seconds=1.0))
     assert r.stopped_by == "max_seconds" and not r.complete and not r.holds and r.violation is None
     assert 5 <= r.checked_depth <= r.depth
     assert r.seconds < 10
@@ -45,7 +45,7 @@ def test_a_time_budget_stops_the_search_and_says_how_deep_every_run_was_tried():
 
 def test_a_memory_budget_stops_the_search_before_the_machine_runs_out():
     limit = search_memory() + 40 * 2**20  # 40 MB more than the test process holds now
-    r = check(three_brokers("kip320"), reduction=True, max_memory=limit, workers=2)
+    r = check(three_brokers("kip320"), SearchOptions(reduction=True, max_memory=limit, workers=2))
     assert r.stopped_by == "max_memory" and not r.complete and r.violation is None
     assert r.peak_memory >= limit
     assert r.checked_depth >= 1
@@ -79,7 +79,7 @@ def test_ctrl_c_stops_the_search_keeps_what_it_found_and_restores_the_collector(
 
 
 def test_a_search_that_finishes_reports_its_whole_depth_as_checked():
-    r = check(named("kip320"), max_seconds=600, max_memory=64 * 2**30)
+    r = check(named("kip320"), SearchOptions(max_seconds=600, max_memory=64 * 2**30))
     assert r.holds and r.stopped_by is None and r.checked_depth == r.depth
     design = check(named("design"))
     assert design.violation is not None and design.checked_depth == len(design.violation.steps) - 1
@@ -134,9 +134,9 @@ def test_packed_levels_change_nothing_but_the_memory_they_take(monkeypatch, work
     plenty = 64 * 2**30
     for name in ("kip320", "design"):
         cfg = named(name)
-        plain = check(cfg, workers=workers)
+        plain = check(cfg, SearchOptions(workers=workers))
         monkeypatch.setattr(checker, "PACK_SHARE", 0.0)  # short of memory from the start
-        packed = check(cfg, workers=workers, max_memory=plenty)
+        packed = check(cfg, SearchOptions(workers=workers, max_memory=plenty))
         monkeypatch.setattr(checker, "PACK_SHARE", 0.4)
         assert plain.packed_chunks == 0 and packed.packed_chunks > 10
         assert (packed.states, packed.transitions, packed.depth) == (plain.states, plain.transitions, plain.depth)
@@ -147,5 +147,5 @@ def test_packed_levels_change_nothing_but_the_memory_they_take(monkeypatch, work
 
 
 def test_levels_are_packed_only_once_memory_runs_short():
-    r = check(named("kip320"), max_memory=64 * 2**30)
+    r = check(named("kip320"), SearchOptions(max_memory=64 * 2**30))
     assert r.holds and r.packed_chunks == 0

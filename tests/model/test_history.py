@@ -114,9 +114,9 @@ def test_kip320_breaks_nothing_within_twenty_steps_at_three_brokers():
     tests/model/test_native.py: the two searches agree state for state on the way to the
     exhaustive verdict below (~2 minutes; a change to the model, the reduction or either
     checker shows here)."""
-    from properties.checkers.bfs import check
+    from properties.checkers.bfs import SearchOptions, check
 
-    r = check(three_brokers("kip320"), reduction=True, max_depth=20)
+    r = check(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20))
     assert r.violation is None, r.violation.text()
     assert r.stopped_by == "max_depth" and r.depth == 20
     assert r.states == 1_810_768
@@ -130,12 +130,12 @@ def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     leader of epoch 3 handles a fetch a follower sent in epoch 1, advances its HW on it, and
     the follower takes that HW over a log that disagrees ([a@1] against [b@3]).  About 45 s
     on both cores.  The counterexample is replayed through the Python model."""
-    from properties.checkers.bfs import replay
+    from properties.checkers.bfs import SearchOptions, replay
     from properties.checkers.native import check_native
     from properties.safety import all_violations
 
     cfg = three_brokers("kip279")
-    r = check_native(cfg, workers=2)
+    r = check_native(cfg, SearchOptions(workers=2))
     assert r.states == 10_650_117
     v = r.violation
     assert v is not None and v.property == "replicas_consistent" and len(v.steps) == 20
@@ -144,7 +144,7 @@ def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     assert not any(all_violations(a, b) for a, b in zip(states[:-2], states[1:-1], strict=True))
     stale = [d for s, d in v.steps if s.action == "handle_fetch" and "(epoch 1)" in d and "HW 0 → 1" in d]
     assert stale, "the HW advances on a fetch from the older epoch"
-    assert check_native(three_brokers("kip320"), workers=2, max_depth=20).violation is None  # fenced: gone
+    assert check_native(three_brokers("kip320"), SearchOptions(workers=2, max_depth=20)).violation is None  # fenced: gone
 
 
 @pytest.mark.slow
@@ -159,9 +159,10 @@ def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     tests/model/test_native.py, seconds instead of a minute or two).  (Before the controller ran onBrokerStartup once per registration, it could
     re-send a restarted broker the LeaderAndISR of every ISR version, and the space did not
     end: README, "Three-broker searches".)"""
+    from properties.checkers.bfs import SearchOptions
     from properties.checkers.native import check_native
 
-    r = check_native(three_brokers("kip320"), reduction=True, workers=2)
+    r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, workers=2))
     assert r.violation is None, r.violation.text()
     assert r.complete and r.holds and r.stopped_by is None
     assert (r.states, r.depth) == (19_554_759, 60)
@@ -173,9 +174,10 @@ def test_kip320_exhausts_the_three_broker_bounds_without_the_partial_order_reduc
     at the three-broker bounds -- 38,097,622 states, depth 57, about three minutes on both
     cores -- keeps every property.  So the verdict above does not rest on the reduction's
     argument (``properties.checkers.reduction``), only on the model."""
+    from properties.checkers.bfs import SearchOptions
     from properties.checkers.native import check_native
 
-    r = check_native(three_brokers("kip320"), workers=2)
+    r = check_native(three_brokers("kip320"), SearchOptions(workers=2))
     assert r.violation is None, r.violation.text()
     assert r.complete and r.holds and not r.reduction
     assert (r.states, r.depth) == (38_097_622, 57)

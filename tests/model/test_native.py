@@ -22,7 +22,7 @@ from model.actions import successors
 from model.config import named
 from model.state import initial
 from model.three_brokers import three_brokers
-from properties.checkers.bfs import check, replay, search_key
+from properties.checkers.bfs import SearchOptions, check, replay, search_key
 from properties.checkers.native import (
     NativeUnavailable,
     binary,
@@ -51,7 +51,7 @@ def _python_expansion(s, cfg, symmetry: bool, reduction: bool):
 
 def _reached(cfg, tmp_path, **kw) -> tuple[list[bytes], object]:
     dump = tmp_path / "states.hex"
-    r = check_native(cfg, dump=dump, **kw)
+    r = check_native(cfg, SearchOptions(**kw), dump=dump)
     return [bytes.fromhex(line) for line in dump.read_text().split()], r
 
 
@@ -102,7 +102,7 @@ def test_the_native_state_space_is_the_models(tmp_path, name, symmetry, reductio
     cfg = named(name)
     states, r = _reached(cfg, tmp_path, symmetry=symmetry, reduction=reduction)
     assert r.holds
-    python = check(cfg, symmetry=symmetry, reduction=reduction)
+    python = check(cfg, SearchOptions(symmetry=symmetry, reduction=reduction))
     assert (r.states, r.transitions, r.depth) == (python.states, python.transitions, python.depth) == (len(states), r.transitions, r.depth)
     reached = set(states)
     native = native_expansions(cfg, states, symmetry, reduction)
@@ -125,7 +125,7 @@ def test_native_expansions_match_the_model_where_a_property_breaks(tmp_path, nam
 def test_native_expansions_match_the_model_on_a_sample_of_three_broker_states(tmp_path):
     cfg = three_brokers("kip320")
     states, r = _reached(cfg, tmp_path, reduction=True, max_depth=14)
-    assert r.states == check(cfg, reduction=True, max_depth=14).states
+    assert r.states == check(cfg, SearchOptions(reduction=True, max_depth=14)).states
     sample = random.Random(11).sample(states, 1500)
     for reduction in (True, False):
         native = native_expansions(cfg, sample, reduction=reduction)
@@ -154,7 +154,7 @@ def test_each_named_configuration_at_three_brokers_expands_alike_on_a_sample(tmp
 @pytest.mark.parametrize("reduction", [False, True])
 def test_native_and_python_searches_agree(name, reduction):
     cfg = named(name)
-    a, b = check(cfg, reduction=reduction), check_native(cfg, reduction=reduction)
+    a, b = check(cfg, SearchOptions(reduction=reduction)), check_native(cfg, SearchOptions(reduction=reduction))
     assert (b.states, b.transitions, b.depth, b.checked_depth, b.holds) == (a.states, a.transitions, a.depth, a.checked_depth, a.holds)
     assert b.native and not a.native
     if a.violation is not None:
@@ -172,8 +172,8 @@ def test_a_native_counterexample_replays_through_the_model():
 
 def test_two_threads_find_what_one_finds():
     for cfg in (three_brokers("kip320"), named("design")):
-        one = check_native(cfg, reduction=True, max_depth=16)
-        two = check_native(cfg, reduction=True, max_depth=16, workers=2)
+        one = check_native(cfg, SearchOptions(reduction=True, max_depth=16))
+        two = check_native(cfg, SearchOptions(reduction=True, max_depth=16, workers=2))
         assert (one.states, one.transitions, one.depth) == (two.states, two.transitions, two.depth)
         if one.violation:
             assert [s for s, _ in one.violation.steps] == [s for s, _ in two.violation.steps]
@@ -181,17 +181,17 @@ def test_two_threads_find_what_one_finds():
 
 def test_the_pinned_three_broker_count_within_twenty_steps():
     """The Python checker's pinned figure (tests/model/test_history.py, slow there)."""
-    r = check_native(three_brokers("kip320"), reduction=True, max_depth=20, workers=2)
+    r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20, workers=2))
     assert (r.states, r.checked_depth, r.violation) == (1810768, 20, None)
 
 
 def test_budgets_stop_a_native_search_with_the_depth_checked():
     cfg = three_brokers("kip320")
-    r = check_native(cfg, reduction=True, max_states=50_000)
+    r = check_native(cfg, SearchOptions(reduction=True, max_states=50_000))
     assert r.stopped_by == "max_states" and not r.complete and r.states >= 50_000
-    r = check_native(cfg, reduction=True, max_seconds=0.5)
+    r = check_native(cfg, SearchOptions(reduction=True, max_seconds=0.5))
     assert r.stopped_by == "max_seconds" and not r.holds and r.checked_depth > 5
-    bounded = check_native(cfg, reduction=True, max_depth=r.checked_depth)
+    bounded = check_native(cfg, SearchOptions(reduction=True, max_depth=r.checked_depth))
     assert bounded.violation is None and bounded.states <= r.states
 
 
@@ -239,7 +239,7 @@ def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checke
     states, 17 steps, 6-9 minutes), natively in seconds -- the same count, so no two states
     share a fingerprint here (a weaker hash, tried first, merged two of them)."""
     cfg = three_brokers("kip101")
-    r = check_native(cfg, workers=2)
+    r = check_native(cfg, SearchOptions(workers=2))
     assert r.states == 3_933_056
     v = r.violation
     assert v is not None and v.property == "replicas_consistent" and len(v.steps) == 17

@@ -14,7 +14,7 @@ import pytest
 from model.actions import successors
 from model.config import NAMED, Config, named
 from model.state import DOWN, FETCH_REQUEST, FETCH_RESPONSE, State, initial
-from properties.checkers.bfs import check, replay
+from properties.checkers.bfs import SearchOptions, check, replay
 from properties.checkers.reduction import ample, applies, free_step, normal_form, visible
 from properties.checkers.symmetry import canonical
 from properties.safety import all_violations
@@ -33,7 +33,7 @@ def _verdict(r) -> str:
 
 @pytest.mark.parametrize("name", sorted(NAMED))
 def test_the_reduced_search_reaches_the_same_verdict(name):
-    reduced = check(named(name), reduction=True)
+    reduced = check(named(name), SearchOptions(reduction=True))
     assert reduced.reduction
     assert _verdict(reduced) == FULL_VERDICTS[name]
     if name in PINNED_REDUCED:
@@ -82,7 +82,7 @@ def test_the_reduced_search_reaches_every_visible_state_and_step(cfg):
 @pytest.mark.parametrize("name", ["unclean", "design"])
 def test_reduced_counterexamples_replay_through_the_model(name):
     cfg = named(name)
-    v = check(cfg, reduction=True).violation
+    v = check(cfg, SearchOptions(reduction=True)).violation
     assert v is not None
     states = replay(cfg, [s for s, _ in v.steps])
     assert states == v.states
@@ -181,8 +181,8 @@ def test_the_parallel_reduced_search_visits_the_same_states(monkeypatch):
     import properties.checkers.bfs as checker
 
     cfg = named("kip320", max_crashes=1)
-    serial = check(cfg, reduction=True)
+    serial = check(cfg, SearchOptions(reduction=True))
     monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(checker, "CHUNK", 50)
-    parallel = check(cfg, reduction=True, workers=2)
+    parallel = check(cfg, SearchOptions(reduction=True, workers=2))
     assert parallel.states == serial.states and parallel.holds

@@ -1,0 +1,89 @@
+"""``epochal chaos``: a seeded fault schedule against a real cluster, and a verdict on every
+acknowledged write (the run is :mod:`impl.harness.chaos`).
+
+Exit code 0 on pass, 1 on any finding, 2 on bad arguments or a cluster that cannot run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from impl.cli.errors import UsageError
+from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
+from impl.harness.chaos.schedule import MIN_INSYNC, REPLICATION
+
+ACKS = {"all": -1, "-1": -1, "1": 1}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("chaos", help="seeded faults against a real cluster; judge every "
+                                     "acknowledged write and the traces")
+    p.add_argument("--seed", type=int, required=True, help="the schedule's seed (same seed, same schedule)")
+    p.add_argument("--duration", type=float, required=True, metavar="SECONDS",
+                   help="seconds of workload and faults (the run adds start, heal and judging)")
+    p.add_argument("--brokers", type=int, default=3, help=f"{REPLICATION} to {MAX_BROKERS} (default 3)")
+    p.add_argument("--unclean", action="store_true", help="enable unclean leader election (unsafe)")
+    p.add_argument("--acks", default="all", help="all (default) or 1 (unsafe)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (progress on stderr)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.acks not in ACKS:
+        raise UsageError(f"--acks must be all or 1, got {args.acks!r}")
+    acks = ACKS[args.acks]
+    stream = sys.stderr if args.json else sys.stdout
+
+    def log(msg: str) -> None:
+        print(msg, file=stream, flush=True)
+
+    out = Path(args.out) if args.out else None
+    try:
+        chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log)
+    except ChaosError as exc:
+        raise UsageError(str(exc)) from None
+    log(f"epochal chaos: seed {args.seed}, {args.duration:g} s, {args.brokers} brokers, "
+        f"acks={'1' if acks == 1 else 'all'}, unclean election {'on' if args.unclean else 'off'}, "
+        f"min.insync.replicas={MIN_INSYNC}")
+    log(f"schedule ({len(chaos.schedule)} faults):")
+    for f in chaos.schedule:
+        log(f"  {f.index:2d}  {f.describe()}")
+    try:
+        report = chaos.run()
+    except (OSError, TimeoutError, RuntimeError) as exc:
+        if out is None:
+            shutil.rmtree(chaos.data_dir, ignore_errors=True)
+        raise UsageError(f"could not run the cluster: {exc}") from None
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, default=str))
+    else:
+        log(render_report(report))
+    return report.exit_code
+
+
+def render_report(r: ChaosReport) -> str:
+    """The report's text: the counts, the conformance, every finding, and the verdict."""
+    v = r.verdict
+    faults = len(r.faults)
+    lines = [f"writes: {v.attempted} attempted, {v.acknowledged} acknowledged, {v.lost} lost, "
+             f"{v.duplicated} duplicated; {faults} faults injected"]
+    c = r.conformance
+    if c.get("skipped"):
+        lines.append("conformance: not judged")
+    elif "groups" in c:
+        lines.append(f"conformance ({c['config']}): {c['conforming']} of {c['groups']} "
+                     f"trace groups conform")
+        if c.get("render"):
+            lines.append(c["render"])
+    for finding in v.findings + ([c["problem"]] if c.get("problem") else []):
+        lines.append(f"  - {finding}")
+    lines.append(f"VERDICT: {'PASS' if r.passed else 'FAIL'} (seed {r.seed}, {r.seconds:.0f} s, "
+                 f"data in {r.data_dir})")
+    return "\n".join(lines)
+

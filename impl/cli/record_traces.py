@@ -1,0 +1,32 @@
+"""``epochal record-traces``: regenerate the stored traces from real runs with faults
+(:mod:`impl.harness.recordings`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from impl.cli.errors import UsageError
+from impl.harness.recordings import SCENARIOS, record
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "record-traces",
+        help="record traces from real runs with faults (regenerates traces/data/recorded): "
+        "leader-kill, controller-failover, zombie-leader (pause/resume), reassignment (seed 000 F)",
+    )
+    p.add_argument("--out", default="traces/data/recorded", help="directory of the recordings, one subdirectory per scenario (default traces/data/recorded)")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in args.scenario or list(SCENARIOS):
+            record(name, out)
+    except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
+        raise UsageError(f"could not record traces: {exc}") from None
+    return 0

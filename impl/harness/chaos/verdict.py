@@ -1,0 +1,157 @@
+"""The verdict on a chaos run: every acknowledged write is where it was acknowledged.
+
+From what the workload saw (:class:`~impl.harness.chaos.workload.Ledger`) and what the
+cluster holds after recovery, :func:`judge` lists every finding: an acknowledged write lost
+(labelled with its cause -- an unclean election found in the traces, an acks=1
+acknowledgement by a leader that was then killed -- or a replication bug), found twice, at
+another offset or out of its stream's order; an offset the consumer read as committed that
+now holds another value; an ISR member whose log differs below the high watermark; an
+acks=all write committed by fewer than min.insync.replicas.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from impl.harness.chaos.schedule import MIN_INSYNC, TOPIC, FaultRecord
+from impl.harness.chaos.workload import Ack, Ledger
+
+
+@dataclass(frozen=True)
+class Election:
+    """A leader election recorded by a controller (``elect_leader`` trace events)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    unclean: bool
+
+
+@dataclass
+class Verdict:
+    """What :func:`judge` found: the counts, and every finding (none: the run passed)."""
+
+    attempted: int
+    acknowledged: int
+    lost: int
+    duplicated: int
+    findings: list[str]
+    causes: dict[str, int]
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
+
+
+LogRecords = list[tuple[int, int, str]]  # (offset, leader_epoch, value)
+
+
+def explain_loss(ack: Ack, elections: list[Election], faults: list[FaultRecord]) -> str:
+    """Why an acknowledged write is gone: the first matching cause, else 'unexplained'."""
+    for e in elections:
+        if e.topic == TOPIC and e.partition == ack.partition and e.unclean and \
+                e.leader_epoch > ack.leader_epoch:
+            return f"unclean election of broker {e.leader} out of the ISR (leader epoch {e.leader_epoch})"
+    if ack.acks == 1:
+        for f in faults:
+            if ack.leader in f.victims and f.ended >= ack.t:
+                verb = {"kill": "killed", "kill-controller": "killed", "isolate-leader": "killed",
+                        "lag-then-kill-isr": "killed", "pause-leader": "paused past its session",
+                        "expire-session": "expired from ZooKeeper",
+                        "restart": "shut down"}.get(f.kind, f"hit by fault {f.index}")
+                return (f"acks=1 write acknowledged by leader {ack.leader} alone before it was "
+                        f"{verb} (fault {f.index} {f.kind})")
+        return f"acks=1 write acknowledged by leader {ack.leader} alone, then truncated"
+    return "acknowledged with acks=all and no unclean election: a replication bug"
+
+
+def judge(ledger: Ledger, final: dict[int, LogRecords],
+          replica_logs: dict[int, dict[int, LogRecords]], isr: dict[int, list[int]],
+          elections: list[Election], faults: list[FaultRecord],
+          commit_isr: dict[tuple[int, int, int], list[int]] | None = None,
+          min_insync: int = MIN_INSYNC) -> Verdict:
+    """The verdict on a run from what it acknowledged and what the cluster holds at the end.
+
+    ``final`` is each partition's committed log as its leader serves it after recovery;
+    ``replica_logs`` each replica's on-disk log (partition -> broker -> records);
+    ``isr`` the final ISR of each partition; ``commit_isr`` the ISR with which the leader
+    committed each (partition, leader epoch, offset) (:func:`read_commit_isr`)."""
+    findings: list[str] = []
+    thin: Counter[str] = Counter()
+    for ack in ledger.acked:
+        members = (commit_isr or {}).get((ack.partition, ack.leader_epoch, ack.offset))
+        if ack.acks == -1 and members is not None and len(members) < min_insync:
+            thin[f"{TOPIC}-{ack.partition} leader {ack.leader} (epoch {ack.leader_epoch}) "
+                 f"committed with ISR {members}"] += 1
+    for where_, n in sorted(thin.items()):
+        findings.append(f"{n} write{'s' if n != 1 else ''} acknowledged with acks=all although "
+                        f"fewer than min.insync.replicas={min_insync} replicas held "
+                        f"{'them' if n != 1 else 'it'}: {where_}")
+    where: dict[str, list[tuple[int, int]]] = defaultdict(list)  # value -> [(partition, offset)]
+    for p, records in final.items():
+        for offset, _epoch, value in records:
+            where[value].append((p, offset))
+    duplicated = {v: locs for v, locs in where.items() if len(locs) > 1}
+    for v, locs in sorted(duplicated.items())[:10]:
+        findings.append(f"value {v} is in the final logs {len(locs)} times: "
+                        + ", ".join(f"{TOPIC}-{p}@{o}" for p, o in locs))
+    if len(duplicated) > 10:
+        findings.append(f"... and {len(duplicated) - 10} more duplicated values")
+
+    lost_by_cause: Counter[str] = Counter()
+    misplaced = 0
+    for ack in ledger.acked:
+        locs = [loc for loc in where.get(ack.value, []) if loc[0] == ack.partition]
+        if not locs:
+            lost_by_cause[explain_loss(ack, elections, faults)] += 1
+        elif ack.offset not in [o for _p, o in locs]:
+            misplaced += 1
+            if misplaced <= 10:
+                findings.append(f"value {ack.value} acknowledged at {TOPIC}-{ack.partition}@"
+                                f"{ack.offset} is at offset {locs[0][1]} instead")
+    for cause, n in lost_by_cause.most_common():
+        findings.append(f"lost {n} acknowledged write{'s' if n != 1 else ''}: {cause}")
+
+    streams: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for ack in ledger.acked:
+        for p, o in where.get(ack.value, []):
+            if p == ack.partition:
+                streams[(ack.stream, p)].append(o)
+                break
+    for (stream, p), offsets in sorted(streams.items()):
+        if any(b <= a for a, b in zip(offsets, offsets[1:], strict=False)):
+            findings.append(f"writes of {stream} to {TOPIC}-{p} are out of acknowledgement order "
+                            f"in the final log")
+
+    twice: dict[int, list[str]] = defaultdict(list)
+    for (p, o), value in sorted(ledger.consumed.items()):
+        now = final.get(p, [])
+        if o >= len(now) or now[o][2] != value:
+            twice[p].append(f"@{o} {value} -> {now[o][2] if o < len(now) else 'gone'}")
+    for p, items in sorted(twice.items()):
+        unclean = [e for e in elections if e.topic == TOPIC and e.partition == p and e.unclean]
+        cause = (f"after the unclean election of broker {unclean[0].leader} out of the ISR"
+                 if unclean else "no unclean election: a replication bug")
+        findings.append(f"{len(items)} offset{'s' if len(items) != 1 else ''} of {TOPIC}-{p} "
+                        f"committed twice (read as committed by the consumer, now another "
+                        f"value): {', '.join(items[:5])}{' ...' if len(items) > 5 else ''}; "
+                        f"{cause}")
+    for p, members in sorted(isr.items()):
+        committed = final.get(p, [])
+        for b in members:
+            disk = replica_logs.get(p, {}).get(b)
+            if disk is None:
+                findings.append(f"ISR member {b} of {TOPIC}-{p} has no log on disk")
+                continue
+            mine = disk[:len(committed)]
+            if [(e, v) for _o, e, v in mine] != [(e, v) for _o, e, v in committed]:
+                first = next((i for i, (a, b2) in enumerate(zip(mine, committed, strict=False))
+                              if a[1:] != b2[1:]), min(len(mine), len(committed)))
+                findings.append(f"ISR member {b} of {TOPIC}-{p} differs from the committed log "
+                                f"at offset {first} (holds {len(disk)} records, committed "
+                                f"{len(committed)})")
+    return Verdict(attempted=ledger.attempted, acknowledged=len(ledger.acked),
+                   lost=sum(lost_by_cause.values()), duplicated=len(duplicated),
+                   findings=findings, causes=dict(lost_by_cause))

@@ -1,0 +1,144 @@
+"""The workload of a chaos run, and what it saw.
+
+A producer writes unique values round-robin over the partitions of the topic (each sent
+exactly once -- no client retries, so a value found twice is the system's duplicate, not
+the client's), a consumer reads what is committed, and the targeted faults send a burst of
+writes in one produce request.  Every write attempted, every acknowledgement (where the
+leader said it put the value) and every committed record read goes into the
+:class:`Ledger` the verdict judges.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from impl.harness.chaos.schedule import BURST, PARTITIONS, TOPIC
+
+
+@dataclass(frozen=True)
+class Ack:
+    """An acknowledged write: where the leader said it put it."""
+
+    partition: int
+    value: str
+    offset: int
+    leader_epoch: int
+    leader: int
+    acks: int
+    stream: str  # writes of one stream were sent one after another: their order must hold
+    t: float  # seconds after the workload started
+
+
+@dataclass
+class Ledger:
+    """Every write attempted and acknowledged, and every committed record the consumer read;
+    shared by the workload threads (hence the lock)."""
+
+    attempted: int = 0
+    failed: int = 0
+    acked: list[Ack] = field(default_factory=list)
+    consumed: dict[tuple[int, int], str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def attempt(self, n: int = 1) -> None:
+        with self.lock:
+            self.attempted += n
+
+    def fail(self, n: int = 1) -> None:
+        with self.lock:
+            self.failed += n
+
+    def ack(self, acks: list[Ack]) -> None:
+        with self.lock:
+            self.acked.extend(acks)
+
+
+class Workload:
+    """The producer and consumer threads' loops, and the bursts, against one cluster; all
+    of it recorded in ``ledger``.  Times are seconds after ``t0`` (``time.monotonic``)."""
+
+    def __init__(self, bootstrap: str, ledger: Ledger, seed: int, acks: int, t0: float,
+                 stop: threading.Event) -> None:
+        self.bootstrap, self.ledger, self.seed, self.acks, self.t0 = bootstrap, ledger, seed, acks, t0
+        self.stop = stop
+
+    def burst(self, p: int, leader: int, label: str) -> int:
+        """One produce request of BURST new values to partition ``p``; returns how many were
+        acknowledged (all or none)."""
+        from impl.node.client import Producer
+
+        values = [f"s{self.seed}-{label}-{i}" for i in range(BURST)]
+        # acks=all: wait longer than replica.lag.time.max, so the ISR can shrink under the
+        # waiting burst (min.insync.replicas must still refuse it then)
+        producer = Producer(self.bootstrap, acks=self.acks, retries=0,
+                            request_timeout_ms=1000 if self.acks == 1 else 3000, timeout=5)
+        t = time.monotonic() - self.t0
+        self.ledger.attempt(len(values))
+        try:
+            resp = producer.send_batch(TOPIC, list(values), partition=p)
+        except Exception:  # noqa: BLE001 - not acknowledged, whatever the reason
+            self.ledger.fail(len(values))
+            return 0
+        finally:
+            producer.close()
+        base, epoch = int(resp["base_offset"]), int(resp["leader_epoch"])
+        self.ledger.ack([Ack(p, v, base + i, epoch, leader, self.acks, label, t)
+                         for i, v in enumerate(values)])
+        return len(values)
+
+    def produce_loop(self) -> None:
+        """Write one new value at a time, round-robin over the partitions, until stopped; a
+        write not acknowledged is counted as failed and never sent again."""
+        from impl.node.client import Producer
+
+        producer = Producer(self.bootstrap, acks=self.acks, retries=0,
+                            request_timeout_ms=2000, timeout=4)
+        n = 0
+        try:
+            while not self.stop.is_set():
+                p = n % PARTITIONS
+                value = f"s{self.seed}-w{n}"
+                n += 1
+                self.ledger.attempt()
+                t = time.monotonic() - self.t0
+                try:
+                    info = producer.partitions(TOPIC).get(p)
+                    leader = info.leader if info else -1
+                    resp = producer.send(TOPIC, value, partition=p)
+                except Exception:  # noqa: BLE001 - not acknowledged: never resent
+                    self.ledger.fail()
+                    try:
+                        producer.refresh()
+                    except Exception:  # noqa: BLE001 - no broker answers right now
+                        pass
+                    time.sleep(0.05)
+                    continue
+                self.ledger.ack([Ack(p, value, int(resp["base_offset"]),
+                                     int(resp["leader_epoch"]), leader, self.acks, "workload", t)])
+                time.sleep(0.01)  # a steady load the conformance judge can follow
+        finally:
+            producer.close()
+
+    def consume_loop(self) -> None:
+        """Read what is committed, until stopped; each (partition, offset) keeps the value
+        last read there."""
+        from impl.node.client import Consumer
+
+        consumer = Consumer(self.bootstrap, timeout=3)
+        try:
+            while not self.stop.is_set():
+                try:
+                    if not consumer.positions:
+                        consumer.assign(TOPIC)
+                    batch = consumer.poll(max_wait_ms=200)
+                except Exception:  # noqa: BLE001 - the cluster is in a fault: try again
+                    time.sleep(0.2)
+                    continue
+                with self.ledger.lock:
+                    for _t, p, o, v in batch:
+                        self.ledger.consumed[(p, o)] = v.decode("utf-8", "replace")
+        finally:
+            consumer.close()
+
