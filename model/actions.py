@@ -733,12 +733,13 @@ def _conditional_isr_write(s: State, cfg: Config, b: int, p: int, isr: tuple[int
 
 def shrink_isr(s: State, cfg: Config, b: int, p: int, f: int) -> State | None:
     """A follower that lags the leader's LEO (by messages, or by time: not fetched at all in
-    this term) is taken out of the ISR, so the leader can commit without it.  With
-    ``shrink_caught_up`` (trace replay) also a caught-up follower that went silent."""
+    this term) is taken out of the ISR, so the leader can commit without it.  A follower at
+    the leader's LEO is never out of sync, however long it has been silent: Kafka's
+    ``isFollowerOutOfSync`` requires both ``leo != leader leo`` and the lag time passed."""
     lr = replica(s, b, p)
     if s.brokers[b].status != UP or lr.role != LEADER or f == b or f not in lr.isr:
         return None
-    if lr.follower_leo[f] >= lr.leo and not cfg.shrink_caught_up:
+    if lr.follower_leo[f] >= lr.leo:
         return None
     return _conditional_isr_write(s, cfg, b, p, _remove(lr.isr, f))
 

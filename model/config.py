@@ -34,12 +34,6 @@ class Config:
     fence_broker_epoch: bool = True  # brokers reject requests meant for an older incarnation (seed 003)
     replication_factor: int = 0  # brokers in each partition's initial AR; 0: every broker
     reassignments: int = 0  # partition reassignments (seed 000 F) an admin may ask for, in all
-    # a leader may drop a follower that is caught up but has gone silent (Kafka's
-    # replica.lag.time.max.ms: a dead or cut-off follower stops refreshing its caught-up
-    # time).  Time is not modelled, so this lets any follower go at any moment -- which
-    # multiplies the kip101/kip279 state spaces many-fold (kip101 did not finish in 12
-    # minutes), so the exhaustive searches leave it off and only trace replay turns it on.
-    shrink_caught_up: bool = False
 
     @property
     def fenced_fetch(self) -> bool:
@@ -62,7 +56,6 @@ class Config:
             + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
             + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
             + (f" reassignments={self.reassignments}" if self.reassignments else "")
-            + (" shrink_caught_up=True" if self.shrink_caught_up else "")
         )
 
 

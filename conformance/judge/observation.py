@@ -84,17 +84,13 @@ def replay_config(config: str, brokers: int) -> Config:
     partition and every search bound lifted: the checker's bounds keep its state space
     finite; a recorded run may produce, elect and crash as often as it likes.
 
-    A real leader also drops a caught-up follower that went silent (replica.lag.time.max.ms),
-    which the searches leave out for tractability (``Config.shrink_caught_up``); a trace
-    is judged with it.
-
     ``named`` chooses and validates the variant; the bounds are lifted afterwards because
     ``model.config.validate`` (rightly, for the checker) caps them far below a real run.
     Cached: ``Config`` is frozen, and building it was a tenth of judging a short trace."""
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
                    max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)),
-                   reassignments=UNBOUNDED, shrink_caught_up=True)
+                   reassignments=UNBOUNDED)
 
 
 def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, str]:

@@ -224,13 +224,23 @@ class Replica:
         return previous != fetch_offset
 
     def out_of_sync_followers(self, now: float, lag_time_s: float, lag_messages: int) -> set[int]:
-        """Seed 000 G maybe_change_ISR, shrink half: too far behind, or silent too long."""
+        """Seed 000 G maybe_change_ISR, shrink half: too far behind, or not caught up for
+        longer than the lag time.
+
+        A follower whose LEO equals the leader's is never out of sync, however long since it
+        last fetched (Kafka's ``isFollowerOutOfSync``: ``logEndOffset != leaderEndOffset &&
+        now - lastCaughtUpTime > maxLag``).  Dropping it would shrink the ISR of an idle
+        partition for nothing, and the model's ``shrink_isr`` never does.  A follower that has
+        not fetched in this term has no known LEO and is not caught up."""
         lagging = set()
         for r in self.isr:
             if r == self.broker_id:
                 continue
+            leo = self.follower_leo.get(r)
+            if leo is not None and leo >= self.leo:
+                continue
             caught_up = self.last_caught_up.get(r, 0.0)
-            behind = self.leo - self.follower_leo.get(r, self.leo)
+            behind = self.leo - (self.leo if leo is None else leo)
             if now - caught_up > lag_time_s or behind > lag_messages:
                 lagging.add(r)
         return lagging

@@ -12,8 +12,7 @@ Coverage (say it plainly):
 * **Actions encoded**: those the registry marks z3-supported (``COVERED``; see
   ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Each
   action left out has its reason in the registry, and the configuration knob that enables
-  it (GC pauses, controlled shutdowns, reassignments); also left out are trace replay's
-  ``shrink_caught_up`` and unclean election.  ``unsupported(cfg)`` names what a
+  it (GC pauses, controlled shutdowns, reassignments); also left out is unclean election.  ``unsupported(cfg)`` names what a
   configuration asks for beyond this.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the

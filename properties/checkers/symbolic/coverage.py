@@ -16,7 +16,6 @@ def unsupported(cfg: Config) -> str | None:
     out are the registry's; the rest are limits of the encoding's shape."""
     missing = ["unclean election"] if cfg.unclean else []
     missing += unsupported_features("z3", cfg)
-    missing += [what for what, asked in (
-        ("a replication factor below the broker count", cfg.replication_factor),
-        ("dropping caught-up followers", cfg.shrink_caught_up)) if asked]
+    if cfg.replication_factor:
+        missing.append("a replication factor below the broker count")
     return ", ".join(missing) or None
