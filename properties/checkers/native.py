@@ -233,8 +233,6 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
-    if cfg.shrink_caught_up:
-        reasons.append("no shrink_caught_up")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
