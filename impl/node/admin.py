@@ -26,10 +26,11 @@ its principal (``user``, ``client_id``; for a forwarded request, the original pr
 New-version clients get THROTTLING_QUOTA_EXCEEDED (89) per topic with ``throttle_time_ms``;
 old clients are always accepted and told ``throttle_time_ms`` -- and the broker that answers
 them mutes their connection for that long (it reads nothing more from it; see
-``impl.node.broker.server.Broker._connection``), which is what bounds their rate.  ``validate_only`` requests are
-exempt.  Quotas live in ZooKeeper under ``/config/quotas`` (``impl.node.quota.entity_path``),
-written only by the controller; every broker watches ``/config/quotas`` (its data is a change
-counter bumped in the same multi as every alteration) and reloads them.
+``impl.node.broker.server.Broker._connection``), which is what bounds their rate.
+``validate_only`` requests are exempt.  Quotas live in ZooKeeper under ``/config/quotas``
+(``impl.node.quota.entity_path``), written only by the controller; every broker watches
+``/config/quotas`` (its data is a change counter bumped in the same multi as every
+alteration) and reloads them.
 
 Every admin request handled, forwarded or refused is appended to the broker's audit log
 ``<data-dir>/broker-N/admin-audit.jsonl`` (KIP-590 attaches the principal "for controller
