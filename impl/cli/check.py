@@ -1,9 +1,9 @@
 """``epochal check``: run the exhaustive checker from the command line.
 
-Exit codes: 0 every property holds (state space exhausted), 1 a violation was found (or the
-search was cut short by ``--max-states``, ``--max-depth``, ``--max-seconds`` or
-``--max-memory``), 2 bad arguments, 130 interrupted (Ctrl-C: the search still reports how
-deep it got).
+Exit codes (``impl.cli.exits``): 0 every property holds (state space exhausted), 1 a
+violation was found, 2 bad arguments, 3 inconclusive -- the search was cut short by
+``--max-states``, ``--max-depth``, ``--max-seconds``, ``--max-memory`` or Ctrl-C, and
+reported how deep it got.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from impl.cli.errors import UsageError
+from impl.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
 from model.config import NAMED, named
 from properties.checkers.bfs import Result, SearchOptions, check
 from properties.checkers.budget import machine_memory, size_text
@@ -74,6 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fencing", action=argparse.BooleanOptionalAction, default=None, help="controller-epoch and broker-epoch fencing of control requests (default on)")
     p.add_argument("--replication-factor", type=int, help="brokers in each partition's initial assignment (default: every broker)")
     p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
+    p.add_argument("--deletions", type=int, help="topic deletions (seed 000 B), each followed by re-creation under the same name with any assignment (default 0: none)")
+    p.add_argument("--topic-ids", action=argparse.BooleanOptionalAction, default=None, help="topic ids in the topic znode, LeaderAndISR, StopReplica and beside the log (default on); --no-topic-ids is the design's answer to its question 5")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=_positive, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
@@ -151,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
                 fence_broker_epoch=args.fencing,
                 replication_factor=args.replication_factor,
                 reassignments=args.reassignments,
+                deletions=args.deletions,
+                topic_ids=args.topic_ids,
             )
             for n in names
         ]
@@ -170,7 +175,6 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # a budget too small to run (--max-memory 1e-12)
         raise UsageError(str(exc)) from None
-    status = 0
     results = []
     for cfg in cfgs:
         if not args.quiet:
@@ -190,17 +194,22 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(str(exc)) from None
             raise
         results.append(r)
-        if not r.holds:
-            status = max(status, 1)
         if not args.json:
             print(summary(r))
             print()
         if r.stopped_by == "interrupted":
-            status = 130
             break  # Ctrl-C ends the whole command, after reporting the search it cut short
     if args.json:
         print(json.dumps([result_json(r) for r in results] if len(results) > 1 else result_json(results[0]), indent=2))
-    return status
+    return combined([exit_code(r) for r in results])
+
+
+def exit_code(r: Result) -> int:
+    """A search's exit code: a violation is found even by a search cut short (breadth-first,
+    it is a shortest one); a search cut short without one is inconclusive."""
+    if r.violation is not None:
+        return FOUND
+    return HOLDS if r.complete else INCONCLUSIVE
 
 
 def summary(r: Result) -> str:

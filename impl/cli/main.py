@@ -3,7 +3,8 @@
 Each command's parsing and output live in a module of its own (listed in
 SUBCOMMAND_MODULES), whose register(subparsers) adds parsers whose func default returns an
 exit code.  Errors that are the user's (bad arguments, an unreachable cluster) are one line
-on stderr and exit code 2 -- never a traceback.
+on stderr and exit code 2 -- never a traceback.  Every command follows one exit-code
+convention (impl.cli.exits), shown at the end of --help.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from impl.cli.errors import UsageError
+from impl.cli.exits import EXIT_CODES, USAGE
 
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
@@ -33,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(USAGE)
 
 
 def _version() -> str:
@@ -45,7 +47,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="epochal", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="epochal", description=__doc__.splitlines()[0], epilog=EXIT_CODES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UsageError as exc:
         print(f"epochal {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -86,14 +86,14 @@ def test_a_search_that_finishes_reports_its_whole_depth_as_checked():
 
 
 def test_check_json_carries_the_budget_stop_and_the_checked_depth(capsys):
-    assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet", "--json"]) == 1
+    assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet", "--json"]) == 3
     data = json.loads(capsys.readouterr().out)
     assert data["stopped_by"] == "max_seconds" and data["complete"] is False and data["holds"] is False
     assert data["checked_depth"] >= 5 and data["peak_memory_bytes"] > 0
 
 
 def test_check_prints_how_deep_it_got_when_the_time_budget_runs_out(capsys):
-    assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet"]) == 1
+    assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet"]) == 3
     out = capsys.readouterr().out
     assert "INCONCLUSIVE: stopped by --max-seconds" in out and "every run that long was tried" in out
 
@@ -101,7 +101,7 @@ def test_check_prints_how_deep_it_got_when_the_time_budget_runs_out(capsys):
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
 def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
     """Ctrl-C reaches the whole process group -- the search and its forked worker: the
-    search reports how far it got and exits 130, the worker dies quietly."""
+    search reports how far it got and exits 3 (inconclusive), the worker dies quietly."""
     cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--workers", "2"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
@@ -111,7 +111,7 @@ def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
     time.sleep(1.5)  # far enough for the frontier to be large: worker processes are running
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
+    assert p.returncode == 3, err
     assert "INCONCLUSIVE: stopped by Ctrl-C" in out and "every run that long was tried" in out
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "done: every run of up to" in err

@@ -1,0 +1,35 @@
+"""Exit codes: one convention for every epochal command, so a CI job can script any of them.
+
+The table (EXIT_CODES) is printed at the end of epochal --help.
+"""
+
+from __future__ import annotations
+
+HOLDS = 0
+"""Every property holds (the search was exhaustive), or the traces conform."""
+
+FOUND = 1
+"""A violation or a non-conformance was found (and reported)."""
+
+USAGE = 2
+"""Bad input or usage: one line on stderr, never a traceback."""
+
+INCONCLUSIVE = 3
+"""Nothing was found, but the search did not finish: a budget (states, depth, time, memory)
+ran out, or Ctrl-C stopped it after it reported how far it got."""
+
+EXIT_CODES = f"""exit codes:
+  {HOLDS}  holds or conforms
+  {FOUND}  a violation or non-conformance found
+  {USAGE}  bad input or usage
+  {INCONCLUSIVE}  inconclusive: a budget (states, depth, time, memory) ran out, or Ctrl-C after the report"""
+
+
+def combined(codes: list[int]) -> int:
+    """One command's code over several results: a violation found anywhere is the answer;
+    else any search left unfinished makes the whole inconclusive."""
+    if FOUND in codes:
+        return FOUND
+    if INCONCLUSIVE in codes:
+        return INCONCLUSIVE
+    return HOLDS
