@@ -12,14 +12,11 @@ import properties.checkers.bfs as checker
 from model.config import named
 from properties.checkers.bfs import SearchOptions, check, replay
 from properties.safety import all_violations
+from tests.pinned import pinned
 
-# (configuration, overrides) -> distinct states with symmetry reduction, pinned.
-PINNED_EXHAUSTIVE = {
-    ("kip101", ()): 86240,
-    ("kip279", ()): 86240,
-    ("kip320", ()): 54549,
-    ("zombie", ()): 25903,
-}
+# (configuration, overrides) -> distinct states with symmetry reduction (docs/pinned-counts.md)
+PINNED_EXHAUSTIVE = {(name, ()): pinned(name, "default", "states") for name in ("kip101", "kip279", "kip320", "zombie")}
+DESIGN_STEPS = pinned("design", "default", "counterexample steps")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +33,7 @@ def test_design_finds_committed_record_loss(design_result):
 
 def test_design_counterexample_is_shortest_and_pinned(design_result):
     v = design_result.violation
-    assert len(v.steps) == 11
+    assert len(v.steps) == DESIGN_STEPS
     actions = [s.action for s, _ in v.steps]
     assert "broker_restart" in actions and actions[-1] == "elect_leader"
     assert any("truncates log to hw=0: [a@1] → []" in d for _, d in v.steps)
@@ -63,7 +60,7 @@ def test_unclean_election_loses_an_acknowledged_write_and_says_so():
     v = r.violation
     assert v is not None and "acked_durable" in v.properties
     assert v.label == "unclean-election loss"
-    assert len(v.steps) == 5
+    assert len(v.steps) == pinned("unclean", "default", "counterexample steps")
     assert "UNCLEAN election" in v.steps[-1][1]
 
 
@@ -125,13 +122,13 @@ def test_max_depth_checks_every_run_of_that_length_and_no_longer():
     unbounded search's first levels."""
     cfg = named("design")
     full = check(cfg)
-    short = check(cfg, SearchOptions(max_depth=10))
+    short = check(cfg, SearchOptions(max_depth=DESIGN_STEPS - 1))
     assert short.violation is None and not short.holds and short.stopped_by == "max_depth"
-    assert short.depth == 10 and short.states < full.states
-    enough = check(cfg, SearchOptions(max_depth=11))
-    assert enough.violation is not None and len(enough.violation.steps) == len(full.violation.steps) == 11
+    assert short.depth == DESIGN_STEPS - 1 and short.states < full.states
+    enough = check(cfg, SearchOptions(max_depth=DESIGN_STEPS))
+    assert enough.violation is not None and len(enough.violation.steps) == len(full.violation.steps) == DESIGN_STEPS
     assert enough.states == full.states
-    assert check(cfg, SearchOptions(max_depth=9)).states < short.states
+    assert check(cfg, SearchOptions(max_depth=DESIGN_STEPS - 2)).states < short.states
 
 
 def test_zombie_leader_accepts_writes_but_cannot_commit_them():
@@ -229,21 +226,6 @@ def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states():
     full, reduced = check(cfg), check(cfg, SearchOptions(reduction=True))
     assert full.holds and reduced.holds and not full.reduction and reduced.reduction
     assert reduced.states < full.states
-
-
-@pytest.mark.slow
-def test_three_brokers_kip320_exhausts_with_the_python_checker_too():
-    """The exhaustive three-broker kip320 verdict (tests/model/test_history.py, natively in
-    about a minute) reached by the Python checker as well, with the same state count: the
-    two implementations of the search agree on the whole space, not only to depth 20.
-    Opt-in (``--run-slow``; not in CI): about 19.5 M states at ~10,000 states/s on one core
-    is more than half an hour (not yet run to the end: README, "Three-broker searches")."""
-    from model.three_brokers import three_brokers
-
-    r = check(three_brokers("kip320"), SearchOptions(reduction=True))
-    assert r.violation is None, r.violation.text()
-    assert r.complete and r.holds
-    assert (r.states, r.depth) == (19_554_759, 60)
 
 
 def test_the_search_runs_without_the_cycle_collector_and_restores_it(monkeypatch):

@@ -9,6 +9,7 @@ from model.config import named
 from model.scenarios import SCENARIOS
 from model.three_brokers import THREE_BROKERS, three_brokers
 from properties.checkers.scenarios import play
+from tests.pinned import pinned
 
 
 def names(outcome):
@@ -29,7 +30,7 @@ def test_kafka_1211_is_fixed_by_epoch_based_truncation(fix):
 def test_kip101_diverges_after_fast_leader_changes():
     out = play("kip279_divergence", named("kip101", brokers=3))
     assert names(out) == {"replicas_consistent"}
-    assert len(out.steps) == 19
+    assert len(out.steps) == pinned("kip101", "three brokers, scripted kip279_divergence", "counterexample steps")
 
 
 @pytest.mark.parametrize("fix", ["kip279", "kip320"])
@@ -58,7 +59,7 @@ THREE_BROKER_STORIES = {"kip279_divergence": "kip101", "kip320_stale_fetch": "ki
 
 def test_the_named_configurations_at_three_brokers_are_the_three_broker_bounds():
     """The stories above run at ``named(fix, brokers=3)``; those are exactly the bounds the
-    exhaustive three-broker kip320 search uses (tests/model/test_checker.py)."""
+    exhaustive three-broker kip320 search uses (below)."""
     for name in ("kip101", "kip279", "kip320"):
         assert named(name, brokers=3) == three_brokers(name)
 
@@ -91,15 +92,16 @@ def test_the_checker_finds_kip101_diverging_at_three_brokers_by_itself():
     the b@2 it wrote as leader of epoch 2 at the offset where a@1 is committed -- its
     epoch lookup (KIP-101: the end of the follower's own epoch) leaves it untruncated.
     Slow: ~3.9 M states, 6-9 minutes on one core here (CI runs it).  The count and the
-    length are pinned: a change to the model or the checker that moves either shows here."""
+    length are pinned (docs/pinned-counts.md): a change to the model or the checker that
+    moves either shows here."""
     from properties.checkers.bfs import check, replay
     from properties.safety import all_violations
 
     cfg = three_brokers("kip101")
     r = check(cfg)
     assert r.violation is not None and r.violation.property == "replicas_consistent"
-    assert len(r.violation.steps) == 17
-    assert r.states == 3_933_056
+    assert len(r.violation.steps) == pinned("kip101", "three brokers", "counterexample steps")
+    assert r.states == pinned("kip101", "three brokers", "states")
     states = replay(cfg, [step for step, _ in r.violation.steps])
     assert states == r.violation.states
     assert "replicas_consistent" in {name for name, _ in all_violations(states[-2], states[-1])}
@@ -119,14 +121,14 @@ def test_kip320_breaks_nothing_within_twenty_steps_at_three_brokers():
     r = check(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20))
     assert r.violation is None, r.violation.text()
     assert r.stopped_by == "max_depth" and r.depth == 20
-    assert r.states == 1_810_768
+    assert r.states == pinned("kip320", "three brokers, reduced, within 20 steps", "states")
 
 
 @pytest.mark.slow
 def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     """KIP-320's bug found by exhaustive search, not only by the scripted story: the native
     search (``properties.checkers.native``, held to the model by tests/model/test_native.py) finds a
-    shortest counterexample of 20 steps after 10,650,117 states: the
+    shortest counterexample of 20 steps after some ten million states: the
     leader of epoch 3 handles a fetch a follower sent in epoch 1, advances its HW on it, and
     the follower takes that HW over a log that disagrees ([a@1] against [b@3]).  About 45 s
     on both cores.  The counterexample is replayed through the Python model."""
@@ -136,9 +138,10 @@ def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
 
     cfg = three_brokers("kip279")
     r = check_native(cfg, SearchOptions(workers=2))
-    assert r.states == 10_650_117
+    assert r.states == pinned("kip279", "three brokers", "states")
     v = r.violation
-    assert v is not None and v.property == "replicas_consistent" and len(v.steps) == 20
+    assert v is not None and v.property == "replicas_consistent"
+    assert len(v.steps) == pinned("kip279", "three brokers", "counterexample steps")
     states = replay(cfg, [step for step, _ in v.steps])
     assert states == v.states
     assert not any(all_violations(a, b) for a, b in zip(states[:-2], states[1:-1], strict=True))
@@ -151,27 +154,28 @@ def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
 def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break (above:
     the checker finds both by itself), kip320 holds in *every* reachable state of the
-    reduced graph -- 19,554,759 states, the longest shortest path 60 steps, about a minute
+    reduced graph -- some 19.5 M states, the longest shortest path 60 steps, about a minute
     on both cores with the native search (``properties.checkers.native``, held to the Python model by
     tests/model/test_native.py and, state for state to depth 20, by the test above).
     Pinned: a change to the model, the reduction or the search that moves the count shows
     here.  Slow (CI runs it; the default suite keeps the native 20-step count of
     tests/model/test_native.py, seconds instead of a minute or two).  (Before the controller ran onBrokerStartup once per registration, it could
     re-send a restarted broker the LeaderAndISR of every ISR version, and the space did not
-    end: README, "Three-broker searches".)"""
+    end: docs/checking.md, "Three-broker searches".)"""
     from properties.checkers.bfs import SearchOptions
     from properties.checkers.native import check_native
 
     r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, workers=2))
     assert r.violation is None, r.violation.text()
     assert r.complete and r.holds and r.stopped_by is None
-    assert (r.states, r.depth) == (19_554_759, 60)
+    assert r.states == pinned("kip320", "three brokers, reduced", "states")
+    assert r.depth == pinned("kip320", "three brokers, reduced", "depth")
 
 
 @pytest.mark.slow
 def test_kip320_exhausts_the_three_broker_bounds_without_the_partial_order_reduction_too():
     """The same verdict with nothing but symmetry: every reachable state of the full model
-    at the three-broker bounds -- 38,097,622 states, depth 57, about three minutes on both
+    at the three-broker bounds -- some 38 M states, depth 57, about three minutes on both
     cores -- keeps every property.  So the verdict above does not rest on the reduction's
     argument (``properties.checkers.reduction``), only on the model."""
     from properties.checkers.bfs import SearchOptions
@@ -180,4 +184,5 @@ def test_kip320_exhausts_the_three_broker_bounds_without_the_partial_order_reduc
     r = check_native(three_brokers("kip320"), SearchOptions(workers=2))
     assert r.violation is None, r.violation.text()
     assert r.complete and r.holds and not r.reduction
-    assert (r.states, r.depth) == (38_097_622, 57)
+    assert r.states == pinned("kip320", "three brokers", "states")
+    assert r.depth == pinned("kip320", "three brokers", "depth")

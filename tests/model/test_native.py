@@ -6,7 +6,9 @@ set that contains the initial state and is closed under the *Python* model's exp
 (every successor the model computes for each of them is in it), so it holds every state the
 Python search reaches -- and it is exactly as large as the Python search's, so the two sets
 are equal.  On every one of those states the native expansion (its successors, in order, and
-the property verdict) is the Python one.
+the property verdict) is the Python one.  State by state, a whole space is tens of thousands
+of expansions in Python: the slow suite expands every state, the default suite a seeded
+sample of each space (the same sample on every run).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from properties.checkers.native import (
 )
 from properties.checkers.reduction import free_step
 from properties.safety import state_violation
+from tests.pinned import pinned
 
 
 def _python_expansion(s, cfg, symmetry: bool, reduction: bool):
@@ -88,28 +91,51 @@ def test_the_fingerprint_is_the_native_ones(tmp_path):
 
 # -- successors, state by state, and whole state spaces --------------------------------
 
-FULL_SPACES = [
-    ("kip320", True, True),
-    ("kip320", True, False),
-    ("kip320", False, True),
-    ("zombie", True, True),
-    ("kip101", True, False),
-]
+# (configuration, symmetry, reduction) -> the bounds of its row in docs/pinned-counts.md
+FULL_SPACES = {
+    ("kip320", True, True): "default, reduced",
+    ("kip320", True, False): "default",
+    ("kip320", False, True): "default, reduced, no symmetry",
+    ("zombie", True, True): "default, reduced",
+    ("kip101", True, False): "default",
+}
 
 
-@pytest.mark.parametrize(("name", "symmetry", "reduction"), FULL_SPACES)
-def test_the_native_state_space_is_the_models(tmp_path, name, symmetry, reduction):
+SAMPLE = 1500  # states per space in the default suite
+
+
+def _the_native_space_is_the_models(tmp_path, name: str, symmetry: bool, reduction: bool, sample: int | None) -> None:
+    """The native search's reached set is the Python search's: as large (the pinned count,
+    which the Python checker's own tests pin too -- and, expanding every state, the Python
+    search run here), and closed under the model's successors on every state expanded; each
+    expanded state -- all of them, or a seeded sample of ``sample`` -- expands natively
+    exactly as in Python."""
     cfg = named(name)
     states, r = _reached(cfg, tmp_path, symmetry=symmetry, reduction=reduction)
     assert r.holds
-    python = check(cfg, SearchOptions(symmetry=symmetry, reduction=reduction))
-    assert (r.states, r.transitions, r.depth) == (python.states, python.transitions, python.depth) == (len(states), r.transitions, r.depth)
+    assert r.states == len(states) == pinned(name, FULL_SPACES[name, symmetry, reduction], "states")
+    if sample is None:
+        python = check(cfg, SearchOptions(symmetry=symmetry, reduction=reduction))
+        assert (r.states, r.transitions, r.depth) == (python.states, python.transitions, python.depth)
     reached = set(states)
+    if sample is not None:
+        states = random.Random(f"{name}/{symmetry}/{reduction}").sample(states, min(sample, len(states)))
     native = native_expansions(cfg, states, symmetry, reduction)
     for enc, got in zip(states, native, strict=True):
         want = _python_expansion(decode(enc), cfg, symmetry, reduction)
         assert got == want, decode(enc)
         assert set(want[3]) <= reached  # closed under the model's own successors
+
+
+@pytest.mark.parametrize(("name", "symmetry", "reduction"), sorted(FULL_SPACES))
+def test_the_native_state_space_is_the_models_on_a_sample_of_its_states(tmp_path, name, symmetry, reduction):
+    _the_native_space_is_the_models(tmp_path, name, symmetry, reduction, sample=SAMPLE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "symmetry", "reduction"), sorted(FULL_SPACES))
+def test_the_native_state_space_is_the_models_on_every_state(tmp_path, name, symmetry, reduction):
+    _the_native_space_is_the_models(tmp_path, name, symmetry, reduction, sample=None)
 
 
 @pytest.mark.parametrize("name", ["design", "unclean"])
@@ -123,9 +149,12 @@ def test_native_expansions_match_the_model_where_a_property_breaks(tmp_path, nam
 
 
 def test_native_expansions_match_the_model_on_a_sample_of_three_broker_states(tmp_path):
+    """A sample of the states within 14 steps, expanded both ways.  (That the two searches
+    reach the same three-broker states is pinned at 20 steps: the pinned count below, which
+    the Python checker reaches too in tests/model/test_history.py.)"""
     cfg = three_brokers("kip320")
     states, r = _reached(cfg, tmp_path, reduction=True, max_depth=14)
-    assert r.states == check(cfg, SearchOptions(reduction=True, max_depth=14)).states
+    assert r.states == len(states) and r.checked_depth == 14
     sample = random.Random(11).sample(states, 1500)
     for reduction in (True, False):
         native = native_expansions(cfg, sample, reduction=reduction)
@@ -166,7 +195,8 @@ def test_native_and_python_searches_agree(name, reduction):
 def test_a_native_counterexample_replays_through_the_model():
     cfg = named("design")
     v = check_native(cfg).violation
-    assert v is not None and v.property == "committed_durable" and len(v.steps) == 11
+    assert v is not None and v.property == "committed_durable"
+    assert len(v.steps) == pinned("design", "default", "counterexample steps")
     assert replay(cfg, [s for s, _ in v.steps]) == v.states
 
 
@@ -182,7 +212,8 @@ def test_two_threads_find_what_one_finds():
 def test_the_pinned_three_broker_count_within_twenty_steps():
     """The Python checker's pinned figure (tests/model/test_history.py, slow there)."""
     r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20, workers=2))
-    assert (r.states, r.checked_depth, r.violation) == (1810768, 20, None)
+    assert (r.checked_depth, r.violation) == (20, None)
+    assert r.states == pinned("kip320", "three brokers, reduced, within 20 steps", "states")
 
 
 def test_budgets_stop_a_native_search_with_the_depth_checked():
@@ -235,14 +266,15 @@ def test_the_key_is_the_python_checkers_key():
 
 
 def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checker_does():
-    """The Python checker's slow three-broker search (tests/model/test_history.py: 3,933,056
+    """The Python checker's slow three-broker search (tests/model/test_history.py: some 3.9 M
     states, 17 steps, 6-9 minutes), natively in seconds -- the same count, so no two states
     share a fingerprint here (a weaker hash, tried first, merged two of them)."""
     cfg = three_brokers("kip101")
     r = check_native(cfg, SearchOptions(workers=2))
-    assert r.states == 3_933_056
+    assert r.states == pinned("kip101", "three brokers", "states")
     v = r.violation
-    assert v is not None and v.property == "replicas_consistent" and len(v.steps) == 17
+    assert v is not None and v.property == "replicas_consistent"
+    assert len(v.steps) == pinned("kip101", "three brokers", "counterexample steps")
     assert replay(cfg, [s for s, _ in v.steps]) == v.states
 
 
