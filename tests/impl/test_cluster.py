@@ -450,6 +450,8 @@ def test_leader_whose_conditional_isr_update_fails_stops_acting_as_leader(
     moved = zk.set(zkl.leader_and_isr_path("cas", 0), deposed.to_json(), version=version)
     c.pause(replicas[2], wait_for_expiry=False)  # a lagging follower makes the leader try to shrink the ISR
     try:
+        with Producer(c.bootstrap, acks=1) as producer:
+            producer.send("cas", "v1")  # behind the leader's LEO now: a caught-up one never lags
         wait_until(lambda: any(e["kind"] == "isr_update_failed" and e["node"] == leader
                                for e in trace_events(c.data_dir)), 10, "isr_update_failed")
         err, _ = request(c, leader, ApiKey.PRODUCE, {
