@@ -7,6 +7,8 @@ truncation rule consults.  Layout of one partition directory ``<log-dir>/<topic>
     00000000000000000000.log    segment, named by its base offset (rolled at segment_bytes)
     hw-checkpoint               the high watermark, rewritten at each change (tmp + rename)
     leader-epoch-checkpoint     "epoch start_offset" per line, rewritten atomically
+    partition.metadata          "topic_id: N": the incarnation of the topic the log belongs to
+                                (KIP-516's file; absent in a log written before topic ids)
 
 A record on disk is ``u32 body_len | u32 crc32(body) | body`` with
 ``body = i64 offset | i32 leader_epoch | payload``.  Recovery (:meth:`PartitionLog.open`)
@@ -28,6 +30,7 @@ from pathlib import Path
 _HEAD = struct.Struct(">II")
 _BODY = struct.Struct(">qi")
 UNDEFINED_EPOCH = -1
+METADATA_FILE = "partition.metadata"
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class PartitionLog:
         self._positions: list[tuple[Path, int]] = []  # (segment, byte position) per record
         self.epochs = LeaderEpochCache()
         self.hw = 0
+        self.topic_id: int | None = None  # see impl.node.topic_identity; None: not recorded
         self._hw_dirty = False
         self.recovered_bytes_dropped = 0
         self._active: Path | None = None
@@ -150,6 +154,7 @@ class PartitionLog:
                 self.hw = min(int(hw_file.read_text().strip() or 0), self.leo)
             except ValueError:
                 self.hw = 0
+        self.topic_id = _read_topic_id(self.dir / METADATA_FILE)
         self._write_epochs()
         existing = self._segments()
         self._active = existing[-1] if existing else None
@@ -234,6 +239,11 @@ class PartitionLog:
             _atomic_write(self.dir / "hw-checkpoint", f"{self.hw}\n")
             self._hw_dirty = False
 
+    def set_topic_id(self, topic_id: int) -> None:
+        """Record which incarnation of the topic this log belongs to (written atomically)."""
+        _atomic_write(self.dir / METADATA_FILE, f"topic_id: {topic_id}\n")
+        self.topic_id = topic_id
+
     def assign_epoch(self, epoch: int) -> None:
         """A new leader records the start offset of its epoch (KIP-101)."""
         if self.epochs.assign(epoch, self.leo):
@@ -255,6 +265,19 @@ class PartitionLog:
     def delete(self) -> None:
         self._close_fh()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _read_topic_id(path: Path) -> int | None:
+    """The ``topic_id`` of a ``partition.metadata`` file; None if there is none (or it is
+    unreadable, which :mod:`impl.node.topic_identity` treats as a log from before ids)."""
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "topic_id":
+                return int(value.strip())
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _parse_at(data: bytes, pos: int, expected_offset: int) -> tuple[Record, int] | None:

@@ -33,13 +33,14 @@ class PartitionState:
     replicas: list[int]
     zk_version: int
     controller_epoch: int
+    topic_id: int = 0  # the topic znode's czxid (impl.node.topic_identity); 0: not sent
 
     @staticmethod
     def from_wire(d: dict[str, Any], controller_epoch: int) -> PartitionState:
         return PartitionState(str(d["topic"]), int(d["partition"]), int(d["leader"]),
                               int(d["leader_epoch"]), sorted(int(b) for b in d["isr"]),
                               [int(b) for b in d["replicas"]], int(d["zk_version"]),
-                              controller_epoch)
+                              controller_epoch, int(d.get("topic_id", 0)))
 
 
 @dataclass

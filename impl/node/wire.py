@@ -90,6 +90,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_REPLICA_ASSIGNMENT = 39
     BROKER_NOT_AVAILABLE = 8
     THROTTLING_QUOTA_EXCEEDED = 89  # seed 001: per topic, to new-version clients only
+    INCONSISTENT_TOPIC_ID = 103  # KIP-516: the request names an older incarnation of the topic
 
 
 def error_name(code: int) -> str:

@@ -10,6 +10,11 @@ keeps the cluster metadata UpdateMetadata brings (seed 004).
   INIT flag, every local partition the controller did not name is deleted (C.3).
 * **StopReplica**: stop the replica, and delete its log when asked (topic deletion, a
   partition removed, a reassignment's old replicas).
+* **Topic identity** (question 5, :mod:`impl.node.topic_identity`): each entry names the
+  incarnation of its topic.  An entry of an older incarnation than the local log is refused
+  (``stale_topic_id``); a local log of an older incarnation than the entry is deleted first,
+  and the entry applied to a fresh replica.  A StopReplica of an older incarnation does
+  nothing.
 * **Fencing.** Every control request is checked first: a request from an older controller
   epoch is refused (seed 002: a deposed controller must not be obeyed), and one computed
   before this broker's current registration is refused by broker epoch (seed 003: the
@@ -29,6 +34,7 @@ from impl.node.broker.core import RequestError
 from impl.node.broker.replication_follower import ReplicationFollower
 from impl.node.log import PartitionLog
 from impl.node.replica import NONE, PartitionState
+from impl.node.topic_identity import UNKNOWN, Incarnation, compare
 from impl.node.wire import ErrorCode
 
 
@@ -85,7 +91,14 @@ class ControlRequests(ReplicationFollower):
             st = PartitionState.from_wire(e, cepoch)
             if self.id not in st.replicas:
                 continue
-            r = self.replica(st.topic, st.partition, create=True)  # 2.0 startReplica
+            # 2.0 startReplica, of the incarnation the request names (question 5)
+            r, current = self.replica_of_incarnation(st.topic, st.partition, st.topic_id)
+            if not current:
+                r.emit("reject_leader_and_isr", {"reason": "stale_topic_id",
+                                                 "leader_epoch": st.leader_epoch,
+                                                 "controller_epoch": cepoch})
+                results.append([st.topic, st.partition, int(ErrorCode.INCONSISTENT_TOPIC_ID)])
+                continue
             if st.leader_epoch < r.leader_epoch:
                 r.emit("reject_leader_and_isr", {"reason": "stale_leader_epoch",
                                                  "leader_epoch": st.leader_epoch,
@@ -114,14 +127,21 @@ class ControlRequests(ReplicationFollower):
                 self._stop_replica(key, delete=True, reason="not_in_init")
         return {"partitions": results}
 
-    def _stop_replica(self, key: tuple[str, int], delete: bool, reason: str) -> None:
-        """Seed 000 C stopReplica: stop fetching and, with ``delete``, remove the log."""
+    def _stop_replica(self, key: tuple[str, int], delete: bool, reason: str,
+                      topic_id: int = UNKNOWN) -> None:
+        """Seed 000 C stopReplica: stop fetching and, with ``delete``, remove the log.  A
+        request naming an older incarnation of the topic than the local log's (``topic_id``,
+        :mod:`impl.node.topic_identity`) does nothing: it cannot delete a re-created topic."""
         r = self.replicas.get(key)
         if r is None:
             if delete:  # nothing open, but a directory may exist
                 d = self.config.log_dir / f"{key[0]}-{key[1]}"
                 if d.exists():
-                    PartitionLog.open(d).delete()
+                    log = PartitionLog.open(d)
+                    if compare(topic_id, log.topic_id, log.leo > 0) is not Incarnation.STALE_REQUEST:
+                        log.delete()
+            return
+        if compare(topic_id, r.log.topic_id, r.log.leo > 0) is Incarnation.STALE_REQUEST:
             return
         r.stop()
         if delete:
@@ -133,8 +153,10 @@ class ControlRequests(ReplicationFollower):
     async def on_stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
         await self._control_ready.wait()  # see BrokerCore.__init__
         self._check_control(body, "stop_replica", [])
-        for t, p in body["partitions"]:
-            self._stop_replica((str(t), int(p)), bool(body.get("delete")), "stop_replica")
+        for item in body["partitions"]:  # [topic, partition, topic_id]; no id: not checked
+            topic_id = int(item[2]) if len(item) > 2 else UNKNOWN
+            self._stop_replica((str(item[0]), int(item[1])), bool(body.get("delete")),
+                               "stop_replica", topic_id)
         return {}
 
     async def on_update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:

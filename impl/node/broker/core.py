@@ -26,6 +26,7 @@ from impl.node.config import BrokerConfig
 from impl.node.controller import Controller
 from impl.node.log import PartitionLog, Record
 from impl.node.replica import LEADER, Replica
+from impl.node.topic_identity import UNKNOWN, Incarnation, compare
 from impl.node.tracing import HarnessClock, open_recorder
 from impl.node.truncation import normalise_rule
 from impl.node.wire import AsyncConnection, ErrorCode
@@ -96,6 +97,33 @@ class BrokerCore:
             r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder,
                                              on_change=self._data_changed)
         return r
+
+    def replica_of_incarnation(self, topic: str, partition: int,
+                               topic_id: int) -> tuple[Replica, bool]:
+        """The replica of the incarnation ``topic_id`` names (:mod:`impl.node.topic_identity`),
+        opened as :meth:`replica` does; the flag is False when the request is from an older
+        incarnation than the local log (the caller refuses it; the replica is returned only
+        to record that).
+
+        A local log of an older incarnation -- the topic was deleted while this broker was
+        down and re-created under the same name -- is deleted and its replica forgotten (its
+        leader epoch included: the new incarnation's epochs start over), and a fresh replica
+        takes its place.  Kept, it would pass for the new incarnation's log, since epoch-based
+        truncation cannot tell two incarnations' epoch 0 apart."""
+        r = self.replica(topic, partition, create=True)
+        verdict = compare(topic_id, r.log.topic_id, r.log.leo > 0)
+        if verdict is Incarnation.STALE_REQUEST:
+            return r, False
+        if verdict is Incarnation.STALE_LOG:
+            r.stop()
+            r.log.delete()
+            del self.replicas[(topic, partition)]
+            self.recorder.emit("stop_replica", topic=topic, partition=partition,
+                               params={"delete": True, "reason": "stale_topic_id"})
+            r = self.replica(topic, partition, create=True)
+        if topic_id != UNKNOWN and r.log.topic_id != topic_id:
+            r.log.set_topic_id(topic_id)
+        return r, True
 
     def _leader(self, topic: str, partition: int) -> Replica:
         """The replica, if this broker leads it; else NOT_LEADER naming the leader it knows."""

@@ -78,10 +78,12 @@ class ReplicationFollower(BrokerCore):
                                                for r in lookups))
                         continue
                     sent: dict[tuple[str, int], tuple[int, int]] = {}
+                    asked: dict[tuple[str, int], Replica] = {}
                     reqs = []
                     for r in parts:
                         offset = r.leo
                         sent[(r.topic, r.partition)] = (r.leader_epoch, offset)
+                        asked[(r.topic, r.partition)] = r
                         if r.last_sent_fetch != (offset, r.hw):
                             r.emit("send_fetch", {"leader": leader, "fetch_offset": offset,
                                                   "leader_epoch": r.leader_epoch},
@@ -102,9 +104,12 @@ class ReplicationFollower(BrokerCore):
                     for item in resp["partitions"]:
                         key = (str(item["topic"]), int(item["partition"]))
                         r = self.replicas.get(key)
-                        if r is None or key not in sent or r.role != FOLLOWER or \
-                                r.leader != leader or r.leader_epoch != sent[key][0]:
-                            continue  # the replica changed while the request was in flight
+                        if r is None or key not in sent or r is not asked[key] or \
+                                r.role != FOLLOWER or r.leader != leader or \
+                                r.leader_epoch != sent[key][0]:
+                            # the replica changed while the request was in flight (or is a
+                            # new incarnation's, impl.node.topic_identity)
+                            continue
                         code = int(item["error"])
                         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                             await self._handle_out_of_range(r, leader, int(item.get("leo", 0)))
@@ -162,7 +167,8 @@ class ReplicationFollower(BrokerCore):
              "current_leader_epoch": epoch, "replica_id": self.id},
             self.recorder.tick(), timeout=5)
         self.recorder.observe(clock)
-        if r.role != FOLLOWER or r.leader_epoch != epoch:
+        if r.role != FOLLOWER or r.leader_epoch != epoch or \
+                self.replicas.get((r.topic, r.partition)) is not r:
             return
         if error != ErrorCode.NONE:
             await asyncio.sleep(0.1)

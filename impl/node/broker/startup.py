@@ -1,9 +1,8 @@
 """Seed 000 E: broker startup -- and registration, which seed 003 makes the broker's epoch.
 
 On startup the broker opens its logs, deletes the partitions no longer assigned to it
-(E.4; question 5 explains why no partition version is needed for that), registers
-``/brokers/ids/N``, reads the leader and ISR of every partition assigned to it (E.1-2) and
-becomes leader or follower as ZooKeeper says (E.3).  Why it is done so:
+(E.4), registers ``/brokers/ids/N``, reads the leader and ISR of every partition assigned to
+it (E.1-2) and becomes leader or follower as ZooKeeper says (E.3).  Why it is done so:
 
 * **Registering and reading the states are one step.**  The model takes them as one action
   (``broker_restart``).  Were they two, the controller could react to the registration in
@@ -13,6 +12,11 @@ becomes leader or follower as ZooKeeper says (E.3).  Why it is done so:
   again.
 * **The registration's czxid is the broker epoch** (seed 003): a later incarnation always
   has a larger one, which is what lets a broker refuse requests meant for an earlier one.
+* **A partition still assigned here may hold a deleted incarnation's log.**  Question 5
+  argues that none can, since replicas are only assigned to live brokers; but a topic
+  deleted while this broker was down and re-created with it in the assignment proves
+  otherwise.  The topic znode's czxid names the incarnation (:mod:`impl.node.topic_identity`);
+  E.3 deletes a log of an older one before it takes the state.
 * **A lost session re-registers without a startup** (``broker_reregister``): the process and
   its replicas are the same, only the ephemeral znode is new; control requests are held
   while it is missing.
@@ -147,7 +151,7 @@ class Startup(ReplicationFollower):
         out = []
         for topic in self.zk.get_children(zkl.TOPICS):
             try:
-                data, _ = self.zk.get(zkl.topic_path(topic))
+                data, tstat = self.zk.get(zkl.topic_path(topic))
                 parts = (zkl.decode(data) or {}).get("partitions", {})
             except NoNodeError:
                 continue
@@ -161,16 +165,18 @@ class Startup(ReplicationFollower):
                 st = zkl.LeaderAndIsr.from_json(raw)
                 out.append(PartitionState(topic, int(p), st.leader, st.leader_epoch,
                                           list(st.isr), [int(b) for b in reps], stat.version,
-                                          st.controller_epoch))
+                                          st.controller_epoch, tstat.czxid))
         return out
 
     def _startup_transitions(self, states: list[PartitionState]) -> None:
         """Seed 000 E 3: start each assigned replica and become leader ("shouldn't happen in
         general") or follower as ZooKeeper says -- recorded as part of ``broker_restart``,
-        like the model's action.  A LeaderAndISR that already arrived wins (higher epoch)."""
+        like the model's action.  A LeaderAndISR that already arrived wins (higher epoch).
+        The topic znode's czxid names the current incarnation: a local log left by a topic
+        deleted while this broker was down is deleted here (question 5)."""
         for st in states:
-            r = self.replica(st.topic, st.partition, create=True)
-            if st.leader_epoch <= r.leader_epoch:
+            r, current = self.replica_of_incarnation(st.topic, st.partition, st.topic_id)
+            if not current or st.leader_epoch <= r.leader_epoch:
                 continue
             if st.leader == self.id:
                 r.become_leader(st, record=False)

@@ -80,8 +80,12 @@ class BrokerFailure(ControlRequestSender):
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
             if st.leader in live and set(st.isr) <= live:
                 return None
+            # a live leader in the ISR stays (even one shutting down: it could not leave);
+            # a new one is never a broker that asked to shut down, nor stays one in the ISR
+            keep = st.leader in live and st.leader in st.isr
             return choose_leader(self._replicas(key), st, live,
-                                 self.config.unclean_leader_election)
+                                 self.config.unclean_leader_election,
+                                 exclude=frozenset() if keep else frozenset(self.shutting_down))
 
         changed = self._elect_partitions(self._all_keys(), decide, "broker_change")
         if born:  # new or bounced brokers learn every partition they replicate

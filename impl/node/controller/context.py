@@ -86,6 +86,9 @@ class ControllerContext:
         self.live: dict[int, tuple[str, int, int]] = {}  # id -> (host, port, broker epoch)
         self.channels: dict[int, Channel] = {}  # opened by ControlRequestSender._sync_channels
         self.assignments: dict[str, dict[int, list[int]]] = {}
+        # each topic's id: the czxid of its znode, which names its incarnation (question 5,
+        # impl.node.topic_identity); read with the assignment, sent in every control request
+        self.topic_ids: dict[str, int] = {}
         self.known_topics: set[str] = set()  # topics whose creation has been handled (B)
         self.reassigning: dict[Key, dict[str, Any]] = {}
         self.shutting_down: set[int] = set()
@@ -131,12 +134,13 @@ class ControllerContext:
         out: dict[str, dict[int, list[int]]] = {} if only is None else dict(self.assignments)
         for topic, a in zip(topics, asyncs, strict=True):
             try:
-                data, _ = a.get(timeout=10)
+                data, stat = a.get(timeout=10)
             except NoNodeError:
                 out.pop(topic, None)
                 continue
             out[topic] = {int(p): [int(b) for b in reps]
                           for p, reps in zkl.decode(data)["partitions"].items()}
+            self.topic_ids[topic] = stat.czxid
         self.assignments = out
         self._prune_states()
 
@@ -144,6 +148,14 @@ class ControllerContext:
         """Deleted topics and removed partitions leave the context."""
         for key in [k for k in self.states if k[1] not in self.assignments.get(k[0], {})]:
             del self.states[key]
+        for topic in [t for t in self.topic_ids if t not in self.assignments]:
+            del self.topic_ids[topic]
+
+    def _electable(self) -> set[int]:
+        """The brokers an election may choose: the live ones, less those shutting down
+        (Kafka's ``liveBrokerIds``, which excludes ``shuttingDownBrokerIds``).  A broker that
+        asked to stop is about to leave every ISR; electing it would undo its shutdown."""
+        return set(self.live) - self.shutting_down
 
     def _all_keys(self) -> list[Key]:
         return [(t, p) for t, parts in self.assignments.items() for p in parts]

@@ -1,11 +1,21 @@
 """Controlled shutdown (later Kafka): seed 000 A done before the broker stops, not after.
 
 A stopping broker asks the controller to move its leaderships away and take it out of every
-ISR it shares.  The controller elects by :func:`choose_leader` with the broker excluded and
-never uncleanly, and reads ZooKeeper first rather than its context: "nothing to do" is a
-decision no conditional write would check, and a leader may have put the broker back into
-an ISR meanwhile.  The broker is told what remains; a partition whose ISR has no other live
-member cannot be left, and for it the stop will be as abrupt as a crash.
+ISR it shares.  As Kafka 2.7 does it:
+
+* **No election chooses a broker that asked to stop** -- this one or any other still
+  registered (``shutting_down``, Kafka's ``shuttingDownBrokerIds``): the elections here use
+  :func:`choose_leader` with all of them excluded and never uncleanly, and every other
+  election uses :meth:`~impl.node.controller.context.ControllerContext._electable`.
+* **The partitions it follows get StopReplica (no delete)**, and no more LeaderAndISR unless
+  it leads: a follower told its new state would fetch again, and its leader would put it
+  back into the ISR it has just left.
+* **ZooKeeper is read first** rather than the context: "nothing to do" is a decision no
+  conditional write would check, and a leader may have put the broker back into an ISR
+  meanwhile.
+
+The broker is told what remains; a partition whose ISR has no other live member cannot be
+left, and for it the stop will be as abrupt as a crash.
 A request from an earlier incarnation of the broker (an older broker epoch) is refused.
 """
 
@@ -32,7 +42,9 @@ class ControlledShutdown(BrokerFailure):
             return
         self.shutting_down.add(broker)
         live = set(self.live)
-        excluded = frozenset({broker})
+        # every broker that asked to stop, not this one alone: an earlier one may not have
+        # left yet, and electing it would only move the leadership once more
+        excluded = frozenset(self.shutting_down)
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
             if broker not in st.isr or len(st.isr) <= 1:
@@ -44,6 +56,13 @@ class ControlledShutdown(BrokerFailure):
         # write checks, and a leader may have put the broker back into an ISR meanwhile
         self._elect_partitions(self._all_keys(), decide, "controlled_shutdown", fresh=True)
         states = self._read_states(self._all_keys())
+        # Kafka 2.7: the partitions it now follows get StopReplica (no delete), not
+        # LeaderAndISR (see _send_leader_and_isr), so it stops fetching and its leaders do
+        # not put it back into the ISRs it has just left
+        followed = [k for k, cur in states.items()
+                    if cur and cur[0].leader != broker and broker in self._replicas(k)]
+        if followed:
+            self._stop_replicas({broker: followed}, delete=False)
         remaining = [[t, p] for (t, p), cur in states.items() if cur and cur[0].leader == broker]
         # "remaining_isr": partitions whose ISR it is still in with others -- there was no
         # other live ISR member to take over, so it could not leave; for them its stop

@@ -135,6 +135,7 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         self.channels.clear()
         self.reassigning.clear()
         self.live.clear()
+        self.shutting_down.clear()  # a broker still stopping asks the next controller again
         self.states.clear()  # the next term starts from ZooKeeper, not from this one's memory
         if was and self.epoch >= 0:
             self.recorder.emit("controller_resign",

@@ -25,7 +25,7 @@ class PreferredElection(BrokerFailure):
                     for p in self._children(f"{zkl.PREFERRED}/{t}") if p.isdigit()]
         if not requests:
             return
-        live = set(self.live) - self.shutting_down
+        live = self._electable()
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
             ar = self.assignments.get(key[0], {}).get(key[1], [])

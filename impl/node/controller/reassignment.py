@@ -83,7 +83,8 @@ class Reassignment(ControlRequestSender):
             st, version = cur
             if not set(rar) <= set(st.isr):  # 3.2: not caught up yet
                 continue
-            live_rar_isr = [b for b in rar if b in st.isr and b in self.live]
+            electable = self._electable()
+            live_rar_isr = [b for b in rar if b in st.isr and b in electable]
             if not live_rar_isr:
                 continue
             leader = st.leader if st.leader in live_rar_isr else live_rar_isr[0]

@@ -133,16 +133,25 @@ class ControlRequestSender(ControllerContext):
 
     def _send_leader_and_isr(self, broker: int, keys: list[Key],
                              states: dict[Key, Any], init: bool = False) -> None:
-        """One LeaderAndISR for ``keys`` (seed 000 C), with the leaders' endpoints."""
+        """One LeaderAndISR for ``keys`` (seed 000 C), with the leaders' endpoints and each
+        topic's id (its incarnation, :mod:`impl.node.topic_identity`).
+
+        A broker shutting down is told only of partitions it still leads (Kafka 2.7 sends
+        LeaderAndISR to live replicas, which exclude shutting-down brokers): as a follower it
+        would fetch again and its leader would put it back into the ISR it just left.  The
+        partitions it follows get StopReplica instead (:mod:`.controlled_shutdown`)."""
         entries, leaders = [], {}
         for t, p in keys:
             cur = states.get((t, p))
             if cur is None:
                 continue
             st, version = cur
+            if broker in self.shutting_down and st.leader != broker:
+                continue
             entries.append({"topic": t, "partition": p, "leader": st.leader,
                             "leader_epoch": st.leader_epoch, "isr": list(st.isr),
-                            "replicas": self._replicas((t, p)), "zk_version": version})
+                            "replicas": self._replicas((t, p)), "zk_version": version,
+                            "topic_id": self.topic_ids.get(t, 0)})
             if st.leader in self.live:
                 leaders[str(st.leader)] = list(self.live[st.leader][:2])
         if entries or init:
@@ -178,10 +187,12 @@ class ControlRequestSender(ControllerContext):
                 ch.send(ApiKey.UPDATE_METADATA, payload, self.epoch)
 
     def _stop_replicas(self, per_broker: dict[int, list[Key]], delete: bool) -> None:
-        """One StopReplica per broker (seed 000 C stopReplica; ``delete`` removes the logs)."""
+        """One StopReplica per broker (seed 000 C stopReplica; ``delete`` removes the logs).
+        Each partition names its topic's incarnation, ``[topic, partition, topic_id]``, so a
+        delayed request cannot delete the log of a topic re-created since."""
         for b, keys in per_broker.items():
-            self._send(b, ApiKey.STOP_REPLICA,
-                       {"delete": delete, "partitions": [[t, p] for t, p in keys]})
+            self._send(b, ApiKey.STOP_REPLICA, {"delete": delete, "partitions": [
+                [t, p, self.topic_ids.get(t, 0)] for t, p in keys]})
 
     def _on_isr_change(self) -> None:
         """Leaders changed ISRs in ZooKeeper behind the context's back: re-read the partitions

@@ -52,7 +52,8 @@ class Topics(ControlRequestSender):
 
     def _init_decision(self, replicas: list[int]) -> Decision:
         """Seed 000 B init_leaders 1.1: a live AR member leads, all live AR in the ISR."""
-        live_ar = [b for b in replicas if b in self.live and b not in self.shutting_down]
+        electable = self._electable()
+        live_ar = [b for b in replicas if b in electable]
         if not live_ar:
             return Decision(-1, tuple(sorted(replicas)))
         return Decision(live_ar[0], tuple(sorted(live_ar)))
@@ -110,6 +111,7 @@ class Topics(ControlRequestSender):
         txn.delete(admin)
         self._commit(txn)
         del self.assignments[topic]
+        self.topic_ids.pop(topic, None)
         self.known_topics.discard(topic)
         for key in [k for k in self.reassigning if k[0] == topic]:
             del self.reassigning[key]
