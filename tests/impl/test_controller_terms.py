@@ -95,7 +95,9 @@ def test_a_former_controller_backs_off_and_its_watches_remove_themselves(control
     first.start()
     first._post("elect")
     wait_until(lambda: first.active, 10, "broker 1 to become controller")
-    assert first.watches == len(Controller.CONTROLLER_WATCHES)
+    # it registers its watches just after it becomes active: wait for them, bounded
+    wait_until(lambda: first.watches == len(Controller.CONTROLLER_WATCHES), 10,
+               "the controller's watches")
     second = controllers(2)
     second.start()
     time.sleep(0.3)
@@ -119,7 +121,8 @@ def test_a_former_controller_backs_off_and_its_watches_remove_themselves(control
                  zkl.PREFERRED, zkl.ISR_CHANGE):
         first.zk.create(f"{path}/x", b"")
     wait_until(lambda: first.watches == 0, 10, "the former controller's watches to go")
-    assert second.watches == len(Controller.CONTROLLER_WATCHES)
+    wait_until(lambda: second.watches == len(Controller.CONTROLLER_WATCHES), 10,
+               "the new controller's watches")
     time.sleep(0.3)
     watched = {event for _, event in Controller.CONTROLLER_WATCHES}
     assert not watched & set(posted)  # it queued nothing for the changes
