@@ -227,6 +227,15 @@ class PartitionLog:
             self.checkpoint_hw()  # never leave a checkpoint above the log end
         return dropped
 
+    def forget_epochs_from(self, offset: int) -> None:
+        """Drop the epochs that start at or after ``offset`` even if the log holds no record
+        there (Kafka's ``truncateFromEnd``): a follower truncating in rounds asks next with
+        the latest epoch it keeps."""
+        before = list(self.epochs.entries)
+        self.epochs.truncate_from(offset)
+        if self.epochs.entries != before:
+            self._write_epochs()
+
     def set_hw(self, hw: int) -> None:
         """Move the HW and checkpoint it at once (write + rename, no fsync: a killed process
         loses nothing the kernel has; the model treats the HW as durable, and so do we)."""

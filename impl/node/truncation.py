@@ -8,13 +8,20 @@
   it also looks up its *own* end offset for the epoch the leader answered with (KIP-279);
   it truncates to the smaller.  Fetches then carry the follower's view of the leader epoch
   and the leader fences mismatches (KIP-320).
+* **As many rounds as it takes** (Kafka's fetcher, ``truncationCompleted = false``): when the
+  leader answers with an epoch the follower does not have, one round cannot tell where the
+  logs agree.  With follower epochs [0, 2, 4] against leader epochs [1, 3, 5] (one record
+  each) the leader answers epoch 3 ending at 2, and cutting to 2 leaves epoch 2 against the
+  leader's 3 at offset 1: the logs never converge.  So the follower cuts to where its own
+  largest epoch below the answer ends, forgets the later epochs, and asks again with that
+  epoch, until the leader answers an epoch it has (or none).
 
 The functions are pure so the rules can be unit-tested apart from sockets and disks.
 """
 
 from __future__ import annotations
 
-from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache
+from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache, PartitionLog
 
 RULES = ("hw", "kip320")
 
@@ -50,3 +57,46 @@ def epoch_truncation_point(follower_epochs: LeaderEpochCache, follower_leo: int,
         return min(follower_leo, leader_end_offset)
     _, own_end = follower_epochs.end_offset_for(leader_epoch_found, follower_leo)
     return min(follower_leo, leader_end_offset, own_end)
+
+
+def leader_epoch_answer(leader_epochs: LeaderEpochCache, leader_leo: int, current_epoch: int,
+                        requested_epoch: int) -> tuple[int, int]:
+    """The leader's side of OffsetsForLeaderEpoch (KIP-101/279): (the largest epoch it has at
+    most ``requested_epoch``, where that epoch ends in its log); its current epoch ends at
+    its LEO."""
+    if requested_epoch == current_epoch:
+        return requested_epoch, leader_leo
+    return leader_epochs.end_offset_for(requested_epoch, leader_leo)
+
+
+def epoch_truncation_step(follower_epochs: LeaderEpochCache, follower_leo: int,
+                          requested_epoch: int, leader_epoch_found: int,
+                          leader_end_offset: int) -> tuple[int, bool]:
+    """One OffsetsForLeaderEpoch round as Kafka's follower takes it: (offset to truncate to,
+    whether the truncation is complete).
+
+    If the leader answered with an epoch the follower does not have, but the follower has an
+    older one, the logs may disagree below the answer's end offset too: the follower cuts to
+    where its own largest epoch below the answer ends and must ask again (not complete).
+    Otherwise :func:`epoch_truncation_point` is the answer and the truncation is complete."""
+    if UNDEFINED_EPOCH not in (requested_epoch, leader_epoch_found) \
+            and leader_epoch_found != requested_epoch:
+        own_epoch, own_end = follower_epochs.end_offset_for(leader_epoch_found, follower_leo)
+        if own_epoch not in (UNDEFINED_EPOCH, leader_epoch_found):
+            return min(follower_leo, own_end), False
+    return epoch_truncation_point(follower_epochs, follower_leo, requested_epoch,
+                                  leader_epoch_found, leader_end_offset), True
+
+
+def truncate_round(log: PartitionLog, requested_epoch: int, leader_epoch_found: int,
+                   leader_end_offset: int) -> tuple[int, bool]:
+    """Apply one round (:func:`epoch_truncation_step`) to the follower's log.  A round that
+    is not complete also forgets the epochs from the cut on, even ones without records, so the
+    next round asks with an older epoch: each round lowers the epoch asked for, and the rounds
+    end."""
+    point, complete = epoch_truncation_step(log.epochs, log.leo, requested_epoch,
+                                            leader_epoch_found, leader_end_offset)
+    log.truncate_to(point)
+    if not complete:
+        log.forget_epochs_from(point)
+    return point, complete

@@ -11,7 +11,8 @@ takes the leader's HW.  Choices the design leaves open, and why they are made so
 * **Where a new follower truncates** is the rule the broker runs with
   (:mod:`impl.node.truncation`): seed 000 C's "truncate the log to r.hw" (``hw``, done by
   :meth:`Replica.become_follower`), or the leader-epoch lookup (``kip320``), which asks the
-  leader where the follower's latest epoch ends before the first fetch.  The ``hw`` rule is
+  leader where the follower's latest epoch ends before the first fetch (in as many
+  rounds as it takes to reach an epoch both logs have).  The ``hw`` rule is
   the one the model's ``design`` configuration shows losing committed records (KIP-101's
   scenario); it is kept so the implementation can reproduce that.
 * **Fetches are fenced by leader epoch** under ``kip320`` (the leader refuses a mismatch),
@@ -28,7 +29,7 @@ from typing import Any
 from impl.node.broker.core import BrokerCore
 from impl.node.log import Record
 from impl.node.replica import FOLLOWER, Replica
-from impl.node.truncation import epoch_truncation_point
+from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
 
 
@@ -156,7 +157,8 @@ class ReplicationFollower(BrokerCore):
 
     async def _truncate_by_epoch(self, r: Replica, conn: AsyncConnection, leader: int,
                                  epoch: int) -> None:
-        """KIP-101/279/320: ask the leader where our latest epoch ends, truncate there."""
+        """KIP-101/279/320: ask the leader where our latest epoch ends, truncate there -- one
+        round; the fetcher runs rounds until one is complete (:mod:`impl.node.truncation`)."""
         requested = r.log.epochs.latest_epoch()
         if r.leo == 0 or requested < 0:
             r.needs_epoch_lookup = False
@@ -173,10 +175,11 @@ class ReplicationFollower(BrokerCore):
         if error != ErrorCode.NONE:
             await asyncio.sleep(0.1)
             return
-        point = epoch_truncation_point(r.log.epochs, r.leo, requested,
-                                       int(resp["leader_epoch"]), int(resp["end_offset"]))
-        r.log.truncate_to(point)
-        r.needs_epoch_lookup = False
+        # a round that is not complete leaves the lookup pending: the fetcher asks again
+        # (with an older epoch) before it fetches, until the leader answers one we have
+        point, complete = truncate_round(r.log, requested, int(resp["leader_epoch"]),
+                                         int(resp["end_offset"]))
+        r.needs_epoch_lookup = not complete
         r.emit("truncate", {"leader": leader, "truncated_to": point,
                             "requested_epoch": requested,
                             "leader_epoch_found": int(resp["leader_epoch"]),

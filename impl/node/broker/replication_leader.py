@@ -38,6 +38,7 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 from impl.node import zk as zkl
 from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
 from impl.node.replica import LEADER, Replica
+from impl.node.truncation import leader_epoch_answer
 from impl.node.wire import ErrorCode
 
 
@@ -52,10 +53,8 @@ class ReplicationLeader(BrokerCore):
         if current >= 0 and current != r.leader_epoch:
             raise RequestError(ErrorCode.FENCED_LEADER_EPOCH if current < r.leader_epoch
                                else ErrorCode.UNKNOWN_LEADER_EPOCH)
-        epoch = int(body["leader_epoch"])
-        if epoch == r.leader_epoch:
-            return {"leader_epoch": epoch, "end_offset": r.leo}
-        found, end = r.log.epochs.end_offset_for(epoch, r.leo)
+        found, end = leader_epoch_answer(r.log.epochs, r.leo, r.leader_epoch,
+                                         int(body["leader_epoch"]))
         return {"leader_epoch": found, "end_offset": end}
 
     async def _replica_fetch(self, body: dict[str, Any]) -> dict[str, Any]:
