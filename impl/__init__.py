@@ -6,6 +6,7 @@ Module map (seed sections in brackets):
 * :mod:`impl.node.wire` -- the binary, versioned, length-prefixed RPC protocol and error codes
 * :mod:`impl.node.log` -- a replica's segments, HW checkpoint and leader-epoch cache
 * :mod:`impl.node.truncation` -- where a new follower truncates: ``hw`` [000 C] or ``kip320``
+* :mod:`impl.node.topic_identity` -- which incarnation of a topic a request and a log belong to [question 5]
 * :mod:`impl.node.replica` -- one replica's role, HW and ISR bookkeeping [000 C, G]
 * :mod:`impl.node.broker` -- the broker process (``python -m impl.node.broker``), one module
   per section: ``control`` [C, 002/003 fencing, 004 metadata], ``startup`` [E, 003 epoch],
