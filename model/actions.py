@@ -25,7 +25,9 @@ from typing import NamedTuple
 
 from model.config import Config
 from model.state import (
+    DELETED,
     DOWN,
+    EPOCH_DURING_DELETE,
     FETCH_REQUEST,
     FETCH_RESPONSE,
     FETCHING,
@@ -118,6 +120,8 @@ def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
     new_hw = min(r.leo if x == b else r.follower_leo[x] for x in r.isr)
     if new_hw <= r.hw:
         return s
+    if not _current(s, p, r):  # a leader of a deleted incarnation: nothing it does counts
+        return _set_replica(s, b, p, r._replace(hw=new_hw))
     ghost = s.ghost
     committed, acked, zombie_commits = ghost.committed, ghost.acked, ghost.zombie_commits
     superseded = any(lp == p and e > r.leader_epoch for lp, e, _ in ghost.led)
@@ -166,12 +170,23 @@ def _process_ends(s: State, cfg: Config, b: int) -> State:
     session ends, and nothing more reaches it."""
     broker = s.brokers[b]
     replicas = tuple(
-        Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
+        Replica(DELETED if r.role == DELETED else NONE, NO_LEADER, r.leader_epoch, (), -1, r.log, r.hw, IDLE,
+                _unknown(cfg), 0, r.topic_id)
         for r in broker.replicas
     )
     brokers = _put(s.brokers, b, _stops_controlling(broker)._replace(status=DOWN, replicas=replicas))
     fetches = tuple(m for m in s.fetches if _addressee(m) != b)
-    return s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), fetches=fetches)
+    s = s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), fetches=fetches)
+    return _unanswered_deletions_dropped(s, b)
+
+
+def _unanswered_deletions_dropped(s: State, b: int) -> State:
+    """A topic deletion's StopReplica to a broker that dies before answering is never
+    answered: the controller counts the broker as down, and the deletion no longer waits
+    for it (``create_topic``).  Its copy stays on disk until its startup (seed 000 E 4)."""
+    if not any(m.to == b and m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica):
+        return s
+    return s._replace(stop_replica=tuple(m for m in s.stop_replica if not (m.to == b and m.leader_epoch == EPOCH_DURING_DELETE)))
 
 
 def _stops_controlling(broker: Broker) -> Broker:
@@ -223,20 +238,24 @@ def broker_restart(s: State, cfg: Config, b: int) -> State | None:
     )
     s = _announce(s._replace(brokers=brokers), b)
     for p, zn in enumerate(zk.partitions):
+        if not zn.ar:
+            # E 4: "Delete local partitions no longer assigned to this broker (partitions
+            # deleted while the broker is down)"
+            s = _set_replica(s, b, p, _topic_deleted(cfg, replica(s, b, p), zn.topic_id))
+            continue
         if b not in zn.ar:
-            # E 4: "Delete local partitions no longer assigned to this broker" (only ever
-            # the case after a reassignment moved p away from b)
+            # E 4 again, after a reassignment moved p away from b
             s = _set_replica(s, b, p, _deleted(cfg, replica(s, b, p)))
             continue
-        r = replica(s, b, p)
+        r = _for_incarnation(cfg, replica(s, b, p), zn.topic_id)
         epoch = max(r.leader_epoch, zn.leader_epoch)
         if zn.leader == b:
-            r = Replica(LEADER, b, epoch, zn.isr, zn.zk_version, r.log, r.hw, IDLE, _unknown(cfg), r.leo)
+            r = Replica(LEADER, b, epoch, zn.isr, zn.zk_version, r.log, r.hw, IDLE, _unknown(cfg), r.leo, zn.topic_id)
             s = advance_hw(_set_replica(s, b, p, r), cfg, b, p)
         elif zn.leader == NO_LEADER:
-            s = _set_replica(s, b, p, r._replace(role=FOLLOWER, leader=NO_LEADER, leader_epoch=epoch))
+            s = _set_replica(s, b, p, r._replace(role=FOLLOWER, leader=NO_LEADER, leader_epoch=epoch, topic_id=zn.topic_id))
         else:
-            s = _set_replica(s, b, p, _follow(cfg, r, zn.leader, epoch))
+            s = _set_replica(s, b, p, _follow(cfg, r, zn.leader, epoch, zn.topic_id))
     return s
 
 
@@ -287,7 +306,7 @@ def controller_elect(s: State, cfg: Config, b: int) -> State | None:
     mbe = _max_broker_epoch(zk)
     for p, zn in enumerate(zk.partitions):
         for to in zn.ar:
-            sent = _add(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, epoch, mbe))
+            sent = _add(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, epoch, mbe, zn.topic_id))
     return s._replace(zk=zk, brokers=brokers, leader_and_isr=sent)
 
 
@@ -314,6 +333,8 @@ def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int,
       again when it returns.
     """
     zn = zk.partitions[p]
+    if not zn.ar:  # a deleted topic's partition: nothing to elect
+        return []
     live = zk.live
     live_isr = tuple(b for b in zn.isr if b in live)
     if zn.leader != NO_LEADER and zn.leader in live:
@@ -353,7 +374,7 @@ def _write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> Stat
     mbe = _max_broker_epoch(s.zk)
     sent = s.leader_and_isr
     for to in zn.ar:
-        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe))
+        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
     return s._replace(leader_and_isr=sent)
 
 
@@ -393,7 +414,7 @@ def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
     sent = s.leader_and_isr
     for p, zn in enumerate(s.zk.partitions):
         if b in zn.ar:
-            sent = _add(sent, LeaderAndIsr(b, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe))
+            sent = _add(sent, LeaderAndIsr(b, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
     return s._replace(leader_and_isr=sent)
 
 
@@ -439,7 +460,7 @@ def _deleted(cfg: Config, r: Replica) -> Replica:
     """Seed 000 C ``stopReplica``: "stop the ReplicaFetcherThread ... delete the partition
     directory locally".  The log and HW go; the highest leader epoch seen is kept, as a
     broker never accepts an older LeaderAndISR again (and ``epoch_monotonic`` asks it)."""
-    return Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, (), 0, IDLE, _unknown(cfg), 0)
+    return Replica(NONE, NO_LEADER, r.leader_epoch, (), -1, (), 0, IDLE, _unknown(cfg), 0, r.topic_id)
 
 
 def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) -> State | None:
@@ -459,6 +480,8 @@ def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) 
     if not _acting_controller(s, c) or not rar or any(b < 0 or b >= cfg.brokers for b in rar):
         return None
     zn = s.zk.partitions[p]
+    if not zn.ar:  # the topic is deleted
+        return None
     ghost = s.ghost
     if not zn.rar:
         if ghost.reassignments >= cfg.reassignments:
@@ -471,7 +494,7 @@ def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) 
     mbe = _max_broker_epoch(s.zk)
     sent = s.leader_and_isr
     for to in rar:
-        sent = _add(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe))
+        sent = _add(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
     return s._replace(leader_and_isr=sent, ghost=ghost)
 
 
@@ -501,17 +524,17 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     if leader not in live_rar or (zn.leader in live_rar and leader != zn.leader):
         return None
     isr = tuple(b for b in zn.isr if b in rar)
-    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, rar, ())
+    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, rar, (), zn.topic_id)
     s = _set_znode(s, p, znode)
     mbe = _max_broker_epoch(s.zk)
     cepoch = s.zk.controller_epoch
     sent = s.leader_and_isr
     for to in rar:
-        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, cepoch, mbe))
+        sent = _add(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, cepoch, mbe, zn.topic_id))
     stops = s.stop_replica
     for b in zn.ar:
         if b not in rar:
-            stops = _add(stops, StopReplica(b, p, znode.leader_epoch, cepoch))
+            stops = _add(stops, StopReplica(b, p, znode.leader_epoch, cepoch, zn.topic_id))
     return s._replace(leader_and_isr=sent, stop_replica=stops)
 
 
@@ -525,11 +548,114 @@ def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
         return None
     s = s._replace(stop_replica=_remove(s.stop_replica, m))
     r = replica(s, b, p)
-    if (cfg.fence_controller_epoch and m.controller_epoch < broker.controller_epoch) or m.leader_epoch < r.leader_epoch:
+    if cfg.fence_controller_epoch and m.controller_epoch < broker.controller_epoch:
+        return s
+    deletion = m.leader_epoch == EPOCH_DURING_DELETE
+    if deletion and cfg.topic_ids and m.topic_id < r.topic_id:
+        return s  # the deletion of an older incarnation: this replica is a newer one's
+    if not deletion and m.leader_epoch < r.leader_epoch:
         return s
     if m.controller_epoch > broker.controller_epoch:  # seed 002: a newer controller exists
         s = s._replace(brokers=_put(s.brokers, b, _stops_controlling(broker._replace(controller_epoch=m.controller_epoch))))
-    return _set_replica(_drop_responses_to(s, b, p), b, p, _deleted(cfg, r))
+    gone = _topic_deleted(cfg, r, max(r.topic_id, m.topic_id)) if deletion else _deleted(cfg, r)
+    return _set_replica(_drop_responses_to(s, b, p), b, p, gone)
+
+
+# ---------------------------------------------------------------------------------------
+# Topics deleted and created again (seed 000 B, question 5)
+# ---------------------------------------------------------------------------------------
+
+
+def _current(s: State, p: int, r: Replica) -> bool:
+    """Whether replica r acts for p's current incarnation (the topic exists and r took its
+    LeaderAndISR or startup state): only that incarnation's commits and acknowledgements are
+    the ones the properties hold durable."""
+    zn = s.zk.partitions[p]
+    return bool(zn.ar) and r.topic_id == zn.topic_id
+
+
+def _topic_deleted(cfg: Config, r: Replica, topic_id: int) -> Replica:
+    """Seed 000 B 2 / C ``stopReplica`` for a deleted topic: the partition's directory goes,
+    and with it everything the replica knew -- log, HW and leader-epoch cache.  Unlike a
+    reassignment's StopReplica, the leader epoch is forgotten too: a re-created topic starts
+    its epochs again.  With topic ids the replica remembers which incarnation it deleted."""
+    return Replica(DELETED, NO_LEADER, 0, (), -1, (), 0, IDLE, _unknown(cfg), 0, topic_id)
+
+
+def _for_incarnation(cfg: Config, r: Replica, topic_id: int) -> Replica:
+    """The replica a broker acts on for a request (or startup state) of incarnation
+    ``topic_id``.  With topic ids, a local replica of an older incarnation belongs to a
+    deleted topic: it is deleted first (KIP-516: a local log whose id differs is removed),
+    so nothing of the old incarnation survives into the new one.  Without them the broker
+    cannot tell, and carries on with whatever its directory holds -- seed 000's argument
+    that "no partition version is needed"."""
+    if cfg.topic_ids and topic_id > r.topic_id:
+        return _topic_deleted(cfg, r, topic_id)._replace(role=NONE)
+    return r
+
+
+def delete_topic(s: State, cfg: Config, c: int, p: int) -> State | None:
+    """Seed 000 B 2: an administrator deletes the topic; the controller removes its znodes
+    and "sends the StopReplicaCommand to all affected brokers" -- the live ones: a broker
+    that is down hears nothing, and deletes its copy at startup if the topic is still gone
+    (E 4).  The deletion completes at once, as the design has it (Kafka 2.7 waits for every
+    replica to confirm).  The znode's version moves on, so a leader's conditional ISR write
+    fails; its ids and versions keep counting (the model does not restart zk_version at 0)."""
+    if not _acting_controller(s, c) or s.ghost.deletions >= cfg.deletions:
+        return None
+    zn = s.zk.partitions[p]
+    if not zn.ar or zn.rar:
+        return None
+    cepoch = s.zk.controller_epoch
+    stops = s.stop_replica
+    for b in zn.ar:
+        if b in s.zk.live:
+            stops = _add(stops, StopReplica(b, p, EPOCH_DURING_DELETE, cepoch, zn.topic_id))
+    s = _set_znode(s, p, PartitionZnode(NO_LEADER, zn.leader_epoch, (), zn.zk_version + 1, (), (), zn.topic_id))
+    g = s.ghost
+    retired = set(g.retired)
+    retired.update((p, e.value) for br in s.brokers for e in br.replicas[p].log)
+    retired.update((p, e.value) for m in s.fetches if m.partition == p for e in m.records)
+    ghost = g._replace(
+        deletions=g.deletions + 1,
+        retired=tuple(sorted(retired)),
+        committed=tuple(x for x in g.committed if x[0] != p),
+        acked=tuple(x for x in g.acked if x[0] != p),
+        led=tuple(x for x in g.led if x[0] != p),
+        unclean=tuple(x for x in g.unclean if x != p),
+        zombie_appends=tuple(x for x in g.zombie_appends if x[0] != p),
+        zombie_commits=tuple(x for x in g.zombie_commits if x[0] != p),
+    )
+    return s._replace(stop_replica=stops, ghost=ghost)
+
+
+def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], leader: int) -> State | None:
+    """Seed 000 B 1 and ``init_leaders``: an administrator creates the topic again under the
+    same name with an explicit assignment -- any brokers, down ones included (the design's
+    "we only assign replicas to live brokers" holds only for automatic assignment).  The
+    controller selects "one of the live brokers in AR as the new leader and sets all live
+    brokers in AR as the new ISR", writes it with leader epoch 1 -- a new topic's epochs
+    start again -- and a new topic id, and sends LeaderAndISR to the assigned brokers.
+
+    The name is free again once the deletion is complete: every live replica it went to has
+    answered its StopReplica (the controller's requests to one broker are answered in order,
+    so none of them takes the new topic's LeaderAndISR first).  A replica that was down got
+    nothing -- the design's gap."""
+    if not _acting_controller(s, c) or not ar:
+        return None
+    zn = s.zk.partitions[p]
+    if zn.ar or any(m.partition == p and m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica):
+        return None  # the topic exists, or its deletion still waits for a live replica's answer
+    isr = tuple(b for b in ar if b in s.zk.live)
+    if leader not in isr:
+        return None
+    znode = PartitionZnode(leader, 1, isr, zn.zk_version + 1, ar, (), zn.topic_id + 1)
+    s = _set_znode(s, p, znode)
+    mbe = _max_broker_epoch(s.zk)
+    sent = s.leader_and_isr
+    for to in ar:
+        sent = _add(sent, LeaderAndIsr(to, p, leader, 1, isr, znode.zk_version, s.zk.controller_epoch, mbe, znode.topic_id))
+    return s._replace(leader_and_isr=sent, ghost=s.ghost._replace(led=_add(s.ghost.led, (p, 1, leader))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -546,7 +672,10 @@ def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
         return "stale controller epoch"
     if cfg.fence_broker_epoch and m.max_broker_epoch < broker.broker_epoch:
         return "stale broker epoch"
-    if m.leader_epoch <= broker.replicas[m.partition].leader_epoch:
+    r = broker.replicas[m.partition]
+    if cfg.topic_ids and (m.topic_id < r.topic_id or (m.topic_id == r.topic_id and r.role == DELETED)):
+        return "stale topic id"
+    if m.leader_epoch <= _for_incarnation(cfg, r, m.topic_id).leader_epoch:
         return "stale leader epoch"
     return None
 
@@ -575,20 +704,21 @@ def become_leader(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     if stale_reason(s, cfg, m) is not None:
         return None
     s = _drop_responses_to(_accept(s, cfg, m), b, p)
-    r = replica(s, b, p)
-    r = Replica(LEADER, b, m.leader_epoch, m.isr, m.zk_version, r.log, r.hw, IDLE, _unknown(cfg), r.leo)
+    r = _for_incarnation(cfg, replica(s, b, p), m.topic_id)
+    r = Replica(LEADER, b, m.leader_epoch, m.isr, m.zk_version, r.log, r.hw, IDLE, _unknown(cfg), r.leo, m.topic_id)
     s = _set_replica(s, b, p, r)
-    s = s._replace(ghost=s.ghost._replace(led=_add(s.ghost.led, (p, m.leader_epoch, b))))
+    if _current(s, p, r):  # a deleted incarnation's leaders are no history of the current one
+        s = s._replace(ghost=s.ghost._replace(led=_add(s.ghost.led, (p, m.leader_epoch, b))))
     return advance_hw(s, cfg, b, p)
 
 
-def _follow(cfg: Config, r: Replica, leader: int, epoch: int) -> Replica:
+def _follow(cfg: Config, r: Replica, leader: int, epoch: int, topic_id: int) -> Replica:
     """Seed 000 C ``becomeFollower``: stop leading; then either truncate to the HW at once
     (the design) or first reconcile with the leader by epoch (KIP-101 onwards)."""
     if cfg.truncation == "hw":
         cut = to_high_watermark(r.log, r.hw)
-        return Replica(FOLLOWER, leader, epoch, (), -1, r.log[:cut], min(r.hw, cut), FETCHING, (UNKNOWN,) * len(r.follower_leo), 0)
-    return Replica(FOLLOWER, leader, epoch, (), -1, r.log, r.hw, TRUNCATING, (UNKNOWN,) * len(r.follower_leo), 0)
+        return Replica(FOLLOWER, leader, epoch, (), -1, r.log[:cut], min(r.hw, cut), FETCHING, (UNKNOWN,) * len(r.follower_leo), 0, topic_id)
+    return Replica(FOLLOWER, leader, epoch, (), -1, r.log, r.hw, TRUNCATING, (UNKNOWN,) * len(r.follower_leo), 0, topic_id)
 
 
 def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
@@ -600,14 +730,14 @@ def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     if stale_reason(s, cfg, m) is not None:
         return None
     s = _accept(s, cfg, m)
-    r = replica(s, b, p)
+    r = _for_incarnation(cfg, replica(s, b, p), m.topic_id)
     if m.leader == NO_LEADER:
-        r = Replica(FOLLOWER, NO_LEADER, m.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0)
+        r = Replica(FOLLOWER, NO_LEADER, m.leader_epoch, (), -1, r.log, r.hw, IDLE, _unknown(cfg), 0, m.topic_id)
         return _set_replica(_drop_responses_to(s, b, p), b, p, r)
     already = r.role == FOLLOWER and r.leader == m.leader and not cfg.refollow_on_new_epoch
     if already:
-        return _set_replica(s, b, p, r._replace(leader_epoch=m.leader_epoch))
-    return _set_replica(_drop_responses_to(s, b, p), b, p, _follow(cfg, r, m.leader, m.leader_epoch))
+        return _set_replica(s, b, p, r._replace(leader_epoch=m.leader_epoch, topic_id=m.topic_id))
+    return _set_replica(_drop_responses_to(s, b, p), b, p, _follow(cfg, r, m.leader, m.leader_epoch, m.topic_id))
 
 
 def reject_leader_and_isr(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
@@ -659,21 +789,24 @@ def produce(s: State, cfg: Config, b: int, p: int) -> State | None:
 
 def send_fetch(s: State, cfg: Config, f: int, p: int) -> State | None:
     """The ReplicaFetcherThread asks its leader for records from its LEO (one request
-    outstanding at a time), carrying its leader epoch."""
+    outstanding at a time), carrying its leader epoch (and its topic id)."""
     r = replica(s, f, p)
     if s.brokers[f].status != UP or r.role != FOLLOWER or r.fetch_state != FETCHING or r.leader == NO_LEADER:
         return None
     for m in s.fetches:
         if m.follower == f and m.partition == p and m.leader == r.leader:
             return None
-    req = Fetch(FETCH_REQUEST, f, r.leader, p, r.leo, r.leader_epoch, (), -1, OK)
+    req = Fetch(FETCH_REQUEST, f, r.leader, p, r.leo, r.leader_epoch, (), -1, OK, r.topic_id)
     return s._replace(fetches=_add(s.fetches, req))
 
 
 def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
     """Seed 000 G ``on_ReplicaFetchRequest``: record the follower's LEO, advance the HW, and
     answer with the records from the fetch offset and the HW.  With fenced fetching a
-    request from another leader epoch is refused (FENCED/UNKNOWN_LEADER_EPOCH)."""
+    request from another leader epoch is refused (FENCED/UNKNOWN_LEADER_EPOCH).  With topic
+    ids, so is a request from another incarnation of the topic: a re-created topic's epochs
+    start again, so a follower's request sent before the deletion carries a current-looking
+    epoch, and counting its offset would commit records nobody has (KIP-516's Fetch v13)."""
     if m.kind != FETCH_REQUEST or m not in s.fetches:
         return None
     lb, p = m.leader, m.partition
@@ -683,13 +816,15 @@ def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
     s = s._replace(fetches=_remove(s.fetches, m))
     if cfg.fenced_fetch and m.epoch != lr.leader_epoch:
         return s
+    if cfg.topic_ids and m.topic_id != lr.topic_id:
+        return s
     if m.offset > lr.leo:
-        resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, (), lr.leo, OUT_OF_RANGE)
+        resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, (), lr.leo, OUT_OF_RANGE, lr.topic_id)
         return s._replace(fetches=_add(s.fetches, resp))
     s = _set_replica(s, lb, p, lr._replace(follower_leo=_put(lr.follower_leo, m.follower, m.offset)))
     s = advance_hw(s, cfg, lb, p)
     lr = replica(s, lb, p)
-    resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, lr.log[m.offset :], lr.hw, OK)
+    resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, lr.log[m.offset :], lr.hw, OK, lr.topic_id)
     return s._replace(fetches=_add(s.fetches, resp))
 
 
@@ -710,6 +845,7 @@ def receive_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
         or r.fetch_state != FETCHING
         or m.offset != r.leo
         or (cfg.fenced_fetch and m.epoch != r.leader_epoch)
+        or (cfg.topic_ids and m.topic_id != r.topic_id)
     ):
         return s
     if m.error == OUT_OF_RANGE:
@@ -832,6 +968,26 @@ def _reassign_completions(s: State, cfg: Config) -> Iterator[tuple]:
             yield from ((c, p, b) for b in zn.rar if b in s.zk.live)
 
 
+def _deletions(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.deletions >= cfg.deletions:
+        return
+    yield from ((c, p) for p, zn in enumerate(s.zk.partitions) if zn.ar and not zn.rar)
+
+
+def _creations(s: State, cfg: Config) -> Iterator[tuple]:
+    """Any non-empty assignment (down brokers included) and any live member of it as leader."""
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.ar:
+            continue
+        for mask in range(1, 1 << cfg.brokers):
+            ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
+            yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+
+
 def _stop_requests(s: State, cfg: Config) -> Iterator[tuple]:
     return ((m,) for m in s.stop_replica)
 
@@ -852,8 +1008,17 @@ def forget_stale_requests(s: State, cfg: Config) -> State:
     request that is stale now is stale for ever: delivering it is a self-loop.  Forgetting
     it changes no behaviour and keeps the set of requests ever sent from growing.
     """
-    kept = tuple(m for m in s.leader_and_isr if stale_reason(s, cfg, m) is None)
+    kept = tuple(m for m in s.leader_and_isr if not _stale_for_ever(s, cfg, m))
     return s if len(kept) == len(s.leader_and_isr) else s._replace(leader_and_isr=kept)
+
+
+def _stale_for_ever(s: State, cfg: Config, m: LeaderAndIsr) -> bool:
+    """Whether m is stale now and will stay so.  Without topic ids a deleted topic's replica
+    forgets its leader epoch with its directory (seed 000 B 2), so a request refused for its
+    leader epoch may be taken later; every other reason is for ever: controller and broker
+    epochs never go back, and with topic ids a replica's id never does either."""
+    why = stale_reason(s, cfg, m)
+    return why is not None and not (why == "stale leader epoch" and cfg.deletions and not cfg.topic_ids)
 
 
 _IN_THE_REGISTRY = ("ACTIONS", "EXPLORED", "EXPLORED_WITH_REASSIGNMENT", "REASSIGNMENT", "apply", "explored", "successors")

@@ -34,6 +34,10 @@ class Config:
     fence_broker_epoch: bool = True  # brokers reject requests meant for an older incarnation (seed 003)
     replication_factor: int = 0  # brokers in each partition's initial AR; 0: every broker
     reassignments: int = 0  # partition reassignments (seed 000 F) an admin may ask for, in all
+    deletions: int = 0  # topic deletions (seed 000 B), each followed by re-creation, in all
+    # seed 000 question 5: a topic id in the topic znode, LeaderAndISR, StopReplica and beside
+    # the log (KIP-516).  False is the design as written: "no partition version is needed"
+    topic_ids: bool = True
 
     @property
     def fenced_fetch(self) -> bool:
@@ -56,6 +60,8 @@ class Config:
             + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
             + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
             + (f" reassignments={self.reassignments}" if self.reassignments else "")
+            + (f" deletions={self.deletions}" if self.deletions else "")
+            + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
         )
 
 
@@ -99,3 +105,5 @@ def validate(cfg: Config) -> None:
         raise ValueError("--replication-factor must be between 0 (every broker) and --brokers")
     if cfg.reassignments < 0:
         raise ValueError("--reassignments must be >= 0")
+    if not 0 <= cfg.deletions <= 2:
+        raise ValueError("--deletions must be between 0 and 2")

@@ -20,8 +20,9 @@ A, B, C = 0, 1, 2
 
 def _lai(to: int, leader: int) -> Chooser:
     def choose(s: State) -> tuple:
-        epoch = s.zk.partitions[0].leader_epoch
-        return next((m,) for m in s.leader_and_isr if m.to == to and m.leader == leader and m.leader_epoch == epoch)
+        zn = s.zk.partitions[0]
+        return next((m,) for m in s.leader_and_isr
+                    if m.to == to and m.leader == leader and m.leader_epoch == zn.leader_epoch and m.topic_id == zn.topic_id)
 
     return choose
 
@@ -34,7 +35,11 @@ def _response(f: int) -> Chooser:
     return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_RESPONSE and m.follower == f)
 
 
-def _args(*a: int) -> Chooser:
+def _stop(to: int) -> Chooser:
+    return lambda s: next((m,) for m in s.stop_replica if m.to == to)
+
+
+def _args(*a: object) -> Chooser:
     return lambda s: a
 
 
@@ -65,5 +70,16 @@ SCENARIOS: dict[str, tuple[str, list[tuple[str, Chooser]]]] = {
          ("handle_fetch", _request(A)), ("expand_isr", _args(B, 0, A)), ("send_fetch", _args(C, 0)),
          ("broker_crash", _args(B)), ("controller_elect", _args(A)), ("elect_leader", _args(A, 0, A)),
          ("become_leader", _lai(A, A)), ("handle_fetch", _request(C)), ("receive_fetch", _response(C))],
+    ),
+    "topic_recreation": (
+        "Seed 000 question 5: a topic deleted while a replica's broker is down and created again with it in the "
+        "assignment; without topic ids the broker keeps the old log, rejoins the ISR and is elected without the "
+        "acknowledged write (needs deletions=1)",
+        [("produce", _args(A, 0)), *_fetch(B), *_fetch(B), ("broker_crash", _args(B)),
+         ("elect_leader", _args(A, 0, A)), ("become_leader", _lai(A, A)), ("delete_topic", _args(A, 0)),
+         ("stop_replica", _stop(A)), ("create_topic", _args(A, 0, (A, B), A)), ("become_leader", _lai(A, A)),
+         ("produce", _args(A, 0)), ("broker_restart", _args(B)), ("truncate", _args(B, 0)),
+         ("send_fetch", _args(B, 0)), ("handle_fetch", _request(B)), ("expand_isr", _args(A, 0, B)),
+         ("broker_crash", _args(A)), ("controller_elect", _args(B)), ("elect_leader", _args(B, 0, B))],
     ),
 }

@@ -21,7 +21,8 @@ STATUS_NAMES = {UP: "up", DOWN: "crashed", PAUSED: "paused"}
 
 # Replica.role
 NONE, LEADER, FOLLOWER = 0, 1, 2
-ROLE_NAMES = {NONE: "none", LEADER: "leader", FOLLOWER: "follower"}
+DELETED = 3  # its topic was deleted: the partition's directory is gone (seed 000 B 2)
+ROLE_NAMES = {NONE: "none", LEADER: "leader", FOLLOWER: "follower", DELETED: "deleted"}
 
 # Replica.fetch_state (followers)
 IDLE, TRUNCATING, FETCHING = 0, 1, 2
@@ -49,6 +50,11 @@ class PartitionZnode(NamedTuple):
     zk_version: int
     ar: tuple[int, ...]
     rar: tuple[int, ...] = ()
+    # the topic's identity: which incarnation of the topic this partition belongs to (0, the
+    # initial one, then one more per re-creation).  The implementation uses the czxid of the
+    # topic's znode: unique, and larger for every later creation, which is all the model
+    # uses.  A deleted partition has no AR (``ar == ()``) and keeps the id it had.
+    topic_id: int = 0
 
 
 class Zk(NamedTuple):
@@ -75,6 +81,10 @@ class Replica(NamedTuple):
     fetch_state: int  # followers: IDLE, TRUNCATING (KIP-101+) or FETCHING
     follower_leo: tuple[int, ...]  # leader only: LEO each follower last fetched from, by broker
     epoch_start: int  # leader only: its LEO when it became leader (start of its epoch)
+    # the incarnation of the topic whose data this replica holds -- stored beside the log
+    # (KIP-516's partition.metadata) when the configuration has topic ids; without them it
+    # is only the model's record of where the data came from, which no broker consults
+    topic_id: int = 0
 
     @property
     def leo(self) -> int:
@@ -105,6 +115,7 @@ class LeaderAndIsr(NamedTuple):
     zk_version: int
     controller_epoch: int
     max_broker_epoch: int
+    topic_id: int = 0  # the incarnation the controller read (ignored without topic ids)
 
 
 class StopReplica(NamedTuple):
@@ -117,9 +128,14 @@ class StopReplica(NamedTuple):
 
     to: int
     partition: int
-    leader_epoch: int
+    leader_epoch: int  # EPOCH_DURING_DELETE for a topic deletion: delete whatever the epoch
     controller_epoch: int
+    topic_id: int = 0  # the incarnation to stop (ignored without topic ids)
 
+
+EPOCH_DURING_DELETE = -2
+"""The leader epoch a StopReplica of a topic deletion carries (Kafka's ``EpochDuringDelete``,
+KIP-570): the replica is deleted whatever leader epoch it has."""
 
 FETCH_REQUEST, FETCH_RESPONSE = 0, 1
 OK, OUT_OF_RANGE = 0, 1
@@ -137,6 +153,7 @@ class Fetch(NamedTuple):
     records: tuple[Entry, ...]  # response only
     hw: int  # response only: the leader's HW (OUT_OF_RANGE: the leader's LEO)
     error: int
+    topic_id: int = 0  # the sender's incarnation of the topic (KIP-516's Fetch v13)
 
 
 class Ghost(NamedTuple):
@@ -155,6 +172,9 @@ class Ghost(NamedTuple):
     reassignments: int = 0  # reassignments started, in all (bounded by Config.reassignments)
     # (partition, value) of zombie appends that a still-superseded leader moved its HW over
     zombie_commits: tuple[tuple[int, int], ...] = ()
+    deletions: int = 0  # topic deletions, in all (bounded by Config.deletions)
+    # (partition, value) of every record of a deleted incarnation: no leader may serve one
+    retired: tuple[tuple[int, int], ...] = ()
 
 
 class State(NamedTuple):

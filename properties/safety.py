@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from model.state import NO_LEADER, State
+from model.state import DELETED, NO_LEADER, State
 
 UNCLEAN_LABEL = "unclean-election loss"
 
@@ -63,12 +63,16 @@ def epoch_monotonic(before: State, after: State) -> str | None:
     if after.zk.controller_epoch < before.zk.controller_epoch:
         return f"/controller_epoch went back from {before.zk.controller_epoch} to {after.zk.controller_epoch}"
     for p, (zb, za) in enumerate(zip(before.zk.partitions, after.zk.partitions, strict=True)):
+        if za.topic_id != zb.topic_id or not za.ar:
+            continue  # deleted, or created again: a new topic's epochs start over
         if za.leader_epoch < zb.leader_epoch:
             return f"partition {p}: ZK leader_epoch went back from {zb.leader_epoch} to {za.leader_epoch}"
         if za.leader != zb.leader and za.leader_epoch <= zb.leader_epoch:
             return f"partition {p}: ZK leader changed {zb.leader} -> {za.leader} without a new epoch"
     for b, (bb, ba) in enumerate(zip(before.brokers, after.brokers, strict=True)):
         for p, (rb, ra) in enumerate(zip(bb.replicas, ba.replicas, strict=True)):
+            if ra.topic_id != rb.topic_id or ra.role == DELETED:
+                continue  # its topic was deleted (and its epoch cache with it) or created again
             if ra.leader_epoch < rb.leader_epoch:
                 return f"broker {b} partition {p}: known leader epoch went back from {rb.leader_epoch} to {ra.leader_epoch}"
     return None
@@ -106,9 +110,11 @@ def committed_durable(s: State) -> str | None:
 
 
 def replicas_consistent(s: State) -> str | None:
-    """Two replicas agree on every offset below the smaller of their high watermarks."""
-    for p in range(len(s.zk.partitions)):
-        reps = [(b, broker.replicas[p]) for b, broker in enumerate(s.brokers)]
+    """Two replicas agree on every offset below the smaller of their high watermarks (two
+    replicas of the topic's current incarnation: a deleted one's data is not compared)."""
+    for p, zn in enumerate(s.zk.partitions):
+        reps = [(b, broker.replicas[p]) for b, broker in enumerate(s.brokers)
+                if broker.replicas[p].topic_id == zn.topic_id and broker.replicas[p].role != DELETED]
         for i, (b1, r1) in enumerate(reps):
             for b2, r2 in reps[i + 1 :]:
                 upto = min(r1.hw, r2.hw)
@@ -142,7 +148,8 @@ def single_controller(s: State) -> str | None:
 
 def acked_durable(s: State) -> str | None:
     """An acks=all write acknowledged with ISR >= min.insync.replicas is never lost under
-    clean election (a loss after an unclean election is reported, labelled as such)."""
+    clean election (a loss after an unclean election is reported, labelled as such).  The
+    writes are the current incarnation's: deleting a topic deletes its acknowledged writes."""
     present: dict[int, set[int]] = {}
     for p, value in s.ghost.acked:
         leader = s.zk.partitions[p].leader
@@ -172,6 +179,26 @@ def zombie_cannot_commit(s: State) -> str | None:
     return None
 
 
+def deleted_not_served(s: State) -> str | None:
+    """No leader serves a record of a deleted incarnation of its topic (seed 000, question 5:
+    a broker down while its topic was deleted and created again must not bring the old
+    records back)."""
+    if not s.ghost.retired:
+        return None
+    retired = set(s.ghost.retired)
+    for p, zn in enumerate(s.zk.partitions):
+        if not zn.ar or zn.leader == NO_LEADER:
+            continue
+        r = s.brokers[zn.leader].replicas[p]
+        if r.topic_id != zn.topic_id or r.role == DELETED:
+            continue  # not yet acting for this incarnation: it serves nothing of it
+        log = r.log
+        old = [e for e in log if (p, e.value) in retired]
+        if old:
+            return f"partition {p}: leader {zn.leader} serves {_values(tuple(old))} of a deleted incarnation in {_values(log)}"
+    return None
+
+
 PROPERTIES: tuple[Property, ...] = (
     Property("hw_le_leo", hw_le_leo.__doc__ or "", False, hw_le_leo, frozenset({"logs"})),
     # the logs' epochs; ZooKeeper's and the replicas' known leader epochs
@@ -187,6 +214,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("acked_durable", acked_durable.__doc__ or "", False, acked_durable, frozenset({"acked", "leader_log"})),
     Property("zombie_cannot_commit", zombie_cannot_commit.__doc__ or "", False, zombie_cannot_commit,
              frozenset({"zombie_commits"})),
+    Property("deleted_not_served", deleted_not_served.__doc__ or "", False, deleted_not_served,
+             frozenset({"retired", "leader_log"})),
 )
 
 BY_NAME = {p.name: p for p in PROPERTIES}

@@ -25,6 +25,7 @@ from model.config import Config
 from model.registry import ACTIONS, apply
 from model.registry.views import replica_view
 from model.state import (
+    DELETED,
     FETCHING,
     FOLLOWER,
     NO_LEADER,
@@ -411,9 +412,11 @@ def _may_break(before: State, after: State) -> bool:
                     changed.add("leader_log")
             if rb.leader_epoch != ra.leader_epoch:
                 changed.add("epochs")
+            if rb.topic_id != ra.topic_id or (rb.role != ra.role and DELETED in (rb.role, ra.role)):
+                changed.update(("logs", "epochs"))  # which replicas are compared, and exempt
     gb, ga = before.ghost, after.ghost
     if gb is not ga:
-        for name in ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts"):
+        for name in ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts", "retired"):
             if getattr(gb, name) != getattr(ga, name):
                 changed.add(name)
     if not changed:

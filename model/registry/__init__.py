@@ -25,6 +25,7 @@ missing (a backend decision that is not true, the trace vocabulary, ``docs/actio
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from model.actions import Step, forget_stale_requests
@@ -77,6 +78,8 @@ ACTIONS: dict[str, Entry] = {
         controller.REASSIGN_START,
         controller.REASSIGN_COMPLETE,
         commands.STOP_REPLICA,
+        controller.DELETE_TOPIC,
+        controller.CREATE_TOPIC,
     ]
 }
 """Every action, in the order a search tries them: that order decides which of two equally
@@ -96,9 +99,11 @@ so every named configuration at its default bounds keeps exactly the state space
 EXPLORED_WITH_REASSIGNMENT = EXPLORED + tuple(ACTIONS[name] for name in REASSIGNMENT)
 
 
+@functools.lru_cache(maxsize=256)
 def explored(cfg: Config) -> tuple[Entry, ...]:
-    """The actions a search of ``cfg`` tries."""
-    return EXPLORED_WITH_REASSIGNMENT if cfg.reassignments else EXPLORED
+    """The actions a search of ``cfg`` tries, in registry order: the always-explored ones,
+    and those whose knob ``cfg`` turns on (reassignments, topic deletions)."""
+    return tuple(e for e in ACTIONS.values() if e.explored_in(cfg))
 
 
 def apply(s: State, cfg: Config, step: Step) -> State | None:
@@ -109,7 +114,7 @@ def apply(s: State, cfg: Config, step: Step) -> State | None:
 
 def successors(s: State, cfg: Config) -> Iterator[tuple[Step, State]]:
     """Every enabled step from s and the state it leads to (self-loops omitted)."""
-    for action in EXPLORED_WITH_REASSIGNMENT if cfg.reassignments else EXPLORED:
+    for action in explored(cfg):
         fn = action.fn
         for args in action.args(s, cfg):
             t = fn(s, cfg, *args)

@@ -20,6 +20,7 @@ from model.actions import (
     truncate,
 )
 from model.registry.entry import (
+    DELETIONS,
     DRIVER_NOT_YET,
     REASSIGNMENTS,
     Args,
@@ -32,7 +33,7 @@ from model.registry.entry import (
     View,
 )
 from model.registry.views import REJECT_CFG, nothing_observed, replica_post, replica_view
-from model.state import NO_LEADER, TRUNCATING, LeaderAndIsr, State
+from model.state import DELETED, EPOCH_DURING_DELETE, NO_LEADER, TRUNCATING, LeaderAndIsr, State
 from model.text import brokers_text, leader_text, log_text
 
 
@@ -162,7 +163,12 @@ TRUNCATE = Entry(
 
 def _stop_replica_text(args: Args, before: State, after: State) -> str:
     m = args[0]
-    if m.controller_epoch < before.brokers[m.to].controller_epoch or m.leader_epoch < replica(before, m.to, m.partition).leader_epoch:
+    rb, ra = replica(before, m.to, m.partition), replica(after, m.to, m.partition)
+    if m.leader_epoch == EPOCH_DURING_DELETE:
+        if ra.role != DELETED:
+            return f"broker {m.to} refuses the deletion of p{m.partition}'s topic id {m.topic_id} (its replica is of topic id {rb.topic_id})"
+        return f"broker {m.to} deletes its replica of p{m.partition} (StopReplica for the deletion of topic id {m.topic_id})"
+    if m.controller_epoch < before.brokers[m.to].controller_epoch or m.leader_epoch < rb.leader_epoch:
         return f"broker {m.to} refuses a stale StopReplica(p{m.partition}, epoch {m.leader_epoch}, controller epoch {m.controller_epoch})"
     return f"broker {m.to} stops its replica of p{m.partition} and deletes it (StopReplica, epoch {m.leader_epoch})"
 
@@ -176,5 +182,5 @@ STOP_REPLICA = Entry(
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
                       judge=Unsupported("recorded but not replayed: the event is informational in traces.vocabulary"),
                       driver=DRIVER_NOT_YET),
-    explored=False, feature=REASSIGNMENTS, actor=_addressee,
+    explored=False, feature=REASSIGNMENTS, actor=_addressee, also_enabled_by=(DELETIONS,),
 )

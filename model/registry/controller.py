@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from model.actions import (
     _brokers,
+    _creations,
+    _deletions,
     _elections,
     _reassign_completions,
     _reassign_starts,
@@ -20,12 +22,15 @@ from model.actions import (
     controlled_shutdown,
     controller_elect,
     controller_resign,
+    create_topic,
+    delete_topic,
     elect_leader,
     on_broker_startup,
     reassign_complete,
     reassign_start,
 )
 from model.registry.entry import (
+    DELETIONS,
     DRIVER_NOT_YET,
     REASSIGNMENTS,
     SHUTDOWNS,
@@ -204,4 +209,56 @@ REASSIGN_COMPLETE = Entry(
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
     coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
     explored=False, feature=REASSIGNMENTS,
+)
+
+
+# -- topics deleted and created again (seed 000 B, question 5) -------------------------------
+
+NO_DELETION_IN_C = Unsupported("topic deletion is not ported to search.c (its state has no topic identity)")
+NO_DELETION_IN_Z3 = Unsupported("topic deletion is not encoded (its state has no topic identity)")
+NO_DELETION_IN_JUDGE = Unsupported("not yet: the judge starts after the topic's creation (issue 20)")
+
+
+def _delete_text(args: Args, before: State, after: State) -> str:
+    c, p = args
+    zb = before.zk.partitions[p]
+    live = tuple(b for b in zb.ar if b in before.zk.live)
+    down = tuple(b for b in zb.ar if b not in before.zk.live)
+    return (f"controller {c} deletes the topic of p{p} (topic id {zb.topic_id}): StopReplica(delete) to {brokers_text(live)}"
+            + (f", nothing to {brokers_text(down)} (down)" if down else ""))
+
+
+def _delete_event(args: Args, before: State, after: State) -> Emitted:
+    c, p = args
+    return Emitted(c, {"topic": "t", "partitions": [p], "topic_id": before.zk.partitions[p].topic_id}, zk=True)
+
+
+DELETE_TOPIC = Entry(
+    "delete_topic", delete_topic, _deletions,
+    section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
+    describe=_delete_text, view=nothing_observed, event=_delete_event,
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=NO_DELETION_IN_JUDGE, driver=DRIVER_NOT_YET),
+    explored=False, feature=DELETIONS,
+)
+
+
+def _create_text(args: Args, before: State, after: State) -> str:
+    c, p, ar, _ = args
+    zn = after.zk.partitions[p]
+    return (f"controller {c} creates the topic again (topic id {zn.topic_id}) with AR {brokers_text(ar)}: leader "
+            f"{leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)}; LeaderAndISR to AR")
+
+
+def _create_event(args: Args, before: State, after: State) -> Emitted:
+    c, p, ar, _ = args
+    return Emitted(c, {"topic": "t", "partitions": {str(p): list(ar)}, "topic_id": after.zk.partitions[p].topic_id},
+                   zk=True)
+
+
+CREATE_TOPIC = Entry(
+    "create_topic", create_topic, _creations,
+    section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("topic_created"),
+    describe=_create_text, view=nothing_observed, event=_create_event,
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=NO_DELETION_IN_JUDGE, driver=DRIVER_NOT_YET),
+    explored=False, feature=DELETIONS,
 )

@@ -49,6 +49,7 @@ class Feature(NamedTuple):
 PAUSES = Feature("GC pauses", "max_pauses")
 SHUTDOWNS = Feature("controlled shutdowns", "max_shutdowns")
 REASSIGNMENTS = Feature("reassignments", "reassignments")
+DELETIONS = Feature("topic deletions", "deletions")
 
 
 class Traced(NamedTuple):
@@ -124,6 +125,16 @@ class Entry(NamedTuple):
     cut_short: bool = False
     freezing: bool = False
     from_event: Callable[[dict[str, Any], int, State], Args] | None = None
+    also_enabled_by: tuple[Feature, ...] = ()  # more knobs that turn exploring it on
+
+    def explored_in(self, cfg: Config) -> bool:
+        """Whether a search of ``cfg`` tries this action: always, or when a knob it needs
+        (``feature``, ``also_enabled_by``) is on -- so that every configuration with those
+        knobs off keeps exactly the state space it had."""
+        if self.explored:
+            return True
+        knobs = ((self.feature,) if self.feature is not None else ()) + self.also_enabled_by
+        return any(f.asked(cfg) for f in knobs)
 
     @property
     def summary(self) -> str:

@@ -84,6 +84,24 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
+_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9}
+"""How many leading fields of each state tuple ``search.c`` holds.  The fields after them
+(topic identity and deletions, seed 000 B) belong to actions the native search does not run
+(``unsupported``): they are at their defaults in every state it can be given, and are left
+out of the encoding, so that ``decode`` (which rebuilds them from the defaults) round-trips."""
+
+
+def _native_part(x: tuple) -> tuple:
+    n = _NATIVE_FIELDS.get(type(x))
+    if n is None:
+        return x
+    defaults = type(x)._field_defaults  # type: ignore[attr-defined]
+    for name, value in zip(x._fields[n:], x[n:], strict=True):  # type: ignore[attr-defined]
+        if value != defaults[name]:
+            raise ValueError(f"{type(x).__name__}.{name}={value!r}: the native search has no topic deletion")
+    return x[:n]
+
+
 def _put(x: object, out: bytearray) -> None:
     if isinstance(x, int):  # bool included: False < True as 0 < 1
         v = int(x) + 2
@@ -91,7 +109,7 @@ def _put(x: object, out: bytearray) -> None:
             raise ValueError(f"value {int(x)} out of the encoding's range")
         out.append(v)
     elif hasattr(x, "_fields"):  # a NamedTuple: fixed fields, no markers
-        for field in x:  # type: ignore[union-attr]
+        for field in _native_part(x):  # type: ignore[arg-type]
             _put(field, out)
     else:  # a variable-length tuple: (1, element)* 0 -- shorter sorts first, as in Python
         for element in x:  # type: ignore[union-attr]

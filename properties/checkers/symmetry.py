@@ -51,7 +51,7 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
         _map_set(perm, zk.live),
         _reorder(perm, zk.broker_epochs),
         zk.zxid,
-        tuple(PartitionZnode(_map(perm, z.leader), z.leader_epoch, _map_set(perm, z.isr), z.zk_version, _map_set(perm, z.ar), _map_set(perm, z.rar)) for z in zk.partitions),
+        tuple(PartitionZnode(_map(perm, z.leader), z.leader_epoch, _map_set(perm, z.isr), z.zk_version, _map_set(perm, z.ar), _map_set(perm, z.rar), z.topic_id) for z in zk.partitions),
     )
     brokers = _reorder(
         perm,
@@ -62,7 +62,7 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
                 br.controller_epoch,
                 br.broker_epoch,
                 tuple(
-                    Replica(r.role, _map(perm, r.leader), r.leader_epoch, _map_set(perm, r.isr), r.zk_version, r.log, r.hw, r.fetch_state, _reorder(perm, r.follower_leo), r.epoch_start)
+                    Replica(r.role, _map(perm, r.leader), r.leader_epoch, _map_set(perm, r.isr), r.zk_version, r.log, r.hw, r.fetch_state, _reorder(perm, r.follower_leo), r.epoch_start, r.topic_id)
                     for r in br.replicas
                 ),
                 _map_set(perm, br.new_brokers),
@@ -70,12 +70,12 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
             for br in s.brokers
         ),
     )
-    lai = tuple(sorted(LeaderAndIsr(perm[m.to], m.partition, _map(perm, m.leader), m.leader_epoch, _map_set(perm, m.isr), m.zk_version, m.controller_epoch, m.max_broker_epoch) for m in s.leader_and_isr))
-    fetches = tuple(sorted(Fetch(m.kind, perm[m.follower], perm[m.leader], m.partition, m.offset, m.epoch, m.records, m.hw, m.error) for m in s.fetches))
+    lai = tuple(sorted(LeaderAndIsr(perm[m.to], m.partition, _map(perm, m.leader), m.leader_epoch, _map_set(perm, m.isr), m.zk_version, m.controller_epoch, m.max_broker_epoch, m.topic_id) for m in s.leader_and_isr))
+    fetches = tuple(sorted(Fetch(m.kind, perm[m.follower], perm[m.leader], m.partition, m.offset, m.epoch, m.records, m.hw, m.error, m.topic_id) for m in s.fetches))
     ghost = s.ghost._replace(led=tuple(sorted((p, e, perm[b]) for p, e, b in s.ghost.led)))
     if not s.stop_replica:
         return State(zk, brokers, lai, fetches, ghost)
-    stops = tuple(sorted(StopReplica(perm[m.to], m.partition, m.leader_epoch, m.controller_epoch) for m in s.stop_replica))
+    stops = tuple(sorted(StopReplica(perm[m.to], m.partition, m.leader_epoch, m.controller_epoch, m.topic_id) for m in s.stop_replica))
     return State(zk, brokers, lai, fetches, ghost, stops)
 
 

@@ -100,6 +100,13 @@ def prop_zombie_cannot_commit(shape: Shape, s: dict) -> Term:
     return z3.And([z3.Not(s[("zcmt", v)]) for v in range(1, shape.r + 1)])
 
 
+def prop_deleted_not_served(shape: Shape, s: dict) -> Term:
+    """True in every state of this encoding: it has no topic deletion (the registry marks
+    ``delete_topic`` unsupported here and ``unsupported()`` refuses ``deletions``), so no
+    record is ever of a deleted incarnation."""
+    return z3.BoolVal(True)
+
+
 # property name (as in ``properties.PROPERTIES``) -> its state formula
 STATE_PROPERTIES: dict[str, Callable[[Shape, dict], Term]] = {
     "hw_le_leo": prop_hw_le_leo,
@@ -110,6 +117,7 @@ STATE_PROPERTIES: dict[str, Callable[[Shape, dict], Term]] = {
     "single_controller": prop_single_controller,
     "acked_durable": prop_acked_durable,
     "zombie_cannot_commit": prop_zombie_cannot_commit,
+    "deleted_not_served": prop_deleted_not_served,
 }
 
 
