@@ -149,13 +149,14 @@ def test_a_newer_controller_epoch_tells_a_broker_a_new_controller_exists(make_cl
     zk = c.zk_client()
     ctrl, epoch = controller(zk)
     target = 1 - ctrl
-    err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(7, epoch + 3))
+    mbe = max(broker_epochs(zk).values())
+    err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(7, epoch + 3, max_broker_epoch=mbe))
     assert err == ErrorCode.NONE
     err, meta = send(c, target, ApiKey.METADATA, {})
     assert err == ErrorCode.NONE
     # it now knows a newer controller epoch exists (the id itself it takes from /controller)
     assert meta["controller_epoch"] == epoch + 3
-    err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch))
+    err, _ = send(c, target, ApiKey.UPDATE_METADATA, update_metadata(ctrl, epoch, max_broker_epoch=mbe))
     assert err == ErrorCode.STALE_CONTROLLER_EPOCH
     zk.stop()
 

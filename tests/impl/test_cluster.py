@@ -337,14 +337,15 @@ def test_control_request_with_a_stale_controller_epoch_is_rejected(make_cluster:
     with Admin(c.bootstrap) as admin:
         admin.create_topic("fence", assignment={0: [0, 1]})
     target = 1 - ctrl
-    stale = {"controller_id": ctrl, "controller_epoch": epoch - 1, "init": False,
+    mbe = max(zk.exists(zkl.broker_path(b)).czxid for b in c.configs)  # seed 003: mandatory
+    stale = {"controller_id": ctrl, "controller_epoch": epoch - 1, "max_broker_epoch": mbe, "init": False,
              "partitions": [{"topic": "fence", "partition": 0, "leader": target,
                              "leader_epoch": 99, "isr": [target], "replicas": [0, 1],
                              "zk_version": 9}], "leaders": {}}
     err, _ = request(c, target, ApiKey.LEADER_AND_ISR, stale)
     assert err == ErrorCode.STALE_CONTROLLER_EPOCH
     err, _ = request(c, target, ApiKey.STOP_REPLICA, {
-        "controller_id": ctrl, "controller_epoch": epoch - 1, "delete": True,
+        "controller_id": ctrl, "controller_epoch": epoch - 1, "max_broker_epoch": mbe, "delete": True,
         "partitions": [["fence", 0]]})
     assert err == ErrorCode.STALE_CONTROLLER_EPOCH
     assert "fence-0" in local_partitions(c, target)

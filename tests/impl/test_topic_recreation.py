@@ -88,10 +88,13 @@ def test_requests_of_an_older_incarnation_of_the_topic_are_refused_and_delete_no
     wait_until(lambda: (log_dir / "partition.metadata").exists(), 10, "the id beside the log")
     assert (log_dir / "partition.metadata").read_text() == f"topic_id: {topic_id}\n"
 
+    mbe = max(zk.exists(zkl.broker_path(b)).czxid for b in c.configs)  # seed 003: mandatory
+
     def send(api: ApiKey, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         conn = BlockingConnection(*c.endpoint(target), timeout=5)
         try:
-            error, _, resp = conn.send(api, dict(body, controller_id=ctrl, controller_epoch=epoch))
+            error, _, resp = conn.send(api, dict(body, controller_id=ctrl, controller_epoch=epoch,
+                                                 max_broker_epoch=mbe))
             return error, resp
         finally:
             conn.close()

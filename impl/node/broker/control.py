@@ -5,9 +5,11 @@ keeps the cluster metadata UpdateMetadata brings (seed 004).
   become leader or follower as told.  An entry whose leader epoch is older than the replica's
   is refused (``stale_leader_epoch``; the design's optimisation note: a broker "only follows
   a leadership change command if its epoc is larger than the current epoc"), so a delayed
-  request cannot undo a newer decision; an entry repeating the current decision (INIT after
-  a failover, a reassignment's AR+RAR) changes nothing but the assigned replicas.  With the
-  INIT flag, every local partition the controller did not name is deleted (C.3).
+  request cannot undo a newer decision; so is one in the replica's epoch naming another
+  leader or ISR (two brokers must never lead one partition in one epoch).  An entry
+  repeating the current decision (INIT after a failover, a reassignment's AR+RAR) changes
+  nothing but the assigned replicas (:func:`impl.node.fencing.leader_and_isr_verdict`).
+  With the INIT flag, every local partition the controller did not name is deleted (C.3).
 * **StopReplica**: stop the replica, and delete its log when asked (topic deletion, a
   partition removed, a reassignment's old replicas).
 * **Topic identity** (question 5, :mod:`impl.node.topic_identity`): each entry names the
@@ -15,10 +17,12 @@ keeps the cluster metadata UpdateMetadata brings (seed 004).
   (``stale_topic_id``); a local log of an older incarnation than the entry is deleted first,
   and the entry applied to a fresh replica.  A StopReplica of an older incarnation does
   nothing.
-* **Fencing.** Every control request is checked first: a request from an older controller
-  epoch is refused (seed 002: a deposed controller must not be obeyed), and one computed
-  before this broker's current registration is refused by broker epoch (seed 003: the
-  request was meant for an earlier incarnation).  A control request also waits until the
+* **Fencing** (:mod:`impl.node.fencing`).  Every control request is read whole first, then
+  checked: a request from an older controller epoch is refused (seed 002: a deposed
+  controller must not be obeyed), and one computed before this broker's current
+  registration is refused by broker epoch (seed 003: the request was meant for an earlier
+  incarnation; the field is mandatory).  Only then is a newer controller epoch taken: a
+  malformed request raises nothing.  A control request also waits until the
   startup recovery (seed 000 E) is applied, so it cannot be recorded before the
   ``broker_restart`` it depends on.
 * **The HW checkpoint thread** startReplica starts is one task for all replicas.
@@ -32,63 +36,81 @@ from typing import Any
 
 from impl.node.broker.core import RequestError
 from impl.node.broker.replication_follower import ReplicationFollower
+from impl.node.fencing import ControlHeader, Verdict, control_refusal, leader_and_isr_verdict
 from impl.node.log import PartitionLog
-from impl.node.replica import NONE, PartitionState
+from impl.node.replica import PartitionState
 from impl.node.topic_identity import UNKNOWN, Incarnation, compare
 from impl.node.wire import ErrorCode
+
+
+def _metadata_topics(raw: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """An UpdateMetadata's partitions, checked field by field before anything is taken from
+    the request (``ValueError`` / ``KeyError`` / ``TypeError``: answered INVALID_REQUEST)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for topic, parts in dict(raw).items():
+        out[str(topic)] = {str(int(p)): {**dict(info), "leader": int(info["leader"]),
+                                         "leader_epoch": int(info["leader_epoch"]),
+                                         "isr": [int(b) for b in info["isr"]],
+                                         "replicas": [int(b) for b in info["replicas"]]}
+                           for p, info in dict(parts).items()}
+    return out
 
 
 class ControlRequests(ReplicationFollower):
     """Seed 000 C and the metadata cache: what a broker does with the controller's requests."""
 
-    def _check_control(self, body: dict[str, Any], kind: str, entries: list[dict[str, Any]]) -> None:
-        """Fence a control request (LeaderAndISR, StopReplica, UpdateMetadata).
+    def _fence_control(self, header: ControlHeader, kind: str,
+                       entries: list[PartitionState]) -> None:
+        """Refuse a control request (LeaderAndISR, StopReplica, UpdateMetadata) that a newer
+        decision has overtaken (:func:`impl.node.fencing.control_refusal`):
 
-        * Seed 002: a request from an older controller epoch is refused; one from a newer
-          epoch tells this broker a new controller exists.
+        * Seed 002: a request from an older controller epoch is refused.
         * Seed 003: the request carries the cluster-wide ``max_broker_epoch`` the controller
           had read (or, in the older KIP-380 format, this broker's ``broker_epoch``).  If our
           own registration is newer (e0 -> e1 -> e2: we re-registered after the controller
           read the brokers), the request was meant for an earlier incarnation of us.
-        """
-        cepoch = int(body["controller_epoch"])
-        # the newer format's max broker epoch, else the KIP-380 per-broker epoch
-        seen = int(body.get("max_broker_epoch", body.get("broker_epoch", -1)))
-        reason = None
-        if cepoch < self.controller_epoch:
-            reason, code = "stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH
-        elif -1 < seen < self.broker_epoch:
-            reason, code = "stale_broker_epoch", ErrorCode.STALE_BROKER_EPOCH
-        if reason is None:
-            if cepoch > self.controller_epoch and "controller_id" in body:
-                self.metadata["controller_id"] = int(body["controller_id"])
-                self.metadata["controller_epoch"] = cepoch
-            self.controller_epoch = cepoch
+
+        Called only once the whole request has been read: nothing a request says is taken
+        (:meth:`_adopt_controller_epoch`) before it is known to be well formed."""
+        refusal = control_refusal(header, self.controller_epoch, self.broker_epoch)
+        if refusal is None:
             return
-        for e in entries:
-            if kind == "leader_and_isr":
-                self.recorder.emit("reject_leader_and_isr", topic=e["topic"],
-                                   partition=int(e["partition"]),
-                                   params={"reason": reason, "leader_epoch": int(e["leader_epoch"]),
-                                           "controller_epoch": cepoch})
+        reason, code = refusal
+        if kind == "leader_and_isr":
+            for st in entries:
+                self.recorder.emit("reject_leader_and_isr", topic=st.topic, partition=st.partition,
+                                   params={"reason": reason, "leader_epoch": st.leader_epoch,
+                                           "controller_epoch": header.controller_epoch})
         self.recorder.emit("request_rejected", params={"api": kind, "reason": reason,
-                                                       "controller_epoch": cepoch,
+                                                       "controller_epoch": header.controller_epoch,
                                                        "known_controller_epoch": self.controller_epoch,
-                                                       "max_broker_epoch": seen,
+                                                       "max_broker_epoch": header.broker_epoch,
                                                        "broker_epoch": self.broker_epoch})
         raise RequestError(code, reason)
+
+    def _adopt_controller_epoch(self, header: ControlHeader) -> None:
+        """Seed 002: a request from a newer controller epoch tells this broker a new controller
+        exists.  Taken only from a request that is well formed and not fenced: a malformed
+        one must not raise the epoch, or the real controller would be refused from then on."""
+        if header.controller_epoch > self.controller_epoch and header.controller_id is not None:
+            self.metadata["controller_id"] = header.controller_id
+            self.metadata["controller_epoch"] = header.controller_epoch
+        self.controller_epoch = header.controller_epoch
 
     async def on_leader_and_isr(self, body: dict[str, Any]) -> dict[str, Any]:
         """Seed 000 C on_LeaderAndISRCommand (see the module docstring)."""
         await self._control_ready.wait()  # see BrokerCore.__init__
-        entries = list(body["partitions"])
-        self._check_control(body, "leader_and_isr", entries)
-        for bid, (host, port) in dict(body.get("leaders", {})).items():
-            self.endpoints[int(bid)] = (str(host), int(port))
-        cepoch = int(body["controller_epoch"])
+        header = ControlHeader.from_wire(body)
+        cepoch = header.controller_epoch
+        entries = [PartitionState.from_wire(e, cepoch) for e in body["partitions"]]
+        leaders = {int(bid): (str(host), int(port))
+                   for bid, (host, port) in dict(body.get("leaders", {})).items()}
+        init = bool(body.get("init"))
+        self._fence_control(header, "leader_and_isr", entries)
+        self._adopt_controller_epoch(header)
+        self.endpoints.update(leaders)
         results = []
-        for e in entries:
-            st = PartitionState.from_wire(e, cepoch)
+        for st in entries:
             if self.id not in st.replicas:
                 continue
             # 2.0 startReplica, of the incarnation the request names (question 5)
@@ -99,15 +121,18 @@ class ControlRequests(ReplicationFollower):
                                                  "controller_epoch": cepoch})
                 results.append([st.topic, st.partition, int(ErrorCode.INCONSISTENT_TOPIC_ID)])
                 continue
-            if st.leader_epoch < r.leader_epoch:
+            verdict = leader_and_isr_verdict(r, st)
+            if verdict is Verdict.REFUSE:
+                # an older epoch, or this epoch with another leader or ISR: seed 000 follows
+                # only a larger epoch (the model's "stale leader epoch" covers both)
                 r.emit("reject_leader_and_isr", {"reason": "stale_leader_epoch",
                                                  "leader_epoch": st.leader_epoch,
                                                  "controller_epoch": cepoch})
                 results.append([st.topic, st.partition, int(ErrorCode.FENCED_LEADER_EPOCH)])
                 continue
-            if st.leader_epoch == r.leader_epoch and r.role != NONE and r.leader == st.leader:
+            if verdict is Verdict.REPEAT:
                 # the same decision again (INIT after failover, reassignment's AR+RAR): no
-                # transition; only the assigned replicas may have grown
+                # transition; only the assigned replicas may have grown, the ISR moved on
                 r.replicas = list(st.replicas)
                 if st.zk_version > r.zk_version:
                     r.zk_version, r.isr = st.zk_version, set(st.isr)
@@ -120,9 +145,9 @@ class ControlRequests(ReplicationFollower):
                 if st.leader >= 0:
                     self._ensure_fetcher(st.leader)
             results.append([st.topic, st.partition, 0])
-        if body.get("init"):
+        if init:
             # C.3: with INIT, delete every local partition the controller did not mention
-            keep = {(str(e["topic"]), int(e["partition"])) for e in entries}
+            keep = {(st.topic, st.partition) for st in entries}
             for key in [k for k in self.replicas if k not in keep]:
                 self._stop_replica(key, delete=True, reason="not_in_init")
         return {"partitions": results}
@@ -152,30 +177,38 @@ class ControlRequests(ReplicationFollower):
 
     async def on_stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
         await self._control_ready.wait()  # see BrokerCore.__init__
-        self._check_control(body, "stop_replica", [])
-        for item in body["partitions"]:  # [topic, partition, topic_id]; no id: not checked
-            topic_id = int(item[2]) if len(item) > 2 else UNKNOWN
-            self._stop_replica((str(item[0]), int(item[1])), bool(body.get("delete")),
-                               "stop_replica", topic_id)
+        header = ControlHeader.from_wire(body)
+        delete = bool(body.get("delete"))
+        # [topic, partition, topic_id]; no id: not checked
+        parts = [(str(item[0]), int(item[1]), int(item[2]) if len(item) > 2 else UNKNOWN)
+                 for item in body["partitions"]]
+        self._fence_control(header, "stop_replica", [])
+        self._adopt_controller_epoch(header)
+        for topic, partition, topic_id in parts:
+            self._stop_replica((topic, partition), delete, "stop_replica", topic_id)
         return {}
 
     async def on_update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
         await self._control_ready.wait()  # see BrokerCore.__init__
-        self._check_control(body, "update_metadata", [])
-        topics = body["topics"]
+        header = ControlHeader.from_wire(body)
+        controller_id = int(body["controller_id"])
+        brokers = {str(int(b)): [str(host), int(port)]
+                   for b, (host, port) in dict(body["brokers"]).items()}
+        topics = _metadata_topics(body["topics"])
+        self._fence_control(header, "update_metadata", [])
+        self._adopt_controller_epoch(header)
         if body.get("partial"):  # only some partitions changed: merge them into what we have
             merged = {t: dict(parts) for t, parts in self.metadata["topics"].items()}
             for t, parts in topics.items():
                 merged.setdefault(t, {}).update(parts)
             topics = merged
-        self.metadata = {"brokers": body["brokers"], "topics": topics,
-                         "controller_id": int(body["controller_id"]),
-                         "controller_epoch": int(body["controller_epoch"])}
-        for bid, (host, port) in dict(body["brokers"]).items():
-            self.endpoints[int(bid)] = (str(host), int(port))
+        self.metadata = {"brokers": brokers, "topics": topics, "controller_id": controller_id,
+                         "controller_epoch": header.controller_epoch}
+        for bid, (host, port) in brokers.items():
+            self.endpoints[int(bid)] = (host, port)
         self.recorder.emit("update_metadata", params={
-            "controller_epoch": int(body["controller_epoch"]),
-            "brokers": sorted(int(b) for b in body["brokers"]),
+            "controller_epoch": header.controller_epoch,
+            "brokers": sorted(int(b) for b in brokers),
             "topics": sorted(body["topics"])})
         return {}
 

@@ -15,6 +15,10 @@ takes the leader's HW.  Choices the design leaves open, and why they are made so
   rounds as it takes to reach an epoch both logs have).  The ``hw`` rule is
   the one the model's ``design`` configuration shows losing committed records (KIP-101's
   scenario); it is kept so the implementation can reproduce that.
+* **Fetches and epoch lookups name the replica's topic id** (KIP-516): the leader refuses
+  one for another incarnation of the topic (INCONSISTENT_TOPIC_ID), and the follower drops a
+  response whose id is not its replica's -- a re-created topic's epochs repeat the deleted
+  one's, so the epoch alone cannot tell them apart.
 * **Fetches are fenced by leader epoch** under ``kip320`` (the leader refuses a mismatch),
   and under either rule a response for a replica whose role or epoch changed while it was in
   flight is dropped.  NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH are not retried blindly:
@@ -27,8 +31,10 @@ import asyncio
 from typing import Any
 
 from impl.node.broker.core import BrokerCore
+from impl.node.fencing import topic_ids_differ
 from impl.node.log import Record
 from impl.node.replica import FOLLOWER, Replica
+from impl.node.topic_identity import UNKNOWN
 from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
 
@@ -92,7 +98,8 @@ class ReplicationFollower(BrokerCore):
                             r.last_sent_fetch = (offset, r.hw)
                         reqs.append({"topic": r.topic, "partition": r.partition,
                                      "fetch_offset": offset, "hw": r.hw,
-                                     "leader_epoch": r.leader_epoch if self.rule == "kip320" else -1})
+                                     "leader_epoch": r.leader_epoch if self.rule == "kip320" else -1,
+                                     "topic_id": r.log.topic_id or UNKNOWN})
                     error, clock, resp = await conn.request(
                         ApiKey.FETCH, {"replica_id": self.id, "partitions": reqs,
                                        "max_records": 1000,
@@ -111,6 +118,8 @@ class ReplicationFollower(BrokerCore):
                             # the replica changed while the request was in flight (or is a
                             # new incarnation's, impl.node.topic_identity)
                             continue
+                        if topic_ids_differ(int(item.get("topic_id", UNKNOWN)), r.log.topic_id):
+                            continue  # the leader answered for another incarnation of the topic
                         code = int(item["error"])
                         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                             await self._handle_out_of_range(r, leader, int(item.get("leo", 0)))
@@ -166,7 +175,8 @@ class ReplicationFollower(BrokerCore):
         error, clock, resp = await conn.request(
             ApiKey.OFFSETS_FOR_LEADER_EPOCH,
             {"topic": r.topic, "partition": r.partition, "leader_epoch": requested,
-             "current_leader_epoch": epoch, "replica_id": self.id},
+             "current_leader_epoch": epoch, "replica_id": self.id,
+             "topic_id": r.log.topic_id or UNKNOWN},
             self.recorder.tick(), timeout=5)
         self.recorder.observe(clock)
         if r.role != FOLLOWER or r.leader_epoch != epoch or \

@@ -20,6 +20,10 @@ On each replica fetch the leader records the follower's LEO, maybe changes the I
 * **ISR changes are announced to the controller in batches** (a sequential znode under
   ``/isr_change_notification`` per period), as Kafka does, so it can refresh the metadata
   brokers serve (seed 004's UpdateMetadata) without a ZooKeeper watch per partition.
+* **A fetch is refused, and its offset not counted, unless it names this leader's epoch
+  (KIP-320) and this incarnation of the topic** (KIP-516, :mod:`impl.node.fencing`): a
+  re-created topic's epochs start again, so a fetch sent before the deletion would pass the
+  epoch fence alone, and counting its offset would commit a record no follower holds.
 * **Fetches long-poll** (``max_wait_ms``): with nothing new to say the leader answers when a
   partition changes, not at once, so an idle cluster is not a busy loop.
 """
@@ -37,7 +41,9 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 
 from impl.node import zk as zkl
 from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
+from impl.node.fencing import epoch_lookup_refusal, fetch_refusal
 from impl.node.replica import LEADER, Replica
+from impl.node.topic_identity import UNKNOWN
 from impl.node.truncation import leader_epoch_answer
 from impl.node.wire import ErrorCode
 
@@ -49,10 +55,10 @@ class ReplicationLeader(BrokerCore):
         """KIP-101/279: where a leader epoch ends in this leader's log (the follower's
         truncation point under ``kip320``; see :mod:`impl.node.truncation`)."""
         r = self._leader(str(body["topic"]), int(body["partition"]))
-        current = int(body.get("current_leader_epoch", -1))
-        if current >= 0 and current != r.leader_epoch:
-            raise RequestError(ErrorCode.FENCED_LEADER_EPOCH if current < r.leader_epoch
-                               else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        refused = epoch_lookup_refusal(r, int(body.get("current_leader_epoch", -1)),
+                                       int(body.get("topic_id", UNKNOWN)))
+        if refused is not None:
+            raise RequestError(refused)
         found, end = leader_epoch_answer(r.log.epochs, r.leo, r.leader_epoch,
                                          int(body["leader_epoch"]))
         return {"leader_epoch": found, "end_offset": end}
@@ -81,11 +87,12 @@ class ReplicationLeader(BrokerCore):
             offset, fenced = int(q["fetch_offset"]), int(q.get("leader_epoch", -1))
             item: dict[str, Any] = {"topic": key[0], "partition": key[1], "offset": offset,
                                     "known_hw": int(q.get("hw", -1)), "fenced": fenced,
+                                    "topic_id": int(q.get("topic_id", UNKNOWN)),
                                     "changed": False}
             items.append(item)
             r = self.replicas.get(key)
-            if self._fetch_error(r, offset, fenced) is not None or r is None:
-                continue
+            if self._fetch_error(r, item) is not None or r is None:
+                continue  # refused: the follower's offset is not counted
             item["epoch"] = r.leader_epoch
             leo_changed = r.record_follower_fetch(follower, offset, now)
             if r.can_join_isr(follower, self.rule == "kip320"):
@@ -98,8 +105,7 @@ class ReplicationLeader(BrokerCore):
         def ready() -> bool:
             for it in items:
                 r = self.replicas.get((it["topic"], it["partition"]))
-                if it["changed"] or r is None or self._fetch_error(r, it["offset"], it["fenced"]) \
-                        is not None or r.leader_epoch != it.get("epoch") or r.hw != it["known_hw"] \
+                if it["changed"] or r is None or self._fetch_error(r, it) is not None or r.leader_epoch != it.get("epoch") or r.hw != it["known_hw"] \
                         or it["offset"] < r.leo:
                     return True
             return False
@@ -112,7 +118,7 @@ class ReplicationLeader(BrokerCore):
         out = []
         for it in items:
             r = self.replicas.get((it["topic"], it["partition"]))
-            err = self._fetch_error(r, it["offset"], it["fenced"])
+            err = self._fetch_error(r, it)
             if err is not None or r is None:
                 code, extra = err or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {})
                 out.append({"topic": it["topic"], "partition": it["partition"],
@@ -129,21 +135,16 @@ class ReplicationLeader(BrokerCore):
                        {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
             out.append({"topic": it["topic"], "partition": it["partition"], "error": 0,
                         "records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
-                        "leader_epoch": r.leader_epoch})
+                        "leader_epoch": r.leader_epoch, "topic_id": r.log.topic_id or UNKNOWN})
         return {"partitions": out}
 
-    def _fetch_error(self, r: Replica | None, offset: int,
-                     fenced: int) -> tuple[ErrorCode, dict[str, Any]] | None:
-        if r is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {}
-        if r.role != LEADER:
-            return ErrorCode.NOT_LEADER, {"leader": r.leader}
-        if fenced >= 0 and fenced != r.leader_epoch:  # KIP-320 fencing
-            return (ErrorCode.FENCED_LEADER_EPOCH if fenced < r.leader_epoch
-                    else ErrorCode.UNKNOWN_LEADER_EPOCH), {"leader_epoch": r.leader_epoch}
-        if offset > r.leo or offset < 0:
-            return ErrorCode.OFFSET_OUT_OF_RANGE, {"leo": r.leo, "hw": r.hw}
-        return None
+    @staticmethod
+    def _fetch_error(r: Replica | None,
+                     item: dict[str, Any]) -> tuple[ErrorCode, dict[str, Any]] | None:
+        """Whether one partition of a replica fetch is refused (:func:`impl.node.fencing.fetch_refusal`:
+        not the leader, another incarnation of the topic, another leader epoch, an offset
+        outside the log)."""
+        return fetch_refusal(r, item["offset"], item["fenced"], item["topic_id"])
 
     async def _isr_checker(self) -> None:
         """maybe_change_ISR's shrink half, on a timer: take out one follower that lags

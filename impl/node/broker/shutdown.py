@@ -27,7 +27,7 @@ class Shutdown(BrokerCore):
     async def on_controlled_shutdown(self, body: dict[str, Any]) -> dict[str, Any]:
         """A stopping broker's request: the controller thread decides, we answer."""
         fut: Future[dict[str, Any]] = self.controller.request_controlled_shutdown(
-            int(body["broker_id"]), int(body.get("broker_epoch", -1)))
+            int(body["broker_id"]), int(body["broker_epoch"]))  # mandatory (KIP-380)
         result = await asyncio.wait_for(asyncio.wrap_future(fut), 10)
         if "error" in result:
             raise RequestError(ErrorCode(result["error"]))

@@ -16,7 +16,8 @@ ISR it shares.  As Kafka 2.7 does it:
 
 The broker is told what remains; a partition whose ISR has no other live member cannot be
 left, and for it the stop will be as abrupt as a crash.
-A request from an earlier incarnation of the broker (an older broker epoch) is refused.
+A request from an earlier incarnation of the broker (an older broker epoch) is refused; the
+epoch is mandatory, since a request without one could be any incarnation's (seed 003).
 """
 
 from __future__ import annotations
@@ -30,13 +31,24 @@ from impl.node.controller.context import Key
 from impl.node.wire import ErrorCode
 
 
+def shutdown_choice(broker: int, assigned: list[int], current: zkl.LeaderAndIsr, live: set[int],
+                    shutting_down: frozenset[int]) -> Decision | None:
+    """One partition's decision when ``broker`` shuts down: nothing if it is not in the ISR
+    or is its last member; else a clean :func:`choose_leader` that excludes every broker
+    shutting down (``broker`` among them) -- nothing either, if no live ISR member remains."""
+    if broker not in current.isr or len(current.isr) <= 1:
+        return None
+    d = choose_leader(assigned, current, live, False, exclude=shutting_down | {broker})
+    return d if d.leader >= 0 else None
+
+
 class ControlledShutdown(BrokerFailure):
     """Move leadership off, and the broker out of the ISRs, before a broker stops."""
 
     def _on_controlled_shutdown(self, arg: tuple[int, int, Future[dict[str, Any]]]) -> None:
         """Move leadership off a broker that is shutting down and take it out of every ISR."""
         broker, broker_epoch, fut = arg
-        if broker not in self.live or (broker_epoch >= 0 and self.live[broker][2] != broker_epoch):
+        if broker not in self.live or self.live[broker][2] != broker_epoch:
             if not fut.done():
                 fut.set_result({"error": int(ErrorCode.STALE_BROKER_EPOCH)})
             return
@@ -47,10 +59,7 @@ class ControlledShutdown(BrokerFailure):
         excluded = frozenset(self.shutting_down)
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
-            if broker not in st.isr or len(st.isr) <= 1:
-                return None
-            d = choose_leader(self._replicas(key), st, live, False, exclude=excluded)
-            return d if d.leader >= 0 else None
+            return shutdown_choice(broker, self._replicas(key), st, live, excluded)
 
         # from ZooKeeper, not the context: "nothing to do" is a decision no conditional
         # write checks, and a leader may have put the broker back into an ISR meanwhile

@@ -12,6 +12,7 @@ resignation events are handled.
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
 from collections.abc import Callable
@@ -24,7 +25,10 @@ from impl.node import zk as zkl
 from impl.node.controller.context import COALESCED, ControllerMoved
 from impl.node.controller.controlled_shutdown import ControlledShutdown
 from impl.node.controller.failover import Failover
-from impl.node.wire import ErrorCode
+from impl.node.controller.responses import ResponseActions
+from impl.node.wire import ApiKey, ErrorCode
+
+log = logging.getLogger(__name__)
 
 
 class Controller(Failover, ControlledShutdown):
@@ -68,6 +72,24 @@ class Controller(Failover, ControlledShutdown):
         self.events.put(("controlled_shutdown", (broker, broker_epoch, fut)))
         return fut
 
+    def _on_control_error(self, arg: tuple[int, ApiKey, ResponseActions]) -> None:
+        """A broker refused (part of) a control request: log it, and re-read from ZooKeeper
+        what the refusal says this controller's view is missing (:mod:`.responses`)."""
+        broker, api, actions = arg
+        for line in actions.errors:
+            log.warning("controller %d (epoch %d): broker %d: %s", self.id, self.epoch, broker, line)
+        if actions.check_controller_epoch:
+            stat = self.zk.exists(zkl.CONTROLLER_EPOCH)
+            if stat is None or stat.version != self.epoch_version:
+                raise ControllerMoved()  # a newer controller exists: resign
+        if actions.reread_brokers:
+            self._on_broker_change()
+        if actions.reread_topics:
+            self._read_assignments(only=actions.reread_topics)
+        keys = [k for k in sorted(actions.reread_partitions) if k[1] in self.assignments.get(k[0], {})]
+        if keys:
+            self._read_states(keys)
+
     def _run(self) -> None:
         handlers: dict[str, Callable[[Any], None]] = {
             "elect": lambda _: self._elect(),
@@ -78,6 +100,7 @@ class Controller(Failover, ControlledShutdown):
             "tick": lambda _: self._scan_admin(),
             "isr_change": lambda _: self._on_isr_change(),
             "controlled_shutdown": self._on_controlled_shutdown,
+            "control_error": self._on_control_error,
         }
         while True:
             event = self.events.get()

@@ -21,13 +21,13 @@ and the takeover are as they are:
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError
 
 from impl.node import zk as zkl
 from impl.node.controller.broker_failure import BrokerFailure
@@ -35,6 +35,34 @@ from impl.node.controller.context import INIT
 from impl.node.controller.partitions import PartitionChanges
 from impl.node.controller.preferred_election import PreferredElection
 from impl.node.controller.reassignment import Reassignment
+
+log = logging.getLogger(__name__)
+
+
+def controller_holder(data: bytes) -> int | None:
+    """The broker id ``/controller`` names (seed 002), or None if its data is abnormal."""
+    try:
+        holder = json.loads(data)["brokerid"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return holder if isinstance(holder, int) and not isinstance(holder, bool) and holder >= 0 else None
+
+
+def next_controller_epoch(raw: bytes, version: int) -> int:
+    """The epoch a controller elected now takes: above every epoch any controller has held.
+
+    Each election writes ``/controller_epoch`` once, conditionally, so the znode's version
+    counts the elections: the first creates it as 1 at version 0, and the epoch it holds is
+    at most ``version + 1`` -- any other write moves the version without raising the epoch.
+    ``version + 2`` is therefore above every epoch ever used, whatever the data says: an
+    unreadable value (which stopped elections for good) or a lowered one (which would make
+    every broker refuse the new controller as stale) cannot stop the election.  With honest
+    writes it equals the stored epoch + 1."""
+    try:
+        stored = int(raw.decode())
+    except (ValueError, UnicodeDecodeError):
+        stored = 0
+    return max(stored + 1, version + 2)
 
 
 class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment):
@@ -72,39 +100,56 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         return fire
 
     def _controller_watch(self, data: bytes | None, _stat: Any) -> bool:
-        """kazoo thread: ``/controller`` changed -- campaign if it is gone, resign if
-        another broker holds it."""
+        """kazoo thread: ``/controller`` changed -- campaign if it is gone or abnormal (seed
+        002), resign if another broker holds it (or if it no longer says who holds it)."""
         if self._stopped.is_set():
             return False
-        if data is None:
+        holder = None if data is None else controller_holder(data)
+        if holder is None:
+            if data is not None and self.active:
+                self.events.put(("resign", "controller_corrupt"))
             self._post("elect")
-        else:
-            with contextlib.suppress(Exception):
-                if self.active and int(json.loads(data)["brokerid"]) != self.id:
-                    self.events.put(("resign", "controller_moved"))
+        elif self.active and holder != self.id:
+            self.events.put(("resign", "controller_moved"))
         return True
 
     def _elect(self) -> None:
-        """Seed 002: campaign for ``/controller``; on winning, take over (seed 000 D)."""
+        """Seed 002: campaign for ``/controller``; on winning, take over (seed 000 D).
+
+        "If there is no /controller node in Zookeeper, or the data of this node is abnormal,
+        then it will try to create a /controller node": an abnormal znode is deleted -- on
+        its version, so only the content read is removed -- and the campaign goes on; left
+        in place it would stop every election for good.  An abnormal ``/controller_epoch``
+        does not stop one either (:func:`next_controller_epoch`)."""
         if self.active or self._stopped.is_set():
             return
         try:
-            data, _ = self.zk.get(zkl.CONTROLLER)
-            if int(json.loads(data)["brokerid"]) == self.id:
-                # our own znode from a session we no longer act for: clear it, re-run election
-                self.zk.delete(zkl.CONTROLLER)
-            return
+            data, cstat = self.zk.get(zkl.CONTROLLER)
         except NoNodeError:
             pass
-        except (ValueError, KeyError, TypeError):
-            return
+        else:
+            holder = controller_holder(data)
+            if holder is None:
+                log.warning("broker %d: /controller is abnormal (%r): removing it, electing again",
+                            self.id, data[:80])
+                try:
+                    self.zk.delete(zkl.CONTROLLER, version=cstat.version)
+                except BadVersionError:
+                    return  # rewritten meanwhile: the watch brings us back for the new content
+                except NoNodeError:
+                    pass
+            else:
+                if holder == self.id:
+                    # our own znode from a session we no longer act for: clear it, re-run election
+                    self.zk.delete(zkl.CONTROLLER)
+                return
         me = zkl.encode({"version": 1, "brokerid": self.id,
                          "timestamp": str(int(time.time() * 1000))})
         txn = self.zk.transaction()
         txn.create(zkl.CONTROLLER, me, ephemeral=True)
         try:
             raw, stat = self.zk.get(zkl.CONTROLLER_EPOCH)
-            new_epoch = int(raw.decode()) + 1
+            new_epoch = next_controller_epoch(raw, stat.version)
             txn.set_data(zkl.CONTROLLER_EPOCH, str(new_epoch).encode(), version=stat.version)
         except NoNodeError:
             new_epoch = 1

@@ -15,6 +15,9 @@ Choices, and why:
   broker (seed 004's cached UpdateMetadata; ``cache_update_metadata``), instead of one
   request object and buffer per broker.  ``partial`` updates carry only the partitions that
   changed -- a topic creation then costs the size of the topic, not of the cluster.
+* **A refused request is not a request done**: the channel hands the response's error codes
+  to the controller's queue, which logs them and re-reads what they say is stale
+  (:mod:`.responses`).
 * **Leaders' ISR changes reach the metadata through notices** (``/isr_change_notification``):
   the controller re-reads only the partitions they name and sends a partial UpdateMetadata.
 """
@@ -31,6 +34,7 @@ from kazoo.exceptions import NoNodeError
 
 from impl.node import zk as zkl
 from impl.node.controller.context import ControllerContext, Key
+from impl.node.controller.responses import response_actions
 from impl.node.wire import ApiKey, BlockingConnection, EncodedBody, encode_value
 
 
@@ -73,8 +77,11 @@ class ControllerChannel:
                 try:
                     if conn is None:
                         conn = BlockingConnection(self.host, self.port, timeout=timeout)
-                    error, clock, _ = conn.send(api, body, clock=rec.tick())
+                    error, clock, resp = conn.send(api, body, clock=rec.tick())
                     rec.observe(clock)
+                    actions = response_actions(api, error, resp)
+                    if actions:  # refused: the controller's view is missing something
+                        self.controller._post("control_error", (self.broker, api, actions))
                     break
                 except (OSError, ConnectionError, ValueError):
                     if conn is not None:

@@ -1,0 +1,174 @@
+"""The broker's and the controller's fencing rules, one pure function each
+(:mod:`impl.node.fencing`, :mod:`impl.node.controller.responses`, the election's
+:func:`~impl.node.controller.failover.next_controller_epoch`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from impl.node.controller.failover import controller_holder, next_controller_epoch
+from impl.node.controller.responses import response_actions
+from impl.node.fencing import (
+    ControlHeader,
+    Verdict,
+    control_refusal,
+    epoch_lookup_refusal,
+    fetch_refusal,
+    leader_and_isr_verdict,
+)
+from impl.node.log import PartitionLog
+from impl.node.replica import PartitionState, Replica
+from impl.node.wire import ApiKey, ErrorCode
+from traces.recorder import TraceRecorder
+
+TOPIC_ID = 41  # the re-created incarnation's id (a czxid)
+DELETED_ID = 17  # the deleted incarnation's
+
+
+def _replica(tmp_path: Path, broker: int = 1, topic_id: int | None = TOPIC_ID) -> Replica:
+    log = PartitionLog.open(tmp_path / "t-0")
+    if topic_id is not None:
+        log.set_topic_id(topic_id)
+    return Replica("t", 0, broker, log, TraceRecorder(tmp_path / "trace.jsonl", "run", broker))
+
+
+def _state(leader: int, epoch: int, isr: list[int], zk_version: int) -> PartitionState:
+    return PartitionState("t", 0, leader, epoch, isr, [0, 1, 2], zk_version, 1, TOPIC_ID)
+
+
+# -- fetches carry the topic id (KIP-516) ----------------------------------------------------
+def test_a_fetch_sent_to_the_deleted_incarnation_is_refused_by_the_recreated_leader(tmp_path: Path) -> None:
+    """The re-created topic's epochs start again: the stale fetch names the same leader
+    epoch (1) and passes the KIP-320 fence; only its topic id tells it apart."""
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, [0, 1], 0))
+    r.append(b"new")
+    assert fetch_refusal(r, r.leo, 1, DELETED_ID) == (ErrorCode.INCONSISTENT_TOPIC_ID, {})
+    assert fetch_refusal(r, r.leo, 1, TOPIC_ID) is None
+
+
+def test_a_fetch_without_a_topic_id_or_to_a_leader_without_one_is_not_checked(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, [0, 1], 0))
+    assert fetch_refusal(r, 0, 1, 0) is None  # an older follower: no id sent
+    old = _replica(tmp_path / "old", topic_id=None)
+    old.become_leader(_state(1, 1, [0, 1], 0))
+    assert fetch_refusal(old, 0, 1, TOPIC_ID) is None  # a log from before ids
+
+
+def test_the_topic_id_is_checked_before_the_epoch_and_after_the_role(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    assert fetch_refusal(r, 0, 0, DELETED_ID) == (ErrorCode.NOT_LEADER, {"leader": -1})
+    r.become_leader(_state(1, 3, [0, 1], 0))
+    assert fetch_refusal(r, 0, 2, DELETED_ID)[0] == ErrorCode.INCONSISTENT_TOPIC_ID  # type: ignore[index]
+    assert fetch_refusal(r, 0, 2, TOPIC_ID)[0] == ErrorCode.FENCED_LEADER_EPOCH  # type: ignore[index]
+    assert fetch_refusal(r, 5, 3, TOPIC_ID)[0] == ErrorCode.OFFSET_OUT_OF_RANGE  # type: ignore[index]
+
+
+def test_an_epoch_lookup_for_another_incarnation_is_refused(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, [0, 1], 0))
+    assert epoch_lookup_refusal(r, 1, DELETED_ID) == ErrorCode.INCONSISTENT_TOPIC_ID
+    assert epoch_lookup_refusal(r, 1, TOPIC_ID) is None
+    assert epoch_lookup_refusal(r, 1, 0) is None
+    assert epoch_lookup_refusal(r, 0, TOPIC_ID) == ErrorCode.FENCED_LEADER_EPOCH
+
+
+# -- LeaderAndISR: only a larger epoch changes the decision ---------------------------------
+def test_the_same_leader_epoch_with_another_leader_is_refused(tmp_path: Path) -> None:
+    r = _replica(tmp_path, broker=1)
+    r.become_follower(_state(0, 4, [0, 1], 2), "kip320")
+    assert leader_and_isr_verdict(r, _state(1, 4, [0, 1], 2)) is Verdict.REFUSE
+    assert leader_and_isr_verdict(r, _state(1, 4, [0, 1], 3)) is Verdict.REFUSE
+    assert leader_and_isr_verdict(r, _state(1, 5, [0, 1], 3)) is Verdict.APPLY
+    assert leader_and_isr_verdict(r, _state(0, 3, [0, 1], 9)) is Verdict.REFUSE
+
+
+def test_the_same_leader_epoch_with_another_isr_under_the_same_zk_version_is_refused(tmp_path: Path) -> None:
+    r = _replica(tmp_path, broker=0)
+    r.become_leader(_state(0, 4, [0, 1], 2))
+    assert leader_and_isr_verdict(r, _state(0, 4, [0], 2)) is Verdict.REFUSE
+    # the same decision again (INIT after a failover), or a later write of the ISR
+    assert leader_and_isr_verdict(r, _state(0, 4, [0, 1], 2)) is Verdict.REPEAT
+    assert leader_and_isr_verdict(r, _state(0, 4, [0], 3)) is Verdict.REPEAT
+
+
+def test_a_stepped_down_replica_takes_its_own_decision_again_but_no_other(tmp_path: Path) -> None:
+    r = _replica(tmp_path, broker=0)
+    r.become_leader(_state(0, 4, [0, 1], 2))
+    r.step_down()
+    assert leader_and_isr_verdict(r, _state(0, 4, [0, 1], 2)) is Verdict.APPLY
+    assert leader_and_isr_verdict(r, _state(1, 4, [0, 1], 2)) is Verdict.REFUSE
+
+
+def test_a_new_replica_takes_any_epoch(tmp_path: Path) -> None:
+    assert leader_and_isr_verdict(_replica(tmp_path), _state(0, 0, [0], 0)) is Verdict.APPLY
+
+
+# -- control requests: both epochs mandatory ------------------------------------------------
+def test_a_control_request_without_a_broker_epoch_is_malformed() -> None:
+    with pytest.raises(ValueError, match="broker epoch"):
+        ControlHeader.from_wire({"controller_id": 0, "controller_epoch": 3})
+    with pytest.raises(ValueError, match="controller epoch"):
+        ControlHeader.from_wire({"controller_id": 0, "max_broker_epoch": 3})
+
+
+def test_a_broker_epoch_of_minus_one_is_refused_like_any_older_one() -> None:
+    own = 4100
+    for fmt in ("max_broker_epoch", "broker_epoch"):
+        header = ControlHeader.from_wire({"controller_id": 0, "controller_epoch": 3, fmt: -1})
+        assert control_refusal(header, 3, own) == ("stale_broker_epoch", ErrorCode.STALE_BROKER_EPOCH)
+        ok = ControlHeader.from_wire({"controller_id": 0, "controller_epoch": 3, fmt: own})
+        assert control_refusal(ok, 3, own) is None
+    stale = ControlHeader.from_wire({"controller_epoch": 2, "max_broker_epoch": own})
+    assert control_refusal(stale, 3, own) == ("stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH)
+
+
+# -- the controller acts on the codes brokers answer with ----------------------------------
+def test_a_successful_response_asks_nothing_of_the_controller() -> None:
+    assert not response_actions(ApiKey.LEADER_AND_ISR, 0, {"partitions": [["t", 0, 0]]})
+    assert not response_actions(ApiKey.UPDATE_METADATA, 0, {})
+
+
+def test_a_stale_controller_epoch_makes_the_controller_check_its_own() -> None:
+    a = response_actions(ApiKey.UPDATE_METADATA, int(ErrorCode.STALE_CONTROLLER_EPOCH), {})
+    assert a and a.check_controller_epoch and not a.reread_brokers
+    assert "STALE_CONTROLLER_EPOCH" in a.errors[0]
+
+
+def test_a_stale_broker_epoch_makes_the_controller_read_the_brokers_again() -> None:
+    a = response_actions(ApiKey.STOP_REPLICA, int(ErrorCode.STALE_BROKER_EPOCH), {"message": "x"})
+    assert a.reread_brokers and not a.check_controller_epoch
+
+
+def test_refused_leader_and_isr_entries_make_the_controller_read_those_partitions_again() -> None:
+    a = response_actions(ApiKey.LEADER_AND_ISR, 0, {"partitions": [
+        ["t", 0, 0], ["t", 1, int(ErrorCode.FENCED_LEADER_EPOCH)],
+        ["u", 2, int(ErrorCode.INCONSISTENT_TOPIC_ID)]]})
+    assert a.reread_partitions == {("t", 1), ("u", 2)} and a.reread_topics == {"u"}
+    assert len(a.errors) == 2
+
+
+def test_an_error_nothing_can_mend_is_still_logged_not_taken_for_success() -> None:
+    a = response_actions(ApiKey.LEADER_AND_ISR, int(ErrorCode.INVALID_REQUEST), {"message": "bad"})
+    assert a and a.errors == ("LEADER_AND_ISR refused: INVALID_REQUEST (bad)",)
+    assert not (a.check_controller_epoch or a.reread_brokers or a.reread_partitions)
+
+
+# -- the election survives abnormal /controller and /controller_epoch ------------------------
+def test_abnormal_controller_data_names_no_holder() -> None:
+    assert controller_holder(b'{"version":1,"brokerid":2,"timestamp":"1"}') == 2
+    for data in (b"", b"garbage", b"\xff", b"[]", b'{"brokerid":"2"}', b'{"brokerid":-1}', b"{}"):
+        assert controller_holder(data) is None, data
+
+
+def test_the_next_controller_epoch_is_above_every_epoch_held_whatever_the_znode_says() -> None:
+    # honest history: created as 1 at version 0, +1 per election
+    assert next_controller_epoch(b"1", 0) == 2
+    assert next_controller_epoch(b"7", 6) == 8
+    # unreadable or lowered: the version still counts every election
+    assert next_controller_epoch(b"garbage", 6) == 8
+    assert next_controller_epoch(b"\xff", 6) == 8
+    assert next_controller_epoch(b"0", 6) == 8
