@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,16 +197,10 @@ class Replica:
             await self.isr_write.wait()  # a later write may have begun meanwhile: loop
 
     def maybe_advance_hw(self) -> bool:
-        """Leader HW = min LEO over the ISR, never decreasing; unknown follower LEO blocks it."""
+        """Leader HW = min LEO over the ISR, never decreasing (:func:`advance_high_watermark`)."""
         if self.role != LEADER:
             return False
-        leos = [self.leo]
-        for r in self.isr:
-            if r != self.broker_id:
-                if r not in self.follower_leo:
-                    return False
-                leos.append(self.follower_leo[r])
-        new_hw = min(leos)
+        new_hw = advance_high_watermark(self.broker_id, self.leo, self.hw, self.isr, self.follower_leo)
         if new_hw > self.hw:
             self.log.set_hw(new_hw)
             return True
@@ -233,28 +227,49 @@ class Replica:
         now - lastCaughtUpTime > maxLag``).  Dropping it would shrink the ISR of an idle
         partition for nothing, and the model's ``shrink_isr`` never does.  A follower that has
         not fetched in this term has no known LEO and is not caught up."""
-        lagging = set()
-        for r in self.isr:
-            if r == self.broker_id:
-                continue
-            leo = self.follower_leo.get(r)
-            if leo is not None and leo >= self.leo:
-                continue
-            caught_up = self.last_caught_up.get(r, 0.0)
-            behind = self.leo - (self.leo if leo is None else leo)
-            if now - caught_up > lag_time_s or behind > lag_messages:
-                lagging.add(r)
-        return lagging
+        return {r for r in self.isr if r != self.broker_id
+                and follower_out_of_sync(self.follower_leo.get(r), self.leo,
+                                         now - self.last_caught_up.get(r, 0.0), lag_time_s, lag_messages)}
 
     def can_join_isr(self, follower: int, kip320: bool) -> bool:
         """Seed 000 G, expand half: caught up to the HW (and, under KIP-320, to this epoch)."""
-        if follower in self.isr or follower not in self.replicas:
-            return False
-        leo = self.follower_leo.get(follower, -1)
-        if leo < self.hw:
-            return False
-        if kip320:
-            start = self.log.epochs.start_offset(self.leader_epoch)
-            if start is not None and leo < start:
-                return False
-        return True
+        return may_join_isr(self.follower_leo.get(follower), self.hw,
+                            self.log.epochs.start_offset(self.leader_epoch),
+                            follower in self.isr, follower in self.replicas, kip320)
+
+
+# -- the leader's decisions, pure (held to the model by the rule-level vectors) ---------------
+
+def advance_high_watermark(leader: int, leo: int, hw: int, isr: Iterable[int],
+                           follower_leo: Mapping[int, int]) -> int:
+    """Seed 000 G: the leader's HW is the minimum LEO over the ISR, and never moves backwards.
+    A follower in the ISR with no LEO known in this term (not in ``follower_leo``: it has not
+    fetched from this leader yet) holds the HW where it is."""
+    leos = [leo]
+    for r in isr:
+        if r != leader:
+            if r not in follower_leo:
+                return hw
+            leos.append(follower_leo[r])
+    return max(hw, min(leos))
+
+
+def follower_out_of_sync(follower_leo: int | None, leader_leo: int, since_caught_up_s: float,
+                         lag_time_s: float, lag_messages: int) -> bool:
+    """Seed 000 G, the shrink half of maybe_change_ISR: a follower not at the leader's LEO
+    (``None``: not fetched in this term) is out of sync once it has not caught up for longer
+    than the lag time, or is more than ``lag_messages`` behind.  One at the LEO never is."""
+    if follower_leo is not None and follower_leo >= leader_leo:
+        return False
+    behind = leader_leo - (leader_leo if follower_leo is None else follower_leo)
+    return since_caught_up_s > lag_time_s or behind > lag_messages
+
+
+def may_join_isr(follower_leo: int | None, hw: int, epoch_start: int | None, in_isr: bool,
+                 assigned: bool, kip320: bool) -> bool:
+    """Seed 000 G, the expand half: an assigned replica not in the ISR whose LEO has reached
+    the HW and, with KIP-320, the start of the leader's epoch (``epoch_start``; ``None``: the
+    epoch cache does not know it).  A follower with no LEO known in this term may not."""
+    if in_isr or not assigned or follower_leo is None or follower_leo < hw:
+        return False
+    return not (kip320 and epoch_start is not None and follower_leo < epoch_start)

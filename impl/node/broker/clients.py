@@ -23,18 +23,27 @@ from impl.node.replica import LEADER, Replica
 from impl.node.wire import ErrorCode
 
 
+def consumer_fetch_range(offset: int, max_records: int, hw: int, leo: int) -> range | None:
+    """Question 7: the offsets a consumer fetch returns -- committed records only, so none
+    from the HW to the LEO -- or ``None`` (OFFSET_OUT_OF_RANGE) beyond the LEO or below 0."""
+    if offset > leo or offset < 0:
+        return None
+    return range(offset, max(offset, min(hw, leo, offset + max_records)))
+
+
 class ClientRequests(BrokerCore):
     """Produce and consumer fetch, on the leader."""
 
     async def _consumer_fetch(self, r: Replica, offset: int, max_records: int,
                               max_wait: float) -> dict[str, Any]:
         """Question 7: empty between HW and LEO; OFFSET_OUT_OF_RANGE only beyond the LEO."""
-        if offset > r.leo or offset < 0:
+        if consumer_fetch_range(offset, max_records, r.hw, r.leo) is None:
             raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
         if offset >= r.hw and max_wait:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(r.changed().wait(), max_wait)
-        records = r.log.read(offset, max_records, upto=r.hw)
+        window = consumer_fetch_range(offset, max_records, r.hw, r.leo)  # the HW may have moved
+        records = [] if window is None else r.log.read(window.start, len(window))
         if records:
             r.emit("consumer_fetch", {"fetch_offset": offset, "records": len(records)},
                    {"hw": r.hw, "leo": r.leo})

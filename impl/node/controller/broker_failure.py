@@ -59,6 +59,24 @@ def choose_leader(assigned: list[int], current: zkl.LeaderAndIsr, live: set[int]
     return Decision(-1, tuple(sorted(current.isr)))
 
 
+def broker_change_choice(assigned: list[int], current: zkl.LeaderAndIsr, live: set[int],
+                         unclean_allowed: bool, shutting_down: frozenset[int] = frozenset()
+                         ) -> Decision | None:
+    """Seed 000 A on_broker_change for one partition: nothing to decide while its leader and
+    every ISR member live; else :func:`choose_leader`.  A live leader in the ISR stays (even
+    one shutting down: it could not leave); a new one is never a broker that asked to shut
+    down, nor does one stay in the ISR."""
+    if current.leader in live and set(current.isr) <= live:
+        return None
+    keep = current.leader in live and current.leader in current.isr
+    return choose_leader(assigned, current, live, unclean_allowed,
+                         exclude=frozenset() if keep else shutting_down)
+
+
+def changes(d: Decision, current: zkl.LeaderAndIsr) -> bool:
+    """Whether decision ``d`` is a write: a new leader or a new ISR (else nothing is written)."""
+    return not (d.leader == current.leader and tuple(sorted(d.isr)) == tuple(current.isr))
+
 
 class BrokerFailure(ControlRequestSender):
     """Seed 000 A: on_broker_change, and the conditional election it and others use."""
@@ -78,14 +96,9 @@ class BrokerFailure(ControlRequestSender):
         live = set(new_live)
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
-            if st.leader in live and set(st.isr) <= live:
-                return None
-            # a live leader in the ISR stays (even one shutting down: it could not leave);
-            # a new one is never a broker that asked to shut down, nor stays one in the ISR
-            keep = st.leader in live and st.leader in st.isr
-            return choose_leader(self._replicas(key), st, live,
-                                 self.config.unclean_leader_election,
-                                 exclude=frozenset() if keep else frozenset(self.shutting_down))
+            return broker_change_choice(self._replicas(key), st, live,
+                                        self.config.unclean_leader_election,
+                                        frozenset(self.shutting_down))
 
         changed = self._elect_partitions(self._all_keys(), decide, "broker_change")
         if born:  # new or bounced brokers learn every partition they replicate
@@ -121,7 +134,7 @@ class BrokerFailure(ControlRequestSender):
                     continue
                 st, version = cur
                 d = decide(key, st)
-                if d is None or (d.leader == st.leader and tuple(sorted(d.isr)) == st.isr):
+                if d is None or not changes(d, st):
                     continue
                 new = zkl.LeaderAndIsr(d.leader, st.leader_epoch + 1, tuple(sorted(d.isr)), self.epoch)
                 plans.append((key, new, version, d.unclean))

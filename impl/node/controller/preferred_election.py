@@ -16,6 +16,14 @@ from impl.node.controller.broker_failure import BrokerFailure, Decision
 from impl.node.controller.context import Key
 
 
+def preferred_choice(assigned: list[int], current: zkl.LeaderAndIsr, live: set[int]) -> Decision | None:
+    """The preferred (first assigned) replica leads, with the ISR unchanged, if it is not the
+    leader already and is a live ISR member; else nothing changes."""
+    if assigned and assigned[0] != current.leader and assigned[0] in current.isr and assigned[0] in live:
+        return Decision(assigned[0], current.isr)
+    return None
+
+
 class PreferredElection(BrokerFailure):
     """Move leadership back to each requested partition's preferred (first assigned) replica."""
 
@@ -28,10 +36,7 @@ class PreferredElection(BrokerFailure):
         live = self._electable()
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
-            ar = self.assignments.get(key[0], {}).get(key[1], [])
-            if ar and ar[0] != st.leader and ar[0] in st.isr and ar[0] in live:
-                return Decision(ar[0], st.isr)
-            return None
+            return preferred_choice(self.assignments.get(key[0], {}).get(key[1], []), st, live)
 
         keys = [k for k in requests if k[1] in self.assignments.get(k[0], {})]
         # the same ISR with a new leader still needs a write: force it past the no-op filter

@@ -25,8 +25,23 @@ import contextlib
 from kazoo.exceptions import NoNodeError
 
 from impl.node import zk as zkl
+from impl.node.controller.broker_failure import Decision
 from impl.node.controller.context import IN_PROGRESS, INIT, Key
 from impl.node.controller.requests import ControlRequestSender
+
+
+def reassignment_switch(rar: list[int], current: zkl.LeaderAndIsr, electable: set[int]) -> Decision | None:
+    """Seed 000 F 3.2: once every RAR member is in the ISR, the partition switches to RAR --
+    led by the current leader if it is a live RAR member, else by the first live RAR member
+    (all of them are in the ISR: a clean election) -- with the ISR's RAR members as its ISR.
+    ``None``: not caught up yet, or no RAR member is alive to lead."""
+    if not set(rar) <= set(current.isr):
+        return None
+    live_rar_isr = [b for b in rar if b in current.isr and b in electable]
+    if not live_rar_isr:
+        return None
+    leader = current.leader if current.leader in live_rar_isr else live_rar_isr[0]
+    return Decision(leader, tuple(sorted(b for b in current.isr if b in rar)))
 
 
 class Reassignment(ControlRequestSender):
@@ -81,15 +96,11 @@ class Reassignment(ControlRequestSender):
             if cur is None:
                 continue
             st, version = cur
-            if not set(rar) <= set(st.isr):  # 3.2: not caught up yet
+            switch = reassignment_switch(rar, st, self._electable())
+            if switch is None:  # 3.2: not caught up yet, or no RAR member can lead
                 continue
-            electable = self._electable()
-            live_rar_isr = [b for b in rar if b in st.isr and b in electable]
-            if not live_rar_isr:
-                continue
-            leader = st.leader if st.leader in live_rar_isr else live_rar_isr[0]
-            new = zkl.LeaderAndIsr(leader, st.leader_epoch + 1,
-                                   tuple(sorted(b for b in st.isr if b in rar)), self.epoch)
+            leader = switch.leader
+            new = zkl.LeaderAndIsr(leader, st.leader_epoch + 1, switch.isr, self.epoch)
             old_replicas = self._replicas(key)
             _, tstat = self.zk.get(zkl.topic_path(t))
             parts = dict(self.assignments[t])
