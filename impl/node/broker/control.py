@@ -56,6 +56,13 @@ def _metadata_topics(raw: Any) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def _stop_replica_item(item: Any) -> tuple[str, int, int]:
+    """A StopReplica partition, ``[topic, partition, topic_id]`` (no id: not checked)."""
+    if not isinstance(item, list) or len(item) not in (2, 3):
+        raise ValueError(f"a StopReplica partition is [topic, partition, topic_id], not {item!r}")
+    return str(item[0]), int(item[1]), int(item[2]) if len(item) > 2 else UNKNOWN
+
+
 class ControlRequests(ReplicationFollower):
     """Seed 000 C and the metadata cache: what a broker does with the controller's requests."""
 
@@ -179,9 +186,7 @@ class ControlRequests(ReplicationFollower):
         await self._control_ready.wait()  # see BrokerCore.__init__
         header = ControlHeader.from_wire(body)
         delete = bool(body.get("delete"))
-        # [topic, partition, topic_id]; no id: not checked
-        parts = [(str(item[0]), int(item[1]), int(item[2]) if len(item) > 2 else UNKNOWN)
-                 for item in body["partitions"]]
+        parts = [_stop_replica_item(item) for item in body["partitions"]]
         self._fence_control(header, "stop_replica", [])
         self._adopt_controller_epoch(header)
         for topic, partition, topic_id in parts:
