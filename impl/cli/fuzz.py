@@ -1,39 +1,67 @@
 """``epochal fuzz``: Hypothesis stateful search of a model configuration (``properties.checkers.fuzz``).
 
-Exit codes, like ``epochal check``: 0 nothing found within the profile's budget, 1 a
-property violation was found (its shrunk steps are printed), 2 bad arguments.  "Nothing
-found" is evidence, not proof: the search is random and bounded; ``epochal check`` and
-``epochal prove`` are the exhaustive and symbolic answers.
+Exit codes (``impl.cli.exits``): 1 a property violation was found (its shrunk steps are
+printed), 2 bad arguments, 3 nothing found within the budget -- inconclusive, always: the
+search is random and bounded, so it can never show that a violation does not exist, and it
+never exits 0 ("holds").  ``epochal check`` (exhaustive) and ``epochal prove`` (symbolic) are
+the commands that can answer 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from impl.cli.check import add_bound_arguments, bound_overrides
+from impl.cli.check import BOUNDS, add_bound_arguments, bound_overrides
 from impl.cli.errors import UsageError
+from impl.cli.exits import FOUND, INCONCLUSIVE
+from impl.cli.output import add_json_flag, print_json
 from model.config import NAMED
 
 
+def _defaults() -> dict[str, str]:
+    from properties.checkers.fuzz import FUZZ_SCALE, SCALES
+
+    out = {}
+    for bound in BOUNDS:
+        own = {n: SCALES.get(n, FUZZ_SCALE).get(bound) for n in sorted(NAMED)}
+        if all(v is None for v in own.values()):
+            out[bound] = "default: the configuration's own"
+        elif len(set(own.values())) == 1:
+            out[bound] = f"default {next(iter(own.values()))}"
+        else:
+            out[bound] = "default " + ", ".join(f"{v} ({n})" for n, v in own.items())
+    out["records"] += "; up to 26"
+    out["max_epoch"] += "; up to 50"
+    return out
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    from properties.checkers.fuzz import PROFILES
+
     p = sub.add_parser(
         "fuzz",
         help="search a model configuration with Hypothesis stateful testing (deep, shrinking)",
-        description="Random walks over the model's actions at configurations too large to exhaust; a violation is shrunk to a short step list.",
+        description="Random walks over the model's actions at configurations too large to exhaust; a violation is "
+                    "shrunk to a short step list.  Nothing found is inconclusive (exit 3), never 'holds'.",
     )
     p.add_argument("--config", required=True, choices=sorted(NAMED), help="named configuration")
-    p.add_argument("--profile", choices=("ci", "deep"), default="ci", help="search budget (default ci)")
-    p.add_argument("--seed", type=int, help="randomize the search from this seed (default: the profile's)")
-    p.add_argument("--max-examples", type=int, help="override the profile's number of runs")
-    p.add_argument("--steps", type=int, help="override the profile's steps per run (the design's loss: 30 at 2 brokers)")
-    add_bound_arguments(p, {"brokers": "default 5", "partitions": "default 2", "records": "default 8 (up to 26)",
-                            "max_epoch": "default 12 (up to 50)", "max_crashes": "default 6"})
+    p.add_argument("--profile", choices=sorted(PROFILES), default="ci",
+                   help=f"search budget (default ci: {PROFILES['ci'].max_examples} runs of up to "
+                        f"{PROFILES['ci'].stateful_step_count} steps; deep: {PROFILES['deep'].max_examples} of up to "
+                        f"{PROFILES['deep'].stateful_step_count})")
+    p.add_argument("--seed", type=int, help="randomize the search from this seed (default: the profile's fixed sequence)")
+    p.add_argument("--max-examples", type=int, metavar="N", help="override the profile's number of runs")
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="override the steps per run (default: the profile's, or the configuration's own: design 30)")
+    add_bound_arguments(p, _defaults())
+    add_json_flag(p, "the result")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from properties.checkers.fuzz import fuzz_config
+    from properties.checkers.fuzz import PROFILES, fuzz_config, steps_for
     from properties.checkers.fuzz import run as fuzz
 
     try:
@@ -44,19 +72,47 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-examples must be >= 1")
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be >= 1")
-    print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'})", flush=True)
-    from properties.checkers.fuzz import PROFILES
-
     budget = args.max_examples or PROFILES[args.profile].max_examples
+    steps = args.steps or steps_for(args.config, args.profile)
+    out = sys.stderr if args.json else sys.stdout
+    print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'}; "
+          f"{budget} runs of up to {steps} steps)", file=out, flush=True)
 
     def progress(runs: int, seconds: float) -> None:
         print(f"  ... {runs} runs so far, budget {budget} valid runs ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
-    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=args.steps,
+    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=steps,
              progress=progress)
+    code = INCONCLUSIVE if r.violation is None else FOUND
+    if args.json:
+        return print_json(args, code, results=[result_json(r, budget, steps)])
     if r.violation is None:
-        print(f"OK: no property violation found in {r.runs} runs ({r.seconds:.1f} s)")
-        return 0
+        print(f"INCONCLUSIVE: no property violation found within the budget ({r.runs} runs of up to {steps} steps, "
+              f"{r.seconds:.1f} s); a random search cannot show there is none -- epochal check can")
+        return code
     print(r.violation.text())
-    print(f"\nfound and shrunk to {len(r.violation.steps)} steps in {r.seconds:.1f} s")
-    return 1
+    print(f"\nfound after {r.first_seconds or 0:.1f} s and shrunk to {len(r.violation.steps)} steps in {r.seconds:.1f} s")
+    return code
+
+
+def result_json(r: Any, budget: int, steps: int) -> dict[str, Any]:
+    from impl.cli.check import plain
+
+    v = r.violation
+    return {
+        "config": {"name": r.config.name, **{k: val for k, val in vars(r.config).items() if k != "name"}},
+        "profile": r.profile,
+        "seed": r.seed,
+        "budget": {"max_examples": budget, "steps": steps},
+        "found": v is not None,
+        "runs": r.runs,
+        "seconds": round(r.seconds, 3),
+        "first_seconds": None if r.first_seconds is None else round(r.first_seconds, 3),
+        "violation": None if v is None else {
+            "property": v.property,
+            "message": v.message,
+            "also": [{"property": n, "message": m} for n, m in v.also],
+            "steps": [{"n": i, "action": s.action, "args": plain(s.args), "description": d}
+                      for i, (s, d) in enumerate(v.steps, 1)],
+        },
+    }

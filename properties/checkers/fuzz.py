@@ -75,14 +75,14 @@ FUZZ_SCALE: dict[str, int] = dict(brokers=5, partitions=2, records=8, max_epoch=
 
 
 def fuzz_config(name: str, **overrides: int | None) -> Config:
-    """Named configuration ``name`` at fuzzing scale (``FUZZ_SCALE``), with overrides.
+    """Named configuration ``name`` at fuzzing scale (``SCALES``, else ``FUZZ_SCALE``), with overrides.
 
     Brokers and partitions go through ``model.config.named`` (its limits are the model's:
     broker sets and symmetry assume at most 5 brokers).  Records, epochs and crashes may go
     beyond the BFS's limits -- the walk does not enumerate states, so they cost nothing --
     up to 26 records (they print as letters) and 50 epochs.
     """
-    o = {**FUZZ_SCALE, **{k: v for k, v in overrides.items() if v is not None}}
+    o = {**SCALES.get(name, FUZZ_SCALE), **{k: v for k, v in overrides.items() if v is not None}}
     cfg = named(name, brokers=o["brokers"], partitions=o["partitions"], min_insync=overrides.get("min_insync"))
     records, max_epoch, crashes = o["records"], o["max_epoch"], o["max_crashes"]
     pauses = o.get("max_pauses", cfg.max_pauses)
@@ -107,6 +107,19 @@ def fuzz_config(name: str, **overrides: int | None) -> Config:
 # ``FUZZ_SCALE``, far beyond what the checker can exhaust.
 DESIGN_SEARCH: dict[str, int] = dict(brokers=2, partitions=1, records=2, max_epoch=3, max_crashes=2)
 DESIGN_STEPS = 30
+
+SCALES: dict[str, dict[str, int]] = {"design": DESIGN_SEARCH}
+"""The scale a configuration is fuzzed at when the command line names none, where it is not
+``FUZZ_SCALE``: the design's loss is searched where it lives (``DESIGN_SEARCH``), so that a
+plain ``epochal fuzz --config design`` finds it; at ``FUZZ_SCALE`` (5 brokers, 2 partitions)
+a walk reaches it too seldom for any default budget."""
+STEPS: dict[str, int] = {"design": DESIGN_STEPS}
+"""Steps per run, where a configuration's own scale sets them rather than the profile."""
+
+
+def steps_for(name: str, profile: str) -> int:
+    """Steps per run for configuration ``name`` under ``profile`` (``STEPS`` first)."""
+    return STEPS.get(name, PROFILES[profile].stateful_step_count)
 
 # -- the tempo of a run ---------------------------------------------------------------
 

@@ -1,0 +1,42 @@
+"""``--json`` output: one shape for every ``epochal`` command, so a CI job parses any of them.
+
+Every command's ``--json`` prints exactly one JSON object on stdout (progress and messages go
+to stderr).  It always carries ``command`` (the subcommand, e.g. ``"check"`` or ``"topics
+describe"``) and ``exit_code`` (the process's own, ``impl.cli.exits``); what else it carries
+is the command's, documented in docs/cli.md.  Results about several configurations are a list
+inside the object (``results``), never a bare list, so a reader never has to ask which of the
+two it got.  A usage error under ``--json`` is the object ``{"command", "exit_code": 2,
+"error"}`` on stdout as well as the one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def wants_json(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "json", False))
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """``check``, or ``topics describe`` for a command with actions."""
+    action = getattr(args, "action", None)
+    return f"{args.command} {action}" if action else str(args.command)
+
+
+def document(args: argparse.Namespace, exit_code: int, **fields: Any) -> dict[str, Any]:
+    return {"command": command_name(args), "exit_code": exit_code, **fields}
+
+
+def print_json(args: argparse.Namespace, exit_code: int, **fields: Any) -> int:
+    """Print the command's one JSON object; returns ``exit_code`` so a command can end with
+    ``return print_json(args, code, ...)``."""
+    print(json.dumps(document(args, exit_code, **fields), indent=2, default=str))
+    return exit_code
+
+
+def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true",
+                   help=f"print {what} as one JSON object on stdout (shape: docs/cli.md)")
