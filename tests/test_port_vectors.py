@@ -56,3 +56,20 @@ def test_the_node_port_fails_a_vector_whose_rule_it_gets_wrong(tmp_path):
     done = _node_test(vectors, port)
     assert done.returncode != 0
     assert "not ok" in done.stdout and "control: every case" in done.stdout, done.stdout[-2000:]
+
+
+def test_the_vectors_are_the_same_bytes_on_every_run(tmp_path):
+    _vectors(tmp_path / "a")
+    _vectors(tmp_path / "b")
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert "index.json" in files and files == sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+
+
+def test_an_unwritable_directory_is_one_line_and_exit_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = subprocess.run([sys.executable, "-m", "impl.cli.main", "vectors", "--out", str(blocker / "x")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "cannot write vectors" in done.stderr, done.stderr
