@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from traces import SCHEMA_ID
-from traces.schema import FIELDS, PARAMS, POST, REASONS, TYPES
+from traces.schema import FIELDS, PARAMS, POST, REASONS, TYPES, ZXID
 from traces.vocabulary import KINDS, OBSERVES_ZXID
 
 DOC = (Path(__file__).resolve().parents[2] / "traces" / "SCHEMA.md").read_text(encoding="utf-8")
@@ -96,3 +96,25 @@ def test_the_kinds_that_observe_a_zxid_are_the_ones_the_ordering_rule_names():
     kinds it names are the ones the ordering code treats so."""
     rule = _section(DOC, "\n2. among the run's events", "\n3. for ")
     assert {k for k in re.findall(r"`(\w+)`", rule) if k in KINDS} == set(OBSERVES_ZXID)
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_every_kind_documents_whether_it_carries_a_zxid(name):
+    block = _section(DOC, f"\n### `{name}`\n", "\n### ")
+    rule = re.search(r"^- zxid: (\w+)", block, re.M)
+    assert rule is not None and rule.group(1) == ZXID[name], name
+
+
+def test_every_enumeration_is_documented_value_by_value():
+    """An enumerated field's row names each value it allows (``one of `a`, `b```)."""
+    doc = _doc_kinds()
+    for table, part in ((PARAMS, "params"), (POST, "post")):
+        for kind, specs in table.items():
+            block = _section(DOC, f"\n### `{kind}`\n", "\n### ")
+            section = block.split("params:", 1)[1] if part == "params" else block.split("post:", 1)[1]
+            for spec in specs:
+                if not spec.values:
+                    continue
+                assert spec.name in doc[kind][part], (kind, spec.name)
+                row = next(line for line in section.splitlines() if line.startswith(f"| `{spec.name}` |"))
+                assert all(f"`{v}`" in row for v in spec.values), (kind, spec.name, row)
