@@ -6,6 +6,8 @@ import argparse
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from impl.node import limits
+
 
 @dataclass
 class BrokerConfig:
@@ -38,7 +40,18 @@ class BrokerConfig:
     # an old-version admin request to it, so a test can run an election in between
     forward_delay_ms: int = 0
     segment_bytes: int = 1 << 20
+    # size limits (impl.node.limits, checked consistent at construction): the largest frame,
+    # the largest value a producer may write (Kafka's max.message.bytes; 4 MiB rather than
+    # Kafka's 1 MiB so multi-MiB values stay legal), and the record bytes one fetch response
+    # carries in all (fetch.max.bytes) and per partition (max.partition.fetch.bytes)
     max_frame: int = 8 * 1024 * 1024
+    max_message_bytes: int = 4 * 1024 * 1024
+    fetch_max_bytes: int = 4 * 1024 * 1024
+    fetch_partition_max_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        limits.check(self.max_frame, self.max_message_bytes, self.fetch_max_bytes,
+                     self.fetch_partition_max_bytes)
 
     @property
     def log_dir(self) -> Path:
@@ -66,7 +79,10 @@ class BrokerConfig:
                 parser.add_argument(flag, type=kind, required=True, dest=f.name)
             else:
                 parser.add_argument(flag, type=kind, default=f.default, dest=f.name)
-        return cls(**vars(parser.parse_args(argv)))
+        try:
+            return cls(**vars(parser.parse_args(argv)))
+        except ValueError as exc:  # inconsistent limits: one line, exit 2
+            parser.error(str(exc))
 
 
 def _bool(text: str) -> bool:

@@ -76,6 +76,7 @@ class ErrorCode(enum.IntEnum):
     REQUEST_TIMED_OUT = 7
     MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
+    RECORD_TOO_LARGE = 18  # a value above max.message.bytes (impl.node.limits)
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     UNSUPPORTED_VERSION = 35

@@ -9,6 +9,9 @@
   ISR shrank while the records waited (the HW = min LEO of the ISR jumps when it shrinks).
   An ISR write in flight is waited out first (see :meth:`Replica.begin_isr_write`), so an
   append cannot slip between the write and the ISR it sets.
+* **Sizes are bounded** (:mod:`impl.node.limits`): a value above ``max.message.bytes`` is
+  refused with RECORD_TOO_LARGE before anything is appended, and a consumer fetch carries at
+  most the fetch limits' bytes -- but always its first record whole (KIP-74).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import time
 from typing import Any
 
+from impl.node import limits
 from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
 from impl.node.replica import LEADER, Replica
 from impl.node.wire import ErrorCode
@@ -31,12 +35,24 @@ def consumer_fetch_range(offset: int, max_records: int, hw: int, leo: int) -> ra
     return range(offset, max(offset, min(hw, leo, offset + max_records)))
 
 
+def _value(v: Any) -> bytes:
+    """A produced value: bytes or text.  Anything else is refused -- ``bytes(n)`` of an
+    integer would allocate n zero bytes (a 105-byte request once wrote a 16 MiB record)."""
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, bytes | bytearray):
+        return bytes(v)
+    raise RequestError(ErrorCode.INVALID_REQUEST, f"a value is bytes or text, not {type(v).__name__}")
+
+
 class ClientRequests(BrokerCore):
     """Produce and consumer fetch, on the leader."""
 
     async def _consumer_fetch(self, r: Replica, offset: int, max_records: int,
-                              max_wait: float) -> dict[str, Any]:
-        """Question 7: empty between HW and LEO; OFFSET_OUT_OF_RANGE only beyond the LEO."""
+                              max_wait: float, max_bytes: int) -> dict[str, Any]:
+        """Question 7: empty between HW and LEO; OFFSET_OUT_OF_RANGE only beyond the LEO.
+        At most ``max_bytes`` of records (and the broker's fetch limits), but always the
+        first one whole (KIP-74, :mod:`impl.node.limits`)."""
         if consumer_fetch_range(offset, max_records, r.hw, r.leo) is None:
             raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
         if offset >= r.hw and max_wait:
@@ -44,6 +60,8 @@ class ClientRequests(BrokerCore):
                 await asyncio.wait_for(r.changed().wait(), max_wait)
         window = consumer_fetch_range(offset, max_records, r.hw, r.leo)  # the HW may have moved
         records = [] if window is None else r.log.read(window.start, len(window))
+        records = limits.within(records, min(max_bytes, self.config.fetch_max_bytes,
+                                             self.config.fetch_partition_max_bytes), True)
         if records:
             r.emit("consumer_fetch", {"fetch_offset": offset, "records": len(records)},
                    {"hw": r.hw, "leo": r.leo})
@@ -54,9 +72,14 @@ class ClientRequests(BrokerCore):
         """Append on the leader; answer at once (acks 0/1) or once committed (acks=all)."""
         acks = int(body.get("acks", -1))
         r = self._leader(str(body["topic"]), int(body["partition"]))
-        values = [bytes(v) if not isinstance(v, str) else v.encode() for v in body["values"]]
+        values = [_value(v) for v in body["values"]]
         if not values:
             raise RequestError(ErrorCode.INVALID_REQUEST, "no values")
+        largest = max(len(v) for v in values)
+        if largest > self.config.max_message_bytes:  # refused before anything is appended
+            raise RequestError(ErrorCode.RECORD_TOO_LARGE,
+                               f"a value of {largest} bytes exceeds max.message.bytes "
+                               f"{self.config.max_message_bytes}")
         if r.isr_write is not None:
             await r.isr_settled()  # the ISR is being written: see Replica.begin_isr_write
             r = self._leader(str(body["topic"]), int(body["partition"]))

@@ -70,12 +70,17 @@ class ReplicationFollower(BrokerCore):
         this broker follows there in one request; appends, takes the leader's HW."""
         conn: AsyncConnection | None = None
         backoff = 0.05
+        turn = 0
         try:
             while not self.stopping:
                 parts = [r for r in self.replicas.values()
                          if r.role == FOLLOWER and r.leader == leader]
                 if not parts:
                     return
+                # a response is bounded in bytes and its first partitions fill it first:
+                # start each request at the next partition, so none waits behind the others
+                turn = (turn + 1) % len(parts)
+                parts = parts[turn:] + parts[:turn]
                 try:
                     if conn is None or conn.closed:
                         conn = await self._leader_connection(leader)
@@ -103,6 +108,8 @@ class ReplicationFollower(BrokerCore):
                     error, clock, resp = await conn.request(
                         ApiKey.FETCH, {"replica_id": self.id, "partitions": reqs,
                                        "max_records": 1000,
+                                       "max_bytes": self.config.fetch_max_bytes,
+                                       "partition_max_bytes": self.config.fetch_partition_max_bytes,
                                        "max_wait_ms": self.config.fetch_max_wait_ms},
                         self.recorder.tick(), timeout=self.config.fetch_max_wait_ms / 1000 + 5)
                     self.recorder.observe(clock)

@@ -24,6 +24,9 @@ On each replica fetch the leader records the follower's LEO, maybe changes the I
   (KIP-320) and this incarnation of the topic** (KIP-516, :mod:`impl.node.fencing`): a
   re-created topic's epochs start again, so a fetch sent before the deletion would pass the
   epoch fence alone, and counting its offset would commit a record no follower holds.
+* **Responses are bounded in bytes** (KIP-74, :mod:`impl.node.limits`): per partition and
+  in all, except that the first record of the first partition with any is sent whole --
+  a record count alone let catch-up responses outgrow the frame, and the follower stalled.
 * **Fetches long-poll** (``max_wait_ms``): with nothing new to say the leader answers when a
   partition changes, not at once, so an idle cluster is not a busy loop.
 """
@@ -39,6 +42,7 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
+from impl.node import limits
 from impl.node import zk as zkl
 from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
 from impl.node.fencing import epoch_lookup_refusal, fetch_refusal
@@ -116,6 +120,12 @@ class ReplicationLeader(BrokerCore):
                 while not ready() and time.monotonic() < deadline:
                     await asyncio.wait_for(self._changed_any.wait(), deadline - time.monotonic())
         out = []
+        # KIP-74: at most the response's and each partition's byte limits, but the first
+        # record of the first partition that has any is returned whole (impl.node.limits)
+        budget = full = min(int(body.get("max_bytes", self.config.fetch_max_bytes)),
+                            self.config.fetch_max_bytes)
+        per_partition = min(int(body.get("partition_max_bytes", self.config.fetch_partition_max_bytes)),
+                            self.config.fetch_partition_max_bytes)
         for it in items:
             r = self.replicas.get((it["topic"], it["partition"]))
             err = self._fetch_error(r, it)
@@ -124,7 +134,9 @@ class ReplicationLeader(BrokerCore):
                 out.append({"topic": it["topic"], "partition": it["partition"],
                             "error": int(code), **extra})
                 continue
-            records = r.log.read(it["offset"], max_records)
+            records = limits.within(r.log.read(it["offset"], max_records),
+                                    min(per_partition, budget), budget == full)
+            budget -= sum(limits.record_size(x.value) for x in records)
             if records or it["changed"] or r.hw != it["known_hw"]:
                 r.emit("handle_fetch", {"follower": follower, "fetch_offset": it["offset"],
                                         "leader_epoch": r.leader_epoch, "leader_hw": r.hw,

@@ -202,7 +202,9 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         max_records = max(0, min(int(body.get("max_records", 500)), 5000))
         max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
         r = self._leader(topic, partition)
-        return await self._consumer_fetch(r, int(body["fetch_offset"]), max_records, max_wait)
+        max_bytes = int(body.get("max_bytes", self.config.fetch_max_bytes))
+        return await self._consumer_fetch(r, int(body["fetch_offset"]), max_records, max_wait,
+                                          max_bytes)
 
     def _on_resumed(self) -> None:
         """SIGCONT: we were frozen.  The harness recorded broker_resume before waking us;
