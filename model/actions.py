@@ -659,6 +659,31 @@ def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], lea
 
 
 # ---------------------------------------------------------------------------------------
+# Preferred-replica election (later Kafka, on seed 000 A's election)
+# ---------------------------------------------------------------------------------------
+
+
+def preferred_election(s: State, cfg: Config, c: int, p: int) -> State | None:
+    """An administrator asks for a preferred-replica election of partition p (seed 000's
+    topic path: "the first replica is the preferred replica"); the controller moves the
+    leadership back to it -- only if it is alive, in the ISR and not already leading, so the
+    move is a clean election and loses no committed record.  The ISR stays as it is; the
+    write is a conditional one with leader_epoch + 1, then LeaderAndISR, like
+    ``elect_leader``.  The model's AR is a sorted tuple, so its preferred replica is the
+    lowest broker id assigned."""
+    if not _acting_controller(s, c) or s.ghost.preferred_elections >= cfg.preferred_elections:
+        return None
+    zn = s.zk.partitions[p]
+    if not zn.ar or zn.leader_epoch + 1 > cfg.max_epoch:
+        return None
+    preferred = zn.ar[0]
+    if preferred == zn.leader or preferred not in zn.isr or preferred not in s.zk.live:
+        return None
+    s = _write_and_send(s, p, preferred, zn.isr)
+    return s._replace(ghost=s.ghost._replace(preferred_elections=s.ghost.preferred_elections + 1))
+
+
+# ---------------------------------------------------------------------------------------
 # Brokers acting on LeaderAndISR (seed 000 C)
 # ---------------------------------------------------------------------------------------
 
@@ -986,6 +1011,13 @@ def _creations(s: State, cfg: Config) -> Iterator[tuple]:
         for mask in range(1, 1 << cfg.brokers):
             ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
             yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+
+
+def _preferred_elections(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.preferred_elections >= cfg.preferred_elections:
+        return
+    yield from ((c, p) for p in range(cfg.partitions))
 
 
 def _stop_requests(s: State, cfg: Config) -> Iterator[tuple]:

@@ -38,6 +38,7 @@ class Config:
     # seed 000 question 5: a topic id in the topic znode, LeaderAndISR, StopReplica and beside
     # the log (KIP-516).  False is the design as written: "no partition version is needed"
     topic_ids: bool = True
+    preferred_elections: int = 0  # preferred-replica elections an admin may ask for, in all
 
     @property
     def fenced_fetch(self) -> bool:
@@ -62,6 +63,7 @@ class Config:
             + (f" reassignments={self.reassignments}" if self.reassignments else "")
             + (f" deletions={self.deletions}" if self.deletions else "")
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
+            + (f" preferred_elections={self.preferred_elections}" if self.preferred_elections else "")
         )
 
 
@@ -107,3 +109,5 @@ def validate(cfg: Config) -> None:
         raise ValueError("--reassignments must be >= 0")
     if not 0 <= cfg.deletions <= 2:
         raise ValueError("--deletions must be between 0 and 2")
+    if cfg.preferred_elections < 0:
+        raise ValueError("--preferred-elections must be >= 0")

@@ -175,6 +175,7 @@ class Ghost(NamedTuple):
     deletions: int = 0  # topic deletions, in all (bounded by Config.deletions)
     # (partition, value) of every record of a deleted incarnation: no leader may serve one
     retired: tuple[tuple[int, int], ...] = ()
+    preferred_elections: int = 0  # preferred-replica elections, in all (bounded by Config.preferred_elections)
 
 
 class State(NamedTuple):

@@ -90,7 +90,7 @@ def replay_config(config: str, brokers: int) -> Config:
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
                    max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)),
-                   reassignments=UNBOUNDED)
+                   reassignments=UNBOUNDED, preferred_elections=UNBOUNDED)
 
 
 def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, str]:

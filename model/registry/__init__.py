@@ -80,6 +80,7 @@ ACTIONS: dict[str, Entry] = {
         commands.STOP_REPLICA,
         controller.DELETE_TOPIC,
         controller.CREATE_TOPIC,
+        controller.PREFERRED_ELECTION,
     ]
 }
 """Every action, in the order a search tries them: that order decides which of two equally
@@ -102,7 +103,8 @@ EXPLORED_WITH_REASSIGNMENT = EXPLORED + tuple(ACTIONS[name] for name in REASSIGN
 @functools.lru_cache(maxsize=256)
 def explored(cfg: Config) -> tuple[Entry, ...]:
     """The actions a search of ``cfg`` tries, in registry order: the always-explored ones,
-    and those whose knob ``cfg`` turns on (reassignments, topic deletions)."""
+    and those whose knob ``cfg`` turns on (reassignments, topic deletions, preferred-replica
+    elections)."""
     return tuple(e for e in ACTIONS.values() if e.explored_in(cfg))
 
 

@@ -15,6 +15,7 @@ from model.actions import (
     _creations,
     _deletions,
     _elections,
+    _preferred_elections,
     _reassign_completions,
     _reassign_starts,
     _shutdowns,
@@ -26,12 +27,14 @@ from model.actions import (
     delete_topic,
     elect_leader,
     on_broker_startup,
+    preferred_election,
     reassign_complete,
     reassign_start,
 )
 from model.registry.entry import (
     DELETIONS,
     DRIVER_NOT_YET,
+    PREFERRED_ELECTIONS,
     REASSIGNMENTS,
     SHUTDOWNS,
     SILENT,
@@ -261,4 +264,27 @@ CREATE_TOPIC = Entry(
     describe=_create_text, view=nothing_observed, event=_create_event,
     coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=NO_DELETION_IN_JUDGE, driver=DRIVER_NOT_YET),
     explored=False, feature=DELETIONS,
+)
+
+
+# -- preferred-replica election (later Kafka, on seed 000 A's election) --------------------------
+
+
+def _preferred_text(args: Args, before: State, after: State) -> str:
+    c, p = args
+    zn = after.zk.partitions[p]
+    return (f"controller {c} moves partition {p} back to its preferred replica: leader {leader_text(zn.leader)}, "
+            f"epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version}) and sends LeaderAndISR")
+
+
+PREFERRED_ELECTION = Entry(
+    "preferred_election", preferred_election, _preferred_elections,
+    section="000 A", impl="impl.node.controller.Controller._on_preferred",
+    trace=Traced("elect_leader", ("preferred",)),
+    describe=_preferred_text, view=_znode_view,
+    event=lambda args, before, after: znode_event(args[0], args[1], before, after, "preferred", False),
+    coverage=Coverage(native=Unsupported("preferred-replica election is not ported to search.c (no named configuration asks for one)"),
+                      z3=Unsupported("preferred-replica election is not encoded (no named configuration asks for one)"),
+                      judge=Supported(), driver=DRIVER_NOT_YET),
+    explored=False, feature=PREFERRED_ELECTIONS,
 )

@@ -50,6 +50,7 @@ PAUSES = Feature("GC pauses", "max_pauses")
 SHUTDOWNS = Feature("controlled shutdowns", "max_shutdowns")
 REASSIGNMENTS = Feature("reassignments", "reassignments")
 DELETIONS = Feature("topic deletions", "deletions")
+PREFERRED_ELECTIONS = Feature("preferred-replica elections", "preferred_elections")
 
 
 class Traced(NamedTuple):
