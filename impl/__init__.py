@@ -8,6 +8,8 @@ Module map (seed sections in brackets):
 * :mod:`impl.node.truncation` -- where a new follower truncates: ``hw`` [000 C] or ``kip320``
 * :mod:`impl.node.topic_identity` -- which incarnation of a topic a request and a log belong to [question 5]
 * :mod:`impl.node.replica` -- one replica's role, HW and ISR bookkeeping [000 C, G]
+* :mod:`impl.node.fencing` -- which control requests, LeaderAndISR entries and fetches a broker refuses [000 C, G, 002, 003]
+* :mod:`impl.node.limits` -- record, fetch-response and frame size limits, held consistent (KIP-74)
 * :mod:`impl.node.broker` -- the broker process (``python -m impl.node.broker``), one module
   per section: ``control`` [C, 002/003 fencing, 004 metadata], ``startup`` [E, 003 epoch],
   ``replication_leader`` / ``replication_follower`` [G], ``clients`` [question 7],

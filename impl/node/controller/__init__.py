@@ -9,6 +9,7 @@
 * :mod:`.preferred_election`, :mod:`.controlled_shutdown` -- later Kafka, on A's election
 * :mod:`.requests` -- the LeaderAndISR / StopReplica / UpdateMetadata it sends, their fencing
   fields (seeds 002, 003) and the cached UpdateMetadata (seed 004)
+* :mod:`.responses` -- what the error codes brokers answer with make the controller re-read
 * :mod:`.context` -- what the controller knows, and its fenced ZooKeeper reads and writes
 * :mod:`.event_loop` -- :class:`Controller`: one event queue, one thread, every section
 
