@@ -200,7 +200,8 @@ def test_an_abnormal_controller_znode_or_epoch_reruns_the_election(make_cluster:
         admin.create_topic(TOPIC, assignment={0: live})
     with Producer(c.bootstrap, acks=-1) as producer:
         producer.send(TOPIC, "elected", partition=0)
-    elects = [e for e in trace_events(c.data_dir) if e["kind"] == "controller_elect"]
-    assert [e["params"]["controller_epoch"] for e in elects][-1] == epoch3
+    elects = {(e["node"], e["params"]["controller_epoch"]) for e in trace_events(c.data_dir)
+              if e["kind"] == "controller_elect"}
+    assert (holder3, epoch3) in elects and max(epoch for _, epoch in elects) == epoch3
     assert holder3 in live
     zk.stop()
