@@ -14,7 +14,8 @@ import json
 import sys
 from typing import Any
 
-DESCRIPTION = "judge recorded traces against the model with Spark (exit 0 conforms, 1 not, 2 unusable input)"
+DESCRIPTION = ("judge recorded traces against the model with Spark (exit 0 conforms, 1 not, 2 unusable input, "
+               "3 inconclusive: a group the judge could not decide, or none to judge)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,17 +29,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "which protocol variant explains a failing trace)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 if any record was quarantined, even if every group conforms")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object instead of the table: the counts and timings of summary.json, "
+                        "and each group's verdict (shape: docs/cli.md)")
 
 
 def run(args: argparse.Namespace, spark: Any = None) -> int:
     """Run the job for parsed arguments; raises ``InputError`` for unusable input."""
     from conformance.spark.job import conform, render
+    from conformance.spark.report import as_json
 
     outcome = conform(args.paths, args.out, spark=spark, master=args.master, config=args.config,
                       judge=args.judge, strict=args.strict)
-    if args.json:
-        print(json.dumps(outcome.as_dict(), indent=2, sort_keys=True))
+    if args.json:  # the shape every epochal command's --json has: command, exit_code, then its own
+        print(json.dumps({"command": "conform", **as_json(outcome)}, indent=2, sort_keys=True, default=str))
     else:
         print(render(outcome))
     return outcome.exit_code

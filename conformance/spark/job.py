@@ -46,7 +46,15 @@ from collections.abc import Callable, Sequence
 
 from conformance.spark.plan import FILES_PER_TASK, _plan_local, _split_runs
 from conformance.spark.read import InputError, _classify_paths, _decode_files, _list_local
-from conformance.spark.report import Outcome, _facts, _Tally, _write, render
+from conformance.spark.report import (
+    Outcome,
+    _facts,
+    _Tally,
+    _write,
+    exit_code,
+    render,
+    write_summary,
+)
 from conformance.spark.rows import _DECODED, _OUT, _ddl
 from conformance.spark.session import JOB_SQL_CONF, spark_session
 from conformance.spark.tasks import _judge_partitions
@@ -170,7 +178,7 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
                           quarantined=dict(sorted(counts.items())), out_of_order=tally.out_of_order,
                           groups=sum(status.values()), conforming=status.get("conforms", 0),
                           violating=status.get("violates", 0), errors=status.get("error", 0),
-                          runs=tally.runs)
+                          runs=tally.runs, scenarios=tally.scenarios())
         seconds["judge"] = time.perf_counter() - t
         log(f"{outcome.records} records in {seconds['judge']:.1f}s: {n_events} events, {malformed} quarantined"
             f"{' ' + str(outcome.quarantined) if malformed else ''}; {outcome.groups} groups of {outcome.runs} runs judged")
@@ -191,8 +199,9 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
             redone.unpersist()
     seconds["total"] = time.perf_counter() - t0
     outcome.seconds = {k: round(v, 3) for k, v in seconds.items()}
-    bad = outcome.violating + outcome.errors
-    outcome.exit_code = 1 if bad or (malformed and strict) else 0
+    outcome.exit_code = exit_code(outcome, strict)
+    if out:
+        write_summary(spark, out, outcome)  # last, so it holds the final timings and exit code
     return outcome
 
 

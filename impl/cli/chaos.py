@@ -26,11 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=float, required=True, metavar="SECONDS",
                    help="seconds of workload and faults (the run adds start, heal and judging)")
     p.add_argument("--brokers", type=int, default=3, help=f"{REPLICATION} to {MAX_BROKERS} (default 3)")
-    p.add_argument("--unclean", action="store_true", help="enable unclean leader election (unsafe)")
+    p.add_argument("--unclean-leader-election", dest="unclean", action="store_true",
+                   help="enable unclean leader election (unsafe; default off)")
+    p.add_argument("--unclean", dest="unclean", action="store_true", help=argparse.SUPPRESS)  # older spelling
     p.add_argument("--acks", default="all", help="all (default) or 1 (unsafe)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
-    p.add_argument("--json", action="store_true", help="print the report as JSON (progress on stderr)")
+    p.add_argument("--json", action="store_true",
+                   help="print the report as one JSON object on stdout (progress on stderr; shape: docs/cli.md)")
     p.set_defaults(func=run)
 
 
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(chaos.data_dir, ignore_errors=True)
         raise UsageError(f"could not run the cluster: {exc}") from None
     if args.json:
-        print(json.dumps(report.as_dict(), indent=2, default=str))
+        print(json.dumps({"command": "chaos", **report.as_dict()}, indent=2, default=str))
     else:
         log(render_report(report))
     return report.exit_code

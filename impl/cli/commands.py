@@ -1,9 +1,15 @@
 """``epochal cluster|topics|quotas|produce|consume|broker``: the command line of the implementation.
 
-Every client command finds the cluster through ``--bootstrap HOST:PORT`` (default
-``127.0.0.1:9092``, Kafka's convention); ``broker kill|pause|resume|start`` find the broker
-processes through ``<data-dir>/cluster.json`` written by ``epochal cluster start``.
-Every failure is one line on stderr and exit code 2 (:class:`impl.cli.errors.UsageError`).
+Every command finds the cluster through ``--bootstrap HOST:PORT`` (default
+``127.0.0.1:9092``, Kafka's convention).  ``broker kill|pause|resume|start`` act on the broker
+processes, which ``<data-dir>/cluster.json`` (written by ``epochal cluster start``) lists;
+they find that file from ``--bootstrap`` through the pointer ``cluster start`` leaves for
+each broker endpoint (``CLUSTERS``), or from ``--data-dir`` where one is given.
+
+Every failure is one line on stderr and exit code 2 (:class:`impl.cli.errors.UsageError`),
+and so is a request that would do nothing (resuming a broker that is not paused, removing a
+quota that does not exist): it says so, and changes and records nothing.  Every command takes
+``--json`` (one object on stdout; docs/cli.md).
 """
 
 from __future__ import annotations
@@ -16,15 +22,26 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from impl.cli.errors import UsageError
+from impl.cli.output import add_json_flag, print_json, wants_json
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_DATA_DIR = os.environ.get("EPOCHAL_DATA_DIR", "runs/cluster")
+CLUSTERS = Path(os.environ.get("EPOCHAL_CLUSTERS", Path(tempfile.gettempdir()) / f"epochal-clusters-{os.getuid()}"))
+"""Where ``cluster start`` leaves, per broker endpoint, the path of its data dir (removed
+when it stops), so that ``broker`` commands find the cluster from ``--bootstrap`` alone."""
+
+
+def _say(args: argparse.Namespace, text: str) -> None:
+    """A command's human-readable line: stdout, or stderr under ``--json`` (stdout is then
+    the one JSON object)."""
+    print(text, file=sys.stderr if wants_json(args) else sys.stdout, flush=True)
 
 
 def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -60,6 +77,7 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 def _bootstrap(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                    help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})")
+    add_json_flag(p)
 
 
 def _principal_args(p: argparse.ArgumentParser) -> None:
@@ -80,19 +98,21 @@ def register(sub: Any) -> None:
     csub = cluster.add_subparsers(dest="action", metavar="ACTION", parser_class=type(cluster))
     csub.required = True
     start = csub.add_parser("start", help="start ZooKeeper and N brokers; runs until Ctrl-C")
-    start.add_argument("--brokers", type=int, default=3)
+    start.add_argument("--brokers", type=int, default=3, help="brokers to start (default 3)")
     start.add_argument("--zookeeper", metavar="HOST:PORT[,...]",
                        help="use this ZooKeeper ensemble instead of an embedded one")
-    start.add_argument("--zk-port", type=int, default=2181, help="embedded ZooKeeper port")
-    start.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
-    start.add_argument("--port-base", type=int, default=9092, help="broker i listens on base+i")
+    start.add_argument("--zk-port", type=int, default=2181, help="embedded ZooKeeper port (default 2181)")
+    start.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help=f"where logs, traces and cluster.json go (default {DEFAULT_DATA_DIR})")
+    start.add_argument("--port-base", type=int, default=9092, help="broker i listens on base+i (default 9092)")
     start.add_argument("--truncation", choices=["kip320", "hw", "design"], default="kip320",
-                       help="follower truncation rule (hw = seed 000 as written)")
-    start.add_argument("--min-insync-replicas", type=int, default=1)
-    start.add_argument("--replica-lag-time-ms", type=int, default=4000)
+                       help="follower truncation rule (hw = seed 000 as written; default kip320)")
+    start.add_argument("--min-insync-replicas", type=int, default=1, help="min.insync.replicas (default 1)")
+    start.add_argument("--replica-lag-time-ms", type=int, default=4000, help="replica.lag.time.max.ms (default 4000)")
     start.add_argument("--session-timeout", type=float, default=4.0,
-                       help="broker ZooKeeper session timeout in seconds")
-    start.add_argument("--unclean-leader-election", action="store_true")
+                       help="broker ZooKeeper session timeout in seconds (default 4.0)")
+    start.add_argument("--unclean-leader-election", action="store_true",
+                       help="unclean.leader.election.enable (default off)")
+    add_json_flag(start, "the cluster's endpoints, once it is ready")
     start.set_defaults(func=_friendly(cmd_cluster_start))
 
     # -- topics ---------------------------------------------------------------------------
@@ -101,8 +121,8 @@ def register(sub: Any) -> None:
     tsub.required = True
     p = tsub.add_parser("create", help="create a topic (no automatic retry when throttled)")
     p.add_argument("topic")
-    p.add_argument("--partitions", type=int, default=1)
-    p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument("--partitions", type=int, default=1, help="partitions (default 1)")
+    p.add_argument("--replication-factor", type=int, default=1, help="replicas of each partition (default 1)")
     p.add_argument("--validate-only", action="store_true",
                    help="check the request without creating anything (not charged to the quota)")
     _principal_args(p)
@@ -117,22 +137,26 @@ def register(sub: Any) -> None:
     p.add_argument("topic", nargs="?")
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_describe))
-    p = tsub.add_parser("add-partitions", help="grow a topic to COUNT partitions")
+    p = tsub.add_parser("add-partitions", help="grow a topic to N partitions in all")
     p.add_argument("topic")
-    p.add_argument("--count", type=int, required=True, help="new total number of partitions")
+    p.add_argument("--partitions", type=int, dest="count", metavar="N",
+                   help="new total number of partitions (Kafka's kafka-topics --alter --partitions)")
+    p.add_argument("--count", type=int, dest="count", help=argparse.SUPPRESS)  # the older spelling
     _principal_args(p)
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_add_partitions))
     p = tsub.add_parser("remove-partitions", help="remove partitions from a topic (seed 000 H)")
     p.add_argument("topic")
-    p.add_argument("--partitions", required=True, help="comma-separated partition ids")
+    p.add_argument("--partition", type=int, action="append", dest="partition_ids", metavar="ID",
+                   help="a partition to remove (repeatable)")
+    p.add_argument("--partitions", dest="partition_list", help=argparse.SUPPRESS)  # older: a comma list
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_remove_partitions))
     p = tsub.add_parser("reassign", help="move a partition to a new replica set")
     p.add_argument("topic")
     p.add_argument("--partition", type=int, required=True)
     p.add_argument("--replicas", required=True, help="comma-separated broker ids, preferred first")
-    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the move (default 60)")
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_topics_reassign))
     p = tsub.add_parser("elect-preferred", help="move leadership back to the preferred replica")
@@ -161,18 +185,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_friendly(cmd_quotas_describe))
 
     # -- produce / consume ------------------------------------------------------------------
-    p = sub.add_parser("produce", help="send one record per line of stdin")
+    p = sub.add_parser("produce", help="send one record per line of stdin (UTF-8; records carry no key)")
     p.add_argument("topic")
-    p.add_argument("--acks", choices=["all", "-1", "1", "0"], default="all")
-    p.add_argument("--partition", type=int)
-    p.add_argument("--retries", type=int, default=20)
+    p.add_argument("--acks", choices=["all", "-1", "1", "0"], default="all", help="acks (default all)")
+    p.add_argument("--partition", type=int, help="send every record to this partition (default: round robin)")
+    p.add_argument("--retries", type=int, default=20, help="retries of a retriable error (default 20)")
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_produce))
     p = sub.add_parser("consume", help="print committed records, one value per line")
     p.add_argument("topic")
-    p.add_argument("--from-beginning", action="store_true")
+    p.add_argument("--from-beginning", action="store_true", help="from offset 0 (default: from the HW on)")
+    p.add_argument("--partition", type=int, help="only this partition (default: every partition)")
+    p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records (default: no limit)")
+    p.add_argument("--print-partition", action="store_true", help="prefix each value with its partition")
+    p.add_argument("--print-offset", action="store_true", help="prefix each value with its offset")
     p.add_argument("--timeout", type=float, default=5.0,
-                   help="stop after this many seconds without a new record")
+                   help="stop after this many seconds without a new record (default 5)")
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_consume))
 
@@ -186,8 +214,10 @@ def register(sub: Any) -> None:
                          ("start", "start a stopped or killed broker again")]:
         p = bsub.add_parser(action, help=text)
         p.add_argument("broker_id", type=int, metavar="ID")
-        p.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                       help="the data dir of the running `epochal cluster start`")
+        _bootstrap(p)
+        p.add_argument("--data-dir", default=None,
+                       help="the data dir of the running `epochal cluster start` (default: the cluster's "
+                            f"that --bootstrap names, else {DEFAULT_DATA_DIR})")
         p.set_defaults(func=_friendly(cmd_broker))
 
 
@@ -238,15 +268,24 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C even if inherited ignored
+    pointers: list[Path] = []
     try:
         cluster.start()
-        print(f"zookeeper  {cluster.zookeeper}" + ("" if args.zookeeper else " (embedded)"))
-        for b in sorted(cluster.configs):
-            host, port = cluster.endpoint(b)
-            print(f"broker {b}   {host}:{port}  pid {cluster.procs[b].pid}")
-        print(f"data dir   {cluster.data_dir}  (traces in {cluster.data_dir / 'traces'})")
-        print(f"ready in {time.monotonic() - t0:.1f}s; run id {cluster.run_id}; Ctrl-C to stop",
-              flush=True)
+        endpoints = {b: cluster.endpoint(b) for b in sorted(cluster.configs)}
+        pointers = _leave_pointers(cluster.data_dir, list(endpoints.values()))
+        if wants_json(args):
+            print_json(args, 0, zookeeper=cluster.zookeeper, embedded_zookeeper=not args.zookeeper,
+                       data_dir=str(cluster.data_dir), run_id=cluster.run_id,
+                       brokers=[{"id": b, "host": h, "port": port, "pid": cluster.procs[b].pid}
+                                for b, (h, port) in endpoints.items()])
+            sys.stdout.flush()
+        else:
+            print(f"zookeeper  {cluster.zookeeper}" + ("" if args.zookeeper else " (embedded)"))
+            for b, (host, port) in endpoints.items():
+                print(f"broker {b}   {host}:{port}  pid {cluster.procs[b].pid}")
+            print(f"data dir   {cluster.data_dir}  (traces in {cluster.data_dir / 'traces'})")
+            print(f"ready in {time.monotonic() - t0:.1f}s; run id {cluster.run_id}; Ctrl-C to stop",
+                  flush=True)
         while not stop:
             time.sleep(0.5)
             for proc in cluster.procs.values():
@@ -255,9 +294,51 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         pass
     finally:
         print("stopping cluster ...", file=sys.stderr, flush=True)
+        for pointer in pointers:
+            pointer.unlink(missing_ok=True)
         _adopt_restarted(cluster)
         cluster.stop()
     return 0
+
+
+def _pointer(host: str, port: int) -> Path:
+    return CLUSTERS / f"{host}_{port}"
+
+
+def _leave_pointers(data_dir: Path, endpoints: list[tuple[str, int]]) -> list[Path]:
+    """One file per broker endpoint naming the cluster's data dir (``CLUSTERS``)."""
+    CLUSTERS.mkdir(parents=True, exist_ok=True)
+    out = []
+    for host, port in endpoints:
+        pointer = _pointer(host, port)
+        pointer.write_text(str(Path(data_dir).resolve()))
+        out.append(pointer)
+    return out
+
+
+def _data_dir(args: argparse.Namespace) -> str:
+    """The data dir of the cluster a ``broker`` command acts on: ``--data-dir`` if given,
+    else the one ``cluster start`` left a pointer to for ``--bootstrap``'s endpoint (checked
+    against that cluster's own cluster.json), else the default data dir."""
+    if args.data_dir is not None:
+        return args.data_dir
+    host, _, port = args.bootstrap.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--bootstrap must be HOST:PORT, got {args.bootstrap!r}")
+    pointer = _pointer(host, int(port))
+    if not pointer.exists():
+        return DEFAULT_DATA_DIR
+    data_dir = pointer.read_text().strip()
+    from impl.harness.cluster import read_state
+
+    try:
+        state = read_state(data_dir)
+    except (FileNotFoundError, ValueError):
+        raise UsageError(f"the cluster at {args.bootstrap} left {data_dir}, which holds no cluster.json "
+                         "(give --data-dir)") from None
+    if not any(b.get("host") == host and int(b.get("port", -1)) == int(port) for b in state["brokers"].values()):
+        raise UsageError(f"{data_dir}/cluster.json lists no broker at {args.bootstrap} (give --data-dir)")
+    return data_dir
 
 
 def _adopt_restarted(cluster: Any) -> None:
@@ -299,11 +380,12 @@ def cmd_topics_create(args: argparse.Namespace) -> int:
         except ThrottlingQuotaExceeded as exc:
             raise _throttled(exc, f"topic {args.topic} not created:") from None
         if args.validate_only:
+            if wants_json(args):
+                return print_json(args, 0, topic=args.topic, valid=True, created=False)
             print(f"topic {args.topic}: valid ({args.partitions} partitions, "
                   f"replication factor {args.replication_factor}); nothing created")
             return 0
-        _print_topics(admin.describe(args.topic))
-    return 0
+        return _print_topics(args, admin.describe(args.topic))
 
 
 def cmd_topics_delete(args: argparse.Namespace) -> int:
@@ -314,6 +396,8 @@ def cmd_topics_delete(args: argparse.Namespace) -> int:
             admin.delete_topic(args.topic)
         except ThrottlingQuotaExceeded as exc:
             raise _throttled(exc, f"topic {args.topic} not deleted:") from None
+    if wants_json(args):
+        return print_json(args, 0, topic=args.topic, deleted=True)
     print(f"deleted topic {args.topic}")
     return 0
 
@@ -348,10 +432,17 @@ def cmd_quotas_alter(args: argparse.Namespace) -> int:
     rate = None if args.delete else args.controller_mutation_rate
     if rate is not None and not rate > 0:
         raise UsageError(f"--controller-mutation-rate must be positive, got {rate:g}")
+    entity = _entity_text(user, client)
     with _admin(args) as admin:
+        if rate is None and not any(q["user"] == user and q["client_id"] == client
+                                    for q in admin.describe_quotas()["quotas"]):
+            raise UsageError(f"no controller_mutation_rate quota for {entity}: nothing removed")
         admin.alter_quota(user, client, rate)
+    if wants_json(args):
+        return print_json(args, 0, user=user, client_id=client, controller_mutation_rate=rate,
+                          removed=rate is None)
     what = "removed" if rate is None else f"set to {rate:g} mutations/s"
-    print(f"controller_mutation_rate for {_entity_text(user, client)}: {what}")
+    print(f"controller_mutation_rate for {entity}: {what}")
     return 0
 
 
@@ -359,11 +450,12 @@ def cmd_quotas_describe(args: argparse.Namespace) -> int:
     user, client = _entity(args, need=False)
     with _admin(args) as admin:
         resp = admin.describe_quotas()
+    quotas = [q for q in resp["quotas"]
+              if (user is None or q["user"] == user) and (client is None or q["client_id"] == client)]
+    if wants_json(args):
+        return print_json(args, 0, quotas=quotas, metrics=resp.get("metrics", {}))
     shown = 0
-    for q in resp["quotas"]:
-        if (user is not None and q["user"] != user) or \
-                (client is not None and q["client_id"] != client):
-            continue
+    for q in quotas:
         shown += 1
         print(f"{_entity_text(q['user'], q['client_id'])}  "
               f"controller_mutation_rate={q['controller_mutation_rate']:g}")
@@ -375,34 +467,42 @@ def cmd_quotas_describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_topics(topics: dict[str, Any]) -> None:
-    if not topics:
+def _print_topics(args: argparse.Namespace, topics: dict[str, Any]) -> int:
+    """Every partition of ``topics``: a line each, or under ``--json`` the object
+    ``{"topics": [{"topic", "partition", "leader", "leader_epoch", "isr", "replicas"}]}``
+    (leader -1: none).  Returns the exit code, 0."""
+    rows = [{"topic": t, "partition": p, "leader": i.leader, "leader_epoch": i.leader_epoch,
+             "isr": list(i.isr), "replicas": list(i.replicas)}
+            for t in sorted(topics) for p, i in sorted(topics[t].items())]
+    if wants_json(args):
+        return print_json(args, 0, topics=rows)
+    if not rows:
         print("(no topics)")
-    for t in sorted(topics):
-        for p, i in sorted(topics[t].items()):
-            leader = i.leader if i.leader >= 0 else "none"
-            print(f"topic {t}  partition {p}  leader {leader}  leader_epoch {i.leader_epoch}  "
-                  f"isr {','.join(map(str, i.isr))}  replicas {','.join(map(str, i.replicas))}")
+    for r in rows:
+        leader = r["leader"] if r["leader"] >= 0 else "none"
+        print(f"topic {r['topic']}  partition {r['partition']}  leader {leader}  leader_epoch {r['leader_epoch']}  "
+              f"isr {','.join(map(str, r['isr']))}  replicas {','.join(map(str, r['replicas']))}")
+    return 0
 
 
 def cmd_topics_describe(args: argparse.Namespace) -> int:
     from impl.node.client import Admin
 
     with Admin(args.bootstrap) as admin:
-        _print_topics(admin.describe(args.topic))
-    return 0
+        return _print_topics(args, admin.describe(args.topic))
 
 
 def cmd_topics_add_partitions(args: argparse.Namespace) -> int:
     from impl.node.client import ThrottlingQuotaExceeded
 
+    if args.count is None:
+        raise UsageError("give --partitions N, the new total number of partitions")
     with _admin(args) as admin:
         try:
             admin.add_partitions(args.topic, args.count)
         except ThrottlingQuotaExceeded as exc:
             raise _throttled(exc, f"partitions of {args.topic} not added:") from None
-        _print_topics(admin.describe(args.topic))
-    return 0
+        return _print_topics(args, admin.describe(args.topic))
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -415,10 +515,12 @@ def _ints(text: str, what: str) -> list[int]:
 def cmd_topics_remove_partitions(args: argparse.Namespace) -> int:
     from impl.node.client import Admin
 
+    ids = list(args.partition_ids or []) + (_ints(args.partition_list, "--partitions") if args.partition_list else [])
+    if not ids:
+        raise UsageError("name the partitions to remove: --partition ID (repeatable)")
     with Admin(args.bootstrap) as admin:
-        admin.remove_partitions(args.topic, _ints(args.partitions, "--partitions"))
-        _print_topics(admin.describe(args.topic))
-    return 0
+        admin.remove_partitions(args.topic, ids)
+        return _print_topics(args, admin.describe(args.topic))
 
 
 def cmd_topics_reassign(args: argparse.Namespace) -> int:
@@ -427,8 +529,7 @@ def cmd_topics_reassign(args: argparse.Namespace) -> int:
     with Admin(args.bootstrap) as admin:
         admin.reassign(args.topic, args.partition, _ints(args.replicas, "--replicas"),
                        wait=args.timeout)
-        _print_topics(admin.describe(args.topic))
-    return 0
+        return _print_topics(args, admin.describe(args.topic))
 
 
 def cmd_topics_elect_preferred(args: argparse.Namespace) -> int:
@@ -437,50 +538,121 @@ def cmd_topics_elect_preferred(args: argparse.Namespace) -> int:
     with Admin(args.bootstrap) as admin:
         admin.elect_preferred(args.topic, args.partition)
         time.sleep(0.5)
-        _print_topics(admin.describe(args.topic))
-    return 0
+        return _print_topics(args, admin.describe(args.topic))
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    """One record per line of stdin, read as bytes: a line that is not UTF-8 stops the
+    command there, and -- like any failure part-way -- it says how many records were
+    written before it (those stay written: there is no transaction to undo them)."""
     from impl.node.client import Producer
 
     acks = {"all": -1, "-1": -1, "1": 1, "0": 0}[args.acks]
     sent = 0
+    by_partition: dict[int, int] = {}
+
+    def partial(why: str) -> UsageError:
+        where = ", ".join(f"partition {p}: {n}" for p, n in sorted(by_partition.items()))
+        return UsageError(f"{why}; {sent} record(s) were produced to {args.topic} before it"
+                          + (f" ({where})" if where else "") + " and stay written")
+
     with Producer(args.bootstrap, acks=acks, retries=args.retries) as producer:
         producer.partitions(args.topic)  # fail fast on an unknown topic
-        for line in sys.stdin:
-            value = line.rstrip("\n")
-            producer.send(args.topic, value, args.partition)
+        for n, raw in enumerate(sys.stdin.buffer, 1):
+            try:
+                value = raw.rstrip(b"\n").decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise partial(f"line {n} is not UTF-8 ({exc.reason} at byte {exc.start}): stopped there") from None
+            try:
+                resp = producer.send(args.topic, value, args.partition)
+            except Exception as exc:  # noqa: BLE001 -- any failure: say what was written first
+                raise partial(f"line {n} not produced: {exc}") from None
             sent += 1
+            by_partition[resp["partition"]] = by_partition.get(resp["partition"], 0) + 1
+    if wants_json(args):
+        return print_json(args, 0, topic=args.topic, acks=args.acks, produced=sent,
+                          partitions={str(p): n for p, n in sorted(by_partition.items())})
     print(f"produced {sent} record(s) to {args.topic} with acks={args.acks}", file=sys.stderr)
     return 0
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
+    """Committed records until ``--timeout`` seconds pass with none new, or ``--max-messages``;
+    each value on a line, after its partition and offset where asked (tab-separated)."""
     from impl.node.client import Consumer
 
+    if args.max_messages is not None and args.max_messages < 1:
+        raise UsageError("--max-messages must be at least 1")
+    records: list[dict[str, Any]] = []
     with Consumer(args.bootstrap) as consumer:
-        for _p, _o, value in consumer.consume(args.topic, args.from_beginning, args.timeout):
-            sys.stdout.write(value.decode("utf-8", "replace") + "\n")
-            sys.stdout.flush()
+        consumer.assign(args.topic, args.from_beginning)
+        if args.partition is not None:
+            mine = {(t, p): o for (t, p), o in consumer.positions.items() if p == args.partition}
+            if not mine:
+                known = sorted(p for _, p in consumer.positions)
+                raise UsageError(f"topic {args.topic} has no partition {args.partition} (partitions: "
+                                 f"{', '.join(map(str, known))})")
+            consumer.positions = mine
+        consumed, idle_since = 0, time.monotonic()
+        while time.monotonic() - idle_since < args.timeout and consumed != args.max_messages:
+            batch = consumer.poll()
+            if batch:
+                idle_since = time.monotonic()
+            for _t, p, o, v in batch[:None if args.max_messages is None else args.max_messages - consumed]:
+                consumed += 1
+                text = v.decode("utf-8", "replace")
+                if wants_json(args):
+                    records.append({"partition": p, "offset": o, "value": text})
+                    continue
+                prefix = (f"{p}\t" if args.print_partition else "") + (f"{o}\t" if args.print_offset else "")
+                sys.stdout.write(prefix + text + "\n")
+                sys.stdout.flush()
+    if wants_json(args):
+        return print_json(args, 0, topic=args.topic, records=records)
     return 0
 
 
+PAUSED = "T"
+"""/proc/<pid>/stat's state of a stopped (SIGSTOP) process."""
+
+
+def _process_state(pid: int) -> str | None:
+    """A process's state letter from /proc (None where there is no /proc entry)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
+    """kill / pause / resume / start one broker.  One that would do nothing -- resume a
+    broker that is not paused, pause one that is -- says so and exits 2, sending no signal
+    and recording no event: a recorded ``broker_resume`` the broker never saw would make
+    every trace group of the run fail conformance."""
     from impl.harness.cluster import pid_alive, read_state, signal_broker
 
+    data_dir = _data_dir(args)
+    state = read_state(data_dir)
     if args.action != "start":
-        state = read_state(args.data_dir)
-        if str(args.broker_id) not in state["brokers"]:
+        info = state["brokers"].get(str(args.broker_id))
+        if info is None:
             raise UsageError(f"no broker {args.broker_id} in this cluster "
                              f"(brokers: {', '.join(sorted(state['brokers']))})")
+        pid = int(info["pid"])
+        paused = pid_alive(pid) and _process_state(pid) == PAUSED
+        if args.action == "resume" and not paused:
+            raise UsageError(f"broker {args.broker_id} (pid {pid}) is not paused: nothing to resume, nothing recorded")
+        if args.action == "pause" and paused:
+            raise UsageError(f"broker {args.broker_id} (pid {pid}) is already paused: nothing done, nothing recorded")
         if args.action != "resume":
             print(f"broker {args.broker_id}: {args.action}; waiting for its ZooKeeper session "
                   "to end ...", file=sys.stderr, flush=True)
-        pid = signal_broker(args.data_dir, args.broker_id, args.action)
+        pid = signal_broker(data_dir, args.broker_id, args.action)
+        if wants_json(args):
+            return print_json(args, 0, broker=args.broker_id, pid=pid, data_dir=data_dir)
         print(f"broker {args.broker_id} (pid {pid}): {args.action}")
         return 0
-    state = read_state(args.data_dir)
     info = state["brokers"].get(str(args.broker_id))
     if info is None:
         raise UsageError(f"no broker {args.broker_id} in this cluster")
@@ -493,6 +665,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
                                 cwd=str(Path(__file__).resolve().parent.parent))
     info["pid"] = proc.pid
     import json
-    (Path(args.data_dir) / "cluster.json").write_text(json.dumps(state, indent=2))
+    (Path(data_dir) / "cluster.json").write_text(json.dumps(state, indent=2))
+    if wants_json(args):
+        return print_json(args, 0, broker=args.broker_id, pid=proc.pid, data_dir=data_dir)
     print(f"broker {args.broker_id} started (pid {proc.pid})")
     return 0

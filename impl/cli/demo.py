@@ -7,11 +7,13 @@ prints them as they finish.  The exit code is 0 only when every outcome is the e
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from impl.cli.check import summary
+from impl.cli.output import add_json_flag, print_json
 from impl.harness.demo import (
     JUDGED_CONFIG,
     SCENARIO_CRASHES,
@@ -27,11 +29,15 @@ from impl.harness.demo import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the end-to-end demonstration on embedded defaults")
+    add_json_flag(p, "whether each part passed (the demonstration's text then goes to stderr)")
     p.set_defaults(func=run)
 
 
+_STREAM = [sys.stdout]  # stderr under --json: stdout is then the one JSON object
+
+
 def _say(msg: str = "") -> None:
-    print(msg, flush=True)
+    print(msg, file=_STREAM[0], flush=True)
 
 
 def model_history() -> bool:
@@ -80,10 +86,17 @@ def real_system() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    _STREAM[0] = sys.stderr if args.json else sys.stdout
     started = time.perf_counter()
-    ok = model_history()
+    model_ok = model_history()
     _say()
-    ok &= real_system()
+    system_ok = real_system()
+    ok = model_ok and system_ok
     _say()
-    _say(f"demo {'PASSED' if ok else 'FAILED'}: every outcome {'is' if ok else 'is not'} the expected one ({time.perf_counter() - started:.0f} s)")
-    return 0 if ok else 1
+    seconds = time.perf_counter() - started
+    _say(f"demo {'PASSED' if ok else 'FAILED'}: every outcome {'is' if ok else 'is not'} the expected one ({seconds:.0f} s)")
+    code = 0 if ok else 1
+    if args.json:
+        return print_json(args, code, passed=ok, model_as_expected=model_ok, system_conforms=system_ok,
+                          seconds=round(seconds, 1))
+    return code

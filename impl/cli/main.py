@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from impl.cli.errors import UsageError
 from impl.cli.exits import EXIT_CODES, USAGE
+from impl.cli.output import print_json, wants_json
 
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UsageError as exc:
         print(f"epochal {args.command}: error: {exc}", file=sys.stderr)
+        if wants_json(args):
+            return print_json(args, USAGE, error=str(exc))
         return USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -12,6 +12,7 @@ from typing import Any
 
 from conformance.spark.package import ENTRY_NAME, REQUIREMENTS, ZIP_NAME, PackageError, build
 from impl.cli.errors import UsageError
+from impl.cli.output import add_json_flag, print_json
 
 DESCRIPTION = (f"write {ZIP_NAME} and {ENTRY_NAME} for spark-submit "
                f"(the cluster's Python needs {', '.join(REQUIREMENTS)})")
@@ -22,6 +23,8 @@ def _command(args: argparse.Namespace) -> int:
         zip_path, entry = build(args.out)
     except PackageError as exc:
         raise UsageError(str(exc)) from None
+    if args.json:
+        return print_json(args, 0, zip=str(zip_path), entry=str(entry))
     print(zip_path)
     print(entry)
     print(f"submit with: spark-submit --master URL --py-files {zip_path} {entry} PATH... --out DIR")
@@ -33,4 +36,5 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("package-job", help=DESCRIPTION, description=DESCRIPTION)
     p.add_argument("--out", required=True, metavar="DIR",
                    help=f"directory to write {ZIP_NAME} and {ENTRY_NAME} into (made if missing)")
+    add_json_flag(p, "the two paths written")
     p.set_defaults(func=_command)

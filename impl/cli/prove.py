@@ -1,9 +1,15 @@
 """``epochal prove``: z3 proofs and bounded model checking over ``properties.checkers.symbolic``.
 
 One line per property: ``proved`` (inductive, for every epoch, version and crash count),
+``failed`` / ``unknown`` (not shown inductive: not preserved by some action, or z3 gave up),
 ``holds to depth k`` (BMC found nothing), or ``counterexample`` (with the decoded steps,
-replayed through the explicit model).  Exit codes like ``epochal check``: 0 everything
-proved or held, 1 a counterexample or a failed proof, 2 bad arguments.
+replayed through the explicit model).
+
+Exit codes (``impl.cli.exits``): 0 every property proved (induction covers every reachable
+state, so it holds), 1 BMC found a counterexample (a concrete run that breaks durability), 2
+bad arguments, 3 inconclusive -- some proof failed or was undecided and BMC found nothing
+within its depth.  A failed induction step is not a violation: the state it starts from may
+be unreachable; only a counterexample is.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import time
 from typing import Any
 
 from impl.cli.errors import UsageError
+from impl.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
+from impl.cli.output import add_json_flag, print_json
 from model.config import NAMED
 
 # The explicit prefix BMC starts from: the record is replicated and committed (6 steps of
@@ -28,11 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="prove invariants by induction with z3 and bounded-model-check durability",
         description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability.",
     )
-    p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: design and kip320)")
+    p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
+                        "covers -- kip320)")
     p.add_argument("--brokers", type=int, default=2, help="brokers in the symbolic encoding (2 or 3; default 2)")
     p.add_argument("--depth", type=int, default=5, help="BMC depth after the explicit prefix (default 5)")
     p.add_argument("--from-initial", action="store_true", help="BMC from the initial state instead of the replicated prefix")
     p.add_argument("--no-bmc", action="store_true", help="proofs only")
+    add_json_flag(p, "the proofs and BMC results")
     p.set_defaults(func=run)
 
 
@@ -48,22 +58,33 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--brokers must be 2 or 3")
     if not 1 <= args.depth <= 12:
         raise UsageError("--depth must be between 1 and 12")
-    names = args.config or ["design", "kip320"]
+    from impl.cli.check import EXPECTED_TO_HOLD
+
+    names = args.config or [n for n in EXPECTED_TO_HOLD if not unsupported(named(n, brokers=args.brokers, partitions=1))]
     cfgs = [named(n, brokers=args.brokers, partitions=1) for n in names]
     beyond = [f"{c.name} ({unsupported(c)})" for c in cfgs if unsupported(c)]
     if beyond:
         raise UsageError(f"the symbolic encoding does not cover: {'; '.join(beyond)}")
-    status = 0
-    print(f"encoding: 1 partition, {args.brokers} brokers; actions: {', '.join(COVERED)}")
+    stream = sys.stderr if args.json else sys.stdout
+    codes, results = [], []
+    print(f"encoding: 1 partition, {args.brokers} brokers; actions: {', '.join(COVERED)}", file=stream)
     for cfg in cfgs:
-        print(f"== {cfg.describe()}")
+        print(f"== {cfg.describe()}", file=stream)
         def show(v: Any) -> None:  # printed as each proof finishes, not at the end
-            print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", flush=True)
+            print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", file=stream, flush=True)
 
-        for v in prove(cfg, args.brokers, progress=show):
-            if v.status != "proved":
-                status = 1
+        proofs = prove(cfg, args.brokers, progress=show)
+        proved = all(v.status == "proved" for v in proofs)
+        result: dict[str, Any] = {
+            "config": cfg.name,
+            "brokers": args.brokers,
+            "proofs": [{"name": v.name, "kind": v.kind, "status": v.status, "seconds": round(v.seconds, 3),
+                        "detail": v.detail} for v in proofs],
+            "bmc": None,
+        }
+        results.append(result)
         if args.no_bmc:
+            codes.append(HOLDS if proved else INCONCLUSIVE)
             continue
         prefix, start = [], None
         if not args.from_initial:
@@ -79,14 +100,24 @@ def run(args: argparse.Namespace) -> int:
         secs = time.perf_counter() - started
         per = ", ".join(f"{t:.2f}" for t in times)
         where = "from the initial state" if args.from_initial else f"after a {PREFIX_STEPS}-step explicit prefix"
+        bmc_json: dict[str, Any] = {"depth": args.depth, "from_initial": args.from_initial,
+                                     "prefix_steps": len(prefix), "seconds": round(secs, 3),
+                                     "seconds_per_depth": [round(t, 3) for t in times], "counterexample": None}
+        result["bmc"] = bmc_json
         if k is None:
-            print(f"  {'holds to depth ' + str(args.depth):<16} bmc       {'durability':<24} {secs:6.2f} s  ({where}; s per depth: {per})")
+            print(f"  {'holds to depth ' + str(args.depth):<16} bmc       {'durability':<24} {secs:6.2f} s  ({where}; s per depth: {per})", file=stream)
+            codes.append(HOLDS if proved else INCONCLUSIVE)
             continue
-        status = 1
+        codes.append(FOUND)
         states = replay(cfg, prefix + steps)
         bad = all_violations(states[-2], states[-1])
-        print(f"  {'counterexample':<16} bmc       {'durability':<24} {secs:6.2f} s  (depth {k} {where}; s per depth: {per})")
-        print(f"    replayed in the explicit model: {', '.join(n for n, _ in bad) or 'NO VIOLATION (encoding bug)'}")
-        for i, step in enumerate(prefix + steps, 1):
-            print(f"    {i:3d}. {describe(step, states[i - 1], states[i])}")
-    return status
+        texts = [describe(step, states[i - 1], states[i]) for i, step in enumerate(prefix + steps, 1)]
+        bmc_json["counterexample"] = {"depth": k, "violations": [n for n, _ in bad], "steps": texts}
+        print(f"  {'counterexample':<16} bmc       {'durability':<24} {secs:6.2f} s  (depth {k} {where}; s per depth: {per})", file=stream)
+        print(f"    replayed in the explicit model: {', '.join(n for n, _ in bad) or 'NO VIOLATION (encoding bug)'}", file=stream)
+        for i, text in enumerate(texts, 1):
+            print(f"    {i:3d}. {text}", file=stream)
+    code = combined(codes)
+    if args.json:
+        return print_json(args, code, results=results)
+    return code

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from impl.cli.errors import UsageError
+from impl.cli.output import add_json_flag, print_json
 from impl.harness.recordings import SCENARIOS, record
 
 
@@ -17,16 +18,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "leader-kill, controller-failover, zombie-leader (pause/resume), reassignment (seed 000 F)",
     )
     p.add_argument("--out", default="traces/data/recorded", help="directory of the recordings, one subdirectory per scenario (default traces/data/recorded)")
-    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="default: all")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="a scenario to record (repeatable; default: all)")
+    add_json_flag(p, "the scenarios recorded and where")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    names = args.scenario or list(SCENARIOS)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name in args.scenario or list(SCENARIOS):
+        for name in names:
             record(name, out)
     except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
         raise UsageError(f"could not record traces: {exc}") from None
+    if args.json:
+        return print_json(args, 0, out=str(out), scenarios=[{"scenario": n, "dir": str(out / n)} for n in names])
     return 0

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from impl.cli.errors import UsageError
+from impl.cli.output import add_json_flag, print_json
 from model.vectors import FORMAT, write
 
 DESCRIPTION = (f"write the rule-level test vectors ({FORMAT}) computed by the model, one JSON "
@@ -21,6 +22,8 @@ def _command(args: argparse.Namespace) -> int:
         counts = write(args.out)
     except OSError as exc:
         raise UsageError(f"cannot write vectors to {args.out}: {exc.strerror or exc}") from None
+    if args.json:
+        return print_json(args, 0, out=str(args.out), format=FORMAT, cases=counts)
     width = max(len(name) for name in counts)
     for name, n in counts.items():
         print(f"{name:<{width}}  {n:5d} cases")
@@ -33,4 +36,5 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("vectors", help=DESCRIPTION, description=DESCRIPTION)
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory to write <family>.json and index.json into (made if missing)")
+    add_json_flag(p, "the cases written per family")
     p.set_defaults(func=_command)
