@@ -90,7 +90,7 @@ def replay_config(config: str, brokers: int) -> Config:
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
                    max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)),
-                   reassignments=UNBOUNDED, preferred_elections=UNBOUNDED)
+                   reassignments=UNBOUNDED, preferred_elections=UNBOUNDED, deletions=UNBOUNDED)
 
 
 def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, str]:
@@ -124,7 +124,8 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
     """The model state before the partition exists, as the trace shows it: brokers whose
     first event is their registration are down, the others up and registered; the
     controller as ``_controller_start`` finds it; the partition znode not yet written
-    (leader -1, epoch -1, version -1), so its first ``elect_leader`` initialises it."""
+    (leader -1, epoch -1, version -1), so its first ``elect_leader`` (reason ``init``: the
+    topic's creation) initialises it with the numbers the trace shows."""
     n = cfg.brokers
     first = _first_lifecycle(events, ids)
     down = {b for b in range(n) if first.get(b) == "broker_restart"}
@@ -197,7 +198,7 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
         fields["post.isr"] = sorted(ids.get(x, UNSEEN) for x in fields["post.isr"])
     if kind == "elect_leader" and isinstance(params.get("replicas"), list):
         # the assigned replicas, an extra field the implementation adds: the init uses them
-        fields["_ar"] = [ids[x] for x in params["replicas"] if x in ids]
+        fields["_ar"] = sorted(ids[x] for x in params["replicas"] if x in ids)
     node = e["node"]
     who = params.get("broker") if node == HARNESS else node
     action = KINDS[kind].model_action or ""
@@ -207,6 +208,10 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
             action = _BY_REASON[kind].get(reason, action)
     if kind == "reassignment" and params.get("state") != "IN_PROGRESS":
         action = ""  # INIT: noted in memory only; done: the reassign_complete before it
+    if kind == "stop_replica" and not (params.get("delete") is True and params.get("reason") == "stop_replica"):
+        # a controlled shutdown's StopReplica (no delete), or a restarted broker deleting the
+        # log of a deleted incarnation (reason stale_topic_id): part of the model step before
+        action = ""
     if kind == "controller_resign" and params.get("reason") == "shutdown":
         action = ""  # a stopping controller: the broker_stop that follows ends its role
     return Observation(index, kind, action, ids.get(who, UNSEEN), fields, e)

@@ -23,8 +23,10 @@ standard way to check a trace against a nondeterministic specification:
 The model starts before the partition's life: every broker that the trace shows
 registering is down, there is no controller, and the partition's znode is not written yet.
 Registrations, the controller election and the partition's first ``elect_leader`` (reason
-``init``: the model has no topic creation, its initial state is *after* ``init_leaders``)
-build the state the rest of the trace is judged from.
+``init``: the topic's creation) build the state the rest of the trace is judged from.  A
+deletion is the model's ``delete_topic`` and each replica's ``stop_replica``; a re-creation
+under the same name is ``create_topic`` (its leader epochs and znode versions renumbered onto
+the model's, see ``_renumbering``).
 
 ``events_from_steps`` goes the other way: it exports a run of the model as a trace, so
 that the model's own counterexamples (the design's KAFKA-1211 bug) can be fed to any
@@ -154,16 +156,23 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
                        f"kill -9 cut short a step nobody recorded, which event {j} ({events[j]['kind']}) rules out",
                        name, states, bound).as_dict()
 
+    shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
     for i, e in enumerate(events):
         kind = KINDS.get(e["kind"])
         if kind is None:
             return Verdict(False, i, total, i, f"unknown event kind {e['kind']!r}", None, [], bound).as_dict()
         if kind.model_action is None:
             if key is not None and _ends_life(e, key):
-                # the model has no topic deletion: the partition's life, which it covers from
+                # the model's partitions are fixed: the partition's life, which it covers from
                 # its first leader to here, is over; later events are other partitions' business
                 return Verdict(True, total, total, None, None, None, [], bound).as_dict()
             continue  # informational: validated and ordered upstream, not a model step
+        if e["kind"] == "topic_deleted" and (key is None or (e.get("params") or {}).get("topic") != key[0]):
+            continue  # another topic's deletion: no step of this partition's model
+        if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
+            shift = _renumbering(hyps[0].state, e, shift)
+        if shift != _NO_SHIFT:
+            e = _shifted(e, shift)
         if node is not None:
             sig = _signature(e, values)
             edge = node.next.get(sig) if sig is not None else None
@@ -223,14 +232,51 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
 
 
 def _ends_life(e: Event, key: tuple[str, int]) -> bool:
-    """Whether ``e`` is the controller finishing the deletion of partition ``key`` (its
-    topic deleted, or the partition removed)."""
+    """Whether ``e`` is the controller finishing the removal of partition ``key`` (seed 000
+    H; a deleted topic is judged on: its re-creation is ``create_topic``)."""
     params = e.get("params") or {}
     if params.get("topic") != key[0]:
         return False
-    if e["kind"] == "topic_deleted":
-        return True
     return e["kind"] == "partitions_removed" and key[1] in (params.get("partitions") or [])
+
+
+_NO_SHIFT = (0, 0)
+
+
+def _renumbering(s: State, e: Event, shift: tuple[int, int]) -> tuple[int, int]:
+    """How far the model's numbers are from the trace's in the incarnation ``e`` creates.
+
+    A re-created topic's partition is a new znode: ZooKeeper starts its version at 0 and
+    Kafka its leader epochs at 0.  The model's ``create_topic`` writes leader epoch 1 (its
+    deleted replicas forget theirs to 0) and keeps the znode's version counting from the
+    deleted one's.  Only the order of these numbers within an incarnation matters to the
+    protocol, so the judge renumbers the trace's: every leader epoch and znode version of
+    the new incarnation is shifted onto the model's.  The topic's first creation needs
+    none: the state before the partition's life takes the trace's numbers as they are."""
+    zn = s.zk.partitions[0]
+    params = e.get("params") or {}
+    epoch, version = params.get("leader_epoch"), params.get("zk_version")
+    if zn.ar or not isinstance(epoch, int) or not isinstance(version, int):
+        return shift  # the first creation (or a second init of a live topic: no step matches it)
+    return 1 - epoch, zn.zk_version + 1 - version
+
+
+def _shifted(e: Event, shift: tuple[int, int]) -> Event:
+    """``e`` with its leader epochs and znode versions renumbered (``_renumbering``)."""
+    d_epoch, d_version = shift
+    params, post = dict(e.get("params") or {}), dict(e.get("post") or {})
+    for name, d in (("leader_epoch", d_epoch), ("zk_version", d_version), ("expected_zk_version", d_version)):
+        v = params.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            params[name] = v + d
+    if isinstance(params.get("records"), list):
+        params["records"] = [[r[0], r[1] + d_epoch, *r[2:]] if isinstance(r, list) and len(r) >= 2
+                             and isinstance(r[1], int) else r for r in params["records"]]
+    for name in ("leader_epoch", "log_end_epoch"):
+        v = post.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            post[name] = v + d_epoch
+    return {**e, "params": params, "post": post}
 
 
 _HOLDS: dict[State, bool] = {}

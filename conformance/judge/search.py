@@ -26,6 +26,7 @@ from model.registry import ACTIONS, apply
 from model.registry.views import replica_view
 from model.state import (
     DELETED,
+    EPOCH_DURING_DELETE,
     FETCHING,
     FOLLOWER,
     NO_LEADER,
@@ -221,14 +222,51 @@ def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> 
 
 
 def _init_candidate(obs: Observation, s: State, cfg: Config) -> tuple[Step, State | None] | None:
-    """The partition's first ``elect_leader`` initialises it (``init_partition``)."""
-    if obs.action != "elect_leader" or s.zk.partitions[0].leader_epoch != -1:
+    """The partition's first ``elect_leader`` initialises it (``init_partition``); a later
+    one with reason ``init`` is the topic's re-creation, the model's ``create_topic``."""
+    if obs.action not in ("elect_leader", "create_topic") or s.zk.partitions[0].leader_epoch != -1:
         return None
     f = obs.fields
     ar = tuple(sorted(f.get("_ar") or range(cfg.brokers)))
     t = init_partition(s, cfg, obs.actor, f.get("leader", NO_LEADER), f.get("leader_epoch", 0),
                        tuple(f.get("isr") or ()), f.get("zk_version", 0), ar)
     return Step("init_partition", (obs.actor,)), t
+
+
+def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[Step, State | None]] | None:
+    """A topic deletion as the implementation records it (seed 000 B 2): the controller sends
+    StopReplica(delete) to the live replicas, each records its ``stop_replica``, and only
+    then does the controller remove the znodes and record ``topic_deleted``.  The model's
+    ``delete_topic`` removes the znodes and sends the requests in one step, so it is taken
+    just before the first replica's ``stop_replica`` (the request that replica acts on), and
+    the ``topic_deleted`` after is the same step seen again (a stutter).  A deletion whose
+    replicas were all down sends nothing: then ``topic_deleted`` is the step itself.
+
+    A reassignment's StopReplica (seed 000 F 3.2.4, recorded the same way) is either the
+    model's ``stop_replica`` or, as before topic deletions were judged, left as recorded
+    only: both are kept.  None: not a deletion's event (the general candidates apply)."""
+    zn = s.zk.partitions[0]
+    c = s.zk.controller
+    if obs.action == "delete_topic":
+        if zn.ar or obs.actor != c or zn.leader_epoch == -1:
+            return None
+        return [(Step("delete_topic", (c, 0)), s)]  # already taken, at its first StopReplica
+    if obs.action != "stop_replica":
+        return None
+    b = obs.actor
+    out: list[tuple[Step, State | None]] = []
+    pending = [m for m in s.stop_replica if m.to == b]
+    for m in pending:
+        out.append((Step("stop_replica", (m,)), apply(s, cfg, Step("stop_replica", (m,)))))
+    if any(m.leader_epoch != EPOCH_DURING_DELETE for m in pending):
+        out.append((Step("stop_replica", ()), s))  # a reassignment's, recorded only
+    if not any(m.leader_epoch == EPOCH_DURING_DELETE for m in pending) and zn.ar and c != NO_LEADER:
+        deleted = apply(s, cfg, Step("delete_topic", (c, 0)))
+        if deleted is not None:
+            for m in deleted.stop_replica:
+                if m.to == b and m.leader_epoch == EPOCH_DURING_DELETE:
+                    out.append((Step("stop_replica", (m,)), apply(deleted, cfg, Step("stop_replica", (m,)))))
+    return out
 
 
 class Match(NamedTuple):
@@ -241,7 +279,13 @@ def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, se
     s = h.state
     out: list[Match] = []
     init = _init_candidate(obs, s, cfg)
-    cands = [init] if init is not None else list(_candidates(obs, s, cfg, fast))
+    deletion = _deletion_candidates(obs, s, cfg) if init is None else None
+    if init is not None:
+        cands = [init]
+    elif deletion is not None:
+        cands = deletion
+    else:
+        cands = list(_candidates(obs, s, cfg, fast))
     for step, t in cands:
         if t is None:
             continue

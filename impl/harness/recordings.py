@@ -174,6 +174,28 @@ def controlled_shutdown(cluster: LocalCluster) -> None:
     time.sleep(1.5)
 
 
+def topic_recreation(cluster: LocalCluster) -> None:
+    """Seed 000 B and its question 5: a replica's broker (not the controller) is killed and
+    the topic deleted while it is down -- StopReplica(delete) reaches the live replicas only
+    -- then created again under the same name with that broker in the assignment, written
+    to, and the broker restarted: it finds its log of the deleted incarnation (another topic
+    id) and deletes it before following the new one, then catches up into the ISR."""
+    _produce(cluster, 0, 5)
+    controller = controller_of(cluster)
+    stale = max(b for b in cluster.configs if b != controller)
+    cluster.kill(stale)
+    with Admin(cluster.bootstrap) as admin:
+        admin.wait_for(lambda: stale not in admin.describe(TOPIC)[TOPIC][0].isr, 20, f"broker {stale} out of the ISR")
+        admin.delete_topic(TOPIC)
+        admin.create_topic(TOPIC, assignment={0: sorted(cluster.configs)})
+    _produce(cluster, 5, 5)
+    cluster.restart(stale)
+    cluster.wait_ready()
+    _wait_in_isr(cluster, stale)
+    _produce(cluster, 10, 5)
+    time.sleep(1.5)
+
+
 def stop_recorded(cluster: LocalCluster) -> None:
     """End a recording: stop one broker at a time, the controller last, each exit recorded
     (``broker_stop``, or ``broker_crash`` if its controlled shutdown could not finish).
@@ -197,6 +219,7 @@ SCENARIOS: dict[str, Callable[[LocalCluster], None]] = {
     "reassignment": reassignment,
     "preferred-election": preferred_election,
     "controlled-shutdown": controlled_shutdown,
+    "topic-recreation": topic_recreation,
 }
 
 REPLICATION_FACTOR: dict[str, int] = {"reassignment": 2}

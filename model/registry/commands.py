@@ -180,7 +180,7 @@ STOP_REPLICA = Entry(
     event=lambda args, before, after: Emitted(args[0].to, {"delete": True, "reason": "stop_replica"}),
     coverage=Coverage(native=Unsupported("reassignment is not ported to search.c (one partition, AR = every broker)"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
-                      judge=Unsupported("recorded but not replayed: the event is informational in traces.vocabulary"),
+                      judge=Supported("a topic deletion's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVER_NOT_YET),
     explored=False, feature=REASSIGNMENTS, actor=_addressee, also_enabled_by=(DELETIONS,),
 )

@@ -219,7 +219,8 @@ REASSIGN_COMPLETE = Entry(
 
 NO_DELETION_IN_C = Unsupported("topic deletion is not ported to search.c (its state has no topic identity)")
 NO_DELETION_IN_Z3 = Unsupported("topic deletion is not encoded (its state has no topic identity)")
-NO_DELETION_IN_JUDGE = Unsupported("not yet: the judge starts after the topic's creation (issue 20)")
+DELETION_JUDGED = Supported("from before the topic exists: its first elect_leader (reason init) creates it, "
+                            "later ones re-create it, each incarnation numbered as the trace numbers it")
 
 
 def _delete_text(args: Args, before: State, after: State) -> str:
@@ -240,7 +241,7 @@ DELETE_TOPIC = Entry(
     "delete_topic", delete_topic, _deletions,
     section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
     describe=_delete_text, view=nothing_observed, event=_delete_event,
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=NO_DELETION_IN_JUDGE, driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVER_NOT_YET),
     explored=False, feature=DELETIONS,
 )
 
@@ -252,17 +253,17 @@ def _create_text(args: Args, before: State, after: State) -> str:
             f"{leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)}; LeaderAndISR to AR")
 
 
-def _create_event(args: Args, before: State, after: State) -> Emitted:
-    c, p, ar, _ = args
-    return Emitted(c, {"topic": "t", "partitions": {str(p): list(ar)}, "topic_id": after.zk.partitions[p].topic_id},
-                   zk=True)
+def _create_view(args: Args, before: State, after: State) -> View:
+    """The new znode, and the assignment (``_ar``: an ``elect_leader``'s ``replicas``)."""
+    return {**znode_view(before, after, 0), "_ar": list(args[2])}
 
 
 CREATE_TOPIC = Entry(
     "create_topic", create_topic, _creations,
-    section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("topic_created"),
-    describe=_create_text, view=nothing_observed, event=_create_event,
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=NO_DELETION_IN_JUDGE, driver=DRIVER_NOT_YET),
+    section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("elect_leader", ("init",)),
+    describe=_create_text, view=_create_view,
+    event=lambda args, before, after: znode_event(args[0], args[1], before, after, "init", False),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVER_NOT_YET),
     explored=False, feature=DELETIONS,
 )
 

@@ -1,6 +1,7 @@
-"""The judge covers a partition from its first leader to its deletion (the model has no
-topic deletion): events after the controller finished deleting the topic, or removing the
-partition, are not judged against that partition's model."""
+"""The judge covers a partition from its first leader to its removal (the model's partitions
+are fixed): events after the controller finished removing the partition are not judged
+against that partition's model.  A deleted topic is judged on (``delete_topic``): what
+follows its deletion is held to the model too."""
 
 from __future__ import annotations
 
@@ -36,13 +37,15 @@ def _deleted(group: list[dict], kind: str, **params: object) -> dict:
             "params": {"topic": topic, **params}, "post": {}, "seq": last["seq"] + 1, "clock": last["clock"] + 1}
 
 
-def test_events_after_the_topic_is_deleted_are_not_judged_against_its_partition() -> None:
+def test_events_after_the_topic_is_deleted_are_still_judged_against_its_partition() -> None:
     group = _group()
     assert judge(group)["conforms"]
     bad = _impossible(group[-1])
     assert not judge([*group, bad])["conforms"]  # the impossible step is caught ...
-    gone = _deleted(group, "topic_deleted")
-    assert judge([*group, gone, {**bad, "seq": gone["seq"] + 1}])["conforms"]  # ... but not after deletion
+    controller = next(e["node"] for e in reversed(group) if e["kind"] == "elect_leader")
+    gone = {**_deleted(group, "topic_deleted"), "node": controller}
+    verdict = judge([*group, gone, {**bad, "seq": gone["seq"] + 1}])
+    assert not verdict["conforms"] and verdict["first_bad"] == len(group) + 1  # ... after deletion too
 
 
 def test_only_the_removed_partitions_end_their_life() -> None:
