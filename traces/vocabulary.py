@@ -47,12 +47,11 @@ KINDS: dict[str, Kind] = {
         Kind("shrink_isr", "shrink_isr", "partition", "leader removed a lagging follower from the ISR by a conditional ZK update"),
         Kind("expand_isr", "expand_isr", "partition", "leader added a caught-up follower to the ISR by a conditional ZK update"),
         Kind("isr_update_failed", "isr_update_failed", "partition", "leader's conditional ISR update failed (zk_version moved): it stops acting as leader"),
-        # -- topics deleted (seed 000 B) --
-        Kind("topic_deleted", "delete_topic", "cluster", "controller finished deleting a topic (znodes removed after StopReplica(delete) to its replicas); replayed as delete_topic of the group's own topic"),
+        # -- informational (recorded, validated, ordered, not replayed), or replayed only in part (a topic deletion's StopReplica, seed 000 B) --
         Kind("stop_replica", "stop_replica", "partition", "broker stopped (and possibly deleted) a replica on StopReplica; a topic deletion's (delete, reason stop_replica) is replayed as stop_replica, the others are informational"),
-        # -- informational: recorded, validated, ordered, not replayed --
         Kind("update_metadata", None, "cluster", "broker applied an UpdateMetadata request"),
         Kind("topic_created", None, "cluster", "controller initialised a new topic's partitions (each one's creation is its elect_leader with reason init, replayed as create_topic)"),
+        Kind("topic_deleted", "delete_topic", "cluster", "controller finished deleting a topic (znodes removed after StopReplica(delete) to its replicas); replayed as delete_topic of the group's own topic"),
         Kind("partitions_added", None, "cluster", "controller added partitions to a topic"),
         Kind("partitions_removed", None, "cluster", "controller removed partitions from a topic"),
         Kind("consumer_fetch", None, "partition", "leader served a consumer fetch (empty between HW and LEO)"),
