@@ -60,6 +60,7 @@ def _p(name: str, type_: str, required: bool, meaning: str, values: tuple[str, .
 FETCH_ERRORS = ("OFFSET_OUT_OF_RANGE", "FENCED_LEADER_EPOCH")
 ELECT_REASONS = ("init", "broker_change", "leader_failed", "preferred", "controlled_shutdown", "reassign",
                  "reassignment")
+STOP_REASONS = ("stop_replica", "not_assigned_at_startup", "not_in_init", "stale_topic_id")
 REJECT_REASONS = ("stale_controller_epoch", "stale_broker_epoch", "stale_topic_id", "stale_leader_epoch")
 
 _LAI = (  # the LeaderAndIsr request a broker applied
@@ -171,10 +172,17 @@ PARAMS: dict[str, tuple[FieldSpec, ...]] = {
     "shrink_isr": _ISR_CHANGE,
     "expand_isr": _ISR_CHANGE,
     "isr_update_failed": (_p("expected_zk_version", "int", True, "zkVersion the conditional update expected"),),
-    # informational kinds: only what the judge reads (a topic's deletion ends its partitions' life)
-    # (optional: a new required field would be a new major version, section 7)
+    # only what the judge reads (optional: a new required field would be a new major version, section 7)
+    "stop_replica": (
+        _p("delete", "bool", False, "whether the replica's log was deleted (a topic deletion, a reassignment "
+           "moving it away, or a local log found stale) or only stopped (a controlled shutdown's follower)"),
+        _p("reason", "string", False, "why: the controller's StopReplica, a partition not assigned at startup "
+           "(seed 000 E 4), one not named by an INIT LeaderAndISR (seed 000 C 3), or a local log of an older "
+           "incarnation of the topic (KIP-516)", STOP_REASONS),
+    ),
     "topic_deleted": (
-        _p("topic", "string", False, "the deleted topic: its partitions' life ends here"),
+        _p("topic", "string", False, "the deleted topic (the judge replays its deletion at the first "
+           "StopReplica it sent, or here if every replica was down)"),
         _p("partitions", "list<int>", False, "the partitions it had"),
     ),
     "partitions_removed": (
