@@ -155,7 +155,10 @@ TRUNCATE = Entry(
     "truncate", truncate, _broker_partitions,
     section="000 C", impl="impl.node.broker.Broker._truncate_by_epoch", trace=Traced("truncate"),
     describe=_truncate_text, view=_truncate_view, event=_truncate_event,
-    coverage=Coverage(native=Supported(), z3=Supported("all four truncation rules"), judge=Supported(),
+    coverage=Coverage(native=Supported(), z3=Supported("all four truncation rules; of KIP-279 the first "
+                                                       "OffsetsForLeaderEpoch round only, which no reachable "
+                                                       "state tells from the rounds (model.truncation.single_round)"),
+                      judge=Supported(),
                       driver=DRIVER_NOT_YET),
     silent=_nothing_to_look_up,
 )

@@ -596,15 +596,27 @@ static int truncation_point(const Replica *f, const Replica *l) {
         int e = end_offset_for_epoch(l->log, l->loglen, latest, lepoch);
         return flen < e ? flen : e;
     }
-    /* kip279 / kip320: the largest epoch the leader knows that is <= latest */
-    int common = -1000;
-    for (int i = 0; i < l->loglen; i++)
-        if (l->log[i].epoch <= latest && l->log[i].epoch > common) common = l->log[i].epoch;
-    if (lepoch <= latest && lepoch > common) common = lepoch;
-    if (common == -1000) return 0;
-    int le = end_offset_for_epoch(l->log, l->loglen, common, lepoch);
-    int fe = end_offset_for_epoch(f->log, flen, common, -1);
-    return le < fe ? le : fe;
+    /* kip279 / kip320 (model/truncation.py kip279): rounds until the follower has the
+     * epoch the leader answers with */
+    for (;;) {
+        if (!flen) return 0;
+        latest = f->log[flen - 1].epoch;
+        /* the largest epoch the leader knows that is <= latest */
+        int common = -1000;
+        for (int i = 0; i < l->loglen; i++)
+            if (l->log[i].epoch <= latest && l->log[i].epoch > common) common = l->log[i].epoch;
+        if (lepoch <= latest && lepoch > common) common = lepoch;
+        if (common == -1000) return 0;
+        /* the follower's own largest epoch <= common */
+        int ours = -1000;
+        for (int i = 0; i < flen; i++)
+            if (f->log[i].epoch <= common && f->log[i].epoch > ours) ours = f->log[i].epoch;
+        if (ours == -1000) return 0;
+        int fe = end_offset_for_epoch(f->log, flen, ours, -1);
+        if (ours != common) { flen = fe; continue; }  /* it never had that epoch: ask again */
+        int le = end_offset_for_epoch(l->log, l->loglen, common, lepoch);
+        return le < fe ? le : fe;
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
