@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from model.config import Config
+from model.preferred import preferred_leader
 from model.state import (
     DELETED,
     DOWN,
@@ -676,8 +677,8 @@ def preferred_election(s: State, cfg: Config, c: int, p: int) -> State | None:
     zn = s.zk.partitions[p]
     if not zn.ar or zn.leader_epoch + 1 > cfg.max_epoch:
         return None
-    preferred = zn.ar[0]
-    if preferred == zn.leader or preferred not in zn.isr or preferred not in s.zk.live:
+    preferred = preferred_leader(zn.ar, zn.leader, zn.isr, s.zk.live)
+    if preferred is None:
         return None
     s = _write_and_send(s, p, preferred, zn.isr)
     return s._replace(ghost=s.ghost._replace(preferred_elections=s.ghost.preferred_elections + 1))

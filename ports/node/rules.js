@@ -76,12 +76,23 @@ function truncation(input) {
     return { offset: Math.min(follower.length, endOffsetForEpoch(leader, latest, leaderEpoch)) };
   }
   if (rule !== 'kip279' && rule !== 'kip320') throw new Error(`unknown truncation rule ${rule}`);
-  const known = [...leader, leaderEpoch].filter((e) => e <= latest);
-  if (known.length === 0) return { offset: 0 };
-  const common = Math.max(...known);
-  return {
-    offset: Math.min(endOffsetForEpoch(leader, common, leaderEpoch), endOffsetForEpoch(follower, common, null)),
-  };
+  // rounds: ask again while the leader answers an epoch the follower never had
+  let log = follower;
+  while (log.length > 0) {
+    const known = [...leader, leaderEpoch].filter((e) => e <= log[log.length - 1]);
+    if (known.length === 0) return { offset: 0 };
+    const common = Math.max(...known);
+    const own = log.filter((e) => e <= common);
+    if (own.length === 0) return { offset: 0 };
+    const ours = Math.max(...own);
+    const followerEnd = endOffsetForEpoch(log, ours, null);
+    if (ours !== common) {
+      log = log.slice(0, followerEnd);
+      continue;
+    }
+    return { offset: Math.min(endOffsetForEpoch(leader, common, leaderEpoch), followerEnd) };
+  }
+  return { offset: 0 };
 }
 
 // -- seed 000 G: the leader's high watermark ----------------------------------------------
