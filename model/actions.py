@@ -1052,16 +1052,3 @@ def _stale_for_ever(s: State, cfg: Config, m: LeaderAndIsr) -> bool:
     epochs never go back, and with topic ids a replica's id never does either."""
     why = stale_reason(s, cfg, m)
     return why is not None and not (why == "stale leader epoch" and cfg.deletions and not cfg.topic_ids)
-
-
-_IN_THE_REGISTRY = ("ACTIONS", "EXPLORED", "EXPLORED_WITH_REASSIGNMENT", "REASSIGNMENT", "apply", "explored", "successors")
-
-
-def __getattr__(name: str) -> object:
-    """The table of actions and the functions over it are declared in ``model.registry``
-    (which imports this module); they are reachable here too, where callers find steps."""
-    if name in _IN_THE_REGISTRY:
-        import model.registry
-
-        return getattr(model.registry, name)
-    raise AttributeError(f"module 'model.actions' has no attribute {name!r}")

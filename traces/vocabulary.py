@@ -3,7 +3,7 @@
 Every kind maps to the name of the function in ``model.actions`` that the conformance job
 replays it through, or to ``None`` for informational events the model does not describe
 (they are validated and ordered, but not replayed).  Keep this table, ``traces/SCHEMA.md``
-and ``model.actions.ACTIONS`` in step: tests hold them together.
+and ``model.registry.ACTIONS`` in step: tests hold them together.
 """
 
 from __future__ import annotations

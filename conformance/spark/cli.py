@@ -1,7 +1,7 @@
 """The conformance job's command line, as ``spark-submit`` runs it.
 
 The same arguments work for ``epochal conform`` (``impl.cli.conform``, which adds these
-arguments to its parser), ``python -m conformance.spark.job`` and ``spark-submit ...
+arguments to its parser), ``python -m conformance.spark.cli`` and ``spark-submit ...
 conformance/spark/job.py`` -- the last two need nothing of ``impl``, so a Spark cluster runs
 the job from the conformance and model packages alone.  Unusable input (missing paths, no
 readable record, judge not installed) is one line on stderr and exit code 2.
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
 
 
 def standalone_main(argv: list[str] | None = None, spark: Any = None) -> int:
-    """``python -m conformance.spark.job`` / ``spark-submit conformance/spark/job.py``: no ``impl`` needed."""
+    """``python -m conformance.spark.cli`` / ``spark-submit DIR/conform_job.py`` (``epochal package-job``): no ``impl`` needed."""
     from conformance.spark.job import InputError
 
     p = argparse.ArgumentParser(prog="conformance.spark.job", description=DESCRIPTION)
@@ -60,3 +60,7 @@ def standalone_main(argv: list[str] | None = None, spark: Any = None) -> int:
     except InputError as exc:
         print(f"conform: error: {exc}", file=sys.stderr)
         return 2
+
+
+if __name__ == "__main__":  # python -m conformance.spark.cli PATH... (the job without impl)
+    raise SystemExit(standalone_main(sys.argv[1:]))

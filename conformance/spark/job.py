@@ -3,7 +3,7 @@
 Runnable three ways, all with the same arguments:
 
     epochal conform PATH... [--out DIR] [--master URL] [--config NAME]
-    python -m conformance.spark.job PATH...
+    python -m conformance.spark.cli PATH...
     epochal package-job --out DIR   # then, from any directory, with pyspark, pyarrow, msgspec:
     spark-submit --py-files DIR/epochal-job.zip DIR/conform_job.py PATH... --out DIR2
 
@@ -204,13 +204,3 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
         write_summary(spark, out, outcome)  # last, so it holds the final timings and exit code
     return outcome
 
-
-if __name__ == "__main__":
-    # Run as a script (``spark-submit .../conformance/spark/job.py``) its own directory comes
-    # first on the path; the real code is imported from the package, never pickled from
-    # __main__.  The packaged entry point is ``conform_job.py`` (``epochal package-job``).
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    from conformance.spark.cli import standalone_main as _standalone
-
-    raise SystemExit(_standalone(sys.argv[1:]))

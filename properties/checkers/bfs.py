@@ -61,8 +61,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from model.actions import Step, successors
+from model.actions import Step
 from model.config import Config
+from model.registry import successors
 from model.render import describe, state_text
 from model.state import State, initial
 from properties.checkers.budget import Budget, size_text
@@ -536,7 +537,7 @@ def replay_path(cfg: Config, chain: list[int], target: int, key: Callable[[State
 def replay(cfg: Config, steps: list[Step]) -> list[State]:
     """Apply steps from the initial state, failing loudly on a disabled one (for tests and
     for tools that consume ``--json`` counterexamples)."""
-    from model.actions import apply
+    from model.registry import apply
 
     x = initial(cfg)
     out = [x]

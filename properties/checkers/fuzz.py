@@ -1,7 +1,7 @@
 """Hypothesis stateful search over the model: deeper than exhaustive search, and it shrinks.
 
 The exhaustive checker (``properties.checkers.bfs``) sees every state but only of small
-configurations.  Here the *same* actions (``model.actions.ACTIONS``) are the rules of a
+configurations.  Here the *same* actions (``model.registry.ACTIONS``) are the rules of a
 Hypothesis ``RuleBasedStateMachine`` and the *same* properties (``properties.PROPERTIES``)
 are its invariants, so the machine walks long random runs of configurations the BFS cannot
 exhaust (5 brokers, several partitions, many records, epochs and crashes) and, when a
@@ -45,7 +45,8 @@ from hypothesis.stateful import (
 )
 from hypothesis.strategies._internal.featureflags import FeatureFlags
 
-from model.actions import EXPLORED, Step, apply
+from model.actions import Step
+from model.registry import EXPLORED, apply
 from model.config import Config, named
 from model.render import describe, state_text
 from model.state import State, initial

@@ -20,7 +20,7 @@ It is a second copy of the rules, so three tests hold it to the model
 * **Searches.**  Whole searches reach the same distinct states, transitions, depth and
   verdict, and a counterexample found natively is replayed through the Python model (the
   native search reports the fingerprints along its path; ``properties.checkers.bfs.replay_path``
-  follows them through ``model.actions.successors``), so every step printed is the model's.
+  follows them through ``model.registry.successors``), so every step printed is the model's.
 
 The binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``), into
 ``$EPOCHAL_CACHE`` (default ``~/.cache/epochal``), keyed by a hash of the source: no build

@@ -80,8 +80,9 @@ counterexamples replay through the model.
 
 from __future__ import annotations
 
-from model.actions import Step, apply, successors
+from model.actions import Step
 from model.config import Config
+from model.registry import apply, successors
 from model.state import (
     DOWN,
     FETCH_REQUEST,
@@ -172,7 +173,7 @@ def free_step(s: State, cfg: Config) -> tuple[Step, State] | None:
 def ample(s: State, cfg: Config, succ: list[tuple[Step, State]]) -> list[tuple[Step, State]]:
     """The successors of ``s`` the reduced search explores: its free step alone if it has
     one (``free_step``), else all of ``succ`` -- every enabled step from ``s``
-    (``model.actions.successors``)."""
+    (``model.registry.successors``)."""
     pair = free_step(s, cfg)
     return succ if pair is None else [pair]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from model.actions import Step, apply
+from model.actions import Step
 from model.config import Config
+from model.registry import apply
 from model.render import describe
 from model.scenarios import SCENARIOS
 from model.state import State, initial

@@ -134,7 +134,8 @@ def test_max_depth_checks_every_run_of_that_length_and_no_longer():
 def test_zombie_leader_accepts_writes_but_cannot_commit_them():
     """Seed 000 question 3, exhaustively: the paused leader does take writes after resuming
     (so the property is not vacuous) and never commits one."""
-    from model.actions import Step, apply
+    from model.actions import Step
+    from model.registry import apply
 
     cfg = named("zombie")
     s = replay(cfg, [Step("broker_pause", (0,)), Step("controller_elect", (1,)), Step("elect_leader", (1, 0, 1))])[-1]
@@ -172,7 +173,8 @@ def test_a_zombie_that_could_shrink_its_isr_alone_would_commit_and_the_property_
     ZooKeeper write at all, the zombie would commit its late write by itself -- and the
     property (with the durability ones) names it."""
     import model.actions as actions
-    from model.actions import Step, apply
+    from model.actions import Step
+    from model.registry import apply
     from model.state import initial
     from properties.safety import all_violations
 

@@ -20,8 +20,8 @@ import sys
 
 import pytest
 
-from model.actions import successors
 from model.config import named
+from model.registry import successors
 from model.state import initial
 from model.three_brokers import three_brokers
 from properties.checkers.bfs import SearchOptions, check, replay, search_key

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.actions import successors
 from model.config import NAMED, Config, named
+from model.registry import successors
 from model.state import DOWN, FETCH_REQUEST, FETCH_RESPONSE, State, initial
 from properties.checkers.bfs import SearchOptions, check, replay
 from properties.checkers.reduction import ample, applies, free_step, normal_form, visible
@@ -132,7 +132,8 @@ def test_before_kip320_only_the_normal_form_applies():
 
 
 def test_the_normal_form_forgets_only_what_a_crashed_broker_can_never_read():
-    from model.actions import Step, apply
+    from model.actions import Step
+    from model.registry import apply
 
     cfg = named("kip320", brokers=3)
     s = initial(cfg)

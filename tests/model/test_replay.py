@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from conformance.judge.replay import design_bug_events, design_bug_steps, events_from_steps, judge
-from model.actions import Step, successors
+from model.actions import Step
 from model.config import Config, named
+from model.registry import successors
 from model.state import FETCH_REQUEST, FETCH_RESPONSE
 from properties.checkers.scenarios import play
 
@@ -46,7 +47,7 @@ class _Run:
         self.cfg, self.s, self.steps = cfg, initial(cfg), []
 
     def take(self, step: Step) -> None:
-        from model.actions import apply
+        from model.registry import apply
 
         t = apply(self.s, self.cfg, step)
         assert t is not None, step

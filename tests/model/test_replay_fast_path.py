@@ -22,8 +22,8 @@ import conformance.judge.replay as replay
 from conformance.judge.replay import events_from_steps, judge
 from conformance.mutations import MUTATIONS
 from conformance.spark.order import causal_order, split_groups
-from model.actions import successors
 from model.config import named
+from model.registry import successors
 from model.state import initial
 from properties.safety import all_violations
 from traces.reader import read_traces

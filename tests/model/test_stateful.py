@@ -18,7 +18,7 @@ import json
 import pytest
 
 from impl.cli.main import main
-from model.actions import EXPLORED
+from model.registry import EXPLORED
 from properties.checkers.bfs import replay
 from properties.checkers.fuzz import (
     DESIGN_SEARCH,

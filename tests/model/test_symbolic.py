@@ -71,7 +71,7 @@ def test_differential_deep(name):
 
 
 def test_covered_actions_are_model_actions():
-    from model.actions import ACTIONS
+    from model.registry import ACTIONS
 
     assert set(COVERED) <= set(ACTIONS)
 

@@ -34,7 +34,7 @@ def sample_states(cfg: Config, count: int, explore: int = 5000) -> list[State]:
     """``count`` reachable states spread evenly over the first ``explore`` states of a
     breadth-first search (no symmetry), so that deep states are sampled, not just the
     first few levels."""
-    from model.actions import successors
+    from model.registry import successors
 
     first = initial(cfg)
     seen, queue, found = {first}, [first], [first]
@@ -52,13 +52,13 @@ def sample_states(cfg: Config, count: int, explore: int = 5000) -> list[State]:
 
 
 def differential(cfg: Config, states: list[State]) -> list[str]:
-    """Mismatches between this relation and ``model.actions.successors`` (restricted to
+    """Mismatches between this relation and ``model.registry.successors`` (restricted to
     ``COVERED``) on each state, and between the symbolic and explicit properties.
 
     The relation and the properties are built once over symbolic states ``S`` and ``X``;
     each sampled state is then pinned (``S == encode(s)``) inside a push/pop scope.
     """
-    from model.actions import successors
+    from model.registry import successors
     from properties.safety import BY_NAME, epoch_monotonic, epoch_monotonic_state
 
     shape = Shape(cfg.brokers, cfg.records)
@@ -126,7 +126,8 @@ def bmc(cfg: Config, depth: int, progress: Callable[[int, float, bool], None] | 
     model alongside the z3 trace, choosing at each step the action case z3 took."""
     import time
 
-    from model.actions import Step, apply
+    from model.actions import Step
+    from model.registry import apply
 
     shape = Shape(cfg.brokers, cfg.records)
     enc = Encoding(shape, Params.of(cfg))
