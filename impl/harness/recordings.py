@@ -167,9 +167,15 @@ def controlled_shutdown(cluster: LocalCluster) -> None:
     cluster.stop_broker(old)
     _wait_new_leader(cluster, old)
     _produce(cluster, 5, 5)
-    cluster.restart(old)
+    _back_in_sync(cluster, old)
+
+
+def _back_in_sync(cluster: LocalCluster, broker: int) -> None:
+    """Restart ``broker``, wait until it is back in the ISR, then write around it: its
+    catching up and rejoining are part of what the scenario records."""
+    cluster.restart(broker)
     cluster.wait_ready()
-    _wait_in_isr(cluster, old)
+    _wait_in_isr(cluster, broker)
     _produce(cluster, 10, 5)
     time.sleep(1.5)
 
@@ -189,11 +195,7 @@ def topic_recreation(cluster: LocalCluster) -> None:
         admin.delete_topic(TOPIC)
         admin.create_topic(TOPIC, assignment={0: sorted(cluster.configs)})
     _produce(cluster, 5, 5)
-    cluster.restart(stale)
-    cluster.wait_ready()
-    _wait_in_isr(cluster, stale)
-    _produce(cluster, 10, 5)
-    time.sleep(1.5)
+    _back_in_sync(cluster, stale)
 
 
 def stop_recorded(cluster: LocalCluster) -> None:
