@@ -30,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="enable unclean leader election (unsafe; default off)")
     p.add_argument("--unclean", dest="unclean", action="store_true", help=argparse.SUPPRESS)  # older spelling
     p.add_argument("--acks", default="all", help="all (default) or 1 (unsafe)")
+    p.add_argument("--admin", action="store_true",
+                   help="mix admin operations into the schedule: preferred-replica elections, "
+                        "controlled shutdowns, and deletion and re-creation of a second topic "
+                        "the workload also writes to (default off)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
     p.add_argument("--json", action="store_true",
@@ -48,12 +52,13 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else None
     try:
-        chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log)
+        chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log,
+                         admin=args.admin)
     except ChaosError as exc:
         raise UsageError(str(exc)) from None
     log(f"epochal chaos: seed {args.seed}, {args.duration:g} s, {args.brokers} brokers, "
         f"acks={'1' if acks == 1 else 'all'}, unclean election {'on' if args.unclean else 'off'}, "
-        f"min.insync.replicas={MIN_INSYNC}")
+        f"min.insync.replicas={MIN_INSYNC}" + (", admin operations on" if args.admin else ""))
     log(f"schedule ({len(chaos.schedule)} faults):")
     for f in chaos.schedule:
         log(f"  {f.index:2d}  {f.describe()}")

@@ -16,7 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from impl.harness.chaos.roles import Roles
-from impl.harness.chaos.schedule import BURST, REPLICATION, TOPIC, Fault, FaultRecord
+from impl.harness.chaos.schedule import (
+    ADMIN_TOPIC,
+    BURST,
+    REPLICATION,
+    TOPIC,
+    Fault,
+    FaultRecord,
+    admin_assignment,
+)
 from impl.harness.chaos.workload import Workload
 
 
@@ -169,6 +177,10 @@ class FaultInjector:
             self._isolate_leader(f, rec, healers)
         elif f.kind == "lag-then-kill-isr":
             self._lag_then_kill_isr(f, rec, healers)
+        elif f.kind == "preferred-election":
+            self._preferred_election(rec)
+        elif f.kind == "recreate-topic":
+            self._recreate_topic(rec)
         self.say(f"fault {f.index}/{self.faults} {f.kind}: {rec.detail}")
 
     def _cut(self, a: int, b: int) -> Callable[[], None]:
@@ -217,6 +229,71 @@ class FaultInjector:
             for b in victims:
                 self._bring_back(b, rec)
         healers.append(bring_back_all)
+
+    def _preferred_election(self, rec: FaultRecord) -> None:
+        """Ask for a preferred-replica election of every partition whose preferred (first
+        assigned) replica is in the ISR but does not lead.  Only partitions whose first
+        assigned replica is also the lowest id of the assignment are asked: the model's
+        preferred replica is the lowest broker id of its (sorted) AR, the implementation's
+        Kafka's first assigned, and a reassignment may leave them apart."""
+        from impl.node.client import Admin
+
+        asked, skipped = [], []
+        with Admin(self.cluster.bootstrap, timeout=3) as admin:
+            for topic in (TOPIC, ADMIN_TOPIC):
+                try:
+                    assignment = self.roles.assignment(topic)
+                except Exception:  # noqa: BLE001 - ADMIN_TOPIC between deletion and creation
+                    continue
+                for p, replicas in sorted(assignment.items()):
+                    leader, isr = self.roles.leader_and_isr(p, topic)
+                    if leader == replicas[0] or replicas[0] not in isr:
+                        continue
+                    if replicas[0] != min(replicas):
+                        skipped.append(f"{topic}-{p}")
+                        continue
+                    admin.elect_preferred(topic, p)
+                    asked.append(f"{topic}-{p} -> {replicas[0]}")
+        rec.detail = (f"preferred election of {', '.join(asked)}" if asked
+                      else "preferred election: every preferred replica leads or is out of the ISR")
+        if skipped:
+            rec.notes.append(f"not asked (first assigned is not the lowest id): {', '.join(skipped)}")
+
+    def _recreate_topic(self, rec: FaultRecord, patience: float = 30.0) -> None:
+        """Delete ADMIN_TOPIC and create it again under the same name and assignment, its
+        writes held meanwhile (:attr:`Workload.admin_gate`): writes acknowledged before the
+        deletion belong to the old incarnation, every later one to the new.  The creation is
+        retried while the deletion is not complete on every replica (Kafka 2.7 refuses to
+        re-create a topic until then)."""
+        from impl.node.client import Admin
+        from impl.node.wire import ErrorCode, RpcError
+
+        deadline = time.monotonic() + patience
+        with self.workload.admin_gate:
+            deleted = created = False
+            tries = 0
+            while not created and time.monotonic() < deadline:
+                tries += 1
+                try:
+                    with Admin(self.cluster.bootstrap, timeout=3) as admin:
+                        if not deleted:
+                            try:
+                                admin.delete_topic(ADMIN_TOPIC, wait=10)
+                            except RpcError as exc:
+                                if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                                    raise
+                            deleted = True
+                            self.workload.incarnation += 1
+                        admin.create_topic(ADMIN_TOPIC, assignment=admin_assignment(len(self.cluster.configs)),
+                                           wait=10)
+                        created = True
+                except Exception as exc:  # noqa: BLE001 - deletion pending, controller moving
+                    rec.notes.append(f"try {tries}: {type(exc).__name__}: {str(exc)[:100]}")
+                    time.sleep(0.5)
+        rec.detail = (f"topic {ADMIN_TOPIC} deleted and created again (incarnation "
+                      f"{self.workload.incarnation})" if created else
+                      f"topic {ADMIN_TOPIC} {'deleted but not' if deleted else 'not'} created again "
+                      f"within {patience:g} s")
 
     def _churn(self, f: Fault, rec: FaultRecord, after: float) -> None:
         """Start the fault's admin operation ``after`` seconds into it, on a thread of its

@@ -17,14 +17,17 @@ from impl.harness.chaos.evidence import read_commit_isr, read_disk_log, read_ele
 from impl.harness.chaos.inject import FaultInjector
 from impl.harness.chaos.roles import Roles
 from impl.harness.chaos.schedule import (
+    ADMIN_PARTITIONS,
+    ADMIN_TOPIC,
     MIN_INSYNC,
     PARTITIONS,
     REPLICATION,
     TOPIC,
     FaultRecord,
+    admin_assignment,
     make_schedule,
 )
-from impl.harness.chaos.verdict import LogRecords, Verdict, judge
+from impl.harness.chaos.verdict import LogRecords, Verdict, judge, merge
 from impl.harness.chaos.workload import Ledger, Workload
 
 MAX_BROKERS = 5
@@ -61,6 +64,7 @@ class ChaosReport:
     recovered: bool
     data_dir: str
     seconds: float
+    admin: bool = False
 
     @property
     def passed(self) -> bool:
@@ -88,7 +92,7 @@ class ChaosRun:
     def __init__(self, seed: int, duration: float, brokers: int = 3, acks: int = -1,
                  unclean: bool = False, data_dir: Path | None = None,
                  zookeeper: str | None = None, log: Callable[[str], None] = print,
-                 spark: Any = None, conform: bool = True) -> None:
+                 spark: Any = None, conform: bool = True, admin: bool = False) -> None:
         if not REPLICATION <= brokers <= MAX_BROKERS:
             raise ChaosError(f"a run takes {REPLICATION} to {MAX_BROKERS} brokers, got {brokers}")
         if not 0 < duration <= MAX_DURATION:  # also refuses nan
@@ -100,7 +104,8 @@ class ChaosRun:
         self.zookeeper = zookeeper
         self._log = log
         self.spark, self.do_conform = spark, conform
-        self.schedule = make_schedule(seed, duration, brokers, acks, unclean)
+        self.admin = admin  # ADMIN_TOPIC written, and admin operations in the schedule
+        self.schedule = make_schedule(seed, duration, brokers, acks, unclean, admin)
         self.ledger = Ledger()
         self.stop_workload = threading.Event()
         self.read_problems: list[str] = []
@@ -130,6 +135,8 @@ class ChaosRun:
         recovered, why = False, "not reached"
         final: dict[int, LogRecords] = {}
         isr: dict[int, list[int]] = {}
+        admin_final: dict[int, LogRecords] = {}
+        admin_isr: dict[int, list[int]] = {}
         zk = None
         try:
             zk = self.cluster.zk_client(session_timeout=10)
@@ -141,10 +148,15 @@ class ChaosRun:
             with Admin(self.cluster.bootstrap) as admin:
                 admin.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=REPLICATION,
                                    wait=30)
-            self.say(f"cluster of {self.n} brokers up, topic {TOPIC} created "
-                     f"(data in {self.data_dir})")
+                if self.admin:
+                    admin.create_topic(ADMIN_TOPIC, assignment=admin_assignment(self.n), wait=30)
+            topics = f"topics {TOPIC} and {ADMIN_TOPIC}" if self.admin else f"topic {TOPIC}"
+            self.say(f"cluster of {self.n} brokers up, {topics} created (data in {self.data_dir})")
             threads = [threading.Thread(target=workload.produce_loop, daemon=True, name="chaos-producer"),
                        threading.Thread(target=workload.consume_loop, daemon=True, name="chaos-consumer")]
+            if self.admin:
+                threads.append(threading.Thread(target=workload.admin_produce_loop, daemon=True,
+                                                name="chaos-admin-producer"))
             for th in threads:
                 th.start()
             start = time.monotonic()
@@ -172,6 +184,9 @@ class ChaosRun:
             self.say("every ISR whole again" if recovered else f"NOT recovered: {why}")
             final = self.read_final()
             isr = {p: roles.leader_and_isr(p)[1] for p in final}
+            if self.admin:
+                admin_final = self.read_final(ADMIN_TOPIC, ADMIN_PARTITIONS)
+                admin_isr = {p: roles.leader_and_isr(p, ADMIN_TOPIC)[1] for p in admin_final}
         finally:
             self.stop_workload.set()
             if zk is not None:
@@ -179,15 +194,20 @@ class ChaosRun:
                 zk.close()
             self._stop_recorded()
             self.cluster.stop()
-        replica_logs: dict[int, dict[int, LogRecords]] = defaultdict(dict)
-        for b in self.cluster.configs:
-            for p in final:
-                d = self.cluster.configs[b].log_dir / f"{TOPIC}-{p}"
-                if d.is_dir():
-                    replica_logs[p][b] = read_disk_log(d)
         elections = read_elections(self.data_dir / "traces")
-        verdict = judge(self.ledger, final, replica_logs, isr, elections, self.records,
-                        read_commit_isr(self.data_dir / "traces"))
+        main = Ledger(self.ledger.attempted, self.ledger.failed,
+                      [a for a in self.ledger.acked if a.topic == TOPIC], self.ledger.consumed)
+        verdict = judge(main, final, self._replica_logs(TOPIC, final), isr, elections,
+                        self.records, read_commit_isr(self.data_dir / "traces"))
+        verdict.acknowledged = len(self.ledger.acked)
+        if self.admin:
+            assert self.injector is not None
+            current = Ledger(acked=[a for a in self.ledger.acked if a.topic == ADMIN_TOPIC
+                                    and a.incarnation == self.injector.workload.incarnation])
+            verdict = merge(verdict, judge(
+                current, admin_final, self._replica_logs(ADMIN_TOPIC, admin_final), admin_isr,
+                elections, self.records, read_commit_isr(self.data_dir / "traces", ADMIN_TOPIC),
+                topic=ADMIN_TOPIC))
         if not recovered:
             verdict.findings.append(f"the cluster did not recover within {RECOVERY_TIMEOUT:g} s: {why}")
         verdict.findings.extend(self.read_problems)
@@ -195,7 +215,17 @@ class ChaosRun:
         return ChaosReport(self.seed, self.duration, self.n, self.acks, self.unclean,
                            [f.describe() for f in self.schedule], self.records, verdict,
                            conformance, recovered, str(self.data_dir),
-                           round(time.monotonic() - self.t0, 1))
+                           round(time.monotonic() - self.t0, 1), self.admin)
+
+    def _replica_logs(self, topic: str, final: dict[int, LogRecords]) -> dict[int, dict[int, LogRecords]]:
+        """Each replica's on-disk log of ``topic``'s partitions (partition -> broker -> records)."""
+        out: dict[int, dict[int, LogRecords]] = defaultdict(dict)
+        for b in self.cluster.configs:
+            for p in final:
+                d = self.cluster.configs[b].log_dir / f"{topic}-{p}"
+                if d.is_dir():
+                    out[p][b] = read_disk_log(d)
+        return out
 
     # -- the end ------------------------------------------------------------------------------
     def _stop_recorded(self) -> None:
@@ -210,8 +240,9 @@ class ChaosRun:
                     pass
 
     def wait_recovered(self, timeout: float) -> tuple[bool, str]:
-        """Every partition of TOPIC led, its ISR the whole assignment, no reassignment
-        pending, and its leader's HW at its LEO (nothing uncommitted left behind)."""
+        """Every partition of TOPIC (and with ``--admin`` of ADMIN_TOPIC) led, its ISR the
+        whole assignment, no reassignment pending, and its leader's HW at its LEO (nothing
+        uncommitted left behind)."""
         from impl.node import zk as zkl
         from impl.node.client import Client
         from impl.node.wire import ApiKey
@@ -221,25 +252,28 @@ class ChaosRun:
         while time.monotonic() < deadline:
             try:
                 assert self.roles is not None
-                assignment = self.roles.assignment()
-                pending = self.roles.zk.exists(f"{zkl.REASSIGN}/{TOPIC}") and \
-                    self.roles.zk.get_children(f"{zkl.REASSIGN}/{TOPIC}")
                 bad = []
-                for p, replicas in sorted(assignment.items()):
-                    leader, isr = self.roles.leader_and_isr(p)
-                    if leader < 0 or sorted(isr) != sorted(replicas):
-                        bad.append(f"{TOPIC}-{p} leader {leader} isr {isr} replicas {replicas}")
-                if pending:
-                    bad.append(f"reassignment pending for partitions {sorted(pending)}")
+                assignments = {t: self.roles.assignment(t)
+                               for t in ((TOPIC, ADMIN_TOPIC) if self.admin else (TOPIC,))}
+                for topic, assignment in assignments.items():
+                    pending = self.roles.zk.exists(f"{zkl.REASSIGN}/{topic}") and \
+                        self.roles.zk.get_children(f"{zkl.REASSIGN}/{topic}")
+                    for p, replicas in sorted(assignment.items()):
+                        leader, isr = self.roles.leader_and_isr(p, topic)
+                        if leader < 0 or sorted(isr) != sorted(replicas):
+                            bad.append(f"{topic}-{p} leader {leader} isr {isr} replicas {replicas}")
+                    if pending:
+                        bad.append(f"reassignment of {topic} pending for partitions {sorted(pending)}")
                 if not bad:
                     with Client(self.cluster.bootstrap, timeout=3) as c:
                         c.refresh()
-                        for p in sorted(assignment):
-                            resp = c.call(c.leader_addr(TOPIC, p), ApiKey.FETCH, {
-                                "replica_id": -1, "topic": TOPIC, "partition": p,
-                                "fetch_offset": 0, "max_records": 0, "max_wait_ms": 0})
-                            if int(resp["hw"]) != int(resp["leo"]):
-                                bad.append(f"{TOPIC}-{p} hw {resp['hw']} < leo {resp['leo']}")
+                        for topic, assignment in assignments.items():
+                            for p in sorted(assignment):
+                                resp = c.call(c.leader_addr(topic, p), ApiKey.FETCH, {
+                                    "replica_id": -1, "topic": topic, "partition": p,
+                                    "fetch_offset": 0, "max_records": 0, "max_wait_ms": 0})
+                                if int(resp["hw"]) != int(resp["leo"]):
+                                    bad.append(f"{topic}-{p} hw {resp['hw']} < leo {resp['leo']}")
                 if not bad:
                     return True, ""
                 why = "; ".join(bad)
@@ -248,21 +282,21 @@ class ChaosRun:
             time.sleep(0.3)
         return False, why
 
-    def read_final(self) -> dict[int, LogRecords]:
-        """Each partition's committed log, read from its leader up to the HW."""
+    def read_final(self, topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[int, LogRecords]:
+        """Each partition's committed log of ``topic``, read from its leader up to the HW."""
         from impl.node.client import Client
         from impl.node.wire import ApiKey
 
         out: dict[int, LogRecords] = {}
         with Client(self.cluster.bootstrap, timeout=5) as c:
-            for p in range(PARTITIONS):
+            for p in range(partitions):
                 records: LogRecords = []
                 hw = None
                 try:
                     c.refresh()
                     while hw is None or len(records) < hw:
-                        resp = c.call(c.leader_addr(TOPIC, p), ApiKey.FETCH, {
-                            "replica_id": -1, "topic": TOPIC, "partition": p,
+                        resp = c.call(c.leader_addr(topic, p), ApiKey.FETCH, {
+                            "replica_id": -1, "topic": topic, "partition": p,
                             "fetch_offset": len(records), "max_records": 5000, "max_wait_ms": 0})
                         hw = int(resp["hw"])
                         got = [(int(o), int(e), bytes(v).decode("utf-8", "replace"))
@@ -271,7 +305,7 @@ class ChaosRun:
                             break
                         records.extend(got)
                 except Exception as exc:  # noqa: BLE001 - no leader serving: judged as read
-                    self.read_problems.append(f"could not read the final log of {TOPIC}-{p} "
+                    self.read_problems.append(f"could not read the final log of {topic}-{p} "
                                               f"past offset {len(records)}: {exc}")
                 out[p] = records
         return out

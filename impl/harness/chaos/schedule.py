@@ -22,11 +22,19 @@ FAULT_KINDS = ("kill", "kill-controller", "pause-leader", "expire-session", "par
                "slow-follower", "restart", "isolate-leader", "lag-then-kill-isr")
 CHURN_KINDS = ("create-topic", "delete-topic", "reassign")
 
+# ``--admin``: a second topic the workload also writes to, deleted and created again under
+# the same name during the run, and the administrator's operations mixed into the schedule
+# (a controlled shutdown and restart is the ``restart`` fault)
+ADMIN_TOPIC = "chaos-admin"
+ADMIN_PARTITIONS = 2
+ADMIN_KINDS = ("preferred-election", "recreate-topic")
+ADMIN_ENSURED = ("preferred-election", "recreate-topic", "restart")  # each in every --admin run
+
 # rough seconds a fault takes beyond its hold (session expiry waits, restarts): the schedule
 # spaces faults by these so that a run of D seconds holds about D seconds of faults
 _OVERHEAD = {"kill": 4.0, "kill-controller": 4.0, "pause-leader": 3.0, "expire-session": 1.0,
              "partition": 0.0, "slow-follower": 0.0, "restart": 3.5, "isolate-leader": 4.5,
-             "lag-then-kill-isr": 8.0}
+             "lag-then-kill-isr": 8.0, "preferred-election": 0.5, "recreate-topic": 3.0}
 
 
 # -- the schedule ------------------------------------------------------------------------------
@@ -69,6 +77,10 @@ class Fault:
             "lag-then-kill-isr": f"cut a follower of {who} off until it leaves the ISR, burst "
                                  f"{BURST} writes, kill -9 the rest of the ISR, restart after "
                                  f"{self.hold:.1f} s",
+            "preferred-election": "preferred-replica election of every partition whose "
+                                  "preferred replica is in the ISR but does not lead",
+            "recreate-topic": f"delete topic {ADMIN_TOPIC} (its writes held meanwhile) and "
+                              f"create it again under the same name",
         }[self.kind]
         if self.churn == "create-topic":
             what += f"; meanwhile create topic {self.churn_topic}"
@@ -81,15 +93,22 @@ class Fault:
 
 
 def make_schedule(seed: int, duration: float, brokers: int = 3, acks: int = -1,
-                  unclean: bool = False) -> list[Fault]:
+                  unclean: bool = False, admin: bool = False) -> list[Fault]:
     """The faults of a run: a pure function of its arguments (same seed, same schedule).
 
     Faults follow one another (each is healed before the next fires) and fill ``duration``;
     a run has at least one.  With an unsafe setting (acks=1, unclean election) the run opens
     with the targeted scenario that setting cannot survive, so every seed of an unsafe run
     shows the loss; the same scenarios are in the random pool, where safe settings survive
-    them."""
-    rng = random.Random(f"epochal-chaos/{seed}/{brokers}")
+    them.
+
+    With ``admin`` the administrator's operations join the pool (a preferred-replica
+    election, the deletion and re-creation of :data:`ADMIN_TOPIC`), and every second entry,
+    until each has come once, is one of :data:`ADMIN_ENSURED` (in a seeded order): a short
+    run still performs all of them.  Without it the schedule is the one it always was."""
+    rng = random.Random(f"epochal-chaos/{seed}/{brokers}" + ("/admin" if admin else ""))
+    pool = FAULT_KINDS + (ADMIN_KINDS if admin else ())
+    ensured = rng.sample(ADMIN_ENSURED, len(ADMIN_ENSURED)) if admin else []
     kinds: list[str] = []
     if unclean:
         kinds.append("lag-then-kill-isr")
@@ -100,7 +119,13 @@ def make_schedule(seed: int, duration: float, brokers: int = 3, acks: int = -1,
     churn_live: list[str] = []
     t = 1.0
     while True:
-        kind = kinds.pop(0) if kinds else rng.choice(FAULT_KINDS)
+        owed = bool(ensured)  # an admin operation of ADMIN_ENSURED still to come
+        if kinds:
+            kind = kinds.pop(0)
+        elif ensured and len(faults) % 2 == 0:
+            kind = ensured.pop(0)
+        else:
+            kind = rng.choice(pool)
         hold = round(rng.uniform(1.0, 2.5), 1)
         p = rng.randrange(PARTITIONS)
         fields: dict[str, Any] = {}
@@ -135,7 +160,7 @@ def make_schedule(seed: int, duration: float, brokers: int = 3, acks: int = -1,
                 replicas = rng.sample(range(brokers), REPLICATION)
                 churn = {"churn": op, "churn_partition": rng.randrange(PARTITIONS),
                          "churn_replicas": tuple(replicas)}
-        forced = len(faults) < (unclean + (acks == 1))
+        forced = len(faults) < (unclean + (acks == 1)) or owed
         if faults and not forced and t + hold + _OVERHEAD[kind] > duration:
             return faults  # the next fault would outlast the run
         faults.append(Fault(index=len(faults) + 1, at=round(t, 1), kind=kind, partition=p,
@@ -157,3 +182,10 @@ class FaultRecord:
     detail: str = ""
     notes: list[str] = field(default_factory=list)
 
+
+
+def admin_assignment(brokers: int) -> dict[int, list[int]]:
+    """ADMIN_TOPIC's replicas, in broker order: its preferred (first assigned) replica is
+    then also the model's (the lowest broker id of the assignment), so a preferred election
+    of it is judged as the model makes it."""
+    return {p: sorted((p + i) % brokers for i in range(REPLICATION)) for p in range(ADMIN_PARTITIONS)}

@@ -51,7 +51,7 @@ LogRecords = list[tuple[int, int, str]]  # (offset, leader_epoch, value)
 def explain_loss(ack: Ack, elections: list[Election], faults: list[FaultRecord]) -> str:
     """Why an acknowledged write is gone: the first matching cause, else 'unexplained'."""
     for e in elections:
-        if e.topic == TOPIC and e.partition == ack.partition and e.unclean and \
+        if e.topic == ack.topic and e.partition == ack.partition and e.unclean and \
                 e.leader_epoch > ack.leader_epoch:
             return f"unclean election of broker {e.leader} out of the ISR (leader epoch {e.leader_epoch})"
     if ack.acks == 1:
@@ -71,19 +71,20 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
           replica_logs: dict[int, dict[int, LogRecords]], isr: dict[int, list[int]],
           elections: list[Election], faults: list[FaultRecord],
           commit_isr: dict[tuple[int, int, int], list[int]] | None = None,
-          min_insync: int = MIN_INSYNC) -> Verdict:
+          min_insync: int = MIN_INSYNC, topic: str = TOPIC) -> Verdict:
     """The verdict on a run from what it acknowledged and what the cluster holds at the end.
 
     ``final`` is each partition's committed log as its leader serves it after recovery;
     ``replica_logs`` each replica's on-disk log (partition -> broker -> records);
     ``isr`` the final ISR of each partition; ``commit_isr`` the ISR with which the leader
-    committed each (partition, leader epoch, offset) (:func:`read_commit_isr`)."""
+    committed each (partition, leader epoch, offset) (:func:`read_commit_isr`); all of them
+    of ``topic``, whose writes are the ledger's (the run judges each topic on its own)."""
     findings: list[str] = []
     thin: Counter[str] = Counter()
     for ack in ledger.acked:
         members = (commit_isr or {}).get((ack.partition, ack.leader_epoch, ack.offset))
         if ack.acks == -1 and members is not None and len(members) < min_insync:
-            thin[f"{TOPIC}-{ack.partition} leader {ack.leader} (epoch {ack.leader_epoch}) "
+            thin[f"{topic}-{ack.partition} leader {ack.leader} (epoch {ack.leader_epoch}) "
                  f"committed with ISR {members}"] += 1
     for where_, n in sorted(thin.items()):
         findings.append(f"{n} write{'s' if n != 1 else ''} acknowledged with acks=all although "
@@ -96,7 +97,7 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
     duplicated = {v: locs for v, locs in where.items() if len(locs) > 1}
     for v, locs in sorted(duplicated.items())[:10]:
         findings.append(f"value {v} is in the final logs {len(locs)} times: "
-                        + ", ".join(f"{TOPIC}-{p}@{o}" for p, o in locs))
+                        + ", ".join(f"{topic}-{p}@{o}" for p, o in locs))
     if len(duplicated) > 10:
         findings.append(f"... and {len(duplicated) - 10} more duplicated values")
 
@@ -109,7 +110,7 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
         elif ack.offset not in [o for _p, o in locs]:
             misplaced += 1
             if misplaced <= 10:
-                findings.append(f"value {ack.value} acknowledged at {TOPIC}-{ack.partition}@"
+                findings.append(f"value {ack.value} acknowledged at {topic}-{ack.partition}@"
                                 f"{ack.offset} is at offset {locs[0][1]} instead")
     for cause, n in lost_by_cause.most_common():
         findings.append(f"lost {n} acknowledged write{'s' if n != 1 else ''}: {cause}")
@@ -122,7 +123,7 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
                 break
     for (stream, p), offsets in sorted(streams.items()):
         if any(b <= a for a, b in zip(offsets, offsets[1:], strict=False)):
-            findings.append(f"writes of {stream} to {TOPIC}-{p} are out of acknowledgement order "
+            findings.append(f"writes of {stream} to {topic}-{p} are out of acknowledgement order "
                             f"in the final log")
 
     twice: dict[int, list[str]] = defaultdict(list)
@@ -131,10 +132,10 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
         if o >= len(now) or now[o][2] != value:
             twice[p].append(f"@{o} {value} -> {now[o][2] if o < len(now) else 'gone'}")
     for p, items in sorted(twice.items()):
-        unclean = [e for e in elections if e.topic == TOPIC and e.partition == p and e.unclean]
+        unclean = [e for e in elections if e.topic == topic and e.partition == p and e.unclean]
         cause = (f"after the unclean election of broker {unclean[0].leader} out of the ISR"
                  if unclean else "no unclean election: a replication bug")
-        findings.append(f"{len(items)} offset{'s' if len(items) != 1 else ''} of {TOPIC}-{p} "
+        findings.append(f"{len(items)} offset{'s' if len(items) != 1 else ''} of {topic}-{p} "
                         f"committed twice (read as committed by the consumer, now another "
                         f"value): {', '.join(items[:5])}{' ...' if len(items) > 5 else ''}; "
                         f"{cause}")
@@ -143,15 +144,25 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
         for b in members:
             disk = replica_logs.get(p, {}).get(b)
             if disk is None:
-                findings.append(f"ISR member {b} of {TOPIC}-{p} has no log on disk")
+                findings.append(f"ISR member {b} of {topic}-{p} has no log on disk")
                 continue
             mine = disk[:len(committed)]
             if [(e, v) for _o, e, v in mine] != [(e, v) for _o, e, v in committed]:
                 first = next((i for i, (a, b2) in enumerate(zip(mine, committed, strict=False))
                               if a[1:] != b2[1:]), min(len(mine), len(committed)))
-                findings.append(f"ISR member {b} of {TOPIC}-{p} differs from the committed log "
+                findings.append(f"ISR member {b} of {topic}-{p} differs from the committed log "
                                 f"at offset {first} (holds {len(disk)} records, committed "
                                 f"{len(committed)})")
     return Verdict(attempted=ledger.attempted, acknowledged=len(ledger.acked),
                    lost=sum(lost_by_cause.values()), duplicated=len(duplicated),
                    findings=findings, causes=dict(lost_by_cause))
+
+
+def merge(main: Verdict, other: Verdict) -> Verdict:
+    """One verdict over two topics judged apart (the main topic's counts of attempts and
+    acknowledgements are already the whole ledger's)."""
+    causes = Counter(main.causes)
+    causes.update(other.causes)
+    return Verdict(attempted=main.attempted, acknowledged=main.acknowledged,
+                   lost=main.lost + other.lost, duplicated=main.duplicated + other.duplicated,
+                   findings=main.findings + other.findings, causes=dict(causes))
