@@ -7,17 +7,18 @@ are its invariants, so the machine walks long random runs of configurations the 
 exhaust (5 brokers, several partitions, many records, epochs and crashes) and, when a
 property breaks, Hypothesis shrinks the run to a short one that still breaks it.
 
-* **Rules are actions.**  One rule per explored action.  Its precondition is the action's
-  guard -- "some argument the action's enumerator offers gives a successor" -- and the
-  argument is drawn with ``st.sampled_from`` from exactly those enabled arguments, so every
+* **Steps are actions.**  Each step (the machine's one rule, ``ModelMachine.step``) draws
+  one of the actions enabled in the current state -- those for which some argument the
+  action's enumerator offers gives a successor -- and then one of those arguments, so every
   step Hypothesis takes is a step the model allows (self-loops excluded, as in the BFS).
+  The successors of a state are computed once and kept across runs (``successors``).
 * **Invariants are properties.**  State properties are ``@invariant`` checks; transition
-  properties (``epoch_monotonic``) are checked inside each rule, where the step is known.
+  properties (``epoch_monotonic``) are checked inside each step, where the step is known.
 * **Tempo, not swarm.**  Hypothesis's own per-run switching off of rules is turned off
-  (``_all_rules_on``: a bug needing eight actions survives it in one run in nine) and each
-  run instead draws a tempo (``TEMPOS``) under which faults, restarts and ISR lag timeouts
-  happen less often than message handling, as in real time.  Both were measured on the
-  design's KAFKA-1211 loss, which Hypothesis now finds and shrinks (``DESIGN_SEARCH``).
+  (``_all_rules_on``) and each run instead draws a tempo (``TEMPOS``) under which faults,
+  restarts and ISR lag timeouts happen less often than message handling, as in real time:
+  the action of a step is drawn with odds in proportion to those rates.  Both were measured
+  on the design's KAFKA-1211 loss, which Hypothesis finds and shrinks (``DESIGN_SEARCH``).
 * **Readable failures.**  A violation raises ``PropertyViolation`` whose text is the
   numbered step list rendered by ``model.render.describe`` -- the same prose the BFS prints.
 
@@ -39,15 +40,14 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
 from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from model.actions import Step
-from model.registry import EXPLORED, apply
 from model.config import Config, named
+from model.registry import EXPLORED, apply
 from model.render import describe, state_text
 from model.state import State, initial
 from properties.safety import all_violations, transition_violation
@@ -103,9 +103,8 @@ def fuzz_config(name: str, **overrides: int | None) -> Config:
 # -- so a run must keep the two crashes for that window; larger budgets do not make a run
 # likelier to hit it (measured per walk: 1 in 180 here, 1 in 110 at 4 records, 4 crashes,
 # epochs up to 8 and 60 steps, 1 in 500 at 3 brokers), they make each run dearer and
-# each found run longer to shrink.  The loss takes 11 steps; 30 leave room for no-op steps
-# (``ModelMachine.gives_way``) and detours.  The *fixed* protocol is searched at
-# ``FUZZ_SCALE``, far beyond what the checker can exhaust.
+# each found run longer to shrink.  The loss takes 11 steps; 30 leave room for detours.
+# The *fixed* protocol is searched at ``FUZZ_SCALE``, far beyond what the checker can exhaust.
 DESIGN_SEARCH: dict[str, int] = dict(brokers=2, partitions=1, records=2, max_epoch=3, max_crashes=2)
 DESIGN_STEPS = 30
 
@@ -124,11 +123,13 @@ def steps_for(name: str, profile: str) -> int:
 
 # -- the tempo of a run ---------------------------------------------------------------
 
-# Relative rates of the actions that take *time* in a real cluster.  Hypothesis picks a rule
-# uniformly among those whose precondition holds; a rule below gives way (a no-op step, see
-# ``ModelMachine.take``) with the odds that turn that uniform pick into a pick weighted by
-# these rates.  Every rate is positive, so every run is still a run of the model and every
-# interleaving stays reachable; only how often it is sampled changes.
+# Relative rates of the actions that take *time* in a real cluster: a step draws among the
+# enabled actions with odds in proportion to these rates (``ModelMachine.weights``; 1 for an
+# action not listed).  Every rate is positive, so every run is still a run of the model and
+# every interleaving stays reachable; only how often it is sampled changes.  (Until the
+# machine had one rule, Hypothesis picked one rule per action uniformly and a slow action's
+# pick became a no-op step with the odds that gave the same weighting: the same walk, with
+# no-op steps in it.)
 #
 # Why these classes: messages (fetches, LeaderAndISR deliveries, ZK writes and the
 # controller's reactions) take milliseconds; a crash or GC pause is a rare instant; a
@@ -183,7 +184,12 @@ class PropertyViolation(AssertionError):
 
 
 class ModelMachine(RuleBasedStateMachine):
-    """Base class; ``machine_for(cfg)`` adds one rule per action for a configuration."""
+    """Base class; ``machine_for(cfg)`` makes one for a configuration.
+
+    One rule, ``step``: it draws one of the enabled actions, weighted by the run's tempo,
+    then one of that action's enabling arguments.  (One Hypothesis rule per action, as
+    before, cost a filtered draw over every rule's precondition at each step -- two thirds
+    of a run's time -- and turned the tempo into no-op steps that used up a run's length.)"""
 
     cfg: Config
     first_found: float | None = None  # when a run of this class first broke a property
@@ -198,8 +204,8 @@ class ModelMachine(RuleBasedStateMachine):
             cls.progress(cls.runs)
         self.state = initial(self.cfg)
         self.before: State | None = None
-        self.steps: list[tuple[Step, str]] = []
-        self._enabled: dict[str, list[tuple[tuple, State]]] = {}
+        self.trail: list[tuple[Step, State, State]] = []  # (step, before, after): described on failure only
+        self._enabled = successors(self.cfg, self.state)
         self.rates: dict[str, float] = CALM
         _all_rules_on(self)
 
@@ -212,42 +218,34 @@ class ModelMachine(RuleBasedStateMachine):
         self.rates = TEMPOS[tempo]
 
     def enabled(self, action: str) -> list[tuple[tuple, State]]:
-        """(args, successor) for every argument that enables ``action`` here (cached per state)."""
-        if action not in self._enabled:
-            a = _BY_NAME[action]
-            out = []
-            for args in a.args(self.state, self.cfg):
-                t = apply(self.state, self.cfg, Step(action, args))
-                if t is not None and t != self.state:
-                    out.append((args, t))
-            self._enabled[action] = out
-        return self._enabled[action]
+        """(args, successor) for every argument that enables ``action`` here."""
+        return self._enabled.get(action, [])
 
-    def gives_way(self, action: str, data: st.DataObject) -> bool:
-        """Whether this pick of ``action`` becomes a no-op step, so that -- Hypothesis having
-        picked uniformly among the enabled rules -- the steps taken follow the run's rates.
+    def weights(self) -> list[tuple[str, int]]:
+        """Each enabled action with its weight, ``ODDS`` x its rate in the run's tempo (at
+        least 1): the odds of a step taking it.  Only enabled actions count, so when only slow
+        ones are (every broker down) one of them is taken at once."""
+        return [(a.name, max(1, round(ODDS * self.rates.get(a.name, 1.0))))
+                for a in EXPLORED if a.name in self._enabled]
 
-        A pick is kept with odds ``rate / top``, ``top`` the highest rate of an enabled
-        action: rejection sampling, so the kept steps are drawn exactly in proportion to
-        the rates, and when only slow actions are enabled (every broker down) one of them
-        is taken at once rather than after a string of no-ops.  The draw shrinks to 0,
-        "keep", so a shrunk run has no no-op steps left to show."""
-        rate = self.rates.get(action, 1.0)
-        if rate >= 1.0:
-            return False
-        top = max(self.rates.get(a.name, 1.0) for a in EXPLORED if self.enabled(a.name))
-        keep = round(ODDS * rate / top)
-        return keep < ODDS and data.draw(st.integers(0, ODDS - 1), label="tempo") >= keep
+    @rule(data=st.data())
+    def step(self, data: st.DataObject) -> None:
+        """One step of the model: an enabled action drawn in proportion to the tempo's rates,
+        then one of its arguments.  With nothing enabled (every record written, every message
+        delivered) the state stays put.  Both draws shrink toward the first choice."""
+        weights = self.weights()
+        if not weights:
+            return
+        pick = data.draw(st.integers(0, sum(w for _, w in weights) - 1), label="action")
+        self.take(_weighted(weights, pick), data)
 
     def take(self, action: str, data: st.DataObject) -> None:
-        if self.gives_way(action, data):
-            return
         choices = self.enabled(action)
         i = data.draw(st.integers(0, len(choices) - 1), label=action) if len(choices) > 1 else 0
         args, t = choices[i]
         step = Step(action, args)
-        self.steps.append((step, describe(step, self.state, t)))
-        self.before, self.state, self._enabled = self.state, t, {}
+        self.trail.append((step, self.state, t))
+        self.before, self.state, self._enabled = self.state, t, successors(self.cfg, t)
         bad = transition_violation(self.before, t)
         if bad is not None:
             self.fail(*bad)
@@ -256,12 +254,8 @@ class ModelMachine(RuleBasedStateMachine):
         if type(self).first_found is None:  # the first counterexample, before any shrinking
             type(self).first_found = time.perf_counter()
         also = [v for v in all_violations(self.before, self.state) if v[0] != prop]
-        raise PropertyViolation(prop, message, list(self.steps), self.state, also)
-
-    @precondition(lambda self: not any(self.enabled(a.name) for a in EXPLORED))
-    @rule()
-    def quiescent(self) -> None:
-        """Nothing is enabled (every record written, every message delivered): stay put."""
+        steps = [(step, describe(step, s, t)) for step, s, t in self.trail]
+        raise PropertyViolation(prop, message, steps, self.state, also)
 
     @invariant()
     def properties_hold(self) -> None:
@@ -271,19 +265,59 @@ class ModelMachine(RuleBasedStateMachine):
 
 _BY_NAME = {a.name: a for a in EXPLORED}
 
+SUCCESSOR_CACHE = 50_000
+"""States whose successors are kept between runs (``successors``): runs start from one
+initial state and keep passing through the same early states, so most steps find theirs
+here.  Past this many the cache starts over, to bound its memory."""
+_successor_cache: dict[tuple[Config, State], dict[str, list[tuple[tuple, State]]]] = {}
+
+
+def successors(cfg: Config, state: State) -> dict[str, list[tuple[tuple, State]]]:
+    """Action name -> (args, successor) for every argument that enables it in ``state``
+    (self-loops excluded, as in the BFS); enabled actions only.  The model is pure, so the
+    answer is kept for the next run that comes through ``state``."""
+    key = (cfg, state)
+    known = _successor_cache.get(key)
+    if known is not None:
+        return known
+    out: dict[str, list[tuple[tuple, State]]] = {}
+    for a in EXPLORED:
+        found = []
+        for args in a.args(state, cfg):
+            t = apply(state, cfg, Step(a.name, args))
+            if t is not None and t != state:
+                found.append((args, t))
+        if found:
+            out[a.name] = found
+    if len(_successor_cache) >= SUCCESSOR_CACHE:
+        _successor_cache.clear()
+    _successor_cache[key] = out
+    return out
+
+
+def _weighted(weights: list[tuple[str, int]], pick: int) -> str:
+    """The action whose share of ``0 .. sum(weights) - 1`` holds ``pick``."""
+    for action, w in weights:
+        if pick < w:
+            return action
+        pick -= w
+    raise ValueError(f"pick {pick} beyond the weights")
+
 
 def _all_rules_on(machine: RuleBasedStateMachine) -> None:
     """Turn off Hypothesis's swarm over rules for this machine: every rule stays eligible.
 
     ``RuleBasedStateMachine`` draws, per run, ``FeatureFlags`` that switch each rule off
-    with a probability itself drawn uniformly -- swarm testing.  A run can then only reach
-    a bug whose steps use k different actions if none of those k rules was switched off,
-    which happens in 1/(k+1) of runs, and a run that reaches a state where every enabled
-    rule is switched off is thrown away as invalid.  KAFKA-1211 needs eight actions;
-    measured (design, 2 brokers, 2 records, 2 crashes, 40 steps, seeds 1-4): with the swarm,
-    most runs end invalid within 5 steps and none of ~31,000 found the loss; without it,
-    1 in ~300-2,500 runs did.  The per-run ``tempo`` plays the swarm's part instead, by
-    rates that model real time rather than by switching actions off.
+    with a probability itself drawn uniformly -- swarm testing.  With one rule per action
+    (as this machine had), a run could only reach a bug whose steps use k different actions
+    if none of those k rules was switched off, which happens in 1/(k+1) of runs, and a run
+    that reached a state where every enabled rule was switched off was thrown away as
+    invalid.  KAFKA-1211 needs eight actions; measured (design, 2 brokers, 2 records, 2
+    crashes, 40 steps, seeds 1-4): with the swarm, most runs ended invalid within 5 steps
+    and none of ~31,000 found the loss; without it, 1 in ~300-2,500 runs did.  With the one
+    ``step`` rule the swarm could only switch that rule off, which would end every such run
+    at once.  The per-run ``tempo`` plays the swarm's part instead, by rates that model real
+    time rather than by switching actions off.
 
     Hypothesis has no setting for this, so the flags strategy is replaced on the machine's
     own rule strategy (private API; ``test_rule_swarm_is_off`` fails if it moves).
@@ -293,22 +327,9 @@ def _all_rules_on(machine: RuleBasedStateMachine) -> None:
         rules.enabled_rules_strategy = st.just(FeatureFlags())
 
 
-
-def _rule_for(action: str):
-    """The rule for one action: enabled when its guard holds for some argument."""
-
-    def step(self: ModelMachine, data: st.DataObject) -> None:
-        self.take(action, data)
-
-    step.__name__ = step.__qualname__ = action
-    step.__doc__ = (_BY_NAME[action].fn.__doc__ or "").strip().splitlines()[0]
-    return precondition(lambda self: bool(self.enabled(action)))(rule(data=st.data())(step))
-
-
 def machine_for(cfg: Config) -> type[ModelMachine]:
-    """A ``RuleBasedStateMachine`` class whose rules are the actions of ``cfg``'s model."""
-    body = {"cfg": cfg, **{a.name: _rule_for(a.name) for a in EXPLORED}}
-    return type(f"Model_{cfg.name}", (ModelMachine,), body)
+    """A ``RuleBasedStateMachine`` class over ``cfg``'s model (its actions: ``EXPLORED``)."""
+    return type(f"Model_{cfg.name}", (ModelMachine,), {"cfg": cfg})
 
 
 # -- running it -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Hypothesis stateful search (``properties.checkers.fuzz``): the model's actions as rules, ``properties``
+"""Hypothesis stateful search (``properties.checkers.fuzz``): the model's actions as steps, ``properties``
 as invariants, failures shrunk to a readable step list.
 
 Budgets are the ``ci`` profile's (derandomized, so each run sees the same examples and a
@@ -21,9 +21,11 @@ from impl.cli.main import main
 from model.registry import EXPLORED
 from properties.checkers.bfs import replay
 from properties.checkers.fuzz import (
+    CALM,
     DESIGN_SEARCH,
     DESIGN_STEPS,
     DURABILITY,
+    ODDS,
     PROFILES,
     fuzz_config,
     machine_for,
@@ -32,10 +34,24 @@ from properties.checkers.fuzz import (
 from properties.safety import all_violations
 
 
-def test_rules_are_the_models_actions():
-    machine = machine_for(fuzz_config("kip320"))
-    for a in EXPLORED:
-        assert hasattr(getattr(machine, a.name), "hypothesis_stateful_rule"), a.name
+def test_each_step_draws_an_enabled_action_weighted_by_the_tempo():
+    """A step's action is one the model enables here, with odds ODDS x its calm rate: a
+    crash a quarter as likely as a message, a restart 1/32."""
+    machine = machine_for(fuzz_config("design", **DESIGN_SEARCH))()
+    weights = dict(machine.weights())
+    assert weights and set(weights) <= {a.name for a in EXPLORED}
+    assert all(machine.enabled(name) for name in weights)
+    assert weights["broker_crash"] == ODDS // 4
+    assert all(w == ODDS for name, w in weights.items() if name not in CALM)
+
+
+def test_a_seeded_search_is_reproducible():
+    """The same seed gives the same runs and the same counterexample (the successors kept
+    between runs change how fast a step is taken, never which)."""
+    cfg = fuzz_config("unclean", brokers=2, partitions=1, records=2, max_epoch=4, max_crashes=2)
+    first, again = (run(cfg, "deep", seed_value=7, max_examples=300, steps=15, shrink=False) for _ in range(2))
+    assert first.violation is not None and first.runs == again.runs
+    assert [s for s, _ in first.violation.steps] == [s for s, _ in again.violation.steps]
 
 
 def test_profiles():
@@ -121,7 +137,7 @@ def test_rule_swarm_is_off():
     upgrade moves it, this says so before the design search silently stops finding."""
     machine = machine_for(fuzz_config("kip320", brokers=2, partitions=1))()
     flags = machine._rules_strategy.enabled_rules_strategy.example()
-    assert all(flags.is_enabled(a.name) for a in EXPLORED)
+    assert flags.is_enabled("step")
 
 
 def _design(shrink: bool):
