@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from model.actions import (
     Step,
-    apply,
     become_follower,
     become_leader,
     broker_crash,
@@ -28,6 +27,9 @@ from model.actions import (
     truncate,
 )
 from model.config import named
+from model.registry import (
+    apply,
+)
 from model.state import (
     DOWN,
     FETCH_REQUEST,

@@ -14,23 +14,25 @@ import pytest
 
 from conformance.judge.replay import events_from_steps, judge
 from model.actions import (
-    ACTIONS,
-    EXPLORED,
-    REASSIGNMENT,
     Step,
-    apply,
     become_follower,
     broker_crash,
     broker_restart,
     controller_elect,
-    explored,
     reassign_complete,
     reassign_start,
     replica,
     stop_replica,
-    successors,
 )
 from model.config import named
+from model.registry import (
+    ACTIONS,
+    EXPLORED,
+    REASSIGNMENT,
+    apply,
+    explored,
+    successors,
+)
 from model.state import (
     FETCH_REQUEST,
     FOLLOWER,
