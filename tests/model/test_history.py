@@ -85,46 +85,6 @@ def test_the_three_broker_bounds_are_the_smallest_each_story_needs(story, bound)
 
 
 @pytest.mark.slow
-def test_the_checker_finds_kip101_diverging_at_three_brokers_by_itself():
-    """The exhaustive search, given only the three-broker bounds, finds KIP-279's bug in
-    kip101: a shortest run of 17 steps (the scripted story takes 19) in which a follower
-    that read the dead leader's last answer leads epoch 3, and a restarted broker keeps
-    the b@2 it wrote as leader of epoch 2 at the offset where a@1 is committed -- its
-    epoch lookup (KIP-101: the end of the follower's own epoch) leaves it untruncated.
-    Slow: ~3.9 M states, 6-9 minutes on one core here (CI runs it).  The count and the
-    length are pinned (docs/pinned-counts.md): a change to the model or the checker that
-    moves either shows here."""
-    from properties.checkers.bfs import check, replay
-    from properties.safety import all_violations
-
-    cfg = three_brokers("kip101")
-    r = check(cfg)
-    assert r.violation is not None and r.violation.property == "replicas_consistent"
-    assert len(r.violation.steps) == pinned("kip101", "three brokers", "counterexample steps")
-    assert r.states == pinned("kip101", "three brokers", "states")
-    states = replay(cfg, [step for step, _ in r.violation.steps])
-    assert states == r.violation.states
-    assert "replicas_consistent" in {name for name, _ in all_violations(states[-2], states[-1])}
-    assert not any(all_violations(a, b) for a, b in zip(states[:-2], states[1:-1], strict=True))
-
-
-@pytest.mark.slow
-def test_kip320_breaks_nothing_within_twenty_steps_at_three_brokers():
-    """The Python checker's own three-broker figure: every run of kip320 of up to 20 steps
-    of the reduced graph -- deeper than the 17 at which it finds kip101's divergence above --
-    keeps every property, in a state count pinned here and, natively, in
-    tests/model/test_native.py: the two searches agree state for state on the way to the
-    exhaustive verdict below (~2 minutes; a change to the model, the reduction or either
-    checker shows here)."""
-    from properties.checkers.bfs import SearchOptions, check
-
-    r = check(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20))
-    assert r.violation is None, r.violation.text()
-    assert r.stopped_by == "max_depth" and r.depth == 20
-    assert r.states == pinned("kip320", "three brokers, reduced, within 20 steps", "states")
-
-
-@pytest.mark.slow
 def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     """KIP-320's bug found by exhaustive search, not only by the scripted story: the native
     search (``properties.checkers.native``, held to the model by tests/model/test_native.py) finds a
