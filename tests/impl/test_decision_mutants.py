@@ -1,0 +1,173 @@
+"""Rule tests written from the survivors of `bench/mutation.py` (issue 21): each pins a
+boundary or a branch of a decision function that a one-token change broke without any test
+noticing (docs/benchmarks.md, "Mutation testing", lists the survivors and why)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from impl.node import limits
+from impl.node.controller.broker_failure import Decision, broker_change_choice
+from impl.node.controller.controlled_shutdown import shutdown_choice
+from impl.node.fencing import (
+    Verdict,
+    epoch_lookup_refusal,
+    fetch_refusal,
+    leader_and_isr_verdict,
+)
+from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache, PartitionLog
+from impl.node.quota import EPSILON, TokenBucket
+from impl.node.replica import PartitionState, Replica, follower_out_of_sync
+from impl.node.truncation import epoch_truncation_point
+from impl.node.wire import ErrorCode
+from impl.node.zk import LeaderAndIsr
+from traces.recorder import TraceRecorder
+
+
+def _replica(tmp_path: Path, broker: int = 1) -> Replica:
+    log = PartitionLog.open(tmp_path / "t-0")
+    return Replica("t", 0, broker, log, TraceRecorder(tmp_path / "trace.jsonl", "run", broker))
+
+
+def _state(leader: int, epoch: int, zk_version: int) -> PartitionState:
+    return PartitionState("t", 0, leader, epoch, [0, 1], [0, 1, 2], zk_version, 1, 0)
+
+
+# -- election: on_broker_change and controlled shutdown (seed 000 A) ------------------------------
+def test_nothing_is_decided_while_the_leader_and_exactly_the_isr_live() -> None:
+    assert broker_change_choice([1, 2, 3], LeaderAndIsr(1, 4, (1, 2), 1), {1, 2}, False) is None
+
+
+def test_a_live_isr_leader_that_is_shutting_down_stays_when_another_isr_member_dies() -> None:
+    """It could not leave: excluding it would leave the partition without a leader."""
+    d = broker_change_choice([1, 2, 3], LeaderAndIsr(1, 4, (1, 2), 1), {1, 3}, False,
+                             shutting_down=frozenset({1}))
+    assert d == Decision(1, (1,))
+
+
+def test_a_new_leader_is_never_a_broker_shutting_down() -> None:
+    d = broker_change_choice([1, 2, 3], LeaderAndIsr(1, 4, (1, 2, 3), 1), {2, 3}, False,
+                             shutting_down=frozenset({2}))
+    assert d == Decision(3, (3,))
+
+
+def test_a_shutdown_moves_nothing_for_a_broker_outside_the_isr() -> None:
+    assert shutdown_choice(3, [1, 2, 3], LeaderAndIsr(1, 4, (1, 2), 1), {1, 2, 3},
+                           frozenset({3})) is None
+
+
+def test_a_shutdown_never_elects_uncleanly() -> None:
+    """The only other ISR member is dead: the shutting-down leader stays (no decision),
+    even though live broker 2 is assigned."""
+    assert shutdown_choice(3, [1, 2, 3], LeaderAndIsr(3, 4, (1, 3), 1), {2, 3},
+                           frozenset({3})) is None
+
+
+def test_a_shutdown_excludes_the_broker_itself_even_if_not_listed_as_shutting_down() -> None:
+    d = shutdown_choice(3, [1, 2, 3], LeaderAndIsr(3, 4, (1, 3), 1), {1, 2, 3}, frozenset())
+    assert d == Decision(1, (1,))
+
+
+# -- fencing (KIP-320) ---------------------------------------------------------------------------
+def test_a_fetch_in_epoch_zero_is_fenced_by_a_leader_in_epoch_one(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, 0))
+    assert fetch_refusal(r, 0, 0, 0) == (ErrorCode.FENCED_LEADER_EPOCH, {"leader_epoch": 1})
+
+
+def test_a_fetch_from_a_newer_epoch_is_unknown_to_the_leader(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, 0))
+    assert fetch_refusal(r, 0, 2, 0) == (ErrorCode.UNKNOWN_LEADER_EPOCH, {"leader_epoch": 1})
+    assert epoch_lookup_refusal(r, 2, 0) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert epoch_lookup_refusal(r, 0, 0) == ErrorCode.FENCED_LEADER_EPOCH
+
+
+def test_a_fetch_past_the_log_end_names_the_leaders_leo_and_hw(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, 0))
+    r.append(b"a")
+    assert fetch_refusal(r, r.leo + 1, 1, 0) == (ErrorCode.OFFSET_OUT_OF_RANGE,
+                                                 {"leo": r.leo, "hw": r.hw})
+
+
+def test_a_stepped_down_replica_refuses_an_older_write_of_its_own_epoch(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(_state(1, 1, 3))
+    r.step_down()
+    assert leader_and_isr_verdict(r, _state(1, 1, 2)) == Verdict.REFUSE
+    assert leader_and_isr_verdict(r, _state(1, 1, 3)) == Verdict.APPLY
+
+
+# -- ISR shrink (seed 000 G) -----------------------------------------------------------------------
+def test_a_follower_exactly_at_the_lag_limits_is_still_in_sync() -> None:
+    assert not follower_out_of_sync(5, 10, 2.0, 2.0, 5)
+
+
+def test_a_follower_that_has_not_fetched_is_out_of_sync_only_by_time() -> None:
+    assert not follower_out_of_sync(None, 10, 0.0, 2.0, 5)
+    assert follower_out_of_sync(None, 10, 2.5, 2.0, 5)
+
+
+def test_a_follower_too_many_messages_behind_is_out_of_sync_at_once() -> None:
+    assert follower_out_of_sync(2, 10, 0.0, 2.0, 5)
+
+
+# -- truncation after an epoch lookup (KIP-101/279) -------------------------------------------------
+def test_a_follower_without_epochs_truncates_to_the_smaller_end() -> None:
+    cache = LeaderEpochCache()
+    assert epoch_truncation_point(cache, 5, UNDEFINED_EPOCH, 2, 3) == 3
+    assert epoch_truncation_point(cache, 3, UNDEFINED_EPOCH, 2, 5) == 3
+    assert epoch_truncation_point(cache, 0, UNDEFINED_EPOCH, 2, -1) == 0
+
+
+def test_a_leader_without_the_epoch_bounds_the_truncation_by_its_end_offset() -> None:
+    cache = LeaderEpochCache()
+    assert epoch_truncation_point(cache, 5, 2, UNDEFINED_EPOCH, 3) == 3
+    assert epoch_truncation_point(cache, 5, 2, UNDEFINED_EPOCH, -1) == 0
+
+
+# -- limits (KIP-74) -------------------------------------------------------------------------------
+def test_a_record_costs_its_value_plus_the_overhead() -> None:
+    assert limits.record_size(b"ab") == 2 + limits.RECORD_OVERHEAD
+
+
+@pytest.mark.parametrize("sizes", [(1, 0, 1), (1, 1, 0), (0, 1, 1)])
+def test_every_fetch_limit_must_be_positive(sizes: tuple[int, int, int]) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        limits.check(1 << 30, *sizes)
+
+
+def test_limits_of_one_byte_and_a_response_that_exactly_fills_the_frame_are_accepted() -> None:
+    limits.check(1 << 30, 1, 1, 1)
+    exact = limits.RECORD_OVERHEAD + 1000 + limits.FRAME_HEADROOM
+    limits.check(exact, 1000, 10, 10)
+    with pytest.raises(ValueError):
+        limits.check(exact - 1, 1000, 10, 10)
+
+
+# -- the quota token bucket (seed 001) ---------------------------------------------------------------
+@pytest.mark.parametrize("rate, burst", [(0, 5), (5, 0), (0, 0)])
+def test_a_bucket_needs_a_positive_rate_and_burst(rate: float, burst: float) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        TokenBucket(rate, burst, 0.0)
+
+
+def test_the_burst_is_quota_times_samples_times_window() -> None:
+    assert TokenBucket.from_quota(2.0, 0.0, samples=11, window_s=2.0).burst == 44.0
+
+
+def test_a_deficit_within_the_float_tolerance_neither_throttles_nor_refuses() -> None:
+    b = TokenBucket(1.0, 5.0, 0.0)
+    b.tokens = -EPSILON
+    assert b.throttle_ms(0.0) == 0
+    assert b.try_admit(1, 0.0) == 0
+    assert b.tokens == pytest.approx(-1.0 - EPSILON)
+
+
+def test_the_smallest_deficit_throttles_for_one_millisecond() -> None:
+    b = TokenBucket(1000.0, 5.0, 0.0)
+    b.tokens = -0.5
+    assert b.throttle_ms(0.0) == 1
