@@ -20,7 +20,7 @@ from impl.node.fencing import (
 from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache, PartitionLog
 from impl.node.quota import EPSILON, TokenBucket
 from impl.node.replica import PartitionState, Replica, follower_out_of_sync
-from impl.node.truncation import epoch_truncation_point
+from impl.node.truncation import epoch_truncation_point, normalise_rule
 from impl.node.wire import ErrorCode
 from impl.node.zk import LeaderAndIsr
 from traces.recorder import TraceRecorder
@@ -129,6 +129,11 @@ def test_a_leader_without_the_epoch_bounds_the_truncation_by_its_end_offset() ->
     assert epoch_truncation_point(cache, 5, 2, UNDEFINED_EPOCH, -1) == 0
 
 
+def test_an_unknown_truncation_rule_is_refused_naming_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"^unknown truncation rule 'kip101' \(choose from hw, kip320\)$"):
+        normalise_rule("kip101")
+
+
 # -- limits (KIP-74) -------------------------------------------------------------------------------
 def test_a_record_costs_its_value_plus_the_overhead() -> None:
     assert limits.record_size(b"ab") == 2 + limits.RECORD_OVERHEAD
@@ -136,7 +141,9 @@ def test_a_record_costs_its_value_plus_the_overhead() -> None:
 
 @pytest.mark.parametrize("sizes", [(1, 0, 1), (1, 1, 0), (0, 1, 1)])
 def test_every_fetch_limit_must_be_positive(sizes: tuple[int, int, int]) -> None:
-    with pytest.raises(ValueError, match="must be positive"):
+    """The one-line error names the three limits (it reaches the user as it is)."""
+    with pytest.raises(ValueError, match="^max_message_bytes, fetch_max_bytes and "
+                                         "fetch_partition_max_bytes must be positive$"):
         limits.check(1 << 30, *sizes)
 
 
