@@ -10,9 +10,11 @@ leader said it put the value) and every committed record read goes into the
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from impl.harness.chaos.schedule import ADMIN_PARTITIONS, ADMIN_TOPIC, BURST, PARTITIONS, TOPIC
 
@@ -93,42 +95,17 @@ class Workload:
         return len(values)
 
     def produce_loop(self) -> None:
-        """Write one new value at a time, round-robin over the partitions, until stopped; a
-        write not acknowledged is counted as failed and never sent again."""
-        from impl.node.client import Producer
-
-        producer = Producer(self.bootstrap, acks=self.acks, retries=0,
-                            request_timeout_ms=2000, timeout=4)
-        n = 0
-        try:
-            while not self.stop.is_set():
-                p = n % PARTITIONS
-                value = f"s{self.seed}-w{n}"
-                n += 1
-                self.ledger.attempt()
-                t = time.monotonic() - self.t0
-                try:
-                    info = producer.partitions(TOPIC).get(p)
-                    leader = info.leader if info else -1
-                    resp = producer.send(TOPIC, value, partition=p)
-                except Exception:  # noqa: BLE001 - not acknowledged: never resent
-                    self.ledger.fail()
-                    try:
-                        producer.refresh()
-                    except Exception:  # noqa: BLE001 - no broker answers right now
-                        pass
-                    time.sleep(0.05)
-                    continue
-                self.ledger.ack([Ack(p, value, int(resp["base_offset"]),
-                                     int(resp["leader_epoch"]), leader, self.acks, "workload", t)])
-                time.sleep(0.01)  # a steady load the conformance judge can follow
-        finally:
-            producer.close()
+        """Write one new value at a time to the main topic, round-robin over the partitions,
+        until stopped; a write not acknowledged is counted as failed and never sent again."""
+        self._produce(TOPIC, PARTITIONS, "w", "workload", 0.01, None)
 
     def admin_produce_loop(self) -> None:
-        """Write one new value at a time to ADMIN_TOPIC, round-robin over its partitions,
-        until stopped; each write is sent and acknowledged within one incarnation of the
-        topic (under :attr:`admin_gate`), and never sent again."""
+        """The same on ADMIN_TOPIC, each write sent and acknowledged within one incarnation of
+        the topic (under :attr:`admin_gate`), so that its acknowledgement names it."""
+        self._produce(ADMIN_TOPIC, ADMIN_PARTITIONS, "a", "admin-workload", 0.02, self.admin_gate)
+
+    def _produce(self, topic: str, partitions: int, tag: str, source: str, pause: float,
+                 gate: Any) -> None:
         from impl.node.client import Producer
 
         producer = Producer(self.bootstrap, acks=self.acks, retries=0,
@@ -136,17 +113,17 @@ class Workload:
         n = 0
         try:
             while not self.stop.is_set():
-                p = n % ADMIN_PARTITIONS
-                value = f"s{self.seed}-a{n}"
+                p = n % partitions
+                value = f"s{self.seed}-{tag}{n}"
                 n += 1
                 self.ledger.attempt()
-                with self.admin_gate:
-                    incarnation = self.incarnation
+                with gate if gate is not None else contextlib.nullcontext():
+                    incarnation = self.incarnation if gate is not None else 0
                     t = time.monotonic() - self.t0
                     try:
-                        info = producer.partitions(ADMIN_TOPIC).get(p)
+                        info = producer.partitions(topic).get(p)
                         leader = info.leader if info else -1
-                        resp = producer.send(ADMIN_TOPIC, value, partition=p)
+                        resp = producer.send(topic, value, partition=p)
                     except Exception:  # noqa: BLE001 - not acknowledged: never resent
                         resp = None
                 if resp is None:
@@ -157,10 +134,9 @@ class Workload:
                         pass
                     time.sleep(0.05)
                     continue
-                self.ledger.ack([Ack(p, value, int(resp["base_offset"]), int(resp["leader_epoch"]),
-                                     leader, self.acks, "admin-workload", t, ADMIN_TOPIC,
-                                     incarnation)])
-                time.sleep(0.02)
+                self.ledger.ack([Ack(p, value, int(resp["base_offset"]), int(resp["leader_epoch"]), leader,
+                                     self.acks, source, t, topic, incarnation)])
+                time.sleep(pause)  # a steady load the conformance judge can follow
         finally:
             producer.close()
 
