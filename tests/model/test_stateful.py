@@ -123,14 +123,6 @@ def test_long_searches_report_progress_and_count_their_runs():
     assert all(b >= a for (_, a), (_, b) in zip(seen, seen[1:], strict=False))
 
 
-@pytest.mark.slow
-def test_kip320_at_fuzz_scale_finds_nothing_in_the_deep_budget():
-    """The fixed protocol through the whole ``deep`` budget (5,000 runs of 150 steps, 5
-    brokers, 2 partitions, 8 records, epochs to 12, 6 crashes): nothing (about 10 minutes)."""
-    r = run(fuzz_config("kip320"), "deep", seed_value=1)
-    assert r.violation is None, r.violation and r.violation.text()
-
-
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 def test_rule_swarm_is_off():
     """Hypothesis's per-run switching off of rules is replaced (private API): if a Hypothesis
