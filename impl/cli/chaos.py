@@ -15,6 +15,7 @@ from pathlib import Path
 from impl.cli.errors import UsageError
 from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
 from impl.harness.chaos.schedule import MIN_INSYNC, REPLICATION
+from impl.harness.cluster import PLACEHOLDERS, BrokerCommand, BrokerCommandError
 
 ACKS = {"all": -1, "-1": -1, "1": 1}
 
@@ -38,7 +39,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
     p.add_argument("--json", action="store_true",
                    help="print the report as one JSON object on stdout (progress on stderr; shape: docs/cli.md)")
+    add_broker_cmd_args(p)
     p.set_defaults(func=run)
+
+
+def add_broker_cmd_args(p: argparse.ArgumentParser) -> None:
+    """``--broker-cmd`` / ``--broker-cmd-for``: a port's broker in the harness (docs/ports.md)."""
+    p.add_argument("--broker-cmd", default=None, metavar="TEMPLATE",
+                   help="start brokers with this command instead of the Python broker, e.g. "
+                        "'my-broker {id} {port} {zookeeper} {data_dir}'; placeholders: "
+                        + " ".join("{" + k + "}" for k in PLACEHOLDERS) + " (docs/ports.md)")
+    p.add_argument("--broker-cmd-for", default=None, metavar="IDS",
+                   help="the brokers --broker-cmd starts, e.g. 1,2 (default: all)")
+
+
+def broker_command(args: argparse.Namespace, brokers: int) -> BrokerCommand | None:
+    """The parsed ``--broker-cmd`` for a cluster of ``brokers``, or None; bad input: UsageError."""
+    if args.broker_cmd is None:
+        if args.broker_cmd_for is not None:
+            raise UsageError("--broker-cmd-for needs --broker-cmd")
+        return None
+    try:
+        cmd = BrokerCommand.parse(args.broker_cmd, args.broker_cmd_for)
+        cmd.check_brokers(brokers)
+    except BrokerCommandError as exc:
+        raise UsageError(str(exc)) from None
+    return cmd
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,14 +77,19 @@ def run(args: argparse.Namespace) -> int:
         print(msg, file=stream, flush=True)
 
     out = Path(args.out) if args.out else None
+    broker_cmd = broker_command(args, args.brokers)
     try:
         chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log,
-                         admin=args.admin)
+                         admin=args.admin, broker_cmd=broker_cmd)
     except ChaosError as exc:
         raise UsageError(str(exc)) from None
     log(f"epochal chaos: seed {args.seed}, {args.duration:g} s, {args.brokers} brokers, "
         f"acks={'1' if acks == 1 else 'all'}, unclean election {'on' if args.unclean else 'off'}, "
         f"min.insync.replicas={MIN_INSYNC}" + (", admin operations on" if args.admin else ""))
+    if broker_cmd is not None:
+        which = "every broker" if broker_cmd.brokers is None else \
+            "brokers " + ",".join(map(str, sorted(broker_cmd.brokers)))
+        log(f"{which} started by: {broker_cmd.template}")
     log(f"schedule ({len(chaos.schedule)} faults):")
     for f in chaos.schedule:
         log(f"  {f.index:2d}  {f.describe()}")

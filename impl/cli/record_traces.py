@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from impl.cli.chaos import add_broker_cmd_args, broker_command
 from impl.cli.errors import UsageError
 from impl.cli.output import add_json_flag, print_json
+from impl.harness.recordings import BROKERS as RECORDING_BROKERS
 from impl.harness.recordings import SCENARIOS, record
 
 
@@ -19,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="traces/data/recorded", help="directory of the recordings, one subdirectory per scenario (default traces/data/recorded)")
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="a scenario to record (repeatable; default: all)")
+    add_broker_cmd_args(p)
     add_json_flag(p, "the scenarios recorded and where")
     p.set_defaults(func=run)
 
@@ -26,10 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     names = args.scenario or list(SCENARIOS)
+    broker_cmd = broker_command(args, RECORDING_BROKERS)
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name in names:
-            record(name, out)
+            record(name, out, broker_cmd=broker_cmd)
     except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
         raise UsageError(f"could not record traces: {exc}") from None
     if args.json:

@@ -6,19 +6,24 @@ SIGCONT), each recorded by the harness (trace node -1) as ``broker_crash`` /
 ``broker_pause`` / ``broker_resume``.  ``<data-dir>/cluster.json`` records the run id, the
 ZooKeeper address and each broker's pid, endpoint and command line, so that
 ``epochal broker kill|pause|resume|start ID`` work from another shell.
+
+A broker need not be the Python one: a :class:`BrokerCommand` (``--broker-cmd``) starts a
+port's broker from a command template in place of some or all of them (docs/ports.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
+import string
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +33,97 @@ from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
 from impl.node.zk import BROKER_IDS, EmbeddedZooKeeper, broker_path, connect, free_port
 
 STATE_FILE = "cluster.json"
+BROKER_CONFIG_FILE = "config.json"  # in broker-N/: every BrokerConfig field, for a port
+
+PLACEHOLDERS: dict[str, str] = {
+    "id": "the broker id",
+    "port": "the TCP port to listen on (127.0.0.1 unless config_json's host says otherwise)",
+    "zookeeper": "the ZooKeeper connect string (host:port[,host:port...][/chroot])",
+    "data_dir": "the cluster's data directory: logs in broker-{id}/logs, traces in traces/",
+    "config_json": "a JSON file with every broker setting (BrokerConfig's fields)",
+    "run_id": "the run id every trace event of this run carries",
+}
+"""The placeholders a ``--broker-cmd`` template may use (docs/ports.md)."""
+
+
+class BrokerCommandError(ValueError):
+    """A ``--broker-cmd`` template or broker selection the harness cannot use."""
+
+
+@dataclass(frozen=True)
+class BrokerCommand:
+    """How to start a port's broker: a command template and the brokers it starts.
+
+    The template's placeholders (:data:`PLACEHOLDERS`, ``{{``/``}}`` for literal braces)
+    are substituted with shell-quoted values, then the command is split as a POSIX shell
+    would (``shlex``) and run directly, without a shell: the process started *is* the
+    broker, so the harness's signals (SIGKILL, SIGSTOP/SIGCONT, SIGTERM) reach it.  A path
+    with spaces stays one argument; a placeholder must therefore not be quoted again."""
+
+    template: str
+    brokers: frozenset[int] | None = None  # None: every broker
+
+    def __post_init__(self) -> None:
+        if not self.template.strip():
+            raise BrokerCommandError("--broker-cmd is empty")
+        try:
+            fields = list(string.Formatter().parse(self.template))
+        except ValueError as exc:  # a lone { or }
+            raise BrokerCommandError(f"--broker-cmd {self.template!r}: {exc} "
+                                     "(write {{ and }} for literal braces)") from None
+        for _, name, spec, conversion in fields:
+            if name is None:
+                continue
+            if name not in PLACEHOLDERS:
+                raise BrokerCommandError(
+                    f"--broker-cmd {self.template!r}: unknown placeholder {{{name}}} "
+                    f"(known: {', '.join('{' + k + '}' for k in PLACEHOLDERS)})")
+            if spec or conversion:
+                raise BrokerCommandError(f"--broker-cmd {self.template!r}: placeholder "
+                                         f"{{{name}}} takes no format spec or conversion")
+        try:
+            shlex.split(self.template)
+        except ValueError as exc:  # an unclosed quote
+            raise BrokerCommandError(f"--broker-cmd {self.template!r}: {exc}") from None
+
+    @classmethod
+    def parse(cls, template: str, brokers: str | None = None) -> BrokerCommand:
+        """From the command line: ``brokers`` is ``--broker-cmd-for``'s comma list, or None."""
+        if brokers is None:
+            return cls(template)
+        try:
+            ids = frozenset(int(b) for b in brokers.split(","))
+        except ValueError:
+            raise BrokerCommandError(f"--broker-cmd-for takes broker ids separated by commas, "
+                                     f"got {brokers!r}") from None
+        if any(b < 0 for b in ids):
+            raise BrokerCommandError(f"--broker-cmd-for: broker ids are >= 0, got {brokers!r}")
+        return cls(template, ids)
+
+    def check_brokers(self, n: int) -> None:
+        """Every broker named exists in a cluster of ``n`` brokers."""
+        missing = sorted(b for b in self.brokers or () if b >= n)
+        if missing:
+            raise BrokerCommandError(f"--broker-cmd-for names broker(s) {missing}, but the "
+                                     f"cluster has brokers 0 to {n - 1}")
+
+    def starts(self, broker: int) -> bool:
+        return self.brokers is None or broker in self.brokers
+
+    def argv(self, cfg: BrokerConfig, config_json: Path) -> list[str]:
+        values = {"id": cfg.broker_id, "port": cfg.port, "zookeeper": cfg.zookeeper,
+                  "data_dir": cfg.data_dir, "config_json": config_json, "run_id": cfg.run_id}
+        quoted = {k: shlex.quote(str(v)) for k, v in values.items()}
+        return shlex.split(self.template.format_map(quoted))
+
+
+def write_config_json(cfg: BrokerConfig, path: Path) -> Path:
+    """Every setting of one broker, for a port's broker to read (``{config_json}``)."""
+    data = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
 
 
 def read_state(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -143,7 +239,8 @@ class LocalCluster:
     def __init__(self, data_dir: str | os.PathLike[str], brokers: int = 3,
                  zookeeper: str | None = None, zk_port: int | None = None,
                  port_base: int | None = None, run_id: str | None = None,
-                 tick_time_ms: int = 200, **broker_settings: Any) -> None:
+                 tick_time_ms: int = 200, broker_cmd: BrokerCommand | None = None,
+                 **broker_settings: Any) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.n = brokers
         self.external_zk = zookeeper
@@ -152,6 +249,11 @@ class LocalCluster:
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.tick_time_ms = tick_time_ms
         self.broker_settings = broker_settings
+        if broker_cmd is not None:
+            broker_cmd.check_brokers(brokers)
+        self.broker_cmd = broker_cmd
+        self.cwd = Path.cwd()  # a port's command resolves relative paths as the user typed them
+        self.argvs: dict[int, list[str]] = {}
         self.zk_server: EmbeddedZooKeeper | None = None
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.configs: dict[int, BrokerConfig] = {}
@@ -188,12 +290,18 @@ class LocalCluster:
         cfg = self.configs[broker]
         log_dir = self.data_dir / f"broker-{broker}"
         log_dir.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "impl.node.broker", *cfg.to_argv()]
+        if self.broker_cmd is not None and self.broker_cmd.starts(broker):
+            argv = self.broker_cmd.argv(cfg, write_config_json(cfg, log_dir / BROKER_CONFIG_FILE))
+            cwd = self.cwd
+        else:
+            argv = [sys.executable, "-m", "impl.node.broker", *cfg.to_argv()]
+            cwd = Path(__file__).resolve().parent.parent
         with open(log_dir / "broker.out", "ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                    cwd=str(Path(__file__).resolve().parent.parent))
+                                    cwd=str(cwd))
         self.procs[broker] = proc
+        self.argvs[broker] = argv
         self._write_state()
         return proc
 
@@ -204,8 +312,7 @@ class LocalCluster:
             "zookeeper_pid": self.zk_server.proc.pid if self.zk_server and self.zk_server.proc else None,
             "brokers": {str(b): {"pid": p.pid, "host": self.configs[b].host,
                                  "port": self.configs[b].port,
-                                 "argv": [sys.executable, "-m", "impl.node.broker",
-                                          *self.configs[b].to_argv()]}
+                                 "argv": self.argvs[b]}
                         for b, p in self.procs.items()},
         }
         tmp = self.data_dir / (STATE_FILE + ".tmp")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from impl.harness.cluster import LocalCluster
+from impl.harness.cluster import BrokerCommand, LocalCluster
 from impl.node.client import Admin, Producer
 
 TOPIC = "orders"
@@ -224,6 +224,9 @@ SCENARIOS: dict[str, Callable[[LocalCluster], None]] = {
     "topic-recreation": topic_recreation,
 }
 
+BROKERS = 3
+"""Every recording's cluster size."""
+
 REPLICATION_FACTOR: dict[str, int] = {"reassignment": 2}
 """The topic's replication factor per scenario (3 unless named): a reassignment needs a
 broker outside the assignment to move to."""
@@ -237,12 +240,14 @@ preferred replica is the first assigned, the model's the lowest broker id of its
 so a preferred election is recorded with both the same."""
 
 
-def record(scenario: str, out: Path, log: Callable[[str], None] = print) -> Path:
-    """Run one scenario on a fresh cluster; returns the directory holding its traces."""
+def record(scenario: str, out: Path, log: Callable[[str], None] = print,
+           broker_cmd: BrokerCommand | None = None) -> Path:
+    """Run one scenario on a fresh cluster; returns the directory holding its traces.
+    ``broker_cmd`` starts a port's brokers in place of Python ones (docs/ports.md)."""
     work = Path(tempfile.mkdtemp(prefix=f"epochal-{scenario}-"))
     t0 = time.perf_counter()
-    log(f"recording {scenario}: starting 3 brokers on an embedded ZooKeeper ...")
-    cluster = LocalCluster(work, brokers=3).start()
+    log(f"recording {scenario}: starting {BROKERS} brokers on an embedded ZooKeeper ...")
+    cluster = LocalCluster(work, brokers=BROKERS, broker_cmd=broker_cmd).start()
     try:
         with Admin(cluster.bootstrap) as admin:
             admin.create_topic(TOPIC, partitions=1, replication_factor=REPLICATION_FACTOR.get(scenario, 3),

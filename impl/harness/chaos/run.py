@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from impl.harness.chaos.evidence import read_commit_isr, read_disk_log, read_elections
 from impl.harness.chaos.inject import FaultInjector
@@ -29,6 +29,9 @@ from impl.harness.chaos.schedule import (
 )
 from impl.harness.chaos.verdict import LogRecords, Verdict, judge, merge
 from impl.harness.chaos.workload import Ledger, Workload
+
+if TYPE_CHECKING:
+    from impl.harness.cluster import BrokerCommand
 
 MAX_BROKERS = 5
 MAX_DURATION = 3600.0  # seconds
@@ -92,7 +95,8 @@ class ChaosRun:
     def __init__(self, seed: int, duration: float, brokers: int = 3, acks: int = -1,
                  unclean: bool = False, data_dir: Path | None = None,
                  zookeeper: str | None = None, log: Callable[[str], None] = print,
-                 spark: Any = None, conform: bool = True, admin: bool = False) -> None:
+                 spark: Any = None, conform: bool = True, admin: bool = False,
+                 broker_cmd: BrokerCommand | None = None) -> None:
         if not REPLICATION <= brokers <= MAX_BROKERS:
             raise ChaosError(f"a run takes {REPLICATION} to {MAX_BROKERS} brokers, got {brokers}")
         if not 0 < duration <= MAX_DURATION:  # also refuses nan
@@ -105,6 +109,7 @@ class ChaosRun:
         self._log = log
         self.spark, self.do_conform = spark, conform
         self.admin = admin  # ADMIN_TOPIC written, and admin operations in the schedule
+        self.broker_cmd = broker_cmd  # a port's brokers in place of Python ones (docs/ports.md)
         self.schedule = make_schedule(seed, duration, brokers, acks, unclean, admin)
         self.ledger = Ledger()
         self.stop_workload = threading.Event()
@@ -129,7 +134,8 @@ class ChaosRun:
         self.t0 = time.monotonic()
         settings = dict(CHAOS_SETTINGS, unclean_leader_election=self.unclean)
         self.cluster = LocalCluster(self.data_dir, brokers=self.n, zookeeper=self.zookeeper,
-                                    run_id=f"chaos-{self.seed}-{int(time.time())}", **settings)
+                                    run_id=f"chaos-{self.seed}-{int(time.time())}",
+                                    broker_cmd=self.broker_cmd, **settings)
         self.cluster.start()
         threads: list[threading.Thread] = []
         recovered, why = False, "not reached"
