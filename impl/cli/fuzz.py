@@ -52,16 +52,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{PROFILES['ci'].stateful_step_count} steps; deep: {PROFILES['deep'].max_examples} of up to "
                         f"{PROFILES['deep'].stateful_step_count})")
     p.add_argument("--seed", type=int, help="randomize the search from this seed (default: the profile's fixed sequence)")
-    p.add_argument("--max-examples", type=int, metavar="N", help="override the profile's number of runs")
+    p.add_argument("--max-examples", type=int, metavar="N",
+                   help="runs in all (default: the profile's, or the configuration's own where it needs more: design 3000)")
     p.add_argument("--steps", type=int, metavar="N",
                    help="override the steps per run (default: the profile's, or the configuration's own: design 30)")
+    p.add_argument("--no-shrink", dest="shrink", action="store_false",
+                   help="report the first counterexample as found, without shrinking it (shrinking can take minutes)")
     add_bound_arguments(p, _defaults())
     add_json_flag(p, "the result")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from properties.checkers.fuzz import PROFILES, fuzz_config, steps_for
+    from properties.checkers.fuzz import examples_for, fuzz_config, steps_for
     from properties.checkers.fuzz import run as fuzz
 
     try:
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-examples must be >= 1")
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be >= 1")
-    budget = args.max_examples or PROFILES[args.profile].max_examples
+    budget = args.max_examples or examples_for(args.config, args.profile)
     steps = args.steps or steps_for(args.config, args.profile)
     out = sys.stderr if args.json else sys.stdout
     print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'}; "
@@ -81,21 +84,24 @@ def run(args: argparse.Namespace) -> int:
     def progress(runs: int, seconds: float) -> None:
         print(f"  ... {runs} runs so far, budget {budget} valid runs ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
-    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=args.max_examples, steps=steps,
+    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=budget, steps=steps, shrink=args.shrink,
              progress=progress)
     code = INCONCLUSIVE if r.violation is None else FOUND
     if args.json:
-        return print_json(args, code, results=[result_json(r, budget, steps)])
+        return print_json(args, code, results=[result_json(r, budget, steps, args.shrink)])
     if r.violation is None:
         print(f"INCONCLUSIVE: no property violation found within the budget ({r.runs} runs of up to {steps} steps, "
               f"{r.seconds:.1f} s); a random search cannot show there is none -- epochal check can")
         return code
     print(r.violation.text())
-    print(f"\nfound after {r.first_seconds or 0:.1f} s and shrunk to {len(r.violation.steps)} steps in {r.seconds:.1f} s")
+    if args.shrink:
+        print(f"\nfound after {r.first_seconds or 0:.1f} s and shrunk to {len(r.violation.steps)} steps in {r.seconds:.1f} s")
+    else:
+        print(f"\nfound after {r.first_seconds or 0:.1f} s ({len(r.violation.steps)} steps, not shrunk)")
     return code
 
 
-def result_json(r: Any, budget: int, steps: int) -> dict[str, Any]:
+def result_json(r: Any, budget: int, steps: int, shrunk: bool) -> dict[str, Any]:
     from impl.cli.check import plain
 
     v = r.violation
@@ -104,6 +110,7 @@ def result_json(r: Any, budget: int, steps: int) -> dict[str, Any]:
         "profile": r.profile,
         "seed": r.seed,
         "budget": {"max_examples": budget, "steps": steps},
+        "shrunk": r.violation is not None and shrunk,
         "found": v is not None,
         "runs": r.runs,
         "seconds": round(r.seconds, 3),
