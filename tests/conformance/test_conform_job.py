@@ -119,7 +119,7 @@ def test_shuffled_files_are_judged_in_causal_order_and_disorder_is_counted(spark
 
 def test_a_broken_judge_gives_error_verdicts_not_a_crash(spark, tmp_path):
     out = conform([str(corpus(tmp_path / "in", runs=1))], spark=spark, judge=conform_judges.explodes)
-    assert out.exit_code == 1 and out.errors == out.groups == 2
+    assert out.exit_code == 3 and out.errors == out.groups == 2  # nothing decided: inconclusive
     assert "judge bug" in out.verdicts[0]["reason"]
 
 

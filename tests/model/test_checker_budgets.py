@@ -87,7 +87,7 @@ def test_a_search_that_finishes_reports_its_whole_depth_as_checked():
 
 def test_check_json_carries_the_budget_stop_and_the_checked_depth(capsys):
     assert main(["check", "--config", "kip320", "--brokers", "3", "--reduction", "--max-seconds", "1", "--quiet", "--json"]) == 3
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["results"][0]
     assert data["stopped_by"] == "max_seconds" and data["complete"] is False and data["holds"] is False
     assert data["checked_depth"] >= 5 and data["peak_memory_bytes"] > 0
 
