@@ -1,6 +1,6 @@
 """A search too large for the machine stops cleanly and says how deep it checked.
 
-Three-broker kip320 does not finish here (README, "Three-broker searches"): run without a
+The Python checker's whole three-broker kip320 run takes more than half an hour (docs/checking.md, "Three-broker searches"): run without a
 budget it grows until the kernel kills it, with nothing reported.  With ``max_seconds``,
 ``max_memory`` or Ctrl-C it stops, marks the result inconclusive, and reports
 ``checked_depth`` -- every run of at most that many steps has been tried -- which is what
