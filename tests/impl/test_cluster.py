@@ -416,11 +416,11 @@ def test_cli_produces_and_consumes_through_the_bootstrap_broker(
     boot = ["--bootstrap", f"{c.endpoint(0)[0]}:{c.endpoint(0)[1]}"]
     assert cli.main(["topics", "create", "cli", "--partitions", "1",
                      "--replication-factor", "2", *boot]) == 0
-    monkeypatch.setattr("sys.stdin", io.StringIO("alpha\nbeta\ngamma\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"alpha\nbeta\ngamma\n")))  # bytes underneath, as a real stdin
     assert cli.main(["produce", "cli", "--acks", "all", *boot]) == 0
-    monkeypatch.setattr("sys.stdin", io.StringIO("delta\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"delta\n")))
     assert cli.main(["produce", "cli", "--acks", "1", *boot]) == 0
-    monkeypatch.setattr("sys.stdin", io.StringIO("epsilon\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"epsilon\n")))
     assert cli.main(["produce", "cli", "--acks", "0", *boot]) == 0
     capsys.readouterr()
     assert cli.main(["consume", "cli", "--from-beginning", "--timeout", "1.5", *boot]) == 0

@@ -85,7 +85,7 @@ def test_every_quarantine_reason_is_documented():
 
 
 def test_every_replayed_kind_names_an_action_of_the_model():
-    actions = pytest.importorskip("model.actions").ACTIONS
+    actions = pytest.importorskip("model.registry").ACTIONS
     missing = {k.name: k.model_action for k in KINDS.values()
                if k.model_action is not None and k.model_action not in actions}
     assert not missing
