@@ -105,14 +105,17 @@ CONTROLLER_RESIGN = Entry(
 # -- leader elections and startups (seed 000 A, seed 003) --------------------------------------
 
 
+def _written(after: State, p: int) -> str:
+    """What a controller wrote to partition p's znode -- the words every leader change shares."""
+    zn = after.zk.partitions[p]
+    return (f"leader {leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)} "
+            f"(zk_version {zn.zk_version})")
+
+
 def _elect_text(args: Args, before: State, after: State) -> str:
     c, p, _ = args
-    zn = after.zk.partitions[p]
     unclean = " -- UNCLEAN election, possible data loss" if p in after.ghost.unclean and p not in before.ghost.unclean else ""
-    return (
-        f"controller {c} writes partition {p}: leader {leader_text(zn.leader)}, epoch {zn.leader_epoch}, "
-        f"ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version}) and sends LeaderAndISR{unclean}"
-    )
+    return f"controller {c} writes partition {p}: {_written(after, p)} and sends LeaderAndISR{unclean}"
 
 
 def _znode_view(args: Args, before: State, after: State) -> View:
@@ -146,9 +149,7 @@ ON_BROKER_STARTUP = Entry(
 
 def _shutdown_text(args: Args, before: State, after: State) -> str:
     c, p, b, _ = args
-    zn = after.zk.partitions[p]
-    return (f"controller {c} moves partition {p} off broker {b} for its controlled shutdown: leader {leader_text(zn.leader)}, "
-            f"epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version})")
+    return f"controller {c} moves partition {p} off broker {b} for its controlled shutdown: {_written(after, p)}"
 
 
 CONTROLLED_SHUTDOWN = Entry(
@@ -273,9 +274,7 @@ CREATE_TOPIC = Entry(
 
 def _preferred_text(args: Args, before: State, after: State) -> str:
     c, p = args
-    zn = after.zk.partitions[p]
-    return (f"controller {c} moves partition {p} back to its preferred replica: leader {leader_text(zn.leader)}, "
-            f"epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)} (zk_version {zn.zk_version}) and sends LeaderAndISR")
+    return f"controller {c} moves partition {p} back to its preferred replica: {_written(after, p)} and sends LeaderAndISR"
 
 
 PREFERRED_ELECTION = Entry(
