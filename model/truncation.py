@@ -97,8 +97,8 @@ def single_round(follower: Log, leader: Log, leader_epoch: int) -> int:
     truncation stopped before they asked again.  Kept to answer whether a run of the protocol
     can reach a state where it differs from ``kip279``: at two brokers it never does (every
     reachable truncation of kip320 at its default bounds, with max_epoch 4, and with records
-    3 and max_epoch 4 -- 46,565 truncations -- gives the same offset; the three-broker space
-    keeps its pinned state count with the rounds)."""
+    3 and max_epoch 4 -- 46,565 truncations -- gives the same offset: ``bench/bench_truncation_rounds.py``;
+    the three-broker space keeps its pinned state count with the rounds)."""
     if not follower:
         return 0
     common = largest_epoch_at_most(leader, follower[-1].epoch, leader_epoch)
