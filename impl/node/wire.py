@@ -23,6 +23,8 @@ import struct
 from typing import Any, NamedTuple
 
 from impl.node import faults
+from impl.node.auth import credentials as auth_credentials
+from impl.node.auth import scram
 
 MAX_FRAME = 8 * 1024 * 1024
 MAX_DEPTH = 32
@@ -40,9 +42,11 @@ class ApiKey(enum.IntEnum):
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
+    SASL_HANDSHAKE = 17  # issue 22: authentication (impl.node.auth), before any other request
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     OFFSETS_FOR_LEADER_EPOCH = 23
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     ELECT_PREFERRED = 43
     REASSIGN_PARTITIONS = 45
@@ -79,6 +83,9 @@ class ErrorCode(enum.IntEnum):
     RECORD_TOO_LARGE = 18  # a value above max.message.bytes (impl.node.limits)
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    CLUSTER_AUTHORIZATION_FAILED = 31  # this principal may not send this request (impl.node.auth.rules)
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34  # a request before authentication, or authentication off (--insecure)
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -89,6 +96,7 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
     INVALID_REPLICA_ASSIGNMENT = 39
+    SASL_AUTHENTICATION_FAILED = 58
     BROKER_NOT_AVAILABLE = 8
     THROTTLING_QUOTA_EXCEEDED = 89  # seed 001: per topic, to new-version clients only
     INCONSISTENT_TOPIC_ID = 103  # KIP-516: the request names an older incarnation of the topic
@@ -309,6 +317,23 @@ async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_FRAME) -
         raise ProtocolError("truncated frame") from exc
 
 
+class AuthenticationError(ConnectionError):
+    """The broker refused our credentials, or could not prove it knows the cluster's
+    secret: the connection is closed (a connection error, so retry loops treat it as one)."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(f"authentication failed: {error_name(code)}" + (f": {message}" if message else ""))
+        self.code = code
+
+
+def _check_auth(error: int, body: dict[str, Any]) -> str:
+    """An authentication answer's SCRAM message, or AuthenticationError."""
+    if error != ErrorCode.NONE:
+        raise AuthenticationError(error, str(body.get("message", "")))
+    raw = body.get("auth_bytes", b"")
+    return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+
+
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
     chunks = bytearray()
     while len(chunks) < n:
@@ -322,12 +347,37 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 class BlockingConnection:
     """A synchronous client connection (used by the controller's channels and the clients)."""
 
-    def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
+    def __init__(self, host: str, port: int, timeout: float = 5.0,
+                 credentials: auth_credentials.Credentials | None = None,
+                 anonymous: bool = False, user: str | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
         faults.gate(host, port)  # a partitioned link refuses (no-op outside broker processes)
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._cid = 0
+        self.principal: str | None = None
+        creds = None if anonymous else credentials or auth_credentials.resolve(host, port, user)
+        if creds is not None:
+            try:
+                self._authenticate(creds)
+            except BaseException:
+                self.close()
+                raise
+
+    def _authenticate(self, creds: auth_credentials.Credentials) -> None:
+        """SaslHandshake, then the SCRAM exchange (:mod:`impl.node.auth.scram`)."""
+        _check_auth(*self.send(ApiKey.SASL_HANDSHAKE, {"mechanism": scram.MECHANISM})[::2])
+        flow = scram.client_exchange(creds)
+        message = next(flow)
+        while True:
+            error, _, body = self.send(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": message.encode()})
+            try:
+                message = flow.send(_check_auth(error, body))
+            except StopIteration:
+                break
+            except scram.AuthenticationFailed as exc:
+                raise AuthenticationError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
+        self.principal = creds.user
 
     def send(self, api: ApiKey, body: dict[str, Any] | EncodedBody, clock: int = 0,
              expect_response: bool = True, timeout: float | None = None,
@@ -378,12 +428,38 @@ class AsyncConnection:
         self.peer: tuple[str, int] | None = None  # set by open(): the fault layer's key
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout: float = 3.0) -> AsyncConnection:
+    async def open(cls, host: str, port: int, timeout: float = 3.0,
+                   credentials: auth_credentials.Credentials | None = None,
+                   anonymous: bool = False) -> AsyncConnection:
         faults.gate(host, port)
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
         conn = cls(reader, writer)
         conn.peer = (host, port)
+        creds = None if anonymous else credentials or auth_credentials.resolve(host, port)
+        if creds is not None:
+            try:
+                await conn._authenticate(creds, timeout)
+            except BaseException:
+                conn.close()
+                raise
         return conn
+
+    async def _authenticate(self, creds: auth_credentials.Credentials, timeout: float) -> None:
+        """As :meth:`BlockingConnection._authenticate`."""
+        error, _, body = await self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": scram.MECHANISM},
+                                            0, timeout)
+        _check_auth(error, body)
+        flow = scram.client_exchange(creds)
+        message = next(flow)
+        while True:
+            error, _, body = await self.request(ApiKey.SASL_AUTHENTICATE,
+                                                {"auth_bytes": message.encode()}, 0, timeout)
+            try:
+                message = flow.send(_check_auth(error, body))
+            except StopIteration:
+                break
+            except scram.AuthenticationFailed as exc:
+                raise AuthenticationError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
 
     async def _read_loop(self) -> None:
         error: BaseException = ConnectionError("connection closed by peer")
@@ -471,7 +547,7 @@ _CONTROL = (  # every control request: the controller's fencing fields (seed 002
     _F("broker_epoch", "int", False, "KIP-380 format, instead of max_broker_epoch: the recipient's broker epoch"),
 )
 _PRINCIPAL = (  # every admin request (seed 001: the principal the quota is charged to)
-    _F("user", "string", False, "the client's user (absent: the anonymous user)"),
+    _F("user", "string", False, "the client's user: the authenticated one's name, or absent (issue 22)"),
     _F("client_id", "string", False, "the client's id"),
 )
 _FORWARDED = (  # added by a broker forwarding an old-version admin request (seed 004, KIP-590)
@@ -613,6 +689,23 @@ MESSAGES: dict[ApiKey, Message] = {
         response=(
             _F("remaining_leaderships", "list<[string, int]>", True, "[topic, partition] it still leads"),
             _F("remaining_isr", "list<[string, int]>", True, "[topic, partition] whose ISR it could not leave"),
+        ),
+    ),
+    ApiKey.SASL_HANDSHAKE: Message(
+        request=(
+            _F("mechanism", "string", True, "the SASL mechanism the client will use (SCRAM-SHA-256)"),
+        ),
+        response=(
+            _F("mechanisms", "list<string>", True, "the mechanisms this broker accepts"),
+        ),
+    ),
+    ApiKey.SASL_AUTHENTICATE: Message(
+        request=(
+            _F("auth_bytes", "bytes", True, "the client's next SCRAM message (client-first, then client-final)"),
+        ),
+        response=(
+            _F("auth_bytes", "bytes", True, "the broker's SCRAM answer (server-first, then server-final)"),
+            _F("principal", "string", False, "with server-final: the principal authenticated"),
         ),
     ),
     ApiKey.CREATE_TOPICS: Message(

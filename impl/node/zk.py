@@ -33,6 +33,8 @@ from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
 
+from impl.node.auth.zookeeper import ZkAcl, secure_root
+
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 BROKER_IDS = "/brokers/ids"
@@ -116,14 +118,20 @@ def commit_checked(txn: TransactionRequest) -> list[Any]:
     return results
 
 
-def ensure_layout(zk: KazooClient) -> None:
-    """Create the persistent parents (idempotent)."""
+def ensure_layout(zk: KazooClient, acl: ZkAcl | None = None) -> None:
+    """Create the persistent parents (idempotent); with ``acl``, first give the cluster's
+    root the cluster's ACL (impl.node.auth.zookeeper)."""
+    if acl is not None:
+        secure_root(zk, acl)
     for path in PERSISTENT_ROOTS:
         zk.ensure_path(path)
 
 
-def connect(hosts: str, timeout: float = 6.0, session_timeout: float = 3.0) -> KazooClient:
-    zk = KazooClient(hosts=hosts, timeout=session_timeout)
+def connect(hosts: str, timeout: float = 6.0, session_timeout: float = 3.0,
+            acl: ZkAcl | None = None) -> KazooClient:
+    """A started client; with ``acl``, signed in as the cluster and creating every znode
+    with the cluster's ACL (issue 22)."""
+    zk = KazooClient(hosts=hosts, timeout=session_timeout, **(acl.client_kwargs() if acl else {}))
     zk.start(timeout=timeout)
     return zk
 

@@ -1,0 +1,17 @@
+"""Who may talk to the cluster, and how much of it they may take (issue 22).
+
+* :mod:`.credentials` -- the cluster's secret (generated per data directory, mode 0600), the
+  principals it names (``operator``, ``broker-N``, client users) and the credentials each
+  process presents on the connections it opens;
+* :mod:`.scram` -- SCRAM-SHA-256 (RFC 5802/7677, as Kafka's SASL/SCRAM), client and server
+  side, on the maintained ``scramp`` library: no cryptography of our own;
+* :mod:`.rules` -- which principal may send which request (control requests only from the
+  controller's broker principal, replica fetches only from the follower's, a forwarded
+  principal only from a broker), and the admin principal taken from authentication;
+* :mod:`.session` -- one connection's authentication state, as the broker's server uses it;
+* :mod:`.connections` -- the connection cap, the idle and authentication timeouts, and one
+  rate-limited log line in place of one per refused connection;
+* :mod:`.zookeeper` -- the digest ACLs the cluster's znodes are written with.
+
+docs/security.md gives the threat model and what is and is not authenticated.
+"""

@@ -1,0 +1,90 @@
+"""Which authenticated principal may send which request: one rule per kind of request.
+
+The forged requests of issue 22 each claimed an identity in the body -- a follower id in a
+fetch, a controller id and epoch in a control request, a user in an admin request, a
+forwarding broker in a forwarded one.  The rule is the same for all of them: **a body may
+name only the identity its connection authenticated as.**
+
+* ``LEADER_AND_ISR``, ``STOP_REPLICA``, ``UPDATE_METADATA`` -- only from ``broker-N`` with
+  ``controller_id`` = N: the controller runs inside broker N and signs in as it.
+* a replica fetch (``FETCH`` with ``partitions`` or ``replica_id`` >= 0) and a follower's
+  ``OFFSETS_FOR_LEADER_EPOCH`` -- only from ``broker-F`` with ``replica_id`` = F: only the
+  follower's own fetch moves the leader's view of its LEO, and so the HW.
+* ``CONTROLLED_SHUTDOWN`` -- only from ``broker-B`` with ``broker_id`` = B.
+* an admin request with ``forwarded_by`` = N (or ``principal``, ``forward_id``,
+  ``original_version``) -- only from ``broker-N``: only a broker relays a client's principal.
+* an admin request's ``user`` -- a client's own name or nothing; it is set to the
+  authenticated name, so the quota is charged to who sent it.
+* everything else (produce, consumer fetch, metadata, admin) -- any authenticated principal.
+
+The operator (the cluster's ``super.users``) passes every rule.  The rules are pure:
+:func:`authorize` returns the body to act on, or a :class:`Refusal`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from impl.node.auth.credentials import Kind, Principal
+from impl.node.wire import CONTROLLER_VERSIONS, ApiKey, ErrorCode
+
+CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
+ADMIN_APIS = frozenset(CONTROLLER_VERSIONS) | {ApiKey.DESCRIBE_CLIENT_QUOTAS}
+FORWARD_FIELDS = ("forwarded_by", "forward_id", "original_version", "principal")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    code: ErrorCode
+    reason: str
+
+
+def _claims(principal: Principal, field: str, value: Any) -> Refusal | None:
+    """None if ``principal`` is the broker a body's ``field`` = ``value`` names."""
+    if principal.kind is Kind.OPERATOR:
+        return None
+    try:
+        claimed = int(value)
+    except (TypeError, ValueError):
+        return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{field} {value!r} is not a broker id")
+    if principal.broker_id is None or principal.broker_id != claimed:
+        return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                       f"{principal} may not send a request with {field}={claimed}")
+    return None
+
+
+def is_replica_request(api: ApiKey, body: dict[str, Any]) -> bool:
+    """A follower's fetch or epoch lookup, by what the body claims."""
+    if api == ApiKey.FETCH:
+        return "partitions" in body or _int(body.get("replica_id", -1)) >= 0
+    return api == ApiKey.OFFSETS_FOR_LEADER_EPOCH and _int(body.get("replica_id", -1)) >= 0
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0  # not -1: a malformed id claims something, and is checked as a claim
+
+
+def authorize(principal: Principal, api: ApiKey, body: dict[str, Any]) -> dict[str, Any] | Refusal:
+    """The body to act on, or why ``principal`` may not send it."""
+    if api in CONTROL_APIS:
+        return _claims(principal, "controller_id", body.get("controller_id")) or body
+    if api == ApiKey.CONTROLLED_SHUTDOWN:
+        return _claims(principal, "broker_id", body.get("broker_id")) or body
+    if is_replica_request(api, body):
+        return _claims(principal, "replica_id", body.get("replica_id")) or body
+    if api in ADMIN_APIS:
+        if any(f in body for f in FORWARD_FIELDS):
+            refused = _claims(principal, "forwarded_by", body.get("forwarded_by"))
+            if refused is not None:
+                return refused
+        if principal.kind is Kind.CLIENT:
+            user = body.get("user")
+            if user is not None and user != principal.name:
+                return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                               f"{principal} may not act as user {user!r}")
+            return {**body, "user": principal.name}
+    return body
