@@ -40,6 +40,13 @@ class BrokerConfig:
     # an old-version admin request to it, so a test can run an election in between
     forward_delay_ms: int = 0
     segment_bytes: int = 1 << 20
+    # harness only (docs/drive.md), off in normal runs: the port registered in
+    # /brokers/ids/N, where the controller and the other brokers connect (Kafka's
+    # advertised.listeners); 0 = ``port``.  ``epochal drive`` puts its relay there
+    advertised_port: int = 0
+    # harness only (docs/drive.md), off in normal runs: the steps taken on a timer or on
+    # the broker's own initiative wait for the harness's permit (impl.node.step_gate)
+    harness_step_mode: bool = False
     # size limits (impl.node.limits, checked consistent at construction): the largest frame,
     # the largest value a producer may write (Kafka's max.message.bytes; 4 MiB rather than
     # Kafka's 1 MiB so multi-MiB values stay legal), and the record bytes one fetch response

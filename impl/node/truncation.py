@@ -8,6 +8,11 @@
   it also looks up its *own* end offset for the epoch the leader answered with (KIP-279);
   it truncates to the smaller.  Fetches then carry the follower's view of the leader epoch
   and the leader fences mismatches (KIP-320).
+* ``kip101`` and ``kip279`` -- the history between (the model's configurations of the same
+  names), kept so a driven run can reproduce what each lost: ``kip101`` takes the end offset
+  of its latest epoch as the leader answers it, in one round, whatever epoch the leader
+  found (KIP-279's divergence); ``kip279`` is ``kip320``'s lookup without KIP-320's fenced
+  fetching (a stale follower's fetch is answered and counted).
 * **As many rounds as it takes** (Kafka's fetcher, ``truncationCompleted = false``): when the
   leader answers with an epoch the follower does not have, one round cannot tell where the
   logs agree.  With follower epochs [0, 2, 4] against leader epochs [1, 3, 5] (one record
@@ -23,14 +28,14 @@ from __future__ import annotations
 
 from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache, PartitionLog
 
-RULES = ("hw", "kip320")
+RULES = ("hw", "kip101", "kip279", "kip320")
 
 
 def normalise_rule(name: str) -> str:
     """Accept the model's configuration name ``design`` for the seed's rule."""
     rule = {"design": "hw"}.get(name, name)
     if rule not in RULES:
-        raise ValueError(f"unknown truncation rule {name!r} (choose from hw, kip320)")
+        raise ValueError(f"unknown truncation rule {name!r} (choose from {', '.join(RULES)})")
     return rule
 
 
@@ -88,12 +93,22 @@ def epoch_truncation_step(follower_epochs: LeaderEpochCache, follower_leo: int,
                                   leader_epoch_found, leader_end_offset), True
 
 
+def kip101_truncation_point(follower_leo: int, leader_end_offset: int) -> int:
+    """KIP-101 as first shipped: the end offset the leader answered for the follower's latest
+    epoch, taken as is (the model's ``model.truncation.kip101``)."""
+    return min(follower_leo, max(0, leader_end_offset))
+
+
 def truncate_round(log: PartitionLog, requested_epoch: int, leader_epoch_found: int,
-                   leader_end_offset: int) -> tuple[int, bool]:
-    """Apply one round (:func:`epoch_truncation_step`) to the follower's log.  A round that
-    is not complete also forgets the epochs from the cut on, even ones without records, so the
-    next round asks with an older epoch: each round lowers the epoch asked for, and the rounds
-    end."""
+                   leader_end_offset: int, rule: str = "kip320") -> tuple[int, bool]:
+    """Apply one round (:func:`epoch_truncation_step`; under ``kip101`` the single round of
+    :func:`kip101_truncation_point`) to the follower's log.  A round that is not complete
+    also forgets the epochs from the cut on, even ones without records, so the next round
+    asks with an older epoch: each round lowers the epoch asked for, and the rounds end."""
+    if rule == "kip101":
+        point = kip101_truncation_point(log.leo, leader_end_offset)
+        log.truncate_to(point)
+        return point, True
     point, complete = epoch_truncation_step(log.epochs, log.leo, requested_epoch,
                                             leader_epoch_found, leader_end_offset)
     log.truncate_to(point)

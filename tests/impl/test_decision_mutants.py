@@ -130,8 +130,9 @@ def test_a_leader_without_the_epoch_bounds_the_truncation_by_its_end_offset() ->
 
 
 def test_an_unknown_truncation_rule_is_refused_naming_the_choices() -> None:
-    with pytest.raises(ValueError, match=r"^unknown truncation rule 'kip101' \(choose from hw, kip320\)$"):
-        normalise_rule("kip101")
+    with pytest.raises(ValueError,
+                       match=r"^unknown truncation rule 'kip102' \(choose from hw, kip101, kip279, kip320\)$"):
+        normalise_rule("kip102")
 
 
 # -- limits (KIP-74) -------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from impl.node.config import BrokerConfig
 from impl.node.controller import Controller
 from impl.node.log import PartitionLog, Record
 from impl.node.replica import LEADER, Replica
+from impl.node.step_gate import StepGate
 from impl.node.topic_identity import UNKNOWN, Incarnation, compare
 from impl.node.tracing import HarnessClock, open_recorder
 from impl.node.truncation import normalise_rule
@@ -55,6 +56,7 @@ class BrokerCore:
         self.id = config.broker_id
         self.rule = normalise_rule(config.truncation)
         faults.install(config.data_dir, self.id)  # partitions / slow links a harness injects
+        self.step_gate = StepGate(config.data_dir, self.id, config.harness_step_mode)
         self.recorder = open_recorder(config.data_dir, config.run_id, self.id)
         self.recorder.observe_first = HarnessClock(config.data_dir, config.run_id)
         self.replicas: dict[tuple[str, int], Replica] = {}

@@ -89,6 +89,12 @@ class ReplicationFollower(BrokerCore):
                         await asyncio.gather(*(self._truncate_by_epoch(r, conn, leader, r.leader_epoch)
                                                for r in lookups))
                         continue
+                    if self.step_gate.on:  # harness step mode: fetch when the harness says
+                        await self.step_gate.wait("send_fetch")
+                        if any(r.role != FOLLOWER or r.leader != leader or r.needs_epoch_lookup
+                               for r in parts) or conn.closed:
+                            self.step_gate.give_back("send_fetch")
+                            continue
                     sent: dict[tuple[str, int], tuple[int, int]] = {}
                     asked: dict[tuple[str, int], Replica] = {}
                     reqs = []
@@ -111,7 +117,7 @@ class ReplicationFollower(BrokerCore):
                                        "max_bytes": self.config.fetch_max_bytes,
                                        "partition_max_bytes": self.config.fetch_partition_max_bytes,
                                        "max_wait_ms": self.config.fetch_max_wait_ms},
-                        self.recorder.tick(), timeout=self.config.fetch_max_wait_ms / 1000 + 5)
+                        self.recorder.tick(), timeout=self._fetch_timeout())
                     self.recorder.observe(clock)
                     if error != ErrorCode.NONE:
                         raise ConnectionError(f"fetch refused: {error}")
@@ -151,6 +157,12 @@ class ReplicationFollower(BrokerCore):
             if self._fetchers.get(leader) is asyncio.current_task():
                 del self._fetchers[leader]
 
+    def _fetch_timeout(self) -> float | None:
+        """How long a fetch waits for its answer: the long poll plus a margin -- or, in
+        harness step mode, until the harness's relay delivers it (the model's messages wait
+        in flight as long as a run says)."""
+        return None if self.step_gate.on else self.config.fetch_max_wait_ms / 1000 + 5
+
     def _apply_fetched(self, r: Replica, leader: int, offset: int, resp: dict[str, Any]) -> None:
         records = [Record(int(o), int(e), bytes(v)) for o, e, v in resp["records"]]
         appended = []
@@ -179,12 +191,17 @@ class ReplicationFollower(BrokerCore):
         if r.leo == 0 or requested < 0:
             r.needs_epoch_lookup = False
             return
+        if self.step_gate.on:  # harness step mode: the lookup when the harness says
+            await self.step_gate.wait("truncate")
+            if r.role != FOLLOWER or r.leader_epoch != epoch or conn.closed:
+                self.step_gate.give_back("truncate")
+                return
         error, clock, resp = await conn.request(
             ApiKey.OFFSETS_FOR_LEADER_EPOCH,
             {"topic": r.topic, "partition": r.partition, "leader_epoch": requested,
              "current_leader_epoch": epoch, "replica_id": self.id,
              "topic_id": r.log.topic_id or UNKNOWN},
-            self.recorder.tick(), timeout=5)
+            self.recorder.tick(), timeout=self._fetch_timeout())
         self.recorder.observe(clock)
         if r.role != FOLLOWER or r.leader_epoch != epoch or \
                 self.replicas.get((r.topic, r.partition)) is not r:
@@ -195,7 +212,7 @@ class ReplicationFollower(BrokerCore):
         # a round that is not complete leaves the lookup pending: the fetcher asks again
         # (with an older epoch) before it fetches, until the leader answers one we have
         point, complete = truncate_round(r.log, requested, int(resp["leader_epoch"]),
-                                         int(resp["end_offset"]))
+                                         int(resp["end_offset"]), self.rule)
         r.needs_epoch_lookup = not complete
         r.emit("truncate", {"leader": leader, "truncated_to": point,
                             "requested_epoch": requested,

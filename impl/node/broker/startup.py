@@ -92,7 +92,8 @@ class Startup(ReplicationFollower):
         ZooKeeper transaction with a version check of every state read first: if any moved
         meanwhile, nothing is created and the states are read again."""
         path = zkl.broker_path(self.id)
-        value = zkl.encode({"host": self.config.host, "port": self.config.port, "version": 1})
+        port = self.config.advertised_port or self.config.port  # where peers connect
+        value = zkl.encode({"host": self.config.host, "port": port, "version": 1})
         deadline = time.monotonic() + 4 * self.config.zk_session_timeout_s + 10
         while True:
             states = [] if reregister else self._assigned_states()  # a session renewed: no startup

@@ -96,9 +96,12 @@ class BrokerFailure(ControlRequestSender):
         live = set(new_live)
 
         def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
-            return broker_change_choice(self._replicas(key), st, live,
-                                        self.config.unclean_leader_election,
-                                        frozenset(self.shutting_down))
+            choice = broker_change_choice(self._replicas(key), st, live,
+                                          self.config.unclean_leader_election,
+                                          frozenset(self.shutting_down))
+            if choice is not None and not self.step_gate.wait_blocking("elect_leader"):
+                return None  # harness step mode: elect when the harness says
+            return choice
 
         changed = self._elect_partitions(self._all_keys(), decide, "broker_change")
         if born:  # new or bounced brokers learn every partition they replicate

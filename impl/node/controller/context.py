@@ -30,6 +30,7 @@ from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
 from impl.node import zk as zkl
 from impl.node.config import BrokerConfig
+from impl.node.step_gate import StepGate
 from impl.node.wire import ApiKey, EncodedBody
 from traces.recorder import TraceRecorder
 
@@ -101,6 +102,9 @@ class ControllerContext:
         self._stopped = threading.Event()
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
+        # harness step mode (impl.node.step_gate): campaigns and elections wait for a permit
+        self.step_gate: StepGate = getattr(broker, "step_gate", None) or \
+            StepGate(self.config.data_dir, self.id, on=False)
 
     def _post(self, name: str, arg: Any = None) -> None:
         """Enqueue an event; the state-rereading ones are coalesced (at most one waiting), so

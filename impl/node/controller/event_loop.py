@@ -49,6 +49,7 @@ class Controller(Failover, ControlledShutdown):
 
     def stop(self) -> None:
         self._stopped.set()
+        self.step_gate.closed = True
         if self.active:
             self.events.put(("resign", "shutdown"))
         self.events.put(None)

@@ -123,6 +123,9 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         does not stop one either (:func:`next_controller_epoch`)."""
         if self.active or self._stopped.is_set():
             return
+        if self.step_gate.on and self.zk.exists(zkl.CONTROLLER) is None and \
+                not self.step_gate.wait_blocking("controller_elect"):
+            return  # harness step mode: campaign when the harness says
         try:
             data, cstat = self.zk.get(zkl.CONTROLLER)
         except NoNodeError:

@@ -1,0 +1,101 @@
+"""Harness step mode: the steps a broker takes on a timer or on its own wait for a permit.
+
+A model run is a sequence of steps, and a driver that executes one against real brokers
+(``epochal drive``, docs/drive.md) must decide *when* each step happens.  Messages it
+controls with its relay; but some steps no message starts:
+
+* ``send_fetch`` -- a follower's ReplicaFetcherThread sends its next fetch as soon as the
+  previous answer is in (or, idle, after a back-off);
+* ``truncate`` -- a new follower's OffsetsForLeaderEpoch round before its first fetch;
+* ``shrink_isr`` -- the leader's ISR check runs on a timer (replica.lag.time.max.ms);
+* ``controller_elect`` -- every broker campaigns for ``/controller`` the moment it is gone;
+* ``elect_leader`` -- the controller elects new leaders the moment a broker's registration
+  goes (seed 000 A on_broker_change).
+
+With ``BrokerConfig.harness_step_mode`` each of these waits, at the point the step would
+begin, for one permit of its name.  The harness grants permits by rewriting
+``<data-dir>/broker-N/step-permits.json``: ``{"pid": P, "granted": {"send_fetch": 3, ...}}``,
+counts that only grow.  A permit file names the broker process it is for (``pid``), so a
+restarted broker never inherits its previous incarnation's permits.  The ISR check, given
+its permit, treats the lag time as passed (the model's ``shrink_isr`` has no clock).
+
+Off -- the default, and in every normal run -- nothing waits and nothing reads the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+PERMITS_FILE = "step-permits.json"
+GATES = ("send_fetch", "truncate", "shrink_isr", "controller_elect", "elect_leader")
+_POLL_S = 0.005
+
+
+def permits_path(data_dir: str | os.PathLike[str], broker: int) -> Path:
+    return Path(data_dir) / f"broker-{broker}" / PERMITS_FILE
+
+
+def grant(data_dir: str | os.PathLike[str], broker: int, pid: int, gate: str, count: int = 1) -> None:
+    """The harness's side: grant ``count`` more permits of ``gate`` to the broker process
+    ``pid`` (write-then-rename: the broker reads the old file or the new one)."""
+    if gate not in GATES:
+        raise ValueError(f"unknown step gate {gate!r} (known: {', '.join(GATES)})")
+    path = permits_path(data_dir, broker)
+    granted = _read(path, pid)
+    granted[gate] = granted.get(gate, 0) + count
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"pid": pid, "granted": granted}))
+    os.replace(tmp, path)
+
+
+def _read(path: Path, pid: int) -> dict[str, int]:
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(d, dict) or d.get("pid") != pid:
+        return {}
+    return {str(k): int(v) for k, v in dict(d.get("granted") or {}).items()}
+
+
+class StepGate:
+    """One broker's permits.  ``on`` is False outside step mode: every wait returns at once."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], broker: int, on: bool) -> None:
+        self.on = on
+        self.path = permits_path(data_dir, broker)
+        self.pid = os.getpid()
+        self.used: dict[str, int] = dict.fromkeys(GATES, 0)
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def _take(self, gate: str) -> bool:
+        with self._lock:
+            if _read(self.path, self.pid).get(gate, 0) > self.used[gate]:
+                self.used[gate] += 1
+                return True
+            return False
+
+    def give_back(self, gate: str) -> None:
+        """A permit taken for a step that, by the time it was granted, no longer applied."""
+        with self._lock:
+            self.used[gate] -= 1
+
+    async def wait(self, gate: str) -> None:
+        """From the event loop: return once a permit of ``gate`` is taken (at once when off)."""
+        while self.on and not self._take(gate):
+            await asyncio.sleep(_POLL_S)
+
+    def wait_blocking(self, gate: str) -> bool:
+        """From a thread (the controller's): False if the gate was closed while waiting."""
+        while self.on and not self._take(gate):
+            if self.closed:
+                return False
+            time.sleep(_POLL_S)
+        return True

@@ -1,0 +1,125 @@
+"""The harness's relay (impl.harness.relay): frames held, released in any order, duplicated
+and dropped, over real TCP on 127.0.0.1 -- against a small echo server, no brokers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from impl.harness.relay import Relay
+from impl.node.wire import (
+    ApiKey,
+    BlockingConnection,
+    decode_request_body,
+    decode_request_header,
+    encode_response,
+    read_frame,
+)
+from impl.node.zk import free_port
+
+
+class EchoBroker:
+    """Answers every request with its body and counts what it received."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.received: list[dict] = []
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while (payload := await read_frame(reader)) is not None:
+                _, _, cid, _ = decode_request_header(payload)
+                body = decode_request_body(payload)
+                self.received.append(body)
+                writer.write(encode_response(cid, 0, 0, body))
+                await writer.drain()
+
+        async def main() -> None:
+            await asyncio.start_server(serve, "127.0.0.1", self.port)
+            self.ready.set()
+
+        self.loop.run_until_complete(main())
+        self.loop.run_forever()
+
+    def __enter__(self) -> EchoBroker:
+        self.thread.start()
+        self.ready.wait(5)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _send_async(port: int, api: ApiKey, body: dict) -> tuple[threading.Thread, list]:
+    out: list = []
+
+    def run() -> None:
+        conn = BlockingConnection("127.0.0.1", port, timeout=10)
+        try:
+            out.append(conn.send(api, body))
+        except OSError as exc:
+            out.append(exc)
+        finally:
+            conn.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out
+
+
+def test_held_frames_are_delivered_in_the_order_the_harness_chooses() -> None:
+    with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"leader_and_isr"})) as relay:
+        port = relay.ports[1]
+        t1, out1 = _send_async(port, ApiKey.LEADER_AND_ISR, {"controller_id": 0, "controller_epoch": 1, "partitions": [], "n": 1})
+        first = relay.wait_held("leader_and_isr", dst=1)
+        t2, out2 = _send_async(port, ApiKey.LEADER_AND_ISR, {"controller_id": 0, "controller_epoch": 2, "partitions": [], "n": 2})
+        second = relay.wait_held("leader_and_isr", dst=1, match=lambda f: f.id != first.id)
+        assert first is not None and second is not None
+        assert broker.received == []  # both held: nothing reached the broker
+        relay.release(second.id)
+        t2.join(5)
+        relay.release(first.id)
+        t1.join(5)
+        assert [b["n"] for b in broker.received] == [2, 1]
+        assert out1[0][2]["n"] == 1 and out2[0][2]["n"] == 2
+        assert first.src == 0 and first.summary["controller_epoch"] == 1
+
+
+def test_a_duplicated_frame_reaches_the_broker_twice_and_its_sender_sees_one_answer() -> None:
+    with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"fetch_request"})) as relay:
+        t, out = _send_async(relay.ports[1], ApiKey.FETCH, {"replica_id": 2, "partitions": []})
+        f = relay.wait_held("fetch_request", src=2)
+        assert f is not None
+        relay.duplicate(f.id)
+        relay.release(f.id)
+        t.join(5)
+        assert len(broker.received) == 2
+        assert len(out) == 1 and out[0][2]["replica_id"] == 2
+        assert [x.kind for x in relay.frames].count("fetch_response") == 1
+
+
+def test_a_dropped_frame_never_arrives_and_its_connection_breaks() -> None:
+    with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"stop_replica"})) as relay:
+        t, out = _send_async(relay.ports[1], ApiKey.STOP_REPLICA, {"controller_id": 0, "partitions": []})
+        f = relay.wait_held("stop_replica")
+        assert f is not None
+        relay.drop(f.id)
+        t.join(5)
+        assert broker.received == []
+        assert isinstance(out[0], OSError)
+        with pytest.raises(KeyError):
+            relay.release(f.id)
+
+
+def test_frames_of_kinds_not_held_pass_straight_through() -> None:
+    with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"fetch_request"})) as relay:
+        t, out = _send_async(relay.ports[1], ApiKey.METADATA, {})
+        t.join(5)
+        assert out and not isinstance(out[0], Exception)
+        assert relay.held() == []
+        assert [x.kind for x in relay.frames] == ["client", "client_response"]
