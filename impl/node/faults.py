@@ -21,6 +21,8 @@ A second fault lives here because it needs the broker's cooperation too: ZooKeep
 expiry.  ZooKeeper expires a session when any client holding its id and password closes
 it (field notes), so each broker publishes its session's credentials in its directory when
 it registers, and :func:`expire_session` uses them.
+
+A third, disk faults (a full or failing disk mid-append), is at the end of the module.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ def install(data_dir: str | os.PathLike[str], broker_id: int) -> None:
     (called once by a broker process; clients and harnesses never install it)."""
     global _layer
     _layer = FaultLayer(faults_path(data_dir), broker_id)
+    install_disk_faults(data_dir, broker_id)
 
 
 def gate(host: str, port: int) -> float:
@@ -205,3 +208,49 @@ def expire_session(zookeeper: str, data_dir: str | os.PathLike[str], broker: int
     finally:
         zk.close()
     return session_id
+
+
+# -- disk faults: a full disk or a failing one, mid-append ----------------------------------
+#
+# A harness arms a fault with :func:`arm_disk_fault`; the broker's next log append (leader
+# or follower, any partition) writes the first ``after_bytes`` bytes of its record and then
+# fails with ``OSError(errno)`` -- what ``write(2)`` does when the disk fills up mid-record
+# (ENOSPC) or fails (EIO).  The fault fires once: the file is consumed by the append that
+# takes it.  Outside a broker process (no :func:`install`) nothing is ever injected.
+
+DISK_FAULT_FILE = "disk-fault.json"
+
+
+def disk_fault_path(data_dir: str | os.PathLike[str], broker: int) -> Path:
+    return Path(data_dir) / f"broker-{broker}" / DISK_FAULT_FILE
+
+
+def arm_disk_fault(data_dir: str | os.PathLike[str], broker: int, error: int = 28,
+                   after_bytes: int = 0) -> None:
+    """Make broker ``broker``'s next append fail with ``OSError(error)`` (28: ENOSPC) after
+    writing ``after_bytes`` bytes of the record (write-then-rename)."""
+    path = disk_fault_path(data_dir, broker)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"errno": int(error), "after_bytes": int(after_bytes)}))
+    os.replace(tmp, path)
+
+
+_disk_fault: Path | None = None
+
+
+def install_disk_faults(data_dir: str | os.PathLike[str], broker_id: int) -> None:
+    """Let a harness inject disk faults into this broker process (see :func:`arm_disk_fault`)."""
+    global _disk_fault
+    _disk_fault = disk_fault_path(data_dir, broker_id)
+
+
+def disk_fault() -> tuple[int, int] | None:
+    """The armed disk fault, consumed: (errno, after_bytes), or None (one ``stat``)."""
+    if _disk_fault is None or not os.path.exists(_disk_fault):
+        return None
+    try:
+        d = json.loads(_disk_fault.read_text())
+        _disk_fault.unlink()
+        return int(d["errno"]), max(0, int(d.get("after_bytes", 0)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # half-written or taken already: no fault this time

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from impl.node.log import LeaderEpochCache, PartitionLog, Record, encode_record
+from impl.node.log import LeaderEpochCache, PartitionLog, Record, encode_record, segment_header
 
 
 def _fill(log: PartitionLog, epochs: list[int]) -> None:
@@ -47,11 +47,13 @@ def test_corrupt_record_fails_its_crc_and_cuts_the_log_there(tmp_path: Path) -> 
     seg = next((tmp_path / "t-0").glob("*.log"))
     data = bytearray(seg.read_bytes())
     one = len(encode_record(Record(0, 0, b"v0")))
-    data[2 * one + 12] ^= 0xFF  # flip a byte inside record 2's body
+    head = len(segment_header())
+    data[head + 2 * one + 12] ^= 0xFF  # flip a byte inside record 2's body
     seg.write_bytes(bytes(data))
     again = PartitionLog.open(tmp_path / "t-0")
     assert again.leo == 2
-    assert seg.stat().st_size == 2 * one
+    assert seg.stat().st_size == head + 2 * one
+    assert again.recovery.offset == 2 and again.recovery.records_beyond == 1
 
 
 def test_segments_roll_and_truncation_deletes_later_segments(tmp_path: Path) -> None:

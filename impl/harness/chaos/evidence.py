@@ -12,20 +12,10 @@ from impl.harness.chaos.verdict import Election, LogRecords
 
 def read_disk_log(directory: Path) -> LogRecords:
     """A replica's records as its segments hold them (read-only; stops at a torn record)."""
-    from impl.node.log import _parse_at
+    from impl.node.log import read_segments
 
-    out: LogRecords = []
-    for seg in sorted(directory.glob("*.log")):
-        data = seg.read_bytes()
-        pos = 0
-        while pos < len(data):
-            parsed = _parse_at(data, pos, len(out))
-            if parsed is None:
-                return out
-            rec, size = parsed
-            out.append((rec.offset, rec.leader_epoch, rec.value.decode("utf-8", "replace")))
-            pos += size
-    return out
+    return [(rec.offset, rec.leader_epoch, rec.value.decode("utf-8", "replace"))
+            for rec in read_segments(directory)]
 
 
 def read_commit_isr(traces: Path, topic: str = TOPIC) -> dict[tuple[int, int, int], list[int]]:
