@@ -45,6 +45,7 @@ class ApiKey(enum.IntEnum):
     SASL_HANDSHAKE = 17  # issue 22: authentication (impl.node.auth), before any other request
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22  # KIP-98: an idempotent producer's id (impl.node.producer_state)
     OFFSETS_FOR_LEADER_EPOCH = 23
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
@@ -92,6 +93,9 @@ class ErrorCode(enum.IntEnum):
     INVALID_REPLICATION_FACTOR = 38
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45  # KIP-98: a batch after a gap in its producer's sequence
+    DUPLICATE_SEQUENCE_NUMBER = 46  # KIP-98: a batch appended before, too long ago to say where
+    KAFKA_STORAGE_ERROR = 56  # the log could not be written (ENOSPC, EIO): it is offline
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
@@ -587,10 +591,16 @@ MESSAGES: dict[ApiKey, Message] = {
             _F("values", "list<bytes/string>", True, "the records' values, appended in order (at least one)"),
             _F("acks", "int", False, "-1 (default): answer once committed; 1: once appended; 0: no response at all"),
             _F("timeout_ms", "int", False, "acks=-1: how long to wait for the commit (default 5000)"),
+            _F("producer_id", "int", False, "KIP-98: the idempotent producer's id (from INIT_PRODUCER_ID; -1 or "
+               "absent: not idempotent)"),
+            _F("base_sequence", "int", False, "KIP-98, with producer_id: the first value's sequence number in the "
+               "producer's stream for this partition (the others follow by one); a retry resends the same"),
         ),
         response=(
             _F("base_offset", "int", True, "offset of the first value appended"),
             _F("leader_epoch", "int", True, "the leader epoch they were appended in"),
+            _F("duplicate", "bool", False, "KIP-98: true if the batch had been appended before (nothing was "
+               "appended now; base_offset is where it was, -1 if too long ago to say)"),
         ),
     ),
     ApiKey.FETCH: Message(
@@ -621,6 +631,8 @@ MESSAGES: dict[ApiKey, Message] = {
             _F("partitions[].topic", "string", True, "the topic"),
             _F("partitions[].partition", "int", True, "the partition"),
             _F("partitions[].error", "int", True, "this partition's error code (0: none)"),
+            _F("partitions[].producers", "list<[int, int, int]>", False, "KIP-98: [offset, producer_id, sequence] of "
+               "each record in records an idempotent producer wrote (absent: none)"),
             _F("partitions[].records", "list<[int, int, bytes]>", False, "[offset, leader_epoch, value] each, from "
                "fetch_offset"),
             _F("partitions[].hw", "int", False, "the leader's high watermark (with OFFSET_OUT_OF_RANGE too)"),
@@ -806,6 +818,16 @@ MESSAGES: dict[ApiKey, Message] = {
         ),
         response=(
             _F("altered", "int", True, "how many entries were set or removed"),
+        ),
+    ),
+    ApiKey.INIT_PRODUCER_ID: Message(
+        request=(
+            _F("client_id", "string", False, "the producer's client id (informational)"),
+        ),
+        response=(
+            _F("producer_id", "int", True, "a producer id no other producer of this cluster has (from a block the "
+               "broker reserved in ZooKeeper)"),
+            _F("producer_epoch", "int", True, "always 0 (no transactions)"),
         ),
     ),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: Message(
