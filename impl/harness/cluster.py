@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from impl.node.auth import credentials as auth
+from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
 from impl.node.tracing import observe_node, open_harness_recorder
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
@@ -235,6 +237,18 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     return pid
 
 
+def cluster_keyring(data_dir: str | os.PathLike[str], create: bool = False
+                    ) -> tuple[auth.Keyring | None, ZkAcl | None]:
+    """The operator's keyring and ZooKeeper ACL of the cluster in ``data_dir`` (issue 22):
+    from its secret, generated first if ``create``; (None, None) if it has none (a cluster
+    run insecure)."""
+    try:
+        secret = auth.ClusterSecret.ensure(data_dir) if create else auth.ClusterSecret.load(data_dir)
+    except FileNotFoundError:
+        return None, None
+    return auth.Keyring(auth.OPERATOR, secret), ZkAcl.from_secret(secret)
+
+
 class LocalCluster:
     def __init__(self, data_dir: str | os.PathLike[str], brokers: int = 3,
                  zookeeper: str | None = None, zk_port: int | None = None,
@@ -249,6 +263,10 @@ class LocalCluster:
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.tick_time_ms = tick_time_ms
         self.broker_settings = broker_settings
+        # issue 22: authentication is on unless insecure=True (docs/security.md)
+        self.insecure = bool(broker_settings.get("insecure", False))
+        self.keyring: auth.Keyring | None = None
+        self.zk_acl: ZkAcl | None = None
         if broker_cmd is not None:
             broker_cmd.check_brokers(brokers)
         self.broker_cmd = broker_cmd
@@ -269,6 +287,8 @@ class LocalCluster:
 
     def start(self, timeout: float = 60.0) -> LocalCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not self.insecure:
+            self.keyring, self.zk_acl = cluster_keyring(self.data_dir, create=True)
         if not self.external_zk:
             self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper",
                                                tick_time_ms=self.tick_time_ms).start()
@@ -302,6 +322,8 @@ class LocalCluster:
                                     cwd=str(cwd))
         self.procs[broker] = proc
         self.argvs[broker] = argv
+        # this process's connections to the broker sign in as the operator
+        auth.register([self.endpoint(broker)], self.keyring)
         self._write_state()
         return proc
 
@@ -463,9 +485,11 @@ class LocalCluster:
         with_state = self.data_dir / STATE_FILE
         if with_state.exists():
             with_state.unlink()
+        auth.register([self.endpoint(b) for b in self.configs], None)
 
     def zk_client(self, session_timeout: float = 4.0) -> Any:
-        return connect(self.zookeeper, session_timeout=session_timeout)
+        """A ZooKeeper client signed in as the cluster (it may write the cluster's znodes)."""
+        return connect(self.zookeeper, session_timeout=session_timeout, acl=self.zk_acl)
 
     def __enter__(self) -> LocalCluster:
         return self.start()

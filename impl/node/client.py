@@ -49,6 +49,10 @@ class PartitionInfo:
 class Client:
     """Connections and metadata shared by the producer, consumer and admin client."""
 
+    # the user its connections authenticate as, where the process's keyring can give that
+    # user's credentials (impl.node.auth.credentials); None: the keyring's own identity
+    user: str | None = None
+
     def __init__(self, bootstrap: str = "127.0.0.1:9092", timeout: float = 5.0) -> None:
         self.bootstrap = [parse_hostport(b) for b in bootstrap.split(",")]
         self.timeout = timeout
@@ -75,7 +79,8 @@ class Client:
         conn = self._conns.get(addr)
         try:
             if conn is None:
-                conn = self._conns[addr] = BlockingConnection(*addr, timeout=self.timeout)
+                conn = self._conns[addr] = BlockingConnection(*addr, timeout=self.timeout,
+                                                              user=self.user)
             error, _, resp = conn.send(api, body, timeout=timeout,
                                        expect_response=expect_response)
         except (OSError, ConnectionError):

@@ -55,6 +55,17 @@ class BrokerConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     fetch_max_bytes: int = 4 * 1024 * 1024
     fetch_partition_max_bytes: int = 1024 * 1024
+    # authentication and connection limits (issue 22, impl.node.auth, docs/security.md):
+    # SCRAM with the data dir's cluster secret unless insecure; Kafka's max.connections,
+    # max.connections.per.ip and connections.max.idle.ms, with the last connections under
+    # the cap kept for brokers, and a bound on each connection's replica fetches in flight
+    insecure: bool = False
+    max_connections: int = 1000
+    max_connections_per_ip: int = 1000
+    connections_broker_reserve: int = 32
+    connections_max_idle_ms: int = 600_000
+    authentication_timeout_ms: int = 10_000
+    max_inflight_fetches: int = 256
 
     def __post_init__(self) -> None:
         limits.check(self.max_frame, self.max_message_bytes, self.fetch_max_bytes,

@@ -22,6 +22,7 @@ from typing import Any
 from impl.node import faults
 from impl.node import zk as zkl
 from impl.node.admin import AdminService
+from impl.node.auth.session import BrokerSecurity
 from impl.node.config import BrokerConfig
 from impl.node.controller import Controller
 from impl.node.log import PartitionLog, Record
@@ -66,8 +67,11 @@ class BrokerCore:
         self.metadata: dict[str, Any] = {"brokers": {}, "topics": {}, "controller_id": -1,
                                          "controller_epoch": -1}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.zk = zkl.connect(config.zookeeper, session_timeout=config.zk_session_timeout_s)
-        zkl.ensure_layout(self.zk)
+        self.security = BrokerSecurity(config)  # issue 22: impl.node.auth
+        self.security.install()
+        self.zk = zkl.connect(config.zookeeper, session_timeout=config.zk_session_timeout_s,
+                              acl=self.security.zk_acl)
+        zkl.ensure_layout(self.zk, self.security.zk_acl)
         self._session_lost = False  # see Startup._on_zk_state
         self.controller = Controller(self)
         self.admin = AdminService(self)  # admin requests: controller-only, quota (seeds 001/004)

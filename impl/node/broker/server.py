@@ -21,6 +21,7 @@ import traceback
 from typing import Any
 
 from impl.node.admin import ADMIN_APIS, AdminError
+from impl.node.auth.session import Answer
 from impl.node.broker.clients import ClientRequests
 from impl.node.broker.control import ControlRequests
 from impl.node.broker.core import RequestError
@@ -52,6 +53,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
 
     async def serve(self) -> None:
         self.loop = asyncio.get_running_loop()
+        self.loop.set_exception_handler(self._loop_error)  # rate-limited, not one per connection
         self.load_local_replicas()
         server = await asyncio.start_server(self._connection, self.config.host, self.config.port)
         self._startup_transitions(await self.loop.run_in_executor(None, self.register))
@@ -87,9 +89,20 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Requests are answered in order, except replica fetches, which long-poll: those run
-        concurrently so that one connection can carry every partition a follower fetches."""
+        concurrently so that one connection can carry every partition a follower fetches
+        (at most ``max_inflight_fetches`` at once: beyond, the next frame waits to be read).
+
+        Every frame first passes the connection's session (impl.node.auth.session): over the
+        connection cap the connection is closed at once; before authentication only the
+        SASL exchange is answered; a request its principal may not send is refused."""
+        session = self.security.admit(writer.get_extra_info("peername"))
+        if session is None:  # over the connection cap (impl.node.auth.connections)
+            with contextlib.suppress(Exception):
+                writer.close()
+            return
         write_lock = asyncio.Lock()
         tasks: set[asyncio.Task[None]] = set()
+        slots = asyncio.Semaphore(self.config.max_inflight_fetches)
 
         async def answer(api: ApiKey, body: dict[str, Any], cid: int, version: int = 0) -> None:
             error, rbody = ErrorCode.NONE, {}
@@ -105,7 +118,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
             except asyncio.CancelledError:
                 return
             except Exception as exc:  # noqa: BLE001 - answer, keep serving
-                traceback.print_exc()
+                if self.security.log.log("handler_error", f"{api.name}: {exc!r}"):
+                    traceback.print_exc()
                 error, rbody = ErrorCode.UNKNOWN_SERVER_ERROR, {"message": repr(exc)}
             async with write_lock:
                 writer.write(encode_response(cid, self.recorder.tick(), error, rbody))
@@ -120,7 +134,11 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         try:
             while True:
                 try:
-                    payload = await read_frame(reader, self.config.max_frame)
+                    payload = await asyncio.wait_for(read_frame(reader, self.config.max_frame),
+                                                     session.read_timeout())
+                except TimeoutError:
+                    session.timed_out()
+                    return
                 except ProtocolError as exc:
                     writer.write(encode_response(-1, self.recorder.tick(), exc.code,
                                                  {"message": str(exc)}))
@@ -152,12 +170,23 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
                     writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}))
                     await writer.drain()
                     continue
+                screened = session.screen(api, body)  # authentication, then who may send what
+                if isinstance(screened, Answer):  # answered here: never reaches a handler
+                    async with write_lock:
+                        writer.write(encode_response(cid, 0, screened.error, screened.body))
+                        await writer.drain()
+                    if screened.close:
+                        return
+                    continue
+                body = screened
                 self.recorder.observe(clock)
                 if api in (ApiKey.FETCH, ApiKey.OFFSETS_FOR_LEADER_EPOCH) and \
                         int(body.get("replica_id", -1)) >= 0:
+                    await slots.acquire()
                     task = asyncio.create_task(answer(api, body, cid))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    task.add_done_callback(lambda _t: slots.release())
                 else:
                     await answer(api, body, cid, version)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -165,6 +194,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         except asyncio.CancelledError:
             pass  # the broker is shutting down
         finally:
+            self.security.release(session)
             for task in tasks:
                 task.cancel()
             with contextlib.suppress(Exception):
@@ -206,6 +236,12 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         return await self._consumer_fetch(r, int(body["fetch_offset"]), max_records, max_wait,
                                           max_bytes)
 
+    def _loop_error(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """An error no task handled (e.g. accept() out of file descriptors): one
+        rate-limited line, not a traceback per connection."""
+        exc = context.get("exception")
+        self.security.log.log("event_loop", f"{context.get('message', '')} {exc!r}".strip())
+
     def _on_resumed(self) -> None:
         """SIGCONT: we were frozen.  The harness recorded broker_resume before waking us;
         take its clock so our next steps order after it (a Lamport receive)."""
@@ -216,8 +252,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
 
 def main(argv: list[str] | None = None) -> int:
     config = BrokerConfig.from_argv(argv)
-    broker = Broker(config)
     try:
+        broker = Broker(config)
         asyncio.run(broker.serve())
     except KeyboardInterrupt:
         pass
