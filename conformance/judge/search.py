@@ -14,12 +14,12 @@ from typing import Any, NamedTuple
 from conformance.judge.observation import Observation, mismatch
 from model.actions import (
     Step,
-    _broker_partitions,
-    _brokers,
-    _fetch_messages,
-    _isr_changes,
-    _requests,
+    broker_partitions_args,
+    brokers_args,
+    fetch_messages_args,
     forget_stale_requests,
+    isr_changes_args,
+    requests_args,
 )
 from model.config import Config
 from model.registry import ACTIONS, apply
@@ -181,15 +181,15 @@ def _actor_args(obs: Observation, s: State, cfg: Config) -> Iterable[tuple] | No
     ``model.actions`` falls back to the general path); None means "use the general path"."""
     gen = ACTIONS[obs.action].args
     b = obs.actor
-    if gen is _broker_partitions:  # (b, p): produce, send_fetch, truncate, isr_update_failed
+    if gen is broker_partitions_args:  # (b, p): produce, send_fetch, truncate, isr_update_failed
         return [(b, p) for p in range(cfg.partitions)] if 0 <= b < cfg.brokers else []
-    if gen is _isr_changes:  # (b, p, f), f != b
+    if gen is isr_changes_args:  # (b, p, f), f != b
         if not 0 <= b < cfg.brokers:
             return []
         return [(b, p, f) for p in range(cfg.partitions) for f in range(cfg.brokers) if f != b]
-    if gen is _requests:  # LeaderAndISR requests addressed to b
+    if gen is requests_args:  # LeaderAndISR requests addressed to b
         return [(m,) for m in s.leader_and_isr if m.to == b]
-    if gen is _fetch_messages:  # handle_fetch: requests to leader b; receive_fetch: responses to b
+    if gen is fetch_messages_args:  # handle_fetch: requests to leader b; receive_fetch: responses to b
         whose = ACTIONS[obs.action].actor
         return [(m,) for m in s.fetches if whose((m,)) == b]
     return None
@@ -204,7 +204,7 @@ def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> 
         args = entry.from_event(obs.fields, obs.actor, s)
         yield Step(obs.action, args), entry.fn(s, cfg, *args)
         return
-    if entry.args is _brokers:  # the broker is the argument
+    if entry.args is brokers_args:  # the broker is the argument
         arg_sets: Iterable[tuple] = [(obs.actor,)] if obs.actor >= 0 else []
     else:
         direct = _actor_args(obs, s, cfg) if fast else None

@@ -8,13 +8,13 @@ harness, so their implementation is the harness's and their events are the harne
 from __future__ import annotations
 
 from model.actions import (
-    _brokers,
     broker_crash,
     broker_pause,
     broker_reregister,
     broker_restart,
     broker_resume,
     broker_stop,
+    brokers_args,
 )
 from model.registry.entry import (
     DRIVER_NOT_YET,
@@ -48,7 +48,7 @@ def _restart_text(args: Args, before: State, after: State) -> str:
 
 
 CRASH = Entry(
-    "broker_crash", broker_crash, _brokers,
+    "broker_crash", broker_crash, brokers_args,
     section="000 A", impl="impl.harness.cluster.LocalCluster.kill", trace=Traced("broker_crash"),
     describe=lambda args, before, after: f"broker {args[0]} crashes (kill -9); its ZK registration expires",
     view=nothing_observed, event=harness_event,
@@ -57,14 +57,14 @@ CRASH = Entry(
 )
 
 RESTART = Entry(
-    "broker_restart", broker_restart, _brokers,
+    "broker_restart", broker_restart, brokers_args,
     section="000 E", impl="impl.node.broker.Broker.register", trace=Traced("broker_restart"),
     describe=_restart_text, view=nothing_observed, event=registration_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
 )
 
 PAUSE = Entry(
-    "broker_pause", broker_pause, _brokers,
+    "broker_pause", broker_pause, brokers_args,
     section="000 A", impl="impl.harness.cluster.LocalCluster.pause", trace=Traced("broker_pause"),
     describe=lambda args, before, after: f"broker {args[0]} pauses (GC); its ZK session expires while it is frozen",
     view=nothing_observed, event=harness_event,
@@ -73,7 +73,7 @@ PAUSE = Entry(
 )
 
 RESUME = Entry(
-    "broker_resume", broker_resume, _brokers,
+    "broker_resume", broker_resume, brokers_args,
     section="000 A", impl="impl.harness.cluster.LocalCluster.resume", trace=Traced("broker_resume"),
     describe=lambda args, before, after: f"broker {args[0]} resumes, still believing its old state",
     view=nothing_observed, event=harness_event,
@@ -82,7 +82,7 @@ RESUME = Entry(
 )
 
 REREGISTER = Entry(
-    "broker_reregister", broker_reregister, _brokers,
+    "broker_reregister", broker_reregister, brokers_args,
     section="003", impl="impl.node.broker.Broker._after_reconnect", trace=Traced("broker_reregister"),
     describe=lambda args, before, after: (
         f"broker {args[0]} opens a new ZK session and re-registers (broker epoch {after.brokers[args[0]].broker_epoch})"),
@@ -92,7 +92,7 @@ REREGISTER = Entry(
 )
 
 STOP = Entry(
-    "broker_stop", broker_stop, _brokers,
+    "broker_stop", broker_stop, brokers_args,
     section="000 A", impl="impl.harness.cluster.LocalCluster.stop_broker", trace=Traced("broker_stop"),
     describe=lambda args, before, after: f"broker {args[0]} stops cleanly after its controlled shutdown",
     view=nothing_observed, event=harness_event,

@@ -8,15 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from model.actions import (
-    _broker_partitions,
-    _requests,
-    _stop_requests,
     become_follower,
     become_leader,
+    broker_partitions_args,
     reject_leader_and_isr,
     replica,
+    requests_args,
     stale_reason,
     stop_replica,
+    stop_requests_args,
     truncate,
 )
 from model.registry.entry import (
@@ -66,7 +66,7 @@ def _become_leader_text(args: Args, before: State, after: State) -> str:
 
 
 BECOME_LEADER = Entry(
-    "become_leader", become_leader, _requests,
+    "become_leader", become_leader, requests_args,
     section="000 C", impl="impl.node.replica.Replica.become_leader", trace=Traced("become_leader"),
     describe=_become_leader_text, view=_request_view, event=_applied_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
@@ -88,7 +88,7 @@ def _become_follower_text(args: Args, before: State, after: State) -> str:
 
 
 BECOME_FOLLOWER = Entry(
-    "become_follower", become_follower, _requests,
+    "become_follower", become_follower, requests_args,
     section="000 C", impl="impl.node.replica.Replica.become_follower", trace=Traced("become_follower"),
     describe=_become_follower_text, view=_request_view, event=_applied_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
@@ -116,7 +116,7 @@ def _reject_event(args: Args, before: State, after: State) -> Emitted:
 
 
 REJECT_LEADER_AND_ISR = Entry(
-    "reject_leader_and_isr", reject_leader_and_isr, _requests,
+    "reject_leader_and_isr", reject_leader_and_isr, requests_args,
     section="000 C", impl="impl.node.broker.Broker.on_leader_and_isr", trace=Traced("reject_leader_and_isr"),
     describe=lambda args, before, after: (
         f"broker {args[0].to} rejects LeaderAndISR(p{args[0].partition}, leader {args[0].leader}, epoch {args[0].leader_epoch}, "
@@ -152,7 +152,7 @@ def _nothing_to_look_up(args: Args, before: State, after: State) -> bool:
 
 
 TRUNCATE = Entry(
-    "truncate", truncate, _broker_partitions,
+    "truncate", truncate, broker_partitions_args,
     section="000 C", impl="impl.node.broker.Broker._truncate_by_epoch", trace=Traced("truncate"),
     describe=_truncate_text, view=_truncate_view, event=_truncate_event,
     coverage=Coverage(native=Supported(), z3=Supported("all four truncation rules; of KIP-279 the first "
@@ -177,7 +177,7 @@ def _stop_replica_text(args: Args, before: State, after: State) -> str:
 
 
 STOP_REPLICA = Entry(
-    "stop_replica", stop_replica, _stop_requests,
+    "stop_replica", stop_replica, stop_requests_args,
     section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
     describe=_stop_replica_text, view=nothing_observed,
     event=lambda args, before, after: Emitted(args[0].to, {"delete": True, "reason": "stop_replica"}),

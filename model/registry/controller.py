@@ -11,25 +11,25 @@ of them are traced as ``elect_leader`` with a ``reason`` saying which one it was
 from __future__ import annotations
 
 from model.actions import (
-    _brokers,
-    _creations,
-    _deletions,
-    _elections,
-    _preferred_elections,
-    _reassign_completions,
-    _reassign_starts,
-    _shutdowns,
-    _startups,
+    brokers_args,
     controlled_shutdown,
     controller_elect,
     controller_resign,
     create_topic,
+    creations_args,
     delete_topic,
+    deletions_args,
     elect_leader,
+    elections_args,
     on_broker_startup,
     preferred_election,
+    preferred_elections_args,
     reassign_complete,
+    reassign_completions_args,
     reassign_start,
+    reassign_starts_args,
+    shutdowns_args,
+    startups_args,
 )
 from model.registry.entry import (
     DELETIONS,
@@ -75,7 +75,7 @@ def _elect_controller_event(args: Args, before: State, after: State) -> Emitted:
 
 
 CONTROLLER_ELECT = Entry(
-    "controller_elect", controller_elect, _brokers,
+    "controller_elect", controller_elect, brokers_args,
     section="000 D", impl="impl.node.controller.Controller._elect", trace=Traced("controller_elect"),
     describe=lambda args, before, after: (
         f"broker {args[0]} creates /controller and becomes controller (controller epoch {after.zk.controller_epoch}); sends INIT LeaderAndISR"),
@@ -93,7 +93,7 @@ def _resign_event(args: Args, before: State, after: State) -> Emitted:
 
 
 CONTROLLER_RESIGN = Entry(
-    "controller_resign", controller_resign, _brokers,
+    "controller_resign", controller_resign, brokers_args,
     section="002", impl="impl.node.controller.Controller._resign", trace=Traced("controller_resign"),
     describe=lambda args, before, after: f"broker {args[0]} sees another controller and stops acting as controller",
     view=_resign_view, event=_resign_event,
@@ -127,7 +127,7 @@ def _unclean(p: int, before: State, after: State) -> bool:
 
 
 ELECT_LEADER = Entry(
-    "elect_leader", elect_leader, _elections,
+    "elect_leader", elect_leader, elections_args,
     section="000 A", impl="impl.node.controller.Controller._on_broker_change", trace=Traced("elect_leader"),
     describe=_elect_text, view=_znode_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "broker_change",
@@ -136,7 +136,7 @@ ELECT_LEADER = Entry(
 )
 
 ON_BROKER_STARTUP = Entry(
-    "on_broker_startup", on_broker_startup, _startups,
+    "on_broker_startup", on_broker_startup, startups_args,
     section="003", impl="impl.node.controller.Controller._on_broker_change", trace=SILENT,
     describe=lambda args, before, after: (
         f"controller {args[0]} sees broker {args[1]} registered and sends it the current LeaderAndISR"),
@@ -153,7 +153,7 @@ def _shutdown_text(args: Args, before: State, after: State) -> str:
 
 
 CONTROLLED_SHUTDOWN = Entry(
-    "controlled_shutdown", controlled_shutdown, _shutdowns,
+    "controlled_shutdown", controlled_shutdown, shutdowns_args,
     section="000 A", impl="impl.node.controller.Controller._on_controlled_shutdown",
     trace=Traced("elect_leader", ("controlled_shutdown",)),
     describe=_shutdown_text, view=_znode_view,
@@ -187,7 +187,7 @@ def _reassign_start_event(args: Args, before: State, after: State) -> Emitted:
 
 
 REASSIGN_START = Entry(
-    "reassign_start", reassign_start, _reassign_starts,
+    "reassign_start", reassign_start, reassign_starts_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
     describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
     coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
@@ -206,7 +206,7 @@ def _reassign_complete_text(args: Args, before: State, after: State) -> str:
 
 
 REASSIGN_COMPLETE = Entry(
-    "reassign_complete", reassign_complete, _reassign_completions,
+    "reassign_complete", reassign_complete, reassign_completions_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup",
     trace=Traced("elect_leader", ("reassign", "reassignment")),
     describe=_reassign_complete_text, view=_znode_view,
@@ -239,7 +239,7 @@ def _delete_event(args: Args, before: State, after: State) -> Emitted:
 
 
 DELETE_TOPIC = Entry(
-    "delete_topic", delete_topic, _deletions,
+    "delete_topic", delete_topic, deletions_args,
     section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
     describe=_delete_text, view=nothing_observed, event=_delete_event,
     coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVER_NOT_YET),
@@ -260,7 +260,7 @@ def _create_view(args: Args, before: State, after: State) -> View:
 
 
 CREATE_TOPIC = Entry(
-    "create_topic", create_topic, _creations,
+    "create_topic", create_topic, creations_args,
     section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("elect_leader", ("init",)),
     describe=_create_text, view=_create_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "init", False),
@@ -278,7 +278,7 @@ def _preferred_text(args: Args, before: State, after: State) -> str:
 
 
 PREFERRED_ELECTION = Entry(
-    "preferred_election", preferred_election, _preferred_elections,
+    "preferred_election", preferred_election, preferred_elections_args,
     section="000 A", impl="impl.node.controller.Controller._on_preferred",
     trace=Traced("elect_leader", ("preferred",)),
     describe=_preferred_text, view=_znode_view,

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from model.actions import (
-    _broker_partitions,
-    _fetch_messages,
-    _isr_changes,
+    broker_partitions_args,
     expand_isr,
+    fetch_messages_args,
     handle_fetch,
+    isr_changes_args,
     isr_update_failed,
     produce,
     receive_fetch,
@@ -62,7 +62,7 @@ def _produce_event(args: Args, before: State, after: State) -> Emitted:
 
 
 PRODUCE = Entry(
-    "produce", produce, _broker_partitions,
+    "produce", produce, broker_partitions_args,
     section="000 G", impl="impl.node.broker.Broker.on_produce", trace=Traced("produce"),
     describe=_produce_text, view=_produce_view, event=_produce_event, coverage=COVERED_EVERYWHERE,
 )
@@ -90,7 +90,7 @@ def _send_fetch_event(args: Args, before: State, after: State) -> Emitted:
 
 
 SEND_FETCH = Entry(
-    "send_fetch", send_fetch, _broker_partitions,
+    "send_fetch", send_fetch, broker_partitions_args,
     section="000 G", impl="impl.node.broker.Broker._fetcher", trace=Traced("send_fetch"),
     describe=_send_fetch_text, view=_send_fetch_view, event=_send_fetch_event, coverage=COVERED_EVERYWHERE,
     silent=_always,  # a request changes nothing a trace shows
@@ -147,7 +147,7 @@ def _answered_without_news(args: Args, before: State, after: State) -> bool:
 
 
 HANDLE_FETCH = Entry(
-    "handle_fetch", handle_fetch, _fetch_messages,
+    "handle_fetch", handle_fetch, fetch_messages_args,
     section="000 G", impl="impl.node.broker.Broker._replica_fetch", trace=Traced("handle_fetch"),
     describe=_handle_fetch_text, view=_handle_fetch_view, event=_handle_fetch_event, coverage=COVERED_EVERYWHERE,
     actor=_fetch_leader, silent=_answered_without_news,
@@ -193,7 +193,7 @@ def _follower_unchanged(args: Args, before: State, after: State) -> bool:
 
 
 RECEIVE_FETCH = Entry(
-    "receive_fetch", receive_fetch, _fetch_messages,
+    "receive_fetch", receive_fetch, fetch_messages_args,
     section="000 G", impl="impl.node.broker.Broker._apply_fetched", trace=Traced("receive_fetch"),
     describe=_receive_fetch_text, view=_receive_fetch_view, event=_receive_fetch_event, coverage=COVERED_EVERYWHERE,
     actor=_fetch_follower, silent=_follower_unchanged,
@@ -226,14 +226,14 @@ def _isr_change_event(args: Args, before: State, after: State) -> Emitted:
 
 
 SHRINK_ISR = Entry(
-    "shrink_isr", shrink_isr, _isr_changes,
+    "shrink_isr", shrink_isr, isr_changes_args,
     section="000 G", impl="impl.node.broker.Broker._isr_checker", trace=Traced("shrink_isr"),
     describe=_isr_change_text("removes"), view=_isr_change_view, event=_isr_change_event,
     coverage=COVERED_EVERYWHERE, cut_short=True,
 )
 
 EXPAND_ISR = Entry(
-    "expand_isr", expand_isr, _isr_changes,
+    "expand_isr", expand_isr, isr_changes_args,
     section="000 G", impl="impl.node.broker.Broker._replica_fetch", trace=Traced("expand_isr"),
     describe=_isr_change_text("adds"), view=_isr_change_view, event=_isr_change_event,
     coverage=COVERED_EVERYWHERE, cut_short=True,
@@ -248,7 +248,7 @@ def _isr_failed_text(args: Args, before: State, after: State) -> str:
 
 
 ISR_UPDATE_FAILED = Entry(
-    "isr_update_failed", isr_update_failed, _broker_partitions,
+    "isr_update_failed", isr_update_failed, broker_partitions_args,
     section="000 G", impl="impl.node.broker.Broker._write_isr", trace=Traced("isr_update_failed"),
     describe=_isr_failed_text,
     view=lambda args, before, after: {"expected_zk_version": before.brokers[args[0]].replicas[0].zk_version},

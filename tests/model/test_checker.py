@@ -152,15 +152,16 @@ def test_without_the_conditional_isr_write_the_zombie_commits(monkeypatch):
     """The property would notice if the design's argument broke: make the leader's ISR
     update unconditional and the checker finds the zombie committing."""
     import model.actions as actions
+    import model.actions.replication as replication_rules
 
     def unconditional(s, cfg, b, p, isr):
         lr = actions.replica(s, b, p)
         zn = s.zk.partitions[p]
-        s = actions._set_znode(s, p, zn._replace(isr=isr, zk_version=zn.zk_version + 1))
-        s = actions._set_replica(s, b, p, lr._replace(isr=isr, zk_version=zn.zk_version + 1))
+        s = actions.set_znode(s, p, zn._replace(isr=isr, zk_version=zn.zk_version + 1))
+        s = actions.set_replica(s, b, p, lr._replace(isr=isr, zk_version=zn.zk_version + 1))
         return actions.advance_hw(s, cfg, b, p)
 
-    monkeypatch.setattr(actions, "_conditional_isr_write", unconditional)
+    monkeypatch.setattr(replication_rules, "_conditional_isr_write", unconditional)
     r = check(named("zombie"))
     assert r.violation is not None
     # the zombie's unconditional write clobbers the ISR the controller wrote
@@ -173,13 +174,14 @@ def test_a_zombie_that_could_shrink_its_isr_alone_would_commit_and_the_property_
     ZooKeeper write at all, the zombie would commit its late write by itself -- and the
     property (with the durability ones) names it."""
     import model.actions as actions
+    import model.actions.replication as replication_rules
     from model.actions import Step
     from model.registry import apply
     from model.state import initial
     from properties.safety import all_violations
 
     def local_only(s, cfg, b, p, isr):
-        return actions.advance_hw(actions._set_replica(s, b, p, actions.replica(s, b, p)._replace(isr=isr)), cfg, b, p)
+        return actions.advance_hw(actions.set_replica(s, b, p, actions.replica(s, b, p)._replace(isr=isr)), cfg, b, p)
 
     cfg = named("zombie")
     s = initial(cfg)
@@ -193,7 +195,7 @@ def test_a_zombie_that_could_shrink_its_isr_alone_would_commit_and_the_property_
     broken: list[str] = []
     for patched in (False, True):
         if patched:
-            monkeypatch.setattr(actions, "_conditional_isr_write", local_only)
+            monkeypatch.setattr(replication_rules, "_conditional_isr_write", local_only)
         s = initial(cfg)
         for action, args in script:
             t = apply(s, cfg, Step(action, args or lai(s)))

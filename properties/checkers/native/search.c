@@ -1,7 +1,7 @@
 /*
  * epochal-search: the exhaustive checker's breadth-first search, compiled.
  *
- * A port of model/actions.py (the rules), properties/checkers/reduction.py (the partial-order reduction),
+ * A port of model/actions/ (the rules), properties/checkers/reduction.py (the partial-order reduction),
  * properties/checkers/symmetry.py (the canonical representative), the properties of properties/ and the
  * loop of properties/checkers/bfs.py -- for one partition, up to four brokers, no reassignment and no
  * controlled shutdown: the shape of every named configuration.  properties/checkers/native.py rejects
@@ -620,7 +620,7 @@ static int truncation_point(const Replica *f, const Replica *l) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * model/actions.py -- each function returns 0 when its guard does not hold, else applies
+ * model/actions/ -- each function returns 0 when its guard does not hold, else applies
  * its effect to *s (a copy of the state it was given) and returns 1.
  * ------------------------------------------------------------------------------------- */
 
