@@ -3,6 +3,13 @@
 The recorder is deliberately tiny so a port in any language can match it: every event is
 one JSON object on one line, flushed as it is written, so a ``kill -9`` loses at most the
 line being written (the reader quarantines a torn last line).
+
+A recorder may **rotate** its file (``max_file_bytes``): once the file reaches the size it is
+renamed ``<name>.<n>.jsonl`` (n = 1, 2, ...; the events keep their run, node and sequence
+numbers, so a reader merges the pieces back in order) and a fresh file is started; at most
+``keep_files`` files per node are kept, the oldest deleted.  That caps what one node's trace
+can take from the disk -- at the price, once the cap is reached, of the run's beginning,
+without which the run can no longer be judged from its start.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from traces.vocabulary import KINDS
 class TraceRecorder:
     """Records the events of one node (a broker, or -1 for the harness) of one run."""
 
-    def __init__(self, path: str | os.PathLike[str], run_id: str, node: int) -> None:
+    def __init__(self, path: str | os.PathLike[str], run_id: str, node: int,
+                 max_file_bytes: int | None = None, keep_files: int = 8) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
@@ -31,6 +39,9 @@ class TraceRecorder:
         self._clock = 0
         self._lock = threading.Lock()
         self._file = open(self.path, "a", encoding="utf-8")
+        self.max_file_bytes = max_file_bytes if max_file_bytes and max_file_bytes > 0 else None
+        self.keep_files = max(1, keep_files)
+        self._size = self.path.stat().st_size
         # Optional: a clock this node must observe before each event it records (returns
         # None when there is nothing new).  A broker follows the fault injector's clock so
         # that nothing it records orders before a fault recorded earlier (impl.node.tracing).
@@ -82,10 +93,38 @@ class TraceRecorder:
                 "ts": time.time(),
             }
             self._seq += 1
-            self._file.write(json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n")
+            line = json.dumps(event, separators=(",", ":"), sort_keys=True) + "\n"
+            self._file.write(line)
             self._file.flush()
+            self._size += len(line.encode())
+            if self.max_file_bytes is not None and self._size >= self.max_file_bytes:
+                self._rotate()
             return event
+
+    def _rotate(self) -> None:
+        """Rename the full file to the next ``<name>.<n>.jsonl``, drop the oldest beyond
+        ``keep_files``, start an empty file (under the lock)."""
+        self._file.close()
+        pieces = rotated_files(self.path)
+        n = int(pieces[-1].name[len(self.path.stem) + 1:].split(".", 1)[0]) + 1 if pieces else 1
+        os.replace(self.path, self.path.with_name(f"{self.path.stem}.{n:06d}{self.path.suffix}"))
+        pieces = rotated_files(self.path)
+        for old in pieces[:max(0, len(pieces) - (self.keep_files - 1))]:  # the active one counts
+            old.unlink(missing_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._size = 0
 
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def rotated_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The rotated pieces of a trace file ``<name>.jsonl``, oldest first: ``<name>.<n>.jsonl``."""
+    p = Path(path)
+    out = []
+    for f in p.parent.glob(f"{p.stem}.*{p.suffix}"):
+        middle = f.name[len(p.stem) + 1:-len(p.suffix)]
+        if middle.isdigit():
+            out.append((int(middle), f))
+    return [f for _, f in sorted(out)]

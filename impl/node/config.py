@@ -66,6 +66,15 @@ class BrokerConfig:
     connections_max_idle_ms: int = 600_000
     authentication_timeout_ms: int = 10_000
     max_inflight_fetches: int = 256
+    # durability (impl.node.log, docs/durability.md): Kafka's flush.messages / flush.ms --
+    # fsync a log after this many records / milliseconds; 0 = never (the default, as Kafka's
+    # and as the design's acks=all: a committed record is on every ISR replica, not on disk)
+    flush_messages: int = 0
+    flush_ms: int = 0
+    # trace files (impl.node.tracing): rotated at trace_file_bytes, at most trace_files kept
+    # per broker (the oldest deleted), so a long run cannot fill the disk: 64 MiB x 8
+    trace_file_bytes: int = 64 * 1024 * 1024
+    trace_files: int = 8
 
     def __post_init__(self) -> None:
         limits.check(self.max_frame, self.max_message_bytes, self.fetch_max_bytes,

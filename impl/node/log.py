@@ -311,46 +311,60 @@ class PartitionLog:
                sequence: int = -1) -> Record:
         """Append one record at the LEO; :class:`LogDirFailure` if it cannot be written whole
         (then nothing of it remains, and the log is offline)."""
-        rec = Record(self.leo, leader_epoch, value, producer_id, sequence)
-        self._write(rec)
-        return rec
+        return self.append_batch(leader_epoch, [value], producer_id, sequence)[0]
+
+    def append_batch(self, leader_epoch: int, values: list[bytes], producer_id: int = NO_PRODUCER,
+                     base_sequence: int = -1) -> list[Record]:
+        """Append ``values`` at the LEO in one write -- every record or none
+        (:class:`LogDirFailure`); an idempotent producer's are numbered from ``base_sequence``."""
+        recs = [Record(self.leo + i, leader_epoch, v, producer_id,
+                       base_sequence + i if producer_id != NO_PRODUCER else -1)
+                for i, v in enumerate(values)]
+        self._write(recs)
+        return recs
 
     def append_replicated(self, rec: Record) -> None:
         """A follower appends a record fetched from its leader, at exactly its LEO."""
         if rec.offset != self.leo:
             raise ValueError(f"record offset {rec.offset} is not the LEO {self.leo}")
-        self._write(rec)
+        self._write([rec])
 
-    def _write(self, rec: Record) -> None:
+    def _write(self, recs: list[Record]) -> None:
         if self.offline is not None:
             raise LogDirFailure(self.offline.errno, f"log {self.dir.name} is offline after "
                                 f"a failed write ({self.offline.strerror})")
-        data = encode_record(rec)
+        if not recs:
+            return
+        encoded = [encode_record(rec) for rec in recs]
         start = self._active_size
         try:
             if self._active is None or self._active_size >= self.segment_bytes:
-                self._roll(rec.offset)
+                self._roll(recs[0].offset)
                 start = self._active_size
             assert self._active is not None
             if self._fd is None:
                 self._fd = os.open(self._active, os.O_WRONLY | os.O_APPEND)
-            _write_all(self._fd, data)
+            _write_all(self._fd, b"".join(encoded))
         except OSError as exc:
             self._go_offline(start, exc)
             raise LogDirFailure(exc.errno or errno_codes.EIO,
-                                f"append to {self.dir.name} at offset {rec.offset} failed "
+                                f"append to {self.dir.name} at offset {recs[0].offset} failed "
                                 f"({exc.strerror or exc}); the log is offline") from exc
-        self._active_size = start + len(data)
-        self.records.append(rec)
-        self._positions.append((self._active, start))
-        self.producers.record(rec.producer_id, rec.sequence, rec.offset)
+        pos = start
         changed = False
-        while self.epochs.entries and self.epochs.entries[-1][0] > rec.leader_epoch:
-            self.epochs.entries.pop()  # an epoch announced but never written is superseded
-            changed = True
-        if self.epochs.assign(rec.leader_epoch, rec.offset) or changed:
+        for rec, data in zip(recs, encoded, strict=True):
+            self.records.append(rec)
+            self._positions.append((self._active, pos))
+            pos += len(data)
+            self.producers.record(rec.producer_id, rec.sequence, rec.offset)
+            while self.epochs.entries and self.epochs.entries[-1][0] > rec.leader_epoch:
+                self.epochs.entries.pop()  # an epoch announced but never written is superseded
+                changed = True
+            changed = self.epochs.assign(rec.leader_epoch, rec.offset) or changed
+        self._active_size = pos
+        if changed:
             self._write_epochs()
-        self._unflushed += 1
+        self._unflushed += len(recs)
         self.maybe_flush()
 
     def _roll(self, base_offset: int) -> None:

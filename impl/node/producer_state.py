@@ -9,8 +9,12 @@ appended from a new one:
 * the whole batch at or below ``last``: a duplicate -- append nothing and answer with the
   offset the batch got the first time (if it is still among the runs kept here; otherwise
   DUPLICATE_SEQUENCE_NUMBER, which the client takes as delivered, as Kafka's does);
-* anything else (a gap, or a batch that overlaps ``last``): OUT_OF_ORDER_SEQUENCE_NUMBER --
-  a batch between was never appended here, and appending this one would reorder the stream.
+* a batch that starts at or below ``last`` and ends above it: its head is here already (a
+  follower fetched part of the batch before it became leader: fetches are cut by bytes,
+  not at batch ends) -- append only the tail, from ``last + 1``.  A sequence number names
+  one record of one producer, so the head in the log *is* the batch's head;
+* ``base_sequence > last + 1``: OUT_OF_ORDER_SEQUENCE_NUMBER -- a batch between was never
+  appended here, and appending this one would reorder the stream.
 
 An unknown producer id starts at sequence 0.
 
@@ -65,6 +69,7 @@ class Check:
     verdict: Verdict
     base_offset: int | None = None
     last_sequence: int = -1  # the producer's last sequence in this log (-1: none)
+    skip: int = 0  # APPEND: how many of the batch's first records the log holds already
 
 
 @dataclass
@@ -127,11 +132,11 @@ class ProducerStateTable:
 
 def classify(last_seq: int, base_sequence: int, count: int, known_offset: int | None) -> Check:
     """The rule, pure: next batch, duplicate, or out of order (see the module docstring)."""
-    if base_sequence == last_seq + 1:
-        return Check(Verdict.APPEND, None, last_seq)
-    if 0 <= base_sequence and base_sequence + count - 1 <= last_seq:
+    if base_sequence < 0 or base_sequence > last_seq + 1:
+        return Check(Verdict.OUT_OF_ORDER, None, last_seq)
+    if base_sequence + count - 1 <= last_seq:
         return Check(Verdict.DUPLICATE, known_offset, last_seq)
-    return Check(Verdict.OUT_OF_ORDER, None, last_seq)
+    return Check(Verdict.APPEND, known_offset, last_seq, last_seq + 1 - base_sequence)
 
 
 # -- producer ids: blocks reserved in ZooKeeper ------------------------------------------------

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from impl.node.log import PartitionLog, Record
+from impl.node.producer_state import NO_PRODUCER
+from impl.node.tracing import value_digest
 from traces.recorder import TraceRecorder
 
 LEADER, FOLLOWER, NONE = "leader", "follower", "none"
@@ -166,11 +168,20 @@ class Replica:
 
     # -- seed 000 G: the leader ---------------------------------------------------------------
     def append(self, value: bytes) -> Record:
-        rec = self.log.append(self.leader_epoch, value)
-        self.emit("produce", {"offset": rec.offset, "value": value.decode("utf-8", "replace"),
-                              "leader_epoch": self.leader_epoch},
-                  {"hw": self.hw, "leo": self.leo})
-        return rec
+        return self.append_batch([value])[0]
+
+    def append_batch(self, values: list[bytes], producer_id: int = NO_PRODUCER,
+                     base_sequence: int = -1) -> list[Record]:
+        """Append ``values`` in one write -- all of them, or none and
+        :class:`impl.node.log.LogDirFailure` -- recording one ``produce`` per record (the
+        model's produce appends one).  The trace names a value by its digest
+        (:func:`impl.node.tracing.value_digest`), never by its bytes."""
+        recs = self.log.append_batch(self.leader_epoch, values, producer_id, base_sequence)
+        for rec in recs:
+            self.emit("produce", {"offset": rec.offset, "value": value_digest(rec.value),
+                                  "leader_epoch": self.leader_epoch},
+                      {"hw": self.hw, "leo": rec.offset + 1})
+        return recs
 
     def begin_isr_write(self) -> asyncio.Event:
         """An ISR change is about to be written to ZooKeeper.  Until ``end_isr_write`` the

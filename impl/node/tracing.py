@@ -11,11 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 
-from traces.recorder import TraceRecorder
+from traces.recorder import TraceRecorder, rotated_files
 
 HARNESS_NODE = -1
+
+
+def value_digest(value: bytes) -> str:
+    """What a trace records of a record's value: its CRC-32 and length (``crc32:1a2b3c4d/5``),
+    never its bytes.  The judge compares values only for equality (which produced record a
+    fetch carried), and a trace that copied payloads grew by gigabytes in minutes when a
+    leader recorded multi-MiB records on every failed fetch (issue 22)."""
+    return f"crc32:{zlib.crc32(value):08x}/{len(value)}"
+
+
+def records_digest(records: list) -> list[list]:
+    """``[offset, leader_epoch, digest]`` per record, as fetch events record them."""
+    return [[r.offset, r.leader_epoch, value_digest(r.value)] for r in records]
 
 
 def trace_path(data_dir: str | os.PathLike[str], node: int) -> Path:
@@ -24,6 +38,15 @@ def trace_path(data_dir: str | os.PathLike[str], node: int) -> Path:
 
 
 def _last_event(path: Path) -> dict | None:
+    """The last complete event of a node's trace: its file, or if that is empty (just
+    rotated), the newest rotated piece."""
+    if not path.exists() or not path.stat().st_size:
+        pieces = rotated_files(path)
+        return _last_line_event(pieces[-1]) if pieces else None
+    return _last_line_event(path)
+
+
+def _last_line_event(path: Path) -> dict | None:
     if not path.exists():
         return None
     with open(path, "rb") as f:
@@ -39,14 +62,17 @@ def _last_event(path: Path) -> dict | None:
     return None
 
 
-def open_recorder(data_dir: str | os.PathLike[str], run_id: str, node: int) -> TraceRecorder:
+def open_recorder(data_dir: str | os.PathLike[str], run_id: str, node: int,
+                  max_file_bytes: int | None = None, keep_files: int = 8) -> TraceRecorder:
+    """The node's recorder; with ``max_file_bytes``, its file rotates at that size and at
+    most ``keep_files`` files are kept (:class:`traces.recorder.TraceRecorder`)."""
     path = trace_path(data_dir, node)
     path.parent.mkdir(parents=True, exist_ok=True)
     last = _last_event(path)
     if path.exists() and path.stat().st_size and not open(path, "rb").read()[-1:] == b"\n":
         with open(path, "ab") as f:  # a torn last line (kill -9): start ours on a fresh line
             f.write(b"\n")
-    rec = TraceRecorder(path, run_id, node)
+    rec = TraceRecorder(path, run_id, node, max_file_bytes, keep_files)
     if last is not None and last.get("run") == run_id:
         # the same run: continue the node's sequence and clock (a new run starts at zero;
         # the schema numbers events per (run, node))

@@ -17,6 +17,7 @@ Fields grouped by the section that writes them:
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from impl.node import faults
@@ -58,7 +59,8 @@ class BrokerCore:
         self.rule = normalise_rule(config.truncation)
         faults.install(config.data_dir, self.id)  # partitions / slow links a harness injects
         self.step_gate = StepGate(config.data_dir, self.id, config.harness_step_mode)
-        self.recorder = open_recorder(config.data_dir, config.run_id, self.id)
+        self.recorder = open_recorder(config.data_dir, config.run_id, self.id,
+                                      config.trace_file_bytes, config.trace_files)
         self.recorder.observe_first = HarnessClock(config.data_dir, config.run_id)
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.broker_epoch = -1
@@ -98,11 +100,15 @@ class BrokerCore:
         if r is None:
             if not create:
                 raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            log = PartitionLog.open(self.config.log_dir / f"{topic}-{partition}",
-                                    self.config.segment_bytes)
+            log = self.open_log(self.config.log_dir / f"{topic}-{partition}")
             r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder,
                                              on_change=self._data_changed)
         return r
+
+    def open_log(self, directory: Path) -> PartitionLog:
+        """A partition's log with this broker's segment size and flush policy (impl.node.log)."""
+        return PartitionLog.open(directory, self.config.segment_bytes, self.config.flush_messages,
+                                 self.config.flush_ms)
 
     def replica_of_incarnation(self, topic: str, partition: int,
                                topic_id: int) -> tuple[Replica, bool]:

@@ -36,7 +36,6 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from impl.node import faults
 from impl.node import zk as zkl
 from impl.node.broker.replication_follower import ReplicationFollower
-from impl.node.log import PartitionLog
 from impl.node.replica import PartitionState, Replica
 
 
@@ -137,7 +136,7 @@ class Startup(ReplicationFollower):
             if not d.is_dir() or not p.isdigit():
                 continue
             key = (topic, int(p))
-            log = PartitionLog.open(d, self.config.segment_bytes)
+            log = self.open_log(d)
             if key not in assigned:
                 log.delete()
                 self.recorder.emit("stop_replica", topic=topic, partition=int(p),
