@@ -9,6 +9,11 @@
   ISR shrank while the records waited (the HW = min LEO of the ISR jumps when it shrinks).
   An ISR write in flight is waited out first (see :meth:`Replica.begin_isr_write`), so an
   append cannot slip between the write and the ISR it sets.
+* **An idempotent producer's batch is checked by sequence** (:mod:`.producers`): a retry of
+  a batch the log holds is answered as the first time, not appended again.
+* **A batch is appended in one write, whole or not at all**; if the write fails the log
+  directory has failed (:mod:`.log_dir`): the answer is KAFKA_STORAGE_ERROR, never an
+  acknowledgement, and the broker halts.
 * **Sizes are bounded** (:mod:`impl.node.limits`): a value above ``max.message.bytes`` is
   refused with RECORD_TOO_LARGE before anything is appended, and a consumer fetch carries at
   most the fetch limits' bytes -- but always its first record whole (KIP-74).
@@ -22,7 +27,11 @@ import time
 from typing import Any
 
 from impl.node import limits
-from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
+from impl.node.broker.core import RequestError, records_to_wire
+from impl.node.broker.log_dir import LogDirFailures
+from impl.node.broker.producers import IdempotentProducers
+from impl.node.log import LogDirFailure
+from impl.node.producer_state import NO_PRODUCER, Verdict
 from impl.node.replica import LEADER, Replica
 from impl.node.wire import ErrorCode
 
@@ -45,7 +54,7 @@ def _value(v: Any) -> bytes:
     raise RequestError(ErrorCode.INVALID_REQUEST, f"a value is bytes or text, not {type(v).__name__}")
 
 
-class ClientRequests(BrokerCore):
+class ClientRequests(IdempotentProducers, LogDirFailures):
     """Produce and consumer fetch, on the leader."""
 
     async def _consumer_fetch(self, r: Replica, offset: int, max_records: int,
@@ -72,6 +81,9 @@ class ClientRequests(BrokerCore):
         """Append on the leader; answer at once (acks 0/1) or once committed (acks=all)."""
         acks = int(body.get("acks", -1))
         r = self._leader(str(body["topic"]), int(body["partition"]))
+        self.refuse_if_log_dir_failed()
+        producer_id = int(body.get("producer_id", NO_PRODUCER))
+        base_sequence = int(body.get("base_sequence", -1)) if producer_id != NO_PRODUCER else -1
         values = [_value(v) for v in body["values"]]
         if not values:
             raise RequestError(ErrorCode.INVALID_REQUEST, "no values")
@@ -88,30 +100,44 @@ class ClientRequests(BrokerCore):
                                f"ISR {sorted(r.isr)} smaller than min.insync.replicas "
                                f"{self.config.min_insync_replicas}")
         epoch = r.leader_epoch
-        last = None
-        for v in values:
-            last = r.append(v)
-        assert last is not None
-        r.maybe_advance_hw()
-        r.notify()
-        base = last.offset - len(values) + 1
+        answer: dict[str, Any] = {}
+        if producer_id != NO_PRODUCER:  # KIP-98 (.producers): no await from here to the append
+            check = self.sequence_check(r, producer_id, base_sequence, len(values))
+            if check.verdict is Verdict.DUPLICATE:
+                assert check.base_offset is not None
+                base, last_offset = check.base_offset, check.base_offset + len(values) - 1
+                answer = {"base_offset": base, "leader_epoch": r.log.records[base].leader_epoch,
+                          "duplicate": True}
+            elif check.skip:  # the batch's head is here already: append its tail
+                values, base_sequence = values[check.skip:], base_sequence + check.skip
+                answer = {"base_offset": -1 if check.base_offset is None else check.base_offset,
+                          "leader_epoch": epoch}
+        if "duplicate" not in answer:
+            try:
+                appended = r.append_batch(values, producer_id, base_sequence)
+            except LogDirFailure as exc:
+                raise self.storage_failed(exc) from None
+            r.maybe_advance_hw()
+            r.notify()
+            last_offset = appended[-1].offset
+            answer = answer or {"base_offset": appended[0].offset, "leader_epoch": epoch}
         if acks == 0:
             return None
         if acks == 1:
-            return {"base_offset": base, "leader_epoch": epoch}
+            return answer
         deadline = time.monotonic() + max(0.0, int(body.get("timeout_ms", 5000)) / 1000)
         while True:
             if r.role != LEADER or r.leader_epoch != epoch:
                 raise RequestError(ErrorCode.NOT_LEADER, "leadership lost before commit",
                                    body={"leader": r.leader})
-            if r.hw > last.offset:
+            if r.hw > last_offset:
                 if len(r.isr) < self.config.min_insync_replicas:
                     # committed by a shrunken ISR (the HW = min LEO of the ISR jumped when it
                     # shrank): acks=all promises min.insync.replicas copies -- Kafka answers so
                     raise RequestError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                                        f"committed with ISR {sorted(r.isr)}, fewer than "
                                        f"min.insync.replicas {self.config.min_insync_replicas}")
-                return {"base_offset": base, "leader_epoch": epoch}
+                return answer
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RequestError(ErrorCode.REQUEST_TIMED_OUT, "not committed in time")

@@ -30,16 +30,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from impl.node.broker.core import BrokerCore
+from impl.node.broker.log_dir import LogDirFailures
 from impl.node.fencing import topic_ids_differ
-from impl.node.log import Record
+from impl.node.log import LogDirFailure, Record
+from impl.node.producer_state import NO_PRODUCER
 from impl.node.replica import FOLLOWER, Replica
 from impl.node.topic_identity import UNKNOWN
+from impl.node.tracing import records_digest
 from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
 
 
-class ReplicationFollower(BrokerCore):
+class ReplicationFollower(LogDirFailures):
     """Seed 000 G, follower side: fetch from each leader, append, take its HW, truncate."""
 
     async def _leader_connection(self, leader: int) -> AsyncConnection:
@@ -164,12 +166,20 @@ class ReplicationFollower(BrokerCore):
         return None if self.step_gate.on else self.config.fetch_max_wait_ms / 1000 + 5
 
     def _apply_fetched(self, r: Replica, leader: int, offset: int, resp: dict[str, Any]) -> None:
-        records = [Record(int(o), int(e), bytes(v)) for o, e, v in resp["records"]]
+        # KIP-98: the producer id and sequence of each record an idempotent producer wrote
+        # travel with it, so this log -- a future leader's -- knows every batch it holds
+        producers = {int(o): (int(p), int(s)) for o, p, s in resp.get("producers") or ()}
+        records = [Record(int(o), int(e), bytes(v), *producers.get(int(o), (NO_PRODUCER, -1)))
+                   for o, e, v in resp["records"]]
         appended = []
         for rec in records:
             if rec.offset != r.leo:
                 break
-            r.log.append_replicated(rec)
+            try:
+                r.log.append_replicated(rec)
+            except LogDirFailure as exc:  # the log directory failed: .log_dir halts the broker
+                self.storage_failed(exc)
+                return
             appended.append(rec)
         new_hw = min(int(resp["hw"]), r.leo)
         hw_changed = new_hw != r.hw
@@ -178,8 +188,7 @@ class ReplicationFollower(BrokerCore):
         if appended or hw_changed:
             r.emit("receive_fetch", {
                 "leader": leader, "fetch_offset": offset, "leader_epoch": r.leader_epoch,
-                "records": [[x.offset, x.leader_epoch, x.value.decode("utf-8", "replace")]
-                            for x in appended],
+                "records": records_digest(appended),
                 "leader_hw": int(resp["hw"]), "error": None})
             r.notify()
 

@@ -2,7 +2,8 @@
 
 :class:`Broker` is the seed 000 sections put together -- C (:mod:`.control`), E
 (:mod:`.startup`), G (:mod:`.replication_leader`, :mod:`.replication_follower`), client
-requests (:mod:`.clients`) and controlled shutdown (:mod:`.shutdown`) -- with the asyncio TCP
+requests (:mod:`.clients`, with the idempotent producer's :mod:`.producers` and a failed log
+directory's :mod:`.log_dir`) and controlled shutdown (:mod:`.shutdown`) -- with the asyncio TCP
 server that reads the binary protocol of :mod:`impl.node.wire` and dispatches each request to
 its section.  It also runs a :class:`impl.node.controller.Controller`, which campaigns for
 ``/controller`` (seed 002) and talks to this broker over TCP like to any other.
@@ -216,6 +217,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
             ApiKey.FETCH: self.on_fetch,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.on_offsets_for_leader_epoch,
             ApiKey.PRODUCE: self.on_produce,
+            ApiKey.INIT_PRODUCER_ID: self.on_init_producer_id,
             ApiKey.METADATA: self.on_metadata,
             ApiKey.CONTROLLED_SHUTDOWN: self.on_controlled_shutdown,
         }
