@@ -8,6 +8,7 @@ controls with its relay; but some steps no message starts:
   previous answer is in (or, idle, after a back-off);
 * ``truncate`` -- a new follower's OffsetsForLeaderEpoch round before its first fetch;
 * ``shrink_isr`` -- the leader's ISR check runs on a timer (replica.lag.time.max.ms);
+* ``expand_isr`` -- the leader adds a caught-up follower to the ISR when it answers its fetch;
 * ``controller_elect`` -- every broker campaigns for ``/controller`` the moment it is gone;
 * ``elect_leader`` -- the controller elects new leaders the moment a broker's registration
   goes (seed 000 A on_broker_change).
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 PERMITS_FILE = "step-permits.json"
-GATES = ("send_fetch", "truncate", "shrink_isr", "controller_elect", "elect_leader")
+GATES = ("send_fetch", "truncate", "shrink_isr", "expand_isr", "controller_elect", "elect_leader")
 _POLL_S = 0.005
 
 
@@ -90,6 +91,14 @@ class StepGate:
     async def wait(self, gate: str) -> None:
         """From the event loop: return once a permit of ``gate`` is taken (at once when off)."""
         while self.on and not self._take(gate):
+            await asyncio.sleep(_POLL_S)
+
+    async def wait_any(self, gates: tuple[str, ...]) -> str:
+        """From the event loop: the first of ``gates`` whose permit is taken."""
+        while True:
+            for gate in gates:
+                if self._take(gate):
+                    return gate
             await asyncio.sleep(_POLL_S)
 
     def wait_blocking(self, gate: str) -> bool:

@@ -99,7 +99,8 @@ class ReplicationLeader(BrokerCore):
                 continue  # refused: the follower's offset is not counted
             item["epoch"] = r.leader_epoch
             leo_changed = r.record_follower_fetch(follower, offset, now)
-            if r.can_join_isr(follower, self.rule == "kip320"):
+            if r.can_join_isr(follower, self.rule == "kip320") and not self.step_gate.on:
+                # (in harness step mode the expansion waits for its permit: _isr_checker)
                 self._spawn_isr_update(r, set(r.isr) | {follower}, follower, "expand_isr")
             hw_changed = r.maybe_advance_hw()
             if hw_changed:
@@ -165,8 +166,11 @@ class ReplicationLeader(BrokerCore):
         while True:
             if self.step_gate.on:
                 # harness step mode: one check when the harness says, with the lag time
-                # taken as passed (the model's shrink_isr has no clock)
-                await self.step_gate.wait("shrink_isr")
+                # taken as passed (the model's shrink_isr has no clock); an expansion the
+                # fetches made possible, likewise
+                if await self.step_gate.wait_any(("shrink_isr", "expand_isr")) == "expand_isr":
+                    self._expand_caught_up()
+                    continue
                 now = time.monotonic() + lag_s + 1
             else:
                 await asyncio.sleep(max(0.05, lag_s / 4))
@@ -180,6 +184,18 @@ class ReplicationLeader(BrokerCore):
                     # next check (a quarter of the lag time later) takes the next one
                     out = min(lagging)
                     self._spawn_isr_update(r, set(r.isr) - {out}, out, "shrink_isr")
+
+    def _expand_caught_up(self) -> None:
+        """maybe_change_ISR's expand half for one follower that may join (harness step mode,
+        where it is not done at the fetch itself)."""
+        for r in list(self.replicas.values()):
+            if r.role != LEADER or r.isr_update_in_flight:
+                continue
+            joining = [f for f in sorted(r.replicas) if f != self.id
+                       and r.can_join_isr(f, self.rule == "kip320")]
+            if joining:
+                self._spawn_isr_update(r, set(r.isr) | {joining[0]}, joining[0], "expand_isr")
+                return
 
     def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
         if r.isr_update_in_flight:
