@@ -7,6 +7,13 @@ All three start from one bootstrap broker (``host:port``), ask it for metadata (
 UpdateMetadata view the controller pushed to every broker), and talk to each partition's
 leader.  Seed 000 question 6: during a leadership change a client may reach a broker that is
 not (yet) the leader; it refreshes metadata and retries.
+
+The producer is **idempotent** by default with acks=all (Kafka's ``enable.idempotence``,
+KIP-98): it takes a producer id from a broker and numbers each partition's records, and a
+retry resends a batch with the numbers it had, so a leader that already holds the batch
+answers without appending it again (:mod:`impl.node.producer_state`).  It retries for up to
+``delivery_timeout_ms`` (Kafka's ``delivery.timeout.ms``), longer than a leader failover
+takes (docs/durability.md).
 """
 
 from __future__ import annotations
@@ -22,7 +29,16 @@ from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, RpcError, erro
 RETRIABLE = {ErrorCode.NOT_LEADER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
              ErrorCode.REQUEST_TIMED_OUT, ErrorCode.FENCED_LEADER_EPOCH,
              ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_ENOUGH_REPLICAS,
-             ErrorCode.BROKER_NOT_AVAILABLE}
+             ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR}
+RETRIABLE_IDEMPOTENT = RETRIABLE | {ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+"""Kafka retries NOT_ENOUGH_REPLICAS_AFTER_APPEND too; only an idempotent producer can do so
+without writing the records twice."""
+
+DELIVERY_TIMEOUT_MS = 30_000
+"""How long a producer keeps retrying one batch (Kafka's ``delivery.timeout.ms``, there 120 s).
+A ``kill -9`` of a leader takes 4.3 s here until a new leader acknowledges (bench/bench_cluster.py,
+docs/durability.md) -- most of it the ZooKeeper session timeout -- so the budget covers a
+leader failover and a controller failover behind it, several times over."""
 
 
 class ClusterUnavailable(Exception):
@@ -134,15 +150,43 @@ class Client:
 
 
 class Producer(Client):
-    """acks 0, 1 or -1 ("all"); retries NOT_LEADER and friends after a metadata refresh."""
+    """acks 0, 1 or -1 ("all"); retries NOT_LEADER and friends after a metadata refresh, for
+    up to ``delivery_timeout_ms`` (and at most ``retries`` times, if given).
 
-    def __init__(self, bootstrap: str = "127.0.0.1:9092", acks: int = -1, retries: int = 20,
+    ``idempotent`` (default: with acks=-1, as Kafka's) numbers the batches so a retry is
+    never appended twice.  A batch given up on (its outcome unknown) or refused out of order
+    ends the producer id: the next batch starts a new one at sequence 0, so it never follows
+    a gap.  A broker that does not know INIT_PRODUCER_ID (a port's) leaves the producer
+    non-idempotent."""
+
+    def __init__(self, bootstrap: str = "127.0.0.1:9092", acks: int = -1, retries: int | None = None,
                  request_timeout_ms: int = 5000, retry_backoff_s: float = 0.2,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, idempotent: bool | None = None,
+                 delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS) -> None:
         super().__init__(bootstrap, timeout)
         self.acks, self.retries = acks, retries
         self.request_timeout_ms, self.retry_backoff_s = request_timeout_ms, retry_backoff_s
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.idempotent = acks == -1 if idempotent is None else idempotent
+        self.producer_id: int | None = None
+        self._sequences: dict[tuple[str, int], int] = {}
         self._rr: dict[str, Iterator[int]] = {}
+
+    def _producer_id(self) -> int | None:
+        """This producer's id, asked for once (InitProducerId); None if not idempotent."""
+        if self.idempotent and self.producer_id is None:
+            try:
+                self.producer_id = int(self.any_broker(ApiKey.INIT_PRODUCER_ID, {})["producer_id"])
+            except RpcError as exc:
+                if exc.code not in (ErrorCode.INVALID_REQUEST, ErrorCode.UNSUPPORTED_VERSION):
+                    raise
+                self.idempotent = False  # a broker without the API: plain retries
+        return self.producer_id if self.idempotent else None
+
+    def _end_producer_id(self) -> None:
+        """The stream of some partition has a batch of unknown fate: start a new stream."""
+        self.producer_id = None
+        self._sequences.clear()
 
     def send(self, topic: str, value: bytes | str, partition: int | None = None) -> dict[str, Any]:
         return self.send_batch(topic, [value], partition)
@@ -150,32 +194,55 @@ class Producer(Client):
     def send_batch(self, topic: str, values: list[bytes | str],
                    partition: int | None = None) -> dict[str, Any]:
         data = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+        deadline = time.monotonic() + self.delivery_timeout_ms / 1000
         last: Exception | None = None
-        for attempt in range(self.retries + 1):
+        producer_id: int | None = None
+        sequence = -1  # the batch's base sequence: fixed at the first attempt, resent as is
+        attempt = 0
+        while True:
             try:
                 if partition is None:
                     parts = sorted(self.partitions(topic))
                     rr = self._rr.setdefault(topic, itertools.cycle(parts))
                     partition = next(rr)
+                if producer_id is None and self._producer_id() is not None:
+                    producer_id = self.producer_id
+                    sequence = self._sequences.get((topic, partition), 0)
+                body: dict[str, Any] = {"topic": topic, "partition": partition, "acks": self.acks,
+                                        "values": data, "timeout_ms": self.request_timeout_ms}
+                if producer_id is not None:
+                    body.update(producer_id=producer_id, base_sequence=sequence)
                 addr = self.leader_addr(topic, partition)
-                resp = self.call(addr, ApiKey.PRODUCE, {
-                    "topic": topic, "partition": partition, "acks": self.acks, "values": data,
-                    "timeout_ms": self.request_timeout_ms},
-                    timeout=self.request_timeout_ms / 1000 + 5, expect_response=self.acks != 0)
+                try:
+                    resp = self.call(addr, ApiKey.PRODUCE, body,
+                                     timeout=self.request_timeout_ms / 1000 + 5,
+                                     expect_response=self.acks != 0)
+                except RpcError as exc:
+                    if producer_id is None or exc.code != ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                        raise
+                    resp = {"base_offset": -1, "leader_epoch": -1, "duplicate": True}  # delivered
+                if producer_id is not None:
+                    self._sequences[(topic, partition)] = sequence + len(data)
                 return dict(resp, partition=partition)
             except RpcError as exc:
-                if exc.code not in RETRIABLE:
+                if exc.code not in (RETRIABLE_IDEMPOTENT if producer_id is not None else RETRIABLE):
+                    if producer_id is not None:
+                        self._end_producer_id()
                     raise
                 last = exc
             except OSError as exc:
                 last = exc
-            if attempt < self.retries:
-                time.sleep(self.retry_backoff_s)
-                try:
-                    self.refresh()
-                except (ClusterUnavailable, RpcError, OSError) as exc:
-                    last = exc
-        raise last if last else RuntimeError("unreachable")
+            attempt += 1
+            if (self.retries is not None and attempt > self.retries) or \
+                    time.monotonic() + self.retry_backoff_s >= deadline:
+                if producer_id is not None:
+                    self._end_producer_id()  # the batch's fate is unknown
+                raise last
+            time.sleep(self.retry_backoff_s)
+            try:
+                self.refresh()
+            except (ClusterUnavailable, RpcError, OSError) as exc:
+                last = exc
 
 
 class Consumer(Client):
