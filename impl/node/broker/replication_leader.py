@@ -46,8 +46,10 @@ from impl.node import limits
 from impl.node import zk as zkl
 from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
 from impl.node.fencing import epoch_lookup_refusal, fetch_refusal
+from impl.node.producer_state import NO_PRODUCER
 from impl.node.replica import LEADER, Replica
 from impl.node.topic_identity import UNKNOWN
+from impl.node.tracing import records_digest
 from impl.node.truncation import leader_epoch_answer
 from impl.node.wire import ErrorCode
 
@@ -141,14 +143,17 @@ class ReplicationLeader(BrokerCore):
             if records or it["changed"] or r.hw != it["known_hw"]:
                 r.emit("handle_fetch", {"follower": follower, "fetch_offset": it["offset"],
                                         "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
-                                        "records": [[x.offset, x.leader_epoch,
-                                                     x.value.decode("utf-8", "replace")]
-                                                    for x in records],
+                                        "records": records_digest(records),
                                         "error": None},
                        {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
-            out.append({"topic": it["topic"], "partition": it["partition"], "error": 0,
-                        "records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
-                        "leader_epoch": r.leader_epoch, "topic_id": r.log.topic_id or UNKNOWN})
+            answer = {"topic": it["topic"], "partition": it["partition"], "error": 0,
+                      "records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
+                      "leader_epoch": r.leader_epoch, "topic_id": r.log.topic_id or UNKNOWN}
+            producers = [[x.offset, x.producer_id, x.sequence] for x in records
+                         if x.producer_id != NO_PRODUCER]
+            if producers:  # KIP-98: the follower keeps them, so its log knows every batch
+                answer["producers"] = producers
+            out.append(answer)
         return {"partitions": out}
 
     @staticmethod
