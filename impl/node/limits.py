@@ -30,8 +30,10 @@ from collections.abc import Sequence
 from impl.node.log import Record
 
 # [offset, leader_epoch, value] in the wire encoding: a list header (5), two tagged i64 (18),
-# a tagged, length-prefixed byte string (5); rounded up
-RECORD_OVERHEAD = 32
+# a tagged, length-prefixed byte string (5); and a replica fetch's [offset, producer_id,
+# sequence] of an idempotent producer's record (KIP-98): a list header and three tagged i64
+# (32); rounded up
+RECORD_OVERHEAD = 64
 # what a response needs besides records (each partition's name, error, HW, LEO, epoch and
 # topic id, the frame header): one MiB, enough for thousands of partitions
 FRAME_HEADROOM = 1 << 20
