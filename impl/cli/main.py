@@ -27,6 +27,7 @@ SUBCOMMAND_MODULES = [
     "impl.cli.record_traces",  # epochal record-traces
     "impl.cli.chaos",  # epochal chaos
     "impl.cli.conform",  # epochal conform
+    "impl.cli.drive",  # epochal drive
     "impl.cli.package_job",  # epochal package-job
     "impl.cli.vectors",  # epochal vectors
     "impl.cli.commands",  # epochal cluster|topics|quotas|produce|consume|broker

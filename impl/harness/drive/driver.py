@@ -1,0 +1,396 @@
+"""The driver: execute a run of the model step by step against a real cluster, and judge
+every step.
+
+For each step of the run the driver takes the model's step (``model.registry.apply``: the
+state it expects next), performs the harness operation of ``operations.OPERATIONS`` that
+makes the implementation take the same step, waits (bounded) for the implementation to
+record it, and then compares:
+
+* the whole trace so far, judged by the trace judge (``conformance.judge.replay.judge``,
+  the same judge ``epochal conform`` uses): does every recorded event match a step the
+  model allows, and does the state it leads to keep every property?
+* ZooKeeper against the model's ZooKeeper: the controller, the live brokers, the
+  partition's leader and leader epoch.
+
+The first step at which either disagrees is the divergence, reported as conformance reports
+one: the step, what the implementation did, what the model allowed.  A property the model's
+own run breaks at a step, and that the judge finds the implementation broke there too, is a
+*reproduced* violation.
+
+The implementation's channels send one request at a time: a LeaderAndISR the model delivers
+may wait behind an older one to the same broker.  The driver then delivers the older one
+first, and takes the model step it is (an ``inserted`` step in the report), so that the
+model keeps describing what the implementation did.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.judge.replay import judge
+from conformance.spark.order import causal_order, split_groups
+from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster
+from impl.harness.drive.operations import OPERATIONS, Divergence
+from impl.harness.drive.paths import ModelRun, brokers_needed, step_of
+from impl.harness.relay import Frame
+from model.actions import Step
+from model.config import Config, named
+from model.registry import apply
+from model.render import describe
+from model.state import LeaderAndIsr, State, initial
+from properties.safety import all_violations
+
+FOLLOWED, DIVERGED, REPRODUCED, REFUSED = "followed", "diverged", "reproduced", "model_refused"
+
+
+class DriveError(ValueError):
+    """A run the driver cannot execute (unknown action, no driver for it): bad input."""
+
+
+@dataclass
+class StepReport:
+    n: int
+    action: str
+    args: str
+    description: str
+    operation: str
+    outcome: str  # followed, diverged, reproduced, inserted, model_refused
+    events: list[str] = field(default_factory=list)  # what the implementation recorded
+    zookeeper: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    note: str | None = None
+
+
+@dataclass
+class DriveReport:
+    run: str
+    config: str
+    brokers: int
+    truncation: str
+    verdict: str  # followed, diverged, reproduced, model_refused
+    exit_code: int
+    steps: list[StepReport] = field(default_factory=list)
+    divergence: dict[str, Any] | None = None  # step, implementation_did, model_allowed
+    property: str | None = None
+    model_violation: str | None = None  # what the model's own run breaks, if anything
+    transitions: int = 0  # model steps driven (inserted ones included)
+    seconds: float = 0.0
+    setup_seconds: float = 0.0
+    data_dir: str | None = None
+
+    def transitions_per_minute(self) -> float:
+        driven = self.seconds - self.setup_seconds
+        return round(60 * self.transitions / driven, 1) if driven > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "transitions_per_minute": self.transitions_per_minute()}
+
+
+def check_drivable(run: ModelRun) -> None:
+    """Every action of the run has a driver; else the one-line reason (bad input, exit 2)."""
+    from model.registry import ACTIONS
+
+    for action, _ in run.steps:
+        if action not in OPERATIONS:
+            why = getattr(ACTIONS[action].coverage.driver, "reason", "") if action in ACTIONS else ""
+            raise DriveError(f"{run.name}: action {action} has no driver" + (f" ({why})" if why else ""))
+
+
+class Driver:
+    """Drive one model run against a fresh cluster (``run``); the Python API the CLI and
+    tests use, and what generated test cases build on."""
+
+    def __init__(self, config: str, data_dir: Path | None = None, step_timeout: float = 20.0,
+                 progress: Callable[[str], None] | None = None, keep: bool = False) -> None:
+        self.config_name = config
+        self.data_dir = data_dir
+        self.step_timeout = step_timeout
+        self.say = progress or (lambda m: None)
+        self.keep = keep
+        self.cluster: SteerableCluster = None  # type: ignore[assignment]
+        self.cfg: Config = None  # type: ignore[assignment]
+        self.shift = 0  # the implementation's leader epoch minus the model's
+        self.s: State = None  # type: ignore[assignment]
+        self.inserted: list[StepReport] = []
+        self._seen: set[tuple[int, int]] = set()
+        self._consumed: set[tuple[int, int]] = set()  # events an expectation matched
+        self._zk_last: dict[str, Any] = {}
+
+    # -- the run -------------------------------------------------------------------------------
+    def run(self, run: ModelRun) -> DriveReport:
+        check_drivable(run)
+        n = brokers_needed(run, self.config_name)
+        self.cfg = named(self.config_name, brokers=n)
+        start = time.monotonic()
+        data_dir = Path(self.data_dir or tempfile.mkdtemp(prefix="epochal-drive-"))
+        report = DriveReport(run.name, self.config_name, n, self.cfg.truncation, FOLLOWED, 0,
+                             data_dir=str(data_dir))
+        self.say(f"drive {run.name} against config {self.config_name} "
+                 f"(truncation {self.cfg.truncation}, {n} brokers) in {data_dir}")
+        self.cluster = SteerableCluster(data_dir, n, self.cfg.truncation, self.cfg.min_insync,
+                                        self.cfg.unclean, log=self.say)
+        try:
+            self.cluster.start()
+            zk = self.cluster.zk_state()
+            self.s = initial(self.cfg)
+            self.shift = int(zk["leader_epoch"]) - self.s.zk.partitions[PARTITION].leader_epoch
+            self._events_since()  # the setup's events are the partition's life before the run
+            report.setup_seconds = time.monotonic() - start
+            self.say(f"cluster ready in {report.setup_seconds:.1f}s: the model's initial state")
+            self._drive(run, report)
+        finally:
+            report.seconds = time.monotonic() - start
+            self.cluster.stop()
+        return report
+
+    def _drive(self, run: ModelRun, report: DriveReport) -> None:
+        for i, (action, choose) in enumerate(run.steps, 1):
+            s = self.s
+            step = step_of(action, choose, s)
+            t = apply(s, self.cfg, step) if step is not None else None
+            if t is None:
+                what = f"{action}: no such message in flight" if step is None else f"{action}{step.args}: not enabled"
+                report.steps.append(StepReport(i, action, "", "", OPERATIONS[action].name, REFUSED,
+                                               note=f"the model refuses step {i} ({what}): the run ends here"))
+                self.say(f"step {i}: the model refuses {what}; the run ends here")
+                report.verdict = REFUSED
+                return
+            op = OPERATIONS[action]
+            sr = StepReport(i, action, _args_text(step), describe(step, s, t), op.name, FOLLOWED)
+            began = time.monotonic()
+            self.inserted = []
+            try:
+                op.run(self, step, s, t)
+                if self.s is not s:  # older requests delivered first: re-take the step after them
+                    t = apply(self.s, self.cfg, step)
+                    if t is None:
+                        raise Divergence(f"after delivering older requests first ({len(self.inserted)}), "
+                                         f"{action}{_args_text(step)} is no longer enabled",
+                                         f"{action} before them")
+                sr.events = [_event_text(e) for e in self._events_since()]
+                self._compare(t)
+            except Divergence as exc:
+                sr.outcome, sr.note = DIVERGED, str(exc)
+                sr.seconds = time.monotonic() - began
+                report.steps += self.inserted + [sr]
+                report.transitions += len(self.inserted)
+                self._diverged(report, sr, exc.did, exc.allowed)
+                return
+            except JudgeSaysNo as exc:
+                sr.seconds = time.monotonic() - began
+                report.steps += self.inserted + [sr]
+                report.transitions += len(self.inserted) + 1
+                model_broke = all_violations(self.s, t)
+                if exc.property and any(name == exc.property for name, _ in model_broke):
+                    sr.outcome = REPRODUCED
+                    sr.note = f"the implementation breaks {exc.property}, as the model's run does here"
+                    report.verdict, report.exit_code, report.property = REPRODUCED, 1, exc.property
+                    report.model_violation = "; ".join(f"{n}: {m}" for n, m in model_broke)
+                    report.divergence = {"step": i, "action": action, "implementation_did": exc.did,
+                                         "model_allowed": exc.allowed}
+                    self.say(f"step {i} {action}{sr.args}: reproduced -- {exc.property}: {exc.did}")
+                    return
+                sr.outcome, sr.note = DIVERGED, f"{exc.did}; the model allowed: {exc.allowed}"
+                report.property = exc.property
+                self._diverged(report, sr, exc.did, exc.allowed)
+                return
+            sr.seconds = time.monotonic() - began
+            report.steps += self.inserted + [sr]
+            report.transitions += len(self.inserted) + 1
+            self.s = t
+            sr.zookeeper = self._zk_last
+            self.say(f"step {i}/{len(run.steps)} {action}{sr.args}: followed ({sr.seconds:.1f}s)"
+                     + (f" [{len(self.inserted)} older request(s) delivered first]" if self.inserted else ""))
+            broke = all_violations(s, t)
+            if broke:
+                # the model's run breaks a property here, and the implementation holds what
+                # the model's state holds (its logs, HWs and ZooKeeper, compared above)
+                names = ", ".join(n for n, _ in broke)
+                sr.outcome = REPRODUCED
+                sr.note = f"the implementation holds the model's state, which breaks {names}"
+                report.verdict, report.exit_code, report.property = REPRODUCED, 1, broke[0][0]
+                report.model_violation = "; ".join(f"{n}: {m}" for n, m in broke)
+                self.say(f"step {i} {action}{sr.args}: reproduced the model's violation -- {report.model_violation}")
+                return
+
+    def _diverged(self, report: DriveReport, sr: StepReport, did: str, allowed: str) -> None:
+        sr.outcome = DIVERGED
+        report.verdict, report.exit_code = DIVERGED, 1
+        report.divergence = {"step": sr.n, "action": sr.action, "implementation_did": did,
+                             "model_allowed": allowed}
+        self.say(f"step {sr.n} {sr.action}{sr.args}: DIVERGED -- {did}; the model allowed: {allowed}")
+
+    # -- comparing -----------------------------------------------------------------------------
+    def _compare(self, t: State) -> None:
+        events = self.cluster.events()
+        ordered, _ = causal_order(events)
+        group = split_groups(ordered).get((TOPIC, PARTITION), [])
+        verdict = judge(group, self.config_name)
+        if not verdict["conforms"]:
+            raise JudgeSaysNo(verdict)
+        zk = self.cluster.zk_state()
+        self._zk_last = zk
+        want = t.zk
+        zn = want.partitions[PARTITION]
+        mine = {"controller": zk["controller"], "live": zk["live"], "leader": zk.get("leader"),
+                "leader_epoch": zk.get("leader_epoch", -1) - self.shift}
+        model = {"controller": want.controller, "live": list(want.live), "leader": zn.leader,
+                 "leader_epoch": zn.leader_epoch}
+        if mine != model:
+            diff = ", ".join(f"{k} {mine[k]} (model: {model[k]})" for k in mine if mine[k] != model[k])
+            raise Divergence(f"ZooKeeper holds {diff}", f"ZooKeeper as {model}")
+        for b, broker in enumerate(t.brokers):
+            r = broker.replicas[PARTITION]
+            records, hw = self.cluster.replica_on_disk(b)
+            have = [(epoch - self.shift, value) for _, epoch, value in records]
+            want = [(e.epoch, f"v{e.value}") for e in r.log]
+            if have != want or hw != r.hw:
+                raise Divergence(f"broker {b}'s log on disk is {_log_text(have)} with hw {hw}",
+                                 f"log {_log_text(want)} with hw {r.hw}")
+
+    def _events_since(self) -> list[dict[str, Any]]:
+        """The implementation's events not seen before (and mark them seen)."""
+        new = [e for e in self.cluster.events() if (e["node"], e["seq"]) not in self._seen]
+        self._seen |= {(e["node"], e["seq"]) for e in new}
+        return new
+
+    # -- what operations use -------------------------------------------------------------------
+    def expect(self, kind: str, node: int, what: str, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for the implementation to record ``kind`` on ``node`` (an event not yet
+        consumed by an earlier expectation)."""
+        deadline = time.monotonic() + (timeout or self.step_timeout)
+        while time.monotonic() < deadline:
+            for e in self.cluster.events():
+                key = (e["node"], e["seq"])
+                if e["kind"] == kind and e["node"] == node and key not in self._seen and key not in self._consumed:
+                    self._consumed.add(key)
+                    return e
+            time.sleep(0.05)
+        raise Divergence(f"broker {node} recorded no {kind} within {timeout or self.step_timeout:.0f}s", what)
+
+    def settle(self, seconds: float = 0.3) -> None:
+        """A step the implementation takes silently: give it the time to."""
+        time.sleep(seconds)
+
+    def frame_mark(self) -> int:
+        frames = self.cluster.relay.frames
+        return frames[-1].id if frames else 0
+
+    def relay_wait(self, kind: str, src: int, dst: int, match: Callable[[Frame], bool] | None,
+                   what: str) -> Frame:
+        f = self.cluster.relay.wait_held(kind, src, dst, match, timeout=self.step_timeout)
+        if f is None:
+            raise Divergence(f"no {kind} from {src} to {dst} held within {self.step_timeout:.0f}s", what)
+        return f
+
+    def held_fetch(self, follower: int, leader: int, offset: int) -> Frame:
+        def at(f: Frame) -> bool:
+            parts = f.summary.get("partitions") or [{}]
+            return parts[0].get("fetch_offset") == offset
+        return self.relay_wait("fetch_request", follower, leader, at,
+                               f"a fetch from broker {follower} at offset {offset} in flight to {leader}")
+
+    def lost_with(self, broker: int) -> None:
+        """Messages on their way to a broker that stopped are lost (the model drops them)."""
+        relay = self.cluster.relay
+        for f in relay.held(dst=broker):
+            if f.kind in ("leader_and_isr", "stop_replica", "fetch_request", "fetch_response") and f.dst == broker:
+                relay.drop(f.id)
+
+    def deliver_leader_and_isr(self, m: LeaderAndIsr) -> None:
+        """Release the held LeaderAndISR the model's message ``m`` is.  If it is not held yet,
+        an older request to the same broker holds up its channel: deliver that one first and
+        take the model step it is."""
+        relay = self.cluster.relay
+        epoch = m.leader_epoch + self.shift
+
+        def wanted(f: Frame) -> bool:
+            return any(e.get("leader") == m.leader and e.get("leader_epoch") == epoch
+                       for e in f.summary.get("partitions") or [])
+
+        for _ in range(10):
+            f = relay.wait_held("leader_and_isr", dst=m.to, match=wanted, timeout=1.0)
+            if f is not None:
+                relay.release(f.id)
+                return
+            older = relay.held("leader_and_isr", dst=m.to) + relay.held("stop_replica", dst=m.to)
+            if not older:
+                continue
+            first = min(older, key=lambda x: x.id)
+            relay.release(first.id)
+            self._take_delivered(first)
+        raise Divergence(f"no LeaderAndISR to broker {m.to} with leader {m.leader} and leader epoch "
+                         f"{epoch} (model {m.leader_epoch}) in flight",
+                         f"deliver LeaderAndISR {m}")
+
+    def _take_delivered(self, f: Frame) -> None:
+        """The model step an older request delivered first is, taken in the driver's state."""
+        time.sleep(0.3)
+        e = (f.summary.get("partitions") or [{}])[0]
+        if f.kind != "leader_and_isr" or not e:
+            self.inserted.append(StepReport(0, f.kind, "", f"delivered {f.describe()} first", "relay.release",
+                                            "inserted", note="no model step: stop_replica"))
+            return
+        epoch = int(e.get("leader_epoch", -1)) - self.shift
+        for m in self.s.leader_and_isr:
+            if m.to == f.dst and m.leader == e.get("leader") and m.leader_epoch == epoch \
+                    and m.controller_epoch == f.summary.get("controller_epoch"):
+                action = "become_leader" if m.leader == m.to else "become_follower"
+                step = Step(action, (m,))
+                t = apply(self.s, self.cfg, step)
+                if t is not None:
+                    self.inserted.append(StepReport(0, action, _args_text(step), describe(step, self.s, t),
+                                                    "relay.release(leader_and_isr)", "inserted",
+                                                    note="an older request, delivered first: the channel "
+                                                         "sends one request at a time"))
+                    self.s = t
+                    return
+        self.inserted.append(StepReport(0, "leader_and_isr", "", f"delivered {f.describe()} first",
+                                        "relay.release(leader_and_isr)", "inserted",
+                                        note="a no-op in the model (stale or repeated)"))
+
+
+class JudgeSaysNo(Exception):
+    """The trace judge found the implementation's trace non-conforming."""
+
+    def __init__(self, verdict: dict[str, Any]) -> None:
+        super().__init__(verdict.get("reason") or "non-conforming")
+        self.property = verdict.get("property")
+        reason = str(verdict.get("reason") or "")
+        self.did, _, rest = reason.partition(" does not match any step the model allows: ")
+        if rest:
+            self.allowed = rest
+        elif self.property:
+            self.allowed = "states that keep every property"
+        else:
+            self.allowed = "; ".join(verdict.get("possible_states") or [])[:600] or "no step"
+        if not rest and not self.property:
+            self.did = reason
+
+
+def _log_text(log: list[tuple[int, str]]) -> str:
+    """A log in the model's epochs: ``[v1@1, v2@2]``."""
+    return "[" + ", ".join(f"{v}@{e}" for e, v in log) + "]"
+
+
+def _args_text(step: Step) -> str:
+    parts = []
+    for a in step.args:
+        if hasattr(a, "_fields"):
+            fields = a._asdict()
+            keep = {k: v for k, v in fields.items() if k in ("to", "follower", "leader", "leader_epoch", "offset")}
+            parts.append(f"{type(a).__name__}({', '.join(f'{k}={v}' for k, v in keep.items())})")
+        else:
+            parts.append(repr(a))
+    return "(" + ", ".join(parts) + ")"
+
+
+def _event_text(e: dict[str, Any]) -> str:
+    who = "harness" if e["node"] == -1 else f"broker {e['node']}"
+    params = {k: v for k, v in (e.get("params") or {}).items() if k not in ("records",)}
+    return f"{e['kind']} by {who} {params}"

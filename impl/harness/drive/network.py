@@ -1,0 +1,199 @@
+"""A cluster a model run can steer: real ZooKeeper, real broker processes, every broker
+behind the harness's relay, every broker in step mode.
+
+Set up so that it stands where the model's initial state (``model.state.initial``) stands:
+broker 0 is the controller at controller epoch 1, one topic ``t`` with one partition whose
+replicas are every broker, broker 0 its leader, every follower has taken the LeaderAndISR and
+none has fetched yet.  From then on the relay holds the model's messages
+(``relay.MODEL_MESSAGES``) and nothing the brokers would do on their own happens without a
+permit (``impl.node.step_gate``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from impl.harness.cluster import LocalCluster
+from impl.harness.relay import MODEL_MESSAGES, Relay
+from impl.node import step_gate
+from impl.node import zk as zkl
+from impl.node.client import Admin
+from impl.node.config import BrokerConfig
+from impl.node.log import read_segments
+from impl.node.tracing import trace_path
+from impl.node.wire import ApiKey, BlockingConnection
+from impl.node.zk import EmbeddedZooKeeper, free_port
+from traces.reader import read_traces
+
+TOPIC = "t"
+PARTITION = 0
+
+STEP_SETTINGS: dict[str, Any] = {
+    "harness_step_mode": True,
+    # a held request is a message in flight for as long as the run says: no sender gives up
+    "controller_request_timeout_s": 600.0,
+    # a killed broker's session ends within seconds (the model's crash includes it)
+    "zk_session_timeout_s": 2.0,
+    # the relay reads every frame: connections without the SCRAM exchange (docs/security.md)
+    "insecure": True,
+}
+
+
+class SetupError(RuntimeError):
+    """The cluster did not reach the model's initial state."""
+
+
+class SteerableCluster:
+    """ZooKeeper, ``n`` brokers in step mode, and the relay in front of them."""
+
+    def __init__(self, data_dir: Path, brokers: int, truncation: str, min_insync: int = 1,
+                 unclean: bool = False, log: Any = None) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.n = brokers
+        self.log = log or (lambda m: None)
+        self.cluster = LocalCluster(self.data_dir, brokers=brokers, insecure=True)
+        self.settings = dict(STEP_SETTINGS, truncation=truncation, min_insync_replicas=min_insync,
+                             unclean_leader_election=unclean)
+        self.relay: Relay | None = None
+        self._produced: list[threading.Thread] = []
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self, timeout: float = 60.0) -> SteerableCluster:
+        c = self.cluster
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        c.zk_server = EmbeddedZooKeeper(data_dir=self.data_dir / "zookeeper",
+                                        tick_time_ms=c.tick_time_ms).start()
+        ports = {b: free_port() for b in range(self.n)}
+        self.relay = Relay({b: ("127.0.0.1", p) for b, p in ports.items()}).start()
+        for b in range(self.n):
+            c.configs[b] = BrokerConfig(broker_id=b, port=ports[b], zookeeper=c.zookeeper,
+                                        data_dir=self.data_dir, run_id=c.run_id,
+                                        advertised_port=self.relay.ports[b], **self.settings)
+        # broker 0 first, and only it may campaign: the model's controller is broker 0
+        c.start_broker(0)
+        self.grant(0, "controller_elect")
+        self._wait(lambda: self.controller() == 0, timeout, "broker 0 to become controller")
+        for b in range(1, self.n):
+            c.start_broker(b)
+        c.wait_ready(timeout)
+        with Admin(c.bootstrap) as admin:
+            admin.create_topic(TOPIC, assignment={PARTITION: list(range(self.n))}, wait=timeout)
+        roles = {0: "become_leader", **{b: "become_follower" for b in range(1, self.n)}}
+        self._wait(lambda: all(self.has_event(roles[b], b) for b in roles), timeout,
+                   "every replica to take the first LeaderAndISR")
+        self.relay.set_hold(MODEL_MESSAGES)
+        return self
+
+    def stop(self) -> None:
+        try:
+            self.cluster.stop()
+        finally:
+            if self.relay is not None:
+                self.relay.stop()
+
+    def _wait(self, ok: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ok():
+                return
+            time.sleep(0.05)
+        raise SetupError(f"timed out waiting for {what}")
+
+    # -- what the harness commands -------------------------------------------------------------
+    def pid(self, broker: int) -> int:
+        return self.cluster.procs[broker].pid
+
+    def alive(self, broker: int) -> bool:
+        p = self.cluster.procs.get(broker)
+        return p is not None and p.poll() is None
+
+    def grant(self, broker: int, gate: str) -> None:
+        step_gate.grant(self.data_dir, broker, self.pid(broker), gate)
+
+    def produce(self, broker: int, value: str) -> None:
+        """An acks=all write straight to ``broker``'s own port, sent once and never retried
+        (a retry would be a second write the model never made); its answer comes when the
+        HW passes it, so it is awaited on a thread of its own."""
+        host, port = self.cluster.endpoint(broker)
+
+        def send() -> None:
+            try:
+                conn = BlockingConnection(host, port, timeout=600)
+                conn.send(ApiKey.PRODUCE, {"topic": TOPIC, "partition": PARTITION, "acks": -1,
+                                           "values": [value.encode()], "timeout_ms": 600_000})
+                conn.close()
+            except OSError:
+                pass  # the leader died first: the model's write is in its log or nowhere
+
+        t = threading.Thread(target=send, daemon=True, name=f"produce-{value}")
+        t.start()
+        self._produced.append(t)
+
+    # -- what the harness reads ----------------------------------------------------------------
+    def events(self) -> list[dict[str, Any]]:
+        return read_traces([self.data_dir / "traces"]).events
+
+    def has_event(self, kind: str, node: int) -> bool:
+        path = trace_path(self.data_dir, node)
+        if not path.exists():
+            return False
+        return any(json.loads(line).get("kind") == kind
+                   for line in path.read_text().splitlines() if line.strip())
+
+    def zk_state(self) -> dict[str, Any]:
+        """What ZooKeeper holds of the model's state: the controller, the controller epoch,
+        the live brokers and the partition's leader, leader epoch, ISR and version."""
+        zk = self.cluster.zk_client()
+        try:
+            out: dict[str, Any] = {"controller": self._controller(zk)}
+            try:
+                raw, _ = zk.get(zkl.CONTROLLER_EPOCH)
+                out["controller_epoch"] = int(raw.decode())
+            except Exception:  # noqa: BLE001 - not written yet
+                out["controller_epoch"] = -1
+            out["live"] = sorted(int(b) for b in zk.get_children(zkl.BROKER_IDS))
+            try:
+                raw, stat = zk.get(zkl.leader_and_isr_path(TOPIC, PARTITION))
+                st = zkl.LeaderAndIsr.from_json(raw)
+                out.update(leader=st.leader, leader_epoch=st.leader_epoch, isr=list(st.isr),
+                           zk_version=stat.version)
+            except Exception:  # noqa: BLE001 - the topic is not created yet
+                pass
+            return out
+        finally:
+            zk.stop()
+            zk.close()
+
+    def replica_on_disk(self, broker: int) -> tuple[list[tuple[int, int, str]], int]:
+        """A broker's replica of the partition as its disk holds it: the records
+        (offset, leader epoch, value) and the HW checkpoint (rewritten at every change).
+        Read-only: the broker may be running."""
+        d = self.cluster.configs[broker].log_dir / f"{TOPIC}-{PARTITION}"
+        if not d.exists():
+            return [], 0
+        records = [(r.offset, r.leader_epoch, r.value.decode("utf-8", "replace")) for r in read_segments(d)]
+        try:
+            hw = int((d / "hw-checkpoint").read_text().strip() or 0)
+        except (OSError, ValueError):
+            hw = 0
+        return records, min(hw, len(records))
+
+    def controller(self) -> int:
+        zk = self.cluster.zk_client()
+        try:
+            return self._controller(zk)
+        finally:
+            zk.stop()
+            zk.close()
+
+    @staticmethod
+    def _controller(zk: Any) -> int:
+        try:
+            data, _ = zk.get(zkl.CONTROLLER)
+        except Exception:  # noqa: BLE001 - no controller
+            return -1
+        return int(json.loads(data)["brokerid"])

@@ -1,0 +1,204 @@
+"""What each model action is on a real cluster: the harness operation that makes the
+implementation take that step, and what it must then have recorded.
+
+Three sorts of operation (docs/drive.md has the table):
+
+* **a fault or an admin operation** -- ``broker_crash`` is kill -9, ``broker_restart`` starts
+  the process again, ``broker_pause``/``broker_resume`` are SIGSTOP (until the session
+  expires) and SIGCONT, ``produce`` is one acks=all write;
+* **the delivery of one held message** -- ``become_leader``/``become_follower``/
+  ``reject_leader_and_isr`` release the LeaderAndISR the model names to its broker,
+  ``handle_fetch`` releases a follower's fetch to the leader, ``receive_fetch`` the answer;
+* **a permit** (``impl.node.step_gate``) for a step the implementation takes on its own --
+  ``send_fetch``, ``truncate``, ``shrink_isr``, ``expand_isr``, ``controller_elect``,
+  ``elect_leader``; ``on_broker_startup``, ``controller_resign`` and ``broker_reregister``
+  need nothing: the implementation takes them as soon as they are enabled.
+
+The registry (``model.registry``) declares, per action, whether a driver exists
+(``driver=Supported()``) or why not; the operation's name lives here, beside its code, since
+the model must not know the implementation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from model.actions import Step
+from model.state import FETCH_REQUEST, FETCH_RESPONSE, OUT_OF_RANGE, State
+
+if TYPE_CHECKING:
+    from impl.harness.drive.driver import Driver
+
+
+class Divergence(Exception):
+    """The implementation did not take the step: what it did, and what the model allowed."""
+
+    def __init__(self, did: str, allowed: str) -> None:
+        super().__init__(f"{did}; the model allowed: {allowed}")
+        self.did, self.allowed = did, allowed
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # e.g. "LocalCluster.kill", "relay.release(leader_and_isr)", "permit(send_fetch)"
+    text: str
+    run: Callable[[Driver, Step, State, State], None]
+
+
+# -- faults and admin operations ----------------------------------------------------------------
+
+def _produce(d: Driver, step: Step, s: State, t: State) -> None:
+    b = step.args[0]
+    value = f"v{t.ghost.produced}"
+    d.cluster.produce(b, value)
+    d.expect("produce", b, f"broker {b} appends {value} as leader")
+
+
+def _crash(d: Driver, step: Step, s: State, t: State) -> None:
+    b = step.args[0]
+    d.cluster.cluster.kill(b)
+    d.lost_with(b)
+
+
+def _restart(d: Driver, step: Step, s: State, t: State) -> None:
+    b = step.args[0]
+    d.cluster.cluster.restart(b)
+    d.expect("broker_restart", b, f"broker {b} registers and recovers from ZooKeeper", timeout=45)
+
+
+def _pause(d: Driver, step: Step, s: State, t: State) -> None:
+    b = step.args[0]
+    d.cluster.cluster.pause(b)
+    d.lost_with(b)
+
+
+def _resume(d: Driver, step: Step, s: State, t: State) -> None:
+    d.cluster.cluster.resume(step.args[0])
+    time.sleep(0.2)
+
+
+# -- deliveries of held messages ----------------------------------------------------------------
+
+def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
+    def run(d: Driver, step: Step, s: State, t: State) -> None:
+        m = step.args[0]
+        d.deliver_leader_and_isr(m)
+        b, p = m.to, m.partition
+        if t.brokers[b].replicas[p] != s.brokers[b].replicas[p] or kind == "reject_leader_and_isr":
+            d.expect(kind, b, f"broker {b} acts on LeaderAndISR (leader {m.leader}, epoch {m.leader_epoch})")
+        else:
+            d.settle()
+    return run
+
+
+def _handle_fetch(d: Driver, step: Step, s: State, t: State) -> None:
+    m = step.args[0]
+    req = d.held_fetch(m.follower, m.leader, m.offset)
+    d.cluster.relay.release(req.id)
+    resp = d.relay_wait("fetch_response", m.leader, m.follower,
+                        lambda f: f.conn == req.conn and f.correlation_id == req.correlation_id,
+                        f"leader {m.leader} answers the fetch of broker {m.follower} at offset {m.offset}")
+    answered = any(x.kind == FETCH_RESPONSE and x.follower == m.follower and x not in s.fetches
+                   for x in t.fetches)
+    if not answered:
+        # the model refuses the fetch without an answer; the implementation answers with the
+        # error, which changes nothing at the follower: deliver it now
+        d.cluster.relay.release(resp.id)
+        d.settle()
+
+
+def _receive_fetch(d: Driver, step: Step, s: State, t: State) -> None:
+    m = step.args[0]
+    resp = d.relay_wait("fetch_response", m.leader, m.follower, None,
+                        f"an answer from leader {m.leader} to broker {m.follower} in flight")
+    d.cluster.relay.release(resp.id)
+    f, p = m.follower, m.partition
+    before, after = s.brokers[f].replicas[p], t.brokers[f].replicas[p]
+    if before.log != after.log or before.hw != after.hw:
+        kind = "truncate" if m.error == OUT_OF_RANGE else "receive_fetch"
+        d.expect(kind, f, f"broker {f} takes the answer: log end {after.leo}, hw {after.hw}")
+    else:
+        d.settle()
+
+
+# -- permits ------------------------------------------------------------------------------------
+
+def _send_fetch(d: Driver, step: Step, s: State, t: State) -> None:
+    f, p = step.args
+    leader = s.brokers[f].replicas[p].leader
+    mark = d.frame_mark()
+    d.cluster.grant(f, "send_fetch")
+    d.relay_wait("fetch_request", f, leader, lambda x: x.id > mark,
+                 f"broker {f} sends a fetch to leader {leader}")
+
+
+def _truncate(d: Driver, step: Step, s: State, t: State) -> None:
+    f, p = step.args
+    if not s.brokers[f].replicas[p].log:
+        d.settle()  # an empty log asks nothing (the implementation skips the lookup)
+        return
+    cut = t.brokers[f].replicas[p].leo
+    for _ in range(8):  # one permit per OffsetsForLeaderEpoch round
+        d.cluster.grant(f, "truncate")
+        e = d.expect("truncate", f, f"broker {f} truncates to {cut}")
+        if int((e.get("params") or {}).get("truncated_to", -1)) <= cut:
+            return
+
+
+def _permit(gate: str, actor: Callable[[Step], int], what: str) -> Callable[[Driver, Step, State, State], None]:
+    def run(d: Driver, step: Step, s: State, t: State) -> None:
+        b = actor(step)
+        d.cluster.grant(b, gate)
+        d.expect(gate, b, what.format(b=b, args=step.args))
+    return run
+
+
+def _await(kind: str, actor: Callable[[Step], int]) -> Callable[[Driver, Step, State, State], None]:
+    def run(d: Driver, step: Step, s: State, t: State) -> None:
+        b = actor(step)
+        d.expect(kind, b, f"broker {b} records {kind} on its own")
+    return run
+
+
+def _silent(d: Driver, step: Step, s: State, t: State) -> None:
+    d.settle()  # the controller takes it as soon as it sees the registration; nothing is recorded
+
+
+def _first(step: Step) -> int:
+    return int(step.args[0])
+
+
+OPERATIONS: dict[str, Operation] = {
+    "produce": Operation("produce (acks=all, one attempt)", "one acks=all write to the broker's own port", _produce),
+    "broker_crash": Operation("LocalCluster.kill", "kill -9, then wait for the ZooKeeper session to end", _crash),
+    "broker_restart": Operation("LocalCluster.restart", "start the broker's process again", _restart),
+    "broker_pause": Operation("LocalCluster.pause", "SIGSTOP until the ZooKeeper session expires", _pause),
+    "broker_resume": Operation("LocalCluster.resume", "SIGCONT", _resume),
+    "become_leader": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("become_leader")),
+    "become_follower": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("become_follower")),
+    "reject_leader_and_isr": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("reject_leader_and_isr")),
+    "handle_fetch": Operation("relay.release(fetch_request)", "deliver the held fetch to the leader", _handle_fetch),
+    "receive_fetch": Operation("relay.release(fetch_response)", "deliver the held answer to the follower", _receive_fetch),
+    "send_fetch": Operation("permit(send_fetch)", "let the follower send one fetch (held)", _send_fetch),
+    "truncate": Operation("permit(truncate)", "let the follower run its epoch lookup", _truncate),
+    "shrink_isr": Operation("permit(shrink_isr)", "let the leader run one ISR check", _permit("shrink_isr", _first, "leader {b} shrinks the ISR")),
+    "expand_isr": Operation("permit(expand_isr)", "let the leader add a caught-up follower", _permit("expand_isr", _first, "leader {b} expands the ISR")),
+    "controller_elect": Operation("permit(controller_elect)", "let the broker campaign for /controller", _permit("controller_elect", _first, "broker {b} becomes controller")),
+    "elect_leader": Operation("permit(elect_leader)", "let the controller elect", _permit("elect_leader", _first, "controller {b} writes a new leader and ISR")),
+    "on_broker_startup": Operation("(none: the controller's own)", "nothing: the controller reacts to the registration", _silent),
+    "controller_resign": Operation("(awaited)", "wait for the broker to resign", _await("controller_resign", _first)),
+    "broker_reregister": Operation("(awaited)", "wait for the resumed broker to register again", _await("broker_reregister", _first)),
+}
+"""Every model action the driver can execute, by name."""
+
+
+def operation_names() -> dict[str, str]:
+    """action -> harness operation, for docs and the CLI."""
+    return {a: op.name for a, op in OPERATIONS.items()}
+
+
+def in_flight(s: State, follower: int) -> list[Any]:
+    return [m for m in s.fetches if m.follower == follower and m.kind == FETCH_REQUEST]
