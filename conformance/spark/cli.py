@@ -34,8 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and each group's verdict (shape: docs/cli.md)")
 
 
-def run(args: argparse.Namespace, spark: Any = None) -> int:
-    """Run the job for parsed arguments; raises ``InputError`` for unusable input."""
+def run(args: argparse.Namespace, spark: Any = None, then: Any = None) -> int:
+    """Run the job for parsed arguments; raises ``InputError`` for unusable input.
+    ``then(outcome)``, if given, runs after the output is printed (``epochal conform``
+    writes its HTML report there)."""
     from conformance.spark.job import conform, render
     from conformance.spark.report import as_json
 
@@ -45,6 +47,8 @@ def run(args: argparse.Namespace, spark: Any = None) -> int:
         print(json.dumps({"command": "conform", **as_json(outcome)}, indent=2, sort_keys=True, default=str))
     else:
         print(render(outcome))
+    if then is not None:
+        then(outcome)
     return outcome.exit_code
 
 

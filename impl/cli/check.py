@@ -19,6 +19,8 @@ from typing import Any
 
 from impl.cli.errors import UsageError
 from impl.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
+from impl.cli.html import add_html_flag, check_writable
+from impl.cli.html import write as write_html
 from impl.cli.output import add_json_flag, print_json
 from model.config import NAMED, named
 from properties.checkers.bfs import Result, SearchOptions, check
@@ -108,6 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-seconds", type=_positive_number, help="stop after this many seconds and report the depth checked (the result is then inconclusive beyond it)")
     p.add_argument("--max-memory", type=_positive_number, metavar="GB", default=default_max_memory(), help=f"stop when the search (workers included) uses this many GB, and report the depth checked (default: {round(MEMORY_SHARE * 100)}%% of this machine's memory, %(default)s GB)")
     add_json_flag(p, "the results")
+    add_html_flag(p, "each configuration's result and counterexample")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 
@@ -224,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
         ]
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
+    check_writable(args)
     progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     try:
         options = SearchOptions(
@@ -263,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
         if r.stopped_by == "interrupted":
             break  # Ctrl-C ends the whole command, after reporting the search it cut short
     code = combined([exit_code(r) for r in results])
+    write_html(args, lambda path: html_report(path, results))
     if args.json:
         return print_json(args, code, results=[result_json(r) for r in results], not_checked=not_checked)
     if not_checked:
@@ -270,6 +275,19 @@ def run(args: argparse.Namespace) -> int:
         for n in not_checked:
             print(f"  {n['config']}: {n['why']}")
     return code
+
+
+def html_report(path: Any, results: list[Result]) -> Any:
+    from impl.report import result_run, write_html_report
+
+    runs = []
+    for r in results:
+        verdict = "a shortest counterexample" if r.violation is not None else (
+            "every property holds in every reachable state" if r.complete else "inconclusive: " + summary(r).split("\n")[1])
+        runs.append(result_run(r, note=f"{verdict} ({r.states:,} distinct states, depth {r.depth}, {r.seconds:.1f} s)"))
+    names = ", ".join(r.config.name for r in results)
+    return write_html_report(path, runs, title=f"epochal check: {names}",
+                             subtitle=f"exit {combined([exit_code(r) for r in results])}")
 
 
 def exit_code(r: Result) -> int:

@@ -16,6 +16,8 @@ from typing import Any
 from impl.cli.check import BOUNDS, add_bound_arguments, bound_overrides
 from impl.cli.errors import UsageError
 from impl.cli.exits import FOUND, INCONCLUSIVE
+from impl.cli.html import add_html_flag, check_writable
+from impl.cli.html import write as write_html
 from impl.cli.output import add_json_flag, print_json
 from model.config import NAMED
 
@@ -60,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="report the first counterexample as found, without shrinking it (shrinking can take minutes)")
     add_bound_arguments(p, _defaults())
     add_json_flag(p, "the result")
+    add_html_flag(p, "the (shrunk) counterexample")
     p.set_defaults(func=run)
 
 
@@ -75,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-examples must be >= 1")
     if args.steps is not None and args.steps < 1:
         raise UsageError("--steps must be >= 1")
+    check_writable(args)
     budget = args.max_examples or examples_for(args.config, args.profile)
     steps = args.steps or steps_for(args.config, args.profile)
     out = sys.stderr if args.json else sys.stdout
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=budget, steps=steps, shrink=args.shrink,
              progress=progress)
     code = INCONCLUSIVE if r.violation is None else FOUND
+    write_html(args, lambda path: html_report(path, r, budget, steps, args.shrink))
     if args.json:
         return print_json(args, code, results=[result_json(r, budget, steps, args.shrink)])
     if r.violation is None:
@@ -99,6 +104,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"\nfound after {r.first_seconds or 0:.1f} s ({len(r.violation.steps)} steps, not shrunk)")
     return code
+
+
+def html_report(path: Any, r: Any, budget: int, steps: int, shrunk: bool) -> Any:
+    from impl.report import result_run, write_html_report
+
+    if r.violation is None:
+        note = (f"inconclusive: no property violation found within the budget ({r.runs} runs of up to {steps} "
+                f"steps, {r.seconds:.1f} s)")
+    else:
+        note = (f"found after {r.first_seconds or 0:.1f} s"
+                + (f", shrunk to {len(r.violation.steps)} steps" if shrunk else " (not shrunk)"))
+    return write_html_report(path, result_run(r, note=note), title=f"epochal fuzz: {r.config.name}",
+                             subtitle=f"profile {r.profile}, budget {budget} runs of up to {steps} steps")
 
 
 def result_json(r: Any, budget: int, steps: int, shrunk: bool) -> dict[str, Any]:

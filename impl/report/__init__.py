@@ -3,3 +3,9 @@
 One page per report, with inline SVG, CSS and JavaScript only -- no network access, no
 external font or script -- so it opens from a CI artifact or an e-mail as it is.
 """
+
+from impl.report.model_run import ModelRun
+from impl.report.trace_run import TraceGroup
+from impl.report.write import result_run, trace_groups, write_conformance_report, write_html_report
+
+__all__ = ["ModelRun", "TraceGroup", "result_run", "trace_groups", "write_conformance_report", "write_html_report"]
