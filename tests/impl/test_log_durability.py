@@ -177,3 +177,30 @@ def test_producer_id_blocks_follow_each_other() -> None:
     assert next_block(data, 1)[:2] == (1000, 1999)
     with pytest.raises(ValueError):
         next_block(b"garbage", 0)
+
+
+def test_a_broker_opens_its_logs_with_the_configured_flush_policy(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from impl.node.broker.core import BrokerCore
+    from impl.node.config import BrokerConfig
+
+    argv = BrokerConfig(0, 9092, "zk:2181", tmp_path, flush_messages=1, flush_ms=250).to_argv()
+    config = BrokerConfig.from_argv(argv)
+    assert (config.flush_messages, config.flush_ms) == (1, 250)
+    assert (BrokerConfig(0, 9092, "zk:2181", tmp_path).flush_messages,
+            BrokerConfig(0, 9092, "zk:2181", tmp_path).flush_ms) == (0, 0)  # the default: off
+    log = BrokerCore.open_log(SimpleNamespace(config=config), tmp_path / "t-0")  # type: ignore[arg-type]
+    log.append(0, b"a")
+    log.append(0, b"b")
+    assert log.fsyncs == 2  # flush_messages=1: every record
+
+
+def test_a_failed_batch_leaves_none_of_its_records(tmp_path: Path, disk_faults) -> None:
+    log = PartitionLog.open(tmp_path / "t-0")
+    log.append(0, b"first")
+    disk_faults(error=errno.ENOSPC, after_bytes=60)  # the batch's first record and a bit
+    with pytest.raises(LogDirFailure):
+        log.append_batch(0, [b"a" * 20, b"b" * 20, b"c" * 20], producer_id=3, base_sequence=0)
+    assert [r.value for r in read_segments(tmp_path / "t-0")] == [b"first"]
+    assert log.leo == 1 and log.producers.last_sequence(3) == -1
