@@ -350,7 +350,7 @@ class Driver:
                                                          "sends one request at a time"))
                     self.s = t
                     return
-        self.inserted.append(StepReport(0, "leader_and_isr", "", f"delivered {f.describe()} first",
+        self.inserted.append(StepReport(0, "leader_and_isr", _frame_args(f), f"delivered {f.describe()} first",
                                         "relay.release(leader_and_isr)", "inserted",
                                         note="a no-op in the model (stale or repeated)"))
 
@@ -371,6 +371,12 @@ class JudgeSaysNo(Exception):
             self.allowed = "; ".join(verdict.get("possible_states") or [])[:600] or "no step"
         if not rest and not self.property:
             self.did = reason
+
+
+def _frame_args(f: Frame) -> str:
+    e = (f.summary.get("partitions") or [{}])[0]
+    return (f"(to={f.dst}, leader={e.get('leader')}, leader_epoch={e.get('leader_epoch')} [implementation's], "
+            f"controller_epoch={f.summary.get('controller_epoch')})")
 
 
 def _log_text(log: list[tuple[int, str]]) -> str:

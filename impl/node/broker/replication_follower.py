@@ -30,6 +30,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kazoo.exceptions import NoNodeError
+
 from impl.node.broker.log_dir import LogDirFailures
 from impl.node.fencing import topic_ids_differ
 from impl.node.log import LogDirFailure, Record
@@ -46,6 +48,13 @@ class ReplicationFollower(LogDirFailures):
 
     async def _leader_connection(self, leader: int) -> AsyncConnection:
         """The one connection to ``leader`` shared by all our fetchers from it."""
+        if leader not in self.endpoints:
+            # a broker that recovered its role from ZooKeeper at startup (seed 000 E) reads its
+            # leader's address there too, rather than wait for the controller's requests
+            try:
+                self.endpoints[leader] = await self._zk(lambda: self._endpoint_from_zk(leader))
+            except NoNodeError:
+                raise ConnectionError(f"leader {leader} is not registered") from None
         host, port = self.endpoints[leader]
         conn = self._fetch_conns.get(leader)
         if conn is None or conn.closed or self._fetch_conn_addr.get(leader) != (host, port):
