@@ -51,6 +51,7 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 
     @functools.wraps(func)
     def wrapper(args: argparse.Namespace) -> int:
+        previous = _sign_in(args) if hasattr(args, "bootstrap") else None
         try:
             return func(args)
         except UsageError:
@@ -70,6 +71,11 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             return 0
         except OSError as exc:
             raise UsageError(f"{exc.strerror or exc}") from None
+        finally:
+            if hasattr(args, "bootstrap"):
+                from impl.node.auth import credentials
+
+                credentials.set_default(previous)
 
     return wrapper
 
@@ -77,7 +83,23 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 def _bootstrap(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                    help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})")
+    p.add_argument("--data-dir", default=None,
+                   help="the data dir of the running `epochal cluster start`: its secret signs "
+                        "this command in (docs/security.md; default: the cluster's that "
+                        f"--bootstrap names, else {DEFAULT_DATA_DIR}; none there: no sign-in)")
     add_json_flag(p)
+
+
+def _sign_in(args: argparse.Namespace) -> Any:
+    """Sign this command's connections in with the secret of the cluster's data dir
+    (``--data-dir``, or the one ``cluster start`` left a pointer to for ``--bootstrap``);
+    a cluster without one (``--insecure``) is spoken to without.  Returns the keyring it
+    replaced."""
+    from impl.harness.cluster import cluster_keyring
+    from impl.node.auth import credentials
+
+    keyring, _ = cluster_keyring(_data_dir(args))
+    return credentials.set_default(keyring)
 
 
 def _principal_args(p: argparse.ArgumentParser) -> None:
@@ -112,6 +134,9 @@ def register(sub: Any) -> None:
                        help="broker ZooKeeper session timeout in seconds (default 4.0)")
     start.add_argument("--unclean-leader-election", action="store_true",
                        help="unclean.leader.election.enable (default off)")
+    start.add_argument("--insecure", action="store_true",
+                       help="no authentication and no ZooKeeper ACLs: anyone who can connect can "
+                            "change the cluster; for experiments only (docs/security.md)")
     add_json_flag(start, "the cluster's endpoints, once it is ready")
     start.set_defaults(func=_friendly(cmd_cluster_start))
 
@@ -214,10 +239,7 @@ def register(sub: Any) -> None:
                          ("start", "start a stopped or killed broker again")]:
         p = bsub.add_parser(action, help=text)
         p.add_argument("broker_id", type=int, metavar="ID")
-        _bootstrap(p)
-        p.add_argument("--data-dir", default=None,
-                       help="the data dir of the running `epochal cluster start` (default: the cluster's "
-                            f"that --bootstrap names, else {DEFAULT_DATA_DIR})")
+        _bootstrap(p)  # its --data-dir: the cluster.json to act on, and the secret
         p.set_defaults(func=_friendly(cmd_broker))
 
 
@@ -259,7 +281,7 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         min_insync_replicas=args.min_insync_replicas,
         replica_lag_time_ms=args.replica_lag_time_ms,
         zk_session_timeout_s=args.session_timeout,
-        unclean_leader_election=args.unclean_leader_election)
+        unclean_leader_election=args.unclean_leader_election, insecure=args.insecure)
     stop = False
 
     def on_term(*_: object) -> None:
@@ -284,6 +306,9 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
             for b, (host, port) in endpoints.items():
                 print(f"broker {b}   {host}:{port}  pid {cluster.procs[b].pid}")
             print(f"data dir   {cluster.data_dir}  (traces in {cluster.data_dir / 'traces'})")
+            print("security   " + ("NONE (--insecure): anyone who can connect can change the cluster"
+                                   if args.insecure else "SCRAM-SHA-256 and ZooKeeper digest ACLs; secret in "
+                                   f"{cluster.data_dir / 'security'} (docs/security.md)"))
             print(f"ready in {time.monotonic() - t0:.1f}s; run id {cluster.run_id}; Ctrl-C to stop",
                   flush=True)
         while not stop:

@@ -176,10 +176,12 @@ def register(endpoints: list[tuple[str, int]], keyring: Keyring | None) -> None:
                 _by_endpoint[ep] = keyring
 
 
-def set_default(keyring: Keyring | None) -> None:
-    """The keyring of every connection whose endpoint has none registered."""
+def set_default(keyring: Keyring | None) -> Keyring | None:
+    """The keyring of every connection whose endpoint has none registered; returns the one
+    it replaces (a command run in-process puts it back when done)."""
     with _lock:
-        _default[0] = keyring
+        previous, _default[0] = _default[0], keyring
+    return previous
 
 
 def resolve(host: str, port: int, user: str | None = None) -> Credentials | None:
