@@ -7,6 +7,8 @@ declared with its action in ``model.registry``; ``model.render.describe`` looks 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from model.state import NO_LEADER, ROLE_NAMES, STATUS_NAMES, Entry, State
 
 
@@ -31,28 +33,37 @@ def leader_text(b: int) -> str:
     return "none (-1)" if b == NO_LEADER else str(b)
 
 
-def state_text(s: State) -> str:
-    """A few lines showing ZooKeeper and every broker."""
+def state_text(s: State, ids: Sequence[int] | None = None) -> str:
+    """A few lines showing ZooKeeper and every broker.  ``ids`` names model broker ``b`` as
+    ``ids[b]`` -- a judged trace's own broker ids, so that the states the model allowed read
+    in the numbering of the trace they stand beside."""
+
+    def n(b: int) -> int:
+        return ids[b] if ids is not None and 0 <= b < len(ids) else b
+
+    def ns(bs: tuple[int, ...]) -> str:
+        return brokers_text(tuple(n(b) for b in bs))
+
     lines = []
     zk = s.zk
     everyone = tuple(range(len(s.brokers)))
     parts = [
-        f"p{p}: leader {leader_text(z.leader)} epoch {z.leader_epoch} ISR {brokers_text(z.isr)} v{z.zk_version}"
-        + (f" AR {brokers_text(z.ar)}" if z.ar != everyone or z.rar else "")
-        + (f" RAR {brokers_text(z.rar)}" if z.rar else "")
+        f"p{p}: leader {leader_text(n(z.leader))} epoch {z.leader_epoch} ISR {ns(z.isr)} v{z.zk_version}"
+        + (f" AR {ns(z.ar)}" if z.ar != everyone or z.rar else "")
+        + (f" RAR {ns(z.rar)}" if z.rar else "")
         for p, z in enumerate(zk.partitions)
     ]
-    lines.append(f"ZK: /controller={leader_text(zk.controller)} /controller_epoch={zk.controller_epoch} live={brokers_text(zk.live)}; " + "; ".join(parts))
+    lines.append(f"ZK: /controller={leader_text(n(zk.controller))} /controller_epoch={zk.controller_epoch} live={ns(zk.live)}; " + "; ".join(parts))
     for b, br in enumerate(s.brokers):
         ctl = f", controller@{br.controller_epoch}" if br.is_controller else ""
         if br.new_brokers:
-            ctl += f", startup owed to {brokers_text(br.new_brokers)}"
+            ctl += f", startup owed to {ns(br.new_brokers)}"
         reps = []
         for p, r in enumerate(br.replicas):
             role = ROLE_NAMES[r.role]
-            extra = f" ISR {brokers_text(r.isr)}" if r.role == 1 else (f" of {leader_text(r.leader)}" if r.role == 2 else "")
+            extra = f" ISR {ns(r.isr)}" if r.role == 1 else (f" of {leader_text(n(r.leader))}" if r.role == 2 else "")
             reps.append(f"p{p} {role}{extra}@{r.leader_epoch} log {log_text(r.log)} hw={r.hw}")
-        lines.append(f"broker {b} [{STATUS_NAMES[br.status]}{ctl}]: " + "; ".join(reps))
+        lines.append(f"broker {n(b)} [{STATUS_NAMES[br.status]}{ctl}]: " + "; ".join(reps))
     if s.ghost.committed:
         lines.append("committed: " + ", ".join(f"p{p}[{o}]={record(e)}" for p, o, e in s.ghost.committed))
     if s.ghost.acked:
