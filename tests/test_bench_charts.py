@@ -1,0 +1,60 @@
+"""``bench/charts.py``: the charts of docs/benchmarks.md are drawn from its own tables, the
+same bytes every time, each one shown on the page, and a table that is gone is a one-line
+error naming it."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+
+pytest.importorskip("matplotlib", reason="matplotlib (the dev extra) draws the charts")
+
+
+def _charts():
+    spec = importlib.util.spec_from_file_location("bench_charts", ROOT / "bench" / "charts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_chart_is_drawn_from_a_table_of_the_page_and_shown_on_it(tmp_path):
+    charts = _charts()
+    doc = DOC.read_text(encoding="utf-8")
+    written = charts.render(doc, tmp_path)
+    assert [p.name for p in written] == [f"{c.name}.png" for c in charts.CHARTS]
+    shown = set(re.findall(r"!\[[^\]]*\]\(charts/([^)]+)\)", doc))
+    assert shown == {p.name for p in written}
+    for p in written:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (ROOT / "docs" / "charts" / p.name).exists()  # committed beside the page
+
+
+def test_the_charts_are_the_same_bytes_every_time(tmp_path):
+    charts = _charts()
+    doc = DOC.read_text(encoding="utf-8")
+    first = {p.name: p.read_bytes() for p in charts.render(doc, tmp_path / "a")}
+    second = {p.name: p.read_bytes() for p in charts.render(doc, tmp_path / "b")}
+    assert first == second
+
+
+def test_a_chart_reads_its_numbers_from_the_table():
+    charts = _charts()
+    doc = "| config | states (symmetry on) | off | ratio |\n|---|---|---|---|\n| design | 11,566 | 14,319 | 1.2 |\n"
+    rows = charts.table(doc, "config | states (symmetry on) | off")
+    assert rows == [["design", "11,566", "14,319", "1.2"]]
+    assert charts.number(rows[0][1]) == 11566 and charts.numbers("1.1 / 0.9 s") == [1.1, 0.9]
+
+
+def test_a_missing_table_is_a_one_line_error(tmp_path, capsys):
+    charts = _charts()
+    doc = tmp_path / "empty.md"
+    doc.write_text("# nothing measured\n")
+    assert charts.main(["--doc", str(doc), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no table with header" in err
