@@ -4,7 +4,6 @@ error naming it."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -17,10 +16,9 @@ pytest.importorskip("matplotlib", reason="matplotlib (the dev extra) draws the c
 
 
 def _charts():
-    spec = importlib.util.spec_from_file_location("bench_charts", ROOT / "bench" / "charts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from bench import charts
+
+    return charts
 
 
 def test_every_chart_is_drawn_from_a_table_of_the_page_and_shown_on_it(tmp_path):
