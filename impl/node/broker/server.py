@@ -135,8 +135,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         try:
             while True:
                 try:
-                    payload = await asyncio.wait_for(read_frame(reader, self.config.max_frame),
-                                                     session.read_timeout())
+                    async with asyncio.timeout(session.read_timeout()):  # no task per frame
+                        payload = await read_frame(reader, self.config.max_frame)
                 except TimeoutError:
                     session.timed_out()
                     return
