@@ -153,6 +153,10 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         try:
             raw, stat = self.zk.get(zkl.CONTROLLER_EPOCH)
             new_epoch = next_controller_epoch(raw, stat.version)
+            if not raw.strip().isdigit():  # corrupt: one line; the election writes a number
+                log.warning("broker %d: /controller_epoch is corrupt (%r): campaigning with epoch "
+                            "%d, above every epoch its version %d allows", self.id, raw[:80],
+                            new_epoch, stat.version)
             txn.set_data(zkl.CONTROLLER_EPOCH, str(new_epoch).encode(), version=stat.version)
         except NoNodeError:
             new_epoch = 1
