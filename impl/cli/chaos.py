@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
     p.add_argument("--json", action="store_true",
                    help="print the report as one JSON object on stdout (progress on stderr; shape: docs/cli.md)")
+    p.add_argument("--insecure", action="store_true",
+                   help="run the cluster without authentication or ZooKeeper ACLs, to compare "
+                        "(default: authenticated; docs/security.md)")
     add_broker_cmd_args(p)
     p.set_defaults(func=run)
 
@@ -80,12 +83,13 @@ def run(args: argparse.Namespace) -> int:
     broker_cmd = broker_command(args, args.brokers)
     try:
         chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log,
-                         admin=args.admin, broker_cmd=broker_cmd)
+                         admin=args.admin, broker_cmd=broker_cmd, insecure=args.insecure)
     except ChaosError as exc:
         raise UsageError(str(exc)) from None
     log(f"epochal chaos: seed {args.seed}, {args.duration:g} s, {args.brokers} brokers, "
         f"acks={'1' if acks == 1 else 'all'}, unclean election {'on' if args.unclean else 'off'}, "
-        f"min.insync.replicas={MIN_INSYNC}" + (", admin operations on" if args.admin else ""))
+        f"min.insync.replicas={MIN_INSYNC}" + (", admin operations on" if args.admin else "")
+        + (", INSECURE: no authentication" if args.insecure else ""))
     if broker_cmd is not None:
         which = "every broker" if broker_cmd.brokers is None else \
             "brokers " + ",".join(map(str, sorted(broker_cmd.brokers)))
