@@ -44,10 +44,10 @@ def report(args: argparse.Namespace, outcome: Any) -> None:
     from impl.report import write_conformance_report
 
     paths = [p for p in (_local(x) for x in args.paths) if p is not None]
-    counts = render(outcome).strip().splitlines()[-2:]
+    counts = render(outcome).strip().splitlines()[-2:]  # the counts lines of the table
 
     def writer(path: Path) -> Path:
-        return write_conformance_report(path, paths, outcome.verdicts, outcome.scenarios, " ".join(counts))
+        return write_conformance_report(path, paths, outcome.verdicts, outcome.scenarios, "; ".join(counts))
 
     out = _local(args.out) if args.out else None
     if out is not None:
