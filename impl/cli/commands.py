@@ -214,7 +214,9 @@ def register(sub: Any) -> None:
     p.add_argument("topic")
     p.add_argument("--acks", choices=["all", "-1", "1", "0"], default="all", help="acks (default all)")
     p.add_argument("--partition", type=int, help="send every record to this partition (default: round robin)")
-    p.add_argument("--retries", type=int, default=20, help="retries of a retriable error (default 20)")
+    p.add_argument("--retries", type=int, default=None,
+                   help="at most this many retries of a retriable error (default: as many as the "
+                        "producer's 30 s delivery timeout allows, docs/durability.md)")
     _bootstrap(p)
     p.set_defaults(func=_friendly(cmd_produce))
     p = sub.add_parser("consume", help="print committed records, one value per line")
