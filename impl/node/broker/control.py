@@ -225,9 +225,12 @@ class ControlRequests(ReplicationFollower):
         return self.metadata
 
     async def _hw_checkpointer(self) -> None:
-        """Seed 000 C startReplica: "start the HW checkpoint thread for r" (one for all)."""
+        """Seed 000 C startReplica: "start the HW checkpoint thread for r" (one for all).
+        It also runs the time half of the flush policy (``flush_ms``, impl.node.log) for
+        logs that took no append since their interval ran out."""
         while True:
             await asyncio.sleep(0.5)
             for r in list(self.replicas.values()):
                 with contextlib.suppress(OSError):
                     r.log.checkpoint_hw()
+                    r.log.maybe_flush()
