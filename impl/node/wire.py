@@ -190,6 +190,35 @@ def decode_value(data: bytes) -> Any:
     return value
 
 
+KEYED_RECORD = b"\xffK"
+"""The first bytes of a record value that carries a key (docs/wire.md §4.1).  No UTF-8 text
+starts with 0xff, so a value produced as text never reads as keyed."""
+
+
+def keyed_record(value: bytes, key: bytes | None) -> bytes:
+    """The record value a producer sends: ``value`` itself when there is no key (and it does
+    not start with ``KEYED_RECORD``), else ``KEYED_RECORD`` and the encoding of ``[key,
+    value]``.  Brokers store, replicate and serve it as any value; only clients look inside,
+    so the log format and replication are those of unkeyed records."""
+    if key is None and not value.startswith(KEYED_RECORD):
+        return value
+    return KEYED_RECORD + encode_value([key, value])
+
+
+def record_key(stored: bytes) -> tuple[bytes | None, bytes]:
+    """``(key, value)`` of a record value as fetched (key None: it has none).  A value that
+    starts with the marker but does not decode as ``[key, value]`` is shown as written."""
+    if not stored.startswith(KEYED_RECORD):
+        return None, stored
+    try:
+        key, value = decode_value(stored[len(KEYED_RECORD):])
+    except (ProtocolError, ValueError, TypeError):
+        return None, stored
+    if not isinstance(value, bytes) or not (key is None or isinstance(key, bytes)):
+        return None, stored
+    return key, value
+
+
 def _need(buf: memoryview, pos: int, n: int) -> None:
     if n < 0 or pos + n > len(buf):
         raise ProtocolError("truncated value")
@@ -588,7 +617,8 @@ MESSAGES: dict[ApiKey, Message] = {
         request=(
             _F("topic", "string", True, "the topic"),
             _F("partition", "int", True, "the partition (this broker must lead it)"),
-            _F("values", "list<bytes/string>", True, "the records' values, appended in order (at least one)"),
+            _F("values", "list<bytes/string>", True, "the records' values, appended in order (at least one); a "
+               "record with a key is one value, encoded as §4.1 says"),
             _F("acks", "int", False, "-1 (default): answer once committed; 1: once appended; 0: no response at all"),
             _F("timeout_ms", "int", False, "acks=-1: how long to wait for the commit (default 5000)"),
             _F("producer_id", "int", False, "KIP-98: the idempotent producer's id (from INIT_PRODUCER_ID; -1 or "
