@@ -84,6 +84,8 @@ def test_a_full_disk_mid_append_is_never_acknowledged_leaves_no_fragment_and_los
     _wait(lambda: leader in _isr(c), 30, "the restarted broker back in the ISR")
     assert [r.value for r in read_segments(_log_dir(c, leader))] == before + after
     assert _consume(c) == before + after
+    traces = "".join(f.read_text() for f in (c.data_dir / "traces").glob("*.jsonl"))
+    assert "handle_fetch" in traces and "before-" not in traces and "xxxxx" not in traces  # digests only
 
 
 @pytest.mark.integration
