@@ -210,8 +210,11 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_friendly(cmd_quotas_describe))
 
     # -- produce / consume ------------------------------------------------------------------
-    p = sub.add_parser("produce", help="send one record per line of stdin (UTF-8; records carry no key)")
+    p = sub.add_parser("produce", help="send one record per line of stdin (UTF-8), with a key where asked")
     p.add_argument("topic")
+    p.add_argument("--key-separator", metavar="SEP",
+                   help="each line is KEY SEP VALUE, split at the first SEP (default: no keys; a line without SEP "
+                        "is then an error)")
     p.add_argument("--acks", choices=["all", "-1", "1", "0"], default="all", help="acks (default all)")
     p.add_argument("--partition", type=int, help="send every record to this partition (default: round robin)")
     p.add_argument("--retries", type=int, default=None,
@@ -226,6 +229,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-messages", type=int, metavar="N", help="stop after N records (default: no limit)")
     p.add_argument("--print-partition", action="store_true", help="prefix each value with its partition")
     p.add_argument("--print-offset", action="store_true", help="prefix each value with its offset")
+    p.add_argument("--print-key", action="store_true", help="prefix each value with its key (null: none)")
     p.add_argument("--timeout", type=float, default=5.0,
                    help="stop after this many seconds without a new record (default 5)")
     _bootstrap(p)
@@ -590,8 +594,13 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 value = raw.rstrip(b"\n").decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise partial(f"line {n} is not UTF-8 ({exc.reason} at byte {exc.start}): stopped there") from None
+            key = None
+            if args.key_separator is not None:
+                key, sep, value = value.partition(args.key_separator)
+                if not sep:
+                    raise partial(f"line {n} has no key separator {args.key_separator!r}: stopped there")
             try:
-                resp = producer.send(args.topic, value, args.partition)
+                resp = producer.send(args.topic, value, args.partition, key=key)
             except Exception as exc:  # noqa: BLE001 -- any failure: say what was written first
                 raise partial(f"line {n} not produced: {exc}") from None
             sent += 1
@@ -605,7 +614,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def cmd_consume(args: argparse.Namespace) -> int:
     """Committed records until ``--timeout`` seconds pass with none new, or ``--max-messages``;
-    each value on a line, after its partition and offset where asked (tab-separated)."""
+    each value on a line, after its partition, offset and key where asked (tab-separated)."""
     from impl.node.client import Consumer
 
     if args.max_messages is not None and args.max_messages < 1:
@@ -622,16 +631,19 @@ def cmd_consume(args: argparse.Namespace) -> int:
             consumer.positions = mine
         consumed, idle_since = 0, time.monotonic()
         while time.monotonic() - idle_since < args.timeout and consumed != args.max_messages:
-            batch = consumer.poll()
+            batch = consumer.poll_records()
             if batch:
                 idle_since = time.monotonic()
-            for _t, p, o, v in batch[:None if args.max_messages is None else args.max_messages - consumed]:
+            for r in batch[:None if args.max_messages is None else args.max_messages - consumed]:
                 consumed += 1
-                text = v.decode("utf-8", "replace")
+                text = r.value.decode("utf-8", "replace")
+                key = None if r.key is None else r.key.decode("utf-8", "replace")
                 if wants_json(args):
-                    records.append({"partition": p, "offset": o, "value": text})
+                    records.append({"partition": r.partition, "offset": r.offset, "key": key, "value": text})
                     continue
-                prefix = (f"{p}\t" if args.print_partition else "") + (f"{o}\t" if args.print_offset else "")
+                prefix = ((f"{r.partition}\t" if args.print_partition else "")
+                          + (f"{r.offset}\t" if args.print_offset else "")
+                          + (f"{'null' if key is None else key}\t" if args.print_key else ""))
                 sys.stdout.write(prefix + text + "\n")
                 sys.stdout.flush()
     if wants_json(args):

@@ -22,9 +22,17 @@ import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, RpcError, error_name
+from impl.node.wire import (
+    ApiKey,
+    BlockingConnection,
+    ErrorCode,
+    RpcError,
+    error_name,
+    keyed_record,
+    record_key,
+)
 
 RETRIABLE = {ErrorCode.NOT_LEADER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
              ErrorCode.REQUEST_TIMED_OUT, ErrorCode.FENCED_LEADER_EPOCH,
@@ -189,12 +197,18 @@ class Producer(Client):
         self.producer_id = None
         self._sequences.clear()
 
-    def send(self, topic: str, value: bytes | str, partition: int | None = None) -> dict[str, Any]:
-        return self.send_batch(topic, [value], partition)
+    def send(self, topic: str, value: bytes | str, partition: int | None = None,
+             key: bytes | str | None = None) -> dict[str, Any]:
+        return self.send_batch(topic, [value], partition, None if key is None else [key])
 
-    def send_batch(self, topic: str, values: list[bytes | str],
-                   partition: int | None = None) -> dict[str, Any]:
-        data = [v.encode() if isinstance(v, str) else bytes(v) for v in values]
+    def send_batch(self, topic: str, values: list[bytes | str], partition: int | None = None,
+                   keys: list[bytes | str | None] | None = None) -> dict[str, Any]:
+        """``keys``, one per value (None: that record has none), travel inside the values
+        (``wire.keyed_record``, docs/wire.md §4.1)."""
+        if keys is not None and len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys for {len(values)} values")
+        data = [keyed_record(_bytes(v), None if keys is None or keys[i] is None else _bytes(keys[i]))
+                for i, v in enumerate(values)]
         deadline = time.monotonic() + self.delivery_timeout_ms / 1000
         last: Exception | None = None
         producer_id: int | None = None
@@ -246,6 +260,20 @@ class Producer(Client):
                 last = exc
 
 
+def _bytes(v: bytes | str) -> bytes:
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+class Record(NamedTuple):
+    """A consumed record: where it is, its value and its key (None: it has none)."""
+
+    topic: str
+    partition: int
+    offset: int
+    value: bytes
+    key: bytes | None = None
+
+
 class Consumer(Client):
     """Reads committed records (below the HW) from partition leaders, in offset order."""
 
@@ -271,6 +299,10 @@ class Consumer(Client):
 
     def poll(self, max_wait_ms: int = 200) -> list[tuple[str, int, int, bytes]]:
         """One round over the assigned partitions; (topic, partition, offset, value) items."""
+        return [(r.topic, r.partition, r.offset, r.value) for r in self.poll_records(max_wait_ms)]
+
+    def poll_records(self, max_wait_ms: int = 200) -> list[Record]:
+        """One round over the assigned partitions, each record with its key."""
         out = []
         for (topic, p), offset in sorted(self.positions.items()):
             try:
@@ -287,7 +319,8 @@ class Consumer(Client):
                 continue
             for o, _epoch, v in resp["records"]:
                 if int(o) == self.positions[(topic, p)]:
-                    out.append((topic, p, int(o), bytes(v)))
+                    key, value = record_key(bytes(v))
+                    out.append(Record(topic, p, int(o), value, key))
                     self.positions[(topic, p)] = int(o) + 1
         return out
 

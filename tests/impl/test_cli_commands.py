@@ -34,9 +34,10 @@ class FakeProducer:
     """Accepts every value; remembers them."""
 
     sent: list[tuple[str, Any, int | None]] = []
+    keys: list[Any] = []
 
     def __init__(self, *a: Any, **k: Any) -> None:
-        FakeProducer.sent = []
+        FakeProducer.sent, FakeProducer.keys = [], []
 
     def __enter__(self) -> FakeProducer:
         return self
@@ -47,9 +48,10 @@ class FakeProducer:
     def partitions(self, topic: str) -> list[int]:
         return [0, 1]
 
-    def send(self, topic: str, value: Any, partition: int | None = None) -> dict[str, Any]:
+    def send(self, topic: str, value: Any, partition: int | None = None, key: Any = None) -> dict[str, Any]:
         p = len(FakeProducer.sent) % 2 if partition is None else partition
         FakeProducer.sent.append((topic, value, p))
+        FakeProducer.keys.append(key)
         return {"partition": p, "offset": len(FakeProducer.sent) - 1}
 
 
@@ -88,11 +90,12 @@ class FakeConsumer:
     def assign(self, topic: str, from_beginning: bool = True) -> None:
         self.positions = {(topic, 0): 0, (topic, 1): 0}
 
-    def poll(self, max_wait_ms: int = 200) -> list[tuple[str, int, int, bytes]]:
+    def poll_records(self, max_wait_ms: int = 200) -> list[client.Record]:
         if self.polled:
             return []
         self.polled = True
-        return [(t, p, o, f"v{p}{o}".encode()) for (t, p) in sorted(self.positions) for o in range(3)]
+        return [client.Record(t, p, o, f"v{p}{o}".encode(), f"k{o}".encode() if p == 0 else None)
+                for (t, p) in sorted(self.positions) for o in range(3)]
 
 
 def test_consume_prints_partition_and_offset_and_stops_at_max_messages(monkeypatch, capsys):
@@ -107,9 +110,26 @@ def test_consume_one_partition_as_json(monkeypatch, capsys):
     assert main(["consume", "t", "--partition", "1", "--timeout", "0.2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["command"] == "consume" and data["exit_code"] == 0
-    assert data["records"] == [{"partition": 1, "offset": o, "value": f"v1{o}"} for o in range(3)]
+    assert data["records"] == [{"partition": 1, "offset": o, "key": None, "value": f"v1{o}"} for o in range(3)]
     assert main(["consume", "t", "--partition", "7", "--timeout", "0.2"]) == 2
     assert "has no partition 7 (partitions: 0, 1)" in capsys.readouterr().err
+
+
+def test_produce_splits_each_line_into_key_and_value_at_the_separator(monkeypatch, capsys):
+    monkeypatch.setattr(client, "Producer", FakeProducer)
+    monkeypatch.setattr(sys, "stdin", _Stdin(b"k1:a\nk2:b:c\nno key here\n"))
+    assert main(["produce", "t", "--key-separator", ":"]) == 2
+    err = capsys.readouterr().err
+    assert "line 3 has no key separator ':'" in err and "2 record(s) were produced" in err
+    assert [v for _, v, _ in FakeProducer.sent] == ["a", "b:c"] and FakeProducer.keys == ["k1", "k2"]
+
+
+def test_consume_prints_each_key_and_null_for_none(monkeypatch, capsys):
+    monkeypatch.setattr(client, "Consumer", FakeConsumer)
+    assert main(["consume", "t", "--from-beginning", "--print-partition", "--print-offset", "--print-key",
+                 "--max-messages", "4", "--timeout", "0.2"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["0\t0\tk0\tv00", "0\t1\tk1\tv01", "0\t2\tk2\tv02",
+                                                    "1\t0\tnull\tv10"]
 
 
 class FakeAdmin:
