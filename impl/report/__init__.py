@@ -6,6 +6,14 @@ external font or script -- so it opens from a CI artifact or an e-mail as it is.
 
 from impl.report.model_run import ModelRun
 from impl.report.trace_run import TraceGroup
-from impl.report.write import result_run, trace_groups, write_conformance_report, write_html_report
+from impl.report.write import (
+    drive_run,
+    result_run,
+    trace_groups,
+    write_conformance_report,
+    write_drive_report,
+    write_html_report,
+)
 
-__all__ = ["ModelRun", "TraceGroup", "result_run", "trace_groups", "write_conformance_report", "write_html_report"]
+__all__ = ["ModelRun", "TraceGroup", "drive_run", "result_run", "trace_groups", "write_conformance_report",
+           "write_drive_report", "write_html_report"]

@@ -93,3 +93,41 @@ def write_conformance_report(path: str | Path, paths: Sequence[str], verdicts: S
     p.write_text(page("epochal conform", f"{len(verdicts)} groups, {len(failing)} not conforming",
                       sections(groups), index), encoding="utf-8")
     return p
+
+
+def drive_run(path_run: Any, report: Any) -> ModelRun:
+    """An ``epochal drive`` run (``impl.harness.drive``) as a model run to draw: the run's
+    steps as the model takes them, up to the last one driven -- the one that diverged or
+    reproduced the model's violation is marked, with what the implementation did."""
+    from impl.harness.drive.paths import step_of
+    from model.config import named
+    from model.registry import apply
+    from model.state import initial
+
+    cfg = named(report.config, brokers=report.brokers)
+    driven = max((s.n for s in report.steps if s.n and s.outcome != "model_refused"), default=0)
+    steps = []
+    s = initial(cfg)
+    for action, choose in path_run.steps[:driven]:
+        step = step_of(action, choose, s)
+        t = apply(s, cfg, step) if step is not None else None
+        if t is None:
+            break
+        steps.append(step)
+        s = t
+    prop = message = None
+    d = report.divergence or {}
+    if report.verdict == "diverged":
+        prop = f"diverged at step {d.get('step')}" + (f" ({report.property})" if report.property else "")
+        message = f"the implementation: {d.get('implementation_did')}; the model allowed: {d.get('model_allowed')}"
+    elif report.verdict == "reproduced":
+        prop, message = report.property, report.model_violation
+    note = (f"epochal drive: {report.verdict}, {len(report.steps)} steps driven against real brokers "
+            f"({report.config}, truncation {report.truncation}) in {report.seconds:.1f} s")
+    return ModelRun(cfg, steps, prop, message, title=f"drive {report.run}: {report.verdict}", note=note)
+
+
+def write_drive_report(path: str | Path, path_run: Any, report: Any) -> Path:
+    """``epochal drive --html FILE``: the driven run drawn as the model took it."""
+    return write_html_report(path, drive_run(path_run, report), title=f"epochal drive: {report.run}",
+                             subtitle=f"{report.verdict} (exit {report.exit_code})")

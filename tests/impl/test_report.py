@@ -215,3 +215,27 @@ def test_conform_out_writes_report_html_beside_the_verdicts(tmp_path, capsys):
     assert page.sections and page.index_rows >= len(page.sections)
     assert report.read_text() == (tmp_path / "copy.html").read_text()
     assert "report written to" in capsys.readouterr().err
+
+
+def test_a_drive_report_draws_the_run_up_to_the_step_that_diverged(tmp_path):
+    from impl.harness.drive import scenario
+    from impl.harness.drive.driver import DriveReport, StepReport
+    from impl.harness.drive.paths import brokers_needed
+    from impl.report import write_drive_report
+
+    run = scenario("kafka_1211")
+    n = brokers_needed(run, "design")
+    upto = len(run.steps) - 2
+    steps = [StepReport(i, a, "", "", "op", "followed") for i, (a, _) in enumerate(run.steps[:upto], 1)]
+    steps[-1].outcome = "diverged"
+    report = DriveReport(run.name, "design", n, "hw", "diverged", 1, steps=steps,
+                         divergence={"step": upto, "implementation_did": "appended b@2", "model_allowed": "nothing"})
+    path = write_drive_report(tmp_path / "drive.html", run, report)
+    page = parse(path)
+    [section] = page.sections
+    assert section["lanes"] == ["ZooKeeper", "controller"] + [f"broker {b}" for b in range(n)]
+    assert [s["n"] for s in section["steps"]] == list(range(1, upto + 1))
+    assert [s["n"] for s in section["steps"] if s["bad"]] == [upto]
+    assert page.properties == [f"diverged at step {upto}"]
+    assert any("the implementation: appended b@2" in t for t in page.texts)
+    assert_self_contained(path, page)
