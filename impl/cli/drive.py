@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from impl.cli.errors import UsageError
 from impl.cli.output import add_json_flag, print_json
 from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
+from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
 from model.config import NAMED
 from model.scenarios import SCENARIOS
@@ -34,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--scenario", metavar="NAME", help=f"a named scenario ({', '.join(SCENARIOS)})")
     run.add_argument("--path", metavar="FILE.json", help="a counterexample exported by 'epochal check --json' "
                      "(or a list of {action, args} steps)")
+    run.add_argument("--generate", choices=["transitions"],
+                     help="generate test cases: the shortest path to every (action, outcome) pair of the "
+                     "model at 2 brokers, each driven on a fresh cluster until --budget is spent")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="with --generate: start no case after this many seconds")
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -47,14 +54,20 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown configuration {args.config!r}; choose one of {', '.join(NAMED)}")
     if args.step_timeout <= 0:
         raise UsageError("--step-timeout must be positive")
-    try:
-        model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
-    except PathError as exc:
-        raise UsageError(str(exc)) from None
+    if args.generate and (args.budget is None or args.budget <= 0):
+        raise UsageError("--generate needs a positive --budget SECONDS")
+    if args.budget is not None and not args.generate:
+        raise UsageError("--budget goes with --generate")
     data_dir = Path(args.data_dir) if args.data_dir else None
     if data_dir is not None and data_dir.exists() and any(data_dir.iterdir()):
         raise UsageError(f"--data-dir {data_dir} is not empty")
     progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    if args.generate:
+        return _generate(args, data_dir, progress)
+    try:
+        model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
+    except PathError as exc:
+        raise UsageError(str(exc)) from None
     driver = Driver(args.config, data_dir=data_dir, step_timeout=args.step_timeout, progress=progress)
     try:
         report = driver.run(model_run)
@@ -65,6 +78,30 @@ def run_drive(args: argparse.Namespace) -> int:
     if args.json:
         return print_json(args, report.exit_code, **report.as_dict())
     print(render(report))
+    return report.exit_code
+
+
+def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:
+    try:
+        report = generate(args.config, args.budget, data_dir=data_dir, step_timeout=args.step_timeout,
+                          progress=progress)
+    except (SetupError, OSError, TimeoutError, RuntimeError) as exc:
+        raise UsageError(f"could not start the cluster: {exc}") from None
+    if args.json:
+        return print_json(args, report.exit_code, **report.as_dict())
+    d = report.as_dict()
+    print(f"generated {len(report.pairs)} cases of {report.config} ({report.states} states, "
+          f"{report.transitions} transitions searched); drove {len(report.cases)} in {d['seconds']}s")
+    for c in report.cases:
+        div = c["divergence"] or {}
+        extra = f" at step {div.get('step')}: {div.get('implementation_did')}" if div else ""
+        name = f"{c['pair'][0]}/{c['pair'][1]}"
+        print(f"  {name:<36} {c['steps']:>3} steps  {c['verdict']}{extra}")
+    print(f"covered {len(report.covered_pairs)} of {len(report.pairs)} (action, outcome) pairs and "
+          f"{report.covered_transitions} distinct model transitions ({d['transitions_per_minute']} per minute)")
+    missing = sorted(set(report.pairs) - set(report.covered_pairs))
+    if missing:
+        print("not covered: " + ", ".join(f"{a}/{o}" for a, o in missing))
     return report.exit_code
 
 

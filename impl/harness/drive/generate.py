@@ -1,0 +1,205 @@
+"""Generated test cases: paths through the model's state graph, chosen to cover every
+action the driver can execute and every distinct outcome of each, driven against real
+clusters within a time budget.
+
+The graph is searched breadth first from the initial state (over the actions that have a
+harness operation), so the path to the first transition of each (action, outcome) pair is a
+shortest one.  An *outcome* is what the step did, read off the two states
+(:func:`outcome`): a fetch answered, refused or out of range; an answer appended, taken for
+its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
+of a new leader, of the same one, of none, or unclean; a truncation that cut or kept.
+
+Each path runs on a fresh cluster (:class:`~impl.harness.drive.driver.Driver`), shortest
+first, until the budget is spent.  The report counts the pairs and the distinct model
+transitions the driven paths covered, against how many the search found.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from impl.harness.drive.driver import DIVERGED, REPRODUCED, Driver, DriveReport
+from impl.harness.drive.operations import OPERATIONS
+from impl.harness.drive.paths import ModelRun
+from model.actions import Step
+from model.config import Config, named
+from model.registry import successors
+from model.state import FETCH_RESPONSE, NO_LEADER, OUT_OF_RANGE, State, initial
+
+Pair = tuple[str, str]  # (action, outcome)
+
+
+def outcome(step: Step, s: State, t: State) -> str:
+    """The distinct outcome of one step, in the model's terms."""
+    a = step.action
+    if a == "handle_fetch":
+        m = step.args[0]
+        new = [x for x in t.fetches if x.kind == FETCH_RESPONSE and x.follower == m.follower and x not in s.fetches]
+        if not new:
+            return "refused"
+        return "out_of_range" if new[0].error == OUT_OF_RANGE else "answered"
+    if a == "receive_fetch":
+        m = step.args[0]
+        before, after = s.brokers[m.follower].replicas[m.partition], t.brokers[m.follower].replicas[m.partition]
+        if after.leo > before.leo:
+            return "appended"
+        if after.leo < before.leo:
+            return "truncated"
+        return "hw_taken" if after.hw != before.hw else "discarded"
+    if a in ("become_follower", "become_leader"):
+        m = step.args[0]
+        before, after = s.brokers[m.to].replicas[m.partition], t.brokers[m.to].replicas[m.partition]
+        if before.role == after.role and before.leader == after.leader:
+            return "already_" + ("following" if a == "become_follower" else "leading")
+        return "taken"
+    if a == "truncate":
+        f, p = step.args
+        return "cut" if t.brokers[f].replicas[p].leo < s.brokers[f].replicas[p].leo else "kept"
+    if a == "elect_leader":
+        p = step.args[1]
+        if len(t.ghost.unclean) > len(s.ghost.unclean):
+            return "unclean"
+        new, old = t.zk.partitions[p].leader, s.zk.partitions[p].leader
+        if new == NO_LEADER:
+            return "no_leader"
+        return "same_leader" if new == old else "new_leader"
+    return "taken"
+
+
+@dataclass
+class Case:
+    pair: Pair
+    steps: list[Step]
+
+
+@dataclass
+class GenerateReport:
+    config: str
+    budget_s: float
+    states: int  # model states the search visited
+    transitions: int  # model transitions among them (over the driven actions)
+    pairs: list[Pair]  # every (action, outcome) pair the search found
+    cases: list[dict[str, Any]] = field(default_factory=list)  # one per driven path
+    covered_pairs: list[Pair] = field(default_factory=list)
+    covered_transitions: int = 0
+    seconds: float = 0.0
+    exit_code: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"config": self.config, "budget_s": self.budget_s, "states": self.states,
+                "transitions": self.transitions, "pairs": [list(p) for p in self.pairs],
+                "covered_pairs": [list(p) for p in self.covered_pairs],
+                "covered_transitions": self.covered_transitions, "cases": self.cases,
+                "seconds": round(self.seconds, 1),
+                "transitions_per_minute": round(60 * self.covered_transitions / self.seconds, 1)
+                if self.seconds else 0.0}
+
+
+def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]:
+    """Breadth-first over the driven actions: the shortest path to the first transition
+    of every (action, outcome) pair; and the states and transitions visited."""
+    s0 = initial(cfg)
+    parent: dict[State, tuple[State, Step] | None] = {s0: None}
+    queue = deque([s0])
+    found: dict[Pair, list[Step]] = {}
+    transitions = 0
+
+    def path_to(s: State) -> list[Step]:
+        out: list[Step] = []
+        while (p := parent[s]) is not None:
+            s, step = p
+            out.append(step)
+        return out[::-1]
+
+    while queue:
+        s = queue.popleft()
+        for step, t in successors(s, cfg):
+            if step.action not in OPERATIONS:
+                continue
+            transitions += 1
+            pair = (step.action, outcome(step, s, t))
+            if pair not in found:
+                found[pair] = path_to(s) + [step]
+            if t not in parent and len(parent) < max_states:
+                parent[t] = (s, step)
+                queue.append(t)
+    return _cover(cfg, [Case(p, steps) for p, steps in found.items()]), len(parent), transitions
+
+
+def pairs_along(cfg: Config, steps: list[Step]) -> set[Pair]:
+    """The (action, outcome) pairs a path takes, every step of it."""
+    s, out = initial(cfg), set()
+    for step in steps:
+        t = next(t for st, t in successors(s, cfg) if st == step)
+        out.add((step.action, outcome(step, s, t)))
+        s = t
+    return out
+
+
+def _cover(cfg: Config, cases: list[Case]) -> list[Case]:
+    """Greedy set cover: first the path that takes the most pairs not yet taken (the shorter
+    on a tie), then the next; paths that add nothing go last.  Each path runs on a cluster
+    of its own, so fewer, longer paths cover the pairs in less time."""
+    along = {c.pair: pairs_along(cfg, c.steps) for c in cases}
+    left, done, order = sorted(cases, key=lambda c: (len(c.steps), c.pair)), set(), []
+    while left:
+        best = max(left, key=lambda c: (len(along[c.pair] - done), -len(c.steps)))
+        if not along[best.pair] - done:
+            break
+        order.append(best)
+        done |= along[best.pair]
+        left.remove(best)
+    return order + left
+
+
+def _fixed(step: Step) -> Callable[[State], tuple]:
+    return lambda _s: step.args
+
+
+def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers: int = 2,
+             step_timeout: float = 20.0, progress: Callable[[str], None] | None = None,
+             max_states: int = 50_000) -> GenerateReport:
+    """Search, then drive the cases, shortest first, until ``budget_s`` is spent (a case
+    is started only while the budget lasts)."""
+    say = progress or (lambda m: None)
+    start = time.monotonic()
+    cfg = named(config, brokers=brokers)
+    cases, states, transitions = search(cfg, max_states)
+    say(f"generate: {len(cases)} (action, outcome) pairs over {states} states and "
+        f"{transitions} transitions of {config} at {brokers} brokers")
+    report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases])
+    covered: set[Pair] = set()
+    driven: set[tuple[State, Step]] = set()
+    for i, case in enumerate(cases):
+        if time.monotonic() - start >= budget_s:
+            say(f"generate: budget spent after {i} of {len(cases)} cases")
+            break
+        if case.pair in covered and not pairs_along(cfg, case.steps) - covered:
+            continue  # earlier cases' paths took every pair of this one already
+        run = ModelRun(f"{case.pair[0]}/{case.pair[1]}", [(s.action, _fixed(s)) for s in case.steps], brokers)
+        say(f"case {i + 1}/{len(cases)}: {run.name} ({len(case.steps)} steps)")
+        sub = None if data_dir is None else Path(data_dir) / f"case-{i + 1}"
+        r: DriveReport = Driver(config, data_dir=sub, step_timeout=step_timeout).run(run)
+        # the steps the implementation followed, and the pairs they took
+        s = initial(cfg)
+        done = len([st for st in r.steps if st.n and st.outcome in ("followed", REPRODUCED)])
+        for step in case.steps[:done]:
+            t = next(t for st, t in successors(s, cfg) if st == step)
+            covered.add((step.action, outcome(step, s, t)))
+            driven.add((s, step))
+            s = t
+        covered_now = len(covered)
+        say(f"case {i + 1}: {r.verdict}; {covered_now} of {len(cases)} pairs covered so far")
+        report.cases.append({"pair": list(case.pair), "steps": len(case.steps), "verdict": r.verdict,
+                             "divergence": r.divergence, "seconds": round(r.seconds, 1)})
+        if r.verdict in (DIVERGED, REPRODUCED):
+            report.exit_code = 1
+    report.covered_pairs = sorted(covered)
+    report.covered_transitions = len(driven)
+    report.seconds = time.monotonic() - start
+    return report
