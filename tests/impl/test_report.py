@@ -239,3 +239,14 @@ def test_a_drive_report_draws_the_run_up_to_the_step_that_diverged(tmp_path):
     assert page.properties == [f"diverged at step {upto}"]
     assert any("the implementation: appended b@2" in t for t in page.texts)
     assert_self_contained(path, page)
+
+
+def test_fuzz_writes_its_counterexample_as_a_report(tmp_path):
+    path = tmp_path / "fuzz.html"
+    assert main(["fuzz", "--config", "unclean", "--no-shrink", "--html", str(path)]) == 1
+    page = parse(path)
+    [section] = page.sections
+    assert section["steps"] and section["steps"][-1]["bad"]
+    assert section["states"] == len(section["steps"]) + 1
+    assert page.properties and page.properties[0] in ("committed_durable", "acked_durable")
+    assert_self_contained(path, page)
