@@ -3,8 +3,8 @@ action the driver can execute and every distinct outcome of each, driven against
 clusters within a time budget.
 
 The graph is searched breadth first from the initial state (over the actions that have a
-harness operation), so the path to the first transition of each (action, outcome) pair is a
-shortest one.  An *outcome* is what the step did, read off the two states
+harness operation, and, as the checker does, not past a state that breaks a property), so
+the path to the first transition of each (action, outcome) pair is a shortest one.  An *outcome* is what the step did, read off the two states
 (:func:`outcome`): a fetch answered, refused or out of range; an answer appended, taken for
 its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
 of a new leader, of the same one, of none, or unclean; a truncation that cut or kept.
@@ -30,6 +30,7 @@ from model.actions import Step
 from model.config import Config, named
 from model.registry import successors
 from model.state import FETCH_RESPONSE, NO_LEADER, OUT_OF_RANGE, State, initial
+from properties.safety import all_violations
 
 Pair = tuple[str, str]  # (action, outcome)
 
@@ -127,7 +128,8 @@ def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]
                 found[pair] = path_to(s) + [step]
             if t not in parent and len(parent) < max_states:
                 parent[t] = (s, step)
-                queue.append(t)
+                if not all_violations(s, t):  # as the checker does: a run ends at a violation
+                    queue.append(t)
     return _cover(cfg, [Case(p, steps) for p, steps in found.items()]), len(parent), transitions
 
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from model.actions import Step
-from model.state import FETCH_REQUEST, FETCH_RESPONSE, OUT_OF_RANGE, State
+from model.state import FETCH_RESPONSE, OUT_OF_RANGE, State
 
 if TYPE_CHECKING:
     from impl.harness.drive.driver import Driver
@@ -199,6 +199,3 @@ def operation_names() -> dict[str, str]:
     """action -> harness operation, for docs and the CLI."""
     return {a: op.name for a, op in OPERATIONS.items()}
 
-
-def in_flight(s: State, follower: int) -> list[Any]:
-    return [m for m in s.fetches if m.follower == follower and m.kind == FETCH_REQUEST]
