@@ -123,3 +123,38 @@ def test_frames_of_kinds_not_held_pass_straight_through() -> None:
         assert out and not isinstance(out[0], Exception)
         assert relay.held() == []
         assert [x.kind for x in relay.frames] == ["client", "client_response"]
+
+
+# -- harness step mode's permits (impl.node.step_gate) ----------------------------------------------
+
+def test_a_permit_is_for_one_broker_process_and_is_taken_once(tmp_path) -> None:
+    import os
+
+    from impl.node.step_gate import StepGate, grant
+
+    gate = StepGate(tmp_path, 1, on=True)
+
+    def takes() -> bool:
+        try:
+            asyncio.run(asyncio.wait_for(gate.wait("send_fetch"), 0.1))
+        except TimeoutError:
+            return False
+        return True
+
+    assert not takes()
+    grant(tmp_path, 1, os.getpid() + 1, "send_fetch")  # another incarnation's permit
+    assert not takes()
+    grant(tmp_path, 1, os.getpid(), "send_fetch")
+    assert takes() and not takes()
+    gate.give_back("send_fetch")
+    assert takes()
+    with pytest.raises(ValueError, match="unknown step gate"):
+        grant(tmp_path, 1, os.getpid(), "fly")
+
+
+def test_outside_step_mode_nothing_waits_for_a_permit(tmp_path) -> None:
+    from impl.node.step_gate import StepGate
+
+    gate = StepGate(tmp_path, 1, on=False)
+    asyncio.run(asyncio.wait_for(gate.wait("send_fetch"), 0.1))
+    assert gate.wait_blocking("elect_leader")
