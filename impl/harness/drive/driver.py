@@ -125,7 +125,7 @@ class Driver:
     def run(self, run: ModelRun) -> DriveReport:
         check_drivable(run)
         n = brokers_needed(run, self.config_name)
-        self.cfg = named(self.config_name, brokers=n)
+        self.cfg = named(self.config_name, brokers=n, **run.bounds)
         start = time.monotonic()
         data_dir = Path(self.data_dir or tempfile.mkdtemp(prefix="epochal-drive-"))
         report = DriveReport(run.name, self.config_name, n, self.cfg.truncation, FOLLOWED, 0,

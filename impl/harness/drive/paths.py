@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,12 @@ from model.scenarios import SCENARIOS
 from model.state import Entry, Fetch, LeaderAndIsr, State, StopReplica
 
 Chooser = Callable[[State], tuple]
+
+
+BOUNDS = ("records", "max_epoch", "max_crashes", "max_pauses")
+"""The search bounds a counterexample keeps when it is driven under another configuration:
+its steps stay within them (the configuration's own rules -- truncation, unclean election,
+min.insync.replicas -- are the ones driven)."""
 
 
 class PathError(ValueError):
@@ -31,6 +37,7 @@ class ModelRun:
     steps: list[tuple[str, Chooser]]
     brokers: int | None = None
     description: str = ""
+    bounds: dict[str, int] = field(default_factory=dict)  # a counterexample's search bounds
 
 
 def scenario(name: str) -> ModelRun:
@@ -75,17 +82,21 @@ def from_json(path: Path) -> ModelRun:
         raise PathError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise PathError(f"{path} is not JSON: {exc}") from None
-    brokers: int | None = None
     steps: Any = doc
+    config: dict[str, Any] = {}
     if isinstance(doc, dict) and "results" in doc:
         found = [r for r in doc.get("results") or [] if isinstance(r, dict) and r.get("violation")]
         if not found:
             raise PathError(f"{path} holds no counterexample (no result with a violation)")
         steps = found[0]["violation"].get("steps")
-        brokers = (found[0].get("config") or {}).get("brokers")
+        config = found[0].get("config") or {}
     elif isinstance(doc, dict):
-        steps = doc.get("violation", doc).get("steps")
-        brokers = (doc.get("config") or {}).get("brokers")
+        steps = (doc.get("violation") or doc).get("steps")
+        config = doc.get("config") or {}
+    brokers = config.get("brokers")
+    if config.get("partitions", 1) != 1:
+        raise PathError(f"{path}: the driver runs one partition; this counterexample has {config['partitions']}")
+    bounds = {k: int(v) for k, v in config.items() if k in BOUNDS and isinstance(v, int) and not isinstance(v, bool)}
     if not isinstance(steps, list) or not steps:
         raise PathError(f"{path} has no steps (expected check --json output or a list of steps)")
     out: list[tuple[str, Chooser]] = []
@@ -100,7 +111,7 @@ def from_json(path: Path) -> ModelRun:
             raise PathError(f"{path}: step {i}: bad arguments: {exc}") from None
         out.append((s["action"], _fixed(args)))
     return ModelRun(Path(path).name, out, int(brokers) if isinstance(brokers, int) else None,
-                    f"{len(out)} steps from {path}")
+                    f"{len(out)} steps from {path}", bounds)
 
 
 def step_of(action: str, choose: Chooser, s: State) -> Step | None:
@@ -123,7 +134,7 @@ def brokers_needed(run: ModelRun, cfg_name: str) -> int:
     if run.brokers:
         return run.brokers
     for n in (2, 3):
-        cfg = named(cfg_name, brokers=n)
+        cfg = named(cfg_name, brokers=n, **run.bounds)
         s = initial(cfg)
         try:
             for action, choose in run.steps:
