@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from impl.cli.errors import UsageError
+from impl.cli.html import add_html_flag, check_writable
+from impl.cli.html import write as write_html
 from impl.cli.output import add_json_flag, print_json
 from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
 from impl.harness.drive.generate import generate
@@ -46,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how long a step waits for the implementation (default 20)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_json_flag(p, "the report (every step, the verdict, the divergence)")
+    add_html_flag(p, "the driven run (with --scenario or --path)")
     p.set_defaults(func=run_drive)
 
 
@@ -58,6 +61,9 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError("--generate needs a positive --budget SECONDS")
     if args.budget is not None and not args.generate:
         raise UsageError("--budget goes with --generate")
+    if args.html is not None and args.generate:
+        raise UsageError("--html goes with --scenario or --path")
+    check_writable(args)
     data_dir = Path(args.data_dir) if args.data_dir else None
     if data_dir is not None and data_dir.exists() and any(data_dir.iterdir()):
         raise UsageError(f"--data-dir {data_dir} is not empty")
@@ -75,6 +81,9 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, a broker that exited
         raise UsageError(f"could not start the cluster: {exc}") from None
+    from impl.report import write_drive_report
+
+    write_html(args, lambda path: write_drive_report(path, model_run, report))
     if args.json:
         return print_json(args, report.exit_code, **report.as_dict())
     print(render(report))
