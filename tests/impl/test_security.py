@@ -367,3 +367,27 @@ def test_a_connection_has_at_most_max_inflight_fetches_long_polling(make_cluster
     # three waves of two: about 1, 2 and 3 s (unbounded, all six would answer at about 1 s)
     assert done[1] < 1.9 and done[3] >= 1.8 and done[5] >= 2.7, done
     zk.stop()
+
+
+def test_a_command_in_another_process_signs_in_with_the_data_dir_and_fails_in_one_line_without(
+        make_cluster: Any, tmp_path: Any) -> None:
+    """The CLI finds the secret through --data-dir (or cluster start's pointer); without any
+    it is refused by the broker, in one line, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    c = make_cluster(1)
+    env = dict(os.environ, EPOCHAL_CLUSTERS=str(tmp_path / "no-pointers"),
+               EPOCHAL_DATA_DIR=str(tmp_path / "no-data-dir"))
+
+    def epochal(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "impl.cli.main", *argv, "--bootstrap", c.bootstrap],
+                              capture_output=True, text=True, env=env, timeout=60)
+
+    ok = epochal("topics", "create", TOPIC, "--partitions", "1", "--replication-factor", "1",
+                 "--data-dir", str(c.data_dir))
+    assert ok.returncode == 0, ok.stderr
+    refused = epochal("topics", "describe", TOPIC)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().count("\n") == 0 and "ILLEGAL_SASL_STATE" in refused.stderr
