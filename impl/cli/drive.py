@@ -85,7 +85,9 @@ def run_drive(args: argparse.Namespace) -> int:
 
     write_html(args, lambda path: write_drive_report(path, model_run, report))
     if args.json:
-        return print_json(args, report.exit_code, **report.as_dict())
+        fields = report.as_dict()
+        del fields["exit_code"]  # print_json writes the exit code itself
+        return print_json(args, report.exit_code, **fields)
     print(render(report))
     return report.exit_code
 
