@@ -118,7 +118,9 @@ def svg(d: Diagram, ident: str) -> str:
             f'<text class="num" x="{lanes_w + 4}" y="{y + 4}">{n}.</text>'
             f'<text class="text" x="{lanes_w + 36}" y="{y + 4}">{escape(row.text)}{note}</text>'
             f"{_glyph(row.glyph, _lane_x(row.lane), y, row.bad)}</g>")
+    from_row: dict[int, int] = {}  # arrows drawn so far from each row: their labels are staggered
     for a in d.arrows:
+        k = from_row[a.src] = from_row.get(a.src, -1) + 1
         x1, y1 = _lane_x(a.src_lane), _row_y(a.src)
         x2 = _lane_x(a.dst_lane)
         y2 = bottom if a.dst is None else _row_y(a.dst)
@@ -129,7 +131,9 @@ def svg(d: Diagram, ident: str) -> str:
         shrink = 0 if a.lost or a.dst is None else 6
         x2s, y2s = x2 - dx / length * shrink, y2 - dy / length * shrink
         marker = "" if a.lost else f' marker-end="url(#{ident}-{a.kind})"'
-        lx, ly = x1 + dx * 0.5, y1 + dy * 0.5 - 3
+        # labels stand above their sending step, one line each, so a step's arrows never
+        # write over each other; they show only while a step they touch is selected
+        lx, ly = min(x1, x2) + 8, y1 - 6 - 12 * k
         cross = (f'<path class="lost-x" d="M{x2 - 5},{y2 - 5}L{x2 + 5},{y2 + 5}M{x2 - 5},{y2 + 5}L{x2 + 5},{y2 - 5}"/>'
                  if a.lost else "")
         out.append(

@@ -94,6 +94,10 @@ def message_label(m: Message) -> str:
     return f"fetch response p{m.partition}: {log_text(m.records)} hw={m.hw}"
 
 
+def arrow_label(m: Message) -> str:
+    return f"to {addressee(m)}: {message_label(m)}"
+
+
 def received(step: Step) -> Message | None:
     """The message a step acts on (LeaderAndISR, fetch, StopReplica), if any."""
     first = step.args[0] if step.args else None
@@ -157,13 +161,13 @@ def diagram(run: ModelRun) -> Diagram:
         m = received(step)
         if m is not None and m in sent:
             row, src_lane = sent[m]
-            arrows.append(Arrow("message", message_label(m), row, src_lane, i, broker_lane(addressee(m))))
+            arrows.append(Arrow("message", arrow_label(m), row, src_lane, i, broker_lane(addressee(m))))
             answered.add(m)
         old, new = messages(before), messages(after)
         for gone in sorted(old - new - ({m} if m is not None else set()), key=repr):
             if gone in sent and gone not in answered:
                 row, src_lane = sent.pop(gone)
-                arrows.append(Arrow("message", message_label(gone), row, src_lane, i,
+                arrows.append(Arrow("message", arrow_label(gone), row, src_lane, i,
                                     broker_lane(addressee(gone)), lost=True))
         for m2 in sorted(new - old, key=repr):
             sent[m2] = (i, lane)
@@ -176,7 +180,7 @@ def diagram(run: ModelRun) -> Diagram:
             arrows.append(Arrow("session", zk_label(before, after), i, lane, i, ZK_LANE))
     for m, (row, src_lane) in sent.items():
         if m not in answered and m in messages(states[-1]):
-            arrows.append(Arrow("message", message_label(m), row, src_lane, None, broker_lane(addressee(m))))
+            arrows.append(Arrow("message", arrow_label(m), row, src_lane, None, broker_lane(addressee(m))))
     return Diagram(lanes(run.config), rows, arrows)
 
 
@@ -207,7 +211,7 @@ def snapshot(s: State) -> Snapshot:
             out[(part, f"p{p} log")] = f"{log_text(r.log)} hw={r.hw}"
     flying = "messages (LeaderAndISR: every one sent; fetches and StopReplica: in flight)"
     for m in sorted(messages(s), key=repr):
-        out[(flying, f"to {addressee(m)}: {message_label(m)}")] = "sent" if isinstance(m, LeaderAndIsr) else "in flight"
+        out[(flying, arrow_label(m))] = "sent" if isinstance(m, LeaderAndIsr) else "in flight"
     g = s.ghost
     history = "history (no broker sees it)"
     out[(history, "committed")] = ", ".join(f"p{p}[{o}]={record(e)}" for p, o, e in g.committed) or "none"

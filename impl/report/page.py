@@ -100,7 +100,8 @@ svg .arrow.session line { stroke: var(--zk); stroke-dasharray: 3 3; }
 svg .arrow.in-flight line { stroke-dasharray: 6 4; }
 svg .arrow.lost line { stroke: var(--bad); stroke-dasharray: 6 4; }
 svg .arrow .lost-x { stroke: var(--bad); stroke-width: 2.5; }
-svg .arrow .label { font-size: 10px; fill: var(--muted); text-anchor: middle; opacity: 0; }
+svg .arrow .label { font-size: 10.5px; fill: var(--muted); opacity: 0; paint-order: stroke; stroke: #fff;
+  stroke-width: 3px; stroke-linejoin: round; }
 svg .arrow.hot line { stroke-width: 2.6; opacity: 1; }
 svg .arrow.hot .label { opacity: 1; fill: var(--ink); }
 svg .head.message { fill: var(--accent); }
