@@ -127,3 +127,22 @@ def test_the_log_prints_one_line_per_interval_and_counts_the_rest():
     printed = [log.log("connection_refused", f"n={i}") for i in range(1000)]
     assert printed.count(True) == 1 and log.counts["connection_refused"] == 1000
     assert out.getvalue().count("\n") == 1
+
+
+def test_new_user_names_have_a_budget_but_brokers_and_the_operator_do_not():
+    """Each new name costs the broker a PBKDF2: a peer cycling through names is held back."""
+    secret = ClusterSecret(os.urandom(32))
+    now = [100.0]
+    verifier = Verifier(secret, clock=lambda: now[0])
+
+    def accepted(user: str) -> bool:
+        try:
+            return _exchange(verifier, secret.credentials(user)) == Principal(user)
+        except AuthenticationFailed:
+            return False
+
+    assert [accepted(f"user{i}") for i in range(22)] == [True] * 20 + [False] * 2
+    assert accepted("broker-3") and accepted("operator")  # never held back
+    assert accepted("user0")  # cached: no new derivation
+    now[0] += 0.5  # half a second refills half the budget
+    assert [accepted(f"later{i}") for i in range(12)] == [True] * 10 + [False] * 2

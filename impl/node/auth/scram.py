@@ -14,8 +14,10 @@ what that leaves open.
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Generator
+import time
+from collections.abc import Callable, Generator
 
 from scramp import ScramClient, ScramException, ScramMechanism
 
@@ -23,6 +25,8 @@ from impl.node.auth.credentials import ClusterSecret, Credentials, Principal, va
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's default and RFC 7677's minimum
+NEW_USERS_PER_S = 20.0  # PBKDF2 runs a broker allows itself for names it has not seen
+_RESERVED = re.compile(r"operator|broker-\d{1,4}")  # never held back by that budget
 _mechanism = ScramMechanism(MECHANISM)
 
 
@@ -46,12 +50,31 @@ def client_exchange(creds: Credentials) -> Generator[str, str, None]:
 
 class Verifier:
     """The broker's side: checks proofs against keys derived from the cluster secret
-    (cached per user: one PBKDF2 per user, not per connection)."""
+    (cached per user: one PBKDF2 per user, not per connection).
 
-    def __init__(self, secret: ClusterSecret) -> None:
+    Deriving a user's keys costs a PBKDF2 (about 3 ms), and the user name comes from an
+    unauthenticated peer: a peer cycling through new names could keep the broker's loop
+    busy.  So names not yet cached get a budget, ``NEW_USERS_PER_S`` a second (a token
+    bucket); beyond it the exchange is refused and the peer may try again.  The operator
+    and ``broker-N`` are never held back."""
+
+    def __init__(self, secret: ClusterSecret, clock: Callable[[], float] = time.monotonic) -> None:
         self.secret = secret
         self._cache: dict[str, tuple[bytes, bytes, bytes, int]] = {}
         self._lock = threading.Lock()
+        self._clock = clock
+        self._tokens, self._refilled = NEW_USERS_PER_S, clock()
+
+    def _may_derive(self, user: str) -> bool:
+        if _RESERVED.fullmatch(user):
+            return True
+        now = self._clock()
+        self._tokens = min(NEW_USERS_PER_S, self._tokens + (now - self._refilled) * NEW_USERS_PER_S)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
 
     def _auth_info(self, user: str) -> tuple[bytes, bytes, bytes, int]:
         if not valid_name(user):
@@ -59,6 +82,8 @@ class Verifier:
         with self._lock:
             info = self._cache.get(user)
             if info is None:
+                if not self._may_derive(user):
+                    raise ScramException("too many new users at once; try again")
                 if len(self._cache) > 10_000:  # bounded: names are chosen by the peer
                     self._cache.clear()
                 info = self._cache[user] = _mechanism.make_auth_info(
