@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kazoo.exceptions import NoAuthError
 from kazoo.security import ACL, make_acl, make_digest_acl
 
 from impl.node.auth.credentials import ClusterSecret
@@ -50,4 +51,8 @@ def secure_root(zk: Any, acl: ZkAcl) -> None:
     setter because a new node's ACL is ``world:anyone`` ALL)."""
     current, _ = zk.get_acls("/")
     if sorted(map(repr, current)) != sorted(map(repr, acl.default_acl)):
-        zk.set_acls("/", list(acl.default_acl))
+        try:
+            zk.set_acls("/", list(acl.default_acl))
+        except NoAuthError:
+            raise RuntimeError("the ZooKeeper root (chroot) is another cluster's: its ACL "
+                               "names another secret (give this cluster its own chroot)") from None
