@@ -31,6 +31,7 @@ class Section:
     selected: int = 0  # the step shown when the page opens
     highlight: dict[int, set[tuple[str, str]]] = field(default_factory=dict)  # keys shown as lost, per snapshot
     extra: dict[int, str] = field(default_factory=dict)  # HTML under a snapshot (what the model allowed)
+    first_state: int = 0  # the number of the first snapshot (a long trace is drawn from a later row on)
 
 
 CSS = """
@@ -189,10 +190,13 @@ def _state_table(snap: Snapshot, before: Snapshot | None, lost: set[tuple[str, s
 
 def _panel(s: Section) -> str:
     out = ['<aside class="panel">']
-    for k, (heading, snap) in enumerate(s.snapshots):
-        before = s.snapshots[k - 1][1] if k > 0 else None
-        tools = ('<div class="tools"><button type="button" data-step="0">initial state</button>'
-                 '<label><input type="checkbox" class="only-changes"> only what changed</label></div>')
+    first = s.first_state
+    tools = (f'<div class="tools"><button type="button" data-step="{first}">'
+             f'{"first state shown" if first else "initial state"}</button>'
+             '<label><input type="checkbox" class="only-changes"> only what changed</label></div>')
+    for i, (heading, snap) in enumerate(s.snapshots):
+        k = first + i
+        before = s.snapshots[i - 1][1] if i > 0 else None
         out.append(f'<div class="state" data-state="{k}"{"" if k == s.selected else " hidden"}>'
                    f"{tools}<h3>{escape(heading)}</h3>{s.extra.get(k, '')}"
                    f"{_state_table(snap, before, s.highlight.get(k, set()))}</div>")

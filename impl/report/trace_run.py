@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
 
@@ -34,6 +34,9 @@ CONTROLLER_KINDS = frozenset(e.trace.kind for name, e in ACTIONS.items()
 
 LEADER_AND_ISR_RECEIPTS = ("become_leader", "become_follower", "reject_leader_and_isr")
 TEXT_LIMIT = 120
+WINDOW = 400
+"""At most this many events of a group are drawn: the last ones up to its first divergence
+(a page with a row and a state per event of a long run would not open)."""
 
 
 @dataclass
@@ -190,8 +193,14 @@ def section(group: TraceGroup, ident: str) -> Section:
     d = diagram(group, upto=bad)
     events = list(group.events[: len(d.rows)])
     snaps = snapshots(events)
-    named = [("before the first event", snaps[0])] + [
-        (f"after event {i + 1}: {row.text}", snaps[i + 1]) for i, row in enumerate(d.rows)]
+    start = max(0, len(d.rows) - WINDOW)
+    texts = [row.text for row in d.rows]
+    if start:  # draw the last WINDOW events only, numbered as in the group
+        d = Diagram(d.lanes, d.rows[start:], [
+            replace(a, src=a.src - start, dst=None if a.dst is None else a.dst - start)
+            for a in d.arrows if a.src >= start], first_number=start + 1)
+    named = [(f"after event {start}" if start else "before the first event", snaps[start])] + [
+        (f"after event {i + 1}: {texts[i]}", snaps[i + 1]) for i in range(start, len(texts))]
     v = group.verdict or {}
     extra: dict[int, str] = {}
     if bad is not None:
@@ -200,7 +209,8 @@ def section(group: TraceGroup, ident: str) -> Section:
                           + (f"<br>the model allowed instead (states it could be in):<ul>{allowed}</ul>" if allowed else "")
                           + "</div>")
     summary = [f"<p>run <code>{escape(group.run)}</code>, {len(group.events)} events"
-               + (f", drawn up to the first non-conforming one (event {bad + 1})" if bad is not None else "") + "</p>"]
+               + (f", drawn up to the first non-conforming one (event {bad + 1})" if bad is not None else "")
+               + (f"; the first {start} are not drawn" if start else "") + "</p>"]
     status = v.get("status")
     if status == "violates":
         explained = ""
@@ -215,4 +225,4 @@ def section(group: TraceGroup, ident: str) -> Section:
     elif status == "error":
         summary.append(f'<div class="verdict unknown">judge error: {escape(v.get("reason") or "")}</div>')
     return Section(ident=ident, title=group.name, summary="".join(summary), diagram=d, snapshots=named,
-                   selected=0 if bad is None else bad + 1, extra=extra)
+                   selected=start if bad is None else bad + 1, extra=extra, first_state=start)

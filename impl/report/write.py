@@ -17,6 +17,8 @@ from impl.report.trace_run import TraceGroup
 from traces.reader import read_traces
 
 Run = ModelRun | TraceGroup
+MAX_DRAWN = 50
+"""A conformance report draws at most this many failing groups (every group is in its index)."""
 
 
 def sections(runs: Iterable[Run]) -> list[Section]:
@@ -76,7 +78,7 @@ def write_conformance_report(path: str | Path, paths: Sequence[str], verdicts: S
     """``report.html`` of a conformance run: an index of every group's verdict, then each
     non-conforming group drawn up to its first divergence."""
     failing = [v for v in verdicts if v["status"] != "conforms"]
-    groups = trace_groups(paths, failing, scenarios)
+    groups = trace_groups(paths, failing[:MAX_DRAWN], scenarios)
     drawn = {(g.run, g.topic, g.partition): f"group-{i}" for i, g in enumerate(groups)}
     rows = []
     for v in verdicts:
@@ -86,6 +88,8 @@ def write_conformance_report(path: str | Path, paths: Sequence[str], verdicts: S
         link = f'<a href="#{drawn[key]}">{name}</a>' if key in drawn else name
         rows.append(f'<tr class="{escape(v["status"])}"><td>{link}</td><td>{where}</td><td>{v["total"]}</td>'
                     f'<td>{escape(v["status"])}</td><td class="verdict-text">{escape(summary_line(v))}</td></tr>')
+    if len(failing) > MAX_DRAWN:
+        counts += f"; the first {MAX_DRAWN} of the {len(failing)} groups that do not conform are drawn"
     index = (f"<p>{escape(counts)}</p><table class=\"index\"><tr><th>scenario</th><th>topic/partition</th>"
              f"<th>events</th><th>status</th><th>verdict</th></tr>{''.join(rows)}</table>")
     p = Path(path)

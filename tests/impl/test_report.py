@@ -250,3 +250,22 @@ def test_fuzz_writes_its_counterexample_as_a_report(tmp_path):
     assert section["states"] == len(section["steps"]) + 1
     assert page.properties and page.properties[0] in ("committed_durable", "acked_durable")
     assert_self_contained(path, page)
+
+
+def test_a_long_group_is_drawn_from_a_window_before_its_first_divergence(tmp_path, monkeypatch):
+    from impl.report import trace_groups, trace_run, write_html_report
+
+    verdicts, scenarios = _judged_groups()
+    longest = max((v for v in verdicts if v["status"] != "conforms"), key=lambda v: v["first_bad"])
+    window = 20
+    assert longest["first_bad"] + 1 > window
+    monkeypatch.setattr(trace_run, "WINDOW", window)
+    [group] = trace_groups([str(NONCONFORMING)], [longest], scenarios)
+    page = parse(write_html_report(tmp_path / "window.html", group))
+    [section] = page.sections
+    bad = longest["first_bad"] + 1
+    assert [s["n"] for s in section["steps"]] == list(range(bad - window + 1, bad + 1))  # numbered as in the group
+    assert [s["n"] for s in section["steps"] if s["bad"]] == [bad]
+    assert section["states"] == window + 1
+    shown = {s["n"] for s in section["steps"]}
+    assert all(int(a["from"]) in shown and (not a["to"] or int(a["to"]) in shown) for a in section["arrows"])
