@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import string
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from impl.node.auth import credentials as auth
+from impl.node.auth import tls
 from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
 from impl.node.tracing import observe_node, open_harness_recorder
@@ -240,13 +242,14 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
 def cluster_keyring(data_dir: str | os.PathLike[str], create: bool = False
                     ) -> tuple[auth.Keyring | None, ZkAcl | None]:
     """The operator's keyring and ZooKeeper ACL of the cluster in ``data_dir`` (issue 22):
-    from its secret, generated first if ``create``; (None, None) if it has none (a cluster
-    run insecure)."""
+    from its secret, generated first if ``create``, and its TLS CA if it has one; (None,
+    None) if it has no secret (a cluster run insecure)."""
+    ctx = tls.client_context(data_dir) if tls.has_material(data_dir) else None
     try:
         secret = auth.ClusterSecret.ensure(data_dir) if create else auth.ClusterSecret.load(data_dir)
     except FileNotFoundError:
-        return None, None
-    return auth.Keyring(auth.OPERATOR, secret), ZkAcl.from_secret(secret)
+        return (auth.Keyring(auth.OPERATOR, tls=ctx) if ctx else None), None
+    return auth.Keyring(auth.OPERATOR, secret, tls=ctx), ZkAcl.from_secret(secret)
 
 
 class LocalCluster:
@@ -265,6 +268,7 @@ class LocalCluster:
         self.broker_settings = broker_settings
         # issue 22: authentication is on unless insecure=True (docs/security.md)
         self.insecure = bool(broker_settings.get("insecure", False))
+        self.tls = bool(broker_settings.get("tls", False))  # also TLS (impl.node.auth.tls)
         self.keyring: auth.Keyring | None = None
         self.zk_acl: ZkAcl | None = None
         if broker_cmd is not None:
@@ -287,8 +291,14 @@ class LocalCluster:
 
     def start(self, timeout: float = 60.0) -> LocalCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.tls:
+            tls.ensure_material(self.data_dir)
+        elif tls.has_material(self.data_dir):  # the data dir's tls/ says how its cluster runs
+            shutil.rmtree(tls.tls_dir(self.data_dir))
         if not self.insecure:
             self.keyring, self.zk_acl = cluster_keyring(self.data_dir, create=True)
+        elif self.tls:  # TLS without authentication
+            self.keyring = auth.Keyring(auth.OPERATOR, tls=tls.client_context(self.data_dir))
         if not self.external_zk:
             self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper",
                                                tick_time_ms=self.tick_time_ms).start()

@@ -60,6 +60,7 @@ class BrokerConfig:
     # max.connections.per.ip and connections.max.idle.ms, with the last connections under
     # the cap kept for brokers, and a bound on each connection's replica fetches in flight
     insecure: bool = False
+    tls: bool = False  # also TLS (Kafka's SASL_SSL), with the harness's cluster CA (impl.node.auth.tls)
     max_connections: int = 1000
     max_connections_per_ip: int = 1000
     connections_broker_reserve: int = 32

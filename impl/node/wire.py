@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import socket
+import ssl
 import struct
 from typing import Any, NamedTuple
 
@@ -382,11 +383,19 @@ class BlockingConnection:
 
     def __init__(self, host: str, port: int, timeout: float = 5.0,
                  credentials: auth_credentials.Credentials | None = None,
-                 anonymous: bool = False, user: str | None = None) -> None:
+                 anonymous: bool = False, user: str | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
         faults.gate(host, port)  # a partitioned link refuses (no-op outside broker processes)
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        tls = tls or auth_credentials.resolve_tls(host, port)
+        if tls is not None:  # a TLS cluster (impl.node.auth.tls)
+            try:
+                self.sock = tls.wrap_socket(self.sock, server_hostname=host)
+            except BaseException:
+                self.sock.close()
+                raise
         self._cid = 0
         self.principal: str | None = None
         creds = None if anonymous else credentials or auth_credentials.resolve(host, port, user)
@@ -465,7 +474,9 @@ class AsyncConnection:
                    credentials: auth_credentials.Credentials | None = None,
                    anonymous: bool = False) -> AsyncConnection:
         faults.gate(host, port)
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        tls = auth_credentials.resolve_tls(host, port)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(
+            host, port, **({"ssl": tls, "server_hostname": host} if tls is not None else {})), timeout)
         conn = cls(reader, writer)
         conn.peer = (host, port)
         creds = None if anonymous else credentials or auth_credentials.resolve(host, port)

@@ -31,6 +31,7 @@ import hmac
 import os
 import re
 import secrets
+import ssl
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +155,7 @@ class Keyring:
     identity: str
     secret: ClusterSecret | None = None
     fixed: Credentials | None = None
+    tls: ssl.SSLContext | None = None  # a TLS cluster's client context (.tls)
 
     def credentials(self, user: str | None = None) -> Credentials | None:
         if self.secret is not None:
@@ -182,6 +184,13 @@ def set_default(keyring: Keyring | None) -> Keyring | None:
     with _lock:
         previous, _default[0] = _default[0], keyring
     return previous
+
+
+def resolve_tls(host: str, port: int) -> ssl.SSLContext | None:
+    """The TLS context a new connection to ``host:port`` uses (None: plain TCP)."""
+    with _lock:
+        keyring = _by_endpoint.get((host, port), _default[0])
+    return keyring.tls if keyring is not None else None
 
 
 def resolve(host: str, port: int, user: str | None = None) -> Credentials | None:

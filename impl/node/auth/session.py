@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from impl.node.auth import credentials as creds
+from impl.node.auth import tls
 from impl.node.auth.connections import ConnectionLimiter, RateLimitedLog, Ticket
 from impl.node.auth.credentials import ClusterSecret, Keyring, Kind, Principal
 from impl.node.auth.rules import Refusal, authorize
@@ -32,6 +33,7 @@ class SecurityConfig(Protocol):
     broker_id: int
     data_dir: Any
     insecure: bool
+    tls: bool
     max_connections: int
     max_connections_per_ip: int
     connections_broker_reserve: int
@@ -66,6 +68,10 @@ class BrokerSecurity:
         self.verifier: Verifier | None = None
         self.keyring: Keyring | None = None
         self.zk_acl: ZkAcl | None = None
+        self.ssl = tls.server_context(config.data_dir) if config.tls else None
+        client_tls = tls.client_context(config.data_dir) if config.tls else None
+        if self.insecure and client_tls is not None:  # TLS without authentication
+            self.keyring = Keyring(creds.broker_principal(config.broker_id), tls=client_tls)
         if not self.insecure:
             try:
                 secret = ClusterSecret.load(config.data_dir)
@@ -75,7 +81,7 @@ class BrokerSecurity:
                     "generates it; run with --insecure true to run without authentication)"
                 ) from None
             self.verifier = Verifier(secret)
-            self.keyring = Keyring(creds.broker_principal(config.broker_id), secret)
+            self.keyring = Keyring(creds.broker_principal(config.broker_id), secret, tls=client_tls)
             self.zk_acl = ZkAcl.from_secret(secret)
         soft = raise_fd_limit()
         cap = max(1, min(config.max_connections, soft - FD_HEADROOM))
@@ -84,6 +90,12 @@ class BrokerSecurity:
         self.idle_timeout_s = config.connections_max_idle_ms / 1000
         self.auth_timeout_s = config.authentication_timeout_ms / 1000
         self.log = RateLimitedLog(f"broker {config.broker_id}")
+
+    def server_kwargs(self) -> dict[str, Any]:
+        """``asyncio.start_server``'s TLS arguments (none without TLS)."""
+        if self.ssl is None:
+            return {}
+        return {"ssl": self.ssl, "ssl_handshake_timeout": self.auth_timeout_s}
 
     def install(self) -> None:
         """Every connection this process opens presents ``broker-N``'s credentials."""

@@ -56,7 +56,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         self.loop = asyncio.get_running_loop()
         self.loop.set_exception_handler(self._loop_error)  # rate-limited, not one per connection
         self.load_local_replicas()
-        server = await asyncio.start_server(self._connection, self.config.host, self.config.port)
+        server = await asyncio.start_server(self._connection, self.config.host, self.config.port,
+                                            **self.security.server_kwargs())  # TLS, if on
         self._startup_transitions(await self.loop.run_in_executor(None, self.register))
         self._control_ready.set()
         await self.loop.run_in_executor(None, self.admin.start)
