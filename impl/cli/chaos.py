@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--insecure", action="store_true",
                    help="run the cluster without authentication or ZooKeeper ACLs, to compare "
                         "(default: authenticated; docs/security.md)")
+    p.add_argument("--tls", action="store_true",
+                   help="also TLS on every broker connection (docs/security.md)")
     add_broker_cmd_args(p)
     p.set_defaults(func=run)
 
@@ -83,13 +85,14 @@ def run(args: argparse.Namespace) -> int:
     broker_cmd = broker_command(args, args.brokers)
     try:
         chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log,
-                         admin=args.admin, broker_cmd=broker_cmd, insecure=args.insecure)
+                         admin=args.admin, broker_cmd=broker_cmd, insecure=args.insecure,
+                         tls=args.tls)
     except ChaosError as exc:
         raise UsageError(str(exc)) from None
     log(f"epochal chaos: seed {args.seed}, {args.duration:g} s, {args.brokers} brokers, "
         f"acks={'1' if acks == 1 else 'all'}, unclean election {'on' if args.unclean else 'off'}, "
         f"min.insync.replicas={MIN_INSYNC}" + (", admin operations on" if args.admin else "")
-        + (", INSECURE: no authentication" if args.insecure else ""))
+        + (", INSECURE: no authentication" if args.insecure else "") + (", TLS" if args.tls else ""))
     if broker_cmd is not None:
         which = "every broker" if broker_cmd.brokers is None else \
             "brokers " + ",".join(map(str, sorted(broker_cmd.brokers)))

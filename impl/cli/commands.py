@@ -137,6 +137,9 @@ def register(sub: Any) -> None:
     start.add_argument("--insecure", action="store_true",
                        help="no authentication and no ZooKeeper ACLs: anyone who can connect can "
                             "change the cluster; for experiments only (docs/security.md)")
+    start.add_argument("--tls", action="store_true",
+                       help="also TLS on every connection, with a cluster CA made in the data dir "
+                            "(docs/security.md)")
     add_json_flag(start, "the cluster's endpoints, once it is ready")
     start.set_defaults(func=_friendly(cmd_cluster_start))
 
@@ -287,7 +290,8 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         min_insync_replicas=args.min_insync_replicas,
         replica_lag_time_ms=args.replica_lag_time_ms,
         zk_session_timeout_s=args.session_timeout,
-        unclean_leader_election=args.unclean_leader_election, insecure=args.insecure)
+        unclean_leader_election=args.unclean_leader_election, insecure=args.insecure,
+        tls=args.tls)
     stop = False
 
     def on_term(*_: object) -> None:
@@ -314,7 +318,8 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
             print(f"data dir   {cluster.data_dir}  (traces in {cluster.data_dir / 'traces'})")
             print("security   " + ("NONE (--insecure): anyone who can connect can change the cluster"
                                    if args.insecure else "SCRAM-SHA-256 and ZooKeeper digest ACLs; secret in "
-                                   f"{cluster.data_dir / 'security'} (docs/security.md)"))
+                                   f"{cluster.data_dir / 'security'} (docs/security.md)")
+                  + ("; TLS with the cluster CA" if args.tls else ""))
             print(f"ready in {time.monotonic() - t0:.1f}s; run id {cluster.run_id}; Ctrl-C to stop",
                   flush=True)
         while not stop:

@@ -96,7 +96,8 @@ class ChaosRun:
                  unclean: bool = False, data_dir: Path | None = None,
                  zookeeper: str | None = None, log: Callable[[str], None] = print,
                  spark: Any = None, conform: bool = True, admin: bool = False,
-                 broker_cmd: BrokerCommand | None = None, insecure: bool = False) -> None:
+                 broker_cmd: BrokerCommand | None = None, insecure: bool = False,
+                 tls: bool = False) -> None:
         if not REPLICATION <= brokers <= MAX_BROKERS:
             raise ChaosError(f"a run takes {REPLICATION} to {MAX_BROKERS} brokers, got {brokers}")
         if not 0 < duration <= MAX_DURATION:  # also refuses nan
@@ -111,6 +112,7 @@ class ChaosRun:
         self.admin = admin  # ADMIN_TOPIC written, and admin operations in the schedule
         self.broker_cmd = broker_cmd  # a port's brokers in place of Python ones (docs/ports.md)
         self.insecure = insecure  # no authentication, no ZooKeeper ACLs (docs/security.md)
+        self.tls = tls  # TLS on every broker connection
         self.schedule = make_schedule(seed, duration, brokers, acks, unclean, admin)
         self.ledger = Ledger()
         self.stop_workload = threading.Event()
@@ -133,7 +135,8 @@ class ChaosRun:
         from impl.node.client import Admin
 
         self.t0 = time.monotonic()
-        settings = dict(CHAOS_SETTINGS, unclean_leader_election=self.unclean, insecure=self.insecure)
+        settings = dict(CHAOS_SETTINGS, unclean_leader_election=self.unclean, insecure=self.insecure,
+                        tls=self.tls)
         self.cluster = LocalCluster(self.data_dir, brokers=self.n, zookeeper=self.zookeeper,
                                     run_id=f"chaos-{self.seed}-{int(time.time())}",
                                     broker_cmd=self.broker_cmd, **settings)
