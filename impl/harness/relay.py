@@ -203,7 +203,9 @@ class Relay:
         return self._call(self._act(frame_id, "release"))
 
     def duplicate(self, frame_id: int) -> Frame:
-        """Deliver a copy of a held frame; the original stays held."""
+        """Deliver a copy of a held frame (the original stays held), or deliver a released
+        request again (the model's messages may arrive twice); the copy's answer is
+        swallowed, so the sender sees one."""
         return self._call(self._act(frame_id, "duplicate"))
 
     def drop(self, frame_id: int) -> Frame:
@@ -213,7 +215,8 @@ class Relay:
     async def _act(self, frame_id: int, what: str) -> Frame:
         with self._cond:
             f = next((x for x in self.frames if x.id == frame_id), None)
-        if f is None or f.state != "held":
+        again = what == "duplicate" and f is not None and f.state == "released" and f.kind in REQUEST_KINDS.values()
+        if f is None or (f.state != "held" and not again):
             raise KeyError(f"frame {frame_id} is not held")
         c = self._conns.get(f.conn)
         request = f.kind in REQUEST_KINDS.values() or f.kind == "client"

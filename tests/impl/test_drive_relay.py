@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -101,6 +102,24 @@ def test_a_duplicated_frame_reaches_the_broker_twice_and_its_sender_sees_one_ans
         assert len(broker.received) == 2
         assert len(out) == 1 and out[0][2]["replica_id"] == 2
         assert [x.kind for x in relay.frames].count("fetch_response") == 1
+
+
+def test_a_released_request_can_be_delivered_again() -> None:
+    with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"leader_and_isr"})) as relay:
+        conn = BlockingConnection("127.0.0.1", relay.ports[1], timeout=10)  # the sender stays connected
+        out: list = []
+        t = threading.Thread(target=lambda: out.append(conn.send(ApiKey.LEADER_AND_ISR, {"controller_id": 0})))
+        t.start()
+        f = relay.wait_held("leader_and_isr")
+        assert f is not None
+        relay.release(f.id)
+        t.join(5)
+        relay.duplicate(f.id)
+        deadline = time.monotonic() + 5
+        while len(broker.received) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(broker.received) == 2 and len(out) == 1
+        conn.close()
 
 
 def test_a_dropped_frame_never_arrives_and_its_connection_breaks() -> None:

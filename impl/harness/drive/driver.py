@@ -318,6 +318,12 @@ class Driver:
             if f is not None:
                 relay.release(f.id)
                 return
+            again = [x for x in relay.frames if x.kind == "leader_and_isr" and x.dst == m.to
+                     and x.state == "released" and wanted(x)
+                     and x.summary.get("controller_epoch") == m.controller_epoch]
+            if again:  # the model's message was delivered before: deliver it a second time
+                relay.duplicate(again[-1].id)
+                return
             older = relay.held("leader_and_isr", dst=m.to) + relay.held("stop_replica", dst=m.to)
             if not older:
                 continue
