@@ -40,9 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "(or a list of {action, args} steps)")
     run.add_argument("--generate", choices=["transitions"],
                      help="generate test cases: the shortest path to every (action, outcome) pair of the "
-                     "model at 2 brokers, each driven on a fresh cluster until --budget is spent")
+                     "model (at --brokers), each driven on a fresh cluster until --budget is spent")
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="with --generate: start no case after this many seconds")
+    p.add_argument("--brokers", type=int, choices=[2, 3], default=2,
+                   help="with --generate: the model's (and the cluster's) broker count (default 2)")
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -59,8 +61,8 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError("--step-timeout must be positive")
     if args.generate and (args.budget is None or args.budget <= 0):
         raise UsageError("--generate needs a positive --budget SECONDS")
-    if args.budget is not None and not args.generate:
-        raise UsageError("--budget goes with --generate")
+    if (args.budget is not None or args.brokers != 2) and not args.generate:
+        raise UsageError("--budget and --brokers go with --generate")
     if args.html is not None and args.generate:
         raise UsageError("--html goes with --scenario or --path")
     check_writable(args)
@@ -94,8 +96,8 @@ def run_drive(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:
     try:
-        report = generate(args.config, args.budget, data_dir=data_dir, step_timeout=args.step_timeout,
-                          progress=progress)
+        report = generate(args.config, args.budget, data_dir=data_dir, brokers=args.brokers,
+                          step_timeout=args.step_timeout, progress=progress)
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not start the cluster: {exc}") from None
     if args.json:
