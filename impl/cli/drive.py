@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from impl.cli.drive_guided import run_guided
 from impl.cli.errors import UsageError
 from impl.cli.html import add_html_flag, check_writable
 from impl.cli.html import write as write_html
@@ -38,13 +39,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--scenario", metavar="NAME", help=f"a named scenario ({', '.join(SCENARIOS)})")
     run.add_argument("--path", metavar="FILE.json", help="a counterexample exported by 'epochal check --json' "
                      "(or a list of {action, args} steps)")
-    run.add_argument("--generate", choices=["transitions"],
-                     help="generate test cases: the shortest path to every (action, outcome) pair of the "
-                     "model (at --brokers), each driven on a fresh cluster until --budget is spent")
+    run.add_argument("--generate", choices=["transitions", "guided"],
+                     help="generate test cases: 'transitions', the shortest path to every (action, outcome) "
+                     "pair of the model (at --brokers); 'guided', seeded random runs steered toward model "
+                     "states not yet reached; each on a fresh cluster until --budget is spent")
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="with --generate: start no case after this many seconds")
     p.add_argument("--brokers", type=int, choices=[2, 3], default=2,
                    help="with --generate: the model's (and the cluster's) broker count (default 2)")
+    p.add_argument("--seed", type=int, metavar="N", help="with --generate guided: the choices' seed (default 0)")
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -63,6 +66,8 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError("--generate needs a positive --budget SECONDS")
     if (args.budget is not None or args.brokers != 2) and not args.generate:
         raise UsageError("--budget and --brokers go with --generate")
+    if args.seed is not None and args.generate != "guided":
+        raise UsageError("--seed goes with --generate guided")
     if args.html is not None and args.generate:
         raise UsageError("--html goes with --scenario or --path")
     check_writable(args)
@@ -70,6 +75,8 @@ def run_drive(args: argparse.Namespace) -> int:
     if data_dir is not None and data_dir.exists() and any(data_dir.iterdir()):
         raise UsageError(f"--data-dir {data_dir} is not empty")
     progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    if args.generate == "guided":
+        return run_guided(args, data_dir, progress)
     if args.generate:
         return _generate(args, data_dir, progress)
     try:
