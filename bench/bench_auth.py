@@ -1,5 +1,6 @@
 """What authentication costs (issue 22): the same workloads against an authenticated cluster
-(the default) and one run ``--insecure``, side by side in one run.
+(the default), one with TLS as well (``--tls``) and one run ``--insecure``, side by side in
+one run.
 
     .venv/bin/python bench/bench_auth.py [--records 1000] [--connections 200] [--failovers 3]
 
@@ -15,6 +16,10 @@ settings but a 2 s ZooKeeper session so failovers take seconds):
 * **failover** -- kill -9 the partition's leader, then time until an acks=all write is
   acknowledged again (a new producer's connections, so re-authentication is included),
   ``--failovers`` times.
+
+``--alternated`` measures only the steady-state request rate, with less noise: one broker,
+acks=1, ``--records`` requests on one connection, the modes run authenticated, insecure,
+insecure, authenticated.
 """
 
 from __future__ import annotations
@@ -39,11 +44,12 @@ def p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def one_mode(insecure: bool, records: int, connections: int, failovers: int) -> dict[str, Any]:
+def one_mode(insecure: bool, tls: bool, records: int, connections: int,
+             failovers: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-auth-") as d:
         t0 = time.monotonic()
-        cluster = LocalCluster(d, brokers=3, insecure=insecure, **SETTINGS).start()
+        cluster = LocalCluster(d, brokers=3, insecure=insecure, tls=tls, **SETTINGS).start()
         out["start_s"] = time.monotonic() - t0
         try:
             lat = []
@@ -85,30 +91,57 @@ def one_mode(insecure: bool, records: int, connections: int, failovers: int) -> 
     return out
 
 
+def alternated(records: int) -> dict[str, list[float]]:
+    """Requests/s of acks=1 produce on one broker, per mode, in the order A, I, I, A."""
+    rates: dict[str, list[float]] = {"authenticated": [], "--insecure": []}
+    for insecure in (False, True, True, False):
+        with tempfile.TemporaryDirectory(prefix="bench-auth-") as d:
+            cluster = LocalCluster(d, brokers=1, insecure=insecure).start()
+            try:
+                with Admin(cluster.bootstrap) as admin:
+                    admin.create_topic("bench", partitions=1, replication_factor=1)
+                with Producer(cluster.bootstrap, acks=1) as producer:
+                    producer.send("bench", "warm-up", partition=0)
+                    t = time.perf_counter()
+                    for i in range(records):
+                        producer.send("bench", f"r{i}", partition=0)
+                    rate = records / (time.perf_counter() - t)
+            finally:
+                cluster.stop()
+        rates["--insecure" if insecure else "authenticated"].append(rate)
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1000)
     ap.add_argument("--connections", type=int, default=200)
     ap.add_argument("--failovers", type=int, default=3)
+    ap.add_argument("--alternated", action="store_true",
+                    help="only the steady-state rate: one broker, acks=1, modes alternated")
     args = ap.parse_args(argv)
     if min(args.records, args.connections, args.failovers) < 1:
         print("bench_auth: --records, --connections and --failovers must be at least 1", file=sys.stderr)
         return 2
-    results = {name: one_mode(name == "insecure", args.records, args.connections, args.failovers)
-               for name in ("authenticated", "insecure")}
-    a, i = results["authenticated"], results["insecure"]
-
+    if args.alternated:
+        for mode, rates in alternated(args.records).items():
+            print(f"{mode:16} acks=1 requests/s: " + ", ".join(f"{r:.0f}" for r in rates))
+        return 0
+    modes = {"authenticated": (False, False), "+ TLS": (False, True), "--insecure": (True, False)}
+    results = {name: one_mode(*flags, args.records, args.connections, args.failovers)
+               for name, flags in modes.items()}
     def pair(values: Any) -> str:
         return " / ".join(f"{v:.2f}" for v in values)
 
-    rows = [("", "authenticated", "--insecure", ""),
-            ("cluster start (s)", f"{a['start_s']:.1f}", f"{i['start_s']:.1f}", ""),
-            ("connect+metadata ms", pair(a["connect_ms"]), pair(i["connect_ms"]), "median / p99"),
-            ("acks=all records/s", f"{a['produce'][0]:.0f}", f"{i['produce'][0]:.0f}", ""),
-            ("acks=all latency ms", pair(a["produce"][1:]), pair(i["produce"][1:]), "median / p99"),
-            ("failover to ack (s)", pair(a["failover_s"]), pair(i["failover_s"]), "each kill")]
-    for name, x, y, note in rows:
-        print(f"{name:22}{x:>20}{y:>20}   {note}".rstrip())
+    r = list(results.values())
+    rows = [("", *modes, ""),
+            ("cluster start (s)", *(f"{m['start_s']:.1f}" for m in r), ""),
+            ("connect+metadata ms", *(pair(m["connect_ms"]) for m in r), "median / p99"),
+            ("acks=all records/s", *(f"{m['produce'][0]:.0f}" for m in r), ""),
+            ("acks=all latency ms", *(pair(m["produce"][1:]) for m in r), "median / p99"),
+            ("failover to ack (s)", *(pair(m["failover_s"]) for m in r), "each kill")]
+    for name, x, y, z, note in rows:
+        print(f"{name:22}{x:>20}{y:>20}{z:>20}   {note}".rstrip())
     return 0
 
 
