@@ -116,6 +116,13 @@ class BrokerSecurity:
     def release(self, session: ConnectionSession) -> None:
         self.limiter.release(session.ticket)
 
+    def summary(self) -> None:
+        """At stop: one line with every count the rate-limited lines held back."""
+        counts = dict(self.log.counts)
+        counts.pop("summary", None)
+        if counts:
+            self.log.log("summary", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
 
 class ConnectionSession:
     def __init__(self, security: BrokerSecurity, ticket: Ticket, peer: Any) -> None:

@@ -85,6 +85,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
             r.stop_fetcher()
             r.log.close()
         self.controller.stop()
+        self.security.summary()  # what the rate-limited log lines held back
         await self.loop.run_in_executor(None, self.zk.stop)
         self.zk.close()
         self.recorder.close()
