@@ -17,8 +17,9 @@ With ``BrokerConfig.harness_step_mode`` each of these waits, at the point the st
 begin, for one permit of its name.  The harness grants permits by rewriting
 ``<data-dir>/broker-N/step-permits.json``: ``{"pid": P, "granted": {"send_fetch": 3, ...}}``,
 counts that only grow.  A permit file names the broker process it is for (``pid``), so a
-restarted broker never inherits its previous incarnation's permits.  The ISR check, given
-its permit, treats the lag time as passed (the model's ``shrink_isr`` has no clock).
+restarted broker never inherits its previous incarnation's permits.  ``shrink_isr`` and
+``expand_isr`` permits name their follower (``shrink_isr:2``, as the model's steps do); the
+ISR check, given one, treats the lag time as passed (the model's ``shrink_isr`` has no clock).
 
 Off -- the default, and in every normal run -- nothing waits and nothing reads the file.
 """
@@ -41,14 +42,22 @@ def permits_path(data_dir: str | os.PathLike[str], broker: int) -> Path:
     return Path(data_dir) / f"broker-{broker}" / PERMITS_FILE
 
 
-def grant(data_dir: str | os.PathLike[str], broker: int, pid: int, gate: str, count: int = 1) -> None:
-    """The harness's side: grant ``count`` more permits of ``gate`` to the broker process
-    ``pid`` (write-then-rename: the broker reads the old file or the new one)."""
+def permit_name(gate: str, target: int | None = None) -> str:
+    """A permit's name: the gate's, or for one follower ``shrink_isr:2`` (the model's
+    ``shrink_isr`` and ``expand_isr`` name the follower they move)."""
+    return gate if target is None else f"{gate}:{target}"
+
+
+def grant(data_dir: str | os.PathLike[str], broker: int, pid: int, gate: str, count: int = 1,
+          target: int | None = None) -> None:
+    """The harness's side: grant ``count`` more permits of ``gate`` (for ``target``) to the
+    broker process ``pid`` (write-then-rename: the broker reads the old file or the new one)."""
     if gate not in GATES:
         raise ValueError(f"unknown step gate {gate!r} (known: {', '.join(GATES)})")
     path = permits_path(data_dir, broker)
     granted = _read(path, pid)
-    granted[gate] = granted.get(gate, 0) + count
+    name = permit_name(gate, target)
+    granted[name] = granted.get(name, 0) + count
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"pid": pid, "granted": granted}))
@@ -72,38 +81,32 @@ class StepGate:
         self.on = on
         self.path = permits_path(data_dir, broker)
         self.pid = os.getpid()
-        self.used: dict[str, int] = dict.fromkeys(GATES, 0)
+        self.used: dict[str, int] = {}
         self._lock = threading.Lock()
         self.closed = False
 
-    def _take(self, gate: str) -> bool:
+    def take(self, gate: str) -> bool:
+        """Take one permit named ``gate`` (see :func:`permit_name`) if one is granted and
+        unused; never waits."""
         with self._lock:
-            if _read(self.path, self.pid).get(gate, 0) > self.used[gate]:
-                self.used[gate] += 1
+            if _read(self.path, self.pid).get(gate, 0) > self.used.get(gate, 0):
+                self.used[gate] = self.used.get(gate, 0) + 1
                 return True
             return False
 
     def give_back(self, gate: str) -> None:
         """A permit taken for a step that, by the time it was granted, no longer applied."""
         with self._lock:
-            self.used[gate] -= 1
+            self.used[gate] = self.used.get(gate, 0) - 1
 
     async def wait(self, gate: str) -> None:
         """From the event loop: return once a permit of ``gate`` is taken (at once when off)."""
-        while self.on and not self._take(gate):
-            await asyncio.sleep(_POLL_S)
-
-    async def wait_any(self, gates: tuple[str, ...]) -> str:
-        """From the event loop: the first of ``gates`` whose permit is taken."""
-        while True:
-            for gate in gates:
-                if self._take(gate):
-                    return gate
+        while self.on and not self.take(gate):
             await asyncio.sleep(_POLL_S)
 
     def wait_blocking(self, gate: str) -> bool:
         """From a thread (the controller's): False if the gate was closed while waiting."""
-        while self.on and not self._take(gate):
+        while self.on and not self.take(gate):
             if self.closed:
                 return False
             time.sleep(_POLL_S)

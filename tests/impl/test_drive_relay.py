@@ -167,6 +167,8 @@ def test_a_permit_is_for_one_broker_process_and_is_taken_once(tmp_path) -> None:
     assert takes() and not takes()
     gate.give_back("send_fetch")
     assert takes()
+    grant(tmp_path, 1, os.getpid(), "shrink_isr", target=2)  # a permit that names its follower
+    assert not gate.take("shrink_isr:1") and gate.take("shrink_isr:2") and not gate.take("shrink_isr:2")
     with pytest.raises(ValueError, match="unknown step gate"):
         grant(tmp_path, 1, os.getpid(), "fly")
 

@@ -238,9 +238,9 @@ class Driver:
         want = t.zk
         zn = want.partitions[PARTITION]
         mine = {"controller": zk["controller"], "live": zk["live"], "leader": zk.get("leader"),
-                "leader_epoch": zk.get("leader_epoch", -1) - self.shift}
+                "leader_epoch": zk.get("leader_epoch", -1) - self.shift, "isr": zk.get("isr")}
         model = {"controller": want.controller, "live": list(want.live), "leader": zn.leader,
-                 "leader_epoch": zn.leader_epoch}
+                 "leader_epoch": zn.leader_epoch, "isr": list(zn.isr)}
         if mine != model:
             diff = ", ".join(f"{k} {mine[k]} (model: {model[k]})" for k in mine if mine[k] != model[k])
             raise Divergence(f"ZooKeeper holds {diff}", f"ZooKeeper as {model}")

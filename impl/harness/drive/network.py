@@ -111,8 +111,8 @@ class SteerableCluster:
         p = self.cluster.procs.get(broker)
         return p is not None and p.poll() is None
 
-    def grant(self, broker: int, gate: str) -> None:
-        step_gate.grant(self.data_dir, broker, self.pid(broker), gate)
+    def grant(self, broker: int, gate: str, target: int | None = None) -> None:
+        step_gate.grant(self.data_dir, broker, self.pid(broker), gate, target=target)
 
     def produce(self, broker: int, value: str) -> None:
         """An acks=all write straight to ``broker``'s own port, sent once and never retried

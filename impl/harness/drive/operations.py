@@ -148,12 +148,18 @@ def _truncate(d: Driver, step: Step, s: State, t: State) -> None:
             return
 
 
-def _permit(gate: str, actor: Callable[[Step], int], what: str) -> Callable[[Driver, Step, State, State], None]:
+def _permit(gate: str, actor: Callable[[Step], int], what: str,
+            target: Callable[[Step], int] | None = None) -> Callable[[Driver, Step, State, State], None]:
     def run(d: Driver, step: Step, s: State, t: State) -> None:
         b = actor(step)
-        d.cluster.grant(b, gate)
+        d.cluster.grant(b, gate, target(step) if target is not None else None)
         d.expect(gate, b, what.format(b=b, args=step.args))
     return run
+
+
+def _follower(step: Step) -> int:
+    """``shrink_isr`` / ``expand_isr`` (leader, partition, follower): the follower moved."""
+    return int(step.args[2])
 
 
 def _await(kind: str, actor: Callable[[Step], int]) -> Callable[[Driver, Step, State, State], None]:
@@ -184,8 +190,10 @@ OPERATIONS: dict[str, Operation] = {
     "receive_fetch": Operation("relay.release(fetch_response)", "deliver the held answer to the follower", _receive_fetch),
     "send_fetch": Operation("permit(send_fetch)", "let the follower send one fetch (held)", _send_fetch),
     "truncate": Operation("permit(truncate)", "let the follower run its epoch lookup", _truncate),
-    "shrink_isr": Operation("permit(shrink_isr)", "let the leader run one ISR check", _permit("shrink_isr", _first, "leader {b} shrinks the ISR")),
-    "expand_isr": Operation("permit(expand_isr)", "let the leader add a caught-up follower", _permit("expand_isr", _first, "leader {b} expands the ISR")),
+    "shrink_isr": Operation("permit(shrink_isr:F)", "let the leader take follower F out of the ISR",
+                            _permit("shrink_isr", _first, "leader {b} shrinks the ISR", _follower)),
+    "expand_isr": Operation("permit(expand_isr:F)", "let the leader add follower F to the ISR",
+                            _permit("expand_isr", _first, "leader {b} expands the ISR", _follower)),
     "controller_elect": Operation("permit(controller_elect)", "let the broker campaign for /controller", _permit("controller_elect", _first, "broker {b} becomes controller")),
     "elect_leader": Operation("permit(elect_leader)", "let the controller elect", _permit("elect_leader", _first, "controller {b} writes a new leader and ISR")),
     "on_broker_startup": Operation("(none: the controller's own)", "nothing: the controller reacts to the registration", _silent),

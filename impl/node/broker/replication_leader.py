@@ -48,6 +48,7 @@ from impl.node.broker.core import BrokerCore, RequestError, records_to_wire
 from impl.node.fencing import epoch_lookup_refusal, fetch_refusal
 from impl.node.producer_state import NO_PRODUCER
 from impl.node.replica import LEADER, Replica
+from impl.node.step_gate import permit_name
 from impl.node.topic_identity import UNKNOWN
 from impl.node.tracing import records_digest
 from impl.node.truncation import leader_epoch_answer
@@ -102,7 +103,7 @@ class ReplicationLeader(BrokerCore):
             item["epoch"] = r.leader_epoch
             leo_changed = r.record_follower_fetch(follower, offset, now)
             if r.can_join_isr(follower, self.rule == "kip320") and not self.step_gate.on:
-                # (in harness step mode the expansion waits for its permit: _isr_checker)
+                # (in harness step mode the expansion waits for its permit: _isr_steps)
                 self._spawn_isr_update(r, set(r.isr) | {follower}, follower, "expand_isr")
             hw_changed = r.maybe_advance_hw()
             if hw_changed:
@@ -168,18 +169,12 @@ class ReplicationLeader(BrokerCore):
         """maybe_change_ISR's shrink half, on a timer: take out one follower that lags
         by time or by messages (see the module docstring)."""
         lag_s = self.config.replica_lag_time_ms / 1000
+        if self.step_gate.on:
+            await self._isr_steps(lag_s)
+            return
         while True:
-            if self.step_gate.on:
-                # harness step mode: one check when the harness says, with the lag time
-                # taken as passed (the model's shrink_isr has no clock); an expansion the
-                # fetches made possible, likewise
-                if await self.step_gate.wait_any(("shrink_isr", "expand_isr")) == "expand_isr":
-                    self._expand_caught_up()
-                    continue
-                now = time.monotonic() + lag_s + 1
-            else:
-                await asyncio.sleep(max(0.05, lag_s / 4))
-                now = time.monotonic()
+            await asyncio.sleep(max(0.05, lag_s / 4))
+            now = time.monotonic()
             for r in list(self.replicas.values()):
                 if r.role != LEADER or r.isr_update_in_flight:
                     continue
@@ -190,17 +185,29 @@ class ReplicationLeader(BrokerCore):
                     out = min(lagging)
                     self._spawn_isr_update(r, set(r.isr) - {out}, out, "shrink_isr")
 
-    def _expand_caught_up(self) -> None:
-        """maybe_change_ISR's expand half for one follower that may join (harness step mode,
-        where it is not done at the fetch itself)."""
-        for r in list(self.replicas.values()):
-            if r.role != LEADER or r.isr_update_in_flight:
-                continue
-            joining = [f for f in sorted(r.replicas) if f != self.id
-                       and r.can_join_isr(f, self.rule == "kip320")]
-            if joining:
-                self._spawn_isr_update(r, set(r.isr) | {joining[0]}, joining[0], "expand_isr")
-                return
+    async def _isr_steps(self, lag_s: float) -> None:
+        """maybe_change_ISR in harness step mode (:mod:`impl.node.step_gate`): a follower
+        leaves the ISR when a ``shrink_isr:F`` permit names it and it is out of sync with
+        the lag time taken as passed (the model's shrink_isr has no clock); it joins when an
+        ``expand_isr:F`` permit names it and it may (not at the fetch itself)."""
+        kip320 = self.rule == "kip320"
+        while True:
+            await asyncio.sleep(0.005)
+            for r in list(self.replicas.values()):
+                if r.role != LEADER or r.isr_update_in_flight:
+                    continue
+                lagging = r.out_of_sync_followers(time.monotonic() + lag_s + 1, lag_s,
+                                                  self.config.replica_lag_max_messages)
+                for f in sorted(lagging):
+                    if self.step_gate.take(permit_name("shrink_isr", f)):
+                        self._spawn_isr_update(r, set(r.isr) - {f}, f, "shrink_isr")
+                        break
+                else:
+                    for f in sorted(r.replicas):
+                        if f != self.id and r.can_join_isr(f, kip320) and \
+                                self.step_gate.take(permit_name("expand_isr", f)):
+                            self._spawn_isr_update(r, set(r.isr) | {f}, f, "expand_isr")
+                            break
 
     def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
         if r.isr_update_in_flight:
