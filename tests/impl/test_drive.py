@@ -1,0 +1,125 @@
+"""``epochal drive`` (impl.harness.drive): model runs executed against real brokers.
+
+The history the model tells is reproduced on real processes: KAFKA-1211 loses a committed
+record under the design's truncation rule and not under KIP-320's; the KIP-279 divergence
+under KIP-101's rule, the KIP-320 stale fetch under KIP-279's; an unclean election loses a
+committed record.  Bad input is one line and exit 2, before any process starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from impl.cli.main import main
+from impl.harness.drive import Driver, from_json, scenario
+from impl.harness.drive.paths import brokers_needed, step_of
+from model.config import named
+from model.registry import apply
+from model.state import initial
+from properties.checkers.scenarios import play
+
+
+def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["drive", *argv])
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--config", "nope", "--scenario", "kafka_1211"], "unknown configuration 'nope'"),
+    (["--config", "design", "--scenario", "nope"], "unknown scenario 'nope'"),
+    (["--config", "design", "--scenario", "topic_recreation"], "action delete_topic has no driver"),
+    (["--config", "design", "--scenario", "kafka_1211", "--step-timeout", "0"], "--step-timeout must be positive"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, err = _run_cli(capsys, *argv)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_path_file_that_is_not_a_counterexample_is_bad_input(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    for text, message in [("{", "is not JSON"), ('{"x": 1}', "has no steps"),
+                          ('[{"action": "fly", "args": []}]', "unknown action 'fly'")]:
+        f = tmp_path / "path.json"
+        f.write_text(text)
+        code, err = _run_cli(capsys, "--config", "design", "--path", str(f))
+        assert code == 2 and message in err and "Traceback" not in err
+    code, err = _run_cli(capsys, "--config", "design", "--path", str(tmp_path / "missing.json"))
+    assert code == 2 and "cannot read" in err
+
+
+def test_a_check_json_counterexample_reads_back_as_the_same_steps(tmp_path: Path) -> None:
+    from impl.cli.check import plain
+
+    cfg = named("design")
+    outcome = play("kafka_1211", cfg)
+    doc = {"results": [{"config": {"brokers": 2}, "violation": {"steps": [
+        {"n": i, "action": s.action, "args": plain(s.args)} for i, (s, _) in enumerate(outcome.steps, 1)]}}]}
+    f = tmp_path / "cex.json"
+    f.write_text(json.dumps(doc))
+    run = from_json(f)
+    s = initial(cfg)
+    for (action, choose), (want, _) in zip(run.steps, outcome.steps, strict=True):
+        step = step_of(action, choose, s)
+        assert step == want
+        s = apply(s, cfg, step)
+    assert run.brokers == 2
+
+
+def test_a_scenario_is_driven_with_as_many_brokers_as_it_names() -> None:
+    assert brokers_needed(scenario("kafka_1211"), "design") == 2
+    assert brokers_needed(scenario("kip279_divergence"), "kip101") == 3
+    assert brokers_needed(scenario("kip320_stale_fetch"), "kip320") == 3
+
+
+def _drive(config: str, name: str, tmp_path: Path):
+    return Driver(config, data_dir=tmp_path / "cluster").run(scenario(name))
+
+
+def test_kafka_1211_loses_the_committed_record_on_real_brokers_under_the_design(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["drive", "--config", "design", "--scenario", "kafka_1211", "--json", "--quiet",
+                 "--data-dir", str(tmp_path / "cluster")])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["exit_code"] == 1 and report["command"] == "drive"
+    assert report["verdict"] == "reproduced" and report["property"] == "committed_durable"
+    steps = report["steps"]
+    assert [s["outcome"] for s in steps][:-1] == ["followed"] * (len(steps) - 1)
+    assert steps[-1]["action"] == "elect_leader" and steps[-1]["n"] == len(scenario("kafka_1211").steps)
+
+
+def test_kafka_1211_keeps_every_record_on_real_brokers_under_kip320(tmp_path: Path) -> None:
+    report = _drive("kip320", "kafka_1211", tmp_path)
+    assert report.verdict == "followed" and report.exit_code == 0
+    assert len(report.steps) == 11 and report.divergence is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config, name, verdict, broken", [
+    ("kip101", "kip279_divergence", "reproduced", "replicas_consistent"),
+    ("kip320", "kip279_divergence", "followed", None),
+    ("kip279", "kip320_stale_fetch", "reproduced", "replicas_consistent"),
+    ("kip320", "kip320_stale_fetch", "model_refused", None),
+])
+def test_the_kip279_and_kip320_stories_on_real_brokers(tmp_path: Path, config: str, name: str,
+                                                       verdict: str, broken: str | None) -> None:
+    report = _drive(config, name, tmp_path)
+    assert report.verdict == verdict, report.divergence
+    assert report.property == broken
+    assert report.exit_code == (1 if broken else 0)
+
+
+@pytest.mark.slow
+def test_an_unclean_election_loses_a_committed_record_on_real_brokers(tmp_path: Path) -> None:
+    doc = {"steps": [{"action": "produce", "args": [0, 0]}, {"action": "shrink_isr", "args": [0, 0, 1]},
+                     {"action": "broker_crash", "args": [0]}, {"action": "controller_elect", "args": [1]},
+                     {"action": "elect_leader", "args": [1, 0, 1]}]}
+    f = tmp_path / "unclean.json"
+    f.write_text(json.dumps(doc))
+    unclean = Driver("unclean", data_dir=tmp_path / "a").run(from_json(f))
+    assert unclean.verdict == "reproduced" and unclean.property == "committed_durable"
+    clean = Driver("kip320", data_dir=tmp_path / "b").run(from_json(f))
+    assert clean.verdict == "model_refused" and clean.exit_code == 0
