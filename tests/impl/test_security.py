@@ -244,6 +244,12 @@ def test_a_user_cannot_name_another_user_to_escape_its_quota(make_cluster: Any) 
         err, _ = create("second", **spoof)
         assert err == ErrorCode.CLUSTER_AUTHORIZATION_FAILED, spoof
     assert not zk.exists(zkl.topic_path("second"))
+    # nor may eve raise her own quota
+    err, _ = _send(c, holder, ApiKey.ALTER_CLIENT_QUOTAS,
+                   {"entries": [{"user": "eve", "client_id": None, "rate": 1e6}]}, **eve)
+    assert err == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    err, resp = create("second")
+    assert resp["topics"][0]["error"] == ErrorCode.THROTTLING_QUOTA_EXCEEDED
     # the audit log names eve, never bob
     audit = (c.data_dir / f"broker-{holder}" / "admin-audit.jsonl").read_text()
     users = {json.loads(line)["user"] for line in audit.splitlines() if "user" in json.loads(line)}

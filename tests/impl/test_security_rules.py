@@ -64,6 +64,13 @@ def test_the_admin_principal_is_the_authenticated_one():
     assert refused(authorize(ALICE, ApiKey.CREATE_TOPICS, {**body, "user": "bob"}))
 
 
+def test_only_the_operator_and_brokers_alter_quotas():
+    body = {"entries": [{"user": "alice", "client_id": None, "rate": 1e9}]}
+    assert refused(authorize(ALICE, ApiKey.ALTER_CLIENT_QUOTAS, body))
+    assert authorize(OPERATOR, ApiKey.ALTER_CLIENT_QUOTAS, body) == body
+    assert authorize(ALICE, ApiKey.DESCRIBE_CLIENT_QUOTAS, {})["user"] == "alice"
+
+
 def test_a_forwarded_principal_is_trusted_only_from_the_forwarding_broker():
     fwd = {"topics": [], "forwarded_by": 1, "forward_id": "x", "original_version": 0,
            "principal": {"user": "bob", "client_id": "c"}}

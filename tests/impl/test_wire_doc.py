@@ -127,7 +127,8 @@ def test_what_clients_send_and_brokers_answer_is_what_the_table_declares(make_cl
     c = make_cluster(2)
     with Admin(c.bootstrap, user="alice", client_id="wire-test") as admin:
         admin.create_topic("orders", partitions=1, replication_factor=2)
-        admin.alter_quota("alice", None, 1000.0)
+        with Admin(c.bootstrap, client_id="wire-test") as operator:  # a client may not alter quotas
+            operator.alter_quota("alice", None, 1000.0)
         admin.describe_quotas()
         admin.add_partitions("orders", 2)
         admin.elect_preferred("orders", 0)

@@ -15,6 +15,9 @@ name only the identity its connection authenticated as.**
   ``original_version``) -- only from ``broker-N``: only a broker relays a client's principal.
 * an admin request's ``user`` -- a client's own name or nothing; it is set to the
   authenticated name, so the quota is charged to who sent it.
+* ``ALTER_CLIENT_QUOTAS`` -- not from a client: a throttled user could otherwise raise its
+  own quota (Kafka asks for ALTER_CONFIGS on the cluster).  A forwarded one comes from a
+  broker, which took it from the operator, since a client's is refused where it arrives.
 * everything else (produce, consumer fetch, metadata, admin) -- any authenticated principal.
 
 The operator (the cluster's ``super.users``) passes every rule.  The rules are pure:
@@ -82,6 +85,9 @@ def authorize(principal: Principal, api: ApiKey, body: dict[str, Any]) -> dict[s
             if refused is not None:
                 return refused
         if principal.kind is Kind.CLIENT:
+            if api == ApiKey.ALTER_CLIENT_QUOTAS:
+                return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                               f"{principal} may not alter quotas (the operator may)")
             user = body.get("user")
             if user is not None and user != principal.name:
                 return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
