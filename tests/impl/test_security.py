@@ -12,6 +12,7 @@ logs the refusal in one rate-limited line.
 from __future__ import annotations
 
 import json
+import re
 import selectors
 import socket
 import socketserver
@@ -292,8 +293,8 @@ def test_two_thousand_idle_connections_leave_the_broker_serving_and_in_the_isr(m
     producer.send(TOPIC, "before", partition=0)
     flood = [socket.create_connection(c.endpoint(target)) for _ in range(2000)]
     try:
-        # at most the cap stay open (some more are dropped by the kernel's accept queue)
-        assert _wait_closed(flood, 2.0) >= len(flood) - 300
+        # most are refused at once (the rest wait in the kernel's accept queue, or were admitted)
+        assert _wait_closed(flood, 2.0) >= 1000
         deadline = time.monotonic() + 3 * c.configs[target].replica_lag_time_ms / 1000
         sent = 0
         while time.monotonic() < deadline:  # acks=all through the flood: the follower fetches
@@ -303,7 +304,7 @@ def test_two_thousand_idle_connections_leave_the_broker_serving_and_in_the_isr(m
         st = zkl.LeaderAndIsr.from_json(zk.get(zkl.leader_and_isr_path(TOPIC, 0))[0])
         assert target in st.isr
         assert zk.exists(zkl.broker_path(target)).czxid == epoch_before  # same session
-        assert _wait_closed(flood, 10.0) == len(flood)  # the rest, after the auth timeout
+        assert _wait_closed(flood, 20.0) == len(flood)  # the rest, after the auth timeout
         with Producer(c.bootstrap, acks=-1) as fresh:  # new connections are served again
             fresh.send(TOPIC, "after", partition=0)
     finally:
@@ -311,7 +312,9 @@ def test_two_thousand_idle_connections_leave_the_broker_serving_and_in_the_isr(m
             s.close()
         producer.close()
     refusals = _log_lines(c, target, "connection_refused")
-    assert 1 <= len(refusals) <= 3, refusals
+    assert 1 <= len(refusals) <= 6, refusals  # one line per 5 s, however many refusals
+    open_counts = [int(m) for line in refusals for m in re.findall(r"; open (\d+)\)", line)]
+    assert open_counts and max(open_counts) <= 300  # never more open than the cap
     assert not _log_lines(c, target, "Traceback")
     zk.stop()
 
