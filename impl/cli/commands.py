@@ -47,7 +47,7 @@ def _say(args: argparse.Namespace, text: str) -> None:
 def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Turn every expected failure into one line (UsageError), never a traceback."""
     from impl.node.client import ClusterUnavailable
-    from impl.node.wire import ProtocolError, RpcError
+    from impl.node.wire import ErrorCode, ProtocolError, RpcError
 
     @functools.wraps(func)
     def wrapper(args: argparse.Namespace) -> int:
@@ -59,6 +59,9 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
         except ClusterUnavailable as exc:
             raise UsageError(f"cannot reach the cluster: {exc}") from None
         except RpcError as exc:
+            if exc.code == ErrorCode.ILLEGAL_SASL_STATE:  # we did not sign in: no secret found
+                raise UsageError(f"{exc} -- the cluster is authenticated: give its --data-dir "
+                                 "(docs/security.md)") from None
             raise UsageError(str(exc)) from None
         except KeyError as exc:
             raise UsageError(str(exc.args[0]) if exc.args else "not found") from None

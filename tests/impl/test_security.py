@@ -400,3 +400,4 @@ def test_a_command_in_another_process_signs_in_with_the_data_dir_and_fails_in_on
     refused = epochal("topics", "describe", TOPIC)
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0 and "ILLEGAL_SASL_STATE" in refused.stderr
+    assert "--data-dir" in refused.stderr
