@@ -401,3 +401,54 @@ def test_a_command_in_another_process_signs_in_with_the_data_dir_and_fails_in_on
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0 and "ILLEGAL_SASL_STATE" in refused.stderr
     assert "--data-dir" in refused.stderr
+
+
+def test_malformed_and_out_of_order_authentication_frames_are_refused_and_close_the_connection(
+        make_cluster: Any) -> None:
+    """Each bad exchange gets its error and a closed connection; the broker serves on."""
+    from scramp import ScramClient
+
+    c = make_cluster(1)
+    secret = c.keyring.secret
+    good = secret.credentials("alice")
+
+    def client_first(user: str = "alice") -> bytes:
+        return ScramClient(["SCRAM-SHA-256"], user, "x").get_client_first().encode()
+
+    cases: list[tuple[str, list[tuple[ApiKey, dict[str, Any]]], int]] = [
+        ("mechanism", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"})],
+         ErrorCode.UNSUPPORTED_SASL_MECHANISM),
+        ("no handshake", [(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": client_first()})],
+         ErrorCode.ILLEGAL_SASL_STATE),
+        ("garbage", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
+                     (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"\xff\x00garbage"})],
+         ErrorCode.SASL_AUTHENTICATION_FAILED),
+        ("no bytes", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
+                      (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": 7})],
+         ErrorCode.SASL_AUTHENTICATION_FAILED),
+        ("bad name", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
+                      (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": client_first("a" * 200)})],
+         ErrorCode.SASL_AUTHENTICATION_FAILED),
+        ("wrong password", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"})],
+         ErrorCode.SASL_AUTHENTICATION_FAILED),
+    ]
+    for name, frames, expected in cases:
+        conn = BlockingConnection(*c.endpoint(0), timeout=5, anonymous=True)
+        try:
+            errors = [conn.send(api, body)[0] for api, body in frames]
+            if name == "wrong password":  # a full exchange with the wrong proof
+                with pytest.raises(AuthenticationError) as caught:
+                    conn._authenticate(Credentials("alice", "guess"))
+                errors = [caught.value.code]
+            assert errors[-1] == expected, (name, errors)
+            with pytest.raises(OSError):  # the broker closed the connection
+                conn.send(ApiKey.METADATA, {})
+                conn.send(ApiKey.METADATA, {})
+        finally:
+            conn.close()
+    # authenticated, a second exchange is refused too; the broker still serves
+    conn = BlockingConnection(*c.endpoint(0), timeout=5, credentials=good)
+    assert conn.send(ApiKey.METADATA, {})[0] == ErrorCode.NONE
+    assert conn.send(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"})[0] == ErrorCode.ILLEGAL_SASL_STATE
+    conn.close()
+    assert _send(c, 0, ApiKey.METADATA, {})[0] == ErrorCode.NONE
