@@ -5,6 +5,8 @@
   process presents on the connections it opens;
 * :mod:`.scram` -- SCRAM-SHA-256 (RFC 5802/7677, as Kafka's SASL/SCRAM), client and server
   side, on the maintained ``scramp`` library: no cryptography of our own;
+* :mod:`.tls` -- opt-in TLS under SCRAM (Kafka's SASL_SSL): the cluster CA the harness makes
+  with the ``openssl`` command line, and Python's ``ssl`` contexts;
 * :mod:`.rules` -- which principal may send which request (control requests only from the
   controller's broker principal, replica fetches only from the follower's, a forwarded
   principal only from a broker), and the admin principal taken from authentication;
