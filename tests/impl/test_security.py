@@ -452,3 +452,19 @@ def test_malformed_and_out_of_order_authentication_frames_are_refused_and_close_
     assert conn.send(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"})[0] == ErrorCode.ILLEGAL_SASL_STATE
     conn.close()
     assert _send(c, 0, ApiKey.METADATA, {})[0] == ErrorCode.NONE
+
+
+def test_the_authentication_timeout_counts_from_the_connection_start(make_cluster: Any) -> None:
+    """A peer that never authenticates cannot stay by sending a harmless frame now and then."""
+    c = make_cluster(1, authentication_timeout_ms=1500)
+    conn = BlockingConnection(*c.endpoint(0), timeout=5, anonymous=True)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(OSError):
+            for _ in range(10):  # an unsupported version: answered, and the connection stays
+                assert conn.send(ApiKey.METADATA, {}, version=9)[0] == ErrorCode.UNSUPPORTED_VERSION
+                time.sleep(0.5)
+        assert time.monotonic() - t0 < 3.5
+    finally:
+        conn.close()
+    assert _log_lines(c, 0, "not authenticated within 1.5 s")

@@ -13,6 +13,7 @@ logged (rate-limited), and the request is never handed to the broker's handlers.
 from __future__ import annotations
 
 import resource
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -129,19 +130,26 @@ class ConnectionSession:
         self.security, self.ticket, self.peer = security, ticket, peer
         self.principal: Principal | None = None
         self._exchange: ServerExchange | None = None
+        self.opened = time.monotonic()
 
     @property
     def authenticated(self) -> bool:
         return self.security.insecure or self.principal is not None
 
     def read_timeout(self) -> float:
-        """How long the next frame may take: short until authenticated, then the idle limit."""
-        return self.security.idle_timeout_s if self.authenticated else self.security.auth_timeout_s
+        """How long the next frame may take: until authenticated, what is left of the
+        authentication timeout (counted from the connection's start, so a peer cannot stay
+        by sending a frame now and then); afterwards the idle limit."""
+        if self.authenticated:
+            return self.security.idle_timeout_s
+        return max(0.0, self.opened + self.security.auth_timeout_s - time.monotonic())
 
     def timed_out(self) -> None:
         kind = "idle_timeout" if self.authenticated else "authentication_timeout"
-        self.security.log.log(kind, f"closed the connection from {self.peer} after "
-                                    f"{self.read_timeout():g} s without a request")
+        limit = self.security.idle_timeout_s if self.authenticated else self.security.auth_timeout_s
+        self.security.log.log(kind, f"closed the connection from {self.peer}: "
+                                    + (f"idle for {limit:g} s" if self.authenticated
+                                       else f"not authenticated within {limit:g} s"))
 
     def _refuse(self, api: ApiKey, error: ErrorCode, reason: str, close: bool) -> Answer:
         who = self.principal or "an unauthenticated peer"
