@@ -39,6 +39,7 @@ class Config:
     # the log (KIP-516).  False is the design as written: "no partition version is needed"
     topic_ids: bool = True
     preferred_elections: int = 0  # preferred-replica elections an admin may ask for, in all
+    partition_changes: int = 0  # partitions added or removed (seed 000 H) an admin may ask for, in all
 
     @property
     def fenced_fetch(self) -> bool:
@@ -64,6 +65,7 @@ class Config:
             + (f" deletions={self.deletions}" if self.deletions else "")
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
             + (f" preferred_elections={self.preferred_elections}" if self.preferred_elections else "")
+            + (f" partition_changes={self.partition_changes}" if self.partition_changes else "")
         )
 
 
@@ -111,3 +113,9 @@ def validate(cfg: Config) -> None:
         raise ValueError("--deletions must be between 0 and 2")
     if cfg.preferred_elections < 0:
         raise ValueError("--preferred-elections must be >= 0")
+    if not 0 <= cfg.partition_changes <= 2:
+        raise ValueError("--partition-changes must be between 0 and 2")
+    if cfg.partition_changes and cfg.deletions:
+        # one topic per model: a partition without AR is either removed or of a deleted
+        # topic, and the model does not tell the two apart
+        raise ValueError("--partition-changes and --deletions cannot be combined (the model has one topic)")

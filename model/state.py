@@ -98,6 +98,9 @@ class Broker(NamedTuple):
     broker_epoch: int  # the czxid of its own registration, as it believes
     replicas: tuple[Replica, ...]  # by partition
     new_brokers: tuple[int, ...] = ()  # controller only: registrations whose onBrokerStartup is to run
+    # controller only: the brokers that asked it for a controlled shutdown and are still
+    # registered (Kafka's ``shuttingDownBrokerIds``): no election chooses one of them
+    shutting_down: tuple[int, ...] = ()
 
 
 class LeaderAndIsr(NamedTuple):
@@ -131,6 +134,9 @@ class StopReplica(NamedTuple):
     leader_epoch: int  # EPOCH_DURING_DELETE for a topic deletion: delete whatever the epoch
     controller_epoch: int
     topic_id: int = 0  # the incarnation to stop (ignored without topic ids)
+    # False: a controlled shutdown's stop of a follower (Kafka 2.7's StopReplica with
+    # deletePartition=false): the replica stops fetching and keeps its log
+    delete: bool = True
 
 
 EPOCH_DURING_DELETE = -2
@@ -176,6 +182,8 @@ class Ghost(NamedTuple):
     # (partition, value) of every record of a deleted incarnation: no leader may serve one
     retired: tuple[tuple[int, int], ...] = ()
     preferred_elections: int = 0  # preferred-replica elections, in all (bounded by Config.preferred_elections)
+    partition_changes: int = 0  # partitions added or removed (seed 000 H), in all (bounded by Config.partition_changes)
+    removed: tuple[int, ...] = ()  # partitions removed (seed 000 H): their ids are never added again
 
 
 class State(NamedTuple):

@@ -149,7 +149,13 @@ def single_controller(s: State) -> str | None:
 def acked_durable(s: State) -> str | None:
     """An acks=all write acknowledged with ISR >= min.insync.replicas is never lost under
     clean election (a loss after an unclean election is reported, labelled as such).  The
-    writes are the current incarnation's: deleting a topic deletes its acknowledged writes."""
+    writes are the current incarnation's: deleting a topic deletes its acknowledged writes.
+
+    Likewise a removed partition's (seed 000 H): its records are gone by design, so an
+    acknowledged write of a partition that no longer exists is not "lost" -- the removal
+    forgets it (``partition_gone``), and what still must hold of its records is that no
+    leader serves them again (``deleted_not_served``).  A partition's id is never added
+    again, so no later incarnation of it could be judged by the old acknowledgements."""
     present: dict[int, set[int]] = {}
     for p, value in s.ghost.acked:
         leader = s.zk.partitions[p].leader
@@ -182,7 +188,8 @@ def zombie_cannot_commit(s: State) -> str | None:
 def deleted_not_served(s: State) -> str | None:
     """No leader serves a record of a deleted incarnation of its topic (seed 000, question 5:
     a broker down while its topic was deleted and created again must not bring the old
-    records back)."""
+    records back), nor a record of a removed partition (seed 000 H): the records of both
+    are *retired* when the controller removes the znode."""
     if not s.ghost.retired:
         return None
     retired = set(s.ghost.retired)

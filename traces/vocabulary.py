@@ -47,13 +47,13 @@ KINDS: dict[str, Kind] = {
         Kind("shrink_isr", "shrink_isr", "partition", "leader removed a lagging follower from the ISR by a conditional ZK update"),
         Kind("expand_isr", "expand_isr", "partition", "leader added a caught-up follower to the ISR by a conditional ZK update"),
         Kind("isr_update_failed", "isr_update_failed", "partition", "leader's conditional ISR update failed (zk_version moved): it stops acting as leader"),
-        # -- informational (recorded, validated, ordered, not replayed), or replayed only in part (a topic deletion's StopReplica, seed 000 B) --
-        Kind("stop_replica", "stop_replica", "partition", "broker stopped (and possibly deleted) a replica on StopReplica; a topic deletion's (delete, reason stop_replica) is replayed as stop_replica, the others are informational"),
+        # -- informational (recorded, validated, ordered, not replayed), or replayed only in part (the controller's StopReplica; seed 000 B, H) --
+        Kind("stop_replica", "stop_replica", "partition", "broker stopped (and possibly deleted) a replica on StopReplica; the controller's (reason stop_replica: a topic deletion's or a partition removal's with delete, a controlled shutdown's without) is replayed as stop_replica, the others are informational"),
         Kind("update_metadata", None, "cluster", "broker applied an UpdateMetadata request"),
         Kind("topic_created", None, "cluster", "controller initialised a new topic's partitions (each one's creation is its elect_leader with reason init, replayed as create_topic)"),
         Kind("topic_deleted", "delete_topic", "cluster", "controller finished deleting a topic (znodes removed after StopReplica(delete) to its replicas); replayed as delete_topic of the group's own topic"),
-        Kind("partitions_added", None, "cluster", "controller added partitions to a topic"),
-        Kind("partitions_removed", None, "cluster", "controller removed partitions from a topic"),
+        Kind("partitions_added", "add_partitions", "cluster", "controller added partitions to a topic (seed 000 H); each added partition's life starts at its elect_leader with reason init, and this event is the same step seen again"),
+        Kind("partitions_removed", "remove_partitions", "cluster", "controller removed partitions from a topic (seed 000 H; znodes removed after StopReplica(delete) to their replicas); replayed as remove_partitions of the group's own partition"),
         Kind("consumer_fetch", None, "partition", "leader served a consumer fetch (empty between HW and LEO)"),
         Kind("request_rejected", None, "cluster", "a request was rejected with an error code"),
         Kind("note", None, "cluster", "free-form harness annotation (fault injected, etc.)"),

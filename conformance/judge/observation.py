@@ -90,7 +90,8 @@ def replay_config(config: str, brokers: int) -> Config:
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
                    max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)),
-                   reassignments=UNBOUNDED, preferred_elections=UNBOUNDED, deletions=UNBOUNDED)
+                   reassignments=UNBOUNDED, preferred_elections=UNBOUNDED, deletions=UNBOUNDED,
+                   partition_changes=UNBOUNDED)
 
 
 def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, str]:
@@ -208,9 +209,10 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
             action = _BY_REASON[kind].get(reason, action)
     if kind == "reassignment" and params.get("state") != "IN_PROGRESS":
         action = ""  # INIT: noted in memory only; done: the reassign_complete before it
-    if kind == "stop_replica" and not (params.get("delete") is True and params.get("reason") == "stop_replica"):
-        # a controlled shutdown's StopReplica (no delete), or a restarted broker deleting the
-        # log of a deleted incarnation (reason stale_topic_id): part of the model step before
+    if kind == "stop_replica" and params.get("reason") != "stop_replica":
+        # a broker's own deletion -- at startup (E 4), of a partition an INIT LeaderAndISR
+        # does not name (C 3), or of a log of a deleted incarnation (stale_topic_id): part
+        # of the model step before it
         action = ""
     if kind == "controller_resign" and params.get("reason") == "shutdown":
         action = ""  # a stopping controller: the broker_stop that follows ends its role

@@ -26,7 +26,10 @@ Registrations, the controller election and the partition's first ``elect_leader`
 ``init``: the topic's creation) build the state the rest of the trace is judged from.  A
 deletion is the model's ``delete_topic`` and each replica's ``stop_replica``; a re-creation
 under the same name is ``create_topic`` (its leader epochs and znode versions renumbered onto
-the model's, see ``_renumbering``).
+the model's, see ``_renumbering``).  A partition added to a topic (seed 000 H) starts its life
+at its own first ``elect_leader`` like a new topic's, and its ``partitions_added`` is that
+step seen again; a partition's removal is the model's ``remove_partitions`` and each
+replica's ``stop_replica``, as a deletion.
 
 ``events_from_steps`` goes the other way: it exports a run of the model as a trace, so
 that the model's own counterexamples (the design's KAFKA-1211 bug) can be fed to any
@@ -162,13 +165,11 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         if kind is None:
             return Verdict(False, i, total, i, f"unknown event kind {e['kind']!r}", None, [], bound).as_dict()
         if kind.model_action is None:
-            if key is not None and _ends_life(e, key):
-                # the model's partitions are fixed: the partition's life, which it covers from
-                # its first leader to here, is over; later events are other partitions' business
-                return Verdict(True, total, total, None, None, None, [], bound).as_dict()
             continue  # informational: validated and ordered upstream, not a model step
         if e["kind"] == "topic_deleted" and (key is None or (e.get("params") or {}).get("topic") != key[0]):
             continue  # another topic's deletion: no step of this partition's model
+        if e["kind"] in ("partitions_added", "partitions_removed") and not _names_partition(e, key):
+            continue  # another partition added or removed: no step of this partition's model
         if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
             shift = _renumbering(hyps[0].state, e, shift)
         if shift != _NO_SHIFT:
@@ -231,13 +232,15 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     return Verdict(True, total, total, None, None, None, [], bound).as_dict()
 
 
-def _ends_life(e: Event, key: tuple[str, int]) -> bool:
-    """Whether ``e`` is the controller finishing the removal of partition ``key`` (seed 000
-    H; a deleted topic is judged on: its re-creation is ``create_topic``)."""
+def _names_partition(e: Event, key: tuple[str, int] | None) -> bool:
+    """Whether a ``partitions_added`` / ``partitions_removed`` event (seed 000 H) names the
+    group's own partition ``key``: the added ones are a map partition -> AR, the removed
+    ones a list."""
     params = e.get("params") or {}
-    if params.get("topic") != key[0]:
+    if key is None or params.get("topic") != key[0]:
         return False
-    return e["kind"] == "partitions_removed" and key[1] in (params.get("partitions") or [])
+    named = params.get("partitions") or ()
+    return key[1] in named or str(key[1]) in named
 
 
 _NO_SHIFT = (0, 0)

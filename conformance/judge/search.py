@@ -242,15 +242,28 @@ def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[
     the ``topic_deleted`` after is the same step seen again (a stutter).  A deletion whose
     replicas were all down sends nothing: then ``topic_deleted`` is the step itself.
 
+    A partition's removal (seed 000 H) is recorded the same way, ending in
+    ``partitions_removed``: a first StopReplica(delete) may be either, and the event that
+    ends it keeps the hypotheses of its own kind.  An added partition's ``partitions_added``
+    comes after its ``elect_leader`` (reason init), which started its life: the same step.
+
     A reassignment's StopReplica (seed 000 F 3.2.4, recorded the same way) is either the
     model's ``stop_replica`` or, as before topic deletions were judged, left as recorded
-    only: both are kept.  None: not a deletion's event (the general candidates apply)."""
+    only: both are kept; a controlled shutdown's (no delete) is the model's ``stop_replica``.
+    None: not a deletion's event (the general candidates apply)."""
     zn = s.zk.partitions[0]
     c = s.zk.controller
-    if obs.action == "delete_topic":
+    if obs.action == "add_partitions":
+        if not zn.ar or obs.actor != c or zn.leader_epoch == -1:
+            return []  # an added partition's life starts at its elect_leader (init), before this
+        return [(Step("add_partitions", (c, 0, zn.ar, zn.leader)), s)]  # the same step seen again
+    if obs.action in ("delete_topic", "remove_partitions"):
         if zn.ar or obs.actor != c or zn.leader_epoch == -1:
             return None
-        return [(Step("delete_topic", (c, 0)), s)]  # already taken, at its first StopReplica
+        # already taken, at its first StopReplica -- as this kind of removal, not the other
+        if (obs.action == "remove_partitions") != (0 in s.ghost.removed):
+            return []
+        return [(Step(obs.action, (c, 0)), s)]
     if obs.action != "stop_replica":
         return None
     b = obs.actor
@@ -258,11 +271,13 @@ def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[
     pending = [m for m in s.stop_replica if m.to == b]
     for m in pending:
         out.append((Step("stop_replica", (m,)), apply(s, cfg, Step("stop_replica", (m,)))))
-    if any(m.leader_epoch != EPOCH_DURING_DELETE for m in pending):
+    if any(m.leader_epoch != EPOCH_DURING_DELETE and m.delete for m in pending):
         out.append((Step("stop_replica", ()), s))  # a reassignment's, recorded only
     if not any(m.leader_epoch == EPOCH_DURING_DELETE for m in pending) and zn.ar and c != NO_LEADER:
-        deleted = apply(s, cfg, Step("delete_topic", (c, 0)))
-        if deleted is not None:
+        for removal in ("delete_topic", "remove_partitions"):  # which one, the event after it says
+            deleted = apply(s, cfg, Step(removal, (c, 0)))
+            if deleted is None:
+                continue
             for m in deleted.stop_replica:
                 if m.to == b and m.leader_epoch == EPOCH_DURING_DELETE:
                     out.append((Step("stop_replica", (m,)), apply(deleted, cfg, Step("stop_replica", (m,)))))

@@ -100,6 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
     p.add_argument("--deletions", type=int, help="topic deletions (seed 000 B), each followed by re-creation under the same name with any assignment (default 0: none)")
     p.add_argument("--preferred-elections", type=int, help="preferred-replica elections an admin may ask for (default 0: none)")
+    p.add_argument("--partition-changes", type=int, help="partitions added to or removed from the topic (seed 000 H) an admin may ask for (default 0: none)")
     p.add_argument("--topic-ids", action=argparse.BooleanOptionalAction, default=None, help="topic ids in the topic znode, LeaderAndISR, StopReplica and beside the log (default on); --no-topic-ids is the design's answer to its question 5")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
@@ -222,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 deletions=args.deletions,
                 topic_ids=args.topic_ids,
                 preferred_elections=args.preferred_elections,
+                partition_changes=args.partition_changes,
             )
             for n in names
         ]

@@ -21,12 +21,12 @@ from impl.node.client import Admin, Producer
 TOPIC = "orders"
 
 
-def _produce(cluster: LocalCluster, first: int, count: int) -> list[str]:
+def _produce(cluster: LocalCluster, first: int, count: int, partition: int = 0) -> list[str]:
     values = [f"v{i}" for i in range(first, first + count)]
     producer = Producer(cluster.bootstrap, acks=-1)
     try:
         for v in values:
-            producer.send(TOPIC, v, partition=0)
+            producer.send(TOPIC, v, partition=partition)
     finally:
         producer.close()
     return values
@@ -198,6 +198,25 @@ def topic_recreation(cluster: LocalCluster) -> None:
     _back_in_sync(cluster, stale)
 
 
+def partition_changes(cluster: LocalCluster) -> None:
+    """Seed 000 H: a partition is added to the topic (init_leaders for it, one multi), written
+    to, and removed while one of its replicas' brokers (not the controller) is down --
+    StopReplica(delete) reaches the live replicas only -- then that broker comes back and
+    deletes its copy at startup (seed 000 E 4), and the first partition is written around
+    it until it is back in sync."""
+    _produce(cluster, 0, 5)
+    with Admin(cluster.bootstrap) as admin:
+        admin.add_partitions(TOPIC, 2)
+    _produce(cluster, 5, 5, partition=1)
+    controller = controller_of(cluster)
+    stale = max(b for b in cluster.configs if b != controller)
+    cluster.kill(stale)
+    with Admin(cluster.bootstrap) as admin:
+        admin.wait_for(lambda: stale not in admin.describe(TOPIC)[TOPIC][1].isr, 20, f"broker {stale} out of the ISR")
+        admin.remove_partitions(TOPIC, [1])
+    _back_in_sync(cluster, stale)
+
+
 def stop_recorded(cluster: LocalCluster) -> None:
     """End a recording: stop one broker at a time, the controller last, each exit recorded
     (``broker_stop``, or ``broker_crash`` if its controlled shutdown could not finish).
@@ -222,6 +241,7 @@ SCENARIOS: dict[str, Callable[[LocalCluster], None]] = {
     "preferred-election": preferred_election,
     "controlled-shutdown": controlled_shutdown,
     "topic-recreation": topic_recreation,
+    "partition-changes": partition_changes,
 }
 
 BROKERS = 3

@@ -18,7 +18,7 @@ merges are deliberate and sound:
   for them to be one ZooKeeper ``multi``, and the write is conditional on the version read.
 
 The actions live in one module per section of the design: ``brokers`` (seed 000 A, D, E and
-seed 002), ``topics`` (B), ``commands`` (C), ``reassignment`` (F), ``replication`` (G) and
+seed 002), ``topics`` (B), ``commands`` (C), ``reassignment`` (F), ``replication`` (G), ``partitions`` (H) and
 ``preferred_election``; ``common`` holds the immutable-update helpers and the rules on one
 replica that several sections share, and ``arguments`` the enumerators the registry names.
 This package re-exports every action, so ``model.actions.<name>`` is the one name to use.
@@ -33,6 +33,8 @@ from model.actions.arguments import (
     fetch_messages_args,
     forget_stale_requests,
     isr_changes_args,
+    partition_adds_args,
+    partition_removals_args,
     preferred_elections_args,
     reassign_completions_args,
     reassign_starts_args,
@@ -68,6 +70,11 @@ from model.actions.common import (
     replica,
     set_replica,
     set_znode,
+    shutting_down,
+)
+from model.actions.partitions import (
+    add_partitions,
+    remove_partitions,
 )
 from model.actions.preferred_election import (
     preferred_election,
@@ -129,6 +136,9 @@ __all__ = [
     "delete_topic",
     "create_topic",
     "preferred_election",
+    "add_partitions",
+    "remove_partitions",
+    "shutting_down",
     "brokers_args",
     "broker_partitions_args",
     "isr_changes_args",
@@ -140,6 +150,8 @@ __all__ = [
     "deletions_args",
     "creations_args",
     "preferred_elections_args",
+    "partition_adds_args",
+    "partition_removals_args",
     "stop_requests_args",
     "requests_args",
     "fetch_messages_args",

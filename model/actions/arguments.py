@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from model.actions.brokers import election_outcomes
 from model.actions.commands import stale_reason
+from model.actions.common import shutting_down
 from model.config import Config
 from model.state import (
     NO_LEADER,
@@ -32,7 +33,7 @@ def elections_args(s: State, cfg: Config) -> Iterator[tuple]:
     if c == NO_LEADER:
         return
     for p in range(cfg.partitions):
-        for leader, _isr, _unclean in election_outcomes(s.zk, p, cfg):
+        for leader, _isr, _unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
             yield (c, p, leader)
 
 
@@ -46,10 +47,12 @@ def shutdowns_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.shutdowns >= cfg.max_shutdowns:
         return
+    stopping = s.brokers[c].shutting_down
     for p, zn in enumerate(s.zk.partitions):
         for b in zn.isr:
-            for leader in (zn.isr if zn.leader == b else (zn.leader,)):
-                if leader != b:
+            moves = zn.leader == b or zn.leader in stopping  # see controlled_shutdown
+            for leader in (zn.isr if moves else (zn.leader,)):
+                if leader != b and not (moves and leader in stopping):
                     yield (c, p, b, leader)
 
 
@@ -101,6 +104,27 @@ def preferred_elections_args(s: State, cfg: Config) -> Iterator[tuple]:
     if c == NO_LEADER or s.ghost.preferred_elections >= cfg.preferred_elections:
         return
     yield from ((c, p) for p in range(cfg.partitions))
+
+
+def partition_adds_args(s: State, cfg: Config) -> Iterator[tuple]:
+    """A partition that does not exist and was never removed, any non-empty AR (down
+    brokers included), any live member of it as leader."""
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.partition_changes >= cfg.partition_changes:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.ar or p in s.ghost.removed:
+            continue
+        for mask in range(1, 1 << cfg.brokers):
+            ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
+            yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+
+
+def partition_removals_args(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.partition_changes >= cfg.partition_changes:
+        return
+    yield from ((c, p) for p, zn in enumerate(s.zk.partitions) if zn.ar and not zn.rar)
 
 
 def stop_requests_args(s: State, cfg: Config) -> Iterator[tuple]:

@@ -14,6 +14,7 @@ from model.actions.common import (
     replica,
     set_replica,
     set_znode,
+    shutting_down,
     stops_controlling,
     topic_deleted,
     unknown_leos,
@@ -37,6 +38,7 @@ from model.state import (
     LeaderAndIsr,
     Replica,
     State,
+    StopReplica,
     Zk,
 )
 
@@ -76,7 +78,7 @@ def _process_ends(s: State, cfg: Config, b: int) -> State:
     )
     brokers = put_at(s.brokers, b, stops_controlling(broker)._replace(status=DOWN, replicas=replicas))
     fetches = tuple(m for m in s.fetches if _addressee(m) != b)
-    s = s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), fetches=fetches)
+    s = s._replace(zk=_deregister(s.zk, b), brokers=_no_longer_shutting_down(_unannounce(brokers, b), b), fetches=fetches)
     return _unanswered_deletions_dropped(s, b)
 
 
@@ -84,9 +86,15 @@ def _unanswered_deletions_dropped(s: State, b: int) -> State:
     """A topic deletion's StopReplica to a broker that dies before answering is never
     answered: the controller counts the broker as down, and the deletion no longer waits
     for it (``create_topic``).  Its copy stays on disk until its startup (seed 000 E 4)."""
-    if not any(m.to == b and m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica):
-        return s
-    return s._replace(stop_replica=tuple(m for m in s.stop_replica if not (m.to == b and m.leader_epoch == EPOCH_DURING_DELETE)))
+    kept = tuple(m for m in s.stop_replica if not _lost_with(m, b))
+    return s if len(kept) == len(s.stop_replica) else s._replace(stop_replica=kept)
+
+
+def _lost_with(m: StopReplica, b: int) -> bool:
+    """Whether StopReplica m dies with broker b's process: a deletion's (see above), and a
+    controlled shutdown's stop of a follower -- its broker is gone, and the next incarnation
+    follows again whatever it starts into."""
+    return m.to == b and (m.leader_epoch == EPOCH_DURING_DELETE or not m.delete)
 
 
 
@@ -97,6 +105,15 @@ def _unannounce(brokers: tuple[Broker, ...], b: int) -> tuple[Broker, ...]:
     if not any(b in br.new_brokers for br in brokers):
         return brokers
     return tuple(br._replace(new_brokers=removed(br.new_brokers, b)) if b in br.new_brokers else br for br in brokers)
+
+
+def _no_longer_shutting_down(brokers: tuple[Broker, ...], b: int) -> tuple[Broker, ...]:
+    """b's registration is gone: the controller's broker-change event drops it from the
+    brokers shutting down (Kafka: ``shuttingDownBrokerIds`` keeps live brokers only), so a
+    later registration of b is a broker like any other."""
+    if not any(b in br.shutting_down for br in brokers):
+        return brokers
+    return tuple(br._replace(shutting_down=removed(br.shutting_down, b)) if b in br.shutting_down else br for br in brokers)
 
 
 def _announce(s: State, b: int) -> State:
@@ -161,7 +178,7 @@ def broker_pause(s: State, cfg: Config, b: int) -> State | None:
         return None
     brokers = put_at(s.brokers, b, broker._replace(status=PAUSED))
     ghost = s.ghost._replace(pauses=s.ghost.pauses + 1)
-    return s._replace(zk=_deregister(s.zk, b), brokers=_unannounce(brokers, b), ghost=ghost)
+    return s._replace(zk=_deregister(s.zk, b), brokers=_no_longer_shutting_down(_unannounce(brokers, b), b), ghost=ghost)
 
 
 def broker_resume(s: State, cfg: Config, b: int) -> State | None:
@@ -214,7 +231,7 @@ def controller_resign(s: State, cfg: Config, b: int) -> State | None:
     return s._replace(brokers=put_at(s.brokers, b, stops_controlling(broker)))
 
 
-def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int, ...], bool]]:
+def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = ()) -> list[tuple[int, tuple[int, ...], bool]]:
     """Seed 000 A 3.2 -- the new (leader, ISR, unclean?) choices for partition p, or none if
     the live brokers leave it unchanged:
 
@@ -224,6 +241,10 @@ def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int,
       ("potential data loss in this case");
     * else the leader becomes -1 and the ISR is kept, so the last in-sync replica can lead
       again when it returns.
+
+    ``stopping`` are the brokers shutting down (``shutting_down``): a new leader is never one
+    of them, nor does one stay in the new ISR (Kafka 2.7's ``liveBrokerIds`` leaves them
+    out); a live leader stays even if it is stopping -- it could not leave.
     """
     zn = zk.partitions[p]
     if not zn.ar:  # a deleted topic's partition: nothing to elect
@@ -234,10 +255,11 @@ def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int,
         if len(live_isr) == len(zn.isr):
             return []
         return [(zn.leader, live_isr, False)]
-    if live_isr:
-        return [(b, live_isr, False) for b in live_isr]
+    electable = tuple(b for b in live_isr if b not in stopping)
+    if electable:
+        return [(b, electable, False) for b in electable]
     if cfg.unclean:
-        live_ar = [b for b in zn.ar if b in live]
+        live_ar = [b for b in zn.ar if b in live and b not in stopping]
         if live_ar:
             return [(b, (b,), True) for b in live_ar]
     if zn.leader == NO_LEADER:
@@ -249,14 +271,20 @@ def election_outcomes(zk: Zk, p: int, cfg: Config) -> list[tuple[int, tuple[int,
 
 def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:
     """The controller's conditional write of p's znode with leader_epoch + 1 (its version
-    moves on), then LeaderAndISR to every assigned replica with the max broker epoch."""
+    moves on), then LeaderAndISR to every assigned replica with the max broker epoch -- but
+    a broker shutting down only if it leads (Kafka 2.7 sends LeaderAndISR to live replicas,
+    which leave out the brokers shutting down: as a follower it would fetch again and
+    rejoin the ISR it has left)."""
     zn = s.zk.partitions[p]
     # a reassignment in progress stays so: its request lives in its own admin path
     znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, isr=isr, zk_version=zn.zk_version + 1)
+    stopping = shutting_down(s)
     s = set_znode(s, p, znode)
     mbe = max_broker_epoch(s.zk)
     sent = s.leader_and_isr
     for to in zn.ar:
+        if to in stopping and to != leader:
+            continue
         sent = added(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
     return s._replace(leader_and_isr=sent)
 
@@ -270,7 +298,7 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | 
     zn = s.zk.partitions[p]
     if zn.leader_epoch + 1 > cfg.max_epoch:
         return None
-    for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg):
+    for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
         if new_leader != leader:
             continue
         s = write_and_send(s, p, leader, isr)
@@ -302,10 +330,15 @@ def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
 
 
 def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: int) -> State | None:
-    """Controlled shutdown (Kafka's, beside seed 000): before broker b stops, the controller
-    takes it out of partition p's ISR and, if b led p, elects a live ISR member in its place
-    -- a conditional write with leader_epoch + 1, then LeaderAndISR, like ``elect_leader``.
-    The last in-sync replica is left in place: moving it would lose the partition."""
+    """Controlled shutdown as Kafka 2.7 does it (beside seed 000): before broker b stops, the
+    controller notes that b is shutting down (``Broker.shutting_down``, Kafka's
+    ``shuttingDownBrokerIds``: no election chooses it from now on), takes b out of partition
+    p's ISR and, if b led p -- or p's leader is another broker shutting down, which could not
+    leave before -- elects a live ISR member not shutting down in its place: a conditional
+    write with leader_epoch + 1, then LeaderAndISR to the replicas not shutting down, like
+    ``elect_leader``.  b, now a follower of p, gets StopReplica without delete instead: it
+    stops fetching, so its leader does not put it back into the ISR it has just left.  The
+    last in-sync replica is left in place: moving it would lose the partition."""
     if not acting_controller(s, c) or s.brokers[b].status != UP or b not in s.zk.live:
         return None
     if s.ghost.shutdowns >= cfg.max_shutdowns:
@@ -313,13 +346,18 @@ def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: i
     zn = s.zk.partitions[p]
     if b not in zn.isr or zn.leader_epoch + 1 > cfg.max_epoch:
         return None
+    stopping = added(s.brokers[c].shutting_down, b)
     isr = removed(zn.isr, b)
-    if zn.leader == b:
-        if leader not in isr or leader not in s.zk.live:
+    if zn.leader in stopping:
+        if leader not in isr or leader not in s.zk.live or leader in stopping:
             return None
     elif leader != zn.leader or not isr:
         return None
-    return write_and_send(s, p, leader, isr)
+    s = s._replace(brokers=put_at(s.brokers, c, s.brokers[c]._replace(shutting_down=stopping)))
+    s = write_and_send(s, p, leader, isr)
+    zn = s.zk.partitions[p]
+    stop = StopReplica(b, p, zn.leader_epoch, s.zk.controller_epoch, zn.topic_id, delete=False)
+    return s._replace(stop_replica=added(s.stop_replica, stop))
 
 
 def broker_stop(s: State, cfg: Config, b: int) -> State | None:

@@ -117,8 +117,25 @@ def is_current(s: State, p: int, r: Replica) -> bool:
 def stops_controlling(broker: Broker) -> Broker:
     """The broker no longer acts as controller (it crashed, resigned or learned of a newer
     controller epoch), and what it knew as controller goes with it: the registrations it
-    still owed an onBrokerStartup are the next controller's to cover, by its INIT requests."""
-    return broker._replace(is_controller=False, new_brokers=())
+    still owed an onBrokerStartup are the next controller's to cover, by its INIT requests,
+    and the brokers that asked it to shut down ask the next one again (as in Kafka)."""
+    return broker._replace(is_controller=False, new_brokers=(), shutting_down=())
+
+
+def shutting_down(s: State) -> tuple[int, ...]:
+    """The brokers the acting controller knows to be shutting down (Kafka's
+    ``shuttingDownBrokerIds``; empty without a controller): every election leaves them
+    out, as Kafka's ``liveBrokerIds`` does."""
+    c = s.zk.controller
+    return () if c == NO_LEADER else s.brokers[c].shutting_down
+
+
+def stopped_replica(cfg: Config, r: Replica) -> Replica:
+    """Kafka 2.7's StopReplica without delete (a controlled shutdown's follower): the
+    fetcher stops and the replica no longer follows anyone; its log, HW and leader epoch
+    stay on disk for the broker's next start."""
+    return r._replace(role=NONE, leader=NO_LEADER, isr=(), zk_version=-1, fetch_state=IDLE,
+                      follower_leo=unknown_leos(cfg), epoch_start=0)
 
 
 def acting_controller(s: State, c: int) -> bool:

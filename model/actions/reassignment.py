@@ -13,6 +13,7 @@ from model.actions.common import (
     replica,
     set_replica,
     set_znode,
+    stopped_replica,
     stops_controlling,
     topic_deleted,
 )
@@ -104,7 +105,8 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
 
 def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
     """Seed 000 C ``on_StopReplicaCommand``: the broker stops its replica of the partition
-    and deletes it.  A request from an older controller epoch (seed 002), or older than
+    and deletes it (a controlled shutdown's StopReplica, Kafka 2.7's without delete, only
+    stops it).  A request from an older controller epoch (seed 002), or older than
     the LeaderAndISR the replica has since taken, is refused -- either way it is consumed."""
     b, p = m.to, m.partition
     broker = s.brokers[b]
@@ -121,5 +123,7 @@ def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
         return s
     if m.controller_epoch > broker.controller_epoch:  # seed 002: a newer controller exists
         s = s._replace(brokers=put_at(s.brokers, b, stops_controlling(broker._replace(controller_epoch=m.controller_epoch))))
+    if not m.delete:  # a controlled shutdown's follower: it stops fetching, keeps its log
+        return set_replica(drop_responses_to(s, b, p), b, p, stopped_replica(cfg, r))
     gone = topic_deleted(cfg, r, max(r.topic_id, m.topic_id)) if deletion else deleted_replica(cfg, r)
     return set_replica(drop_responses_to(s, b, p), b, p, gone)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from model.actions.common import acting_controller, added, max_broker_epoch, set_znode
+from model.actions.common import (
+    acting_controller,
+    added,
+    max_broker_epoch,
+    set_znode,
+    shutting_down,
+)
 from model.config import Config
 from model.state import (
     EPOCH_DURING_DELETE,
@@ -26,6 +32,19 @@ def delete_topic(s: State, cfg: Config, c: int, p: int) -> State | None:
     zn = s.zk.partitions[p]
     if not zn.ar or zn.rar:
         return None
+    s = partition_gone(s, p)
+    return s._replace(ghost=s.ghost._replace(deletions=s.ghost.deletions + 1))
+
+
+def partition_gone(s: State, p: int) -> State:
+    """Partition p is gone -- its topic deleted (B 2) or the partition removed (H): the
+    controller sends StopReplica(delete) to the live replicas of its AR, and the znode loses
+    its AR, leader and ISR (a moved version, so a leader's conditional ISR write fails).
+
+    Its records are gone by design, so the history the properties hold durable forgets
+    them (commits, acknowledgements, leaders, zombie appends), and every one of them is
+    *retired*: no leader may serve one again (``deleted_not_served``)."""
+    zn = s.zk.partitions[p]
     cepoch = s.zk.controller_epoch
     stops = s.stop_replica
     for b in zn.ar:
@@ -37,7 +56,6 @@ def delete_topic(s: State, cfg: Config, c: int, p: int) -> State | None:
     retired.update((p, e.value) for br in s.brokers for e in br.replicas[p].log)
     retired.update((p, e.value) for m in s.fetches if m.partition == p for e in m.records)
     ghost = g._replace(
-        deletions=g.deletions + 1,
         retired=tuple(sorted(retired)),
         committed=tuple(x for x in g.committed if x[0] != p),
         acked=tuple(x for x in g.acked if x[0] != p),
@@ -66,7 +84,7 @@ def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], lea
     zn = s.zk.partitions[p]
     if zn.ar or any(m.partition == p and m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica):
         return None  # the topic exists, or its deletion still waits for a live replica's answer
-    isr = tuple(b for b in ar if b in s.zk.live)
+    isr = tuple(b for b in ar if b in s.zk.live and b not in shutting_down(s))
     if leader not in isr:
         return None
     znode = PartitionZnode(leader, 1, isr, zn.zk_version + 1, ar, (), zn.topic_id + 1)

@@ -15,6 +15,7 @@ Entries are declared by design section, one module each:
   reassignment (seed 000 A, D, F; 002; 003)
 * ``model.registry.commands``    -- brokers acting on LeaderAndISR and StopReplica (seed 000 C)
 * ``model.registry.replication`` -- produce, fetch, high watermark, ISR (seed 000 G)
+* ``model.registry.partitions``  -- partitions added and removed (seed 000 H)
 
 Adding an action: write its function in ``model.actions``, declare its entry in the module
 of its section, and put it in ``ACTIONS`` below; the registry test names whatever else is
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 
 from model.actions import Step, forget_stale_requests
 from model.config import Config
-from model.registry import brokers, commands, controller, replication
+from model.registry import brokers, commands, controller, partitions, replication
 from model.registry.entry import (
     SILENT,
     Coverage,
@@ -81,6 +82,8 @@ ACTIONS: dict[str, Entry] = {
         controller.DELETE_TOPIC,
         controller.CREATE_TOPIC,
         controller.PREFERRED_ELECTION,
+        partitions.ADD_PARTITIONS,
+        partitions.REMOVE_PARTITIONS,
     ]
 }
 """Every action, in the order a search tries them: that order decides which of two equally
@@ -104,7 +107,7 @@ EXPLORED_WITH_REASSIGNMENT = EXPLORED + tuple(ACTIONS[name] for name in REASSIGN
 def explored(cfg: Config) -> tuple[Entry, ...]:
     """The actions a search of ``cfg`` tries, in registry order: the always-explored ones,
     and those whose knob ``cfg`` turns on (reassignments, topic deletions, preferred-replica
-    elections)."""
+    elections, partitions added or removed)."""
     return tuple(e for e in ACTIONS.values() if e.explored_in(cfg))
 
 

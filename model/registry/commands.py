@@ -22,7 +22,9 @@ from model.actions import (
 from model.registry.entry import (
     DELETIONS,
     DRIVER_NOT_YET,
+    PARTITION_CHANGES,
     REASSIGNMENTS,
+    SHUTDOWNS,
     Args,
     Coverage,
     Emitted,
@@ -32,7 +34,7 @@ from model.registry.entry import (
     Unsupported,
     View,
 )
-from model.registry.views import REJECT_CFG, nothing_observed, replica_post, replica_view
+from model.registry.views import REJECT_CFG, replica_post, replica_view
 from model.state import DELETED, EPOCH_DURING_DELETE, NO_LEADER, TRUNCATING, LeaderAndIsr, State
 from model.text import brokers_text, leader_text, log_text
 
@@ -173,17 +175,24 @@ def _stop_replica_text(args: Args, before: State, after: State) -> str:
         return f"broker {m.to} deletes its replica of p{m.partition} (StopReplica for the deletion of topic id {m.topic_id})"
     if m.controller_epoch < before.brokers[m.to].controller_epoch or m.leader_epoch < rb.leader_epoch:
         return f"broker {m.to} refuses a stale StopReplica(p{m.partition}, epoch {m.leader_epoch}, controller epoch {m.controller_epoch})"
+    if not m.delete:
+        return f"broker {m.to} stops fetching p{m.partition} for its controlled shutdown (StopReplica without delete, epoch {m.leader_epoch})"
     return f"broker {m.to} stops its replica of p{m.partition} and deletes it (StopReplica, epoch {m.leader_epoch})"
+
+
+def _stop_replica_view(args: Args, before: State, after: State) -> View:
+    """Whether the replica was deleted: a controlled shutdown's StopReplica only stops it."""
+    return {"delete": args[0].delete} if args else {}
 
 
 STOP_REPLICA = Entry(
     "stop_replica", stop_replica, stop_requests_args,
     section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
-    describe=_stop_replica_text, view=nothing_observed,
-    event=lambda args, before, after: Emitted(args[0].to, {"delete": True, "reason": "stop_replica"}),
+    describe=_stop_replica_text, view=_stop_replica_view,
+    event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
     coverage=Coverage(native=Unsupported("reassignment is not ported to search.c (one partition, AR = every broker)"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
-                      judge=Supported("a topic deletion's; a reassignment's is replayed or left as recorded only"),
+                      judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVER_NOT_YET),
-    explored=False, feature=REASSIGNMENTS, actor=_addressee, also_enabled_by=(DELETIONS,),
+    explored=False, feature=REASSIGNMENTS, actor=_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
 )

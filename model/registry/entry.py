@@ -51,6 +51,7 @@ SHUTDOWNS = Feature("controlled shutdowns", "max_shutdowns")
 REASSIGNMENTS = Feature("reassignments", "reassignments")
 DELETIONS = Feature("topic deletions", "deletions")
 PREFERRED_ELECTIONS = Feature("preferred-replica elections", "preferred_elections")
+PARTITION_CHANGES = Feature("partitions added or removed", "partition_changes")
 
 
 class Traced(NamedTuple):

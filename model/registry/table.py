@@ -23,8 +23,6 @@ SECTIONS: dict[str, str] = {
 """The design documents' sections (seed 000's A-H, seeds 001-004), by their own titles."""
 
 NOT_MODELLED: dict[str, str] = {
-    "000 B": "the model has one topic from its first leader on (topic creation and deletion: issue 20)",
-    "000 H": "the model's partitions are fixed (partition changes: issue 20)",
     "001": "admission of admin requests: nothing the replication properties read",
     "004": "the path an admin write takes to the controller: nothing the replication properties read",
 }

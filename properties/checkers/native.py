@@ -84,9 +84,10 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9}
+_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9, Broker: 6}
 """How many leading fields of each state tuple ``search.c`` holds.  The fields after them
-(topic identity and deletions, seed 000 B) belong to actions the native search does not run
+(topic identity and deletions, seed 000 B; partitions added and removed, H; the brokers a
+controller knows to be shutting down) belong to actions the native search does not run
 (``unsupported``): they are at their defaults in every state it can be given, and are left
 out of the encoding, so that ``decode`` (which rebuilds them from the defaults) round-trips."""
 

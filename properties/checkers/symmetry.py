@@ -66,6 +66,7 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
                     for r in br.replicas
                 ),
                 _map_set(perm, br.new_brokers),
+                _map_set(perm, br.shutting_down),
             )
             for br in s.brokers
         ),
@@ -75,7 +76,7 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
     ghost = s.ghost._replace(led=tuple(sorted((p, e, perm[b]) for p, e, b in s.ghost.led)))
     if not s.stop_replica:
         return State(zk, brokers, lai, fetches, ghost)
-    stops = tuple(sorted(StopReplica(perm[m.to], m.partition, m.leader_epoch, m.controller_epoch, m.topic_id) for m in s.stop_replica))
+    stops = tuple(sorted(StopReplica(perm[m.to], m.partition, m.leader_epoch, m.controller_epoch, m.topic_id, m.delete) for m in s.stop_replica))
     return State(zk, brokers, lai, fetches, ghost, stops)
 
 

@@ -30,6 +30,7 @@ from model.registry import (
     brokers,
     commands,
     controller,
+    partitions,
     replication,
     successors,
     supported,
@@ -95,7 +96,7 @@ def test_every_action_function_of_the_model_is_in_the_registry() -> None:
 
 
 def test_every_entry_declared_in_a_section_module_is_in_the_table() -> None:
-    declared = {v.name for m in (brokers, commands, controller, replication) for v in vars(m).values()
+    declared = {v.name for m in (brokers, commands, controller, partitions, replication) for v in vars(m).values()
                 if isinstance(v, Entry)}
     assert declared == set(ACTIONS), f"declared but not in ACTIONS: {sorted(declared - set(ACTIONS))}"
 

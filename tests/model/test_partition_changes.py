@@ -1,0 +1,138 @@
+"""Seed 000 H: partitions added to and removed from an existing topic.
+
+A partition exists while its znode has an AR; ``remove_partitions`` sends StopReplica(delete)
+to the live replicas and empties the AR, ``add_partitions`` runs init_leaders for a
+partition that does not exist.  Both are bounded by ``--partition-changes N`` (0 by default,
+so no pinned count moves); a removed partition's records are gone by design, and no leader
+may serve one again (``deleted_not_served``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model.actions import Step
+from model.config import named
+from model.registry import ACTIONS, apply, explored, unsupported_features
+from model.state import DELETED, EPOCH_DURING_DELETE, LEADER, NONE, PartitionZnode, initial
+from properties.checkers.bfs import SearchOptions, check
+from properties.safety import acked_durable, all_violations, deleted_not_served
+from tests.pinned import pinned
+
+ONE = named("kip320", partition_changes=1)
+
+
+def _steps(cfg, s, *steps):
+    for action, args in steps:
+        t = apply(s, cfg, Step(action, args))
+        assert t is not None, (action, args)
+        s = t
+    return s
+
+
+def _without_partition(cfg):
+    """The initial cluster with partition 0 not yet added (its znode has no AR)."""
+    s = initial(cfg)
+    zn = PartitionZnode(-1, 0, (), 0, ())
+    blank = s.brokers[0].replicas[0]._replace(role=NONE, leader=-1, leader_epoch=0, isr=(), zk_version=-1)
+    brokers = tuple(br._replace(replicas=(blank,)) for br in s.brokers)
+    return s._replace(zk=s.zk._replace(partitions=(zn,)), brokers=brokers, ghost=s.ghost._replace(led=()))
+
+
+def test_partition_changes_are_not_explored_unless_the_bound_allows_one() -> None:
+    names = {e.name for e in explored(named("kip320"))}
+    assert not names & {"add_partitions", "remove_partitions", "stop_replica"}
+    assert {"add_partitions", "remove_partitions", "stop_replica"} <= {e.name for e in explored(ONE)}
+    assert apply(initial(named("kip320")), named("kip320"), Step("remove_partitions", (0, 0))) is None
+
+
+def test_the_native_and_z3_searches_refuse_a_configuration_with_partition_changes() -> None:
+    assert unsupported_features("native", ONE) == ["partitions added or removed"]
+    assert unsupported_features("z3", ONE) == ["partitions added or removed"]
+    assert unsupported_features("native", named("kip320")) == []
+
+
+def test_the_knob_is_bounded_and_refuses_deletions_beside_it() -> None:
+    with pytest.raises(ValueError, match="--partition-changes must be between 0 and 2"):
+        named("kip320", partition_changes=3)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        named("kip320", partition_changes=1, deletions=1)
+
+
+def test_removal_stops_the_live_replicas_and_retires_the_records() -> None:
+    """H on_partition_remove: StopReplica(delete) to the affected live brokers; a broker that
+    is down hears nothing and deletes its copy when it starts (E 4)."""
+    s = _steps(ONE, initial(ONE), ("produce", (0, 0)), ("broker_crash", (1,)))
+    t = _steps(ONE, s, ("remove_partitions", (0, 0)))
+    zn = t.zk.partitions[0]
+    assert (zn.ar, zn.leader, zn.isr) == ((), -1, ())
+    assert [(m.to, m.leader_epoch, m.delete) for m in t.stop_replica] == [(0, EPOCH_DURING_DELETE, True)]
+    assert t.ghost.retired == ((0, 1),) and t.ghost.removed == (0,) and t.ghost.partition_changes == 1
+    assert apply(t, ONE, Step("remove_partitions", (0, 0))) is None  # nothing left to remove, bound spent
+    u = _steps(ONE, t, ("stop_replica", (t.stop_replica[0],)))
+    assert u.brokers[0].replicas[0].role == DELETED and u.brokers[0].replicas[0].log == ()
+    v = _steps(ONE, u, ("broker_restart", (1,)))
+    assert v.brokers[1].replicas[0].role == DELETED, "E 4: a partition no longer assigned is deleted at startup"
+
+
+def _acked(cfg):
+    s = initial(cfg)
+    s = _steps(cfg, s, ("produce", (0, 0)), ("send_fetch", (1, 0)))
+    [req] = s.fetches
+    s = _steps(cfg, s, ("handle_fetch", (req,)))
+    [resp] = s.fetches
+    s = _steps(cfg, s, ("receive_fetch", (resp,)), ("send_fetch", (1, 0)))
+    [req] = s.fetches
+    return _steps(cfg, s, ("handle_fetch", (req,)))
+
+
+def test_removal_forgets_the_partitions_acknowledged_writes_and_retires_them() -> None:
+    s = _acked(ONE)
+    assert s.ghost.acked == ((0, 1),)
+    t = _steps(ONE, s, ("remove_partitions", (0, 0)))
+    assert t.ghost.acked == () and (0, 1) in t.ghost.retired
+    assert acked_durable(t) is None and not all_violations(s, t)
+    # what still reads the removed records: a leader serving one again (here the old leader,
+    # which has not taken its StopReplica yet, put back in the znode by hand) is a violation
+    served = t._replace(zk=t.zk._replace(partitions=(s.zk.partitions[0]._replace(zk_version=9),)))
+    assert deleted_not_served(served) is not None
+
+
+def test_an_added_partition_gets_leaders_as_a_new_topics_do() -> None:
+    """H on_partitions_add: init_leaders -- a live AR member leads, the live AR is the ISR, a
+    new partition's epoch -- the admin paths and topic path in one multi, LeaderAndISR to AR."""
+    s = _without_partition(ONE)
+    s = _steps(ONE, s, ("broker_crash", (1,)))
+    assert apply(s, ONE, Step("add_partitions", (0, 0, (0, 1), 1))) is None  # a down broker cannot lead
+    t = _steps(ONE, s, ("add_partitions", (0, 0, (0, 1), 0)))
+    zn = t.zk.partitions[0]
+    assert (zn.leader, zn.leader_epoch, zn.isr, zn.ar) == (0, 1, (0,), (0, 1))
+    assert {m.to for m in t.leader_and_isr} == {0, 1}
+    assert t.ghost.partition_changes == 1 and t.ghost.led == ((0, 1, 0),)
+    m = next(m for m in t.leader_and_isr if m.to == 0)
+    u = _steps(ONE, t, ("become_leader", (m,)))
+    assert u.brokers[0].replicas[0].role == LEADER
+
+
+def test_a_removed_partitions_id_is_never_added_again() -> None:
+    two = named("kip320", partition_changes=2)
+    t = _steps(two, initial(two), ("remove_partitions", (0, 0)))
+    for m in list(t.stop_replica):
+        t = _steps(two, t, ("stop_replica", (m,)))
+    assert apply(t, two, Step("add_partitions", (0, 0, (0, 1), 0))) is None
+
+
+def test_the_registry_traces_them_as_the_implementation_records_them() -> None:
+    assert ACTIONS["add_partitions"].trace.kind == "partitions_added"
+    assert ACTIONS["remove_partitions"].trace.kind == "partitions_removed"
+    assert ACTIONS["add_partitions"].section == ACTIONS["remove_partitions"].section == "000 H"
+
+
+@pytest.mark.slow
+def test_with_one_partition_change_every_property_holds() -> None:
+    """Two brokers, kip320, one change: the partition is removed at any point of the run
+    (writes in flight, a broker down, a controller moving) and nothing breaks."""
+    result = check(ONE, SearchOptions(progress=None))
+    assert result.holds and result.complete
+    assert result.states == pinned("kip320", "partition changes 1", "states")
+    assert result.depth == pinned("kip320", "partition changes 1", "depth")
