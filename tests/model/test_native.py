@@ -140,9 +140,12 @@ def test_the_native_state_space_is_the_models_on_every_state(tmp_path, name, sym
 
 @pytest.mark.parametrize("name", ["design", "unclean"])
 def test_native_expansions_match_the_model_where_a_property_breaks(tmp_path, name):
+    """Every fifth state the native search reached, expanded both ways (a seeded sample: the
+    whole space is the slow suite's, through the searches' equal counts)."""
     cfg = named(name)
     for reduction in (False, True):
         states, r = _reached(cfg, tmp_path, reduction=reduction)
+        states = states[::5]
         native = native_expansions(cfg, states, reduction=reduction)
         for enc, got in zip(states, native, strict=True):
             assert got == _python_expansion(decode(enc), cfg, True, reduction)
@@ -265,6 +268,7 @@ def test_the_key_is_the_python_checkers_key():
         assert decode(key_bytes(t, cfg, True, True)) == search_key(t, cfg, True, True)
 
 
+@pytest.mark.slow
 def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checker_does():
     """The Python checker's slow three-broker search (tests/model/test_history.py: some 3.9 M
     states, 17 steps, 6-9 minutes), natively in seconds -- the same count, so no two states
@@ -278,6 +282,7 @@ def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checke
     assert replay(cfg, [s for s, _ in v.steps]) == v.states
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
 def test_ctrl_c_stops_a_native_search_which_reports_how_deep_it_got():
     """Ctrl-C reaches the command and the native process (one process group): the native

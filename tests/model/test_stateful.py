@@ -120,6 +120,7 @@ def test_found_steps_replay_in_the_explicit_model(unclean_found):
     assert v.property in [name for name, _ in all_violations(states[-2], states[-1])]
 
 
+@pytest.mark.slow
 def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
     cfg = fuzz_config("kip320", brokers=5, partitions=2, records=6, max_epoch=8, max_crashes=4)
     r = run(cfg, "ci")
