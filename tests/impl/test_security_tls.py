@@ -4,6 +4,7 @@ connect (impl/node/auth/tls.py)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import ssl
 import stat
@@ -15,7 +16,9 @@ from impl.node.auth.tls import CA, CERT, KEY, tls_dir
 from impl.node.client import Admin, Consumer, Producer
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, encode_request
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(shutil.which("openssl") is None,
+                                 reason="the cluster CA is made with the openssl command line")]
 
 
 def test_a_tls_cluster_replicates_and_refuses_plain_and_untrusting_peers(make_cluster: Any,
