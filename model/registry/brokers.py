@@ -17,7 +17,8 @@ from model.actions import (
     brokers_args,
 )
 from model.registry.entry import (
-    DRIVER_NOT_YET,
+    CONTROLLED_SHUTDOWN_NOT_DRIVEN,
+    DRIVEN,
     PAUSES,
     SHUTDOWNS,
     Args,
@@ -52,7 +53,7 @@ CRASH = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.kill", trace=Traced("broker_crash"),
     describe=lambda args, before, after: f"broker {args[0]} crashes (kill -9); its ZK registration expires",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     freezing=True,
 )
 
@@ -60,7 +61,7 @@ RESTART = Entry(
     "broker_restart", broker_restart, brokers_args,
     section="000 E", impl="impl.node.broker.Broker.register", trace=Traced("broker_restart"),
     describe=_restart_text, view=nothing_observed, event=registration_event,
-    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
 )
 
 PAUSE = Entry(
@@ -68,7 +69,7 @@ PAUSE = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.pause", trace=Traced("broker_pause"),
     describe=lambda args, before, after: f"broker {args[0]} pauses (GC); its ZK session expires while it is frozen",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
     feature=PAUSES, freezing=True,
 )
 
@@ -77,7 +78,7 @@ RESUME = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.resume", trace=Traced("broker_resume"),
     describe=lambda args, before, after: f"broker {args[0]} resumes, still believing its old state",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
     feature=PAUSES,
 )
 
@@ -87,7 +88,7 @@ REREGISTER = Entry(
     describe=lambda args, before, after: (
         f"broker {args[0]} opens a new ZK session and re-registers (broker epoch {after.brokers[args[0]].broker_epoch})"),
     view=nothing_observed, event=registration_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
     feature=PAUSES,
 )
 
@@ -96,6 +97,6 @@ STOP = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.stop_broker", trace=Traced("broker_stop"),
     describe=lambda args, before, after: f"broker {args[0]} stops cleanly after its controlled shutdown",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=NO_SHUTDOWN_IN_C, z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=NO_SHUTDOWN_IN_C, z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=CONTROLLED_SHUTDOWN_NOT_DRIVEN),
     feature=SHUTDOWNS, freezing=True,
 )

@@ -20,8 +20,9 @@ from model.actions import (
     truncate,
 )
 from model.registry.entry import (
+    ADMIN_NOT_DRIVEN,
     DELETIONS,
-    DRIVER_NOT_YET,
+    DRIVEN,
     PARTITION_CHANGES,
     REASSIGNMENTS,
     SHUTDOWNS,
@@ -71,7 +72,7 @@ BECOME_LEADER = Entry(
     "become_leader", become_leader, requests_args,
     section="000 C", impl="impl.node.replica.Replica.become_leader", trace=Traced("become_leader"),
     describe=_become_leader_text, view=_request_view, event=_applied_event,
-    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     actor=_addressee, freezing=True,
 )
 
@@ -93,7 +94,7 @@ BECOME_FOLLOWER = Entry(
     "become_follower", become_follower, requests_args,
     section="000 C", impl="impl.node.replica.Replica.become_follower", trace=Traced("become_follower"),
     describe=_become_follower_text, view=_request_view, event=_applied_event,
-    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     actor=_addressee, freezing=True,
 )
 
@@ -127,7 +128,7 @@ REJECT_LEADER_AND_ISR = Entry(
     coverage=Coverage(native=Unsupported("a self-loop: no search takes it"),
                       z3=Unsupported("a self-loop: no search takes it"),
                       judge=Supported("rebuilt from the event: the model forgets refused requests"),
-                      driver=DRIVER_NOT_YET),
+                      driver=DRIVEN),
     explored=False, actor=_addressee, from_event=_refused_request,
 )
 
@@ -161,7 +162,7 @@ TRUNCATE = Entry(
                                                        "OffsetsForLeaderEpoch round only, which no reachable "
                                                        "state tells from the rounds (model.truncation.single_round)"),
                       judge=Supported(),
-                      driver=DRIVER_NOT_YET),
+                      driver=DRIVEN),
     silent=_nothing_to_look_up,
 )
 
@@ -193,6 +194,6 @@ STOP_REPLICA = Entry(
     coverage=Coverage(native=Unsupported("reassignment is not ported to search.c (one partition, AR = every broker)"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
-                      driver=DRIVER_NOT_YET),
+                      driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=REASSIGNMENTS, actor=_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
 )

@@ -32,8 +32,10 @@ from model.actions import (
     startups_args,
 )
 from model.registry.entry import (
+    ADMIN_NOT_DRIVEN,
+    CONTROLLED_SHUTDOWN_NOT_DRIVEN,
     DELETIONS,
-    DRIVER_NOT_YET,
+    DRIVEN,
     PREFERRED_ELECTIONS,
     REASSIGNMENTS,
     SHUTDOWNS,
@@ -80,7 +82,7 @@ CONTROLLER_ELECT = Entry(
     describe=lambda args, before, after: (
         f"broker {args[0]} creates /controller and becomes controller (controller epoch {after.zk.controller_epoch}); sends INIT LeaderAndISR"),
     view=_elect_controller_view, event=_elect_controller_event,
-    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
 )
 
 
@@ -97,7 +99,7 @@ CONTROLLER_RESIGN = Entry(
     section="002", impl="impl.node.controller.Controller._resign", trace=Traced("controller_resign"),
     describe=lambda args, before, after: f"broker {args[0]} sees another controller and stops acting as controller",
     view=_resign_view, event=_resign_event,
-    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     silent=_always,  # no ZK write, no change of role: a zombie noticing it was superseded
 )
 
@@ -132,7 +134,7 @@ ELECT_LEADER = Entry(
     describe=_elect_text, view=_znode_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "broker_change",
                                                   _unclean(args[1], before, after)),
-    coverage=Coverage(native=Supported(), z3=Supported("clean elections only"), judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=Supported(), z3=Supported("clean elections only"), judge=Supported(), driver=DRIVEN),
 )
 
 ON_BROKER_STARTUP = Entry(
@@ -142,7 +144,7 @@ ON_BROKER_STARTUP = Entry(
         f"controller {args[0]} sees broker {args[1]} registered and sends it the current LeaderAndISR"),
     view=nothing_observed, event=_no_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported("as a silent internal step"),
-                      driver=DRIVER_NOT_YET),
+                      driver=DRIVEN),
     silent=_always,  # implementations record no control request sent
 )
 
@@ -161,7 +163,7 @@ CONTROLLED_SHUTDOWN = Entry(
                                                   _unclean(args[1], before, after)),
     coverage=Coverage(native=Unsupported("controlled shutdown is not ported to search.c (no named configuration shuts down)"),
                       z3=Unsupported("controlled shutdown is not encoded (no named configuration shuts down)"),
-                      judge=Supported(), driver=DRIVER_NOT_YET),
+                      judge=Supported(), driver=CONTROLLED_SHUTDOWN_NOT_DRIVEN),
     feature=SHUTDOWNS,
 )
 
@@ -190,7 +192,7 @@ REASSIGN_START = Entry(
     "reassign_start", reassign_start, reassign_starts_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
     describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=REASSIGNMENTS,
 )
 
@@ -211,7 +213,7 @@ REASSIGN_COMPLETE = Entry(
     trace=Traced("elect_leader", ("reassign", "reassignment")),
     describe=_reassign_complete_text, view=_znode_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=REASSIGNMENTS,
 )
 
@@ -242,7 +244,7 @@ DELETE_TOPIC = Entry(
     "delete_topic", delete_topic, deletions_args,
     section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
     describe=_delete_text, view=nothing_observed, event=_delete_event,
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=DELETIONS,
 )
 
@@ -264,7 +266,7 @@ CREATE_TOPIC = Entry(
     section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("elect_leader", ("init",)),
     describe=_create_text, view=_create_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "init", False),
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVER_NOT_YET),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=DELETIONS,
 )
 
@@ -285,6 +287,6 @@ PREFERRED_ELECTION = Entry(
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "preferred", False),
     coverage=Coverage(native=Unsupported("preferred-replica election is not ported to search.c (no named configuration asks for one)"),
                       z3=Unsupported("preferred-replica election is not encoded (no named configuration asks for one)"),
-                      judge=Supported(), driver=DRIVER_NOT_YET),
+                      judge=Supported(), driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=PREFERRED_ELECTIONS,
 )

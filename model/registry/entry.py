@@ -144,5 +144,14 @@ class Entry(NamedTuple):
         return (self.fn.__doc__ or "").strip().split("\n")[0]
 
 
-DRIVER_NOT_YET = Unsupported("not yet: the driver is issue 21")
-"""The driver's decision for every action until it exists."""
+DRIVEN = Supported()
+"""The model-driven harness (``epochal drive``) runs the action: its harness operation is
+``impl.harness.drive.operations.OPERATIONS[name]`` (named there, since the model does not
+know the implementation; ``tests/impl/test_drive.py`` holds the two to each other)."""
+
+ADMIN_NOT_DRIVEN = Unsupported("not driven: the driven cluster has one fixed topic, and no admin operation "
+                               "(reassignment, deletion, creation, preferred election, partitions) is mapped")
+CONTROLLED_SHUTDOWN_NOT_DRIVEN = Unsupported("not driven: a controlled shutdown waits for the answers to "
+                                             "LeaderAndISR requests the relay holds")
+ISR_UPDATE_FAILED_NOT_DRIVEN = Unsupported("not driven: the implementation writes the ISR only to shrink or "
+                                           "expand it, and no permit names a write that must fail")

@@ -16,7 +16,7 @@ from model.actions import (
     remove_partitions,
 )
 from model.registry.entry import (
-    DRIVER_NOT_YET,
+    ADMIN_NOT_DRIVEN,
     PARTITION_CHANGES,
     Args,
     Coverage,
@@ -53,7 +53,7 @@ ADD_PARTITIONS = Entry(
     coverage=Coverage(native=NOT_IN_C, z3=NOT_IN_Z3,
                       judge=Supported("the added partition's elect_leader (reason init) starts its life, as a new "
                                       "topic's; its partitions_added is the same step seen again"),
-                      driver=DRIVER_NOT_YET),
+                      driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=PARTITION_CHANGES,
 )
 
@@ -81,6 +81,6 @@ REMOVE_PARTITIONS = Entry(
                       judge=Supported("taken at the first StopReplica(delete) a replica records, as a topic "
                                       "deletion; its partitions_removed is the same step seen again (or the step "
                                       "itself, if every replica was down)"),
-                      driver=DRIVER_NOT_YET),
+                      driver=ADMIN_NOT_DRIVEN),
     explored=False, feature=PARTITION_CHANGES,
 )

@@ -19,7 +19,8 @@ from model.actions import (
     shrink_isr,
 )
 from model.registry.entry import (
-    DRIVER_NOT_YET,
+    DRIVEN,
+    ISR_UPDATE_FAILED_NOT_DRIVEN,
     Args,
     Coverage,
     Emitted,
@@ -32,7 +33,8 @@ from model.registry.views import ERRORS, FENCED, entries, new_response, records
 from model.state import OUT_OF_RANGE, State
 from model.text import brokers_text, log_text, record, value_text
 
-COVERED_EVERYWHERE = Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVER_NOT_YET)
+COVERED_EVERYWHERE = Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN)
+ISR_UPDATE_FAILED_COVERAGE = COVERED_EVERYWHERE._replace(driver=ISR_UPDATE_FAILED_NOT_DRIVEN)
 
 
 def _always(args: Args, before: State, after: State) -> bool:
@@ -253,5 +255,5 @@ ISR_UPDATE_FAILED = Entry(
     describe=_isr_failed_text,
     view=lambda args, before, after: {"expected_zk_version": before.brokers[args[0]].replicas[0].zk_version},
     event=lambda args, before, after: Emitted(args[0], {"expected_zk_version": before.brokers[args[0]].replicas[args[1]].zk_version}),
-    coverage=COVERED_EVERYWHERE,
+    coverage=ISR_UPDATE_FAILED_COVERAGE,
 )

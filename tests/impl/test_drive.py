@@ -13,12 +13,23 @@ from pathlib import Path
 import pytest
 
 from impl.cli.main import main
-from impl.harness.drive import Driver, from_json, scenario
+from impl.harness.drive import OPERATIONS, Driver, from_json, scenario
 from impl.harness.drive.paths import brokers_needed, step_of
 from model.config import named
-from model.registry import apply
+from model.registry import ACTIONS, apply
 from model.state import initial
 from properties.checkers.scenarios import play
+
+
+def test_every_action_the_registry_says_is_driven_has_a_harness_operation() -> None:
+    driven = {name for name, e in ACTIONS.items() if e.coverage.driver.supported}
+    assert driven == set(OPERATIONS)
+
+
+def test_an_undriven_action_names_why_in_its_registry_entry() -> None:
+    for name, e in ACTIONS.items():
+        if not e.coverage.driver.supported:
+            assert e.coverage.driver.reason and "issue 21" not in e.coverage.driver.reason, name
 
 
 def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
