@@ -38,6 +38,7 @@ conformance tool, and so that the judge can be tested on traces whose truth is k
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
@@ -120,7 +121,8 @@ def _describe_event(e: Event) -> str:
 
 
 def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUND,
-          limit: int = MAX_STATES, fast: bool = True, memo: bool = True) -> dict[str, Any]:
+          limit: int = MAX_STATES, fast: bool = True, memo: bool = True,
+          on_states: Callable[[list[Hypothesis]], None] | None = None) -> dict[str, Any]:
     """Judge one causally ordered (run, topic, partition) group of events against the named
     model configuration.  See the module docstring for the method and ``Verdict`` for the
     answer's fields.
@@ -133,7 +135,10 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
 
     ``memo`` (with ``fast``) remembers, per process, which states each matched event led to
     from which states (``_Memo``): a step seen before is not searched again.  Exact, as the
-    test holds too; ``MEMO_STATS`` counts how often it answered."""
+    test holds too; ``MEMO_STATS`` counts how often it answered.
+
+    ``on_states``, if given, sees the possible states after each model event: the model
+    states a trace reached, as ``bench/bench_guided_fuzz.py`` counts them."""
     total = len(events)
     ids = broker_ids(events)
     cfg = replay_config(config, len(ids))
@@ -181,6 +186,8 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
                 MEMO_STATS["hits"] += 1
                 node, produced, broke = edge
                 hyps = node.hyps
+                if on_states is not None:
+                    on_states(hyps)
                 if broke is not None and suspect is None:
                     suspect = (i, *broke)
                 if produced:
@@ -224,6 +231,8 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
                 values.setdefault(_value_key(e["params"].get("value")), set()).add(r.log[-1].value)
             produced = tuple(h.state.brokers[obs.actor].replicas[0].log[-1].value for h in ok)
         hyps = ok if fast and len(ok) == 1 else _order(ok)[:limit]
+        if on_states is not None:
+            on_states(hyps)
         if scope is not None and node is not None:
             child = scope.node(hyps)
             if sig is not None:

@@ -49,7 +49,7 @@ from model.actions import Step
 from model.config import Config, named
 from model.registry import successors
 from model.render import describe
-from model.state import State, initial
+from model.state import UP, State, initial
 from properties.safety import all_violations
 
 DEFAULT_STEPS = 30
@@ -58,6 +58,9 @@ enough that a run's judging (the whole trace after every step) stays cheap."""
 
 
 Choice = tuple[Step, State]
+
+LOOKAHEAD = 4
+"""How far a steered run looks for a state not yet reached when no next step leads to one."""
 
 
 class Steering:
@@ -82,21 +85,51 @@ class Steering:
         self.tried: set[State] = set()
 
     def _driven(self, s: State) -> Iterable[Choice]:
-        return ((step, t) for step, t in successors(s, self.cfg) if step.action in OPERATIONS)
+        return ((step, t) for step, t in successors(s, self.cfg)
+                if step.action in OPERATIONS and drivable(step, s))
 
     def candidates(self, s: State) -> list[Choice]:
         """The enabled steps, in a fixed order (the choice must not depend on the order
         ``successors`` happens to yield them in)."""
         return sorted(self.moves(s), key=lambda c: (c[0].action, repr(c[0].args)))
 
+    def new(self, t: State) -> bool:
+        return t not in self.visited and t not in self.tried
+
     def choose(self, s: State) -> Choice | None:
+        """The next step, or None to end the run: no step is enabled or -- steered -- no
+        state within ``LOOKAHEAD`` steps is new (a run that only goes round states already
+        reached is better ended, and a fresh cluster started)."""
         options = self.candidates(s)
         if not options:
             return None
         if self.guided:
-            fresh = [c for c in options if c[1] not in self.visited and c[1] not in self.tried]
-            options = fresh or options
+            fresh = [c for c in options if self.new(c[1])]
+            options = fresh or self._toward_new(s, options)
+            if not options:
+                return None
         return options[self.rng.randrange(len(options))]
+
+    def _toward_new(self, s: State, options: list[Choice]) -> list[Choice]:
+        """The first steps of the shortest paths (up to ``LOOKAHEAD`` steps) from ``s`` to a
+        state no run has reached; none if there is no such path."""
+        seen = {s} | {t for _, t in options}
+        frontier = [(t, c) for c in options for t in (c[1],)]
+        for _ in range(LOOKAHEAD - 1):
+            hits: list[Choice] = []
+            ahead: list[tuple[State, Choice]] = []
+            for u, first in frontier:
+                for _, t in self.candidates(u):
+                    if self.new(t):
+                        if first not in hits:
+                            hits.append(first)
+                    elif t not in seen:
+                        seen.add(t)
+                        ahead.append((t, first))
+            if hits:
+                return hits
+            frontier = ahead
+        return []
 
     def reached(self, s: State) -> bool:
         """Mark ``s`` visited; whether it was new."""
@@ -106,24 +139,44 @@ class Steering:
         return True
 
 
-def walk(steer: Steering, start: State, runs: int, steps: int,
+def drivable(step: Step, s: State) -> bool:
+    """Whether the driver can perform ``step`` in ``s``, beyond having an operation for its
+    action.  One case found by this fuzzing: the model lets a follower send a fetch to a
+    leader that is down (the message is lost); on a real cluster the follower's connection
+    to a dead broker fails, nothing reaches the relay, and the driver, which waits for the
+    relay to hold the fetch, times out."""
+    if step.action == "send_fetch":
+        f, p = step.args
+        leader = s.brokers[f].replicas[p].leader
+        return 0 <= leader < len(s.brokers) and s.brokers[leader].status == UP
+    return True
+
+
+def walk(steer: Steering, start: State, steps: int, per_run: int,
          ends: Callable[[State, State], bool] | None = None) -> Steering:
     """The campaign without a cluster, every step followed: what the steering does when the
-    implementation follows the model, in milliseconds.  Each run starts in ``start`` and
-    ends after ``steps`` steps, with no step enabled, or at a step that ``ends`` (by default:
-    one that breaks a property, where a real run ends too)."""
+    implementation follows the model, in milliseconds.  ``steps`` steps in all, in runs that
+    each start in ``start`` and end after ``per_run`` steps, when the steering ends them, or
+    at a step that ``ends`` (by default: one that breaks a property, where a real run ends
+    too)."""
     stop = ends or (lambda s, t: bool(all_violations(s, t)))
-    for _ in range(runs):
+    taken = 0
+    while taken < steps:
         s = start
-        for _ in range(steps):
+        for _ in range(min(per_run, steps - taken)):
             c = steer.choose(s)
             if c is None:
                 break
+            taken += 1
             t = c[1]
             steer.reached(t)
             if stop(s, t):
                 break
             s = t
+        else:
+            continue
+        if s is start and c is None:
+            break  # nothing to do from the start: the campaign is over
     return steer
 
 
@@ -317,3 +370,8 @@ def within_bounds(s: State, cfg: Config) -> bool:
     epochs = [p.leader_epoch for p in s.zk.partitions]
     epochs += [r.leader_epoch for b in s.brokers for r in b.replicas]
     return max(epochs, default=0) < cfg.max_epoch
+
+
+def run_trace_dir(run_dir: Path) -> Path:
+    """Where a driven run's cluster writes its traces."""
+    return Path(run_dir) / "traces"
