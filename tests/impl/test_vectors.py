@@ -35,7 +35,12 @@ from impl.node.replica import (
     follower_out_of_sync,
     may_join_isr,
 )
-from impl.node.truncation import RULES, epoch_truncation_step, hw_truncation_point
+from impl.node.truncation import (
+    RULES,
+    epoch_truncation_step,
+    hw_truncation_point,
+    kip101_truncation_point,
+)
 from impl.node.zk import LeaderAndIsr
 from model.vectors import FORMAT, write
 
@@ -135,16 +140,21 @@ def _cache(epochs: list[int], current_epoch: int | None = None) -> LeaderEpochCa
 
 
 def test_a_follower_truncates_where_the_model_does_under_the_rules_it_implements(vectors):
-    """The implementation has the seed's rule (``hw``) and the leader-epoch rule with fenced
-    fetching (``kip320``, whose truncation is KIP-279's); KIP-101's first version it does
-    not implement, so those vectors are the model's alone."""
-    assert set(RULES) == {"hw", "kip320"}
+    """The implementation has every truncation rule the model has: the seed's (``hw``),
+    KIP-101's first version (``kip101``: one answer taken as is) and the leader-epoch rounds
+    of KIP-279, with or without KIP-320's fenced fetching (its truncation is the same)."""
+    assert set(RULES) == {"hw", "kip101", "kip279", "kip320"}
     checked = 0
     for case in vectors["truncation"]:
         i = case["input"]
         follower = i["follower_log"]
         if i["rule"] == "hw":
             got = hw_truncation_point(i["follower_hw"], len(follower))
+        elif i["rule"] == "kip101":
+            latest = _cache(follower).latest_epoch() if follower else None
+            _, end = (None, 0) if latest is None else _cache(i["leader_log"], i["leader_epoch"]).end_offset_for(
+                latest, len(i["leader_log"]))
+            got = kip101_truncation_point(len(follower), end)
         elif i["rule"] in ("kip279", "kip320"):
             log = list(follower)  # the implementation's follower: rounds until one is complete
             while log:
@@ -159,7 +169,7 @@ def test_a_follower_truncates_where_the_model_does_under_the_rules_it_implements
             continue
         assert got == case["expected"]["offset"], (case["name"], got)
         checked += 1
-    assert checked == sum(c["input"]["rule"] != "kip101" for c in vectors["truncation"])
+    assert checked == len(vectors["truncation"])
 
 
 def test_the_leader_advances_its_hw_as_the_model(vectors):
