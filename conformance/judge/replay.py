@@ -141,6 +141,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     states a trace reached, as ``bench/bench_guided_fuzz.py`` counts them."""
     total = len(events)
     ids = broker_ids(events)
+    shown = sorted(ids, key=ids.__getitem__)  # model broker b is the trace's broker shown[b]
     cfg = replay_config(config, len(ids))
     hyps = [Hypothesis(prelife_state(cfg, events, ids))]
     # _may_break assumes the state before each step holds every property; survivors do,
@@ -201,7 +202,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
             continue  # recorded for people, subsumed by the model step that follows
         res = advance(hyps, obs, cfg, values, bound, limit, fast)
         if not res.survivors:
-            return refuted(_no_step(i, total, e, obs, res, bound))
+            return refuted(_no_step(i, total, e, obs, res, bound, shown))
         ok: list[Hypothesis] = []
         broken: dict[str, str] = {}
         for match in res.survivors:
@@ -216,12 +217,12 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
             states = _order(m.after for m in res.survivors)[:SHOWN_STATES]
             return refuted(Verdict(False, i, total, i,
                                    f"{_describe_event(e)} leads only to states that break {name}: {msg}",
-                                   name, [state_text(h.state) for h in states], bound).as_dict())
+                                   name, [state_text(h.state, shown) for h in states], bound).as_dict())
         broke: tuple[str, str, list[str]] | None = None
         if broken and all(h.speculative for h in ok) and any(not m.after.speculative for m in res.survivors):
             name, msg = next(iter(broken.items()))
             plain = _order(m.after for m in res.survivors if not m.after.speculative)[:SHOWN_STATES]
-            broke = (name, msg, [state_text(h.state) for h in plain])
+            broke = (name, msg, [state_text(h.state, shown) for h in plain])
             if suspect is None:
                 suspect = (i, *broke)
         produced: tuple[int, ...] = ()
@@ -311,7 +312,8 @@ def judge_unmemoized(events: list[Event], config: str = "kip320") -> dict[str, A
     return judge(events, config, memo=False)
 
 
-def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, bound: int) -> dict[str, Any]:
+def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, bound: int,
+             shown: list[int] | None = None) -> dict[str, Any]:
     states = res.frontier[:SHOWN_STATES]
     if res.misses:
         distinct = list(dict.fromkeys(res.misses))[:3]
@@ -322,4 +324,4 @@ def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, bound:
     else:
         reason = (f"{_describe_event(e)} is not enabled in any of the {len(res.frontier)} possible model states "
                   f"(searching up to {res.depth} unobserved internal steps)")
-    return Verdict(False, i, total, i, reason, None, [state_text(h.state) for h in states], bound).as_dict()
+    return Verdict(False, i, total, i, reason, None, [state_text(h.state, shown) for h in states], bound).as_dict()

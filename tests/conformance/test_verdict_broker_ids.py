@@ -1,0 +1,26 @@
+"""A non-conforming verdict shows the states the model allowed in the trace's own broker
+numbering: a trace of brokers 1, 2 and 3 is judged by a model of brokers 0, 1 and 2, and the
+reader compares what the model allowed with the events beside it, which name 1, 2 and 3."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conformance.judge.observation import broker_ids
+from conformance.spark.verdict import judge_run, load_judge
+from traces.reader import read_traces
+
+SAMPLE = Path(__file__).resolve().parents[2] / "traces" / "data" / "nonconforming" / "does-not-match--hw-above-leo"
+
+
+def test_the_states_the_model_allowed_name_the_traces_brokers():
+    events = read_traces([SAMPLE]).events
+    ids = sorted(broker_ids(events))
+    assert ids == [1, 2, 3]  # the sample numbers its brokers from 1: the model's are 0..2
+    [bad] = [v for v in judge_run("r", events, load_judge(None), "kip320") if v["status"] != "conforms"]
+    assert bad["possible_states"]
+    for text in bad["possible_states"]:
+        named = {int(b) for b in re.findall(r"broker (\d+) \[", text)}
+        assert named == set(ids), text
+        assert re.search(r"/controller=(\d+)", text).group(1) in {str(b) for b in ids}
