@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from model.actions import Step, shutting_down
 from model.config import named
 from model.registry import apply, successors
 from model.state import FOLLOWER, NONE, initial
-from properties.checkers.bfs import SearchOptions, check
 
 THREE = named("kip320", brokers=3, max_crashes=0, max_shutdowns=3, max_epoch=8)
 
@@ -50,28 +51,27 @@ def _new_leaders(s, cfg):
     return out
 
 
-def test_brokers_2_1_0_shut_down_and_none_that_asked_is_ever_elected() -> None:
+@pytest.mark.parametrize("order", [(2, 1, 0), (0, 2, 1), (1, 0, 2)])
+def test_brokers_shut_down_one_after_another_and_none_that_asked_is_ever_elected(order) -> None:
+    """The issue's story (2, then 1, then 0 of a [0,1,2] partition led by 0), and orders in
+    which the leader asks first, so that later shutdowns must move the lead again: at every
+    point, no enabled step writes a leader that has asked; each shutdown that can move takes
+    its broker out of the ISR; the last in-sync replica stays (it cannot leave)."""
     cfg = THREE
-    s = initial(cfg)
-    s = _step(cfg, s, "broker_crash", 0) if False else s  # (no crash: the story is shutdowns only)
-    # partition 0 led by 2 first, so that every shutdown moves the leadership
-    s = _step(cfg, s, "controlled_shutdown", 0, 0, 0, 2)
-    s = _deliver_all(cfg, s)
-    assert shutting_down(s) == (0,)
-    # broker 0 asked; it stays up (its stop comes later) -- nobody may elect it meanwhile
-    for stopping in (2, 1):
-        zn = s.zk.partitions[0]
+    s = initial(cfg)  # leader 0, ISR [0,1,2]; broker 0 is also the controller
+    for b in order:
         for step, leader, asked in _new_leaders(s, cfg):
             assert leader not in asked, (step, leader, asked)
-        if stopping in zn.isr and len(zn.isr) > 1:
-            leaders = [args[3] for args in (st.args for st, _ in successors(s, cfg) if st.action == "controlled_shutdown")
-                       if args[2] == stopping]
-            assert leaders and 0 not in leaders and stopping not in leaders
-            s = _step(cfg, s, "controlled_shutdown", 0, 0, stopping, leaders[0])
-            s = _deliver_all(cfg, s)
-        assert stopping not in s.zk.partitions[0].isr or s.zk.partitions[0].isr == (stopping,)
+        moves = [st.args for st, _ in successors(s, cfg) if st.action == "controlled_shutdown" and st.args[2] == b]
+        zn = s.zk.partitions[0]
+        assert bool(moves) == (b in zn.isr and len(zn.isr) > 1)
+        for args in moves:
+            assert args[3] not in (*shutting_down(s), b)
+        if moves:
+            s = _deliver_all(cfg, _step(cfg, s, "controlled_shutdown", *moves[0]))
+            assert b not in s.zk.partitions[0].isr and b in shutting_down(s)
     zn = s.zk.partitions[0]
-    assert zn.isr == (zn.leader,) and zn.leader not in (0, 2)
+    assert zn.isr == (zn.leader,) == (order[-1],)
 
 
 def test_a_shutting_down_follower_gets_stop_replica_not_leader_and_isr_and_does_not_rejoin() -> None:
@@ -117,7 +117,7 @@ def test_random_runs_with_every_broker_shutting_down_never_elect_one_that_asked(
     cfg = named("kip320", brokers=3, records=1, max_crashes=1, max_shutdowns=3, max_epoch=8)
     rng = random.Random(20)
     elections = 0
-    for _ in range(150):
+    for _ in range(600):
         s = initial(cfg)
         for _ in range(40):
             options = list(successors(s, cfg))
@@ -129,9 +129,4 @@ def test_random_runs_with_every_broker_shutting_down_never_elect_one_that_asked(
                 elections += 1
                 assert za.leader not in shutting_down(t), (step, za.leader, shutting_down(t))
             s = t
-    assert elections > 100
-
-
-def test_one_controlled_shutdown_at_two_brokers_keeps_every_property() -> None:
-    r = check(named("kip320", max_shutdowns=1, max_crashes=1), SearchOptions(progress=None))
-    assert r.holds and r.complete
+    assert elections > 400
