@@ -168,9 +168,16 @@ def write_summary(spark, out: str, outcome: Outcome) -> None:
 
 def _wrap(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` in lines of at most ``width`` characters, continued under ``indent``: a
-    verdict is wrapped, never cut."""
+    verdict is wrapped between words, never cut (a single word longer than a line, which
+    only a path or an identifier is, is the one thing split)."""
     return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=True,
                          break_on_hyphens=False) or [""]
+
+
+def _spaced(event_json: str) -> str:
+    """An event's compact JSON with a space after each separator, so that it wraps between
+    fields rather than in the middle of one."""
+    return event_json.replace('","', '", "').replace(',"', ', "').replace('":', '": ')
 
 
 def render(outcome: Outcome, max_rows: int = 25, width: int = 120) -> str:
@@ -205,9 +212,9 @@ def render(outcome: Outcome, max_rows: int = 25, width: int = 120) -> str:
             if first.get("property"):
                 lines.append(f"  property violated: {first['property']}")
             for b in first.get("before") or []:
-                lines.extend(_wrap(f"before: {b}", width - 2, "    "))
+                lines.extend(_wrap(f"before: {_spaced(b)}", width - 2, "    "))
             if first.get("observed"):
-                lines.extend(_wrap(f"observed: {first['observed']}", width - 2, "    "))
+                lines.extend(_wrap(f"observed: {_spaced(first['observed'])}", width - 2, "    "))
             for s in (first.get("possible_states") or [])[:5]:
                 lines.extend(_wrap(f"model allows: {s}", width - 2, "    "))
             if first.get("bound"):
