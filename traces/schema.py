@@ -84,7 +84,7 @@ _FETCH = (
     _p("follower", "int", False, "follower that fetched (set by the leader's events)"),
     _p("fetch_offset", "int", True, "offset the follower fetches from (its LEO)"),
     _p("leader_epoch", "int", True, "leader epoch the fetch was made in"),
-    _p("records", "list<record>", False, "records returned: [offset, epoch, value] each"),
+    _p("records", "list<record>", False, "records returned: [offset, epoch, value] each (value as in produce)"),
     _p("leader_hw", "int?", False, "leader's high watermark carried by the response"),
     _p("error", "string?", False, "error code of the response, null when none", FETCH_ERRORS),
 )
@@ -163,7 +163,8 @@ PARAMS: dict[str, tuple[FieldSpec, ...]] = {
     ),
     "produce": (
         _p("offset", "int", True, "offset the record was appended at"),
-        _p("value", "value", True, "the record's value"),
+        _p("value", "value", True, "the record's value, or a digest standing for it (the reference writes "
+           "`crc32:<8 hex>/<length>`): the judge compares values only for equality"),
         _p("leader_epoch", "int", True, "leader epoch the record was appended in"),
     ),
     "send_fetch": _FETCH,
