@@ -115,3 +115,23 @@ def test_a_corrupted_byte_early_in_a_segment_drops_nothing_the_cluster_committed
     # it rejoined as a follower and fetched the eight records back from the new leader
     assert [r.value for r in read_segments(_log_dir(c, victim))] == values
     assert _consume(c) == values
+
+
+@pytest.mark.integration
+def test_a_follower_whose_disk_fills_halts_and_catches_up_after_its_restart(make_cluster: Any) -> None:
+    c = make_cluster(3, min_insync_replicas=2)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic(TOPIC, assignment={0: [0, 1, 2]})
+    values = [f"v{i}".encode() for i in range(6)]
+    with Producer(c.bootstrap) as p:
+        p.send(TOPIC, values[0], partition=0)
+        leader = leader_of(c)
+        follower = next(b for b in (0, 1, 2) if b != leader)
+        faults.arm_disk_fault(c.data_dir, follower, errno.EIO, after_bytes=10)
+        for v in values[1:]:  # acknowledged by the leader and the other follower
+            p.send(TOPIC, v, partition=0)
+        assert c.procs[follower].wait(15) == EXIT_LOG_DIR_FAILED
+    assert [r.value for r in read_segments(_log_dir(c, follower))] == values[:1]  # no fragment
+    c.restart(follower)
+    _wait(lambda: follower in _isr(c), 30, "the restarted follower back in the ISR")
+    assert [r.value for r in read_segments(_log_dir(c, follower))] == values
