@@ -60,3 +60,17 @@ def test_a_screenshot_shows_the_diagram(report, tmp_path):
     assert len(colors) > 100  # a page with text and lines, not a blank one
     assert sum(n for n, c in colors if _near(c, ARROW_BLUE)) > 200  # the message arrows and step dots
     assert sum(n for n, c in colors if _near(c, BAD_RED)) > 200  # crashes, the broken step, the verdict
+
+
+def test_the_conformance_report_loads_with_no_console_message(tmp_path):
+    from test_report import NONCONFORMING, _judged_groups
+
+    from impl.report import write_conformance_report
+
+    verdicts, scenarios = _judged_groups()
+    path = write_conformance_report(tmp_path / "report.html", [str(NONCONFORMING)], verdicts, scenarios, "counts")
+    done = _chromium("--dump-dom", path.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [line for line in done.stderr.splitlines() if ":CONSOLE" in line] == []
+    failing = sum(v["status"] != "conforms" for v in verdicts)
+    assert done.stdout.count('class="step bad selected"') == failing  # each drawn group opens on its divergence
