@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         if r.stopped_by == "interrupted":
             break  # Ctrl-C ends the whole command, after reporting the search it cut short
     code = combined([exit_code(r) for r in results])
-    write_html(args, lambda path: html_report(path, results))
+    write_html(args, lambda path: html_report(path, results, not_checked))
     if args.json:
         return print_json(args, code, results=[result_json(r) for r in results], not_checked=not_checked)
     if not_checked:
@@ -279,7 +279,9 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def html_report(path: Any, results: list[Result]) -> Any:
+def html_report(path: Any, results: list[Result], not_checked: list[dict[str, str]] | None = None) -> Any:
+    from html import escape
+
     from impl.report import result_run, write_html_report
 
     runs = []
@@ -288,8 +290,10 @@ def html_report(path: Any, results: list[Result]) -> Any:
             "every property holds in every reachable state" if r.complete else "inconclusive: " + summary(r).split("\n")[1])
         runs.append(result_run(r, note=f"{verdict} ({r.states:,} distinct states, depth {r.depth}, {r.seconds:.1f} s)"))
     names = ", ".join(r.config.name for r in results)
+    preface = "".join(f"<p>not checked: <b>{escape(n['config'])}</b>: {escape(n['why'])}</p>"
+                      for n in not_checked or [])
     return write_html_report(path, runs, title=f"epochal check: {names}",
-                             subtitle=f"exit {combined([exit_code(r) for r in results])}")
+                             subtitle=f"exit {combined([exit_code(r) for r in results])}", preface=preface)
 
 
 def exit_code(r: Result) -> int:
