@@ -19,7 +19,8 @@ ROW_H = 24
 LANE_W = 104
 TOP = 48  # room for the lane names
 LEFT = 16
-TEXT_W = 760  # the column of step texts, right of the lanes
+TEXT_W = 400  # the column of step texts, right of the lanes: at least this wide, wider for long texts
+CHAR_W = 7.0  # about one character of the step text, for sizing that column (it scrolls)
 
 GLYPHS = ("dot", "crash", "pause", "resume", "restart", "stop")
 """How a step is marked on its lane: a dot for an ordinary step; faults and their ends
@@ -93,7 +94,8 @@ def svg(d: Diagram, ident: str) -> str:
     that holds several diagrams."""
     n_lanes = len(d.lanes)
     lanes_w = LEFT + LANE_W * n_lanes
-    width = lanes_w + TEXT_W
+    longest = max((len(r.text) + len(r.note) + 6 for r in d.rows), default=0)
+    width = lanes_w + max(TEXT_W, min(2400, int(CHAR_W * longest) + 40))
     bottom = TOP + ROW_H * len(d.rows) + ROW_H
     height = bottom + 12
     out = [f'<svg class="lamport" width="{width}" height="{height}" '
