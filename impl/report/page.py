@@ -156,7 +156,7 @@ LEGEND = ('<div class="legend"><span>&#9679; a step</span><span style="color:#c6
           '<span style="color:#e65100">&#10074;&#10074; GC pause</span><span style="color:#2e7d32">&#9654; pause ends'
           '</span><span style="color:#2e7d32">&#9675; restart</span><span>&#9632; clean stop</span>'
           '<span style="color:#0b62c4">&#8594; message (dashed: still in flight at the end)</span>'
-          '<span style="color:#c62828">- - &#10005; message lost</span>'
+          '<span style="color:#c62828">- - &#10005; never delivered (its addressee went down, or it went stale)</span>'
           '<span style="color:#7b4fa6">&#8594; ZooKeeper write (dashed: a session ends)</span></div>')
 
 
