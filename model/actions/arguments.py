@@ -49,6 +49,7 @@ def shutdowns_args(s: State, cfg: Config) -> Iterator[tuple]:
         return
     stopping = s.brokers[c].shutting_down
     for p, zn in enumerate(s.zk.partitions):
+        yield from ((c, p, b, zn.leader) for b in zn.ar if b not in zn.isr and b != zn.leader)  # nothing to write
         for b in zn.isr:
             moves = zn.leader == b or zn.leader in stopping  # see controlled_shutdown
             for leader in (zn.isr if moves else (zn.leader,)):

@@ -338,15 +338,23 @@ def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: i
     write with leader_epoch + 1, then LeaderAndISR to the replicas not shutting down, like
     ``elect_leader``.  b, now a follower of p, gets StopReplica without delete instead: it
     stops fetching, so its leader does not put it back into the ISR it has just left.  The
-    last in-sync replica is left in place: moving it would lose the partition."""
+    last in-sync replica is left in place: moving it would lose the partition.
+
+    A follower of p outside its ISR is stopped all the same (Kafka 2.7 takes every replica
+    the broker follows offline): StopReplica without delete, and nothing to write -- the
+    step an implementation records only as the broker's ``stop_replica``."""
     if not acting_controller(s, c) or s.brokers[b].status != UP or b not in s.zk.live:
         return None
     if s.ghost.shutdowns >= cfg.max_shutdowns:
         return None
     zn = s.zk.partitions[p]
+    stopping = added(s.brokers[c].shutting_down, b)
+    if b not in zn.isr and b in zn.ar and b != zn.leader and leader == zn.leader:
+        s = s._replace(brokers=put_at(s.brokers, c, s.brokers[c]._replace(shutting_down=stopping)))
+        stop = StopReplica(b, p, zn.leader_epoch, s.zk.controller_epoch, zn.topic_id, delete=False)
+        return s._replace(stop_replica=added(s.stop_replica, stop))
     if b not in zn.isr or zn.leader_epoch + 1 > cfg.max_epoch:
         return None
-    stopping = added(s.brokers[c].shutting_down, b)
     isr = removed(zn.isr, b)
     if zn.leader in stopping:
         if leader not in isr or leader not in s.zk.live or leader in stopping:

@@ -151,7 +151,14 @@ ON_BROKER_STARTUP = Entry(
 
 def _shutdown_text(args: Args, before: State, after: State) -> str:
     c, p, b, _ = args
+    if _nothing_written(args, before, after):
+        return f"controller {c} stops broker {b}'s replica of partition {p} for its controlled shutdown (it is not in the ISR)"
     return f"controller {c} moves partition {p} off broker {b} for its controlled shutdown: {_written(after, p)}"
+
+
+def _nothing_written(args: Args, before: State, after: State) -> bool:
+    """A controlled shutdown of a follower outside the ISR: its StopReplica only, no write."""
+    return before.zk.partitions[args[1]] == after.zk.partitions[args[1]]
 
 
 CONTROLLED_SHUTDOWN = Entry(
@@ -165,6 +172,7 @@ CONTROLLED_SHUTDOWN = Entry(
                       z3=Unsupported("controlled shutdown is not encoded (no named configuration shuts down)"),
                       judge=Supported(), driver=CONTROLLED_SHUTDOWN_NOT_DRIVEN),
     feature=SHUTDOWNS,
+    silent=_nothing_written,  # a follower outside the ISR: no elect_leader to record
 )
 
 

@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 from impl_testing import trace_events, wait_until
 
+from conformance.judge.replay import judge
+from conformance.spark.order import causal_order, split_groups
 from impl.node import zk as zkl
 from impl.node.client import Admin, Producer
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
+from traces.reader import read_traces
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +60,13 @@ def _isr_never_holds(zk: Any, brokers: set[int], seconds: float) -> None:
         isr = set(_state(zk).isr)
         assert not isr & brokers, f"{sorted(isr & brokers)} back in the ISR {sorted(isr)}"
         time.sleep(0.1)
+
+
+def _judged(c: Any) -> dict[str, Any]:
+    """The model's verdict (kip320) on the run's trace of the partition."""
+    ordered, _ = causal_order(read_traces([c.data_dir / "traces"]).events)
+    group = split_groups(ordered)[(TOPIC, 0)]
+    return judge(group)
 
 
 def test_controlled_shutdown_of_brokers_2_1_0_never_elects_one_that_asked_and_none_rejoins_the_isr(
@@ -97,4 +107,39 @@ def test_controlled_shutdown_of_brokers_2_1_0_never_elects_one_that_asked_and_no
     followers_stopped = [e for e in trace_events(c.data_dir) if e["kind"] == "stop_replica"
                          and e["node"] in (r1, r2) and e.get("topic") == TOPIC]
     assert followers_stopped and not any(e["params"]["delete"] for e in followers_stopped)
+    verdict = _judged(c)
+    assert verdict["conforms"], verdict["reason"]
+    zk.stop()
+
+
+def test_when_each_leader_asks_in_turn_the_lead_moves_only_to_brokers_that_have_not_asked(
+        make_cluster: Any) -> None:
+    """The partition assigned [2,1,0], so each broker asks while it leads: 2's shutdown moves
+    the lead to 1, 1's (with 2 still up, still asking) to 0 -- never back to 2 -- and 0, alone
+    in the ISR, keeps it.  The model judges the run's trace as one it allows."""
+    c = make_cluster(4, min_insync_replicas=1)
+    zk = c.zk_client()
+    ctrl = int(zkl.decode(zk.get(zkl.CONTROLLER)[0])["brokerid"])
+    r0, r1, r2 = [b for b in sorted(c.configs) if b != ctrl]
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic(TOPIC, assignment={0: [r2, r1, r0]})
+    with Producer(c.bootstrap, acks=-1) as producer:
+        producer.send(TOPIC, "a", partition=0)
+    assert _state(zk).leader == r2 and _state(zk).isr == (r0, r1, r2)
+
+    asked: set[int] = set()
+    for broker, leader_after, isr_after in ((r2, r1, (r0, r1)), (r1, r0, (r0,)), (r0, r0, (r0,))):
+        seen = len(_elections(c, ctrl))
+        resp = _ask_to_shut_down(c, zk, ctrl, broker)
+        asked.add(broker)
+        assert resp["remaining_leaderships"] == ([[TOPIC, 0]] if broker == r0 else [])
+        _isr_never_holds(zk, asked - {r0}, 3.0)
+        assert (_state(zk).leader, _state(zk).isr) == (leader_after, isr_after)
+        for e in _elections(c, ctrl)[seen:]:
+            assert e["params"]["leader"] not in asked, e
+    stopped = {e["node"] for e in trace_events(c.data_dir) if e["kind"] == "stop_replica"
+               and e.get("topic") == TOPIC and e["params"]["delete"] is False}
+    assert {r1, r2} <= stopped, "each old leader, now a follower that asked, gets StopReplica"
+    verdict = _judged(c)
+    assert verdict["conforms"], verdict["reason"]
     zk.stop()
