@@ -25,6 +25,7 @@ model keeps describing what the implementation did.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -146,6 +147,11 @@ class Driver:
         finally:
             report.seconds = time.monotonic() - start
             self.cluster.stop()
+        if self.data_dir is None and report.verdict in (FOLLOWED, REFUSED):
+            # a temporary directory of a run that followed the model holds nothing to look at;
+            # one that diverged or reproduced a violation is kept (the report names it)
+            shutil.rmtree(data_dir, ignore_errors=True)
+            report.data_dir = None
         return report
 
     def _drive(self, run: ModelRun, report: DriveReport) -> None:
