@@ -292,7 +292,8 @@ def fuzz(config: str, budget_s: float, seed: int = 0, brokers: int = 2, steps: i
     while the budget lasts).  A run that diverges or reproduces a violation is saved as a
     path (``guided-SEED-run-N.json`` in the campaign's directory) and the campaign goes on,
     no longer steering toward the state it failed to reach.  ``on_run`` sees each run's
-    directory (its traces) before it is removed (unless ``keep``; a failed run's is kept)."""
+    directory (its traces) before it is removed (unless ``keep``; a failed run's is kept);
+    its time is not the campaign's (neither the budget's nor ``seconds``)."""
     say = progress or (lambda m: None)
     start = time.monotonic()
     cfg = named(config, brokers=brokers)
@@ -301,7 +302,8 @@ def fuzz(config: str, budget_s: float, seed: int = 0, brokers: int = 2, steps: i
     root.mkdir(parents=True, exist_ok=True)
     report = GuidedReport(config, brokers, seed, budget_s, steps)
     n = 0
-    while time.monotonic() - start < budget_s:
+    aside = 0.0  # seconds spent in on_run: the caller's, not the campaign's
+    while time.monotonic() - start - aside < budget_s:
         n += 1
         chosen = _ChosenSteps(steer, steps)
         run = ModelRun(f"guided-{seed}-{n}", chosen, brokers, f"guided run {n} of seed {seed}")  # type: ignore[arg-type]
@@ -315,7 +317,9 @@ def fuzz(config: str, budget_s: float, seed: int = 0, brokers: int = 2, steps: i
         say(f"run {n}: {r.verdict}, {len(chosen.taken)} steps, {chosen.new_states} new states "
             f"({len(steer.visited)} in all) in {r.seconds:.1f}s")
         if on_run is not None:
+            t0 = time.monotonic()
             on_run(run_dir, r)
+            aside += time.monotonic() - t0
         if r.verdict in (DIVERGED, REPRODUCED):
             what = r.divergence or {}
             saved = root / f"guided-{seed}-run-{n}.json"
@@ -335,7 +339,7 @@ def fuzz(config: str, budget_s: float, seed: int = 0, brokers: int = 2, steps: i
         if not chosen.taken:
             break  # the model has no step the driver runs: nothing more to steer
     report.states = len(steer.visited)
-    report.seconds = time.monotonic() - start
+    report.seconds = time.monotonic() - start - aside
     return report
 
 
