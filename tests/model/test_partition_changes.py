@@ -9,6 +9,9 @@ may serve one again (``deleted_not_served``).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from model.actions import Step
@@ -57,6 +60,19 @@ def test_the_knob_is_bounded_and_refuses_deletions_beside_it() -> None:
         named("kip320", partition_changes=3)
     with pytest.raises(ValueError, match="cannot be combined"):
         named("kip320", partition_changes=1, deletions=1)
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--native"], "--native: the native search supports no partitions added or removed"),
+    (["--partition-changes", "3"], "--partition-changes must be between 0 and 2"),
+    (["--deletions", "1"], "--partition-changes and --deletions cannot be combined"),
+])
+def test_the_check_command_refuses_what_it_cannot_search_in_one_line(extra, says) -> None:
+    cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--partition-changes", "1", *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("epochal check: error:")]
+    assert p.returncode == 2 and len(errors) == 1 and says in errors[0], p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_removal_stops_the_live_replicas_and_retires_the_records() -> None:
