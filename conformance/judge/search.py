@@ -23,14 +23,12 @@ from model.actions import (
 )
 from model.config import Config
 from model.registry import ACTIONS, apply
-from model.registry.views import replica_view
 from model.state import (
     DELETED,
     EPOCH_DURING_DELETE,
     FETCHING,
     FOLLOWER,
     NO_LEADER,
-    ROLE_NAMES,
     TRUNCATING,
     UP,
     LeaderAndIsr,
@@ -45,14 +43,16 @@ from properties.safety import PROPERTIES, all_violations, epoch_monotonic_state
 
 
 class Hypothesis(NamedTuple):
-    """A state the system may be in.  ``recovering`` lists brokers that restarted and have
-    not yet applied a LeaderAndISR: the model's ``broker_restart`` recovers the partition
-    state from ZooKeeper in the same step (seed 000 E), an implementation may instead show
-    the recovery when the controller's LeaderAndISR for the same epoch arrives -- one model
-    step observed as two events, so the second one is matched as a stutter."""
+    """A state the system may be in.
+
+    (The judge once also remembered which brokers had restarted and not yet applied a
+    LeaderAndISR, so that the controller's LeaderAndISR repeating a startup's recovery in
+    the same epoch could be matched as no step.  The implementation records no such
+    repetition -- a LeaderAndISR in the epoch a replica holds, with its leader and ISR, is
+    taken silently (``impl.node.fencing.leader_and_isr_verdict``, REPEAT) -- so the model's
+    own rule, "a request no newer than the epoch held is stale", now judges it.)"""
 
     state: State
-    recovering: tuple[int, ...] = ()
     # whether this state assumes a kill -9 cut a step short before it was recorded (see
     # ``_before_freeze``): a speculation, kept only because a later event may need it
     speculative: bool = False
@@ -247,9 +247,8 @@ def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[
     ends it keeps the hypotheses of its own kind.  An added partition's ``partitions_added``
     comes after its ``elect_leader`` (reason init), which started its life: the same step.
 
-    A reassignment's StopReplica (seed 000 F 3.2.4, recorded the same way) is either the
-    model's ``stop_replica`` or, as before topic deletions were judged, left as recorded
-    only: both are kept; a controlled shutdown's (no delete) is the model's ``stop_replica``.
+    A reassignment's StopReplica (seed 000 F 3.2.4) and a controlled shutdown's (no delete)
+    are the model's ``stop_replica`` of the request pending for the broker.
     None: not a deletion's event (the general candidates apply)."""
     zn = s.zk.partitions[0]
     c = s.zk.controller
@@ -271,8 +270,6 @@ def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[
     pending = [m for m in s.stop_replica if m.to == b]
     for m in pending:
         out.append((Step("stop_replica", (m,)), apply(s, cfg, Step("stop_replica", (m,)))))
-    if any(m.leader_epoch != EPOCH_DURING_DELETE and m.delete for m in pending):
-        out.append((Step("stop_replica", ()), s))  # a reassignment's, recorded only
     if not any(m.leader_epoch == EPOCH_DURING_DELETE for m in pending) and zn.ar and c != NO_LEADER:
         for removal in ("delete_topic", "remove_partitions"):  # which one, the event after it says
             deleted = apply(s, cfg, Step(removal, (c, 0)))
@@ -309,14 +306,7 @@ def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, se
         if why is not None:
             misses.append(why)
             continue
-        rec = tuple(b for b in h.recovering if b != obs.actor) if obs.action.startswith("become_") else h.recovering
-        if step.action == "broker_restart":
-            rec = tuple(sorted(set(rec) | {obs.actor}))
-        out.append(Match(s, Hypothesis(t, rec, h.speculative)))
-    if obs.action in ("become_leader", "become_follower") and obs.actor in h.recovering:
-        echo = _recovery_echo(obs, h)
-        if echo is not None:
-            out.append(echo)
+        out.append(Match(s, Hypothesis(t, h.speculative)))
     return out
 
 
@@ -324,24 +314,6 @@ def _init_view(t: State) -> dict[str, Any]:
     zn = t.zk.partitions[0]
     return {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr), "zk_version": zn.zk_version,
             "controller_epoch": t.zk.controller_epoch, "unclean": False}
-
-
-def _recovery_echo(obs: Observation, h: Hypothesis) -> Match | None:
-    """A restarted broker's first LeaderAndISR repeating what its startup recovery already
-    did in the model (same role, leader and epoch, same log): no model step."""
-    s, b = h.state, obs.actor
-    r = s.brokers[b].replicas[0]
-    f = obs.fields
-    want_role = "leader" if f.get("leader") == b else "follower"
-    if (ROLE_NAMES[r.role], r.leader, r.leader_epoch) != (want_role, f.get("leader"), f.get("leader_epoch")):
-        return None
-    view = replica_view(r)
-    for key in ("post.role", "post.leader", "post.leader_epoch", "post.hw", "post.leo", "post.log_end_epoch"):
-        if key in f and f[key] != view[key]:
-            return None
-    if f.get("truncated_to") not in (None, r.leo):
-        return None
-    return Match(s, Hypothesis(s, tuple(x for x in h.recovering if x != b), h.speculative))
 
 
 def _order(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
@@ -379,7 +351,7 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
         nxt: list[tuple[State, Hypothesis]] = []
         for origin, h in frontier:
             for t in internal_successors(h.state, cfg):
-                g = Hypothesis(t, h.recovering, h.speculative)
+                g = Hypothesis(t, h.speculative)
                 if g not in seen:
                     seen.add(g)
                     nxt.append((origin, g))
@@ -417,7 +389,7 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
         nxt: list[tuple[State, Hypothesis, bool]] = []
         for origin, h, loud in level:
             for t, silent in victim_successors(h.state, cfg, obs.actor, loud):
-                g = Hypothesis(t, h.recovering, h.speculative or not silent)
+                g = Hypothesis(t, h.speculative or not silent)
                 if g not in seen:
                     seen.add(g)
                     nxt.append((origin, g, loud and silent))

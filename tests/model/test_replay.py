@@ -125,18 +125,19 @@ def test_silent_fetch_round_trips_are_searched_within_the_bound() -> None:
     assert not judge(events, "kip320", bound=0)["conforms"]
 
 
-def test_a_restarted_broker_may_show_its_recovery_when_the_controller_repeats_it() -> None:
-    """Model: broker_restart recovers from ZK in one step.  Impl: it registers, then applies
-    the controller's LeaderAndISR for the same epoch.  The second event is a stutter."""
+def test_a_restarted_broker_that_shows_its_recovery_again_is_refused() -> None:
+    """Model: broker_restart recovers from ZK in one step, and the controller's LeaderAndISR
+    for the same epoch is then stale.  The judge once matched a recorded become_follower for
+    it as no step (an implementation-specific loosening); the implementation now takes such
+    a repetition silently (``impl.node.fencing``: REPEAT), so a trace that shows it again is
+    one the model does not allow."""
     cfg = named("kip320", brokers=3, max_crashes=2)
     steps = [Step("broker_crash", (2,)), Step("broker_restart", (2,))]
     events = events_from_steps(cfg, steps)
+    _verdict_ok(judge(events, "kip320"))
     follow = copy.deepcopy(next(e for e in events if e["kind"] == "become_follower" and e["node"] == 2))
     follow["seq"], follow["clock"] = 99, len(events) + 1
-    _verdict_ok(judge([*events, follow], "kip320"))
-    # ... but only once: the same LeaderAndISR applied again is a step the model refuses
-    again = {**copy.deepcopy(follow), "seq": 100, "clock": len(events) + 2}
-    assert not judge([*events, follow, again], "kip320")["conforms"]
+    assert not judge([*events, follow], "kip320")["conforms"]
 
 
 def test_a_refused_stale_leader_and_isr_conforms_and_a_refused_fresh_one_does_not() -> None:
