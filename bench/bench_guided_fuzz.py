@@ -59,7 +59,8 @@ def guided_side(args: argparse.Namespace, root: Path) -> dict:
     wall = r.seconds
     failed = [x for x in r.runs if x.path]
     return {"side": "guided", "wall": wall, "runs": len(r.runs), "states": states,
-            "driver_states": r.states, "note": f"{len(failed)} of {len(r.runs)} runs diverged"
+            "driver_states": r.states, "note": f"cluster setup {sum(x.setup_seconds for x in r.runs):.0f} s; "
+            f"{sum(x.transitions for x in r.runs)} transitions; {len(failed)} of {len(r.runs)} runs diverged"
             + (f" (first: {failed[0].path})" if failed else "")}
 
 
