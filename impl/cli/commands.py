@@ -394,12 +394,14 @@ def _adopt_restarted(cluster: Any) -> None:
                 os.kill(pid, signal.SIGTERM)
 
 
-def _admin(args: argparse.Namespace) -> Any:
+def _admin(args: argparse.Namespace, as_user: bool = True) -> Any:
     """An admin client that does not retry throttled requests: the command says how long
-    to wait instead (seed 001), and exits non-zero."""
+    to wait instead (seed 001), and exits non-zero.  ``as_user=False`` for the quota commands,
+    whose ``--user`` names the quota's entity, not who is asking: they sign in as the
+    operator (the data dir's secret), since a user may not set quotas -- its own least of all."""
     from impl.node.client import Admin
 
-    return Admin(args.bootstrap, user=getattr(args, "user", None),
+    return Admin(args.bootstrap, user=getattr(args, "user", None) if as_user else None,
                  client_id=getattr(args, "client_id", None), api_timeout_s=30.0,
                  retry_on_quota_violation=False)
 
@@ -472,7 +474,7 @@ def cmd_quotas_alter(args: argparse.Namespace) -> int:
     if rate is not None and not rate > 0:
         raise UsageError(f"--controller-mutation-rate must be positive, got {rate:g}")
     entity = _entity_text(user, client)
-    with _admin(args) as admin:
+    with _admin(args, as_user=False) as admin:
         if rate is None and not any(q["user"] == user and q["client_id"] == client
                                     for q in admin.describe_quotas()["quotas"]):
             raise UsageError(f"no controller_mutation_rate quota for {entity}: nothing removed")
@@ -487,7 +489,7 @@ def cmd_quotas_alter(args: argparse.Namespace) -> int:
 
 def cmd_quotas_describe(args: argparse.Namespace) -> int:
     user, client = _entity(args, need=False)
-    with _admin(args) as admin:
+    with _admin(args, as_user=False) as admin:
         resp = admin.describe_quotas()
     quotas = [q for q in resp["quotas"]
               if (user is None or q["user"] == user) and (client is None or q["client_id"] == client)]
