@@ -43,7 +43,11 @@ DECISION_FUNCTIONS: dict[str, list[str]] = {
     "impl/node/fencing.py": ["control_refusal", "leader_and_isr_verdict", "topic_ids_differ",
                              "fetch_refusal", "epoch_lookup_refusal"],
     "impl/node/truncation.py": ["normalise_rule", "hw_truncation_point", "epoch_truncation_point",
-                                "leader_epoch_answer", "epoch_truncation_step", "truncate_round"],
+                                "leader_epoch_answer", "epoch_truncation_step", "truncate_round",
+                                "kip101_truncation_point"],
+    "impl/node/auth/rules.py": ["_claims", "is_replica_request", "_int", "authorize"],
+    "impl/node/producer_state.py": ["classify", "next_block", "ProducerStateTable.record",
+                                    "ProducerStateTable.check", "ProducerStateTable.last_sequence"],
     "impl/node/replica.py": ["advance_high_watermark", "follower_out_of_sync", "may_join_isr"],
     "impl/node/topic_identity.py": ["compare"],
     "impl/node/limits.py": ["record_size", "within", "check"],
@@ -69,6 +73,8 @@ TESTS_NEW = [
     "tests/impl/test_truncation_rounds.py",
     "tests/impl/test_limits.py",
     "tests/impl/test_decision_mutants.py",
+    "tests/impl/test_security_rules.py",
+    "tests/impl/test_log_durability.py",
 ]
 SUITES = {"before": TESTS_BEFORE, "after": TESTS_BEFORE + TESTS_NEW}
 
