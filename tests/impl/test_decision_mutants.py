@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from impl.node import limits
+from impl.node.auth.credentials import Principal
+from impl.node.auth.rules import Refusal, authorize
 from impl.node.controller.broker_failure import Decision, broker_change_choice
 from impl.node.controller.controlled_shutdown import shutdown_choice
 from impl.node.fencing import (
@@ -18,10 +20,20 @@ from impl.node.fencing import (
     leader_and_isr_verdict,
 )
 from impl.node.log import UNDEFINED_EPOCH, LeaderEpochCache, PartitionLog
+from impl.node.producer_state import (
+    NO_PRODUCER,
+    PRODUCER_ID_BLOCK_PATH,
+    RUNS_KEPT,
+    Check,
+    ProducerStateTable,
+    classify,
+    next_block,
+)
+from impl.node.producer_state import Verdict as Sequence
 from impl.node.quota import EPSILON, TokenBucket
 from impl.node.replica import PartitionState, Replica, follower_out_of_sync
-from impl.node.truncation import epoch_truncation_point, normalise_rule
-from impl.node.wire import ErrorCode
+from impl.node.truncation import epoch_truncation_point, normalise_rule, truncate_round
+from impl.node.wire import ApiKey, ErrorCode
 from impl.node.zk import LeaderAndIsr
 from traces.recorder import TraceRecorder
 
@@ -179,3 +191,147 @@ def test_the_smallest_deficit_throttles_for_one_millisecond() -> None:
     b = TokenBucket(1000.0, 5.0, 0.0)
     b.tokens = -0.5
     assert b.throttle_ms(0.0) == 1
+
+
+# -- truncation: KIP-101 as first shipped, one round ------------------------------------------------
+def test_a_kip101_round_takes_the_leaders_end_offset_as_is_where_kip320_looks_up_its_own(
+        tmp_path: Path) -> None:
+    """KIP-279's divergence: the follower asked for epoch 2, the leader has only epoch 0, which
+    ends at 2 there but at 1 here.  ``kip101`` cuts to 2 and keeps its epoch-2 record at
+    offset 1 (what that configuration loses); ``kip320`` also looks up where epoch 0 ends in
+    its own log and cuts to 1.  Both are complete in one round."""
+    logs = []
+    for name in ("kip101", "kip320"):
+        log = PartitionLog.open(tmp_path / name)
+        for epoch in (0, 2, 2, 2):
+            log.append(epoch, b"v")
+        logs.append(log)
+    assert truncate_round(logs[0], 2, 0, 2, rule="kip101") == (2, True)
+    assert [(r.offset, r.leader_epoch) for r in logs[0].records] == [(0, 0), (1, 2)]
+    assert truncate_round(logs[1], 2, 0, 2, rule="kip320") == (1, True)
+    assert [(r.offset, r.leader_epoch) for r in logs[1].records] == [(0, 0)]
+
+
+# -- authorization: a body names only the identity its connection authenticated as (issue 22) ---
+BROKER0, BROKER1, ALICE = (Principal(n) for n in ("broker-0", "broker-1", "alice"))
+CLAIMS = [(ApiKey.LEADER_AND_ISR, "controller_id"), (ApiKey.CONTROLLED_SHUTDOWN, "broker_id"),
+          (ApiKey.FETCH, "replica_id"), (ApiKey.OFFSETS_FOR_LEADER_EPOCH, "replica_id"),
+          (ApiKey.CREATE_TOPICS, "forwarded_by")]
+
+
+def _reason(verdict: object) -> str:
+    """A refusal's reason, which the broker logs as it is; fails if the body was accepted."""
+    assert isinstance(verdict, Refusal), verdict
+    assert verdict.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return verdict.reason
+
+
+@pytest.mark.parametrize("api, field", CLAIMS)
+def test_a_refused_claim_names_who_sent_it_the_field_and_the_id_it_claimed(api: ApiKey,
+                                                                            field: str) -> None:
+    assert _reason(authorize(BROKER1, api, {field: 0})) == \
+        f"User:broker-1 may not send a request with {field}=0"
+    assert _reason(authorize(ALICE, api, {field: 1})) == \
+        f"User:alice may not send a request with {field}=1"
+
+
+@pytest.mark.parametrize("api, field", CLAIMS)
+def test_a_claim_that_is_no_broker_id_is_refused_naming_the_field_and_the_value(api: ApiKey,
+                                                                                 field: str) -> None:
+    assert _reason(authorize(BROKER0, api, {field: "0; drop"})) == \
+        f"{field} '0; drop' is not a broker id"
+
+
+def test_a_clients_quota_change_is_refused_naming_the_client() -> None:
+    body = {"entries": [{"user": "alice", "client_id": None, "rate": 1e9}]}
+    assert _reason(authorize(ALICE, ApiKey.ALTER_CLIENT_QUOTAS, body)) == \
+        "User:alice may not alter quotas (the operator may)"
+
+
+def test_a_client_acting_as_another_user_is_refused_naming_both() -> None:
+    body = {"topics": [{"topic": "t", "partitions": 1}], "user": "bob"}
+    assert _reason(authorize(ALICE, ApiKey.CREATE_TOPICS, body)) == \
+        "User:alice may not act as user 'bob'"
+
+
+@pytest.mark.parametrize("api", [ApiKey.FETCH, ApiKey.OFFSETS_FOR_LEADER_EPOCH])
+@pytest.mark.parametrize("replica_id", [0, 2])
+def test_a_fetch_or_epoch_lookup_naming_any_broker_id_is_a_followers(api: ApiKey,
+                                                                      replica_id: int) -> None:
+    """Broker 0 is a broker like any other, and a fetch is a replica fetch by its
+    ``replica_id`` alone, without ``partitions``: only that broker may send it."""
+    body = {"topic": "t", "partition": 0, "fetch_offset": 0, "leader_epoch": 1,
+            "replica_id": replica_id}
+    assert _reason(authorize(ALICE, api, body)) == \
+        f"User:alice may not send a request with replica_id={replica_id}"
+    assert authorize(Principal(f"broker-{replica_id}"), api, body) == body
+
+
+@pytest.mark.parametrize("api", [ApiKey.FETCH, ApiKey.OFFSETS_FOR_LEADER_EPOCH])
+def test_a_consumers_fetch_or_epoch_lookup_names_no_replica_and_anyone_may_send_it(
+        api: ApiKey) -> None:
+    """A consumer's body has no ``replica_id`` or -1 (KIP-320: a consumer looks up epochs
+    too, to validate its position)."""
+    body = {"topic": "t", "partition": 0, "fetch_offset": 0, "leader_epoch": 1}
+    assert authorize(ALICE, api, body) == body
+    assert authorize(ALICE, api, {**body, "replica_id": -1}) == {**body, "replica_id": -1}
+
+
+def test_a_malformed_replica_id_in_a_fetch_is_checked_as_a_claim_and_refused() -> None:
+    body = {"topic": "t", "partition": 0, "fetch_offset": 0, "replica_id": "x"}
+    assert _reason(authorize(ALICE, ApiKey.FETCH, body)) == "replica_id 'x' is not a broker id"
+
+
+# -- the idempotent producer (KIP-98) ----------------------------------------------------------------
+def test_every_sequence_verdict_carries_the_producers_last_sequence() -> None:
+    """The broker's OUT_OF_ORDER and DUPLICATE errors name it (impl/node/broker/producers.py)."""
+    assert classify(4, 7, 1, None) == Check(Sequence.OUT_OF_ORDER, None, 4)
+    assert classify(4, -1, 1, 10) == Check(Sequence.OUT_OF_ORDER, None, 4)
+    assert classify(4, 3, 2, 10) == Check(Sequence.DUPLICATE, 10, 4)
+    assert classify(4, 5, 2, None) == Check(Sequence.APPEND, None, 4, 0)
+    assert classify(4, 3, 4, 9) == Check(Sequence.APPEND, 9, 4, 2)
+
+
+def test_an_unknown_producer_starts_at_sequence_zero_with_no_last_sequence() -> None:
+    table = ProducerStateTable()
+    assert table.check(7, 0, 3) == Check(Sequence.APPEND, None, -1, 0)
+    assert table.check(7, 1, 1) == Check(Sequence.OUT_OF_ORDER, None, -1)
+    assert table.last_sequence(7) == -1
+
+
+def test_records_without_a_producer_or_a_sequence_are_not_tracked() -> None:
+    table = ProducerStateTable()
+    table.record(NO_PRODUCER, 3, 0)
+    table.record(7, -1, 1)
+    assert table.entries == {}
+
+
+def test_sequence_zero_is_remembered_where_it_was_appended() -> None:
+    table = ProducerStateTable()
+    table.record(7, 0, 5)
+    assert table.check(7, 0, 1) == Check(Sequence.DUPLICATE, 5, 0)
+
+
+def test_consecutive_records_at_consecutive_offsets_are_one_run_however_many() -> None:
+    """Runs, not records, are what is kept (the last RUNS_KEPT): a retry of a long batch
+    that started at sequence 3 is still located at its first offset."""
+    n = 4 * RUNS_KEPT
+    table = ProducerStateTable()
+    for i in range(n):
+        table.record(7, 3 + i, 100 + i)
+    assert len(table.entries[7].runs) == 1
+    assert table.check(7, 3, n) == Check(Sequence.DUPLICATE, 100, 3 + n - 1)
+
+
+def test_a_producer_id_block_znode_is_canonical_json_naming_the_block_and_its_broker() -> None:
+    """Sorted keys: the data written is a function of the block and the broker alone."""
+    assert next_block(None, 2) == (
+        0, 999, b'{"block_end": 999, "block_start": 0, "broker": 2, "version": 1}')
+
+
+def test_a_znode_that_is_no_producer_id_block_is_refused_naming_it_and_its_first_80_bytes() -> None:
+    junk = b"{" + b"x" * 200
+    with pytest.raises(ValueError) as refused:
+        next_block(junk, 0)
+    assert str(refused.value) == \
+        f"{PRODUCER_ID_BLOCK_PATH} is not a producer id block: {junk[:80]!r}"
