@@ -32,8 +32,9 @@ def run_guided(args: argparse.Namespace, data_dir: Path | None, progress: Callab
 
 
 def render(r: GuidedReport) -> str:
-    lines = [f"guided fuzzing of {r.config} at {r.brokers} brokers, seed {r.seed}: {len(r.runs)} runs of up "
-             f"to {r.steps_per_run} steps in {r.seconds:.1f}s"]
+    runs = f"{len(r.runs)} run" + ("" if len(r.runs) == 1 else "s")
+    lines = [f"guided fuzzing of {r.config} at {r.brokers} brokers, seed {r.seed}: {runs} of up to "
+             f"{r.steps_per_run} steps in {r.seconds:.1f}s (a fresh cluster each: setup and teardown included)"]
     for run in r.runs:
         d = run.divergence or {}
         where = f" at step {d.get('step')} ({d.get('action')})" if d else ""
