@@ -23,7 +23,9 @@ from impl.harness.drive import from_json
 from impl.harness.drive.guided import (
     Steering,
     fuzz,
+    judged_states,
     path_json,
+    run_trace_dir,
     walk,
     within_bounds,
 )
@@ -161,11 +163,15 @@ def test_bad_input_to_generate_guided_is_one_line_and_exit_2(capsys: pytest.Capt
 
 
 def test_a_short_guided_run_against_real_brokers_follows_the_model_and_reaches_states(tmp_path: Path) -> None:
-    report = fuzz("kip320", budget_s=0.1, seed=0, brokers=2, steps=6, data_dir=tmp_path)
+    judged: list[set] = []
+    report = fuzz("kip320", budget_s=0.1, seed=0, brokers=2, steps=6, data_dir=tmp_path,
+                  on_run=lambda d, r: judged.append(judged_states(run_trace_dir(d), "kip320")))
     assert [r.verdict for r in report.runs] == ["followed"] and report.exit_code == 0
     run = report.runs[0]
     assert run.steps == 6 and run.transitions >= 6 and run.new_states >= 3
     assert report.states == run.new_states + 1  # and the initial state
+    # the judge maps the run's trace to model states: the setup's and every step's
+    assert len(judged) == 1 and len(judged[0]) > run.new_states
 
 
 def test_the_judge_reports_the_model_states_a_trace_reached() -> None:
