@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ def report(args: argparse.Namespace, outcome: Any) -> None:
     out = _local(args.out) if args.out else None
     if out is not None:
         written = writer(Path(out) / REPORT)
-        print(f"report written to {written}", file=sys.stderr)
+        # in the job's own progress format: one more stage of the run, not a stray line
+        print(f"[conform {time.strftime('%H:%M:%S')}] report written to {written}", file=sys.stderr)
     write_html(args, writer)
 
 
