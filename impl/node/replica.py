@@ -175,12 +175,24 @@ class Replica:
         """Append ``values`` in one write -- all of them, or none and
         :class:`impl.node.log.LogDirFailure` -- recording one ``produce`` per record (the
         model's produce appends one).  The trace names a value by its digest
-        (:func:`impl.node.tracing.value_digest`), never by its bytes."""
+        (:func:`impl.node.tracing.value_digest`), never by its bytes.
+
+        Advancing the HW is part of each record's step, as in the model's ``produce``: a
+        leader alone in its ISR commits the record at once, so the HW each event records is
+        the one after that record (recording the HW from before the batch and advancing it
+        afterwards was a produce the model does not allow -- found by guided fuzzing)."""
         recs = self.log.append_batch(self.leader_epoch, values, producer_id, base_sequence)
+        hws = []
+        hw = self.hw
         for rec in recs:
+            if self.role == LEADER:
+                hw = advance_high_watermark(self.broker_id, rec.offset + 1, hw, self.isr, self.follower_leo)
+            hws.append(hw)
+        self.maybe_advance_hw()
+        for rec, hw in zip(recs, hws, strict=True):
             self.emit("produce", {"offset": rec.offset, "value": value_digest(rec.value),
                                   "leader_epoch": self.leader_epoch},
-                      {"hw": self.hw, "leo": rec.offset + 1})
+                      {"hw": hw, "leo": rec.offset + 1})
         return recs
 
     def begin_isr_write(self) -> asyncio.Event:

@@ -123,6 +123,19 @@ def test_the_kip279_and_kip320_stories_on_real_brokers(tmp_path: Path, config: s
     assert report.exit_code == (1 if broken else 0)
 
 
+def test_a_leader_alone_in_its_isr_records_each_produce_with_the_hw_after_it(tmp_path: Path) -> None:
+    """Found by guided fuzzing: with its follower crashed and shrunk out of the ISR, the
+    leader commits a write at once -- the model's produce advances the HW in the same step --
+    but the produce event recorded the HW from before, so the run diverged at step 3."""
+    doc = {"steps": [{"action": "broker_crash", "args": [1]}, {"action": "shrink_isr", "args": [0, 0, 1]},
+                     {"action": "produce", "args": [0, 0]}]}
+    f = tmp_path / "alone.json"
+    f.write_text(json.dumps(doc))
+    report = Driver("kip320", data_dir=tmp_path / "cluster").run(from_json(f))
+    assert report.verdict == "followed" and report.exit_code == 0, report.divergence
+    assert len(report.steps) == 3
+
+
 @pytest.mark.slow
 def test_an_unclean_election_loses_a_committed_record_on_real_brokers(tmp_path: Path) -> None:
     doc = {"steps": [{"action": "produce", "args": [0, 0]}, {"action": "shrink_isr", "args": [0, 0, 1]},
