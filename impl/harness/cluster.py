@@ -474,11 +474,14 @@ class LocalCluster:
             self.configs[broker] = replace(self.configs[broker], **overrides)
         self.start_broker(broker)
 
-    def stop(self) -> None:
+    def stop(self, graceful: bool = True) -> None:
+        """Stop every broker -- by SIGTERM, each with its controlled shutdown, or, not
+        ``graceful``, by SIGKILL (a test's teardown: nothing is judged after it, and the
+        controlled shutdowns of a whole cluster at once take seconds each)."""
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGCONT)
-                p.send_signal(signal.SIGTERM)
+                p.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
         deadline = time.monotonic() + 20
         for p in self.procs.values():
             try:

@@ -322,8 +322,25 @@ def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tup
 
 def _ignore_interrupts() -> None:
     """Pool initialiser: Ctrl-C reaches the whole process group; the search's own process
-    handles it (stops and reports), so a worker must not die of it with a traceback."""
+    handles it (stops and reports), so a worker must not die of it with a traceback.  The
+    worker is forked with SIGINT blocked (:func:`_fork_pool`): ignore it, then unblock."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _fork_pool(processes: int) -> mp.pool.Pool:
+    """A pool of forked workers that no Ctrl-C can kill before they ignore it.
+
+    A SIGINT landing between a worker's fork and its initialiser would kill that worker
+    with the task it had taken, and the search would wait for that task's result for ever
+    (a Ctrl-C test hung so, once in a CI run).  So SIGINT is blocked across the fork: the
+    workers start with it blocked, and this process gets a Ctrl-C that came meanwhile as
+    soon as the pool exists."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return mp.get_context("fork").Pool(processes, initializer=_ignore_interrupts)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _shared(pool, ranges: list[int], workers: int) -> Iterator:
@@ -418,7 +435,7 @@ def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
             ranges = list(range(len(frontier)))
             if workers > 1 and size > PARALLEL_THRESHOLD:
                 # forked now, so the workers see this level and everything seen before it
-                pool = mp.get_context("fork").Pool(workers - 1, initializer=_ignore_interrupts)
+                pool = _fork_pool(workers - 1)
                 results = _shared(pool, ranges, workers)
             else:
                 results = _own(ranges)

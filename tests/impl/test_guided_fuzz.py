@@ -162,6 +162,7 @@ def test_bad_input_to_generate_guided_is_one_line_and_exit_2(capsys: pytest.Capt
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_a_short_guided_run_against_real_brokers_follows_the_model_and_reaches_states(tmp_path: Path) -> None:
     judged: list[set] = []
     report = fuzz("kip320", budget_s=0.1, seed=0, brokers=2, steps=6, data_dir=tmp_path,

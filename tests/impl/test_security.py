@@ -275,6 +275,7 @@ def _wait_closed(sockets: list[socket.socket], timeout: float) -> int:
     return closed
 
 
+@pytest.mark.slow
 def test_two_thousand_idle_connections_leave_the_broker_serving_and_in_the_isr(make_cluster: Any) -> None:
     """1,100 idle connections once exhausted a broker's descriptors: it lost its session,
     fell out of every ISR and wrote 51,849 tracebacks.  Now the cap (300 here, 1,000 by

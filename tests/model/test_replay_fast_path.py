@@ -94,7 +94,8 @@ def cold_memo():
     replay._Memo.nodes_total = 0
 
 
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.slow) if c == "kip320" else c
+                                    for c in CONFIGS])
 def test_fast_and_memo_give_the_plain_verdicts(config: str, cold_memo: None) -> None:
     cases = _cases()
     plain = [judge(g, config, fast=False) for _, g in cases]
