@@ -16,7 +16,7 @@ from impl.cli.drive_guided import run_guided
 from impl.cli.errors import UsageError
 from impl.cli.html import add_html_flag, check_writable
 from impl.cli.html import write as write_html
-from impl.cli.output import add_json_flag, print_json
+from impl.cli.output import add_json_flag, print_json, print_report
 from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
@@ -93,12 +93,7 @@ def run_drive(args: argparse.Namespace) -> int:
     from impl.report import write_drive_report
 
     write_html(args, lambda path: write_drive_report(path, model_run, report))
-    if args.json:
-        fields = report.as_dict()
-        del fields["exit_code"]  # print_json writes the exit code itself
-        return print_json(args, report.exit_code, **fields)
-    print(render(report))
-    return report.exit_code
+    return print_report(args, report, render)
 
 
 def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:

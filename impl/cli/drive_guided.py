@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from impl.cli.errors import UsageError
-from impl.cli.output import print_json
+from impl.cli.output import print_report
 from impl.harness.drive.guided import GuidedReport, fuzz
 from impl.harness.drive.network import SetupError
 
@@ -23,12 +23,7 @@ def run_guided(args: argparse.Namespace, data_dir: Path | None, progress: Callab
                       progress=progress)
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:  # no free port, a broker that exited
         raise UsageError(f"could not start the cluster: {exc}") from None
-    if args.json:
-        fields = report.as_dict()
-        del fields["exit_code"]  # print_json writes the exit code itself
-        return print_json(args, report.exit_code, **fields)
-    print(render(report))
-    return report.exit_code
+    return print_report(args, report, render)
 
 
 def render(r: GuidedReport) -> str:
