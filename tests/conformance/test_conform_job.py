@@ -24,6 +24,7 @@ def corpus(directory, runs=4, **kw):
     return directory
 
 
+@pytest.mark.slow
 def test_a_directory_mixing_valid_traces_and_garbage_is_reported_and_the_valid_runs_judged(spark, tmp_path):
     d = corpus(tmp_path / "in")
     # a run whose only node file is a truncated gzip: its surviving prefix is still judged
@@ -123,6 +124,7 @@ def test_a_broken_judge_gives_error_verdicts_not_a_crash(spark, tmp_path):
     assert "judge bug" in out.verdicts[0]["reason"]
 
 
+@pytest.mark.slow
 def test_a_local_run_prints_the_jobs_own_lines_not_sparks_log(tmp_path):
     """From a fresh JVM, as a user runs it: stderr holds the job's progress, not Spark's
     start-up WARN lines (host name, native Hadoop, log profile, default log level) -- the

@@ -331,6 +331,7 @@ def restarts_and_partitions(tmp_path_factory: pytest.TempPathFactory,
     return _run(tmp_path_factory.mktemp("chaos"), zookeeper.hosts + root, 5, 12, spark=spark)
 
 
+@pytest.mark.slow
 def test_restarts_and_partitions_lose_nothing(restarts_and_partitions: Any) -> None:
     report = restarts_and_partitions
     assert [f.kind for f in report.faults] == ["restart", "partition", "partition"]
@@ -348,6 +349,7 @@ def test_restarts_and_partitions_traces_conform_to_the_model(restarts_and_partit
     _conforms(restarts_and_partitions)
 
 
+@pytest.mark.slow
 def test_session_expiry_partition_and_controller_kill_lose_nothing_and_conform(
         tmp_path: Path, zk_chroot: str, spark: Any) -> None:
     """Seed 1: a leader's ZooKeeper session expired under it, a leader-follower partition,

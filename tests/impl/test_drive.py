@@ -123,6 +123,7 @@ def test_the_kip279_and_kip320_stories_on_real_brokers(tmp_path: Path, config: s
     assert report.exit_code == (1 if broken else 0)
 
 
+@pytest.mark.slow
 def test_a_leader_alone_in_its_isr_records_each_produce_with_the_hw_after_it(tmp_path: Path) -> None:
     """Found by guided fuzzing: with its follower crashed and shrunk out of the ISR, the
     leader commits a write at once -- the model's produce advances the HW in the same step --

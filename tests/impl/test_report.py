@@ -205,6 +205,7 @@ def test_conformance_report_draws_each_failing_group_up_to_its_first_divergence(
     assert_self_contained(path, page)
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_conform_out_writes_report_html_beside_the_verdicts(tmp_path, capsys):
     out = tmp_path / "out"

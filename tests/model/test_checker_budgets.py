@@ -125,7 +125,7 @@ def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
         assert p.stderr.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_packed_levels_change_nothing_but_the_memory_they_take(monkeypatch, workers):
     """Once memory runs short the levels are held pickled: the same states, transitions,
     order and shortest counterexample as with every level held as objects.  (One record is

@@ -201,6 +201,7 @@ def test_loads_is_json_loads(text: str) -> None:
         assert value == want and type(value) is type(want)
 
 
+@pytest.mark.slow
 def test_generated_validators_agree_with_the_loop() -> None:
     """``_fast_check`` (generated straight-line code) says "valid" exactly when the generic
     loop finds nothing wrong, on random objects for every spec table."""
