@@ -87,6 +87,14 @@ def deletions_args(s: State, cfg: Config) -> Iterator[tuple]:
     yield from ((c, p) for p, zn in enumerate(s.zk.partitions) if zn.ar and not zn.rar)
 
 
+def _assignments(s: State, cfg: Config, c: int, p: int) -> Iterator[tuple]:
+    """Controller c's choices for a new partition p: any non-empty AR (down brokers included,
+    as an administrator's explicit assignment may name them) and any live member as leader."""
+    for mask in range(1, 1 << cfg.brokers):
+        ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
+        yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+
+
 def creations_args(s: State, cfg: Config) -> Iterator[tuple]:
     """Any non-empty assignment (down brokers included) and any live member of it as leader."""
     c = s.zk.controller
@@ -95,9 +103,7 @@ def creations_args(s: State, cfg: Config) -> Iterator[tuple]:
     for p, zn in enumerate(s.zk.partitions):
         if zn.ar:
             continue
-        for mask in range(1, 1 << cfg.brokers):
-            ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
-            yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+        yield from _assignments(s, cfg, c, p)
 
 
 def preferred_elections_args(s: State, cfg: Config) -> Iterator[tuple]:
@@ -116,9 +122,7 @@ def partition_adds_args(s: State, cfg: Config) -> Iterator[tuple]:
     for p, zn in enumerate(s.zk.partitions):
         if zn.ar or p in s.ghost.removed:
             continue
-        for mask in range(1, 1 << cfg.brokers):
-            ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
-            yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+        yield from _assignments(s, cfg, c, p)
 
 
 def partition_removals_args(s: State, cfg: Config) -> Iterator[tuple]:
