@@ -460,12 +460,13 @@ def test_the_authentication_timeout_counts_from_the_connection_start(make_cluste
     c = make_cluster(1, authentication_timeout_ms=1500)
     conn = BlockingConnection(*c.endpoint(0), timeout=5, anonymous=True)
     try:
-        t0 = time.monotonic()
+        # Ten harmless frames half a second apart span more than three timeouts: a timeout
+        # restarted by each frame would never close the connection, so the loop would end
+        # without the OSError.  (No wall-clock bound on top: a loaded machine stretches it.)
         with pytest.raises(OSError):
             for _ in range(10):  # an unsupported version: answered, and the connection stays
                 assert conn.send(ApiKey.METADATA, {}, version=9)[0] == ErrorCode.UNSUPPORTED_VERSION
                 time.sleep(0.5)
-        assert time.monotonic() - t0 < 3.5
     finally:
         conn.close()
     assert _log_lines(c, 0, "not authenticated within 1.5 s")
