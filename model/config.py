@@ -42,6 +42,17 @@ class Config:
     partition_changes: int = 0  # partitions added or removed (seed 000 H) an admin may ask for, in all
 
     @property
+    def partition_ids(self) -> int:
+        """How many partition ids the topic can ever have had: the ``partitions`` it starts
+        with, and one fresh id per partition change allowed (each change adds at most one).
+        ``model.state.initial`` gives the state one slot per id, the ids past ``partitions``
+        not yet created, so that ``add_partitions`` has a fresh id to fill while every state
+        of a configuration keeps one shape (the symmetry reduction and the encodings need no
+        case for a partition count).  With no partition changes it is ``partitions``: the
+        named configurations' states are as they were."""
+        return self.partitions + self.partition_changes
+
+    @property
     def fenced_fetch(self) -> bool:
         """KIP-320: fetch and epoch-lookup requests carry the leader epoch and are fenced."""
         return self.truncation == "kip320"

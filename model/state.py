@@ -57,6 +57,22 @@ class PartitionZnode(NamedTuple):
     topic_id: int = 0
 
 
+# An id the topic has never had (seed 000 H: a partition not added yet): no AR, and no
+# leader epoch ever written (-1, as in the judge's state before a partition's life).  Its
+# version is 0, as low as any znode's: the symmetry reduction's renumbering of versions
+# (``rename_versions``) leaves it 0.
+NOT_CREATED = PartitionZnode(NO_LEADER, -1, (), 0, ())
+
+
+def ever_created(zn: PartitionZnode) -> bool:
+    """Whether the topic has ever had this partition id: the partition exists (it has an
+    AR) or existed and was removed -- a removed partition's znode keeps the leader epoch it
+    had (``partition_gone``), so the id stays used and is never handed out again.  Leader
+    epochs are never renumbered (unlike versions), so this holds in every state the
+    symmetry reduction picks."""
+    return bool(zn.ar) or zn.leader_epoch != -1
+
+
 class Zk(NamedTuple):
     """What ZooKeeper holds: the source of truth the controller publishes to (seed 000)."""
 
@@ -205,18 +221,20 @@ def assigned(cfg: Config, p: int) -> tuple[int, ...]:
 
 
 def initial(cfg: Config) -> State:
-    """A freshly bootstrapped cluster: broker 0 is controller at controller epoch 1, every
-    partition has been through ``init_leaders`` (leader ``p mod brokers``, epoch 1, ISR = AR
+    """A freshly bootstrapped cluster: broker 0 is controller at controller epoch 1, each of
+    the ``cfg.partitions`` partitions has been through ``init_leaders`` (leader ``p mod brokers``, epoch 1, ISR = AR
     = every broker, or ``assigned``'s brokers with a replication factor) and every assigned
     broker has acted on that LeaderAndISR; the others hold no replica.  Starting here rather
-    than from an empty cluster keeps the search on the failure handling the bugs are in."""
+    than from an empty cluster keeps the search on the failure handling the bugs are in.
+    The ids past them, up to ``cfg.partition_ids``, are not created yet (``NOT_CREATED``):
+    ``add_partitions`` creates them, and no broker holds a replica of one."""
     n = cfg.brokers
     everyone = tuple(range(n))
     unknown = (UNKNOWN,) * n
     partitions = tuple(
         PartitionZnode(leader=p % n, leader_epoch=1, isr=assigned(cfg, p), zk_version=0, ar=assigned(cfg, p))
         for p in range(cfg.partitions)
-    )
+    ) + (NOT_CREATED,) * (cfg.partition_ids - cfg.partitions)
     zk = Zk(
         controller=0,
         controller_epoch=1,
@@ -235,7 +253,7 @@ def initial(cfg: Config) -> State:
         return Replica(FOLLOWER, leader, 1, (), -1, (), 0, FETCHING, unknown, 0)
 
     brokers = tuple(
-        Broker(UP, b == 0, 1, 1, tuple(replica(b, p) for p in range(cfg.partitions)))
+        Broker(UP, b == 0, 1, 1, tuple(replica(b, p) for p in range(cfg.partition_ids)))
         for b in range(n)
     )
     led = tuple(sorted((p, 1, p % n) for p in range(cfg.partitions)))

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from model.actions.brokers import election_outcomes
 from model.actions.commands import stale_reason
 from model.actions.common import shutting_down
+from model.actions.partitions import fresh_partition_id
 from model.config import Config
 from model.state import (
     NO_LEADER,
@@ -21,18 +22,20 @@ def brokers_args(s: State, cfg: Config) -> Iterator[tuple]:
 
 
 def broker_partitions_args(s: State, cfg: Config) -> Iterator[tuple]:
-    return ((b, p) for b in range(cfg.brokers) for p in range(cfg.partitions))
+    # every partition id of the state (``Config.partition_ids``), created or not: a guard
+    # refuses what a replica of an absent partition cannot do
+    return ((b, p) for b in range(cfg.brokers) for p in range(len(s.zk.partitions)))
 
 
 def isr_changes_args(s: State, cfg: Config) -> Iterator[tuple]:
-    return ((b, p, f) for b in range(cfg.brokers) for p in range(cfg.partitions) for f in range(cfg.brokers) if f != b)
+    return ((b, p, f) for b in range(cfg.brokers) for p in range(len(s.zk.partitions)) for f in range(cfg.brokers) if f != b)
 
 
 def elections_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER:
         return
-    for p in range(cfg.partitions):
+    for p in range(len(s.zk.partitions)):
         for leader, _isr, _unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
             yield (c, p, leader)
 
@@ -110,18 +113,17 @@ def preferred_elections_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.preferred_elections >= cfg.preferred_elections:
         return
-    yield from ((c, p) for p in range(cfg.partitions))
+    yield from ((c, p) for p in range(len(s.zk.partitions)))
 
 
 def partition_adds_args(s: State, cfg: Config) -> Iterator[tuple]:
-    """A partition that does not exist and was never removed, any non-empty AR (down
+    """The topic's next fresh partition id (``fresh_partition_id``), any non-empty AR (down
     brokers included), any live member of it as leader."""
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.partition_changes >= cfg.partition_changes:
         return
-    for p, zn in enumerate(s.zk.partitions):
-        if zn.ar or p in s.ghost.removed:
-            continue
+    p = fresh_partition_id(s.zk)
+    if p is not None:
         yield from _assignments(s, cfg, c, p)
 
 

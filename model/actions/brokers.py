@@ -40,6 +40,7 @@ from model.state import (
     State,
     StopReplica,
     Zk,
+    ever_created,
 )
 
 
@@ -150,6 +151,8 @@ def broker_restart(s: State, cfg: Config, b: int) -> State | None:
     )
     s = _announce(s._replace(brokers=brokers), b)
     for p, zn in enumerate(zk.partitions):
+        if not ever_created(zn):
+            continue  # an id the topic has not had yet (seed 000 H): nothing on disk to delete
         if not zn.ar:
             # E 4: "Delete local partitions no longer assigned to this broker (partitions
             # deleted while the broker is down)"

@@ -1,10 +1,11 @@
 """Seed 000 H: partitions added to and removed from an existing topic.
 
 A partition exists while its znode has an AR; ``remove_partitions`` sends StopReplica(delete)
-to the live replicas and empties the AR, ``add_partitions`` runs init_leaders for a
-partition that does not exist.  Both are bounded by ``--partition-changes N`` (0 by default,
-so no pinned count moves); a removed partition's records are gone by design, and no leader
-may serve one again (``deleted_not_served``).
+to the live replicas and empties the AR, ``add_partitions`` runs init_leaders for the topic's
+next fresh id (one slot not created yet per change allowed; a removed id is never reused).
+Both are bounded by ``--partition-changes N`` (0 by default, so no pinned count moves); a
+removed partition's records are gone by design, and no leader may serve one again
+(``deleted_not_served``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import sys
 
 import pytest
 
-from model.actions import Step
+from model.actions import Step, partition_adds_args
+from model.actions.partitions import fresh_partition_id
 from model.config import named
-from model.registry import ACTIONS, apply, explored, unsupported_features
-from model.state import DELETED, EPOCH_DURING_DELETE, LEADER, NONE, PartitionZnode, initial
+from model.registry import ACTIONS, apply, explored, successors, unsupported_features
+from model.state import DELETED, EPOCH_DURING_DELETE, LEADER, NONE, NOT_CREATED, initial
 from properties.checkers.bfs import SearchOptions, check
 from properties.safety import acked_durable, all_violations, deleted_not_served
 from tests.pinned import pinned
@@ -36,7 +38,7 @@ def _steps(cfg, s, *steps):
 def _without_partition(cfg):
     """The initial cluster with partition 0 not yet added (its znode has no AR)."""
     s = initial(cfg)
-    zn = PartitionZnode(-1, 0, (), 0, ())
+    zn = NOT_CREATED
     blank = s.brokers[0].replicas[0]._replace(role=NONE, leader=-1, leader_epoch=0, isr=(), zk_version=-1)
     brokers = tuple(br._replace(replicas=(blank,)) for br in s.brokers)
     return s._replace(zk=s.zk._replace(partitions=(zn,)), brokers=brokers, ghost=s.ghost._replace(led=()))
@@ -136,6 +138,76 @@ def test_a_removed_partitions_id_is_never_added_again() -> None:
     for m in list(t.stop_replica):
         t = _steps(two, t, ("stop_replica", (m,)))
     assert apply(t, two, Step("add_partitions", (0, 0, (0, 1), 0))) is None
+
+
+def test_the_topic_starts_with_its_partitions_and_one_uncreated_id_per_change() -> None:
+    assert initial(named("kip320")).zk.partitions == initial(named("kip320", partition_changes=0)).zk.partitions
+    s = initial(ONE)
+    assert len(s.zk.partitions) == ONE.partition_ids == 2
+    assert s.zk.partitions[0].ar and s.zk.partitions[1] == NOT_CREATED
+    assert all(br.replicas[1].role == NONE and br.replicas[1].log == () for br in s.brokers)
+    assert fresh_partition_id(s.zk) == 1
+
+
+def test_an_added_partition_takes_an_id_past_every_id_the_topic_ever_had() -> None:
+    two = named("kip320", partition_changes=2)
+    s = _steps(two, initial(two), ("remove_partitions", (0, 0)))
+    assert fresh_partition_id(s.zk) == 1, "the removed id 0 stays used"
+    assert apply(s, two, Step("add_partitions", (0, 2, (0, 1), 0))) is None, "ids are handed out in order"
+    t = _steps(two, s, ("add_partitions", (0, 1, (0, 1), 0)))
+    assert t.zk.partitions[1].ar == (0, 1) and fresh_partition_id(t.zk) == 2
+    assert list(partition_adds_args(t, two)) == [], "the bound is spent"
+
+
+def test_a_broker_down_through_the_removal_serves_nothing_of_it_in_the_added_partition() -> None:
+    """The sequence that reusing an id would break: broker 1 holds a record of partition 0
+    and is down while 0 is removed; a partition is added with 1 in its AR, and 1 restarts.
+    The new partition has a fresh id, so broker 1's old log is under the removed id -- which
+    it deletes at startup (E 4) -- and its replica of the new partition starts empty."""
+    two = named("kip320", partition_changes=2)
+    s = _acked(two)
+    assert s.brokers[1].replicas[0].log
+    s = _steps(two, s, ("broker_crash", (1,)), ("remove_partitions", (0, 0)), ("add_partitions", (0, 1, (0, 1), 0)))
+    t = _steps(two, s, ("broker_restart", (1,)))
+    assert t.brokers[1].replicas[0].role == DELETED and t.brokers[1].replicas[0].log == ()
+    assert t.brokers[1].replicas[1].log == () and t.brokers[1].replicas[1].leader == 0
+    assert not all_violations(s, t)
+
+
+def test_a_restarted_broker_leaves_an_uncreated_id_alone_and_takes_its_addition() -> None:
+    """E 4 deletes local copies of partitions no longer assigned; an id the topic has never
+    had has no copy, and marking it deleted would make the broker refuse the LeaderAndISR
+    that later creates it (same topic id, a deleted replica)."""
+    s = _steps(ONE, initial(ONE), ("broker_crash", (1,)), ("broker_restart", (1,)))
+    assert s.brokers[1].replicas[1].role == NONE
+    t = _steps(ONE, s, ("add_partitions", (0, 1, (0, 1), 1)))
+    m = next(m for m in t.leader_and_isr if m.to == 1 and m.partition == 1)
+    u = _steps(ONE, t, ("become_leader", (m,)))
+    assert u.brokers[1].replicas[1].role == LEADER
+
+
+def test_a_search_takes_add_partitions_to_a_new_partition_with_a_leader_and_a_record() -> None:
+    """Breadth-first over the explored actions of kip320 with one partition change, up to
+    the depth the shortest such run needs: some reachable state has the added partition's
+    leader holding a record, and no step on the way breaks a property."""
+    seen = {initial(ONE)}
+    level = [initial(ONE)]
+    found = None
+    for _ in range(3):  # add_partitions, become_leader, produce
+        nxt = []
+        for s in level:
+            for _step, t in successors(s, ONE):
+                assert not all_violations(s, t), (_step, all_violations(s, t))
+                if t in seen:
+                    continue
+                seen.add(t)
+                nxt.append(t)
+                zn = t.zk.partitions[1]
+                if zn.ar and t.brokers[zn.leader].replicas[1].role == LEADER and t.brokers[zn.leader].replicas[1].log:
+                    found = found or t
+        level = nxt
+    assert found is not None
+    assert found.ghost.partition_changes == 1 and (1, 1, found.zk.partitions[1].leader) in found.ghost.led
 
 
 def test_the_registry_traces_them_as_the_implementation_records_them() -> None:
