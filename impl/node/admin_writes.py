@@ -235,7 +235,7 @@ class AdminWrites:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"{total} partitions")
         rf = len(next(iter(current.values())))
         live = self._live_brokers()
-        first = max(int(p) for p in current) + 1
+        first = zkl.fresh_partition_id(self.zk, topic, (int(p) for p in current))  # never a removed id
         new = self._assign(live, first, total - len(current), rf, sum(topic.encode()) % len(live))
         if self.zk.exists(f"{zkl.PARTITIONS_ADD}/{topic}"):
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"an add to {topic} is pending already")

@@ -8,6 +8,8 @@ The layout is the one seed 000 gives (paths 1-6) with seed 002's controller znod
 * ``/brokers/topics/T`` -- ``{"partitions": {"0": [1, 2, 3], ...}}``, first replica preferred
 * ``/brokers/topics/T/P/leaderAndISR`` -- ``{leader, leader_epoch, isr, controller_epoch}``,
   only ever written conditionally on its zk_version
+* ``/brokers/topics/T/next_partition`` -- an integer: one past every partition id the topic
+  has had, written when partitions are removed (seed 000 H), so an id is never reused
 * ``/admin/partitions_reassigned/T/P``, ``/admin/partitions_add/T/P``,
   ``/admin/partitions_remove/T/P``, ``/admin/delete_topics/T``,
   ``/admin/preferred_replica_election/T/P`` -- admin requests the controller consumes
@@ -27,11 +29,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient, TransactionRequest
+from kazoo.exceptions import NoNodeError
 
 from impl.node.auth.zookeeper import ZkAcl, secure_root
 
@@ -67,6 +71,25 @@ def partition_path(topic: str, partition: int) -> str:
 def leader_and_isr_path(topic: str, partition: int) -> str:
     """Seed 000 path 4: ``/brokers/topics/[topic]/[partition_id]/leaderAndISR``."""
     return f"{TOPICS}/{topic}/{partition}/leaderAndISR"
+
+
+def next_partition_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}/next_partition"
+
+
+def fresh_partition_id(zk: KazooClient, topic: str, current: Iterable[int]) -> int:
+    """The lowest id a partition added to ``topic`` may take: past every id the topic has
+    now (``current``) and every id it ever had (``next_partition_path``, written by the
+    removal).  Seed 000 H leaves the question open; reusing a removed id would hand a
+    broker that was down through the removal, and is named in the new partition's AR, its
+    old log under the same topic id -- it would serve the removed partition's records.
+    Kafka never removes partitions, and numbers new ones from the current count."""
+    try:
+        raw, _ = zk.get(next_partition_path(topic))
+        recorded = int(raw.decode())
+    except (NoNodeError, ValueError):
+        recorded = 0
+    return max([recorded, *(p + 1 for p in current)])
 
 
 def encode(value: Any) -> bytes:

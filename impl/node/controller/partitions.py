@@ -3,11 +3,18 @@
 * **Add** (on_partitions_add): init_leaders for the new partitions (as a new topic's, B),
   update the topic's assignment and delete the PartitionAdd requests -- all in one fenced
   multi rather than the design's three steps, so a controller that fails half-way cannot
-  leave a partition with a leader but no assignment, or an assignment but no leader.
+  leave a partition with a leader but no assignment, or an assignment but no leader.  A
+  requested id below the topic's fresh id (``zk.fresh_partition_id``: one the topic has or
+  once had) is dropped.
 * **Remove** (on_partitions_remove): StopReplica with delete to the affected brokers first,
-  then the partitions' znodes, the new assignment and the PartitionRemove requests in one
-  fenced multi.  A request for a topic that no longer exists, or for partitions it does not
-  have, is dropped.
+  then the partitions' znodes, the new assignment, the topic's next fresh id
+  (``zk.next_partition_path``) and the PartitionRemove requests in one fenced multi.  A
+  request for a topic that no longer exists, or for partitions it does not have, is dropped.
+
+Partition ids are never reused, as in the model (``model.actions.partitions``): the topic id
+is the topic's, so a broker that was down through a removal and is named in a new partition
+of the same id would keep its old log and serve the removed partition's records.  The next
+fresh id lives in ZooKeeper, so a controller that takes over hands out the same ids.
 """
 
 from __future__ import annotations
@@ -42,7 +49,8 @@ class PartitionChanges(Topics):
                     self._drop_admin(zkl.PARTITIONS_ADD, t, str(p))
                 self._drop_admin(zkl.PARTITIONS_ADD, t)
                 continue
-            new = {p: r for p, r in requested.items() if p not in self.assignments[t]}
+            fresh = zkl.fresh_partition_id(self.zk, t, self.assignments[t])
+            new = {p: r for p, r in requested.items() if p >= fresh}  # never an id the topic had
             if not new:
                 for p in requested:
                     self._drop_admin(zkl.PARTITIONS_ADD, t, str(p))
@@ -93,6 +101,11 @@ class PartitionChanges(Topics):
             txn.set_data(zkl.topic_path(t), zkl.encode(
                 {"partitions": {str(p): r for p, r in sorted(remaining.items())}}),
                 version=stat.version)
+            fresh = str(zkl.fresh_partition_id(self.zk, t, current)).encode()  # H: ids not reused
+            if self.zk.exists(zkl.next_partition_path(t)):
+                txn.set_data(zkl.next_partition_path(t), fresh)
+            else:
+                txn.create(zkl.next_partition_path(t), fresh)
             for p in self._children(f"{zkl.PARTITIONS_REMOVE}/{t}"):
                 txn.delete(f"{zkl.PARTITIONS_REMOVE}/{t}/{p}")
             try:

@@ -1,0 +1,88 @@
+"""Integration: a partition removed while one of its replicas' brokers is down is never
+added again under its id, so that broker's old log is deleted and nothing serves it.
+
+Seed 000 H adds and removes partitions but does not say whether a removed id may come back.
+The topic id (KIP-516, :mod:`impl.node.topic_identity`) is the topic's, not the partition's:
+a broker that missed the removal's StopReplica(delete) and is named in a new partition of
+the same id would find its old log under the same topic id and keep it.  As in the model
+(``model.actions.partitions.fresh_partition_id``), an added partition takes an id past every
+id the topic ever had, recorded in ZooKeeper (``/brokers/topics/T/next_partition``), and
+the controller drops a request for an id the topic had.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from impl_testing import wait_until
+
+from impl.node import zk as zkl
+from impl.node.client import Admin, Consumer, Producer
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "orders"
+
+
+def _state(zk: Any, p: int) -> zkl.LeaderAndIsr:
+    data, _ = zk.get(zkl.leader_and_isr_path(TOPIC, p))
+    return zkl.LeaderAndIsr.from_json(data)
+
+
+def _read_all(bootstrap: str) -> list[bytes]:
+    with Consumer(bootstrap) as consumer:
+        return [v for _p, _o, v in consumer.consume(TOPIC, True, 1.0)]
+
+
+def _assignment(zk: Any) -> dict[int, list[int]]:
+    data, _ = zk.get(zkl.topic_path(TOPIC))
+    return {int(p): r for p, r in zkl.decode(data)["partitions"].items()}
+
+
+def test_a_removed_partition_id_is_never_added_again_and_its_old_log_is_not_served(
+        make_cluster: Any) -> None:
+    c = make_cluster(3, min_insync_replicas=1)
+    zk = c.zk_client()
+    ctrl = int(zkl.decode(zk.get(zkl.CONTROLLER)[0])["brokerid"])
+    stale, other = [b for b in sorted(c.configs) if b != ctrl][:2]  # neither is the controller
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic(TOPIC, assignment={0: [ctrl, other], 1: [stale, other]})
+        wait_until(lambda: len(_state(zk, 1).isr) == 2, 15, "partition 1's full ISR")
+        with Producer(c.bootstrap, acks=-1) as producer:
+            producer.send(TOPIC, "removed", partition=1)  # on every replica, stale's included
+
+        c.kill(stale)
+        wait_until(lambda: stale not in _state(zk, 1).isr, 15, f"broker {stale} out of the ISR")
+        admin.remove_partitions(TOPIC, [1])  # StopReplica(delete) reaches the live replicas only
+        assert _assignment(zk) == {0: [ctrl, other]}
+
+        # an administrator asks for the removed id again, naming only the broker that was
+        # down (seed 000 H: /admin/partitions_add/T/P -> AR).  Were it accepted, that broker
+        # would start into a partition it leads, with the removed partition's log
+        txn = zk.transaction()
+        txn.create(f"{zkl.PARTITIONS_ADD}/{TOPIC}", b"")
+        txn.create(f"{zkl.PARTITIONS_ADD}/{TOPIC}/1", zkl.encode([stale]))
+        assert not any(isinstance(r, BaseException) for r in txn.commit())
+        wait_until(lambda: not zk.exists(f"{zkl.PARTITIONS_ADD}/{TOPIC}"), 15, "the request consumed")
+
+        c.restart(stale)
+        c.wait_ready(30)
+        old_log = c.data_dir / f"broker-{stale}" / "logs" / f"{TOPIC}-1"
+        wait_until(lambda: not old_log.exists() or (1 in _assignment(zk) and _state(zk, 1).leader == stale),
+                   15, "the old log deleted, or its broker leading the id again")
+        assert b"removed" not in _read_all(c.bootstrap), "a replica serves the removed partition's records"
+        assert 1 not in _assignment(zk) and not old_log.exists()
+
+        # the admin API's addition back to two partitions takes a fresh id, recorded in ZK
+        admin.add_partitions(TOPIC, 2)
+        assert sorted(_assignment(zk)) == [0, 2]
+        assert zk.get(zkl.next_partition_path(TOPIC))[0] == b"2"
+        with Producer(c.bootstrap, acks=-1) as producer:
+            producer.send(TOPIC, "added", partition=2)
+
+    values = _read_all(c.bootstrap)
+    assert b"removed" not in values and b"added" in values
+    for b in c.configs:  # no replica anywhere holds the removed partition's log
+        assert not (c.data_dir / f"broker-{b}" / "logs" / f"{TOPIC}-1").exists()
+    zk.stop()
