@@ -20,7 +20,7 @@ from impl.cli.output import add_json_flag, print_json, print_report
 from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
-from model.config import NAMED
+from model.config import NAMED, named
 from model.scenarios import SCENARIOS
 
 
@@ -48,6 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--brokers", type=int, choices=[2, 3], default=2,
                    help="with --generate: the model's (and the cluster's) broker count (default 2)")
     p.add_argument("--seed", type=int, metavar="N", help="with --generate guided: the choices' seed (default 0)")
+    p.add_argument("--deletions", type=int, metavar="N",
+                   help="the model's topic deletions (each followed by re-creation), as 'epochal check' takes them: "
+                   "a path's or scenario's deletions need it, and --generate transitions then searches and drives "
+                   "delete_topic, stop_replica and create_topic (default: the configuration's, 0)")
+    p.add_argument("--preferred-elections", type=int, metavar="N",
+                   help="the model's preferred-replica elections (default: the configuration's, 0)")
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -70,6 +76,15 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError("--seed goes with --generate guided")
     if args.html is not None and args.generate:
         raise UsageError("--html goes with --scenario or --path")
+    knobs = {k: v for k, v in (("deletions", args.deletions), ("preferred_elections", args.preferred_elections))
+             if v is not None}
+    if knobs and args.generate == "guided":
+        raise UsageError("--deletions and --preferred-elections go with --scenario, --path or --generate transitions")
+    try:
+        named(args.config, **knobs)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    args.knobs = knobs
     check_writable(args)
     data_dir = Path(args.data_dir) if args.data_dir else None
     if data_dir is not None and data_dir.exists() and any(data_dir.iterdir()):
@@ -83,7 +98,8 @@ def run_drive(args: argparse.Namespace) -> int:
         model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
     except PathError as exc:
         raise UsageError(str(exc)) from None
-    driver = Driver(args.config, data_dir=data_dir, step_timeout=args.step_timeout, progress=progress)
+    driver = Driver(args.config, data_dir=data_dir, step_timeout=args.step_timeout, progress=progress,
+                    knobs=args.knobs)
     try:
         report = driver.run(model_run)
     except DriveError as exc:
@@ -99,7 +115,7 @@ def run_drive(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:
     try:
         report = generate(args.config, args.budget, data_dir=data_dir, brokers=args.brokers,
-                          step_timeout=args.step_timeout, progress=progress)
+                          step_timeout=args.step_timeout, progress=progress, knobs=args.knobs)
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not start the cluster: {exc}") from None
     if args.json:

@@ -20,7 +20,6 @@ from model.actions import (
     truncate,
 )
 from model.registry.entry import (
-    ADMIN_NOT_DRIVEN,
     DELETIONS,
     DRIVEN,
     PARTITION_CHANGES,
@@ -194,6 +193,6 @@ STOP_REPLICA = Entry(
     coverage=Coverage(native=Unsupported("reassignment is not ported to search.c (one partition, AR = every broker)"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
-                      driver=ADMIN_NOT_DRIVEN),
+                      driver=DRIVEN),
     explored=False, feature=REASSIGNMENTS, actor=_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
 )

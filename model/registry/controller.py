@@ -252,7 +252,7 @@ DELETE_TOPIC = Entry(
     "delete_topic", delete_topic, deletions_args,
     section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
     describe=_delete_text, view=nothing_observed, event=_delete_event,
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=ADMIN_NOT_DRIVEN),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
     explored=False, feature=DELETIONS,
 )
 
@@ -274,7 +274,7 @@ CREATE_TOPIC = Entry(
     section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("elect_leader", ("init",)),
     describe=_create_text, view=_create_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "init", False),
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=ADMIN_NOT_DRIVEN),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
     explored=False, feature=DELETIONS,
 )
 
@@ -295,6 +295,6 @@ PREFERRED_ELECTION = Entry(
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "preferred", False),
     coverage=Coverage(native=Unsupported("preferred-replica election is not ported to search.c (no named configuration asks for one)"),
                       z3=Unsupported("preferred-replica election is not encoded (no named configuration asks for one)"),
-                      judge=Supported(), driver=ADMIN_NOT_DRIVEN),
+                      judge=Supported(), driver=DRIVEN),
     explored=False, feature=PREFERRED_ELECTIONS,
 )

@@ -149,8 +149,8 @@ DRIVEN = Supported()
 ``impl.harness.drive.operations.OPERATIONS[name]`` (named there, since the model does not
 know the implementation; ``tests/impl/test_drive.py`` holds the two to each other)."""
 
-ADMIN_NOT_DRIVEN = Unsupported("not driven: the driven cluster has one fixed topic, and no admin operation "
-                               "(reassignment, deletion, creation, preferred election, partitions) is mapped")
+ADMIN_NOT_DRIVEN = Unsupported("not driven: the driven cluster has one partition, and no admin operation "
+                               "(reassignment, partitions added or removed) is mapped")
 CONTROLLED_SHUTDOWN_NOT_DRIVEN = Unsupported("not driven: a controlled shutdown waits for the answers to "
                                              "LeaderAndISR requests the relay holds")
 ISR_UPDATE_FAILED_NOT_DRIVEN = Unsupported("not driven: the implementation writes the ISR only to shrink or "

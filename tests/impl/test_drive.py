@@ -41,7 +41,6 @@ def _run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 @pytest.mark.parametrize("argv, message", [
     (["--config", "nope", "--scenario", "kafka_1211"], "unknown configuration 'nope'"),
     (["--config", "design", "--scenario", "nope"], "unknown scenario 'nope'"),
-    (["--config", "design", "--scenario", "topic_recreation"], "action delete_topic has no driver"),
     (["--config", "design", "--scenario", "kafka_1211", "--step-timeout", "0"], "--step-timeout must be positive"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -53,7 +52,8 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
 def test_a_path_file_that_is_not_a_counterexample_is_bad_input(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     for text, message in [("{", "is not JSON"), ('{"x": 1}', "has no steps"),
-                          ('[{"action": "fly", "args": []}]', "unknown action 'fly'")]:
+                          ('[{"action": "fly", "args": []}]', "unknown action 'fly'"),
+                          ('[{"action": "reassign_start", "args": [0, 0, [1]]}]', "action reassign_start has no driver")]:
         f = tmp_path / "path.json"
         f.write_text(text)
         code, err = _run_cli(capsys, "--config", "design", "--path", str(f))

@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from model.actions import Step
 from model.config import Config, named
 from model.registry import apply
 from model.render import describe
-from model.state import LeaderAndIsr, State, initial
+from model.state import LeaderAndIsr, State, StopReplica, initial
 from properties.safety import all_violations
 
 FOLLOWED, DIVERGED, REPRODUCED, REFUSED = "followed", "diverged", "reproduced", "model_refused"
@@ -107,8 +107,12 @@ class Driver:
     tests use, and what generated test cases build on."""
 
     def __init__(self, config: str, data_dir: Path | None = None, step_timeout: float = 20.0,
-                 progress: Callable[[str], None] | None = None, keep: bool = False) -> None:
+                 progress: Callable[[str], None] | None = None, keep: bool = False,
+                 knobs: dict[str, int] | None = None) -> None:
         self.config_name = config
+        # the model's admin knobs (``--deletions``, ``--partition-changes``, ...): a run's own
+        # bounds, and these on top, size the model configuration the run is taken in
+        self.knobs = dict(knobs or {})
         self.data_dir = data_dir
         self.step_timeout = step_timeout
         self.say = progress or (lambda m: None)
@@ -125,6 +129,7 @@ class Driver:
     # -- the run -------------------------------------------------------------------------------
     def run(self, run: ModelRun) -> DriveReport:
         check_drivable(run)
+        run = replace(run, bounds={**run.bounds, **self.knobs})
         n = brokers_needed(run, self.config_name)
         self.cfg = named(self.config_name, brokers=n, **run.bounds)
         start = time.monotonic()
@@ -243,12 +248,16 @@ class Driver:
         self._zk_last = zk
         want = t.zk
         zn = want.partitions[PARTITION]
-        mine = {"controller": zk["controller"], "live": zk["live"], "leader": zk.get("leader"),
-                "leader_epoch": zk.get("leader_epoch", -1) - self.shift, "isr": zk.get("isr")}
-        model = {"controller": want.controller, "live": list(want.live), "leader": zn.leader,
-                 "leader_epoch": zn.leader_epoch, "isr": list(zn.isr)}
+        mine: dict[str, Any] = {"controller": zk["controller"], "live": zk["live"], "topic": "leader" in zk}
+        model: dict[str, Any] = {"controller": want.controller, "live": list(want.live), "topic": bool(zn.ar)}
+        # a deleted topic (or one not created again yet) has no partition state in either
+        if "leader" in zk:
+            mine.update(leader=zk["leader"], leader_epoch=zk["leader_epoch"] - self.shift, isr=zk["isr"])
+        if zn.ar:
+            model.update(leader=zn.leader, leader_epoch=zn.leader_epoch, isr=list(zn.isr))
         if mine != model:
-            diff = ", ".join(f"{k} {mine[k]} (model: {model[k]})" for k in mine if mine[k] != model[k])
+            diff = ", ".join(f"{k} {mine.get(k)} (model: {model.get(k)})" for k in {**mine, **model}
+                             if mine.get(k) != model.get(k))
             raise Divergence(f"ZooKeeper holds {diff}", f"ZooKeeper as {model}")
         for b, broker in enumerate(t.brokers):
             r = broker.replicas[PARTITION]
@@ -340,13 +349,45 @@ class Driver:
                          f"{epoch} (model {m.leader_epoch}) in flight",
                          f"deliver LeaderAndISR {m}")
 
+    def deliver_stop_replica(self, m: StopReplica) -> None:
+        """Release the held StopReplica the model's message ``m`` is; an older request to the
+        same broker holding up its channel is delivered first, as for a LeaderAndISR."""
+        relay = self.cluster.relay
+
+        def wanted(f: Frame) -> bool:
+            return f.summary.get("delete") == m.delete and f.summary.get("controller_epoch") == m.controller_epoch
+
+        for _ in range(10):
+            f = relay.wait_held("stop_replica", dst=m.to, match=wanted, timeout=1.0)
+            if f is not None:
+                relay.release(f.id)
+                return
+            older = relay.held("leader_and_isr", dst=m.to) + relay.held("stop_replica", dst=m.to)
+            if older:
+                first = min(older, key=lambda x: x.id)
+                relay.release(first.id)
+                self._take_delivered(first)
+        raise Divergence(f"no StopReplica (delete {m.delete}) to broker {m.to} in flight", f"deliver {m}")
+
     def _take_delivered(self, f: Frame) -> None:
         """The model step an older request delivered first is, taken in the driver's state."""
         time.sleep(0.3)
         e = (f.summary.get("partitions") or [{}])[0]
+        if f.kind == "stop_replica":
+            for sm in self.s.stop_replica:
+                if sm.to == f.dst and sm.delete == f.summary.get("delete"):
+                    step = Step("stop_replica", (sm,))
+                    t = apply(self.s, self.cfg, step)
+                    if t is not None:
+                        self.inserted.append(StepReport(0, "stop_replica", _args_text(step), describe(step, self.s, t),
+                                                        "relay.release(stop_replica)", "inserted",
+                                                        note="an older request, delivered first: the channel "
+                                                             "sends one request at a time"))
+                        self.s = t
+                        return
         if f.kind != "leader_and_isr" or not e:
             self.inserted.append(StepReport(0, f.kind, "", f"delivered {f.describe()} first", "relay.release",
-                                            "inserted", note="no model step: stop_replica"))
+                                            "inserted", note=f"no model step: {f.kind}"))
             return
         epoch = int(e.get("leader_epoch", -1)) - self.shift
         for m in self.s.leader_and_isr:

@@ -7,7 +7,10 @@ harness operation, and, as the checker does, not past a state that breaks a prop
 the path to the first transition of each (action, outcome) pair is a shortest one.  An *outcome* is what the step did, read off the two states
 (:func:`outcome`): a fetch answered, refused or out of range; an answer appended, taken for
 its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
-of a new leader, of the same one, of none, or unclean; a truncation that cut or kept.
+of a new leader, of the same one, of none, or unclean; a truncation that cut or kept; a
+StopReplica that deleted, stopped, or was refused (stale, or for another incarnation of the topic).
+The admin actions (preferred election, topic deletion and creation) are searched when the
+configuration's knobs allow them (``knobs``: ``--deletions``, ``--preferred-elections``).
 
 Each path runs on a fresh cluster (:class:`~impl.harness.drive.driver.Driver`), shortest
 first, until the budget is spent.  The report counts the pairs and the distinct model
@@ -29,7 +32,7 @@ from impl.harness.drive.paths import ModelRun
 from model.actions import Step
 from model.config import Config, named
 from model.registry import successors
-from model.state import FETCH_RESPONSE, NO_LEADER, OUT_OF_RANGE, State, initial
+from model.state import DELETED, FETCH_RESPONSE, NO_LEADER, OUT_OF_RANGE, State, initial
 from properties.safety import all_violations
 
 Pair = tuple[str, str]  # (action, outcome)
@@ -69,7 +72,19 @@ def outcome(step: Step, s: State, t: State) -> str:
         if new == NO_LEADER:
             return "no_leader"
         return "same_leader" if new == old else "new_leader"
+    if a == "stop_replica":
+        m = step.args[0]
+        before, after = s.brokers[m.to].replicas[m.partition], t.brokers[m.to].replicas[m.partition]
+        if before == after:  # a stale one (an older controller's, an older epoch's), or another incarnation's
+            return "refused"
+        return "deleted" if after.role == DELETED else "stopped"
     return "taken"
+
+
+WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic"})
+"""Admin requests the implementation's controller takes only after the election it has to
+make: in step mode it waits for that election's permit (``elect_leader``) before its next
+event, so while the model may elect, the generated paths take none of these."""
 
 
 @dataclass
@@ -119,8 +134,10 @@ def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]
 
     while queue:
         s = queue.popleft()
-        for step, t in successors(s, cfg):
-            if step.action not in OPERATIONS:
+        steps = list(successors(s, cfg))
+        electing = any(st.action == "elect_leader" for st, _ in steps)
+        for step, t in steps:
+            if step.action not in OPERATIONS or (electing and step.action in WAIT_FOR_ELECTIONS):
                 continue
             transitions += 1
             pair = (step.action, outcome(step, s, t))
@@ -165,12 +182,15 @@ def _fixed(step: Step) -> Callable[[State], tuple]:
 
 def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers: int = 2,
              step_timeout: float = 20.0, progress: Callable[[str], None] | None = None,
-             max_states: int = 50_000) -> GenerateReport:
+             max_states: int = 50_000, knobs: dict[str, int] | None = None) -> GenerateReport:
     """Search, then drive the cases, shortest first, until ``budget_s`` is spent (a case
-    is started only while the budget lasts)."""
+    is started only while the budget lasts).  ``knobs`` are the model's admin knobs
+    (``deletions``, ``preferred_elections``, ...): with them the search takes the admin
+    actions they allow, and the cases drive them."""
     say = progress or (lambda m: None)
     start = time.monotonic()
-    cfg = named(config, brokers=brokers)
+    knobs = dict(knobs or {})
+    cfg = named(config, brokers=brokers, **knobs)
     cases, states, transitions = search(cfg, max_states)
     say(f"generate: {len(cases)} (action, outcome) pairs over {states} states and "
         f"{transitions} transitions of {config} at {brokers} brokers")
@@ -186,7 +206,7 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
         run = ModelRun(f"{case.pair[0]}/{case.pair[1]}", [(s.action, _fixed(s)) for s in case.steps], brokers)
         say(f"case {i + 1}/{len(cases)}: {run.name} ({len(case.steps)} steps)")
         sub = None if data_dir is None else Path(data_dir) / f"case-{i + 1}"
-        r: DriveReport = Driver(config, data_dir=sub, step_timeout=step_timeout).run(run)
+        r: DriveReport = Driver(config, data_dir=sub, step_timeout=step_timeout, knobs=knobs).run(run)
         # the steps the implementation followed, and the pairs they took
         s = initial(cfg)
         done = len([st for st in r.steps if st.n and st.outcome in ("followed", REPRODUCED)])

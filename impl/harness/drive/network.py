@@ -133,6 +133,26 @@ class SteerableCluster:
         t.start()
         self._produced.append(t)
 
+    def admin_request(self, controller: int, what: str, partition: int, replicas: list[int] | None = None) -> None:
+        """One administrator's request to the controller, through the admin client:
+        ``elect_preferred``, ``delete_topic`` or ``create_topic`` (``replicas`` its partition's
+        assignment).  Sent to the model's controller directly: a broker learns a new
+        controller from its UpdateMetadata, which waits in the controller's channel behind
+        the LeaderAndISR the relay holds, so no broker could name it yet.  Nothing is awaited
+        but the answer: the controller's LeaderAndISR and StopReplica wait in the relay."""
+        host, port = self.cluster.endpoint(controller)
+        with Admin(f"{host}:{port}", api_timeout_s=20) as admin:
+            admin.controller_id, admin.brokers = controller, {controller: (host, port)}
+            if what == "elect_preferred":
+                admin.elect_preferred(TOPIC, partition)
+            elif what == "delete_topic":
+                admin.delete_topic(TOPIC, wait=0)
+            elif what == "create_topic":
+                admin.create_topic(TOPIC, replication_factor=len(replicas or []),
+                                   assignment={partition: list(replicas or [])}, wait=0)
+            else:
+                raise ValueError(f"unknown admin request {what!r}")
+
     # -- what the harness reads ----------------------------------------------------------------
     def events(self) -> list[dict[str, Any]]:
         return read_traces([self.data_dir / "traces"]).events

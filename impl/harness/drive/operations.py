@@ -5,9 +5,11 @@ Three sorts of operation (docs/drive.md has the table):
 
 * **a fault or an admin operation** -- ``broker_crash`` is kill -9, ``broker_restart`` starts
   the process again, ``broker_pause``/``broker_resume`` are SIGSTOP (until the session
-  expires) and SIGCONT, ``produce`` is one acks=all write;
+  expires) and SIGCONT, ``produce`` is one acks=all write; ``preferred_election``,
+  ``delete_topic`` and ``create_topic`` are the admin client's requests to the controller;
 * **the delivery of one held message** -- ``become_leader``/``become_follower``/
   ``reject_leader_and_isr`` release the LeaderAndISR the model names to its broker,
+  ``stop_replica`` the StopReplica,
   ``handle_fetch`` releases a follower's fetch to the leader, ``receive_fetch`` the answer;
 * **a permit** (``impl.node.step_gate``) for a step the implementation takes on its own --
   ``send_fetch``, ``truncate``, ``shrink_isr``, ``expand_isr``, ``controller_elect``,
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from impl.node.wire import RpcError
 from model.actions import Step
 from model.state import FETCH_RESPONSE, OUT_OF_RANGE, State
 
@@ -80,6 +83,35 @@ def _resume(d: Driver, step: Step, s: State, t: State) -> None:
     time.sleep(0.2)
 
 
+def _admin(d: Driver, controller: int, what: str, partition: int, replicas: list[int] | None = None) -> None:
+    """An admin request the controller must take; its refusal is the step's divergence."""
+    try:
+        d.cluster.admin_request(controller, what, partition, replicas)
+    except (RpcError, OSError, TimeoutError) as exc:
+        raise Divergence(f"controller {controller} refused the admin request {what}: {exc}",
+                         f"controller {controller} takes {what}") from None
+
+
+def _preferred_election(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p = step.args
+    _admin(d, c, "elect_preferred", p)
+    d.expect("elect_leader", c, f"controller {c} moves partition {p} back to its preferred replica")
+
+
+def _delete_topic(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p = step.args
+    _admin(d, c, "delete_topic", p)
+    d.expect("topic_deleted", c, f"controller {c} deletes the topic (StopReplica to its live replicas)")
+
+
+def _create_topic(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p, ar, leader = step.args
+    # the implementation's controller makes the first live replica listed the leader (seed 000
+    # B init_leaders 1.1); the model's administrator names any live one: list it first
+    _admin(d, c, "create_topic", p, [leader, *(b for b in ar if b != leader)])
+    d.expect("elect_leader", c, f"controller {c} creates the topic with AR {list(ar)} and leader {leader}")
+
+
 # -- deliveries of held messages ----------------------------------------------------------------
 
 def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
@@ -120,6 +152,16 @@ def _receive_fetch(d: Driver, step: Step, s: State, t: State) -> None:
     if before.log != after.log or before.hw != after.hw:
         kind = "truncate" if m.error == OUT_OF_RANGE else "receive_fetch"
         d.expect(kind, f, f"broker {f} takes the answer: log end {after.leo}, hw {after.hw}")
+    else:
+        d.settle()
+
+
+def _stop_replica(d: Driver, step: Step, s: State, t: State) -> None:
+    m = step.args[0]
+    d.deliver_stop_replica(m)
+    b, p = m.to, m.partition
+    if t.brokers[b].replicas[p] != s.brokers[b].replicas[p]:
+        d.expect("stop_replica", b, f"broker {b} stops{' and deletes' if m.delete else ''} its replica of p{p}")
     else:
         d.settle()
 
@@ -186,6 +228,12 @@ OPERATIONS: dict[str, Operation] = {
     "become_leader": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("become_leader")),
     "become_follower": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("become_follower")),
     "reject_leader_and_isr": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("reject_leader_and_isr")),
+    "stop_replica": Operation("relay.release(stop_replica)", "deliver the held StopReplica", _stop_replica),
+    "preferred_election": Operation("Admin.elect_preferred", "ask the controller for a preferred-replica election",
+                                    _preferred_election),
+    "delete_topic": Operation("Admin.delete_topics", "ask the controller to delete the topic", _delete_topic),
+    "create_topic": Operation("Admin.create_topics", "create the topic with the model's assignment, its leader "
+                              "listed first", _create_topic),
     "handle_fetch": Operation("relay.release(fetch_request)", "deliver the held fetch to the leader", _handle_fetch),
     "receive_fetch": Operation("relay.release(fetch_response)", "deliver the held answer to the follower", _receive_fetch),
     "send_fetch": Operation("permit(send_fetch)", "let the follower send one fetch (held)", _send_fetch),

@@ -1,0 +1,135 @@
+"""``epochal drive`` runs the model's admin actions on real brokers: a preferred-replica
+election, a topic deleted (StopReplica to its live replicas) and created again under a new
+topic id -- each an admin client's request to the controller, or the delivery of the
+StopReplica the relay holds -- and judges every step of them as it judges the others."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from impl.cli.main import main
+from impl.harness.drive import Driver, ModelRun, scenario
+from impl.harness.drive.generate import outcome, search
+from model.config import named
+from model.registry import ACTIONS, apply
+from model.state import FETCH_REQUEST, State, initial
+
+ADMIN = {"preferred_election", "delete_topic", "stop_replica", "create_topic"}
+
+
+def _args(*a: object):
+    return lambda s: a
+
+
+def _stop(to: int):
+    return lambda s: next((m,) for m in s.stop_replica if m.to == to)
+
+
+def _fetch(follower: int):
+    return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == follower)
+
+
+def _lai(to: int):
+    def choose(s: State) -> tuple:
+        zn = s.zk.partitions[0]
+        return next((m,) for m in s.leader_and_isr
+                    if m.to == to and m.leader_epoch == zn.leader_epoch and m.topic_id == zn.topic_id)
+    return choose
+
+
+# Broker 1 leads after a failover, broker 0 comes back and into the ISR: the preferred
+# election moves the leadership back to 0; then the topic is deleted (its LeaderAndISR still
+# in flight: the channel delivers it first) and created again, and the new incarnation takes
+# a write.  Every admin action of the model, 2 brokers, one cluster.
+ADMIN_RUN = ModelRun("admin", [
+    ("broker_crash", _args(0)), ("controller_elect", _args(1)), ("elect_leader", _args(1, 0, 1)),
+    ("become_leader", _lai(1)), ("broker_restart", _args(0)), ("truncate", _args(0, 0)),
+    ("send_fetch", _args(0, 0)), ("handle_fetch", _fetch(0)), ("expand_isr", _args(1, 0, 0)),
+    ("preferred_election", _args(1, 0)),
+    ("delete_topic", _args(1, 0)), ("stop_replica", _stop(0)), ("stop_replica", _stop(1)),
+    ("create_topic", _args(1, 0, (0, 1), 0)), ("become_leader", _lai(0)), ("become_follower", _lai(1)),
+    ("produce", _args(0, 0)),
+], brokers=2)
+
+
+def test_the_admin_run_is_one_the_model_takes_to_its_end() -> None:
+    cfg = named("kip320", brokers=2, deletions=1, preferred_elections=1)
+    s = initial(cfg)
+    for action, choose in ADMIN_RUN.steps:
+        from impl.harness.drive.paths import step_of
+
+        step = step_of(action, choose, s)
+        assert step is not None, action
+        t = apply(s, cfg, step)
+        assert t is not None, step
+        s = t
+    assert s.zk.partitions[0].topic_id == 1 and s.brokers[0].replicas[0].log
+
+
+def test_a_preferred_election_and_a_topic_deleted_and_created_again_follow_the_model_on_real_brokers(
+        tmp_path: Path) -> None:
+    report = Driver("kip320", data_dir=tmp_path / "cluster",
+                    knobs={"deletions": 1, "preferred_elections": 1}).run(ADMIN_RUN)
+    assert report.verdict == "followed" and report.exit_code == 0, report.divergence
+    done = {s.action for s in report.steps if s.outcome in ("followed", "inserted")}
+    assert ADMIN <= done
+
+
+def test_with_the_knobs_the_generated_cases_take_every_admin_action_the_driver_runs() -> None:
+    cfg = named("kip320", brokers=2, deletions=1, preferred_elections=1)
+    cases, _, _ = search(cfg, max_states=3000)
+    pairs = {c.pair for c in cases}
+    driven = {name for name, e in ACTIONS.items() if e.coverage.driver.supported}
+    assert ADMIN <= driven
+    assert ADMIN <= {a for a, _ in pairs}
+    assert {("stop_replica", "deleted"), ("stop_replica", "refused")} <= pairs
+    for case in cases:  # each case ends in its pair
+        s = initial(cfg)
+        for step in case.steps:
+            t = apply(s, cfg, step)
+            assert t is not None
+            last = (step.action, outcome(step, s, t))
+            s = t
+        assert last == case.pair
+    plain = {c.pair for c in search(named("kip320", brokers=2), max_states=3000)[0]}
+    assert not {a for a, _ in plain} & ADMIN  # without the knobs, none
+
+
+def test_the_admin_knobs_are_checked_like_check_s(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["drive", "--config", "kip320", "--scenario", "topic_recreation", "--deletions", "7"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--deletions must be between 0 and 2" in err and len(err.strip().splitlines()) == 1
+    code = main(["drive", "--config", "kip320", "--generate", "guided", "--budget", "5", "--deletions", "1"])
+    assert code == 2 and "go with --scenario" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_replica_down_while_its_topic_is_deleted_and_created_again_discards_its_old_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 000 question 5 with topic ids (KIP-516): broker 1 is down through the deletion
+    and the re-creation; at its restart it recovers the new topic id and keeps nothing of
+    the old incarnation -- the model's run to the step the model itself refuses."""
+    code = main(["drive", "--config", "kip320", "--scenario", "topic_recreation", "--deletions", "1",
+                 "--json", "--quiet", "--data-dir", str(tmp_path / "cluster")])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["verdict"] == "model_refused", report["divergence"]
+    followed = [s["action"] for s in report["steps"] if s["outcome"] == "followed"]
+    assert {"delete_topic", "stop_replica", "create_topic", "broker_restart"} <= set(followed)
+
+
+@pytest.mark.slow
+def test_the_design_without_topic_ids_diverges_from_an_implementation_with_them_at_the_named_step(
+        tmp_path: Path) -> None:
+    """The model as seed 000 wrote it ("no partition version is needed": topic_ids off)
+    keeps the restarted broker's log of the deleted incarnation; the implementation, which
+    names every incarnation, does not -- a divergence that names the step, what the
+    implementation did and what the model allowed."""
+    report = Driver("kip320", data_dir=tmp_path / "cluster",
+                    knobs={"deletions": 1, "topic_ids": False}).run(scenario("topic_recreation"))
+    assert report.verdict == "diverged" and report.exit_code == 1
+    d = report.divergence
+    assert d is not None and d["step"] == 16 and d["action"] == "broker_restart"
+    assert "broker 1" in d["implementation_did"] and d["model_allowed"]
