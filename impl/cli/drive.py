@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "delete_topic, stop_replica and create_topic (default: the configuration's, 0)")
     p.add_argument("--preferred-elections", type=int, metavar="N",
                    help="the model's preferred-replica elections (default: the configuration's, 0)")
+    p.add_argument("--max-shutdowns", type=int, metavar="N",
+                   help="the model's controlled shutdowns (each then a clean stop): controlled_shutdown, its "
+                   "StopReplica and broker_stop (default: the configuration's, 0)")
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -76,10 +79,11 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError("--seed goes with --generate guided")
     if args.html is not None and args.generate:
         raise UsageError("--html goes with --scenario or --path")
-    knobs = {k: v for k, v in (("deletions", args.deletions), ("preferred_elections", args.preferred_elections))
-             if v is not None}
+    knobs = {k: v for k, v in (("deletions", args.deletions), ("preferred_elections", args.preferred_elections),
+                               ("max_shutdowns", args.max_shutdowns)) if v is not None}
     if knobs and args.generate == "guided":
-        raise UsageError("--deletions and --preferred-elections go with --scenario, --path or --generate transitions")
+        raise UsageError("--deletions, --preferred-elections and --max-shutdowns go with --scenario, --path or "
+                         "--generate transitions")
     try:
         named(args.config, **knobs)
     except ValueError as exc:

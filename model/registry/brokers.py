@@ -17,7 +17,6 @@ from model.actions import (
     brokers_args,
 )
 from model.registry.entry import (
-    CONTROLLED_SHUTDOWN_NOT_DRIVEN,
     DRIVEN,
     PAUSES,
     SHUTDOWNS,
@@ -97,6 +96,6 @@ STOP = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.stop_broker", trace=Traced("broker_stop"),
     describe=lambda args, before, after: f"broker {args[0]} stops cleanly after its controlled shutdown",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=NO_SHUTDOWN_IN_C, z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=CONTROLLED_SHUTDOWN_NOT_DRIVEN),
+    coverage=Coverage(native=NO_SHUTDOWN_IN_C, z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=DRIVEN),
     feature=SHUTDOWNS, freezing=True,
 )

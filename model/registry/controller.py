@@ -33,7 +33,6 @@ from model.actions import (
 )
 from model.registry.entry import (
     ADMIN_NOT_DRIVEN,
-    CONTROLLED_SHUTDOWN_NOT_DRIVEN,
     DELETIONS,
     DRIVEN,
     PREFERRED_ELECTIONS,
@@ -170,7 +169,7 @@ CONTROLLED_SHUTDOWN = Entry(
                                                   _unclean(args[1], before, after)),
     coverage=Coverage(native=Unsupported("controlled shutdown is not ported to search.c (no named configuration shuts down)"),
                       z3=Unsupported("controlled shutdown is not encoded (no named configuration shuts down)"),
-                      judge=Supported(), driver=CONTROLLED_SHUTDOWN_NOT_DRIVEN),
+                      judge=Supported(), driver=DRIVEN),
     feature=SHUTDOWNS,
     silent=_nothing_written,  # a follower outside the ISR: no elect_leader to record
 )

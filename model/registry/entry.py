@@ -151,7 +151,5 @@ know the implementation; ``tests/impl/test_drive.py`` holds the two to each othe
 
 ADMIN_NOT_DRIVEN = Unsupported("not driven: the driven cluster has one partition, and no admin operation "
                                "(reassignment, partitions added or removed) is mapped")
-CONTROLLED_SHUTDOWN_NOT_DRIVEN = Unsupported("not driven: a controlled shutdown waits for the answers to "
-                                             "LeaderAndISR requests the relay holds")
 ISR_UPDATE_FAILED_NOT_DRIVEN = Unsupported("not driven: the implementation writes the ISR only to shrink or "
                                            "expand it, and no permit names a write that must fail")

@@ -1,6 +1,7 @@
 """``epochal drive`` runs the model's admin actions on real brokers: a preferred-replica
 election, a topic deleted (StopReplica to its live replicas) and created again under a new
-topic id -- each an admin client's request to the controller, or the delivery of the
+topic id, a controlled shutdown and the clean stop after it -- each an admin client's request
+to the controller, the broker's ControlledShutdown request, a SIGTERM, or the delivery of the
 StopReplica the relay holds -- and judges every step of them as it judges the others."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from model.config import named
 from model.registry import ACTIONS, apply
 from model.state import FETCH_REQUEST, State, initial
 
-ADMIN = {"preferred_election", "delete_topic", "stop_replica", "create_topic"}
+ADMIN = {"preferred_election", "delete_topic", "stop_replica", "create_topic", "controlled_shutdown", "broker_stop"}
+KNOBS = {"deletions": 1, "preferred_elections": 1, "max_shutdowns": 1}
 
 
 def _args(*a: object):
@@ -43,7 +45,9 @@ def _lai(to: int):
 # Broker 1 leads after a failover, broker 0 comes back and into the ISR: the preferred
 # election moves the leadership back to 0; then the topic is deleted (its LeaderAndISR still
 # in flight: the channel delivers it first) and created again, and the new incarnation takes
-# a write.  Every admin action of the model, 2 brokers, one cluster.
+# a write; then broker 0 shuts down in a controlled way (its leadership moves to 1, it gets
+# StopReplica without delete) and stops.  Every admin action of the model, 2 brokers, one
+# cluster.
 ADMIN_RUN = ModelRun("admin", [
     ("broker_crash", _args(0)), ("controller_elect", _args(1)), ("elect_leader", _args(1, 0, 1)),
     ("become_leader", _lai(1)), ("broker_restart", _args(0)), ("truncate", _args(0, 0)),
@@ -51,12 +55,13 @@ ADMIN_RUN = ModelRun("admin", [
     ("preferred_election", _args(1, 0)),
     ("delete_topic", _args(1, 0)), ("stop_replica", _stop(0)), ("stop_replica", _stop(1)),
     ("create_topic", _args(1, 0, (0, 1), 0)), ("become_leader", _lai(0)), ("become_follower", _lai(1)),
-    ("produce", _args(0, 0)),
+    ("produce", _args(0, 0)), ("controlled_shutdown", _args(1, 0, 0, 1)), ("stop_replica", _stop(0)),
+    ("become_leader", _lai(1)), ("broker_stop", _args(0)),
 ], brokers=2)
 
 
 def test_the_admin_run_is_one_the_model_takes_to_its_end() -> None:
-    cfg = named("kip320", brokers=2, deletions=1, preferred_elections=1)
+    cfg = named("kip320", brokers=2, **KNOBS)
     s = initial(cfg)
     for action, choose in ADMIN_RUN.steps:
         from impl.harness.drive.paths import step_of
@@ -66,26 +71,27 @@ def test_the_admin_run_is_one_the_model_takes_to_its_end() -> None:
         t = apply(s, cfg, step)
         assert t is not None, step
         s = t
-    assert s.zk.partitions[0].topic_id == 1 and s.brokers[0].replicas[0].log
+    assert s.zk.partitions[0].topic_id == 1 and s.brokers[0].replicas[0].log and s.zk.partitions[0].leader == 1
 
 
 def test_a_preferred_election_and_a_topic_deleted_and_created_again_follow_the_model_on_real_brokers(
         tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster",
-                    knobs={"deletions": 1, "preferred_elections": 1}).run(ADMIN_RUN)
+                    knobs=KNOBS).run(ADMIN_RUN)
     assert report.verdict == "followed" and report.exit_code == 0, report.divergence
     done = {s.action for s in report.steps if s.outcome in ("followed", "inserted")}
     assert ADMIN <= done
 
 
 def test_with_the_knobs_the_generated_cases_take_every_admin_action_the_driver_runs() -> None:
-    cfg = named("kip320", brokers=2, deletions=1, preferred_elections=1)
+    cfg = named("kip320", brokers=2, **KNOBS)
     cases, _, _ = search(cfg, max_states=3000)
     pairs = {c.pair for c in cases}
     driven = {name for name, e in ACTIONS.items() if e.coverage.driver.supported}
     assert ADMIN <= driven
     assert ADMIN <= {a for a, _ in pairs}
-    assert {("stop_replica", "deleted"), ("stop_replica", "refused")} <= pairs
+    assert {("stop_replica", "deleted"), ("stop_replica", "stopped"), ("stop_replica", "refused"),
+            ("controlled_shutdown", "moved"), ("controlled_shutdown", "stopped_only")} <= pairs
     for case in cases:  # each case ends in its pair
         s = initial(cfg)
         for step in case.steps:

@@ -72,6 +72,9 @@ def outcome(step: Step, s: State, t: State) -> str:
         if new == NO_LEADER:
             return "no_leader"
         return "same_leader" if new == old else "new_leader"
+    if a == "controlled_shutdown":
+        p = step.args[1]
+        return "moved" if t.zk.partitions[p] != s.zk.partitions[p] else "stopped_only"
     if a == "stop_replica":
         m = step.args[0]
         before, after = s.brokers[m.to].replicas[m.partition], t.brokers[m.to].replicas[m.partition]
@@ -81,7 +84,7 @@ def outcome(step: Step, s: State, t: State) -> str:
     return "taken"
 
 
-WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic"})
+WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic", "controlled_shutdown"})
 """Admin requests the implementation's controller takes only after the election it has to
 make: in step mode it waits for that election's permit (``elect_leader``) before its next
 event, so while the model may elect, the generated paths take none of these."""

@@ -25,7 +25,7 @@ from impl.node.client import Admin
 from impl.node.config import BrokerConfig
 from impl.node.log import read_segments
 from impl.node.tracing import trace_path
-from impl.node.wire import ApiKey, BlockingConnection
+from impl.node.wire import ApiKey, BlockingConnection, RpcError
 from impl.node.zk import EmbeddedZooKeeper, free_port
 from traces.reader import read_traces
 
@@ -152,6 +152,28 @@ class SteerableCluster:
                                    assignment={partition: list(replicas or [])}, wait=0)
             else:
                 raise ValueError(f"unknown admin request {what!r}")
+
+    def request_controlled_shutdown(self, controller: int, broker: int) -> dict[str, Any]:
+        """Broker ``broker``'s ControlledShutdown request, sent by the harness in its name (its
+        id and broker epoch, the czxid of its registration) to the controller: the model's
+        ``controlled_shutdown`` is the controller's step, and its ``broker_stop`` a later one;
+        a SIGTERM would take both at once.  The broker keeps running until ``broker_stop``
+        (whose SIGTERM asks again: nothing is left to move by then)."""
+        zk = self.cluster.zk_client()
+        try:
+            _, stat = zk.get(f"{zkl.BROKER_IDS}/{broker}")
+        finally:
+            zk.stop()
+            zk.close()
+        conn = BlockingConnection(*self.cluster.endpoint(controller), timeout=15)
+        try:
+            error, _, resp = conn.send(ApiKey.CONTROLLED_SHUTDOWN,
+                                       {"broker_id": broker, "broker_epoch": stat.czxid})
+        finally:
+            conn.close()
+        if error:
+            raise RpcError(error, f"ControlledShutdown of broker {broker} refused")
+        return resp
 
     # -- what the harness reads ----------------------------------------------------------------
     def events(self) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ Three sorts of operation (docs/drive.md has the table):
 
 * **a fault or an admin operation** -- ``broker_crash`` is kill -9, ``broker_restart`` starts
   the process again, ``broker_pause``/``broker_resume`` are SIGSTOP (until the session
-  expires) and SIGCONT, ``produce`` is one acks=all write; ``preferred_election``,
+  expires) and SIGCONT, ``broker_stop`` is SIGTERM (a clean stop), ``produce`` is one acks=all
+  write; ``controlled_shutdown`` is the broker's request sent in its name; ``preferred_election``,
   ``delete_topic`` and ``create_topic`` are the admin client's requests to the controller;
 * **the delivery of one held message** -- ``become_leader``/``become_follower``/
   ``reject_leader_and_isr`` release the LeaderAndISR the model names to its broker,
@@ -90,6 +91,30 @@ def _admin(d: Driver, controller: int, what: str, partition: int, replicas: list
     except (RpcError, OSError, TimeoutError) as exc:
         raise Divergence(f"controller {controller} refused the admin request {what}: {exc}",
                          f"controller {controller} takes {what}") from None
+
+
+def _controlled_shutdown(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p, b, _ = step.args
+    mark = d.frame_mark()
+    try:
+        d.cluster.request_controlled_shutdown(c, b)
+    except (RpcError, OSError, TimeoutError) as exc:
+        raise Divergence(f"controller {c} refused broker {b}'s controlled shutdown: {exc}",
+                         f"controller {c} moves partition {p} off broker {b}") from None
+    if t.zk.partitions[p] != s.zk.partitions[p]:
+        d.expect("elect_leader", c, f"controller {c} takes broker {b} out of partition {p}'s ISR")
+    else:  # a follower outside the ISR: its StopReplica (no delete) only, nothing written
+        d.relay_wait("stop_replica", c, b, lambda f: f.id > mark and not f.summary.get("delete"),
+                     f"controller {c} sends broker {b} StopReplica (no delete) for its controlled shutdown")
+
+
+def _stop(d: Driver, step: Step, s: State, t: State) -> None:
+    b = step.args[0]
+    code = d.cluster.cluster.stop_broker(b)
+    d.lost_with(b)
+    if code != 0:
+        raise Divergence(f"broker {b}'s controlled shutdown did not complete (exit {code}: recorded as a crash)",
+                         f"broker {b} stops cleanly")
 
 
 def _preferred_election(d: Driver, step: Step, s: State, t: State) -> None:
@@ -229,6 +254,10 @@ OPERATIONS: dict[str, Operation] = {
     "become_follower": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("become_follower")),
     "reject_leader_and_isr": Operation("relay.release(leader_and_isr)", "deliver the held LeaderAndISR", _leader_and_isr("reject_leader_and_isr")),
     "stop_replica": Operation("relay.release(stop_replica)", "deliver the held StopReplica", _stop_replica),
+    "controlled_shutdown": Operation("ControlledShutdown (in the broker's name)", "the broker's ControlledShutdown "
+                                     "request to the controller, sent by the harness", _controlled_shutdown),
+    "broker_stop": Operation("LocalCluster.stop_broker", "SIGTERM: the broker's own controlled shutdown, then its "
+                             "clean exit", _stop),
     "preferred_election": Operation("Admin.elect_preferred", "ask the controller for a preferred-replica election",
                                     _preferred_election),
     "delete_topic": Operation("Admin.delete_topics", "ask the controller to delete the topic", _delete_topic),
