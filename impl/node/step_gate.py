@@ -11,7 +11,10 @@ controls with its relay; but some steps no message starts:
 * ``expand_isr`` -- the leader adds a caught-up follower to the ISR when it answers its fetch;
 * ``controller_elect`` -- every broker campaigns for ``/controller`` the moment it is gone;
 * ``elect_leader`` -- the controller elects new leaders the moment a broker's registration
-  goes (seed 000 A on_broker_change).
+  goes (seed 000 A on_broker_change);
+* ``admin_tick`` -- the controller's periodic scan of the admin paths
+  (``reassign_interval_s``), which is what switches a reassignment to RAR once it caught up
+  (seed 000 F 3.2); admin requests still start at once, on their watches.
 
 With ``BrokerConfig.harness_step_mode`` each of these waits, at the point the step would
 begin, for one permit of its name.  The harness grants permits by rewriting
@@ -34,7 +37,7 @@ import time
 from pathlib import Path
 
 PERMITS_FILE = "step-permits.json"
-GATES = ("send_fetch", "truncate", "shrink_isr", "expand_isr", "controller_elect", "elect_leader")
+GATES = ("send_fetch", "truncate", "shrink_isr", "expand_isr", "controller_elect", "elect_leader", "admin_tick")
 _POLL_S = 0.005
 
 

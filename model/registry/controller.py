@@ -32,7 +32,6 @@ from model.actions import (
     startups_args,
 )
 from model.registry.entry import (
-    ADMIN_NOT_DRIVEN,
     DELETIONS,
     DRIVEN,
     PREFERRED_ELECTIONS,
@@ -199,7 +198,7 @@ REASSIGN_START = Entry(
     "reassign_start", reassign_start, reassign_starts_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
     describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=ADMIN_NOT_DRIVEN),
+    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, feature=REASSIGNMENTS,
 )
 
@@ -220,7 +219,7 @@ REASSIGN_COMPLETE = Entry(
     trace=Traced("elect_leader", ("reassign", "reassignment")),
     describe=_reassign_complete_text, view=_znode_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=ADMIN_NOT_DRIVEN),
+    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, feature=REASSIGNMENTS,
 )
 

@@ -18,8 +18,9 @@ from model.config import named
 from model.registry import ACTIONS, apply
 from model.state import FETCH_REQUEST, State, initial
 
-ADMIN = {"preferred_election", "delete_topic", "stop_replica", "create_topic", "controlled_shutdown", "broker_stop"}
-KNOBS = {"deletions": 1, "preferred_elections": 1, "max_shutdowns": 1}
+ADMIN = {"preferred_election", "delete_topic", "stop_replica", "create_topic", "controlled_shutdown", "broker_stop",
+         "reassign_start", "reassign_complete"}
+KNOBS = {"deletions": 1, "preferred_elections": 1, "max_shutdowns": 1, "reassignments": 1}
 
 
 def _args(*a: object):
@@ -46,8 +47,9 @@ def _lai(to: int):
 # election moves the leadership back to 0; then the topic is deleted (its LeaderAndISR still
 # in flight: the channel delivers it first) and created again, and the new incarnation takes
 # a write; then broker 0 shuts down in a controlled way (its leadership moves to 1, it gets
-# StopReplica without delete) and stops.  Every admin action of the model, 2 brokers, one
-# cluster.
+# StopReplica without delete) and stops; last, the partition is reassigned to broker 1 alone
+# (the switch comes at the controller's admin scan, which the driver permits).  Every admin
+# action of the model, 2 brokers, one cluster.
 ADMIN_RUN = ModelRun("admin", [
     ("broker_crash", _args(0)), ("controller_elect", _args(1)), ("elect_leader", _args(1, 0, 1)),
     ("become_leader", _lai(1)), ("broker_restart", _args(0)), ("truncate", _args(0, 0)),
@@ -57,6 +59,7 @@ ADMIN_RUN = ModelRun("admin", [
     ("create_topic", _args(1, 0, (0, 1), 0)), ("become_leader", _lai(0)), ("become_follower", _lai(1)),
     ("produce", _args(0, 0)), ("controlled_shutdown", _args(1, 0, 0, 1)), ("stop_replica", _stop(0)),
     ("become_leader", _lai(1)), ("broker_stop", _args(0)),
+    ("reassign_start", _args(1, 0, (1,))), ("reassign_complete", _args(1, 0, 1)), ("become_leader", _lai(1)),
 ], brokers=2)
 
 
@@ -71,10 +74,11 @@ def test_the_admin_run_is_one_the_model_takes_to_its_end() -> None:
         t = apply(s, cfg, step)
         assert t is not None, step
         s = t
-    assert s.zk.partitions[0].topic_id == 1 and s.brokers[0].replicas[0].log and s.zk.partitions[0].leader == 1
+    zn = s.zk.partitions[0]
+    assert zn.topic_id == 1 and s.brokers[0].replicas[0].log and zn.leader == 1 and zn.ar == (1,)
 
 
-def test_a_preferred_election_and_a_topic_deleted_and_created_again_follow_the_model_on_real_brokers(
+def test_a_preferred_election_deletion_re_creation_controlled_shutdown_and_reassignment_follow_the_model(
         tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster",
                     knobs=KNOBS).run(ADMIN_RUN)
@@ -91,7 +95,8 @@ def test_with_the_knobs_the_generated_cases_take_every_admin_action_the_driver_r
     assert ADMIN <= driven
     assert ADMIN <= {a for a, _ in pairs}
     assert {("stop_replica", "deleted"), ("stop_replica", "stopped"), ("stop_replica", "refused"),
-            ("controlled_shutdown", "moved"), ("controlled_shutdown", "stopped_only")} <= pairs
+            ("controlled_shutdown", "moved"), ("controlled_shutdown", "stopped_only"),
+            ("reassign_start", "taken"), ("reassign_complete", "taken")} <= pairs
     for case in cases:  # each case ends in its pair
         s = initial(cfg)
         for step in case.steps:

@@ -84,7 +84,8 @@ def outcome(step: Step, s: State, t: State) -> str:
     return "taken"
 
 
-WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic", "controlled_shutdown"})
+WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic", "controlled_shutdown",
+                                "reassign_start", "reassign_complete"})
 """Admin requests the implementation's controller takes only after the election it has to
 make: in step mode it waits for that election's permit (``elect_leader``) before its next
 event, so while the model may elect, the generated paths take none of these."""

@@ -135,8 +135,8 @@ class SteerableCluster:
 
     def admin_request(self, controller: int, what: str, partition: int, replicas: list[int] | None = None) -> None:
         """One administrator's request to the controller, through the admin client:
-        ``elect_preferred``, ``delete_topic`` or ``create_topic`` (``replicas`` its partition's
-        assignment).  Sent to the model's controller directly: a broker learns a new
+        ``elect_preferred``, ``delete_topic``, ``create_topic`` or ``reassign`` (``replicas``
+        the partition's assignment, or its RAR).  Sent to the model's controller directly: a broker learns a new
         controller from its UpdateMetadata, which waits in the controller's channel behind
         the LeaderAndISR the relay holds, so no broker could name it yet.  Nothing is awaited
         but the answer: the controller's LeaderAndISR and StopReplica wait in the relay."""
@@ -147,6 +147,8 @@ class SteerableCluster:
                 admin.elect_preferred(TOPIC, partition)
             elif what == "delete_topic":
                 admin.delete_topic(TOPIC, wait=0)
+            elif what == "reassign":
+                admin.reassign(TOPIC, partition, list(replicas or []), wait=0)
             elif what == "create_topic":
                 admin.create_topic(TOPIC, replication_factor=len(replicas or []),
                                    assignment={partition: list(replicas or [])}, wait=0)

@@ -117,6 +117,22 @@ def _stop(d: Driver, step: Step, s: State, t: State) -> None:
                          f"broker {b} stops cleanly")
 
 
+def _reassign_start(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p, rar = step.args
+    _admin(d, c, "reassign", p, list(rar))
+    for _ in range(4):  # INIT, then IN_PROGRESS: the step (LeaderAndISR to AR+RAR sent)
+        e = d.expect("reassignment", c, f"controller {c} starts reassigning partition {p} to {list(rar)}")
+        if (e.get("params") or {}).get("state") == "IN_PROGRESS":
+            return
+    raise Divergence(f"controller {c} did not start reassigning partition {p}", f"reassign_start{step.args}")
+
+
+def _reassign_complete(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p, _ = step.args
+    d.cluster.grant(c, "admin_tick")
+    d.expect("elect_leader", c, f"controller {c} switches partition {p} to its new replicas")
+
+
 def _preferred_election(d: Driver, step: Step, s: State, t: State) -> None:
     c, p = step.args
     _admin(d, c, "elect_preferred", p)
@@ -258,6 +274,10 @@ OPERATIONS: dict[str, Operation] = {
                                      "request to the controller, sent by the harness", _controlled_shutdown),
     "broker_stop": Operation("LocalCluster.stop_broker", "SIGTERM: the broker's own controlled shutdown, then its "
                              "clean exit", _stop),
+    "reassign_start": Operation("Admin.reassign", "ask the controller to reassign the partition to RAR",
+                                _reassign_start),
+    "reassign_complete": Operation("permit(admin_tick)", "let the controller's admin scan run once: it switches "
+                                   "the partition to RAR", _reassign_complete),
     "preferred_election": Operation("Admin.elect_preferred", "ask the controller for a preferred-replica election",
                                     _preferred_election),
     "delete_topic": Operation("Admin.delete_topics", "ask the controller to delete the topic", _delete_topic),

@@ -44,7 +44,9 @@ class Controller(Failover, ControlledShutdown):
 
     def _ticker(self) -> None:
         while not self._stopped.wait(self.config.reassign_interval_s):
-            if self.active:
+            # harness step mode (impl.node.step_gate): a scan, and the reassignment switch it
+            # may make, waits for its permit
+            if self.active and (not self.step_gate.on or self.step_gate.take("admin_tick")):
                 self._post("tick")
 
     def stop(self) -> None:
