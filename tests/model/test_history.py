@@ -132,7 +132,7 @@ def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     assert r.depth == pinned("kip320", "three brokers, reduced", "depth")
 
 
-@pytest.mark.slow
+@pytest.mark.whole_space  # bench/bench_whole_space.py: CI exhausts the reduced space above
 def test_kip320_exhausts_the_three_broker_bounds_without_the_partial_order_reduction_too():
     """The same verdict with nothing but symmetry: every reachable state of the full model
     at the three-broker bounds -- some 38 M states, depth 57, about three minutes on both

@@ -132,7 +132,7 @@ def test_the_native_state_space_is_the_models_on_a_sample_of_its_states(tmp_path
     _the_native_space_is_the_models(tmp_path, name, symmetry, reduction, sample=SAMPLE)
 
 
-@pytest.mark.slow
+@pytest.mark.whole_space  # bench/bench_whole_space.py; CI runs the sampled twin above
 @pytest.mark.parametrize(("name", "symmetry", "reduction"), sorted(FULL_SPACES))
 def test_the_native_state_space_is_the_models_on_every_state(tmp_path, name, symmetry, reduction):
     _the_native_space_is_the_models(tmp_path, name, symmetry, reduction, sample=None)

@@ -56,14 +56,14 @@ def test_bmc_kip320_none():
     assert k is None and len(times) == 4
 
 
-@pytest.mark.parametrize("name", ["design"])  # kip320's: test_differential_deep, in the slow suite
+@pytest.mark.parametrize("name", ["design", "kip320"])  # 300 states each: test_differential_deep
 def test_differential(name):
     cfg = named(name)
-    states = sample_states(cfg, 60)
+    states = sample_states(cfg, 40)
     assert differential(cfg, states) == []
 
 
-@pytest.mark.slow
+@pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
 @pytest.mark.parametrize("name", ["design", "kip101", "kip279", "kip320"])
 def test_differential_deep(name):
     cfg = named(name)
