@@ -73,6 +73,13 @@ def broker_change_choice(assigned: list[int], current: zkl.LeaderAndIsr, live: s
                          exclude=frozenset() if keep else shutting_down)
 
 
+class Reconsider:
+    """A decision deferred: decide again from the partition's state read afresh from ZooKeeper."""
+
+
+RECONSIDER = Reconsider()
+
+
 def changes(d: Decision, current: zkl.LeaderAndIsr) -> bool:
     """Whether decision ``d`` is a write: a new leader or a new ISR (else nothing is written)."""
     return not (d.leader == current.leader and tuple(sorted(d.isr)) == tuple(current.isr))
@@ -95,12 +102,29 @@ class BrokerFailure(ControlRequestSender):
         # the partitions it affects, not a read of every topic (seed 001's motivation)
         live = set(new_live)
 
-        def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None:
+        permitted: set[Key] = set()  # step mode: the partitions whose election has its permit
+
+        def decide(key: Key, st: zkl.LeaderAndIsr) -> Decision | None | Reconsider:
+            nonlocal live
             choice = broker_change_choice(self._replicas(key), st, live,
                                           self.config.unclean_leader_election,
                                           frozenset(self.shutting_down))
-            if choice is not None and not self.step_gate.wait_blocking("elect_leader"):
-                return None  # harness step mode: elect when the harness says
+            if not self.step_gate.on:
+                return choice
+            if key not in permitted:
+                # harness step mode: elect when the harness says -- then read what the model's
+                # elect_leader reads when it is taken, the live brokers and the partition's
+                # state.  Decided from this event's first read, the election wrote back, as
+                # in sync, a broker that died while it waited (docs/drive.md, "What it found")
+                if choice is None or not changes(choice, st) or \
+                        not self.step_gate.wait_blocking("elect_leader"):
+                    return None
+                permitted.add(key)
+                live = set(self._read_live())
+                return RECONSIDER
+            if choice is None or not changes(choice, st):
+                self.step_gate.give_back("elect_leader")  # nothing left to elect
+                permitted.discard(key)
             return choice
 
         changed = self._elect_partitions(self._all_keys(), decide, "broker_change")
@@ -113,7 +137,7 @@ class BrokerFailure(ControlRequestSender):
             self._send_update_metadata()
 
     def _elect_partitions(self, keys: Iterable[Key],
-                          decide: Callable[[Key, zkl.LeaderAndIsr], Decision | None],
+                          decide: Callable[[Key, zkl.LeaderAndIsr], Decision | None | Reconsider],
                           reason: str, extra_targets: Iterable[int] = (), fresh: bool = False) -> list[Key]:
         """Seed 000 A 3.1-4: read, decide, write conditionally (re-read and retry the
         partitions whose zk_version moved meanwhile, A 3.3), then send LeaderAndISR.
@@ -131,12 +155,16 @@ class BrokerFailure(ControlRequestSender):
             current = (self._known_states(pending) if attempt == 0 and not fresh
                        else self._read_states(pending))
             plans = []
+            again: list[Key] = []  # deferred (RECONSIDER): decided again from ZooKeeper
             for key in pending:
                 cur = current.get(key)
                 if cur is None:
                     continue
                 st, version = cur
                 d = decide(key, st)
+                if isinstance(d, Reconsider):
+                    again.append(key)
+                    continue
                 if d is None or not changes(d, st):
                     continue
                 new = zkl.LeaderAndIsr(d.leader, st.leader_epoch + 1, tuple(sorted(d.isr)), self.epoch)
@@ -145,7 +173,7 @@ class BrokerFailure(ControlRequestSender):
             for k, new, ver in written:
                 states[k] = (new, ver)
                 done.append(k)
-            pending = conflicted
+            pending = conflicted + again
         if pending:
             raise RuntimeError(f"could not elect leaders for {pending} after retries")
         targets: dict[int, list[Key]] = {}
