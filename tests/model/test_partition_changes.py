@@ -19,8 +19,17 @@ from model.actions import Step, partition_adds_args
 from model.actions.partitions import fresh_partition_id
 from model.config import named
 from model.registry import ACTIONS, apply, explored, successors, unsupported_features
-from model.state import DELETED, EPOCH_DURING_DELETE, LEADER, NONE, NOT_CREATED, initial
+from model.state import (
+    DELETED,
+    EPOCH_DURING_DELETE,
+    LEADER,
+    NONE,
+    NOT_CREATED,
+    ever_created,
+    initial,
+)
 from properties.checkers.bfs import SearchOptions, check
+from properties.checkers.symmetry import canonical
 from properties.safety import acked_durable, all_violations, deleted_not_served
 from tests.pinned import pinned
 
@@ -198,6 +207,7 @@ def test_a_search_takes_add_partitions_to_a_new_partition_with_a_leader_and_a_re
         for s in level:
             for _step, t in successors(s, ONE):
                 assert not all_violations(s, t), (_step, all_violations(s, t))
+                assert fresh_partition_id(canonical(t).zk) == fresh_partition_id(t.zk)
                 if t in seen:
                     continue
                 seen.add(t)
@@ -208,6 +218,16 @@ def test_a_search_takes_add_partitions_to_a_new_partition_with_a_leader_and_a_re
         level = nxt
     assert found is not None
     assert found.ghost.partition_changes == 1 and (1, 1, found.zk.partitions[1].leader) in found.ghost.led
+
+
+def test_the_symmetry_reduction_keeps_which_ids_the_topic_had() -> None:
+    """The canonical state renumbers znode versions, never leader epochs: a removed id stays
+    used and an id not created yet stays ``NOT_CREATED`` in the state the search stores."""
+    two = named("kip320", partition_changes=2)
+    s = _steps(two, initial(two), ("add_partitions", (0, 1, (0, 1), 1)), ("remove_partitions", (0, 1)))
+    for t in (s, canonical(s)):
+        assert [ever_created(zn) for zn in t.zk.partitions] == [True, True, False]
+        assert t.zk.partitions[2] == NOT_CREATED and fresh_partition_id(t.zk) == 2
 
 
 def test_the_registry_traces_them_as_the_implementation_records_them() -> None:
