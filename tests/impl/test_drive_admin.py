@@ -116,12 +116,15 @@ def test_with_the_knobs_the_generated_cases_take_every_admin_action_the_driver_r
     assert not {a for a, _ in plain} & ADMIN  # without the knobs, none
 
 
-def test_the_admin_knobs_are_checked_like_check_s(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_admin_knobs_are_checked_and_a_run_needing_one_says_which(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["drive", "--config", "kip320", "--scenario", "topic_recreation", "--deletions", "7"])
     err = capsys.readouterr().err
     assert code == 2 and "--deletions must be between 0 and 2" in err and len(err.strip().splitlines()) == 1
     code = main(["drive", "--config", "kip320", "--generate", "guided", "--budget", "5", "--deletions", "1"])
     assert code == 2 and "go with --scenario" in capsys.readouterr().err
+    # a run whose admin action the configuration does not allow: bad input, no cluster started
+    code = main(["drive", "--config", "kip320", "--scenario", "topic_recreation"])
+    assert code == 2 and "action delete_topic needs --deletions 1" in capsys.readouterr().err
 
 
 @pytest.mark.slow

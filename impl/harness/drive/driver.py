@@ -102,6 +102,20 @@ def check_drivable(run: ModelRun) -> None:
             raise DriveError(f"{run.name}: action {action} has no driver" + (f" ({why})" if why else ""))
 
 
+def check_knobs(run: ModelRun, cfg: Config) -> None:
+    """Every action of the run is one the configuration's knobs allow (a deletion needs
+    ``--deletions 1``); else the one-line reason (bad input, exit 2), before any process
+    starts -- rather than a run the model refuses halfway."""
+    from model.registry import ACTIONS
+
+    for action, _ in run.steps:
+        e = ACTIONS[action]
+        if not e.explored_in(cfg):
+            knobs = ((e.feature,) if e.feature is not None else ()) + e.also_enabled_by
+            need = " or ".join(f"--{f.knob.replace('_', '-')} 1" for f in knobs)
+            raise DriveError(f"{run.name}: action {action} needs {need} (the configuration allows none)")
+
+
 class Driver:
     """Drive one model run against a fresh cluster (``run``); the Python API the CLI and
     tests use, and what generated test cases build on."""
@@ -132,6 +146,7 @@ class Driver:
         run = replace(run, bounds={**run.bounds, **self.knobs})
         n = brokers_needed(run, self.config_name)
         self.cfg = named(self.config_name, brokers=n, **run.bounds)
+        check_knobs(run, self.cfg)
         start = time.monotonic()
         data_dir = Path(self.data_dir or tempfile.mkdtemp(prefix="epochal-drive-"))
         report = DriveReport(run.name, self.config_name, n, self.cfg.truncation, FOLLOWED, 0,
