@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from impl_testing import wait_until
+from kazoo.exceptions import NoNodeError
 
 from impl.node import zk as zkl
 from impl.node.client import Admin, Consumer, Producer
@@ -86,3 +87,27 @@ def test_a_removed_partition_id_is_never_added_again_and_its_old_log_is_not_serv
     for b in c.configs:  # no replica anywhere holds the removed partition's log
         assert not (c.data_dir / f"broker-{b}" / "logs" / f"{TOPIC}-1").exists()
     zk.stop()
+
+
+class _Znodes:
+    """A ZooKeeper with only the data the rule reads (``get``)."""
+
+    def __init__(self, data: dict[str, bytes]) -> None:
+        self.data = data
+
+    def get(self, path: str) -> tuple[bytes, None]:
+        if path not in self.data:
+            raise NoNodeError(path)
+        return self.data[path], None
+
+
+@pytest.mark.parametrize("current, recorded, fresh", [
+    ([0, 1], None, 2),  # no removal yet: after the highest id the topic has
+    ([0], b"2", 2),  # partition 1 removed: 1 stays used
+    ([0, 4], b"3", 5),  # ids added since the removal: past them
+    ([], b"x", 0),  # an unreadable record counts as none
+])
+def test_the_fresh_partition_id_is_past_every_id_the_topic_has_and_every_id_it_had(
+        current: list[int], recorded: bytes | None, fresh: int) -> None:
+    data = {} if recorded is None else {zkl.next_partition_path(TOPIC): recorded}
+    assert zkl.fresh_partition_id(_Znodes(data), TOPIC, current) == fresh
