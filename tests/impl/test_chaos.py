@@ -396,17 +396,6 @@ def test_unclean_election_loses_acknowledged_writes_and_the_report_names_why(
 
 
 @pytest.mark.slow
-def test_a_minute_of_faults_loses_no_acknowledged_write_and_conforms(
-        tmp_path: Path, zk_chroot: str, spark: Any) -> None:
-    """Seed 3 (it once caught a fault recorded before the step it froze, see
-    impl.harness.cluster.stop_then_observe).  The other seeds and the five-broker run with
-    reassignments are ``bench/bench_chaos_seeds.py``: a minute each is more than CI's budget."""
-    report = _run(tmp_path, zk_chroot, 3, 60, spark=spark)
-    _safe(report)
-    _conforms(report)
-
-
-@pytest.mark.slow
 def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     import subprocess
 
