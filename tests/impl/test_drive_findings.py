@@ -67,3 +67,14 @@ def test_a_restarted_follower_gets_the_answer_to_its_own_fetch(tmp_path: Path) -
     answer went to the dead incarnation's connection.  The model's broker_restart drops
     what the previous incarnation had in flight; the driver now drops it from the relay."""
     _drive(FOUND / "fetch-of-a-previous-incarnation.json", tmp_path)
+
+
+@pytest.mark.slow
+def test_a_restarted_follower_is_not_sent_the_answer_its_previous_incarnation_asked_for(
+        tmp_path: Path) -> None:
+    """Run 4 of a later campaign (a driver fault): broker 1 fetched and crashed, the leader
+    answered the fetch anyway (the model lets a dead follower's request arrive), and the
+    relay held the answer; after the restart, receive_fetch released that one, to the dead
+    incarnation's connection.  The driver now drops it at the restart, as the model does."""
+    _drive(FOUND / "answer-to-a-previous-incarnation.json", tmp_path)
+

@@ -69,11 +69,13 @@ def _crash(d: Driver, step: Step, s: State, t: State) -> None:
 
 def _restart(d: Driver, step: Step, s: State, t: State) -> None:
     b = step.args[0]
-    # a new incarnation fetches over new connections: a fetch its previous one sent and the
-    # relay still holds is gone, as the model's broker_restart drops it -- else a later
-    # handle_fetch could release that one, and its answer go to a connection nobody reads
-    for f in d.cluster.relay.held("fetch_request", src=b):
-        d.cluster.relay.drop(f.id)
+    # a new incarnation fetches over new connections: what its previous one had in flight as
+    # a follower and the relay still holds -- a fetch it sent, the answer to one the leader
+    # handled after the crash -- is gone, as the model's broker_restart drops it; else a
+    # later handle_fetch or receive_fetch could release that one, on a connection nobody reads
+    relay = d.cluster.relay
+    for f in relay.held("fetch_request", src=b) + relay.held("fetch_response", dst=b):
+        relay.drop(f.id)
     d.cluster.cluster.restart(b)
     d.expect("broker_restart", b, f"broker {b} registers and recovers from ZooKeeper", timeout=45)
 
