@@ -43,6 +43,7 @@ def test_a_time_budget_stops_the_search_and_says_how_deep_every_run_was_tried():
     _claim_holds(r)
 
 
+@pytest.mark.slow  # a three-broker search until 40 MB more: the slow suite
 def test_a_memory_budget_stops_the_search_before_the_machine_runs_out():
     limit = search_memory() + 40 * 2**20  # 40 MB more than the test process holds now
     r = check(three_brokers("kip320"), SearchOptions(reduction=True, max_memory=limit, workers=2))
@@ -125,7 +126,8 @@ def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
         assert p.stderr.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")
 
 
-@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])
+@pytest.mark.slow  # four searches per worker count: the slow suite
+@pytest.mark.parametrize("workers", [1, 2])
 def test_packed_levels_change_nothing_but_the_memory_they_take(monkeypatch, workers):
     """Once memory runs short the levels are held pickled: the same states, transitions,
     order and shortest counterexample as with every level held as objects.  (One record is
@@ -148,6 +150,7 @@ def test_packed_levels_change_nothing_but_the_memory_they_take(monkeypatch, work
             assert packed.holds and plain.holds
 
 
+@pytest.mark.slow
 def test_levels_are_packed_only_once_memory_runs_short():
     r = check(named("kip320", records=1), SearchOptions(max_memory=64 * 2**30))
     assert r.holds and r.packed_chunks == 0

@@ -183,7 +183,7 @@ def test_each_named_configuration_at_three_brokers_expands_alike_on_a_sample(tmp
 
 
 @pytest.mark.parametrize("name", ["design", "unclean", "kip320", "zombie"])
-@pytest.mark.parametrize("reduction", [False, True])
+@pytest.mark.parametrize("reduction", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_native_and_python_searches_agree(name, reduction):
     cfg = named(name)
     a, b = check(cfg, SearchOptions(reduction=reduction)), check_native(cfg, SearchOptions(reduction=reduction))

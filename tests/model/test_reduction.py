@@ -34,7 +34,7 @@ def _verdict(r) -> str:
 
 
 # kip101 and kip279 search the most states of the named configurations: the slow suite's
-SLOW_REDUCED = {"kip101", "kip279"}
+SLOW_REDUCED = {"kip101", "kip279", "kip320"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_REDUCED else n

@@ -94,7 +94,7 @@ def cold_memo():
     replay._Memo.nodes_total = 0
 
 
-@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.slow) if c == "kip320" else c
+@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.slow) if c in ("kip320", "design") else c
                                     for c in CONFIGS])
 def test_fast_and_memo_give_the_plain_verdicts(config: str, cold_memo: None) -> None:
     cases = _cases()
