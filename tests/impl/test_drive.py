@@ -214,3 +214,15 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
     d = report["divergence"]
     assert d["action"] == "handle_fetch" and d["step"] == 23
     assert "handle_fetch by broker 0" in d["implementation_did"] and "FENCED_LEADER_EPOCH" in d["model_allowed"]
+
+
+def test_a_driven_cluster_signs_in_as_every_cluster_does(tmp_path: Path) -> None:
+    """Driven brokers run with SCRAM on (docs/security.md), not --insecure: the relay reads
+    frames SCRAM leaves in the clear.  That the sign-in works through the relay, as the
+    operator and in a broker's name, the real-process drive runs prove (the admin run's
+    ControlledShutdown is accepted only from ``broker-N``)."""
+    from impl.harness.drive.network import STEP_SETTINGS, SteerableCluster
+
+    steerable = SteerableCluster(tmp_path, 2, "kip320")
+    assert not steerable.cluster.insecure and not steerable.settings.get("insecure", False)
+    assert "insecure" not in STEP_SETTINGS and not steerable.settings.get("tls", False)

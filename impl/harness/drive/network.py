@@ -17,10 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from impl.harness.cluster import LocalCluster
+from impl.harness.cluster import LocalCluster, cluster_keyring
 from impl.harness.relay import MODEL_MESSAGES, Relay
 from impl.node import step_gate
 from impl.node import zk as zkl
+from impl.node.auth.credentials import broker_principal
+from impl.node.auth.credentials import register as register_keyring
 from impl.node.client import Admin
 from impl.node.config import BrokerConfig
 from impl.node.log import read_segments
@@ -38,9 +40,10 @@ STEP_SETTINGS: dict[str, Any] = {
     "controller_request_timeout_s": 600.0,
     # a killed broker's session ends within seconds (the model's crash includes it)
     "zk_session_timeout_s": 2.0,
-    # the relay reads every frame: connections without the SCRAM exchange (docs/security.md)
-    "insecure": True,
 }
+# Authenticated as every cluster is (SCRAM, docs/security.md): the relay passes the sign-in
+# exchange through untouched and reads the frames after it, which SCRAM leaves in the clear.
+# Not TLS: the relay must read each frame to hold the model's messages.
 
 
 class SetupError(RuntimeError):
@@ -55,7 +58,7 @@ class SteerableCluster:
         self.data_dir = Path(data_dir).resolve()
         self.n = brokers
         self.log = log or (lambda m: None)
-        self.cluster = LocalCluster(self.data_dir, brokers=brokers, insecure=True)
+        self.cluster = LocalCluster(self.data_dir, brokers=brokers)
         self.settings = dict(STEP_SETTINGS, truncation=truncation, min_insync_replicas=min_insync,
                              unclean_leader_election=unclean)
         self.relay: Relay | None = None
@@ -65,10 +68,13 @@ class SteerableCluster:
     def start(self, timeout: float = 60.0) -> SteerableCluster:
         c = self.cluster
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        c.keyring, c.zk_acl = cluster_keyring(self.data_dir, create=True)
         c.zk_server = EmbeddedZooKeeper(data_dir=self.data_dir / "zookeeper",
                                         tick_time_ms=c.tick_time_ms).start()
         ports = {b: free_port() for b in range(self.n)}
         self.relay = Relay({b: ("127.0.0.1", p) for b, p in ports.items()}).start()
+        # a client told the brokers' advertised (relay) ports signs in as the operator there too
+        register_keyring([("127.0.0.1", p) for p in self.relay.ports.values()], c.keyring)
         for b in range(self.n):
             c.configs[b] = BrokerConfig(broker_id=b, port=ports[b], zookeeper=c.zookeeper,
                                         data_dir=self.data_dir, run_id=c.run_id,
@@ -93,6 +99,7 @@ class SteerableCluster:
             self.cluster.stop()
         finally:
             if self.relay is not None:
+                register_keyring([("127.0.0.1", p) for p in self.relay.ports.values()], None)
                 self.relay.stop()
 
     def _wait(self, ok: Any, timeout: float, what: str) -> None:
@@ -167,7 +174,10 @@ class SteerableCluster:
         finally:
             zk.stop()
             zk.close()
-        conn = BlockingConnection(*self.cluster.endpoint(controller), timeout=15)
+        # signed in as the broker: the controller takes a ControlledShutdown only from the
+        # principal it names (impl.node.auth.rules); the harness holds the cluster's secret
+        conn = BlockingConnection(*self.cluster.endpoint(controller), timeout=15,
+                                  user=broker_principal(broker))
         try:
             error, _, resp = conn.send(ApiKey.CONTROLLED_SHUTDOWN,
                                        {"broker_id": broker, "broker_epoch": stat.czxid})
