@@ -78,3 +78,32 @@ def test_a_restarted_follower_is_not_sent_the_answer_its_previous_incarnation_as
     incarnation's connection.  The driver now drops it at the restart, as the model does."""
     _drive(FOUND / "answer-to-a-previous-incarnation.json", tmp_path)
 
+
+
+@pytest.mark.slow
+def test_a_reassignment_tells_its_replica_on_a_broker_shutting_down_to_follow(tmp_path: Path) -> None:
+    """Broker 1 shuts down (broker 0 takes the lead), then the partition is reassigned to
+    [1].  Kafka 2.7's reassignment sends its LeaderAndISR to every replica of ORS + TRS that
+    is live or shutting down (``sendRequestsToBrokers`` filters by
+    ``liveOrShuttingDownBrokerIds``), and so does the model's ``reassign_start``; the
+    controller sent none to broker 1, as if it were an election's recipient."""
+    follow = {"to": 1, "partition": 0, "leader": 0, "leader_epoch": 2, "isr": [0], "zk_version": 1,
+              "controller_epoch": 1, "max_broker_epoch": 1, "topic_id": 0}
+    f = tmp_path / "path.json"
+    f.write_text(json.dumps({"config": {"brokers": 2, "max_shutdowns": 1, "reassignments": 1},
+                             "steps": [{"action": "controlled_shutdown", "args": [0, 0, 1, 0]},
+                                       {"action": "reassign_start", "args": [0, 0, [1]]},
+                                       {"action": "become_follower", "args": [follow]}]}))
+    _drive(f, tmp_path)
+
+
+@pytest.mark.slow
+def test_a_follower_waiting_to_fetch_looks_up_its_new_epoch_first(tmp_path: Path) -> None:
+    """Run 8 of a later campaign, two faults.  Broker 2's fetcher waited for a send_fetch
+    permit while LeaderAndISR made it follow broker 0 at a new epoch; it kept waiting for
+    send_fetch, and the model's next step, the epoch lookup (``truncate``), never came
+    (the implementation's step mode).  And the lookup went on the connection to broker
+    0's previous incarnation, which the relay had kept open to deliver a held answer, and
+    then never closed (the driver's relay)."""
+    _drive(FOUND / "truncate-after-a-leader-and-isr-while-a-fetch-waited.json", tmp_path)
+

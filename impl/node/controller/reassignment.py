@@ -87,7 +87,7 @@ class Reassignment(ControlRequestSender):
                     self._set_assignment(t, p, union)
                 states = self._read_states([key])
                 for b in union:
-                    self._send_leader_and_isr(b, [key], states)
+                    self._send_leader_and_isr(b, [key], states, reassigning=True)
                 info["state"] = IN_PROGRESS
                 self.recorder.emit("reassignment", topic=t, partition=p,
                                    params={"state": IN_PROGRESS, "rar": rar, "ar": ar})
@@ -122,7 +122,7 @@ class Reassignment(ControlRequestSender):
             states = {key: (new, stat.version)}
             self.states[key] = (new, stat.version)
             for b in rar:  # 3.2.3
-                self._send_leader_and_isr(b, [key], states)
+                self._send_leader_and_isr(b, [key], states, reassigning=True)
             gone = [b for b in old_replicas if b not in rar]
             self._stop_replicas({b: [key] for b in gone}, delete=True)  # 3.2.4
             self._drop_admin(zkl.REASSIGN, t)

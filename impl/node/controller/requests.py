@@ -139,21 +139,26 @@ class ControlRequestSender(ControllerContext):
             ch.send(api, dict(body, **self._control_fields(broker)))
 
     def _send_leader_and_isr(self, broker: int, keys: list[Key],
-                             states: dict[Key, Any], init: bool = False) -> None:
+                             states: dict[Key, Any], init: bool = False,
+                             reassigning: bool = False) -> None:
         """One LeaderAndISR for ``keys`` (seed 000 C), with the leaders' endpoints and each
         topic's id (its incarnation, :mod:`impl.node.topic_identity`).
 
-        A broker shutting down is told only of partitions it still leads (Kafka 2.7 sends
-        LeaderAndISR to live replicas, which exclude shutting-down brokers): as a follower it
-        would fetch again and its leader would put it back into the ISR it just left.  The
-        partitions it follows get StopReplica instead (:mod:`.controlled_shutdown`)."""
+        After an election a broker shutting down is told only of partitions it still leads
+        (Kafka 2.7's elections send LeaderAndISR to live replicas, which exclude
+        shutting-down brokers): as a follower it would fetch again and its leader would put
+        it back into the ISR it just left.  The partitions it follows get StopReplica
+        instead (:mod:`.controlled_shutdown`).  A reassignment (``reassigning``) tells every
+        replica it names, shutting down or not: Kafka 2.7's ``onPartitionReassignment``
+        sends to ORS + TRS (then TRS), which ``sendRequestsToBrokers`` filters only by
+        ``liveOrShuttingDownBrokerIds``."""
         entries, leaders = [], {}
         for t, p in keys:
             cur = states.get((t, p))
             if cur is None:
                 continue
             st, version = cur
-            if broker in self.shutting_down and st.leader != broker:
+            if broker in self.shutting_down and st.leader != broker and not reassigning:
                 continue
             entries.append({"topic": t, "partition": p, "leader": st.leader,
                             "leader_epoch": st.leader_epoch, "isr": list(st.isr),
