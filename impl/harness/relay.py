@@ -113,6 +113,7 @@ class _Conn:
     requests: dict[int, tuple[str, int | None]] = field(default_factory=dict)  # cid -> (kind, src)
     swallow: dict[int, int] = field(default_factory=dict)  # cid -> answers to duplicates to drop
     closed: bool = False
+    server_ended: bool = False  # the broker's side ended while answers were held for the client
 
 
 class Relay:
@@ -237,6 +238,12 @@ class Relay:
             writer.write(f.data)
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.drain()
+            if c.server_ended and not request and \
+                    not any(x.state == "held" and x.conn == c.id for x in self.frames):
+                # the answering broker is gone: once its last answer is delivered, the
+                # connection breaks, as TCP's would -- left open, the client's next request
+                # on it went to nobody and waited for an answer for ever
+                self._close(c)
         with self._cond:
             self._cond.notify_all()
         return f
@@ -289,6 +296,8 @@ class Relay:
             if not any(f.state == "held" and f.conn == c.id for f in self.frames):
                 with contextlib.suppress(Exception):
                     other.close()
+            elif not request:
+                c.server_ended = True
 
     def _classify(self, c: _Conn, payload: bytes, request: bool) -> Frame | None:
         data = _U32.pack(len(payload)) + payload

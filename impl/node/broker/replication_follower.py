@@ -100,12 +100,8 @@ class ReplicationFollower(LogDirFailures):
                         await asyncio.gather(*(self._truncate_by_epoch(r, conn, leader, r.leader_epoch)
                                                for r in lookups))
                         continue
-                    if self.step_gate.on:  # harness step mode: fetch when the harness says
-                        await self.step_gate.wait("send_fetch")
-                        if any(r.role != FOLLOWER or r.leader != leader or r.needs_epoch_lookup
-                               for r in parts) or conn.closed:
-                            self.step_gate.give_back("send_fetch")
-                            continue
+                    if self.step_gate.on and not await self._send_fetch_permit(leader, parts, conn):
+                        continue
                     sent: dict[tuple[str, int], tuple[int, int]] = {}
                     asked: dict[tuple[str, int], Replica] = {}
                     reqs = []
@@ -167,6 +163,20 @@ class ReplicationFollower(LogDirFailures):
         finally:
             if self._fetchers.get(leader) is asyncio.current_task():
                 del self._fetchers[leader]
+
+    async def _send_fetch_permit(self, leader: int, parts: list[Replica], conn: AsyncConnection) -> bool:
+        """Harness step mode: fetch when the harness says -- unless, while waiting, a
+        partition's follower state moved (another leader, or a new leader epoch whose epoch
+        lookup comes first) or the connection closed: False, and the fetcher starts over.
+        A fetcher that only waited for ``send_fetch`` sat on it through a LeaderAndISR, and
+        the model's next step, the new epoch's ``truncate``, never came (docs/drive.md)."""
+        while True:
+            if conn.closed or any(r.role != FOLLOWER or r.leader != leader or r.needs_epoch_lookup
+                                  for r in parts):
+                return False
+            if self.step_gate.take("send_fetch"):
+                return True
+            await asyncio.sleep(0.005)
 
     def _fetch_timeout(self) -> float | None:
         """How long a fetch waits for its answer: the long poll plus a margin -- or, in
