@@ -238,9 +238,13 @@ def test_the_registry_traces_them_as_the_implementation_records_them() -> None:
 
 @pytest.mark.slow
 def test_with_one_partition_change_every_property_holds() -> None:
-    """Two brokers, kip320, one change: the partition is removed at any point of the run
-    (writes in flight, a broker down, a controller moving) and nothing breaks."""
-    result = check(ONE, SearchOptions(progress=None))
+    """Two brokers, kip320, one change: a partition is added, or the partition removed, at
+    any point of the run (writes in flight, a broker down, a controller moving) and nothing
+    breaks.  One record and one crash: with the second partition an addition brings, kip320's
+    own bounds are more than a CI run can exhaust (docs/model.md)."""
+    cfg = named("kip320", partition_changes=1, records=1, max_crashes=1)
+    result = check(cfg, SearchOptions(progress=None))
     assert result.holds and result.complete
-    assert result.states == pinned("kip320", "partition changes 1", "states")
-    assert result.depth == pinned("kip320", "partition changes 1", "depth")
+    bound = "partition changes 1, one record, one crash"
+    assert result.states == pinned("kip320", bound, "states")
+    assert result.depth == pinned("kip320", bound, "depth")
