@@ -323,24 +323,45 @@ def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tup
 def _ignore_interrupts() -> None:
     """Pool initialiser: Ctrl-C reaches the whole process group; the search's own process
     handles it (stops and reports), so a worker must not die of it with a traceback.  The
-    worker is forked with SIGINT blocked (:func:`_fork_pool`): ignore it, then unblock."""
+    worker is forked with SIGINT blocked (:class:`_ForkedPool`): ignore it, then unblock."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _fork_pool(processes: int) -> mp.pool.Pool:
-    """A pool of forked workers that no Ctrl-C can kill before they ignore it.
+class _ForkedPool:
+    """A pool of forked workers that no Ctrl-C can kill before they ignore it, and that is
+    always terminated, whenever the Ctrl-C comes.
 
     A SIGINT landing between a worker's fork and its initialiser would kill that worker
     with the task it had taken, and the search would wait for that task's result for ever
     (a Ctrl-C test hung so, once in a CI run).  So SIGINT is blocked across the fork: the
     workers start with it blocked, and this process gets a Ctrl-C that came meanwhile as
-    soon as the pool exists."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        return mp.get_context("fork").Pool(processes, initializer=_ignore_interrupts)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    soon as it is unblocked -- which is why the pool is held in ``self.pool`` *before* the
+    unblocking: a KeyboardInterrupt raised there must not lose the pool, or nobody
+    terminates it and its idle workers keep the exit waiting (a second CI hang)."""
+
+    def __init__(self) -> None:
+        self.pool: mp.pool.Pool | None = None
+
+    def start(self, processes: int) -> mp.pool.Pool:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.pool = mp.get_context("fork").Pool(processes, initializer=_ignore_interrupts)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        return self.pool
+
+    def terminate(self) -> None:
+        """Terminate the pool, if one runs; SIGINT is blocked meanwhile, so a Ctrl-C cannot
+        leave it half terminated."""
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pool.terminate()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _shared(pool, ranges: list[int], workers: int) -> Iterator:
@@ -427,7 +448,7 @@ def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
     collector_was_on = gc.isenabled()
     gc.disable()  # (see "No cycle collector"; forked workers inherit it)
     global _FRONTIER
-    pool = None
+    forked = _ForkedPool()
     try:
         while size:
             nxt = _Level()
@@ -435,8 +456,7 @@ def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
             ranges = list(range(len(frontier)))
             if workers > 1 and size > PARALLEL_THRESHOLD:
                 # forked now, so the workers see this level and everything seen before it
-                pool = _fork_pool(workers - 1)
-                results = _shared(pool, ranges, workers)
+                results = _shared(forked.start(workers - 1), ranges, workers)
             else:
                 results = _own(ranges)
             for found_here, piece, violation, n in results:
@@ -458,13 +478,11 @@ def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
                 if violation is not None:
                     found = violation
                     break
-                stopped_by = budget.exceeded(pool)
+                stopped_by = budget.exceeded(forked.pool)
                 meter.tick(depth + 1, len(parent), nxt.count, memory=budget.used)
                 if stopped_by is not None:
                     break
-            if pool is not None:
-                pool.terminate()
-                pool = None
+            forked.terminate()
             if found is not None or stopped_by is not None:
                 break
             if max_states is not None and len(parent) >= max_states:
@@ -484,8 +502,7 @@ def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
         stopped_by = "interrupted"
     finally:
         _FRONTIER = []
-        if pool is not None:
-            pool.terminate()
+        forked.terminate()
         if collector_was_on:
             gc.enable()
     if max_memory is not None:
