@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from impl_testing import wait_until
+from impl_testing import controller_and_two_others, wait_until
 from kazoo.exceptions import NoNodeError
 
 from impl.node import zk as zkl
@@ -45,8 +45,7 @@ def test_a_removed_partition_id_is_never_added_again_and_its_old_log_is_not_serv
         make_cluster: Any) -> None:
     c = make_cluster(3, min_insync_replicas=1)
     zk = c.zk_client()
-    ctrl = int(zkl.decode(zk.get(zkl.CONTROLLER)[0])["brokerid"])
-    stale, other = [b for b in sorted(c.configs) if b != ctrl][:2]  # neither is the controller
+    ctrl, stale, other = controller_and_two_others(zk, c.configs)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [ctrl, other], 1: [stale, other]})
         wait_until(lambda: len(_state(zk, 1).isr) == 2, 15, "partition 1's full ISR")

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import pytest
-from impl_testing import trace_events, wait_until
+from impl_testing import controller_and_two_others, trace_events, wait_until
 
 from impl.node import zk as zkl
 from impl.node.client import Admin, Consumer, Producer
@@ -42,8 +42,7 @@ def test_an_acknowledged_write_survives_recreation_of_its_topic_over_a_broker_th
         make_cluster: Any) -> None:
     c = make_cluster(3, min_insync_replicas=1)
     zk = c.zk_client()
-    ctrl = int(zkl.decode(zk.get(zkl.CONTROLLER)[0])["brokerid"])
-    stale, leader = [b for b in sorted(c.configs) if b != ctrl][:2]  # neither is the controller
+    ctrl, stale, leader = controller_and_two_others(zk, c.configs)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [leader, stale, ctrl]})
         with Producer(c.bootstrap, acks=-1) as producer:
