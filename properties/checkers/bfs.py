@@ -338,7 +338,7 @@ class _ForkedPool:
     workers start with it blocked, and this process gets a Ctrl-C that came meanwhile as
     soon as it is unblocked -- which is why the pool is held in ``self.pool`` *before* the
     unblocking: a KeyboardInterrupt raised there must not lose the pool, or nobody
-    terminates it and its idle workers keep the exit waiting (a second CI hang)."""
+    terminates it before the exit."""
 
     def __init__(self) -> None:
         self.pool: mp.pool.Pool | None = None

@@ -25,6 +25,7 @@ from model.config import named
 from model.three_brokers import three_brokers
 from properties.checkers.bfs import SearchOptions, check
 from properties.checkers.budget import search_memory
+from tests.ctrl_c import as_from_a_terminal
 
 
 def _claim_holds(r) -> None:
@@ -104,7 +105,8 @@ def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
     """Ctrl-C reaches the whole process group -- the search and its forked worker: the
     search reports how far it got and exits 3 (inconclusive), the worker dies quietly."""
     cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--workers", "2"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 60
     line = ""
     while time.monotonic() < deadline and "depth" not in line:  # searching (progress shown)

@@ -39,6 +39,7 @@ from properties.checkers.native import (
 )
 from properties.checkers.reduction import free_step
 from properties.safety import state_violation
+from tests.ctrl_c import as_from_a_terminal
 from tests.pinned import pinned
 
 
@@ -293,7 +294,8 @@ def test_ctrl_c_stops_a_native_search_which_reports_how_deep_it_got():
     import time
 
     cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--native", "--workers", "2"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 60
     line = ""
     while time.monotonic() < deadline and "level  25 done" not in line:  # deep in the search
