@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,12 @@ def trace_events(data_dir: Path) -> list[dict[str, Any]]:
     return events
 
 
-def controller_and_two_others(zk: Any, brokers: Iterable[int]) -> tuple[int, int, int]:
-    """The controller's id and the two lowest other broker ids: a test that kills a broker
-    picks one that is not the controller, so no controller failover joins the story."""
+def three_brokers_and_their_roles(make_cluster: Callable[..., Any]) -> tuple[Any, Any, int, int, int]:
+    """A three-broker cluster (min.insync.replicas 1), a ZooKeeper client signed in as it,
+    the controller's id and the two other broker ids: a test that kills one of the two
+    keeps the controller out of its story."""
+    c = make_cluster(3, min_insync_replicas=1)
+    zk = c.zk_client()
     ctrl = int(zkl.decode(zk.get(zkl.CONTROLLER)[0])["brokerid"])
-    first, second = [b for b in sorted(brokers) if b != ctrl][:2]
-    return ctrl, first, second
+    first, second = [b for b in sorted(c.configs) if b != ctrl][:2]
+    return c, zk, ctrl, first, second

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from impl_testing import controller_and_two_others, wait_until
+from impl_testing import three_brokers_and_their_roles, wait_until
 from kazoo.exceptions import NoNodeError
 
 from impl.node import zk as zkl
@@ -43,9 +43,7 @@ def _assignment(zk: Any) -> dict[int, list[int]]:
 
 def test_a_removed_partition_id_is_never_added_again_and_its_old_log_is_not_served(
         make_cluster: Any) -> None:
-    c = make_cluster(3, min_insync_replicas=1)
-    zk = c.zk_client()
-    ctrl, stale, other = controller_and_two_others(zk, c.configs)
+    c, zk, ctrl, stale, other = three_brokers_and_their_roles(make_cluster)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [ctrl, other], 1: [stale, other]})
         wait_until(lambda: len(_state(zk, 1).isr) == 2, 15, "partition 1's full ISR")

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import pytest
-from impl_testing import controller_and_two_others, trace_events, wait_until
+from impl_testing import three_brokers_and_their_roles, trace_events, wait_until
 
 from impl.node import zk as zkl
 from impl.node.client import Admin, Consumer, Producer
@@ -40,9 +40,7 @@ def _read_all(bootstrap: str) -> list[bytes]:
 
 def test_an_acknowledged_write_survives_recreation_of_its_topic_over_a_broker_that_was_down(
         make_cluster: Any) -> None:
-    c = make_cluster(3, min_insync_replicas=1)
-    zk = c.zk_client()
-    ctrl, stale, leader = controller_and_two_others(zk, c.configs)
+    c, zk, ctrl, stale, leader = three_brokers_and_their_roles(make_cluster)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [leader, stale, ctrl]})
         with Producer(c.bootstrap, acks=-1) as producer:
