@@ -108,3 +108,33 @@ def test_the_fresh_partition_id_is_past_every_id_the_topic_has_and_every_id_it_h
         current: list[int], recorded: bytes | None, fresh: int) -> None:
     data = {} if recorded is None else {zkl.next_partition_path(TOPIC): recorded}
     assert zkl.fresh_partition_id(_Znodes(data), TOPIC, current) == fresh
+
+
+@pytest.mark.parametrize("history", [
+    "a", "r0 a", "a a r1 a", "r0 r1 a a", "a r2 r0 a", "r1 a r2 a",
+])
+def test_the_implementations_fresh_id_is_the_models_after_every_add_and_remove(history: str) -> None:
+    """The same rule written twice -- the model reads its znodes (``ever_created``), the
+    controller reads the current ids and ``next_partition`` (written by each removal) -- so
+    the two are held together here: a topic of partitions 0 and 1, then each history of
+    additions (``a``, at the fresh id) and removals (``rP``), compared after every step."""
+    from model.actions.partitions import fresh_partition_id as model_fresh
+    from model.state import NOT_CREATED, PartitionZnode, Zk
+
+    created = PartitionZnode(0, 1, (0,), 0, (0,))
+    slots = [created, created] + [NOT_CREATED] * 6
+    current, data = {0, 1}, {}
+    zk = Zk(0, 1, (0,), (0,), 0, tuple(slots))
+    for op in history.split():
+        impl_fresh = zkl.fresh_partition_id(_Znodes(data), TOPIC, current)
+        assert impl_fresh == model_fresh(zk), (history, op)
+        if op == "a":
+            slots[impl_fresh] = created
+            current.add(impl_fresh)
+        else:
+            p = int(op[1:])
+            data[zkl.next_partition_path(TOPIC)] = str(impl_fresh).encode()  # the removal's multi
+            slots[p] = created._replace(ar=(), isr=(), leader=-1)  # keeps its leader epoch
+            current.discard(p)
+        zk = zk._replace(partitions=tuple(slots))
+    assert zkl.fresh_partition_id(_Znodes(data), TOPIC, current) == model_fresh(zk)
