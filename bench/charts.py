@@ -132,6 +132,8 @@ def broker_failover(ax, rows) -> None:
 
 
 def test_command(ax, rows) -> None:
+    # A run that stopped before its slow suites has no total to draw; the table still says why.
+    rows = [r for r in rows if re.search(r"\d", r[2])]
     labels = [r[0].split(",")[0] + "\n" + r[0].split(",")[1].split()[0] for r in rows]
 
     def minutes(cell: str) -> float:

@@ -56,3 +56,19 @@ def test_a_missing_table_is_a_one_line_error(tmp_path, capsys):
     assert charts.main(["--doc", str(doc), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no table with header" in err
+
+
+def test_a_test_command_run_that_stopped_before_its_slow_suites_has_no_bar(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    charts = _charts()
+    doc = ("| date, commit | default suite | slow suites | in all |\n|---|---|---|---|\n"
+           "| 2026-11-26, aaaaaaa | 6:11 | 19:50 | 27:18 |\n"
+           "| 2026-11-26, bbbbbbb (stopped) | 7:35 (1 failed) | not run (the failure stopped it) | -- |\n")
+    fig, ax = plt.subplots()
+    charts.test_command(ax, charts.table(doc, "date, commit | default suite | slow suites"))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2026-11-26\naaaaaaa"]
+    plt.close(fig)
