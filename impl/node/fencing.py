@@ -90,15 +90,19 @@ def leader_and_isr_verdict(r: Replica, st: PartitionState) -> Verdict:
     either the one the replica holds or a later write of the znode (a larger zk_version: a
     leader's ISR change does not move the leader epoch).  Anything else in that epoch is a
     second decision for one epoch, and is refused: accepting it is how two brokers came to
-    lead one partition in one epoch.  A replica that holds no epoch yet (-1) takes any."""
+    lead one partition in one epoch.  A replica that holds no epoch yet (-1) takes any.
+
+    A replica that stopped or stepped down in its epoch (a failed ISR write, a controlled
+    shutdown's StopReplica) refuses that epoch too, as the model's "stale leader epoch"
+    does and as Kafka 2.7 ignores a request whose epoch "matches the current leader
+    epoch".  Its failed write saw the znode move on, and every controller write moves the
+    leader epoch, so its next decision comes in a larger epoch.  Taking an old decision
+    again instead let a failover's INIT, delivered after the next election had been
+    written, make a stepped-down leader lead again in the superseded epoch."""
     if st.leader_epoch > r.leader_epoch:
         return Verdict.APPLY
-    if st.leader_epoch < r.leader_epoch or st.leader != r.leader:
+    if st.leader_epoch < r.leader_epoch or st.leader != r.leader or r.role == NONE:
         return Verdict.REFUSE
-    if r.role == NONE:
-        # stopped or stepped down in this epoch: the controller repeats its decision (INIT
-        # after a failover) -- taken again, as it was taken the first time
-        return Verdict.APPLY if st.zk_version >= r.zk_version else Verdict.REFUSE
     if st.zk_version == r.zk_version and set(st.isr) != r.isr:
         return Verdict.REFUSE
     return Verdict.REPEAT

@@ -95,12 +95,23 @@ def test_the_same_leader_epoch_with_another_isr_under_the_same_zk_version_is_ref
     assert leader_and_isr_verdict(r, _state(0, 4, [0], 3)) is Verdict.REPEAT
 
 
-def test_a_stepped_down_replica_takes_its_own_decision_again_but_no_other(tmp_path: Path) -> None:
+def test_a_stepped_down_replica_refuses_its_own_epoch_and_waits_for_a_larger_one(tmp_path: Path) -> None:
+    """A failover's INIT repeating the epoch the leader held, read after its ISR write
+    failed (the next election had moved the znode on), must not make it lead again."""
     r = _replica(tmp_path, broker=0)
     r.become_leader(_state(0, 4, [0, 1], 2))
     r.step_down()
-    assert leader_and_isr_verdict(r, _state(0, 4, [0, 1], 2)) is Verdict.APPLY
+    assert leader_and_isr_verdict(r, _state(0, 4, [0, 1], 2)) is Verdict.REFUSE
     assert leader_and_isr_verdict(r, _state(1, 4, [0, 1], 2)) is Verdict.REFUSE
+    assert leader_and_isr_verdict(r, _state(0, 5, [0], 3)) is Verdict.APPLY
+
+
+def test_a_stopped_follower_refuses_its_own_epoch(tmp_path: Path) -> None:
+    r = _replica(tmp_path, broker=1)
+    r.become_follower(_state(0, 4, [0, 1], 2), "kip320")
+    r.stop()
+    assert leader_and_isr_verdict(r, _state(0, 4, [0, 1], 2)) is Verdict.REFUSE
+    assert leader_and_isr_verdict(r, _state(0, 5, [0, 1], 3)) is Verdict.APPLY
 
 
 def test_a_new_replica_takes_any_epoch(tmp_path: Path) -> None:
@@ -172,3 +183,56 @@ def test_the_next_controller_epoch_is_above_every_epoch_held_whatever_the_znode_
     assert next_controller_epoch(b"garbage", 6) == 8
     assert next_controller_epoch(b"\xff", 6) == 8
     assert next_controller_epoch(b"0", 6) == 8
+
+
+# -- the rule held to the model's ---------------------------------------------------------------
+_HISTORIES = {
+    "a new replica": [],
+    "a leader": [("leader", 4)],
+    "a follower": [("follower", 4)],
+    "a leader that stepped down": [("leader", 4), ("step_down",)],
+    "a stopped follower": [("follower", 4), ("stop",)],
+    "a follower made leader": [("follower", 3), ("leader", 4)],
+}
+
+
+@pytest.mark.parametrize("history", list(_HISTORIES))
+def test_a_leader_and_isr_is_applied_exactly_when_the_model_finds_it_not_stale(tmp_path: Path, history: str) -> None:
+    """``leader_and_isr_verdict`` and the model's ``stale_reason`` write one rule twice: a
+    broker acts on a LeaderAndISR (APPLY) only where the model takes it as a step; REPEAT
+    and REFUSE are both the model's "stale" (no step).  Every request of leader 0 or 1,
+    epoch 3 to 5, either ISR and zk_version, against each history of broker 1's replica
+    (as leader, or following broker 0)."""
+    from model.actions.commands import stale_reason
+    from model.config import named
+    from model.state import FOLLOWER as M_FOLLOWER
+    from model.state import LEADER as M_LEADER
+    from model.state import NONE as M_NONE
+    from model.state import LeaderAndIsr, initial
+
+    cfg = named("kip320")
+    me = 1
+    r = _replica(tmp_path, broker=me)
+    role, leader, epoch = M_NONE, -1, 0
+    for op in _HISTORIES[history]:
+        if op[0] == "leader":
+            r.become_leader(_state(me, op[1], [0, 1], 2))
+            role, leader, epoch = M_LEADER, me, op[1]
+        elif op[0] == "follower":
+            r.become_follower(_state(0, op[1], [0, 1], 2), "kip320")
+            role, leader, epoch = M_FOLLOWER, 0, op[1]
+        else:
+            getattr(r, op[0])()
+            role, leader = M_NONE, -1
+    s = initial(cfg)
+    mr = s.brokers[me].replicas[0]._replace(role=role, leader=leader, leader_epoch=epoch)
+    b = s.brokers[me]._replace(replicas=(mr, *s.brokers[me].replicas[1:]))
+    s = s._replace(brokers=(*s.brokers[:me], b, *s.brokers[me + 1:]))
+    for req_leader in (0, 1):
+        for req_epoch in (3, 4, 5):
+            for isr, zk_version in (([0, 1], 2), ([req_leader], 3)):
+                st = _state(req_leader, req_epoch, isr, zk_version)
+                m = LeaderAndIsr(me, 0, req_leader, req_epoch, tuple(isr), zk_version,
+                                 b.controller_epoch, b.broker_epoch, mr.topic_id)
+                applied = leader_and_isr_verdict(r, st) is Verdict.APPLY
+                assert applied == (stale_reason(s, cfg, m) is None), (history, st)
