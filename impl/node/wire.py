@@ -647,6 +647,8 @@ MESSAGES: dict[ApiKey, Message] = {
     ApiKey.FETCH: Message(
         request=(
             _F("replica_id", "int", False, "the fetching follower's broker id; -1 or absent: a consumer"),
+            _F("broker_epoch", "int", False, "replica fetch, KIP-903: the follower's broker epoch (the czxid of its "
+               "registration), which the leader records in its handle_fetch event (absent: not recorded)"),
             _F("topic", "string", False, "consumer fetch: the topic"),
             _F("partition", "int", False, "consumer fetch: the partition"),
             _F("fetch_offset", "int", False, "consumer fetch: the offset to read from"),

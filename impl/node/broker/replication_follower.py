@@ -119,7 +119,8 @@ class ReplicationFollower(LogDirFailures):
                                      "leader_epoch": r.leader_epoch if self.rule == "kip320" else -1,
                                      "topic_id": r.log.topic_id or UNKNOWN})
                     error, clock, resp = await conn.request(
-                        ApiKey.FETCH, {"replica_id": self.id, "partitions": reqs,
+                        ApiKey.FETCH, {"replica_id": self.id, "broker_epoch": self.broker_epoch,
+                                       "partitions": reqs,
                                        "max_records": 1000,
                                        "max_bytes": self.config.fetch_max_bytes,
                                        "partition_max_bytes": self.config.fetch_partition_max_bytes,

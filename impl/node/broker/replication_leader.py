@@ -75,6 +75,10 @@ class ReplicationLeader(BrokerCore):
         record the follower's LEO, maybe expand the ISR, advance HW = min LEO of the ISR,
         answer with records and the HW.  With nothing to say it long-polls (max_wait_ms)."""
         follower = int(body["replica_id"])
+        # KIP-903: the incarnation of the follower that sent it (optional on the wire), in
+        # the handle_fetch event, so that the trace's order puts the answer to a previous
+        # incarnation's request before the follower's restart (conformance.spark.order)
+        sender = {"follower_broker_epoch": int(body["broker_epoch"])} if "broker_epoch" in body else {}
         max_records = max(0, min(int(body.get("max_records", 500)), 5000))
         max_wait = max(0, min(int(body.get("max_wait_ms", 0)), 5000)) / 1000
         # Wait out ISR writes in flight first (see Replica.begin_isr_write), then record
@@ -145,7 +149,7 @@ class ReplicationLeader(BrokerCore):
                 r.emit("handle_fetch", {"follower": follower, "fetch_offset": it["offset"],
                                         "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
                                         "records": records_digest(records),
-                                        "error": None},
+                                        "error": None, **sender},
                        {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
             answer = {"topic": it["topic"], "partition": it["partition"], "error": 0,
                       "records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
