@@ -151,5 +151,3 @@ know the implementation; ``tests/impl/test_drive.py`` holds the two to each othe
 
 ADMIN_NOT_DRIVEN = Unsupported("not driven: the driven cluster compares one partition, and a follower's "
                                "fetch carries every partition it follows where the model fetches each alone")
-ISR_UPDATE_FAILED_NOT_DRIVEN = Unsupported("not driven: the implementation writes the ISR only to shrink or "
-                                           "expand it, and no permit names a write that must fail")

@@ -20,7 +20,6 @@ from model.actions import (
 )
 from model.registry.entry import (
     DRIVEN,
-    ISR_UPDATE_FAILED_NOT_DRIVEN,
     Args,
     Coverage,
     Emitted,
@@ -34,7 +33,6 @@ from model.state import OUT_OF_RANGE, State
 from model.text import brokers_text, log_text, record, value_text
 
 COVERED_EVERYWHERE = Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN)
-ISR_UPDATE_FAILED_COVERAGE = COVERED_EVERYWHERE._replace(driver=ISR_UPDATE_FAILED_NOT_DRIVEN)
 
 
 def _always(args: Args, before: State, after: State) -> bool:
@@ -255,5 +253,5 @@ ISR_UPDATE_FAILED = Entry(
     describe=_isr_failed_text,
     view=lambda args, before, after: {"expected_zk_version": before.brokers[args[0]].replicas[0].zk_version},
     event=lambda args, before, after: Emitted(args[0], {"expected_zk_version": before.brokers[args[0]].replicas[args[1]].zk_version}),
-    coverage=ISR_UPDATE_FAILED_COVERAGE,
+    coverage=COVERED_EVERYWHERE,
 )

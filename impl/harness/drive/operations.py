@@ -14,7 +14,8 @@ Three sorts of operation (docs/drive.md has the table):
   ``handle_fetch`` releases a follower's fetch to the leader, ``receive_fetch`` the answer;
 * **a permit** (``impl.node.step_gate``) for a step the implementation takes on its own --
   ``send_fetch``, ``truncate``, ``shrink_isr``, ``expand_isr``, ``controller_elect``,
-  ``elect_leader``; ``on_broker_startup``, ``controller_resign`` and ``broker_reregister``
+  ``elect_leader``, and ``isr_update_failed`` (the ISR write a leader behind ZooKeeper
+  attempts: :func:`isr_write_attempt`); ``on_broker_startup``, ``controller_resign`` and ``broker_reregister``
   need nothing: the implementation takes them as soon as they are enabled.
 
 The registry (``model.registry``) declares, per action, whether a driver exists
@@ -29,8 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from impl.node.step_gate import permit_name
 from impl.node.wire import RpcError
 from model.actions import Step
+from model.actions.common import set_replica
+from model.config import Config
+from model.registry import apply
 from model.state import FETCH_RESPONSE, OUT_OF_RANGE, State
 
 if TYPE_CHECKING:
@@ -247,6 +252,32 @@ def _permit(gate: str, actor: Callable[[Step], int], what: str,
     return run
 
 
+def isr_write_attempt(s: State, cfg: Config, b: int, p: int) -> tuple[str, int | None]:
+    """The conditional ISR write leader ``b`` is made to attempt for the model's
+    ``isr_update_failed (b, p)``, as a permit: the implementation attempts one only to change
+    the ISR, so the change the model's own guards would let it make were its zk_version
+    current -- taking out the lowest follower that lags (``shrink_isr:F``), else adding the
+    lowest that caught up (``expand_isr:F``); with neither, the harness-only ``isr_write``,
+    the ISR as it stands.  The judge's view of the step is the zk_version the write expected,
+    whichever ISR it proposed."""
+    lr = s.brokers[b].replicas[p]
+    current = set_replica(s, b, p, lr._replace(zk_version=s.zk.partitions[p].zk_version))
+    for gate in ("shrink_isr", "expand_isr"):
+        for f in range(cfg.brokers):
+            if f != b and apply(current, cfg, Step(gate, (b, p, f))) is not None:
+                return gate, f
+    return "isr_write", None
+
+
+def _isr_update_failed(d: Driver, step: Step, s: State, t: State) -> None:
+    b, p = step.args
+    gate, follower = isr_write_attempt(s, d.cfg, b, p)
+    d.cluster.grant(b, gate, follower)
+    d.expect("isr_update_failed", b, f"leader {b} attempts its ISR write ({permit_name(gate, follower)}) at "
+                                     f"zk_version {s.brokers[b].replicas[p].zk_version}, which ZooKeeper's "
+                                     f"{s.zk.partitions[p].zk_version} has moved past, and steps down")
+
+
 def _follower(step: Step) -> int:
     """``shrink_isr`` / ``expand_isr`` (leader, partition, follower): the follower moved."""
     return int(step.args[2])
@@ -298,6 +329,9 @@ OPERATIONS: dict[str, Operation] = {
                             _permit("shrink_isr", _first, "leader {b} shrinks the ISR", _follower)),
     "expand_isr": Operation("permit(expand_isr:F)", "let the leader add follower F to the ISR",
                             _permit("expand_isr", _first, "leader {b} expands the ISR", _follower)),
+    "isr_update_failed": Operation("permit(shrink_isr:F | expand_isr:F | isr_write)", "let the leader attempt "
+                                   "the ISR write it would make (isr_write_attempt), which must fail",
+                                   _isr_update_failed),
     "controller_elect": Operation("permit(controller_elect)", "let the broker campaign for /controller", _permit("controller_elect", _first, "broker {b} becomes controller")),
     "elect_leader": Operation("permit(elect_leader)", "let the controller elect", _permit("elect_leader", _first, "controller {b} writes a new leader and ISR")),
     "on_broker_startup": Operation("(none: the controller's own)", "nothing: the controller reacts to the registration", _silent),

@@ -193,7 +193,11 @@ class ReplicationLeader(BrokerCore):
         """maybe_change_ISR in harness step mode (:mod:`impl.node.step_gate`): a follower
         leaves the ISR when a ``shrink_isr:F`` permit names it and it is out of sync with
         the lag time taken as passed (the model's shrink_isr has no clock); it joins when an
-        ``expand_isr:F`` permit names it and it may (not at the fetch itself)."""
+        ``expand_isr:F`` permit names it and it may (not at the fetch itself).  An
+        ``isr_write`` permit, with neither change to make, has the leader attempt its
+        conditional write of the ISR as it stands: the model's ``isr_update_failed`` lets a
+        leader whose zk_version is behind fail its write whether or not it had a change to
+        propose, and this is how the harness makes it try."""
         kip320 = self.rule == "kip320"
         while True:
             await asyncio.sleep(0.005)
@@ -202,24 +206,25 @@ class ReplicationLeader(BrokerCore):
                     continue
                 lagging = r.out_of_sync_followers(time.monotonic() + lag_s + 1, lag_s,
                                                   self.config.replica_lag_max_messages)
-                for f in sorted(lagging):
-                    if self.step_gate.take(permit_name("shrink_isr", f)):
-                        self._spawn_isr_update(r, set(r.isr) - {f}, f, "shrink_isr")
-                        break
-                else:
-                    for f in sorted(r.replicas):
-                        if f != self.id and r.can_join_isr(f, kip320) and \
-                                self.step_gate.take(permit_name("expand_isr", f)):
-                            self._spawn_isr_update(r, set(r.isr) | {f}, f, "expand_isr")
-                            break
+                shrink = next((f for f in sorted(lagging)
+                               if self.step_gate.take(permit_name("shrink_isr", f))), None)
+                if shrink is not None:
+                    self._spawn_isr_update(r, set(r.isr) - {shrink}, shrink, "shrink_isr")
+                    continue
+                expand = next((f for f in sorted(r.replicas) if f != self.id and r.can_join_isr(f, kip320)
+                               and self.step_gate.take(permit_name("expand_isr", f))), None)
+                if expand is not None:
+                    self._spawn_isr_update(r, set(r.isr) | {expand}, expand, "expand_isr")
+                elif self.step_gate.take("isr_write"):
+                    self._spawn_isr_update(r, set(r.isr), None, "isr_write")
 
-    def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+    def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int | None, kind: str) -> None:
         if r.isr_update_in_flight:
             return
         write = r.begin_isr_write()
         asyncio.create_task(self._update_isr(r, new_isr, follower, kind, write))
 
-    async def _update_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str,
+    async def _update_isr(self, r: Replica, new_isr: set[int], follower: int | None, kind: str,
                           write: asyncio.Event) -> None:
         """One ISR write at a time, each recorded before the next is sent: concurrent writes
         (two partitions) would be recorded in thread order, not in ZooKeeper's zxid order,
@@ -230,7 +235,11 @@ class ReplicationLeader(BrokerCore):
         finally:
             r.end_isr_write(write)
 
-    async def _write_isr(self, r: Replica, new_isr: set[int], follower: int, kind: str) -> None:
+    async def _write_isr(self, r: Replica, new_isr: set[int], follower: int | None, kind: str) -> None:
+        """Seed 000 G maybe_change_ISR's conditional write: ``kind`` is ``shrink_isr`` or
+        ``expand_isr`` (of ``follower``), or in harness step mode ``isr_write`` (the ISR as it
+        stands, :meth:`_isr_steps`), which records nothing when it succeeds -- it is there to
+        fail."""
         epoch, expected = r.leader_epoch, r.zk_version
         state = zkl.LeaderAndIsr(self.id, epoch, tuple(sorted(new_isr)), r.controller_epoch)
         path = zkl.leader_and_isr_path(r.topic, r.partition)
@@ -254,6 +263,8 @@ class ReplicationLeader(BrokerCore):
             return
         r.isr = set(new_isr)
         r.zk_version = stat.version
+        if kind == "isr_write":  # the harness's attempt succeeded: the model's step did not happen
+            return
         r.maybe_advance_hw()  # part of the same step (seed 000 G maybe_change_ISR)
         r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
                {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
