@@ -168,7 +168,12 @@ PARAMS: dict[str, tuple[FieldSpec, ...]] = {
         _p("leader_epoch", "int", True, "leader epoch the record was appended in"),
     ),
     "send_fetch": _FETCH,
-    "handle_fetch": _FETCH,
+    "handle_fetch": (
+        *_FETCH,
+        _p("follower_broker_epoch", "int", False, "broker epoch of the follower's incarnation that sent the fetch "
+           "(the czxid of its /brokers/ids/N registration, which the request carries, KIP-903); the event comes "
+           "before that follower's next `broker_restart` (section 4)"),
+    ),
     "receive_fetch": _FETCH,
     "shrink_isr": _ISR_CHANGE,
     "expand_isr": _ISR_CHANGE,

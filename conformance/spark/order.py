@@ -6,6 +6,7 @@ executors run exactly this code.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Sequence
 from typing import Any
@@ -51,7 +52,8 @@ def _domain(e: Event) -> GroupKey | None:
 
 
 def _fast_path(events: Sequence[Event]) -> list[Event] | None:
-    """The Lamport order, if it already respects program order and zxid order (the usual case)."""
+    """The Lamport order, if it already respects program order, zxid order and the answers
+    to a previous incarnation's fetches (``_answers_before_restart``; the usual case)."""
     ordered = sorted(events, key=_key)
     last_seq: dict[int, int] = {}
     # (zxid, observed) of the last zxid-carrying event: an observer sorts after a write
@@ -75,6 +77,9 @@ def _fast_path(events: Sequence[Event]) -> list[Event] | None:
                     return None
                 last_part[d] = zk
             last_any = max(last_any, zk)
+    for answer, restart in _answers_before_restart(events):
+        if _key(events[restart]) < _key(events[answer]):
+            return None
     return ordered
 
 
@@ -110,6 +115,43 @@ def _receipts(events: Sequence[Event]) -> list[tuple[int, int]]:
     return pairs
 
 
+def _answers_before_restart(events: Sequence[Event]) -> list[tuple[int, int]]:
+    """(answer, restart) pairs: a leader's ``handle_fetch`` of a request that follower f
+    sent in its incarnation with broker epoch E (``follower_broker_epoch``, which the
+    request carries as in KIP-903) comes before f's first ``broker_restart`` whose
+    registration zxid is above E -- the next incarnation.
+
+    The model's ``broker_restart`` drops every fetch of the previous incarnation, so any
+    handling of one must be placed before the restart.  The clocks alone may place it
+    after: the new incarnation has yet to hear from the leader, so its first ``send_fetch``
+    can carry a smaller clock than the leader's answer to the old request, and the judge
+    then matched that answer with the new request and found none left for the leader's
+    answer to it (docs/drive.md, guided run 10: "not enabled in any of the 2 possible model
+    states").  An answer without ``follower_broker_epoch`` (an older writer) is ordered by
+    its clock alone, as before."""
+    restarts: dict[Any, list[tuple[int, int]]] = {}
+    for i, e in enumerate(events):
+        if e["kind"] == "broker_restart" and type(e.get("zxid")) is int:
+            broker = (e.get("params") or {}).get("broker", e["node"])
+            restarts.setdefault(broker, []).append((e["zxid"], i))
+    if not restarts:
+        return []
+    for registrations in restarts.values():
+        registrations.sort()
+    pairs = []
+    for i, e in enumerate(events):
+        if e["kind"] != "handle_fetch":
+            continue
+        params = e.get("params") or {}
+        epoch, registrations = params.get("follower_broker_epoch"), restarts.get(params.get("follower"))
+        if type(epoch) is not int or registrations is None:
+            continue
+        k = bisect.bisect_right(registrations, epoch, key=lambda r: r[0])
+        if k < len(registrations):
+            pairs.append((i, registrations[k][1]))
+    return pairs
+
+
 def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     """Order one run's events causally; returns (ordered events, ``id()`` of the events
     taken despite a cycle).
@@ -120,7 +162,8 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     node's clock may trail the zxid order of an unrelated write; an event that observed a
     write comes after it even when its clock is lower); for a
     broker applying a LeaderAndISR request, the write of the state it carries
-    (``_receipts``).  Among ready events the smallest
+    (``_receipts``); for a follower's restart, the leader's answers to its previous
+    incarnation's fetches (``_answers_before_restart``).  Among ready events the smallest
     (clock, node, seq) goes first.  Duplicated events (same node and seq) stay adjacent.
     """
     fast = _fast_path(events)
@@ -158,7 +201,7 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
                 succ[a].append(b)
                 indeg[b] += 1
 
-    for a, b in _receipts(events):
+    for a, b in [*_receipts(events), *_answers_before_restart(events)]:
         succ[a].append(b)
         indeg[b] += 1
 
@@ -174,9 +217,11 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
             if taken[i]:
                 continue
         else:
-            # A cycle can only mix program order with zxid order (a node that recorded two
+            # A cycle mixes program order with zxid order (a node that recorded two
             # ZooKeeper writes made by different threads in the opposite order of their
-            # zxids).  ZooKeeper's order is the truth about writes: take its next write.
+            # zxids; or a leader that answered a previous incarnation's fetch after a write
+            # that follows the restart).  ZooKeeper's order is the truth about writes: take
+            # its next write.
             while taken[by_zxid[cursor]]:
                 cursor += 1
             i = by_zxid[cursor]
