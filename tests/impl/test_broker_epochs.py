@@ -114,6 +114,10 @@ def test_a_restarted_broker_refuses_control_requests_meant_for_its_previous_inca
     with Producer(f"{host}:{port}", acks=-1) as producer:
         producer.send("epochs", "after-restart")
     wait_until(rejoined, 30, "the restarted broker to rejoin the ISR")
+    # KIP-903: its new leader's answers name the incarnation that asked
+    answered = [e["params"].get("follower_broker_epoch") for e in trace_events(c.data_dir)
+                if e["kind"] == "handle_fetch" and e["params"]["follower"] == victim]
+    assert e2 in answered and set(answered) <= {e0, e2}
     zk.stop()
 
 

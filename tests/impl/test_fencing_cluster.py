@@ -74,6 +74,7 @@ def test_a_replica_fetch_naming_another_incarnation_is_refused_and_its_offset_no
         producer.send(TOPIC, "both", partition=0)
     wait_until(lambda: _hw(c, leader) == 1, 10, "the first record committed")
     topic_id = zk.exists(zkl.topic_path(TOPIC)).czxid
+    registered = zk.exists(zkl.broker_path(follower)).czxid  # the follower's broker epoch
     st, _ = _state(zk)
     c.pause(follower, wait_for_expiry=False)
     try:
@@ -98,6 +99,12 @@ def test_a_replica_fetch_naming_another_incarnation_is_refused_and_its_offset_no
         assert _hw(c, leader) == 2
     finally:
         c.resume(follower)
+    # KIP-903: the real follower's fetches name its incarnation, and the leader records it
+    # in its handle_fetch; this stand-in's fetch names none and is answered all the same
+    named = {e["params"].get("follower_broker_epoch") for e in trace_events(c.data_dir)
+             if e["kind"] == "handle_fetch" and e["node"] == leader and e["params"]["follower"] == follower}
+    assert {registered, None} <= named
+    assert all(epoch is None or epoch >= registered for epoch in named)  # a re-registration's is later
     zk.stop()
 
 
