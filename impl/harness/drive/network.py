@@ -27,7 +27,7 @@ from impl.node.client import Admin
 from impl.node.config import BrokerConfig
 from impl.node.log import read_segments
 from impl.node.tracing import trace_path
-from impl.node.wire import ApiKey, BlockingConnection, RpcError
+from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, RpcError
 from impl.node.zk import EmbeddedZooKeeper, free_port
 from traces.reader import read_traces
 
@@ -139,6 +139,21 @@ class SteerableCluster:
         t = threading.Thread(target=send, daemon=True, name=f"produce-{value}")
         t.start()
         self._produced.append(t)
+
+    def serves_as_leader(self, broker: int, hw: int) -> bool:
+        """Whether ``broker`` still serves the partition as its leader: a consumer's fetch
+        at the HW, to its own port, answered (empty) or refused NOT_LEADER (any other
+        answer is an RpcError).  It changes nothing: a consumer's offset is no follower's
+        LEO, and an empty answer is not recorded."""
+        conn = BlockingConnection(*self.cluster.endpoint(broker), timeout=15)
+        try:
+            error, _, _ = conn.send(ApiKey.FETCH, {"topic": TOPIC, "partition": PARTITION,
+                                                   "fetch_offset": hw, "max_wait_ms": 0})
+        finally:
+            conn.close()
+        if error and error != ErrorCode.NOT_LEADER:
+            raise RpcError(error, f"a consumer's fetch from broker {broker} at offset {hw}")
+        return not error
 
     def admin_request(self, controller: int, what: str, partition: int, replicas: list[int] | None = None) -> None:
         """One administrator's request to the controller, through the admin client:

@@ -276,6 +276,15 @@ def _isr_update_failed(d: Driver, step: Step, s: State, t: State) -> None:
     d.expect("isr_update_failed", b, f"leader {b} attempts its ISR write ({permit_name(gate, follower)}) at "
                                      f"zk_version {s.brokers[b].replicas[p].zk_version}, which ZooKeeper's "
                                      f"{s.zk.partitions[p].zk_version} has moved past, and steps down")
+    # stepping down shows in no event and in nothing the driver compares: ask the broker
+    try:
+        leads = d.cluster.serves_as_leader(b, s.brokers[b].replicas[p].hw)
+    except (RpcError, OSError, TimeoutError) as exc:
+        raise Divergence(f"broker {b} answered a consumer's fetch with {exc}",
+                         f"broker {b} refuses it NOT_LEADER (it stopped acting as leader)") from None
+    if leads:
+        raise Divergence(f"broker {b} recorded isr_update_failed and still serves partition {p} as its leader",
+                         f"broker {b} stops acting as leader")
 
 
 def _follower(step: Step) -> int:
