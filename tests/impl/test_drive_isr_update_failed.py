@@ -17,11 +17,15 @@ from impl.harness.drive.operations import isr_write_attempt
 from impl.harness.drive.paths import step_of
 from model.config import named
 from model.registry import apply
-from model.state import State, initial
+from model.state import FETCH_REQUEST, State, initial
 
 
 def _args(*a: object):
     return lambda s: a
+
+
+def _fetch(follower: int):
+    return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == follower)
 
 
 def _lai(to: int):
@@ -38,6 +42,14 @@ def _lai(to: int):
 # serving the partition (the operation asks it, with a consumer's fetch).
 TWO_BROKERS = ModelRun("isr_update_failed", [
     ("broker_crash", _args(1)), ("elect_leader", _args(0, 0, 0)), ("isr_update_failed", _args(0, 0)),
+], brokers=2)
+
+# The same, but broker 1 fetched at the leader's LEO before it crashed: the leader has no
+# change to propose (a follower at its LEO never lags), so only the harness-only isr_write
+# makes it attempt the write.
+NO_CHANGE = ModelRun("isr_update_failed with no change to propose", [
+    ("send_fetch", _args(1, 0)), ("handle_fetch", _fetch(1)), ("broker_crash", _args(1)),
+    ("elect_leader", _args(0, 0, 0)), ("isr_update_failed", _args(0, 0)),
 ], brokers=2)
 
 # Broker 1 leads (epoch 2) under controller 2.  Controller 2 crashes and broker 0 takes over:
@@ -80,16 +92,9 @@ def test_the_leader_is_made_to_attempt_the_shrink_its_dead_follower_calls_for() 
 
 def test_a_leader_with_no_change_to_propose_is_given_the_harness_only_write() -> None:
     """The model lets a leader behind ZooKeeper fail its write whether or not it has a change
-    to make; with every follower caught up it has none, and the driver grants ``isr_write``."""
+    to make; with its follower caught up it has none, and the driver grants ``isr_write``."""
     cfg = named("kip320", brokers=2)
-    s = initial(cfg)
-    for action, args in [("send_fetch", (1, 0))]:
-        s = apply(s, cfg, step_of(action, lambda _s, a=args: a, s))
-    fetch = next(m for m in s.fetches if m.follower == 1)
-    s = apply(s, cfg, step_of("handle_fetch", lambda _s: (fetch,), s))  # broker 1 at the LEO (0)
-    s = apply(s, cfg, step_of("broker_crash", lambda _s: (1,), s))
-    s = apply(s, cfg, step_of("elect_leader", lambda _s: (0, 0, 0), s))
-    assert apply(s, cfg, step_of("isr_update_failed", lambda _s: (0, 0), s)) is not None
+    s, _ = _model_run(NO_CHANGE)[-1]
     assert isr_write_attempt(s, cfg, 0, 0) == ("isr_write", None)
 
 
@@ -112,6 +117,13 @@ def test_a_leader_behind_zookeeper_fails_its_isr_write_and_steps_down_on_real_br
     # the failed write changed nothing: ZooKeeper holds the controller's election
     last = report.steps[-1].zookeeper
     assert last["leader"] == 0 and last["isr"] == [0]
+
+
+@pytest.mark.slow
+def test_a_leader_with_no_change_to_propose_fails_the_harness_only_write_and_steps_down(tmp_path: Path) -> None:
+    report = _drive(NO_CHANGE, tmp_path)
+    assert len(_failed(report)) == 1 and "'isr': [0, 1]" in _failed(report)[0]  # the ISR as it stood
+    assert report.steps[-1].operation.startswith("permit(") and report.steps[-1].zookeeper["isr"] == [0]
 
 
 @pytest.mark.slow
