@@ -233,10 +233,13 @@ class AdminWrites:
                              f"topic {topic} already has {len(current)} partitions")
         if total > 10000:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"{total} partitions")
-        rf = len(next(iter(current.values())))
-        live = self._live_brokers()
         first = zkl.fresh_partition_id(self.zk, topic, (int(p) for p in current))  # never a removed id
-        new = self._assign(live, first, total - len(current), rf, sum(topic.encode()) % len(live))
+        if spec.get("assignments"):
+            new = self._given_assignments(spec["assignments"], first, total - len(current))
+        else:
+            rf = len(next(iter(current.values())))
+            live = self._live_brokers()
+            new = self._assign(live, first, total - len(current), rf, sum(topic.encode()) % len(live))
         if self.zk.exists(f"{zkl.PARTITIONS_ADD}/{topic}"):
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"an add to {topic} is pending already")
         if validate_only:
@@ -252,6 +255,24 @@ class AdminWrites:
         if any(isinstance(r, BaseException) for r in results):
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"an add to {topic} is pending already")
         return {"added": new}, throttle
+
+    @staticmethod
+    def _given_assignments(given: Any, first: int, count: int) -> dict[str, list[int]]:
+        """The administrator's replicas for the partitions added (Kafka's CreatePartitions
+        ``assignments``): one non-empty list of distinct broker ids per new partition, in
+        id order from the topic's fresh id.  As for a topic created with an assignment,
+        the brokers need not be up: the controller makes the first live one listed lead."""
+        if not isinstance(given, list) or len(given) != count:
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"{count} partition(s) to add, {len(given) if isinstance(given, list) else 0} assigned")
+        out: dict[str, list[int]] = {}
+        for i, reps in enumerate(given):
+            if not isinstance(reps, list) or not reps or len(set(reps)) != len(reps) \
+                    or any(not isinstance(b, int) or b < 0 for b in reps):
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"replicas {reps!r} must be distinct broker ids")
+            out[str(first + i)] = [int(b) for b in reps]
+        return out
 
     def _remove_partitions(self, body: dict[str, Any], user: str, client: str,
                            strict: bool) -> dict[str, Any]:

@@ -493,9 +493,14 @@ class Admin(Client):
             self.wait_for(lambda: topic not in self.topics, wait, f"deletion of {topic}")
 
     def add_partitions(self, topic: str, count: int, wait: float = 15.0,
-                       validate_only: bool = False) -> dict[str, Any]:
-        results = self._topics_request(ApiKey.CREATE_PARTITIONS,
-                                       [{"topic": topic, "count": count}],
+                       validate_only: bool = False,
+                       assignments: list[list[int]] | None = None) -> dict[str, Any]:
+        """Grow ``topic`` to ``count`` partitions; ``assignments``, if given, are the new
+        partitions' replicas in id order (else the controller assigns them)."""
+        spec: dict[str, Any] = {"topic": topic, "count": count}
+        if assignments:
+            spec["assignments"] = [list(r) for r in assignments]
+        results = self._topics_request(ApiKey.CREATE_PARTITIONS, [spec],
                                        {"validate_only": validate_only})
         self._raise_first(results)
         if wait and not validate_only:

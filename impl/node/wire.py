@@ -806,6 +806,8 @@ MESSAGES: dict[ApiKey, Message] = {
             _F("topics", "list<map>", False, "version 1: the topics to grow"),
             _F("topics[].topic", "string", True, "the topic"),
             _F("topics[].count", "int", True, "the new total number of partitions"),
+            _F("topics[].assignments", "list<list<int>>", False, "the replicas of each partition added, in id "
+               "order, the first listed preferred (Kafka's assignments); absent: the controller assigns them"),
             _F("topic", "string", False, "version 0: the one topic"),
             _F("count", "int", False, "version 0: the new total number of partitions"),
         ),
