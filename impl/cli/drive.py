@@ -60,6 +60,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reassignments", type=int, metavar="N",
                    help="the model's partition reassignments: reassign_start and reassign_complete "
                    "(default: the configuration's, 0)")
+    p.add_argument("--partition-changes", type=int, metavar="N",
+                   help="the model's partitions added or removed: add_partitions (one replica: the driver holds "
+                   "only partition 0's fetches apart), remove_partitions and its StopReplica "
+                   "(default: the configuration's, 0)")
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -83,11 +87,12 @@ def run_drive(args: argparse.Namespace) -> int:
     if args.html is not None and args.generate:
         raise UsageError("--html goes with --scenario or --path")
     knobs = {k: v for k, v in (("deletions", args.deletions), ("preferred_elections", args.preferred_elections),
-                               ("max_shutdowns", args.max_shutdowns), ("reassignments", args.reassignments))
+                               ("max_shutdowns", args.max_shutdowns), ("reassignments", args.reassignments),
+                               ("partition_changes", args.partition_changes))
              if v is not None}
     if knobs and args.generate == "guided":
-        raise UsageError("--deletions, --preferred-elections, --max-shutdowns and --reassignments go with "
-                         "--scenario, --path or --generate transitions")
+        raise UsageError("--deletions, --preferred-elections, --max-shutdowns, --reassignments and "
+                         "--partition-changes go with --scenario, --path or --generate transitions")
     try:
         named(args.config, **knobs)
     except ValueError as exc:

@@ -148,6 +148,3 @@ DRIVEN = Supported()
 """The model-driven harness (``epochal drive``) runs the action: its harness operation is
 ``impl.harness.drive.operations.OPERATIONS[name]`` (named there, since the model does not
 know the implementation; ``tests/impl/test_drive.py`` holds the two to each other)."""
-
-ADMIN_NOT_DRIVEN = Unsupported("not driven: the driven cluster compares one partition, and a follower's "
-                               "fetch carries every partition it follows where the model fetches each alone")

@@ -16,7 +16,6 @@ from model.actions import (
     remove_partitions,
 )
 from model.registry.entry import (
-    ADMIN_NOT_DRIVEN,
     PARTITION_CHANGES,
     Args,
     Coverage,
@@ -53,7 +52,9 @@ ADD_PARTITIONS = Entry(
     coverage=Coverage(native=NOT_IN_C, z3=NOT_IN_Z3,
                       judge=Supported("the added partition's elect_leader (reason init) starts its life, as a new "
                                       "topic's; its partitions_added is the same step seen again"),
-                      driver=ADMIN_NOT_DRIVEN),
+                      driver=Supported("an added partition with one replica: the implementation's follower "
+                                       "fetches every partition it follows in one request, so only partition 0 "
+                                       "may have followers")),
     explored=False, feature=PARTITION_CHANGES,
 )
 
@@ -81,6 +82,7 @@ REMOVE_PARTITIONS = Entry(
                       judge=Supported("taken at the first StopReplica(delete) a replica records, as a topic "
                                       "deletion; its partitions_removed is the same step seen again (or the step "
                                       "itself, if every replica was down)"),
-                      driver=ADMIN_NOT_DRIVEN),
+                      driver=Supported("the topic's last partition excepted: the implementation's admin refuses "
+                                       "to remove it (docs/drive.md, Limits)")),
     explored=False, feature=PARTITION_CHANGES,
 )

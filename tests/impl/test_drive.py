@@ -53,7 +53,8 @@ def test_a_path_file_that_is_not_a_counterexample_is_bad_input(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     for text, message in [("{", "is not JSON"), ('{"x": 1}', "has no steps"),
                           ('[{"action": "fly", "args": []}]', "unknown action 'fly'"),
-                          ('[{"action": "add_partitions", "args": [0, 1, [0], 0]}]', "action add_partitions has no driver")]:
+                          ('[{"action": "add_partitions", "args": [0, 1, [0], 0]}]',
+                           "action add_partitions needs --partition-changes 1")]:
         f = tmp_path / "path.json"
         f.write_text(text)
         code, err = _run_cli(capsys, "--config", "design", "--path", str(f))

@@ -9,8 +9,9 @@ record it, and then compares:
 * the whole trace so far, judged by the trace judge (``conformance.judge.replay.judge``,
   the same judge ``epochal conform`` uses): does every recorded event match a step the
   model allows, and does the state it leads to keep every property?
-* ZooKeeper against the model's ZooKeeper: the controller, the live brokers, the
-  partition's leader and leader epoch.
+* ZooKeeper against the model's ZooKeeper: the controller, the live brokers, and of
+  every partition created and not removed its leader, leader epoch, ISR and AR;
+* every replica's log and HW on disk, of every partition id, against the model's.
 
 The first step at which either disagrees is the divergence, reported as conformance reports
 one: the step, what the implementation did, what the model allowed.  A property the model's
@@ -116,6 +117,39 @@ def check_knobs(run: ModelRun, cfg: Config) -> None:
             raise DriveError(f"{run.name}: action {action} needs {need} (the configuration allows none)")
 
 
+def one_follower_partition(s: State) -> str | None:
+    """Why a state has a fetch the driver cannot hold apart, or None.
+
+    The model's follower sends each partition's fetch alone; the implementation's fetches
+    every partition it follows from one leader in one request, which the relay can only hold
+    or release whole.  Only partition 0 -- the cluster's first -- may therefore have
+    followers: a partition added later (or reassigned) has one replica, so no broker ever
+    follows two partitions and every fetch on the wire is partition 0's."""
+    for p, zn in enumerate(s.zk.partitions):
+        replicas = set(zn.ar) | set(zn.rar)
+        if p != PARTITION and len(replicas) > 1:
+            return (f"partition {p} would have followers ({sorted(replicas)}): only partition {PARTITION} may, "
+                    f"since a follower fetches every partition it follows from one leader in one request "
+                    f"and the relay cannot hold one partition's fetch apart from another's")
+    return None
+
+
+def check_one_follower_partition(run: ModelRun, cfg: Config) -> None:
+    """The run, taken in the model up to the first step the model refuses, never gives a
+    partition other than partition 0 a follower (``one_follower_partition``); else the
+    one-line reason (bad input, exit 2), before any process starts."""
+    s = initial(cfg)
+    for i, (action, choose) in enumerate(run.steps, 1):
+        step = step_of(action, choose, s)
+        t = apply(s, cfg, step) if step is not None else None
+        if t is None:
+            return
+        why = one_follower_partition(t)
+        if why is not None:
+            raise DriveError(f"{run.name}: step {i} {action}: {why}")
+        s = t
+
+
 class Driver:
     """Drive one model run against a fresh cluster (``run``); the Python API the CLI and
     tests use, and what generated test cases build on."""
@@ -147,6 +181,7 @@ class Driver:
         n = brokers_needed(run, self.config_name)
         self.cfg = named(self.config_name, brokers=n, **run.bounds)
         check_knobs(run, self.cfg)
+        check_one_follower_partition(run, self.cfg)
         start = time.monotonic()
         data_dir = Path(self.data_dir or tempfile.mkdtemp(prefix="epochal-drive-"))
         report = DriveReport(run.name, self.config_name, n, self.cfg.truncation, FOLLOWED, 0,
@@ -255,33 +290,44 @@ class Driver:
     def _compare(self, t: State) -> None:
         events = self.cluster.events()
         ordered, _ = causal_order(events)
-        group = split_groups(ordered).get((TOPIC, PARTITION), [])
-        verdict = judge(group, self.config_name)
-        if not verdict["conforms"]:
-            raise JudgeSaysNo(verdict)
+        groups = split_groups(ordered)
+        # partition 0, and every other partition id the model has whose group holds events
+        # (an added partition's): each judged from its own life's start
+        for p in range(len(t.zk.partitions)):
+            group = groups.get((TOPIC, p))
+            if group is None and p != PARTITION:
+                continue
+            verdict = judge(group or [], self.config_name)
+            if not verdict["conforms"]:
+                raise JudgeSaysNo(verdict)
         zk = self.cluster.zk_state()
         self._zk_last = zk
         want = t.zk
-        zn = want.partitions[PARTITION]
-        mine: dict[str, Any] = {"controller": zk["controller"], "live": zk["live"], "topic": "leader" in zk}
-        model: dict[str, Any] = {"controller": want.controller, "live": list(want.live), "topic": bool(zn.ar)}
-        # a deleted topic (or one not created again yet) has no partition state in either
-        if "leader" in zk:
-            mine.update(leader=zk["leader"], leader_epoch=zk["leader_epoch"] - self.shift, isr=zk["isr"])
-        if zn.ar:
-            model.update(leader=zn.leader, leader_epoch=zn.leader_epoch, isr=list(zn.isr))
+        # a removed partition, a deleted topic's, or one not created yet has no state in either
+        mine: dict[str, Any] = {"controller": zk["controller"], "live": zk["live"],
+                                "partitions": sorted(zk["partitions"])}
+        model: dict[str, Any] = {"controller": want.controller, "live": list(want.live),
+                                 "partitions": [p for p, zn in enumerate(want.partitions) if zn.ar]}
+        for p, st in zk["partitions"].items():
+            mine[f"p{p}"] = {"leader": st["leader"], "leader_epoch": st["leader_epoch"] - self.shift,
+                             "isr": sorted(st["isr"]), "ar": sorted(st["ar"])}
+        for p in model["partitions"]:
+            zn = want.partitions[p]
+            model[f"p{p}"] = {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": sorted(zn.isr),
+                              "ar": list(zn.ar)}
         if mine != model:
             diff = ", ".join(f"{k} {mine.get(k)} (model: {model.get(k)})" for k in {**mine, **model}
                              if mine.get(k) != model.get(k))
             raise Divergence(f"ZooKeeper holds {diff}", f"ZooKeeper as {model}")
         for b, broker in enumerate(t.brokers):
-            r = broker.replicas[PARTITION]
-            records, hw = self.cluster.replica_on_disk(b)
-            have = [(epoch - self.shift, value) for _, epoch, value in records]
-            want = [(e.epoch, f"v{e.value}") for e in r.log]
-            if have != want or hw != r.hw:
-                raise Divergence(f"broker {b}'s log on disk is {_log_text(have)} with hw {hw}",
-                                 f"log {_log_text(want)} with hw {r.hw}")
+            for p, r in enumerate(broker.replicas):
+                records, hw = self.cluster.replica_on_disk(b, p)
+                have = [(epoch - self.shift, value) for _, epoch, value in records]
+                want_log = [(e.epoch, f"v{e.value}") for e in r.log]
+                if have != want_log or hw != r.hw:
+                    whose = f"broker {b}'s log" + (f" of partition {p}" if len(broker.replicas) > 1 else "")
+                    raise Divergence(f"{whose} on disk is {_log_text(have)} with hw {hw}",
+                                     f"log {_log_text(want_log)} with hw {r.hw}")
 
     def _events_since(self) -> list[dict[str, Any]]:
         """The implementation's events not seen before (and mark them seen)."""
@@ -290,14 +336,16 @@ class Driver:
         return new
 
     # -- what operations use -------------------------------------------------------------------
-    def expect(self, kind: str, node: int, what: str, timeout: float | None = None) -> dict[str, Any]:
+    def expect(self, kind: str, node: int, what: str, timeout: float | None = None,
+               partition: int | None = None) -> dict[str, Any]:
         """Wait for the implementation to record ``kind`` on ``node`` (an event not yet
-        consumed by an earlier expectation)."""
+        consumed by an earlier expectation), of ``partition`` if one is named."""
         deadline = time.monotonic() + (timeout or self.step_timeout)
         while time.monotonic() < deadline:
             for e in self.cluster.events():
                 key = (e["node"], e["seq"])
-                if e["kind"] == kind and e["node"] == node and key not in self._seen and key not in self._consumed:
+                if e["kind"] == kind and e["node"] == node and key not in self._seen and key not in self._consumed \
+                        and (partition is None or e.get("partition") == partition):
                     self._consumed.add(key)
                     return e
             time.sleep(0.05)
@@ -340,13 +388,14 @@ class Driver:
         epoch = m.leader_epoch + self.shift
 
         def wanted(f: Frame) -> bool:
-            return any(e.get("leader") == m.leader and e.get("leader_epoch") == epoch
-                       for e in f.summary.get("partitions") or [])
+            return any(e.get("partition") == m.partition and e.get("leader") == m.leader
+                       and e.get("leader_epoch") == epoch for e in f.summary.get("partitions") or [])
 
         for _ in range(10):
             f = relay.wait_held("leader_and_isr", dst=m.to, match=wanted, timeout=1.0)
             if f is not None:
                 relay.release(f.id)
+                self._take_delivered(f, m)
                 return
             again = [x for x in relay.frames if x.kind == "leader_and_isr" and x.dst == m.to
                      and x.state == "released" and wanted(x)
@@ -370,12 +419,14 @@ class Driver:
         relay = self.cluster.relay
 
         def wanted(f: Frame) -> bool:
-            return f.summary.get("delete") == m.delete and f.summary.get("controller_epoch") == m.controller_epoch
+            return f.summary.get("delete") == m.delete and f.summary.get("controller_epoch") == m.controller_epoch \
+                and _names(f, m.partition)
 
         for _ in range(10):
             f = relay.wait_held("stop_replica", dst=m.to, match=wanted, timeout=1.0)
             if f is not None:
                 relay.release(f.id)
+                self._take_delivered(f, m)
                 return
             older = relay.held("leader_and_isr", dst=m.to) + relay.held("stop_replica", dst=m.to)
             if older:
@@ -384,41 +435,62 @@ class Driver:
                 self._take_delivered(first)
         raise Divergence(f"no StopReplica (delete {m.delete}) to broker {m.to} in flight", f"deliver {m}")
 
-    def _take_delivered(self, f: Frame) -> None:
-        """The model step an older request delivered first is, taken in the driver's state."""
+    def _take_delivered(self, f: Frame, step_is: LeaderAndIsr | StopReplica | None = None) -> None:
+        """The model steps a delivered request is, taken in the driver's state: one per
+        partition it names -- the controller sends a broker one request for every partition
+        it tells it about at once (a failover, a restart), where the model sends one message
+        per partition.  ``step_is``, the model message the run's own step delivers, is left
+        for that step; an older request delivered first has none."""
+        names = f.summary.get("partitions") or []
+        others = [e for e in names if step_is is None or _partition_of(e) != step_is.partition]
+        if step_is is not None and not others:
+            return
         time.sleep(0.3)
-        e = (f.summary.get("partitions") or [{}])[0]
+        if not others:
+            self.inserted.append(StepReport(0, f.kind, "", f"delivered {f.describe()} first", "relay.release",
+                                            "inserted", note=f"no model step: {f.kind} names no partition"))
+            return
+        why = ("an older request, delivered first: the channel sends one request at a time" if step_is is None
+               else "delivered in the same request as the step's: the controller names every partition in one")
         if f.kind == "stop_replica":
-            for sm in self.s.stop_replica:
-                if sm.to == f.dst and sm.delete == f.summary.get("delete"):
-                    step = Step("stop_replica", (sm,))
-                    t = apply(self.s, self.cfg, step)
-                    if t is not None:
-                        self.inserted.append(StepReport(0, "stop_replica", _args_text(step), describe(step, self.s, t),
-                                                        "relay.release(stop_replica)", "inserted",
-                                                        note="an older request, delivered first: the channel "
-                                                             "sends one request at a time"))
-                        self.s = t
-                        return
-        if f.kind != "leader_and_isr" or not e:
+            for e in others:
+                self._take_stop_replica(f, _partition_of(e), why)
+            return
+        if f.kind != "leader_and_isr":
             self.inserted.append(StepReport(0, f.kind, "", f"delivered {f.describe()} first", "relay.release",
                                             "inserted", note=f"no model step: {f.kind}"))
             return
+        for e in others:
+            self._take_leader_and_isr(f, e, why)
+
+    def _take_stop_replica(self, f: Frame, p: int | None, why: str) -> None:
+        for sm in self.s.stop_replica:
+            if sm.to == f.dst and sm.partition == p and sm.delete == f.summary.get("delete"):
+                step = Step("stop_replica", (sm,))
+                t = apply(self.s, self.cfg, step)
+                if t is not None:
+                    self.inserted.append(StepReport(0, "stop_replica", _args_text(step), describe(step, self.s, t),
+                                                    "relay.release(stop_replica)", "inserted", note=why))
+                    self.s = t
+                    return
+        self.inserted.append(StepReport(0, "stop_replica", f"(to={f.dst}, partition={p})",
+                                        f"delivered {f.describe()}", "relay.release(stop_replica)", "inserted",
+                                        note="a no-op in the model (stale or repeated)"))
+
+    def _take_leader_and_isr(self, f: Frame, e: dict[str, Any], why: str) -> None:
         epoch = int(e.get("leader_epoch", -1)) - self.shift
         for m in self.s.leader_and_isr:
-            if m.to == f.dst and m.leader == e.get("leader") and m.leader_epoch == epoch \
-                    and m.controller_epoch == f.summary.get("controller_epoch"):
+            if m.to == f.dst and m.partition == e.get("partition") and m.leader == e.get("leader") \
+                    and m.leader_epoch == epoch and m.controller_epoch == f.summary.get("controller_epoch"):
                 action = "become_leader" if m.leader == m.to else "become_follower"
                 step = Step(action, (m,))
                 t = apply(self.s, self.cfg, step)
                 if t is not None:
                     self.inserted.append(StepReport(0, action, _args_text(step), describe(step, self.s, t),
-                                                    "relay.release(leader_and_isr)", "inserted",
-                                                    note="an older request, delivered first: the channel "
-                                                         "sends one request at a time"))
+                                                    "relay.release(leader_and_isr)", "inserted", note=why))
                     self.s = t
                     return
-        self.inserted.append(StepReport(0, "leader_and_isr", _frame_args(f), f"delivered {f.describe()} first",
+        self.inserted.append(StepReport(0, "leader_and_isr", _frame_args(f, e), f"delivered {f.describe()}",
                                         "relay.release(leader_and_isr)", "inserted",
                                         note="a no-op in the model (stale or repeated)"))
 
@@ -441,8 +513,20 @@ class JudgeSaysNo(Exception):
             self.did = reason
 
 
-def _frame_args(f: Frame) -> str:
-    e = (f.summary.get("partitions") or [{}])[0]
+def _partition_of(e: Any) -> int | None:
+    """The partition id of one entry of a held request's summary: a LeaderAndISR's
+    ``{"topic", "partition", ...}``, a StopReplica's ``[topic, partition]``."""
+    if isinstance(e, dict):
+        return e.get("partition")
+    return list(e)[1] if len(list(e)) > 1 else None
+
+
+def _names(f: Frame, partition: int) -> bool:
+    """Whether a held request names ``partition`` of the topic."""
+    return any(_partition_of(e) == partition for e in f.summary.get("partitions") or [])
+
+
+def _frame_args(f: Frame, e: dict[str, Any]) -> str:
     return (f"(to={f.dst}, leader={e.get('leader')}, leader_epoch={e.get('leader_epoch')} [implementation's], "
             f"controller_epoch={f.summary.get('controller_epoch')})")
 

@@ -9,8 +9,11 @@ the path to the first transition of each (action, outcome) pair is a shortest on
 its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
 of a new leader, of the same one, of none, or unclean; a truncation that cut or kept; a
 StopReplica that deleted, stopped, or was refused (stale, or for another incarnation of the topic).
-The admin actions (preferred election, topic deletion and creation) are searched when the
-configuration's knobs allow them (``knobs``: ``--deletions``, ``--preferred-elections``).
+The admin actions (preferred election, topic deletion and creation, partitions added and
+removed, ...) are searched when the configuration's knobs allow them (``knobs``:
+``--deletions``, ``--preferred-elections``, ``--partition-changes``, ...), and only where the
+driver can hold every fetch apart (``driver.one_follower_partition``: an added partition has
+one replica).
 
 Each path runs on a fresh cluster (:class:`~impl.harness.drive.driver.Driver`), shortest
 first, until the budget is spent.  The report counts the pairs and the distinct model
@@ -26,7 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from impl.harness.drive.driver import DIVERGED, REPRODUCED, Driver, DriveReport
+from impl.harness.drive.driver import (
+    DIVERGED,
+    REPRODUCED,
+    Driver,
+    DriveReport,
+    one_follower_partition,
+)
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
 from model.actions import Step
@@ -86,7 +95,7 @@ def outcome(step: Step, s: State, t: State) -> str:
 
 
 WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic", "controlled_shutdown",
-                                "reassign_start", "reassign_complete"})
+                                "reassign_start", "reassign_complete", "add_partitions", "remove_partitions"})
 """Admin requests the implementation's controller takes only after the election it has to
 make: in step mode it waits for that election's permit (``elect_leader``) before its next
 event, so while the model may elect, the generated paths take none of these."""
@@ -104,6 +113,26 @@ def controller_would_choose(step: Step, s: State) -> bool:
         return True
     _, _, ar, leader = step.args
     return leader == min(b for b in ar if b in s.zk.live and b not in shutting_down(s))
+
+
+def admin_would_take(step: Step, s: State) -> bool:
+    """A partition removal the implementation's admin takes: not the topic's last partition.
+    The model lets an administrator remove every partition of a topic (the topic stays, with
+    none); the implementation refuses to (``INVALID_PARTITIONS``, as ``kafka-topics`` has no
+    topic without partitions) -- a known disagreement (docs/drive.md, Limits), so the
+    generated paths do not choose it; a path file can still ask for it, and diverges."""
+    if step.action != "remove_partitions":
+        return True
+    return sum(1 for zn in s.zk.partitions if zn.ar) > 1
+
+
+def drivable(step: Step, s: State, t: State) -> bool:
+    """Whether the generated paths take ``step`` (from ``s`` to ``t``): it has a harness
+    operation, the implementation's controller would make the same choice
+    (``controller_would_choose``, ``admin_would_take``), and no partition but partition 0
+    gets a follower (``one_follower_partition``)."""
+    return step.action in OPERATIONS and controller_would_choose(step, s) and admin_would_take(step, s) \
+        and one_follower_partition(t) is None
 
 
 @dataclass
@@ -156,8 +185,7 @@ def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]
         steps = list(successors(s, cfg))
         electing = any(st.action == "elect_leader" for st, _ in steps)
         for step, t in steps:
-            if step.action not in OPERATIONS or (electing and step.action in WAIT_FOR_ELECTIONS) \
-                    or not controller_would_choose(step, s):
+            if (electing and step.action in WAIT_FOR_ELECTIONS) or not drivable(step, s, t):
                 continue
             transitions += 1
             pair = (step.action, outcome(step, s, t))

@@ -32,7 +32,7 @@ from impl.node.zk import EmbeddedZooKeeper, free_port
 from traces.reader import read_traces
 
 TOPIC = "t"
-PARTITION = 0
+PARTITION = 0  # the partition the cluster is set up with, as the model's initial state has it
 
 STEP_SETTINGS: dict[str, Any] = {
     "harness_step_mode": True,
@@ -121,8 +121,8 @@ class SteerableCluster:
     def grant(self, broker: int, gate: str, target: int | None = None) -> None:
         step_gate.grant(self.data_dir, broker, self.pid(broker), gate, target=target)
 
-    def produce(self, broker: int, value: str) -> None:
-        """An acks=all write straight to ``broker``'s own port, sent once and never retried
+    def produce(self, broker: int, value: str, partition: int = PARTITION) -> None:
+        """An acks=all write to ``partition`` straight to ``broker``'s own port, sent once and never retried
         (a retry would be a second write the model never made); its answer comes when the
         HW passes it, so it is awaited on a thread of its own."""
         host, port = self.cluster.endpoint(broker)
@@ -130,7 +130,7 @@ class SteerableCluster:
         def send() -> None:
             try:
                 conn = BlockingConnection(host, port, timeout=600)
-                conn.send(ApiKey.PRODUCE, {"topic": TOPIC, "partition": PARTITION, "acks": -1,
+                conn.send(ApiKey.PRODUCE, {"topic": TOPIC, "partition": partition, "acks": -1,
                                            "values": [value.encode()], "timeout_ms": 600_000})
                 conn.close()
             except OSError:
@@ -140,14 +140,14 @@ class SteerableCluster:
         t.start()
         self._produced.append(t)
 
-    def serves_as_leader(self, broker: int, hw: int) -> bool:
-        """Whether ``broker`` still serves the partition as its leader: a consumer's fetch
+    def serves_as_leader(self, broker: int, hw: int, partition: int = PARTITION) -> bool:
+        """Whether ``broker`` still serves ``partition`` as its leader: a consumer's fetch
         at the HW, to its own port, answered (empty) or refused NOT_LEADER (any other
         answer is an RpcError).  It changes nothing: a consumer's offset is no follower's
         LEO, and an empty answer is not recorded."""
         conn = BlockingConnection(*self.cluster.endpoint(broker), timeout=15)
         try:
-            error, _, _ = conn.send(ApiKey.FETCH, {"topic": TOPIC, "partition": PARTITION,
+            error, _, _ = conn.send(ApiKey.FETCH, {"topic": TOPIC, "partition": partition,
                                                    "fetch_offset": hw, "max_wait_ms": 0})
         finally:
             conn.close()
@@ -155,10 +155,13 @@ class SteerableCluster:
             raise RpcError(error, f"a consumer's fetch from broker {broker} at offset {hw}")
         return not error
 
-    def admin_request(self, controller: int, what: str, partition: int, replicas: list[int] | None = None) -> None:
+    def admin_request(self, controller: int, what: str, partition: int, replicas: list[int] | None = None,
+                      count: int = 0) -> dict[str, Any]:
         """One administrator's request to the controller, through the admin client:
-        ``elect_preferred``, ``delete_topic``, ``create_topic`` or ``reassign`` (``replicas``
-        the partition's assignment, or its RAR).  Sent to the model's controller directly: a broker learns a new
+        ``elect_preferred``, ``delete_topic``, ``create_topic``, ``reassign``,
+        ``add_partitions`` (the topic grown to ``count`` partitions, the new one's replicas
+        ``replicas``) or ``remove_partitions`` (``replicas`` the partition's assignment, or
+        its RAR).  Sent to the model's controller directly: a broker learns a new
         controller from its UpdateMetadata, which waits in the controller's channel behind
         the LeaderAndISR the relay holds, so no broker could name it yet.  Nothing is awaited
         but the answer: the controller's LeaderAndISR and StopReplica wait in the relay."""
@@ -174,8 +177,13 @@ class SteerableCluster:
             elif what == "create_topic":
                 admin.create_topic(TOPIC, replication_factor=len(replicas or []),
                                    assignment={partition: list(replicas or [])}, wait=0)
+            elif what == "add_partitions":
+                return admin.add_partitions(TOPIC, count, wait=0, assignments=[list(replicas or [])])
+            elif what == "remove_partitions":
+                admin.remove_partitions(TOPIC, [partition], wait=0)
             else:
                 raise ValueError(f"unknown admin request {what!r}")
+        return {}
 
     def request_controlled_shutdown(self, controller: int, broker: int) -> dict[str, Any]:
         """Broker ``broker``'s ControlledShutdown request, sent by the harness in its name (its
@@ -215,7 +223,9 @@ class SteerableCluster:
 
     def zk_state(self) -> dict[str, Any]:
         """What ZooKeeper holds of the model's state: the controller, the controller epoch,
-        the live brokers and the partition's leader, leader epoch, ISR and version."""
+        the live brokers, and of every partition of the topic (``partitions``, by id) its
+        leader, leader epoch, ISR, version and assigned replicas (AR); partition 0's are
+        repeated at the top level, the cluster's first partition."""
         zk = self.cluster.zk_client()
         try:
             out: dict[str, Any] = {"controller": self._controller(zk)}
@@ -226,22 +236,30 @@ class SteerableCluster:
                 out["controller_epoch"] = -1
             out["live"] = sorted(int(b) for b in zk.get_children(zkl.BROKER_IDS))
             try:
-                raw, stat = zk.get(zkl.leader_and_isr_path(TOPIC, PARTITION))
+                raw, _ = zk.get(zkl.topic_path(TOPIC))
+                assigned = {int(p): list(r) for p, r in zkl.decode(raw)["partitions"].items()}
+            except Exception:  # noqa: BLE001 - the topic is not created yet, or deleted
+                assigned = {}
+            out["partitions"] = {}
+            for p in sorted(assigned):
+                try:
+                    raw, stat = zk.get(zkl.leader_and_isr_path(TOPIC, p))
+                except Exception:  # noqa: BLE001 - assigned, its leader not written yet
+                    continue
                 st = zkl.LeaderAndIsr.from_json(raw)
-                out.update(leader=st.leader, leader_epoch=st.leader_epoch, isr=list(st.isr),
-                           zk_version=stat.version)
-            except Exception:  # noqa: BLE001 - the topic is not created yet
-                pass
+                out["partitions"][p] = {"leader": st.leader, "leader_epoch": st.leader_epoch, "isr": list(st.isr),
+                                        "zk_version": stat.version, "ar": assigned[p]}
+            out.update(out["partitions"].get(PARTITION, {}))
             return out
         finally:
             zk.stop()
             zk.close()
 
-    def replica_on_disk(self, broker: int) -> tuple[list[tuple[int, int, str]], int]:
-        """A broker's replica of the partition as its disk holds it: the records
+    def replica_on_disk(self, broker: int, partition: int = PARTITION) -> tuple[list[tuple[int, int, str]], int]:
+        """A broker's replica of ``partition`` as its disk holds it: the records
         (offset, leader epoch, value) and the HW checkpoint (rewritten at every change).
         Read-only: the broker may be running."""
-        d = self.cluster.configs[broker].log_dir / f"{TOPIC}-{PARTITION}"
+        d = self.cluster.configs[broker].log_dir / f"{TOPIC}-{partition}"
         if not d.exists():
             return [], 0
         records = [(r.offset, r.leader_epoch, r.value.decode("utf-8", "replace")) for r in read_segments(d)]

@@ -7,7 +7,8 @@ Three sorts of operation (docs/drive.md has the table):
   the process again, ``broker_pause``/``broker_resume`` are SIGSTOP (until the session
   expires) and SIGCONT, ``broker_stop`` is SIGTERM (a clean stop), ``produce`` is one acks=all
   write; ``controlled_shutdown`` is the broker's request sent in its name; ``preferred_election``,
-  ``delete_topic`` and ``create_topic`` are the admin client's requests to the controller;
+  ``delete_topic``, ``create_topic``, ``add_partitions`` and ``remove_partitions`` are the
+  admin client's requests to the controller;
 * **the delivery of one held message** -- ``become_leader``/``become_follower``/
   ``reject_leader_and_isr`` release the LeaderAndISR the model names to its broker,
   ``stop_replica`` the StopReplica,
@@ -60,10 +61,10 @@ class Operation:
 # -- faults and admin operations ----------------------------------------------------------------
 
 def _produce(d: Driver, step: Step, s: State, t: State) -> None:
-    b = step.args[0]
+    b, p = step.args
     value = f"v{t.ghost.produced}"
-    d.cluster.produce(b, value)
-    d.expect("produce", b, f"broker {b} appends {value} as leader")
+    d.cluster.produce(b, value, p)
+    d.expect("produce", b, f"broker {b} appends {value} to partition {p} as leader", partition=p)
 
 
 def _crash(d: Driver, step: Step, s: State, t: State) -> None:
@@ -96,10 +97,11 @@ def _resume(d: Driver, step: Step, s: State, t: State) -> None:
     time.sleep(0.2)
 
 
-def _admin(d: Driver, controller: int, what: str, partition: int, replicas: list[int] | None = None) -> None:
+def _admin(d: Driver, controller: int, what: str, partition: int, replicas: list[int] | None = None,
+           count: int = 0) -> dict:
     """An admin request the controller must take; its refusal is the step's divergence."""
     try:
-        d.cluster.admin_request(controller, what, partition, replicas)
+        return d.cluster.admin_request(controller, what, partition, replicas, count)
     except (RpcError, OSError, TimeoutError) as exc:
         raise Divergence(f"controller {controller} refused the admin request {what}: {exc}",
                          f"controller {controller} takes {what}") from None
@@ -165,6 +167,28 @@ def _create_topic(d: Driver, step: Step, s: State, t: State) -> None:
     d.expect("elect_leader", c, f"controller {c} creates the topic with AR {list(ar)} and leader {leader}")
 
 
+def _add_partitions(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p, ar, leader = step.args
+    # the topic grown by one partition, the model's AR its replicas, the model's leader listed
+    # first (the controller makes the first live replica listed the leader, as at a creation)
+    count = sum(1 for zn in s.zk.partitions if zn.ar) + 1
+    answer = _admin(d, c, "add_partitions", p, [leader, *(b for b in ar if b != leader)], count)
+    added = sorted(int(q) for q in (answer.get("added") or {}))
+    if added != [p]:
+        raise Divergence(f"controller {c} took the request as adding partition(s) {added}",
+                         f"partition {p}, the topic's next fresh id")
+    d.expect("elect_leader", c, f"controller {c} adds partition {p} with AR {list(ar)} and leader {leader}",
+             partition=p)
+    d.expect("partitions_added", c, f"controller {c} records partition {p} added")
+
+
+def _remove_partitions(d: Driver, step: Step, s: State, t: State) -> None:
+    c, p = step.args
+    _admin(d, c, "remove_partitions", p)
+    d.expect("partitions_removed", c, f"controller {c} removes partition {p} (StopReplica(delete) to its live "
+                                      f"replicas)")
+
+
 # -- deliveries of held messages ----------------------------------------------------------------
 
 def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
@@ -173,7 +197,8 @@ def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
         d.deliver_leader_and_isr(m)
         b, p = m.to, m.partition
         if t.brokers[b].replicas[p] != s.brokers[b].replicas[p] or kind == "reject_leader_and_isr":
-            d.expect(kind, b, f"broker {b} acts on LeaderAndISR (leader {m.leader}, epoch {m.leader_epoch})")
+            d.expect(kind, b, f"broker {b} acts on LeaderAndISR (leader {m.leader}, epoch {m.leader_epoch})",
+                     partition=p)
         else:
             d.settle()
     return run
@@ -214,7 +239,8 @@ def _stop_replica(d: Driver, step: Step, s: State, t: State) -> None:
     d.deliver_stop_replica(m)
     b, p = m.to, m.partition
     if t.brokers[b].replicas[p] != s.brokers[b].replicas[p]:
-        d.expect("stop_replica", b, f"broker {b} stops{' and deletes' if m.delete else ''} its replica of p{p}")
+        d.expect("stop_replica", b, f"broker {b} stops{' and deletes' if m.delete else ''} its replica of p{p}",
+                 partition=p)
     else:
         d.settle()
 
@@ -278,7 +304,7 @@ def _isr_update_failed(d: Driver, step: Step, s: State, t: State) -> None:
                                      f"{s.zk.partitions[p].zk_version} has moved past, and steps down")
     # stepping down shows in no event and in nothing the driver compares: ask the broker
     try:
-        leads = d.cluster.serves_as_leader(b, s.brokers[b].replicas[p].hw)
+        leads = d.cluster.serves_as_leader(b, s.brokers[b].replicas[p].hw, p)
     except (RpcError, OSError, TimeoutError) as exc:
         raise Divergence(f"broker {b} answered a consumer's fetch with {exc}",
                          f"broker {b} refuses it NOT_LEADER (it stopped acting as leader)") from None
@@ -330,6 +356,10 @@ OPERATIONS: dict[str, Operation] = {
     "delete_topic": Operation("Admin.delete_topics", "ask the controller to delete the topic", _delete_topic),
     "create_topic": Operation("Admin.create_topics", "create the topic with the model's assignment, its leader "
                               "listed first", _create_topic),
+    "add_partitions": Operation("Admin.add_partitions", "grow the topic by the model's partition, with its AR "
+                                "(the leader listed first)", _add_partitions),
+    "remove_partitions": Operation("Admin.remove_partitions", "ask the controller to remove the partition",
+                                   _remove_partitions),
     "handle_fetch": Operation("relay.release(fetch_request)", "deliver the held fetch to the leader", _handle_fetch),
     "receive_fetch": Operation("relay.release(fetch_response)", "deliver the held answer to the follower", _receive_fetch),
     "send_fetch": Operation("permit(send_fetch)", "let the follower send one fetch (held)", _send_fetch),
