@@ -105,12 +105,13 @@ def test_a_fetch_past_the_log_end_names_the_leaders_leo_and_hw(tmp_path: Path) -
                                                  {"leo": r.leo, "hw": r.hw})
 
 
-def test_a_stepped_down_replica_refuses_an_older_write_of_its_own_epoch(tmp_path: Path) -> None:
+def test_a_stepped_down_replica_refuses_every_write_of_its_own_epoch_and_takes_the_next(tmp_path: Path) -> None:
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, 3))
     r.step_down()
-    assert leader_and_isr_verdict(r, _state(1, 1, 2)) == Verdict.REFUSE
-    assert leader_and_isr_verdict(r, _state(1, 1, 3)) == Verdict.APPLY
+    for zk_version in (2, 3, 4):
+        assert leader_and_isr_verdict(r, _state(1, 1, zk_version)) == Verdict.REFUSE
+    assert leader_and_isr_verdict(r, _state(1, 2, 4)) == Verdict.APPLY
 
 
 # -- ISR shrink (seed 000 G) -----------------------------------------------------------------------
