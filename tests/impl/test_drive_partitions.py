@@ -17,6 +17,8 @@ from impl.cli.main import main
 from impl.harness.drive import Driver, ModelRun
 from impl.harness.drive.driver import one_follower_partition
 from impl.harness.drive.generate import admin_would_take, generate, outcome, search
+from impl.node.admin_writes import AdminError, AdminWrites
+from impl.node.wire import ErrorCode
 from model.actions import Step
 from model.config import named
 from model.registry import apply
@@ -164,3 +166,14 @@ def test_the_generated_cases_with_partition_changes_are_followed_and_cover_their
     assert report.exit_code == 0, [c for c in report.cases if c["verdict"] != "followed"]
     assert PAIRS | {("stop_replica", "deleted")} <= set(report.covered_pairs)
     assert set(report.covered_pairs) == set(report.pairs)
+
+
+def test_create_partitions_takes_the_new_partitions_replicas_in_id_order_from_the_fresh_id() -> None:
+    """The admin's side of the mapping: CreatePartitions' ``assignments`` (Kafka's) name the
+    replicas of each partition added, numbered from the topic's fresh id; a count that does
+    not match, an empty list or a repeated broker is refused."""
+    assert AdminWrites._given_assignments([[1], [0, 1]], 3, 2) == {"3": [1], "4": [0, 1]}
+    for given, count in (([[1]], 2), ([[]], 1), ([[1, 1]], 1), ([[-1]], 1), ("1", 1)):
+        with pytest.raises(AdminError) as exc:
+            AdminWrites._given_assignments(given, 3, count)
+        assert exc.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
