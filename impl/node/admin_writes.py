@@ -276,9 +276,14 @@ class AdminWrites:
 
     def _remove_partitions(self, body: dict[str, Any], user: str, client: str,
                            strict: bool) -> dict[str, Any]:
+        """Seed 000 H: any partitions the topic has, its last one included -- the topic then
+        stays with none, its ids used (``zk.next_partition_path``), as in the model
+        (``model.actions.partitions.remove_partitions``); a later CreatePartitions adds one
+        under a fresh id.  Refused: an empty list, a repeated id, an id the topic does not
+        have, a removal of it already pending."""
         topic, parts = str(body["topic"]), [int(p) for p in body["partitions"]]
         current = self._read_assignment(topic)
-        if any(str(p) not in current for p in parts) or len(parts) >= len(current) or not parts:
+        if not parts or len(set(parts)) != len(parts) or any(str(p) not in current for p in parts):
             raise AdminError(ErrorCode.INVALID_PARTITIONS, "cannot remove those partitions")
         throttle = self._charge(user, client, len(parts), strict)
 

@@ -179,7 +179,8 @@ class Producer(Client):
         self.idempotent = acks == -1 if idempotent is None else idempotent
         self.producer_id: int | None = None
         self._sequences: dict[tuple[str, int], int] = {}
-        self._rr: dict[str, Iterator[int]] = {}
+        # round robin over each topic's partitions, started again when they change
+        self._rr: dict[str, tuple[list[int], Iterator[int]]] = {}
 
     def _producer_id(self) -> int | None:
         """This producer's id, asked for once (InitProducerId); None if not idempotent."""
@@ -191,6 +192,19 @@ class Producer(Client):
                     raise
                 self.idempotent = False  # a broker without the API: plain retries
         return self.producer_id if self.idempotent else None
+
+    def _next_partition(self, topic: str) -> int:
+        """The partition a record given none goes to: the topic's partitions in turn, as
+        the metadata has them now -- partitions added or removed since (seed 000 H) change
+        the turn.  A topic whose every partition was removed has none to write to: refused
+        UNKNOWN_TOPIC_OR_PARTITION, which the retries wait out (a partition may be added)."""
+        parts = sorted(self.partitions(topic))
+        if not parts:
+            raise RpcError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} has no partitions")
+        known = self._rr.get(topic)
+        if known is None or known[0] != parts:
+            known = self._rr[topic] = (parts, itertools.cycle(parts))
+        return next(known[1])
 
     def _end_producer_id(self) -> None:
         """The stream of some partition has a batch of unknown fate: start a new stream."""
@@ -217,9 +231,7 @@ class Producer(Client):
         while True:
             try:
                 if partition is None:
-                    parts = sorted(self.partitions(topic))
-                    rr = self._rr.setdefault(topic, itertools.cycle(parts))
-                    partition = next(rr)
+                    partition = self._next_partition(topic)
                 if producer_id is None and self._producer_id() is not None:
                     producer_id = self.producer_id
                     sequence = self._sequences.get((topic, partition), 0)

@@ -183,6 +183,11 @@ class ControlRequestSender(ControllerContext):
             topics.setdefault(t, {})[str(p)] = {
                 "leader": st.leader if st else -1, "leader_epoch": st.leader_epoch if st else -1,
                 "isr": list(st.isr) if st else [], "replicas": self._replicas((t, p))}
+        if not partial:
+            # a full refresh names every topic, one whose every partition was removed (seed
+            # 000 H) too: it exists, with no partitions, until it is deleted
+            for t in self.assignments:
+                topics.setdefault(t, {})
         brokers = {str(b): [h, port] for b, (h, port, _) in self.live.items()}
         body: dict[str, Any] = {"brokers": brokers, "topics": topics}
         if partial:
