@@ -82,7 +82,7 @@ REMOVE_PARTITIONS = Entry(
                       judge=Supported("taken at the first StopReplica(delete) a replica records, as a topic "
                                       "deletion; its partitions_removed is the same step seen again (or the step "
                                       "itself, if every replica was down)"),
-                      driver=Supported("the topic's last partition excepted: the implementation's admin refuses "
-                                       "to remove it (docs/drive.md, Limits)")),
+                      driver=Supported("the topic's last partition too: the topic stays with no partitions, "
+                                       "and a partition added later takes a fresh id")),
     explored=False, feature=PARTITION_CHANGES,
 )

@@ -16,7 +16,7 @@ import pytest
 from impl.cli.main import main
 from impl.harness.drive import Driver, ModelRun
 from impl.harness.drive.driver import one_follower_partition
-from impl.harness.drive.generate import admin_would_take, generate, outcome, search
+from impl.harness.drive.generate import generate, outcome, search
 from impl.node.admin_writes import AdminError, AdminWrites
 from impl.node.wire import ErrorCode
 from model.actions import Step
@@ -101,16 +101,23 @@ def test_a_failover_tells_a_broker_of_both_partitions_in_one_request_and_the_dri
     assert set(report.steps[-1].zookeeper["partitions"]) == {1}
 
 
+# The topic's only partition removed -- the model lets the administrator remove every
+# partition of a topic, and so does the implementation's admin -- its StopReplica(delete)
+# delivered to both replicas, then a partition added under the fresh id 1, not the removed 0.
+LAST_RUN = ModelRun("last", [
+    ("remove_partitions", _args(0, 0)), ("stop_replica", _stop(0, 0)), ("stop_replica", _stop(1, 0)),
+    ("add_partitions", _args(0, 1, (1,), 1)), ("become_leader", _lai(1, 1)),
+], brokers=2)
+
+
 @pytest.mark.slow
-def test_removing_the_topics_last_partition_is_the_known_disagreement(tmp_path: Path) -> None:
-    """The model lets the administrator remove every partition of a topic; the
-    implementation's admin refuses the last one (docs/drive.md, Limits): a divergence at
-    that step, naming the refusal."""
-    run = ModelRun("last", [("remove_partitions", _args(0, 0))], brokers=2)
-    report = Driver("kip320", data_dir=tmp_path / "cluster", knobs={"partition_changes": 1}).run(run)
-    d = report.divergence
-    assert report.verdict == "diverged" and d is not None and d["step"] == 1
-    assert "refused the admin request remove_partitions" in d["implementation_did"]
+def test_removing_the_topics_last_partition_and_adding_one_again_follow_the_model(tmp_path: Path) -> None:
+    report = Driver("kip320", data_dir=tmp_path / "cluster", knobs=KNOBS).run(LAST_RUN)
+    assert report.verdict == "followed" and report.exit_code == 0, report.divergence
+    assert [s.action for s in report.steps if s.outcome == "followed"] == [a for a, _ in LAST_RUN.steps]
+    assert report.steps[0].zookeeper["partitions"] == {}  # the topic with no partitions
+    last = report.steps[-1].zookeeper["partitions"]
+    assert set(last) == {1} and last[1]["ar"] == [1] and last[1]["leader"] == 1
 
 
 def _path(tmp_path: Path, steps: list[dict]) -> str:
@@ -142,7 +149,7 @@ def test_a_path_changing_partitions_without_the_knob_is_refused(tmp_path: Path,
     assert len(err.strip().splitlines()) == 1
 
 
-def test_the_generated_cases_add_a_partition_with_one_replica_and_never_remove_the_last() -> None:
+def test_the_generated_cases_add_a_partition_with_one_replica_and_remove_the_last_one() -> None:
     cfg = named("kip320", brokers=2, **KNOBS)
     cases, _, _ = search(cfg, max_states=3000)
     assert PAIRS <= {c.pair for c in cases}
@@ -150,14 +157,14 @@ def test_the_generated_cases_add_a_partition_with_one_replica_and_never_remove_t
         s = initial(cfg)
         for step in case.steps:
             t = apply(s, cfg, step)
-            assert t is not None and one_follower_partition(t) is None and admin_would_take(step, s)
+            assert t is not None and one_follower_partition(t) is None
             last = (step.action, outcome(step, s, t))
             s = t
         assert last == case.pair
     # with one change only, the removal the model allows is of the topic's last partition,
-    # which the implementation's admin refuses: not generated
+    # which the implementation's admin takes too: generated
     one = {c.pair for c in search(named("kip320", brokers=2, partition_changes=1), max_states=3000)[0]}
-    assert ("add_partitions", "taken") in one and ("remove_partitions", "taken") not in one
+    assert {("add_partitions", "taken"), ("remove_partitions", "taken")} <= one
 
 
 @pytest.mark.slow

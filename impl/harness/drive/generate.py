@@ -115,24 +115,13 @@ def controller_would_choose(step: Step, s: State) -> bool:
     return leader == min(b for b in ar if b in s.zk.live and b not in shutting_down(s))
 
 
-def admin_would_take(step: Step, s: State) -> bool:
-    """A partition removal the implementation's admin takes: not the topic's last partition.
-    The model lets an administrator remove every partition of a topic (the topic stays, with
-    none); the implementation refuses to (``INVALID_PARTITIONS``, as ``kafka-topics`` has no
-    topic without partitions) -- a known disagreement (docs/drive.md, Limits), so the
-    generated paths do not choose it; a path file can still ask for it, and diverges."""
-    if step.action != "remove_partitions":
-        return True
-    return sum(1 for zn in s.zk.partitions if zn.ar) > 1
-
-
 def drivable(step: Step, s: State, t: State) -> bool:
     """Whether the generated paths take ``step`` (from ``s`` to ``t``): it has a harness
     operation, the implementation's controller would make the same choice
-    (``controller_would_choose``, ``admin_would_take``), and no partition but partition 0
-    gets a follower (``one_follower_partition``)."""
-    return step.action in OPERATIONS and controller_would_choose(step, s) and admin_would_take(step, s) \
-        and one_follower_partition(t) is None
+    (``controller_would_choose``), and no partition but partition 0 gets a follower
+    (``one_follower_partition``).  A partition removal needs no check of its own: the
+    implementation's admin removes any partition the topic has, its last one too."""
+    return step.action in OPERATIONS and controller_would_choose(step, s) and one_follower_partition(t) is None
 
 
 @dataclass
