@@ -517,8 +517,10 @@ def _print_topics(args: argparse.Namespace, topics: dict[str, Any]) -> int:
             for t in sorted(topics) for p, i in sorted(topics[t].items())]
     if wants_json(args):
         return print_json(args, 0, topics=rows)
-    if not rows:
+    if not topics:
         print("(no topics)")
+    for t in sorted(t for t in topics if not topics[t]):  # every partition removed (seed 000 H)
+        print(f"topic {t}  (no partitions)")
     for r in rows:
         leader = r["leader"] if r["leader"] >= 0 else "none"
         print(f"topic {r['topic']}  partition {r['partition']}  leader {leader}  leader_epoch {r['leader_epoch']}  "

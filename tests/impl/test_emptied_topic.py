@@ -40,7 +40,10 @@ def _topic_in_metadata(c: Any, broker: int) -> dict[str, Any] | None:
 
 
 def test_the_last_partition_removed_leaves_the_topic_with_none_and_an_added_one_takes_a_fresh_id(
-        make_cluster: Any) -> None:
+        make_cluster: Any, capsys: Any, monkeypatch: Any) -> None:
+    from impl.cli import main as cli
+
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.cli.commands"])
     c, zk, ctrl, stale, other = three_brokers_and_their_roles(make_cluster)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [stale, other]})
@@ -61,6 +64,10 @@ def test_the_last_partition_removed_leaves_the_topic_with_none_and_an_added_one_
             wait_until(lambda b=b: _topic_in_metadata(c, b) == {}, 10,
                        f"broker {b}'s metadata: the topic with no partitions")
         assert admin.describe(TOPIC) == {TOPIC: {}}
+        capsys.readouterr()
+        host, port = c.endpoint(other)
+        assert cli.main(["topics", "describe", TOPIC, "--bootstrap", f"{host}:{port}"]) == 0
+        assert capsys.readouterr().out.splitlines() == [f"topic {TOPIC}  (no partitions)"]
         with pytest.raises(RpcError) as again:  # an id it no longer has
             admin.remove_partitions(TOPIC, [0])
         assert again.value.code == ErrorCode.INVALID_PARTITIONS
