@@ -65,6 +65,18 @@ def test_with_topic_ids_every_property_holds_with_one_deletion() -> None:
     assert result.depth == pinned("kip320", "deletions 1", "depth")
 
 
+@pytest.mark.whole_space  # bench/bench_whole_space.py: about seven minutes on one core
+def test_with_topic_ids_one_deletion_holds_at_three_brokers_with_one_record_and_one_crash() -> None:
+    """Question 5 at three brokers: with a third broker a replica can be down across the
+    deletion while two others re-create the topic and take writes, so the stale-log story
+    has more room than at two; the reduced space still ends, and every property holds."""
+    cfg = named("kip320", deletions=1, brokers=3, records=1, max_crashes=1)
+    result = check(cfg, SearchOptions(progress=None, reduction=True))
+    assert result.holds and result.complete
+    assert result.states == pinned("kip320", "deletions 1, three brokers, one record, one crash, reduced", "states")
+    assert result.depth == pinned("kip320", "deletions 1, three brokers, one record, one crash, reduced", "depth")
+
+
 def test_the_recreation_story_loses_the_acknowledged_write_without_topic_ids() -> None:
     """The manual run of the issue, step by step: the stale broker is elected holding the
     old incarnation's record and not the acknowledged one."""
