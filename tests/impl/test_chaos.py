@@ -361,6 +361,7 @@ def test_session_expiry_partition_and_controller_kill_lose_nothing_and_conform(
     _conforms(report)
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_acks_1_loses_acknowledged_writes_and_the_report_names_why(
         tmp_path: Path, zk_chroot: str) -> None:
     report = _run(tmp_path, zk_chroot, 6, 8, acks=1, conform=False)

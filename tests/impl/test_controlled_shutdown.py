@@ -112,6 +112,7 @@ def test_controlled_shutdown_of_brokers_2_1_0_never_elects_one_that_asked_and_no
     zk.stop()
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_when_each_leader_asks_in_turn_the_lead_moves_only_to_brokers_that_have_not_asked(
         make_cluster: Any) -> None:
     """The partition assigned [2,1,0], so each broker asks while it leads: 2's shutdown moves

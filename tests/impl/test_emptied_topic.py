@@ -39,6 +39,7 @@ def _topic_in_metadata(c: Any, broker: int) -> dict[str, Any] | None:
     return meta.get("topics", {}).get(TOPIC)
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_the_last_partition_removed_leaves_the_topic_with_none_and_an_added_one_takes_a_fresh_id(
         make_cluster: Any, capsys: Any, monkeypatch: Any) -> None:
     from impl.cli import main as cli

@@ -11,6 +11,7 @@ from properties.checkers.bfs import SearchOptions, check
 from tests.pinned import pinned
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_the_breakdown_projects_the_states_the_checker_reaches() -> None:
     cfg = three_brokers("kip320")
     states = reach(cfg, 10)

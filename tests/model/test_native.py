@@ -213,6 +213,7 @@ def test_two_threads_find_what_one_finds():
             assert [s for s, _ in one.violation.steps] == [s for s, _ in two.violation.steps]
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_the_pinned_three_broker_count_within_twenty_steps():
     """The Python checker's pinned figure (tests/model/test_history.py, slow there)."""
     r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20, workers=2))
