@@ -15,7 +15,7 @@ controls with its relay; but some steps no message starts:
 * ``admin_tick`` -- the controller's periodic scan of the admin paths
   (``reassign_interval_s``), which is what switches a reassignment to RAR once it caught up
   (seed 000 F 3.2); admin requests still start at once, on their watches;
-* ``isr_write`` -- harness only, nothing waits for it normally: a leader attempts its
+* ``isr_write_as_is`` -- harness only, nothing waits for it normally: a leader attempts its
   conditional ISR write only to shrink or expand the ISR, while the model's
   ``isr_update_failed`` lets a leader whose zk_version is behind fail that write whether or
   not it has a change to propose.  Given this permit and no ``shrink_isr``/``expand_isr`` one,
@@ -44,7 +44,7 @@ from pathlib import Path
 
 PERMITS_FILE = "step-permits.json"
 GATES = ("send_fetch", "truncate", "shrink_isr", "expand_isr", "controller_elect", "elect_leader", "admin_tick",
-         "isr_write")
+         "isr_write_as_is")
 _POLL_S = 0.005
 
 

@@ -45,7 +45,7 @@ TWO_BROKERS = ModelRun("isr_update_failed", [
 ], brokers=2)
 
 # The same, but broker 1 fetched at the leader's LEO before it crashed: the leader has no
-# change to propose (a follower at its LEO never lags), so only the harness-only isr_write
+# change to propose (a follower at its LEO never lags), so only the harness-only isr_write_as_is
 # makes it attempt the write.
 NO_CHANGE = ModelRun("isr_update_failed with no change to propose", [
     ("send_fetch", _args(1, 0)), ("handle_fetch", _fetch(1)), ("broker_crash", _args(1)),
@@ -92,10 +92,10 @@ def test_the_leader_is_made_to_attempt_the_shrink_its_dead_follower_calls_for() 
 
 def test_a_leader_with_no_change_to_propose_is_given_the_harness_only_write() -> None:
     """The model lets a leader behind ZooKeeper fail its write whether or not it has a change
-    to make; with its follower caught up it has none, and the driver grants ``isr_write``."""
+    to make; with its follower caught up it has none, and the driver grants ``isr_write_as_is``."""
     cfg = named("kip320", brokers=2)
     s, _ = _model_run(NO_CHANGE)[-1]
-    assert isr_write_attempt(s, cfg, 0, 0) == ("isr_write", None)
+    assert isr_write_attempt(s, cfg, 0, 0) == ("isr_write_as_is", None)
 
 
 def _drive(run: ModelRun, tmp_path: Path) -> DriveReport:

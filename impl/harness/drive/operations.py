@@ -283,7 +283,7 @@ def isr_write_attempt(s: State, cfg: Config, b: int, p: int) -> tuple[str, int |
     ``isr_update_failed (b, p)``, as a permit: the implementation attempts one only to change
     the ISR, so the change the model's own guards would let it make were its zk_version
     current -- taking out the lowest follower that lags (``shrink_isr:F``), else adding the
-    lowest that caught up (``expand_isr:F``); with neither, the harness-only ``isr_write``,
+    lowest that caught up (``expand_isr:F``); with neither, the harness-only ``isr_write_as_is``,
     the ISR as it stands.  The judge's view of the step is the zk_version the write expected,
     whichever ISR it proposed."""
     lr = s.brokers[b].replicas[p]
@@ -292,7 +292,7 @@ def isr_write_attempt(s: State, cfg: Config, b: int, p: int) -> tuple[str, int |
         for f in range(cfg.brokers):
             if f != b and apply(current, cfg, Step(gate, (b, p, f))) is not None:
                 return gate, f
-    return "isr_write", None
+    return "isr_write_as_is", None
 
 
 def _isr_update_failed(d: Driver, step: Step, s: State, t: State) -> None:
@@ -368,7 +368,7 @@ OPERATIONS: dict[str, Operation] = {
                             _permit("shrink_isr", _first, "leader {b} shrinks the ISR", _follower)),
     "expand_isr": Operation("permit(expand_isr:F)", "let the leader add follower F to the ISR",
                             _permit("expand_isr", _first, "leader {b} expands the ISR", _follower)),
-    "isr_update_failed": Operation("permit(shrink_isr:F | expand_isr:F | isr_write)", "let the leader attempt "
+    "isr_update_failed": Operation("permit(shrink_isr:F | expand_isr:F | isr_write_as_is)", "let the leader attempt "
                                    "the ISR write it would make (isr_write_attempt), which must fail",
                                    _isr_update_failed),
     "controller_elect": Operation("permit(controller_elect)", "let the broker campaign for /controller", _permit("controller_elect", _first, "broker {b} becomes controller")),

@@ -194,7 +194,7 @@ class ReplicationLeader(BrokerCore):
         leaves the ISR when a ``shrink_isr:F`` permit names it and it is out of sync with
         the lag time taken as passed (the model's shrink_isr has no clock); it joins when an
         ``expand_isr:F`` permit names it and it may (not at the fetch itself).  An
-        ``isr_write`` permit, with neither change to make, has the leader attempt its
+        ``isr_write_as_is`` permit, with neither change to make, has the leader attempt its
         conditional write of the ISR as it stands: the model's ``isr_update_failed`` lets a
         leader whose zk_version is behind fail its write whether or not it had a change to
         propose, and this is how the harness makes it try."""
@@ -215,8 +215,8 @@ class ReplicationLeader(BrokerCore):
                                and self.step_gate.take(permit_name("expand_isr", f))), None)
                 if expand is not None:
                     self._spawn_isr_update(r, set(r.isr) | {expand}, expand, "expand_isr")
-                elif self.step_gate.take("isr_write"):
-                    self._spawn_isr_update(r, set(r.isr), None, "isr_write")
+                elif self.step_gate.take("isr_write_as_is"):
+                    self._spawn_isr_update(r, set(r.isr), None, "isr_write_as_is")
 
     def _spawn_isr_update(self, r: Replica, new_isr: set[int], follower: int | None, kind: str) -> None:
         if r.isr_update_in_flight:
@@ -237,7 +237,7 @@ class ReplicationLeader(BrokerCore):
 
     async def _write_isr(self, r: Replica, new_isr: set[int], follower: int | None, kind: str) -> None:
         """Seed 000 G maybe_change_ISR's conditional write: ``kind`` is ``shrink_isr`` or
-        ``expand_isr`` (of ``follower``), or in harness step mode ``isr_write`` (the ISR as it
+        ``expand_isr`` (of ``follower``), or in harness step mode ``isr_write_as_is`` (the ISR as it
         stands, :meth:`_isr_steps`), which records nothing when it succeeds -- it is there to
         fail."""
         epoch, expected = r.leader_epoch, r.zk_version
@@ -263,7 +263,7 @@ class ReplicationLeader(BrokerCore):
             return
         r.isr = set(new_isr)
         r.zk_version = stat.version
-        if kind == "isr_write":  # the harness's attempt succeeded: the model's step did not happen
+        if kind == "isr_write_as_is":  # the harness's attempt succeeded: the model's step did not happen
             return
         r.maybe_advance_hw()  # part of the same step (seed 000 G maybe_change_ISR)
         r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
