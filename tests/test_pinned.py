@@ -50,3 +50,43 @@ def test_no_test_file_writes_a_pinned_count_of_its_own(path):
         for spelled in _spellings(r.value):
             found = re.search(rf"(?<![\w.])(?<!\d,){re.escape(spelled)}(?!\w|,\d)", text)
             assert found is None, f"{path} writes {spelled} ({r.config} / {r.bounds} / {r.what}): use pinned(...)"
+
+
+# -- the README's table of outcomes quotes the table, never a count of its own -----------------
+
+_COUNT = re.compile(r"(?<![\w-])(\d{1,3}(?:,\d{3})+|\d+)(?=-step| steps?\b| states\b)|(?<![\w-])(\d{1,3}(?:,\d{3})+)(?![\d,])")
+
+
+def quoted_counts(readme: str) -> list[tuple[str, int]]:
+    """(configuration, count) for every count the README's "Configurations and outcomes"
+    table states in its outcome columns: a state count (a number with thousands separators,
+    or one followed by "states") or a step count (followed by "steps" or "-step").  The
+    configuration is the first word of the row's name (``kip320 --deletions 1`` is kip320's)."""
+    lines = readme.split("## Configurations and outcomes", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| name |"))
+    out = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        config = cells[0].strip("`").split()[0]
+        for cell in cells[2:]:
+            for m in _COUNT.finditer(cell):
+                out.append((config, int((m.group(1) or m.group(2)).replace(",", ""))))
+    return out
+
+
+def test_every_count_in_the_readmes_table_of_outcomes_is_a_pinned_count_of_its_configuration():
+    pinned_values = {(r.config, r.value) for r in rows()}
+    quoted = quoted_counts((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(quoted) >= 12, quoted
+    assert [q for q in quoted if q not in pinned_values] == []
+
+
+def test_the_readme_check_reads_state_and_step_counts_and_skips_issue_numbers():
+    readme = ("## Configurations and outcomes\n\n| name | protocol | at 2 | at 3 |\n|---|---|---|---|\n"
+              "| `design` | seed 000 | lost (KAFKA-1211), 11-step counterexample, 12,345 states | -- |\n"
+              "| `kip320 --deletions 1` | KIP-516 | holds, 222,222 states (3 brokers: 3,333,333) | 17 steps |\n"
+              "\nafter the table: 999 states\n")
+    assert quoted_counts(readme) == [("design", 11), ("design", 12345), ("kip320", 222222),
+                                     ("kip320", 3333333), ("kip320", 17)]
