@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 
-from properties.checkers.fuzz import fuzz_config, run
+from properties.checkers.fuzz import FuzzOptions, fuzz_config, run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     found_in: list[float] = []
     for seed in args.seeds:
         t0 = time.perf_counter()
-        r = run(fuzz_config("design"), "ci", seed_value=seed, shrink=False)
+        r = run(fuzz_config("design"), FuzzOptions(seed=seed, shrink=False))
         seconds = time.perf_counter() - t0
         found = r.violation.property if r.violation else "nothing"
         ok &= r.violation is not None
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"design: found from {len(found_in)} of {len(args.seeds)} seeds, median {statistics.median(found_in):.1f} s")
     if not args.no_deep:
         t0 = time.perf_counter()
-        r = run(fuzz_config("kip320"), "deep", seed_value=1)
+        r = run(fuzz_config("kip320"), FuzzOptions("deep", seed=1))
         seconds = time.perf_counter() - t0
         ok &= r.violation is None
         print(f"{'kip320':>8} {'deep':>7} {1:>4} {r.runs:>6} {seconds:>8.1f}  "

@@ -18,7 +18,7 @@ import statistics
 import time
 
 from model.config import named
-from properties.checkers.fuzz import DESIGN_SEARCH, DESIGN_STEPS, fuzz_config, run
+from properties.checkers.fuzz import DESIGN_SEARCH, DESIGN_STEPS, FuzzOptions, fuzz_config, run
 from properties.checkers.scenarios import play
 from properties.checkers.symbolic import bmc, prove
 
@@ -58,7 +58,7 @@ def _hypothesis(seeds: int, design_examples: int) -> None:
     for label, cfg, profile, extra in cases:
         firsts, totals, lengths, misses = [], [], [], []
         for seed in range(1, seeds + 1):
-            r = run(cfg, profile, seed_value=seed, **extra)
+            r = run(cfg, FuzzOptions(profile, seed=seed, **extra))
             if r.violation is None:
                 misses.append(r.seconds)
                 print(f"  {label:<20} seed {seed}: nothing in {r.seconds:.1f} s", flush=True)

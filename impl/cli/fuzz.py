@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from properties.checkers.fuzz import examples_for, fuzz_config, steps_for
+    from properties.checkers.fuzz import FuzzOptions, examples_for, fuzz_config, steps_for
     from properties.checkers.fuzz import run as fuzz
 
     try:
@@ -88,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     def progress(runs: int, seconds: float) -> None:
         print(f"  ... {runs} runs so far, budget {budget} valid runs ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
-    r = fuzz(cfg, args.profile, seed_value=args.seed, max_examples=budget, steps=steps, shrink=args.shrink,
-             progress=progress)
+    r = fuzz(cfg, FuzzOptions(args.profile, seed=args.seed, max_examples=budget, steps=steps, shrink=args.shrink,
+                              progress=progress))
     code = INCONCLUSIVE if r.violation is None else FOUND
     write_html(args, lambda path: html_report(path, r, budget, steps, args.shrink))
     if args.json:

@@ -370,16 +370,36 @@ class FuzzResult:
         return self.violation is not None
 
 
-def run(cfg: Config, profile: str = "ci", seed_value: int | None = None, quiet: bool = True,
-        max_examples: int | None = None, shrink: bool = True, steps: int | None = None,
-        progress: Callable[[int, float], None] | None = None, every: float = 10.0) -> FuzzResult:
-    """Search ``cfg`` with a profile; return the violation -- shrunk by Hypothesis, then
-    made 1-minimal (``minimize``) unless ``shrink`` is off -- or none within budget.
+@dataclass(frozen=True)
+class FuzzOptions:
+    """How one fuzzing run searches -- everything but the configuration it explores, as
+    ``properties.checkers.bfs.SearchOptions`` is for the exhaustive search.
 
-    With ``seed_value`` the run is randomized from that seed (even under ``ci``), so several
-    seeds give independent searches -- what the benchmark's median time-to-bug needs.
-    ``progress(runs, seconds)`` is called at most every ``every`` seconds while it searches.
+    * ``profile``: the budget and seeding of ``PROFILES`` (``ci`` is derandomized).
+    * ``seed``: randomize the run from this seed (even under ``ci``), so several seeds give
+      independent searches -- what the benchmark's median time-to-bug needs.
+    * ``max_examples``, ``steps``: override the profile's runs and steps per run.
+    * ``shrink``: shrink a counterexample (Hypothesis, then ``minimize``); off, the first
+      one is reported as found.
+    * ``quiet``: keep Hypothesis's own output off.
+    * ``progress``: called as ``progress(runs, seconds)`` at most every ``every`` seconds.
     """
+
+    profile: str = "ci"
+    seed: int | None = None
+    max_examples: int | None = None
+    steps: int | None = None
+    shrink: bool = True
+    quiet: bool = True
+    progress: Callable[[int, float], None] | None = None
+    every: float = 10.0
+
+
+def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
+    """Search ``cfg`` as ``options`` say; return the violation -- shrunk by Hypothesis, then
+    made 1-minimal (``minimize``) unless ``options.shrink`` is off -- or none within budget."""
+    profile, seed_value, quiet, shrink = options.profile, options.seed, options.quiet, options.shrink
+    max_examples, steps, progress, every = options.max_examples, options.steps, options.progress, options.every
     base = PROFILES[profile]
     changes: dict = {"verbosity": Verbosity.quiet if quiet else Verbosity.normal}
     if seed_value is not None:
