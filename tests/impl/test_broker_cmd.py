@@ -152,6 +152,7 @@ def test_a_chaos_run_of_stand_in_brokers_loses_nothing_and_conforms(
     assert report.exit_code == 0
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_a_leader_kill_recorded_with_stand_in_brokers_conforms(tmp_path: Path) -> None:
     dest = record("leader-kill", tmp_path, log=print, broker_cmd=BrokerCommand.parse(TEMPLATE))
     events = [json.loads(line) for f in sorted(dest.glob("*.jsonl"))

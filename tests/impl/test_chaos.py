@@ -374,6 +374,7 @@ def test_acks_1_loses_acknowledged_writes_and_the_report_names_why(
                             f"killed (fault 1 isolate-leader)") for c in v.causes), v.causes
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_an_isolated_leader_cannot_acknowledge_acks_all_writes_alone(
         tmp_path: Path, zk_chroot: str) -> None:
     """Seed 6 with acks=all: both followers cut off from a leader, a burst waits at it while

@@ -69,6 +69,7 @@ def _judged(c: Any) -> dict[str, Any]:
     return judge(group)
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_controlled_shutdown_of_brokers_2_1_0_never_elects_one_that_asked_and_none_rejoins_the_isr(
         make_cluster: Any) -> None:
     c = make_cluster(4, min_insync_replicas=1)

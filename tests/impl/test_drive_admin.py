@@ -78,6 +78,7 @@ def test_the_admin_run_is_one_the_model_takes_to_its_end() -> None:
     assert zn.topic_id == 1 and s.brokers[0].replicas[0].log and zn.leader == 1 and zn.ar == (1,)
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_a_preferred_election_deletion_re_creation_controlled_shutdown_and_reassignment_follow_the_model(
         tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster",

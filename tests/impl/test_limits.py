@@ -61,6 +61,7 @@ def _isr(zk: Any, topic: str) -> tuple[int, ...]:
     return zkl.LeaderAndIsr.from_json(data).isr
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 @pytest.mark.integration
 def test_three_acks_all_values_of_3_mib_reach_a_restarted_follower_and_a_consumer(
         make_cluster: Any) -> None:

@@ -97,6 +97,7 @@ def test_a_state_budget_that_runs_out_is_inconclusive_not_a_violation(capsys):
     assert "INCONCLUSIVE: stopped by --max-states" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_a_violation_found_within_the_budget_exits_1_even_if_another_search_is_inconclusive(capsys):
     """One exit code for several configurations: a violation anywhere is the answer."""
     assert main(["check", "--config", "design", "--max-depth", "11", "--quiet"]) == 1

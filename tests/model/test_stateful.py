@@ -27,6 +27,7 @@ from properties.checkers.fuzz import (
     DURABILITY,
     ODDS,
     PROFILES,
+    FuzzOptions,
     examples_for,
     fuzz_config,
     machine_for,
@@ -62,7 +63,7 @@ def test_a_seeded_search_is_reproducible():
     """The same seed gives the same runs and the same counterexample (the successors kept
     between runs change how fast a step is taken, never which)."""
     cfg = fuzz_config("unclean", brokers=2, partitions=1, records=2, max_epoch=4, max_crashes=2)
-    first, again = (run(cfg, "deep", seed_value=7, max_examples=300, steps=15, shrink=False) for _ in range(2))
+    first, again = (run(cfg, FuzzOptions("deep", seed=7, max_examples=300, steps=15, shrink=False)) for _ in range(2))
     assert first.violation is not None and first.runs == again.runs
     assert [s for s, _ in first.violation.steps] == [s for s, _ in again.violation.steps]
 
@@ -86,7 +87,7 @@ UNCLEAN_SEARCH: dict[str, int] = dict(brokers=2, partitions=1, records=2, max_ep
 
 
 def _unclean(shrink: bool):
-    return run(fuzz_config("unclean", **UNCLEAN_SEARCH), "ci", steps=15, max_examples=UNCLEAN_BUDGET, shrink=shrink)
+    return run(fuzz_config("unclean", **UNCLEAN_SEARCH), FuzzOptions(steps=15, max_examples=UNCLEAN_BUDGET, shrink=shrink))
 
 
 @pytest.fixture(scope="module")
@@ -123,14 +124,14 @@ def test_found_steps_replay_in_the_explicit_model(unclean_found):
 @pytest.mark.slow
 def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
     cfg = fuzz_config("kip320", brokers=5, partitions=2, records=6, max_epoch=8, max_crashes=4)
-    r = run(cfg, "ci")
+    r = run(cfg, FuzzOptions("ci"))
     assert r.violation is None, r.violation and r.violation.text()
 
 
 def test_long_searches_report_progress_and_count_their_runs():
     seen: list[tuple[int, float]] = []
-    r = run(fuzz_config("kip320", brokers=2, partitions=1), "ci", max_examples=5,
-            progress=lambda runs, seconds: seen.append((runs, seconds)), every=0.0)
+    r = run(fuzz_config("kip320", brokers=2, partitions=1),
+            FuzzOptions(max_examples=5, progress=lambda runs, seconds: seen.append((runs, seconds)), every=0.0))
     assert r.violation is None and r.runs >= 5
     assert [runs for runs, _ in seen] == list(range(1, r.runs + 1))
     assert all(b >= a for (_, a), (_, b) in zip(seen, seen[1:], strict=False))
@@ -149,7 +150,7 @@ def _design(shrink: bool):
     """What a plain ``epochal fuzz --config design`` searches: ``DESIGN_SEARCH``,
     ``DESIGN_STEPS``-step runs, ``DESIGN_BUDGET`` of them, the ci profile's fixed sequence."""
     assert examples_for("design", "ci") == DESIGN_BUDGET and steps_for("design", "ci") == DESIGN_STEPS
-    return run(fuzz_config("design"), "ci", steps=DESIGN_STEPS, max_examples=DESIGN_BUDGET, shrink=shrink)
+    return run(fuzz_config("design"), FuzzOptions(steps=DESIGN_STEPS, max_examples=DESIGN_BUDGET, shrink=shrink))
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +158,7 @@ def design_found():
     return _design(shrink=False)
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes; it finds unclean's loss
 def test_finds_the_design_data_loss(design_found):
     """KAFKA-1211: the follower truncates to its HW, then is elected."""
     v = design_found.violation
@@ -180,6 +182,7 @@ def test_finds_and_shrinks_the_design_data_loss():
     assert v.property in [name for name, _ in all_violations(states[-2], states[-1])]
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes; it finds unclean's loss
 def test_minimize_leaves_no_step_that_can_go(design_found):
     """The unshrunk run that lost the record, made 1-minimal in the model's terms: shorter,
     still a run of the model breaking the same property, and no single step removable."""
@@ -196,6 +199,7 @@ def test_minimize_leaves_no_step_that_can_go(design_found):
     assert m.property in [name for name, _ in all_violations(states[-2], states[-1])]
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes; it finds unclean's loss
 def test_found_design_steps_replay_in_the_explicit_model(design_found):
     v = design_found.violation
     states = replay(design_found.config, [s for s, _ in v.steps])
@@ -209,7 +213,7 @@ def test_design_data_loss_found_from_every_seed(seed_value):
     checker's (4 records, 4 crashes, epochs up to 8, 50 steps), shrinking off to keep it
     to about a minute in all (measured: 4-23 s per seed)."""
     cfg = fuzz_config("design", brokers=2, partitions=1, records=4, max_epoch=8, max_crashes=4)
-    r = run(cfg, "deep", seed_value=seed_value, max_examples=4000, steps=50, shrink=False)
+    r = run(cfg, FuzzOptions("deep", seed=seed_value, max_examples=4000, steps=50, shrink=False))
     assert r.violation is not None and r.violation.property in DURABILITY
 
 

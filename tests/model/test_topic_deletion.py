@@ -45,6 +45,7 @@ def _run(cfg, script):
     return states
 
 
+@pytest.mark.slow  # the default suite keeps to about six minutes
 def test_without_topic_ids_the_checker_finds_a_stale_replica_in_the_recreated_topic() -> None:
     result = check(NO_IDS, SearchOptions(progress=None))
     v = result.violation
