@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+from collections.abc import Generator
 from typing import Any
 
 from impl.node import faults
@@ -45,6 +46,18 @@ def _check_auth(error: int, body: dict[str, Any]) -> str:
         raise AuthenticationError(error, str(body.get("message", "")))
     raw = body.get("auth_bytes", b"")
     return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+
+
+def _next_message(flow: Generator[str, str, None], error: int, body: dict[str, Any]) -> str | None:
+    """The client's next SCRAM message after the broker's answer, or None when the exchange
+    is done (the broker proved it knows the cluster's secret); AuthenticationError when the
+    broker refused, or its proof does not verify."""
+    try:
+        return flow.send(_check_auth(error, body))
+    except StopIteration:
+        return None
+    except scram.AuthenticationFailed as exc:
+        raise AuthenticationError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -89,15 +102,10 @@ class BlockingConnection:
         """SaslHandshake, then the SCRAM exchange (:mod:`impl.node.auth.scram`)."""
         _check_auth(*self.send(ApiKey.SASL_HANDSHAKE, {"mechanism": scram.MECHANISM})[::2])
         flow = scram.client_exchange(creds)
-        message = next(flow)
-        while True:
+        message: str | None = next(flow)
+        while message is not None:
             error, _, body = self.send(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": message.encode()})
-            try:
-                message = flow.send(_check_auth(error, body))
-            except StopIteration:
-                break
-            except scram.AuthenticationFailed as exc:
-                raise AuthenticationError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
+            message = _next_message(flow, error, body)
         self.principal = creds.user
 
     def send(self, api: ApiKey, body: dict[str, Any] | EncodedBody, clock: int = 0,
@@ -173,16 +181,11 @@ class AsyncConnection:
                                             0, timeout)
         _check_auth(error, body)
         flow = scram.client_exchange(creds)
-        message = next(flow)
-        while True:
+        message: str | None = next(flow)
+        while message is not None:
             error, _, body = await self.request(ApiKey.SASL_AUTHENTICATE,
                                                 {"auth_bytes": message.encode()}, 0, timeout)
-            try:
-                message = flow.send(_check_auth(error, body))
-            except StopIteration:
-                break
-            except scram.AuthenticationFailed as exc:
-                raise AuthenticationError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
+            message = _next_message(flow, error, body)
 
     async def _read_loop(self) -> None:
         error: BaseException = ConnectionError("connection closed by peer")
