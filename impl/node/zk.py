@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -179,7 +180,42 @@ def pyspark_jars() -> Path:
     return jars
 
 
+_PORT_FLOOR = 10_000
+_PORTS_GIVEN: set[int] = set()
+_PORT_PICKS = random.Random(os.getpid())  # per process: two test workers probe different ports
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands to outgoing connections (Linux's
+    ip_local_port_range; 32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A port on 127.0.0.1 that a server started next can listen on.
+
+    Why not the kernel's choice (bind to port 0): that port comes from the ephemeral range,
+    and between this probe and the server's own bind an outgoing connection -- a ZooKeeper
+    session, a fetch, a client -- can be given it, and the broker dies with "address already
+    in use" (seen in a long generated-case run).  So the port is drawn below that range, where
+    no outgoing connection is ever placed, at random per process so that parallel test
+    workers do not draw the same one, and never twice in one process.  Falls back to the
+    kernel's choice when that range is too small or every probe is taken."""
+    ceiling = _ephemeral_floor()
+    for _ in range(200 if ceiling - _PORT_FLOOR >= 1000 else 0):
+        port = _PORT_PICKS.randrange(_PORT_FLOOR, ceiling)
+        if port in _PORTS_GIVEN:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _PORTS_GIVEN.add(port)
+        return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
