@@ -16,7 +16,7 @@ from impl.harness import demo
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow  # about a minute: two exhaustive checks, the scenarios, two real cluster runs, Spark
+@pytest.mark.slow  # one to two minutes: two exhaustive checks, the scenarios, two real cluster runs, Spark
 @pytest.mark.integration
 @pytest.mark.spark
 def test_the_demo_passes_end_to_end_on_the_embedded_defaults() -> None:
