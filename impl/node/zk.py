@@ -181,8 +181,10 @@ def pyspark_jars() -> Path:
 
 
 _PORT_FLOOR = 10_000
+_MIN_PORT_ROOM = 1_000  # below this many candidate ports, leave the choice to the kernel
+_PORT_PROBES = 200
 _PORTS_GIVEN: set[int] = set()
-_PORT_PICKS = random.Random(os.getpid())  # per process: two test workers probe different ports
+_PORT_PICKS: dict[int, random.Random] = {}
 
 
 def _ephemeral_floor() -> int:
@@ -194,6 +196,16 @@ def _ephemeral_floor() -> int:
         return 32768
 
 
+def _port_picks() -> random.Random:
+    """This process's draw of candidate ports, seeded by its pid: two test workers -- or a
+    process and a child forked from it, which would otherwise inherit the same generator --
+    draw different sequences."""
+    pid = os.getpid()
+    if pid not in _PORT_PICKS:
+        _PORT_PICKS[pid] = random.Random(pid)
+    return _PORT_PICKS[pid]
+
+
 def free_port() -> int:
     """A port on 127.0.0.1 that a server started next can listen on.
 
@@ -201,24 +213,29 @@ def free_port() -> int:
     and between this probe and the server's own bind an outgoing connection -- a ZooKeeper
     session, a fetch, a client -- can be given it, and the broker dies with "address already
     in use" (seen in a long generated-case run).  So the port is drawn below that range, where
-    no outgoing connection is ever placed, at random per process so that parallel test
-    workers do not draw the same one, and never twice in one process.  Falls back to the
-    kernel's choice when that range is too small or every probe is taken."""
+    no outgoing connection is ever placed, differently in each process (``_port_picks``), and
+    never twice in one process.  Falls back to the kernel's choice when there is too little
+    room below the range, or no probe finds a free port."""
     ceiling = _ephemeral_floor()
-    for _ in range(200 if ceiling - _PORT_FLOOR >= 1000 else 0):
-        port = _PORT_PICKS.randrange(_PORT_FLOOR, ceiling)
-        if port in _PORTS_GIVEN:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _PORTS_GIVEN.add(port)
-        return port
+    if ceiling - _PORT_FLOOR >= _MIN_PORT_ROOM:
+        picks = _port_picks()
+        for _ in range(_PORT_PROBES):
+            port = picks.randrange(_PORT_FLOOR, ceiling)
+            if port not in _PORTS_GIVEN and _bindable(port):
+                _PORTS_GIVEN.add(port)
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:
