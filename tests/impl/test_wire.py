@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
+import threading
 
 import pytest
 
 from impl.node.wire import (
+    MAX_FRAME,
     ApiKey,
+    BlockingConnection,
     ErrorCode,
     ProtocolError,
     decode_request_body,
@@ -77,6 +81,31 @@ def test_oversized_frame_is_refused_before_reading_it() -> None:
         assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
 
     asyncio.run(go())
+
+
+def test_the_blocking_connection_refuses_an_oversized_answer_before_reading_it() -> None:
+    """The controller's channels and the clients read answers through the same frame rule
+    as the brokers' asyncio side: a length above MAX_FRAME is MESSAGE_TOO_LARGE at once."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+
+        def answer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(1024)
+                conn.sendall(struct.pack(">I", MAX_FRAME + 1))
+
+        t = threading.Thread(target=answer, daemon=True)
+        t.start()
+        c = BlockingConnection("127.0.0.1", server.getsockname()[1], timeout=5.0, anonymous=True)
+        try:
+            with pytest.raises(ProtocolError) as exc:
+                c.send(ApiKey.METADATA, {})
+            assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
+        finally:
+            c.close()
+        t.join(5)
 
 
 def test_truncated_frame_is_a_protocol_error_and_clean_eof_is_none() -> None:

@@ -1,13 +1,17 @@
 """The protocol's vocabulary: API keys and the versions each speaks, error codes, frame
-limits, and the two exceptions every layer of the codec raises."""
+limits, the u32 that prefixes every frame and every string, list and map, and the two
+exceptions every layer of the codec raises."""
 
 from __future__ import annotations
 
 import enum
+import struct
 from typing import Any
 
 MAX_FRAME = 8 * 1024 * 1024
 MAX_DEPTH = 32
+U32 = struct.Struct(">I")
+
 
 class ApiKey(enum.IntEnum):
     PRODUCE = 0

@@ -15,7 +15,6 @@ from impl.node.auth import credentials as auth_credentials
 from impl.node.auth import scram
 from impl.node.wire.codes import (
     API_VERSIONS,
-    MAX_FRAME,
     ApiKey,
     ErrorCode,
     ProtocolError,
@@ -25,10 +24,10 @@ from impl.node.wire.frames import (
     EncodedBody,
     decode_response,
     encode_request,
+    frame_length,
     read_frame,
     request_frame_parts,
 )
-from impl.node.wire.values import _U32
 
 
 class AuthenticationError(ConnectionError):
@@ -127,9 +126,7 @@ class BlockingConnection:
         if not expect_response:
             return ErrorCode.NONE, 0, {}
         while True:
-            (length,) = _U32.unpack(_recv_exact(self.sock, 4))
-            if length > MAX_FRAME:
-                raise ProtocolError("response too large")
+            length = frame_length(_recv_exact(self.sock, 4))
             rcid, rclock, error, rbody = decode_response(_recv_exact(self.sock, length))
             if rcid == cid:
                 return error, rclock, rbody

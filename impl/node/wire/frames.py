@@ -6,8 +6,8 @@ import asyncio
 import struct
 from typing import Any
 
-from impl.node.wire.codes import MAX_FRAME, ErrorCode, ProtocolError
-from impl.node.wire.values import _U32, decode_value, encode_value
+from impl.node.wire.codes import MAX_FRAME, U32, ErrorCode, ProtocolError
+from impl.node.wire.values import decode_value, encode_value
 
 _REQ_HEADER = struct.Struct(">hhiq")
 _RESP_HEADER = struct.Struct(">iqh")
@@ -26,7 +26,7 @@ def request_frame_parts(api_key: int, api_version: int, correlation_id: int, clo
     never copied into a per-recipient buffer."""
     encoded = body if isinstance(body, EncodedBody) else encode_value(body)
     header = _REQ_HEADER.pack(api_key, api_version, correlation_id, clock)
-    return _U32.pack(len(header) + len(encoded)) + header, encoded
+    return U32.pack(len(header) + len(encoded)) + header, encoded
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, clock: int,
@@ -37,7 +37,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, clock: i
 
 def encode_response(correlation_id: int, clock: int, error: int, body: dict[str, Any]) -> bytes:
     payload = _RESP_HEADER.pack(correlation_id, clock, error) + encode_value(body)
-    return _U32.pack(len(payload)) + payload
+    return U32.pack(len(payload)) + payload
 
 
 def decode_request_header(payload: bytes) -> tuple[int, int, int, int]:
@@ -63,6 +63,15 @@ def decode_response(payload: bytes) -> tuple[int, int, int, dict[str, Any]]:
     return cid, clock, error, body
 
 
+def frame_length(head: bytes, max_frame: int = MAX_FRAME) -> int:
+    """The payload length a frame's 4-byte prefix announces; ProtocolError
+    (MESSAGE_TOO_LARGE) above ``max_frame``, before anything that large is read."""
+    (length,) = U32.unpack(head)
+    if length > max_frame:
+        raise ProtocolError(f"frame of {length} bytes exceeds {max_frame}", ErrorCode.MESSAGE_TOO_LARGE)
+    return length
+
+
 async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_FRAME) -> bytes | None:
     """One frame's payload, or None at a clean end of stream; ProtocolError if oversized."""
     try:
@@ -71,9 +80,7 @@ async def read_frame(reader: asyncio.StreamReader, max_frame: int = MAX_FRAME) -
         if exc.partial:
             raise ProtocolError("truncated frame length") from exc
         return None
-    (length,) = _U32.unpack(head)
-    if length > max_frame:
-        raise ProtocolError(f"frame of {length} bytes exceeds {max_frame}", ErrorCode.MESSAGE_TOO_LARGE)
+    length = frame_length(head, max_frame)
     try:
         return await reader.readexactly(length)
     except asyncio.IncompleteReadError as exc:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from impl.node.wire.codes import MAX_DEPTH, ProtocolError
+from impl.node.wire.codes import MAX_DEPTH, U32, ProtocolError
 
-_U32 = struct.Struct(">I")
 # -- the typed value encoding ---------------------------------------------------------------
 
 _NONE, _FALSE, _TRUE, _INT, _STR, _BYTES, _LIST, _MAP, _FLOAT = range(9)
@@ -40,23 +39,23 @@ def _enc(v: Any, out: bytearray, depth: int) -> None:
     elif isinstance(v, str):
         b = v.encode()
         out.append(_STR)
-        out += _U32.pack(len(b)) + b
+        out += U32.pack(len(b)) + b
     elif isinstance(v, bytes | bytearray | memoryview):
         b = bytes(v)
         out.append(_BYTES)
-        out += _U32.pack(len(b)) + b
+        out += U32.pack(len(b)) + b
     elif isinstance(v, list | tuple | set | frozenset):
         items = sorted(v) if isinstance(v, set | frozenset) else v
         out.append(_LIST)
-        out += _U32.pack(len(items))
+        out += U32.pack(len(items))
         for item in items:
             _enc(item, out, depth + 1)
     elif isinstance(v, dict):
         out.append(_MAP)
-        out += _U32.pack(len(v))
+        out += U32.pack(len(v))
         for k, item in v.items():
             kb = str(k).encode()
-            out += _U32.pack(len(kb)) + kb
+            out += U32.pack(len(kb)) + kb
             _enc(item, out, depth + 1)
     else:
         raise TypeError(f"cannot encode {type(v).__name__}")
@@ -123,7 +122,7 @@ def _dec(buf: memoryview, pos: int, depth: int) -> tuple[Any, int]:
         return _F64.unpack_from(buf, pos)[0], pos + 8
     if tag in (_STR, _BYTES):
         _need(buf, pos, 4)
-        n = _U32.unpack_from(buf, pos)[0]
+        n = U32.unpack_from(buf, pos)[0]
         pos += 4
         _need(buf, pos, n)
         raw = bytes(buf[pos:pos + n])
@@ -135,7 +134,7 @@ def _dec(buf: memoryview, pos: int, depth: int) -> tuple[Any, int]:
             raise ProtocolError("invalid UTF-8 string") from exc
     if tag in (_LIST, _MAP):
         _need(buf, pos, 4)
-        n = _U32.unpack_from(buf, pos)[0]
+        n = U32.unpack_from(buf, pos)[0]
         pos += 4
         if n > len(buf) - pos:  # every item takes at least one byte
             raise ProtocolError("count larger than the frame")
@@ -148,7 +147,7 @@ def _dec(buf: memoryview, pos: int, depth: int) -> tuple[Any, int]:
         mapping: dict[str, Any] = {}
         for _ in range(n):
             _need(buf, pos, 4)
-            kn = _U32.unpack_from(buf, pos)[0]
+            kn = U32.unpack_from(buf, pos)[0]
             pos += 4
             _need(buf, pos, kn)
             try:
