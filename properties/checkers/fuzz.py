@@ -395,43 +395,48 @@ class FuzzOptions:
     every: float = 10.0
 
 
+def _settings(o: FuzzOptions) -> settings:
+    """The profile's Hypothesis settings with ``o``'s changes: a seed makes the run random
+    (from that seed) even under ``ci``; without shrinking the shrink phase is left out."""
+    changes: dict = {"verbosity": Verbosity.quiet if o.quiet else Verbosity.normal}
+    if o.seed is not None:
+        changes["derandomize"] = False
+    if o.max_examples is not None:
+        changes["max_examples"] = o.max_examples
+    if o.steps is not None:
+        changes["stateful_step_count"] = o.steps
+    if not o.shrink:
+        changes["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+    return settings(PROFILES[o.profile], **changes)
+
+
 def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
     """Search ``cfg`` as ``options`` say; return the violation -- shrunk by Hypothesis, then
     made 1-minimal (``minimize``) unless ``options.shrink`` is off -- or none within budget."""
-    profile, seed_value, quiet, shrink = options.profile, options.seed, options.quiet, options.shrink
-    max_examples, steps, progress, every = options.max_examples, options.steps, options.progress, options.every
-    base = PROFILES[profile]
-    changes: dict = {"verbosity": Verbosity.quiet if quiet else Verbosity.normal}
-    if seed_value is not None:
-        changes["derandomize"] = False
-    if max_examples is not None:
-        changes["max_examples"] = max_examples
-    if steps is not None:
-        changes["stateful_step_count"] = steps
-    if not shrink:
-        changes["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
-    chosen = settings(base, **changes)
+    o = options
+    chosen = _settings(o)
     machine = machine_for(cfg)
-    if seed_value is not None:
-        machine = seed(seed_value)(machine)
+    if o.seed is not None:
+        machine = seed(o.seed)(machine)
     started = time.perf_counter()
-    if progress is not None:
-        last = [started]
+    if o.progress is not None:
+        report, last = o.progress, [started]
 
         def tick(runs: int) -> None:
             now = time.perf_counter()
-            if now - last[0] >= every:
+            if now - last[0] >= o.every:
                 last[0] = now
-                progress(runs, now - started)
+                report(runs, now - started)
 
         machine.progress = tick
+    found: PropertyViolation | None = None
+    first: float | None = None
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
         first = None if machine.first_found is None else machine.first_found - started
-        found = minimize(cfg, v) if shrink else v
-        return FuzzResult(cfg, profile, seed_value, time.perf_counter() - started, found, first, machine.runs)
-    return FuzzResult(cfg, profile, seed_value, time.perf_counter() - started, None, None, machine.runs)
+        found = minimize(cfg, v) if o.shrink else v
+    return FuzzResult(cfg, o.profile, o.seed, time.perf_counter() - started, found, first, machine.runs)
 
 
 def _first_violation(cfg: Config, steps: list[Step], prop: str) -> tuple[int, State, State, str] | None:
