@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def run(seed: int, duration: float, brokers: int) -> tuple[dict, float]:
     with tempfile.TemporaryDirectory(prefix=f"chaos-{seed}-") as out:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "impl.cli.main", "chaos", "--seed", str(seed),
+        proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "chaos", "--seed", str(seed),
                                "--duration", str(duration), "--brokers", str(brokers), "--out", out + "/run",
                                "--json"], capture_output=True, text=True, cwd=ROOT, timeout=1800)
         seconds = time.perf_counter() - t0

@@ -62,7 +62,7 @@ def drive(run: str, config: str, tmp: Path, source: Path = ROOT) -> tuple[dict, 
         arg = ["--path", str(path)]
     env = dict(os.environ, PYTHONPATH=str(source))
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "impl.cli.main", "drive", "--config", config, *arg,
+    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", config, *arg,
                            "--json", "--quiet"], capture_output=True, text=True, cwd=source, env=env,
                           timeout=900)
     seconds = time.perf_counter() - t0

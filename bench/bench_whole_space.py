@@ -6,11 +6,11 @@ These hold a second rendering of the model's rules to the model on *every* state
 holds it on a sample:
 
 * the compiled search's expansion of every reachable state, against the Python model's
-  (``tests/model/test_native.py``; CI: every fifth state);
+  (``tests/properties/test_native.py``; CI: every fifth state);
 * the z3 encoding's successors of 300 sampled states per configuration, against the
-  model's (``tests/model/test_symbolic.py``; CI: 40 states of design and kip320);
+  model's (``tests/properties/test_symbolic.py``; CI: 40 states of design and kip320);
 * the unreduced three-broker kip320 exhaustion, 38 M states against its pinned count
-  (``tests/model/test_history.py``; CI: the reduced space's 19.5 M states).
+  (``tests/properties/test_history.py``; CI: the reduced space's 19.5 M states).
 
 It runs them with pytest (``-m whole_space --run-whole-space``) across ``--workers`` cores
 and prints one row per test: outcome and seconds.  Exit 1 if any failed, 2 for bad

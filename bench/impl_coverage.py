@@ -51,7 +51,7 @@ sigterm = True
 source = impl
 data_file = {data}
 omit =
-    */impl/cli/*
+    */impl/harness/cli/*
 """
 
 SITECUSTOMIZE = "import coverage\ncoverage.process_startup()\n"
@@ -79,7 +79,7 @@ def measure(pytest_args: list[str], out: Path, label: str, drive_seconds: float 
         drive_status = 0
         for brokers in ("2", "3") if drive_seconds else ():
             drive_status |= subprocess.call(
-                [sys.executable, "-m", "impl.cli.main", "drive", "--config", "kip320", "--generate", "transitions",
+                [sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", "kip320", "--generate", "transitions",
                  "--brokers", brokers, "--budget", str(drive_seconds)], cwd=ROOT, env=env)
         seconds = time.perf_counter() - t0
         cov = coverage.Coverage(data_file=str(data), config_file=str(rc))

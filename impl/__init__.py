@@ -1,4 +1,10 @@
-"""The runnable system: brokers, an elected controller, real ZooKeeper, RPC over TCP, logs on disk.
+"""The runnable system and what runs it, in two layers that never mix:
+
+* :mod:`impl.node` -- the system under test, at the bottom: brokers, an elected controller,
+  real ZooKeeper, RPC over TCP, logs on disk.  It imports nothing of the harness, the
+  checkers or the model.
+* :mod:`impl.harness` -- at the top: local clusters of real processes, faults, chaos, the
+  model-driven driver, recordings, the HTML reports and the ``epochal`` command.
 
 Module map (seed sections in brackets):
 
@@ -26,5 +32,6 @@ Module map (seed sections in brackets):
 * :mod:`impl.node.faults` -- network partitions and slow links in the RPC layer, session expiry
 * :mod:`impl.harness.chaos` -- ``epochal chaos``: seeded faults and a verdict on acknowledged writes
 * :mod:`impl.harness.recordings`, :mod:`impl.harness.demo` -- ``epochal record-traces``, ``epochal demo``
-* :mod:`impl.cli.commands` -- ``epochal cluster|topics|quotas|produce|consume|broker``
+* :mod:`impl.harness.report` -- the HTML reports: space-time diagrams of model runs and traces
+* :mod:`impl.harness.cli` -- the ``epochal`` command, one module per subcommand
 """

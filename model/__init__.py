@@ -9,11 +9,11 @@ z3, Hypothesis) and the trace conformance job:
 * ``model.actions``    -- one named action (guard + effect) per rule of seed 000
 * ``properties.checkers.symmetry``   -- broker-id permutations and the canonical representative of a state
 * ``properties.checkers.bfs``    -- breadth-first search with shortest counterexamples
-* ``model.render``     -- steps and states as the prose a counterexample is printed in
+* ``model.export.render``     -- steps and states as the prose a counterexample is printed in
 * ``model.scenarios``  -- Kafka's history (KAFKA-1211, KIP-279, KIP-320) as step scripts
 * ``conformance.judge.replay``     -- the trace judge: does a recorded run take only steps the model allows?
 * ``conformance.judge.diagnose``   -- which other protocol variant a failing trace is a run of
 * ``properties.checkers.symbolic``   -- the z3 encoding of the same actions, for proofs and bounded model checking
 * ``properties.checkers.fuzz``       -- the Hypothesis state machine over the same actions and properties
-* ``impl.cli.check``, ``impl.cli.prove``, ``impl.cli.fuzz`` -- ``epochal check``, ``prove``, ``fuzz``
+* ``impl.harness.cli.check``, ``impl.harness.cli.prove``, ``impl.harness.cli.fuzz`` -- ``epochal check``, ``prove``, ``fuzz``
 """

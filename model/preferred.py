@@ -3,7 +3,7 @@
 Seed 000's topic path lists a partition's assigned replicas, "the first replica is the
 preferred replica".  This is the rule of the model's ``preferred_election`` action (whose AR
 is sorted, so its preferred replica is the lowest id), and the one the rule-level vectors
-(``model.vectors``) hold a port and ``impl.node.controller`` to, for any AR order.  The
+(``model.export.vectors``) hold a port and ``impl.node.controller`` to, for any AR order.  The
 preferred replica takes over only if it is alive and in the ISR -- exactly the clean choice of
 ``model.actions.election_outcomes`` ("any live ISR member may lead"), so the move never loses
 a committed record -- and not if it already leads.  The ISR stays as it is; the write is a

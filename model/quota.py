@@ -1,7 +1,7 @@
 """The controller-mutation quota's token bucket (seed 001, KIP-599), as a pure reference rule.
 
 The model checks the replication protocol and has no quota; this is the rule a port (and
-``impl.node.quota``) is held to by the rule-level vectors (``model.vectors``).  Seed 001,
+``impl.node.quota``) is held to by the rule-level vectors (``model.export.vectors``).  Seed 001,
 "Throttling Algorithm", with ``K`` tokens, ``T`` the time of the last update::
 
     K = min(K + (now - T) * R, B)

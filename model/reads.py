@@ -7,7 +7,7 @@ HW and LEO.  Normally, the server will return an OffsetOutOfRangeException ... I
 particular case, the client request is actually valid ... the server can return an empty
 message set to the consumer if the requested offset is between HW and LEO."  So only an
 offset beyond the LEO (or below 0) is out of range.  A pure reference rule for the
-rule-level vectors (``model.vectors``), which hold ``impl.node.broker.clients`` to it.
+rule-level vectors (``model.export.vectors``), which hold ``impl.node.broker.clients`` to it.
 """
 
 from __future__ import annotations

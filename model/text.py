@@ -2,7 +2,7 @@
 
 Records print as letters with their leader epoch (``a@1`` is the first client record,
 written in leader epoch 1); sets of brokers print as ``{0,2}``.  What each *step* says is
-declared with its action in ``model.registry``; ``model.render.describe`` looks it up.
+declared with its action in ``model.registry``; ``model.export.render.describe`` looks it up.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 At two brokers every fix after the design holds: the bugs KIP-279 and KIP-320 answered need
 a third replica -- one follower left behind in an older epoch while the other two change
 leader.  These are the smallest bounds in which both scripted stories of
-``model.scenarios`` run to their violation (tests/model/test_history.py plays each one with
+``model.scenarios`` run to their violation (tests/properties/test_history.py plays each one with
 every bound lowered by one and sees it blocked):
 
 * ``records=2``: a diverging replica has to hold a record the leader does not (a@1 against
@@ -19,10 +19,10 @@ every bound lowered by one and sees it blocked):
 Everything else is the named configurations' default.  Both stories break their
 configurations here, and the exhaustive search finds both by itself: kip101's in 17 steps
 (3,933,056 states; the Python checker or ``--native``), kip279's in 20 (10,650,117 states;
-the native search of ``properties.checkers.native``), both in tests/model/test_history.py.  And kip320
+the native search of ``properties.checkers.native``), both in tests/properties/test_history.py.  And kip320
 holds in every reachable state at these bounds: 19,554,759 states with the partial-order
 reduction of ``properties.checkers.reduction`` (about a minute natively on both cores), 38,097,622
-without it (about three) -- tests/model/test_history.py, docs/checking.md "Three-broker searches".
+without it (about three) -- tests/properties/test_history.py, docs/checking.md "Three-broker searches".
 """
 
 from __future__ import annotations

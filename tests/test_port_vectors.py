@@ -20,7 +20,7 @@ NODE = shutil.which("node")
 
 
 def _vectors(out: Path) -> dict[str, int]:
-    done = subprocess.run([sys.executable, "-m", "impl.cli.main", "vectors", "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "vectors", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     index = json.loads((out / "index.json").read_text())
@@ -69,7 +69,7 @@ def test_the_vectors_are_the_same_bytes_on_every_run(tmp_path):
 def test_an_unwritable_directory_is_one_line_and_exit_2(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    done = subprocess.run([sys.executable, "-m", "impl.cli.main", "vectors", "--out", str(blocker / "x")],
+    done = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "vectors", "--out", str(blocker / "x")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "cannot write vectors" in done.stderr, done.stderr

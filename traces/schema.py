@@ -345,7 +345,7 @@ def _event_check(kind: str) -> Any:
     ``validate`` finds nothing wrong -- every rule of ``validate`` (schema id, top-level
     fields, seq and clock, the partition-scope fields, params, post) in one generated
     function, so a valid event costs one call.  A False goes to ``validate``'s rules, which
-    word the reason; ``tests/model/test_replay_fast_path.py`` holds the two together."""
+    word the reason; ``tests/conformance/test_replay_fast_path.py`` holds the two together."""
     body = ["get = obj.get",
             "if get('schema') != _SCHEMA_ID:", "    return False",
             *_field_lines(FIELDS, "", "obj"),

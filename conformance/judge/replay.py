@@ -131,7 +131,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     from the observed broker (``_actor_args``), only the properties a step could break
     evaluated (``_may_break``), no sorting or hashing of a single surviving state.  Every
     shortcut is exact -- ``fast=False`` is the plain method, kept so that a test holds the
-    two to the same verdicts (``tests/model/test_replay_fast_path.py``).
+    two to the same verdicts (``tests/conformance/test_replay_fast_path.py``).
 
     ``memo`` (with ``fast``) remembers, per process, which states each matched event led to
     from which states (``_Memo``): a step seen before is not searched again.  Exact, as the

@@ -1,6 +1,6 @@
 """The conformance job's command line, as ``spark-submit`` runs it.
 
-The same arguments work for ``epochal conform`` (``impl.cli.conform``, which adds these
+The same arguments work for ``epochal conform`` (``impl.harness.cli.conform``, which adds these
 arguments to its parser), ``python -m conformance.spark.cli`` and ``spark-submit ...
 conformance/spark/job.py`` -- the last two need nothing of ``impl``, so a Spark cluster runs
 the job from the conformance and model packages alone.  Unusable input (missing paths, no

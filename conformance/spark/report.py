@@ -44,7 +44,7 @@ class Outcome:
 
 
 CONFORMS, NOT_CONFORMING, UNUSABLE, INCONCLUSIVE = 0, 1, 2, 3
-"""The job's exit codes -- the ``epochal`` convention (``impl.cli.exits``), restated here
+"""The job's exit codes -- the ``epochal`` convention (``impl.harness.cli.exits``), restated here
 because the job runs under ``spark-submit`` without ``impl``."""
 
 

@@ -8,7 +8,7 @@ embedded ZooKeeper -- through a leader kill and a controller failover with an ac
 workload, records the traces, and judges them with the Spark conformance job.
 
 Each run is yielded as it finishes, with whether it came out as expected, so the command
-(``impl.cli.demo``) can show it at once; the demonstration passes only when every outcome
+(``impl.harness.cli.demo``) can show it at once; the demonstration passes only when every outcome
 is the expected one.
 """
 

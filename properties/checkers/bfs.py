@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 
 from model.actions import Step
 from model.config import Config
+from model.export.render import describe, state_text
 from model.registry import successors
-from model.render import describe, state_text
 from model.state import State, initial
 from properties.checkers.budget import Budget, size_text
 from properties.checkers.reduction import free_step, normal_form

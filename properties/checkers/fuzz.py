@@ -20,7 +20,7 @@ property breaks, Hypothesis shrinks the run to a short one that still breaks it.
   the action of a step is drawn with odds in proportion to those rates.  Both were measured
   on the design's KAFKA-1211 loss, which Hypothesis finds and shrinks (``DESIGN_SEARCH``).
 * **Readable failures.**  A violation raises ``PropertyViolation`` whose text is the
-  numbered step list rendered by ``model.render.describe`` -- the same prose the BFS prints.
+  numbered step list rendered by ``model.export.render.describe`` -- the same prose the BFS prints.
 
 Profiles (kept here, not in a conftest, so ``epochal fuzz`` and the tests share them):
 ``ci`` is derandomized, bounded and database-free for the default test run; ``deep`` is
@@ -47,8 +47,8 @@ from hypothesis.strategies._internal.featureflags import FeatureFlags
 
 from model.actions import Step
 from model.config import Config, named
+from model.export.render import describe, state_text
 from model.registry import EXPLORED, apply
-from model.render import describe, state_text
 from model.state import State, initial
 from properties.safety import all_violations, transition_violation
 

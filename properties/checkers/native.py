@@ -7,7 +7,7 @@ states/s), so the same search -- the rules of ``model.actions``, the reduction o
 ``properties`` -- is also written in C and run as a subprocess (``epochal check --native``).
 
 It is a second copy of the rules, so three tests hold it to the model
-(``tests/model/test_native.py``):
+(``tests/properties/test_native.py``):
 
 * **States.**  The two exchange states in one encoding (``encode``): the ``State`` tuple
   flattened, each int ``v`` written as the byte ``v + 2`` and each variable-length tuple as

@@ -72,7 +72,7 @@ request as soon as they can and fenced messages are dropped as soon as they are 
 can be a few steps longer than the shortest run of the full model (those sends and drops are
 steps), and the state counts are those of the reduced graph, not of the model.
 
-``tests/model/test_reduction.py`` checks the claim where the full search is cheap: on the
+``tests/properties/test_reduction.py`` checks the claim where the full search is cheap: on the
 two-broker configurations the reduced search reaches the same verdicts and exactly the same
 set of visible states (each state without its messages in flight, canonicalised), and its
 counterexamples replay through the model.

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from model.actions import Step
 from model.config import Config
+from model.export.render import describe
 from model.registry import apply
-from model.render import describe
 from model.scenarios import SCENARIOS
 from model.state import State, initial
 from properties.safety import all_violations

@@ -136,7 +136,7 @@ def test_a_local_run_prints_the_jobs_own_lines_not_sparks_log(tmp_path):
 
     data = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded" / "leader-kill"
     p = subprocess.run(
-        [sys.executable, "-m", "impl.cli.main", "conform", str(data), "--out", str(tmp_path / "v")],
+        [sys.executable, "-m", "impl.harness.cli.main", "conform", str(data), "--out", str(tmp_path / "v")],
         capture_output=True, text=True, timeout=300,
     )
     assert p.returncode == 0, p.stderr

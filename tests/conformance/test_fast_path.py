@@ -3,7 +3,7 @@
 Files on the local filesystem are read by the Python executors (``_decode_local_files``),
 any other filesystem through Spark's ``binaryFile`` source (``_decode_files``); both feed
 the same decoding.  The judge's own shortcuts are held to the plain judge in
-``tests/model/test_replay_fast_path.py``.
+``tests/conformance/test_replay_fast_path.py``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import pytest
 
 from conformance.spark import package
 from conformance.spark.job import conform
-from impl.cli.main import main as epochal
+from impl.harness.cli.main import main as epochal
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 

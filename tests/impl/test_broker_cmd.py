@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from conformance.spark.verdict import judge_run, load_judge
-from impl.cli.main import main
 from impl.harness.chaos.run import ChaosRun
 from impl.harness.chaos.schedule import PARTITIONS
+from impl.harness.cli.main import main
 from impl.harness.cluster import BrokerCommand, BrokerCommandError, LocalCluster
 from impl.harness.recordings import record
 from impl.node.config import BrokerConfig

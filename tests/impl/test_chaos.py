@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from impl.cli.main import main
 from impl.harness.chaos.evidence import read_commit_isr, read_disk_log
 from impl.harness.chaos.run import ChaosRun
 from impl.harness.chaos.schedule import (
@@ -28,6 +27,7 @@ from impl.harness.chaos.schedule import (
 )
 from impl.harness.chaos.verdict import Election, judge
 from impl.harness.chaos.workload import Ack, Ledger
+from impl.harness.cli.main import main
 from impl.node.log import PartitionLog
 from impl.node.zk import EmbeddedZooKeeper, connect
 
@@ -402,7 +402,7 @@ def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     import subprocess
 
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "impl.cli.main", "chaos", "--seed", "5", "--duration",
+    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "chaos", "--seed", "5", "--duration",
                            "8", "--out", str(out), "--json"], capture_output=True, text=True,
                           timeout=600, cwd=Path(__file__).resolve().parents[2])
     report = json.loads(proc.stdout)

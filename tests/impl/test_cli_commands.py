@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-import impl.cli.commands as commands
+import impl.harness.cli.commands as commands
 import impl.node.client as client
-from impl.cli.main import main
+from impl.harness.cli.main import main
 
 
 class _Stdin:
@@ -209,7 +209,7 @@ def test_broker_commands_find_the_cluster_from_bootstrap(fake_cluster, capsys):
 
 
 def test_old_flag_spellings_still_parse_and_are_hidden():
-    from impl.cli.main import build_parser
+    from impl.harness.cli.main import build_parser
 
     parser = build_parser()
     args = parser.parse_args(["topics", "add-partitions", "t", "--count", "4"])
@@ -221,6 +221,6 @@ def test_old_flag_spellings_still_parse_and_are_hidden():
     assert parser.parse_args(["check", "--min-insync", "2", "--unclean"]).min_insync == 2
     assert parser.parse_args(["check", "--min-insync-replicas", "2", "--no-unclean-leader-election"]).unclean is False
     for argv in (["chaos"], ["check"], ["topics", "add-partitions"]):
-        text = subprocess.run([sys.executable, "-m", "impl.cli.main", *argv, "--help"],
+        text = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", *argv, "--help"],
                               capture_output=True, text=True).stdout
         assert "--unclean " not in text and "--min-insync " not in text and "--count" not in text

@@ -409,10 +409,10 @@ def test_cli_produces_and_consumes_through_the_bootstrap_broker(
         make_cluster: Any, capsys: Any, monkeypatch: Any) -> None:
     import io
 
-    from impl.cli import main as cli
+    from impl.harness.cli import main as cli
 
     c = make_cluster(2)
-    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.cli.commands"])
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.harness.cli.commands"])
     boot = ["--bootstrap", f"{c.endpoint(0)[0]}:{c.endpoint(0)[1]}"]
     assert cli.main(["topics", "create", "cli", "--partitions", "1",
                      "--replication-factor", "2", *boot]) == 0

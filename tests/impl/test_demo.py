@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from impl.cli import demo as demo_cli
 from impl.harness import demo
+from impl.harness.cli import demo as demo_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.integration
 @pytest.mark.spark
 def test_the_demo_passes_end_to_end_on_the_embedded_defaults() -> None:
-    proc = subprocess.run([sys.executable, "-m", "impl.cli.main", "demo", "--json"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "demo", "--json"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from impl.harness.drive import OPERATIONS, Driver, from_json, scenario
 from impl.harness.drive.paths import brokers_needed, step_of
 from model.config import named
@@ -64,7 +64,7 @@ def test_a_path_file_that_is_not_a_counterexample_is_bad_input(tmp_path: Path,
 
 
 def test_a_check_json_counterexample_reads_back_as_the_same_steps(tmp_path: Path) -> None:
-    from impl.cli.check import plain
+    from impl.harness.cli.check import plain
 
     cfg = named("design")
     outcome = play("kafka_1211", cfg)
@@ -207,7 +207,7 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
     line = "    if fetch_epoch >= 0 and fetch_epoch != r.leader_epoch:"
     assert line in fencing.read_text()
     fencing.write_text(fencing.read_text().replace(line, line.replace("!=", ">"), 1))
-    proc = subprocess.run([sys.executable, "-m", "impl.cli.main", "drive", "--config", "kip320",
+    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", "kip320",
                            "--scenario", "kip320_stale_fetch", "--json", "--quiet"],
                           capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
                           timeout=600)

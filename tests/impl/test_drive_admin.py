@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from impl.harness.drive import Driver, ModelRun, scenario
 from impl.harness.drive.generate import controller_would_choose, outcome, search
 from model.config import named

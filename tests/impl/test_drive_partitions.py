@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from impl.harness.drive import Driver, ModelRun
 from impl.harness.drive.driver import one_follower_partition
 from impl.harness.drive.generate import generate, outcome, search

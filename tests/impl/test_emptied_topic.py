@@ -42,9 +42,9 @@ def _topic_in_metadata(c: Any, broker: int) -> dict[str, Any] | None:
 @pytest.mark.slow  # the default suite keeps to about six minutes
 def test_the_last_partition_removed_leaves_the_topic_with_none_and_an_added_one_takes_a_fresh_id(
         make_cluster: Any, capsys: Any, monkeypatch: Any) -> None:
-    from impl.cli import main as cli
+    from impl.harness.cli import main as cli
 
-    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.cli.commands"])
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.harness.cli.commands"])
     c, zk, ctrl, stale, other = three_brokers_and_their_roles(make_cluster)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [stale, other]})

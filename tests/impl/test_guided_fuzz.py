@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conformance.judge.replay import events_from_steps, judge
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from impl.harness.drive import from_json
 from impl.harness.drive.guided import (
     Steering,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from impl_testing import wait_until
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from impl.node import zk as zkl
 from impl.node.client import Admin, ThrottlingQuotaExceeded
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode

@@ -7,7 +7,7 @@ import sys
 
 
 def test_unwritable_output_directory_is_one_clear_line_and_exit_2():
-    p = subprocess.run([sys.executable, "-m", "impl.cli.main", "record-traces", "--out", "/proc/epochal-cannot-write"],
+    p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "record-traces", "--out", "/proc/epochal-cannot-write"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr

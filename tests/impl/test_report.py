@@ -1,4 +1,4 @@
-"""The HTML reports (``impl.report``) as a reader gets them: rendered from real runs -- the
+"""The HTML reports (``impl.harness.report``) as a reader gets them: rendered from real runs -- the
 design's KAFKA-1211 counterexample from ``epochal check`` and the non-conforming sample
 traces from ``epochal conform`` -- and parsed back with the standard library's HTML parser.
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from impl.cli.main import main
-from impl.report.model_run import messages, received
+from impl.harness.cli.main import main
+from impl.harness.report.model_run import messages, received
 from model.config import named
 from model.registry import ACTIONS
 from properties.checkers.bfs import SearchOptions, check
@@ -179,7 +179,7 @@ def _judged_groups() -> tuple[list[dict[str, Any]], dict[str, str]]:
 
 
 def test_conformance_report_draws_each_failing_group_up_to_its_first_divergence(tmp_path):
-    from impl.report import trace_groups, write_conformance_report
+    from impl.harness.report import trace_groups, write_conformance_report
 
     verdicts, scenarios = _judged_groups()
     failing = [v for v in verdicts if v["status"] != "conforms"]
@@ -222,7 +222,7 @@ def test_a_drive_report_draws_the_run_up_to_the_step_that_diverged(tmp_path):
     from impl.harness.drive import scenario
     from impl.harness.drive.driver import DriveReport, StepReport
     from impl.harness.drive.paths import brokers_needed
-    from impl.report import write_drive_report
+    from impl.harness.report import write_drive_report
 
     run = scenario("kafka_1211")
     n = brokers_needed(run, "design")
@@ -254,7 +254,7 @@ def test_fuzz_writes_its_counterexample_as_a_report(tmp_path):
 
 
 def test_a_long_group_is_drawn_from_a_window_before_its_first_divergence(tmp_path, monkeypatch):
-    from impl.report import trace_groups, trace_run, write_html_report
+    from impl.harness.report import trace_groups, trace_run, write_html_report
 
     verdicts, scenarios = _judged_groups()
     longest = max((v for v in verdicts if v["status"] != "conforms"), key=lambda v: v["first_bad"])

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (apt-get install chromium)")
 
-ARROW_BLUE = (11, 98, 196)  # --accent in impl/report/page.py
+ARROW_BLUE = (11, 98, 196)  # --accent in impl/harness/report/page.py
 BAD_RED = (198, 40, 40)  # --bad
 
 
@@ -65,7 +65,7 @@ def test_a_screenshot_shows_the_diagram(report, tmp_path):
 def test_the_conformance_report_loads_with_no_console_message(tmp_path):
     from test_report import NONCONFORMING, _judged_groups
 
-    from impl.report import write_conformance_report
+    from impl.harness.report import write_conformance_report
 
     verdicts, scenarios = _judged_groups()
     path = write_conformance_report(tmp_path / "report.html", [str(NONCONFORMING)], verdicts, scenarios, "counts")

@@ -392,7 +392,7 @@ def test_a_command_in_another_process_signs_in_with_the_data_dir_and_fails_in_on
                EPOCHAL_DATA_DIR=str(tmp_path / "no-data-dir"))
 
     def epochal(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "impl.cli.main", *argv, "--bootstrap", c.bootstrap],
+        return subprocess.run([sys.executable, "-m", "impl.harness.cli.main", *argv, "--bootstrap", c.bootstrap],
                               capture_output=True, text=True, env=env, timeout=60)
 
     ok = epochal("topics", "create", TOPIC, "--partitions", "1", "--replication-factor", "1",

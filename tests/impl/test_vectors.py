@@ -1,6 +1,6 @@
 """The implementation takes the model's decision at every rule-level vector.
 
-The vectors are written by the model (``model.vectors``, ``epochal vectors``) and read back
+The vectors are written by the model (``model.export.vectors``, ``epochal vectors``) and read back
 from their JSON files -- exactly what a port in another language reads -- and each is run
 through the implementation's own decision function for the rule: the controller's
 elections (``impl.node.controller``), the broker's fencing (``impl.node.fencing``), the
@@ -42,7 +42,7 @@ from impl.node.truncation import (
     kip101_truncation_point,
 )
 from impl.node.zk import LeaderAndIsr
-from model.vectors import FORMAT, write
+from model.export.vectors import FORMAT, write
 
 Case = dict[str, Any]
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 
 
 def test_check_design_exits_1_and_prints_the_counterexample(capsys):
@@ -44,7 +44,7 @@ def test_check_json_for_several_configurations_is_still_one_object(capsys):
 def test_without_config_check_runs_what_should_hold_and_names_the_known_broken(capsys):
     """No --config: the configurations expected to hold (cut at depth 3 here, so 3), and the
     known-broken ones named as not checked, each with why -- not a violation of the run."""
-    from impl.cli.check import EXPECTED_TO_HOLD, KNOWN_BROKEN
+    from impl.harness.cli.check import EXPECTED_TO_HOLD, KNOWN_BROKEN
 
     assert main(["check", "--max-depth", "3", "--json", "--quiet"]) == 3
     doc = json.loads(capsys.readouterr().out)
@@ -126,7 +126,7 @@ def test_version_names_the_installed_version(capsys):
 
 def test_bad_arguments_exit_2_with_one_line_and_no_traceback():
     for args in (["--config", "nonsense"], ["--config", "design", "--brokers", "9"], ["--config", "design", "--workers", "0"], ["--config", "design", "--max-depth", "0"]):
-        p = subprocess.run([sys.executable, "-m", "impl.cli.main", "check", *args], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", *args], capture_output=True, text=True)
         assert p.returncode == 2, args
         assert "Traceback" not in p.stderr
         assert "error" in p.stderr.lower()

@@ -79,7 +79,7 @@ def test_the_knob_is_bounded_and_refuses_deletions_beside_it() -> None:
     (["--deletions", "1"], "--partition-changes and --deletions cannot be combined"),
 ])
 def test_the_check_command_refuses_what_it_cannot_search_in_one_line(extra, says) -> None:
-    cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--partition-changes", "1", *extra]
+    cmd = [sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "kip320", "--partition-changes", "1", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     errors = [line for line in p.stderr.splitlines() if line.startswith("epochal check: error:")]
     assert p.returncode == 2 and len(errors) == 1 and says in errors[0], p.stderr

@@ -48,5 +48,5 @@ One module per part of a run:
 * :mod:`~impl.harness.chaos.verdict` -- the verdict on acknowledged writes;
 * :mod:`~impl.harness.chaos.run` -- one run from start to verdict.
 
-The command line (arguments, progress, the printed report) is :mod:`impl.cli.chaos`.
+The command line (arguments, progress, the printed report) is :mod:`impl.harness.cli.chaos`.
 """

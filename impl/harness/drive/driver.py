@@ -42,8 +42,8 @@ from impl.harness.drive.paths import ModelRun, brokers_needed, step_of
 from impl.harness.relay import Frame
 from model.actions import Step
 from model.config import Config, named
+from model.export.render import describe
 from model.registry import apply
-from model.render import describe
 from model.state import LeaderAndIsr, State, StopReplica, initial
 from properties.safety import all_violations
 

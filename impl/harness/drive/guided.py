@@ -47,8 +47,8 @@ from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
 from model.actions import Step
 from model.config import Config, named
+from model.export.render import describe
 from model.registry import successors
-from model.render import describe
 from model.state import UP, State, initial
 from properties.safety import all_violations
 

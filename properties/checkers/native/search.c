@@ -9,7 +9,7 @@
  * after the Python one it ports; read that one for the why.
  *
  * It is a second copy of the rules, so it is held to the Python model by tests
- * (tests/model/test_native.py): for every state of the two-broker searches and samples of
+ * (tests/properties/test_native.py): for every state of the two-broker searches and samples of
  * three-broker ones, the canonical encoding and the successors computed here (in order)
  * equal the Python model's, and whole searches reach the same states, transitions,
  * verdicts and counterexamples.

@@ -2,7 +2,7 @@
 
 Written by hand from ``model.actions``, one function per action, each computing the
 successor's variables as z3 terms of the predecessor's -- and held to the explicit model by
-``tests/model/test_symbolic.py``: on states reached by the explicit model, the successors
+``tests/properties/test_symbolic.py``: on states reached by the explicit model, the successors
 this relation allows are exactly those ``model.registry.successors`` produces, and every
 property below evaluates as ``properties`` does.
 

@@ -1,5 +1,5 @@
 """The safety properties of ``properties.safety`` as z3 formulas over one symbolic state
-(``epoch_monotonic`` also over a step); ``tests/model/test_symbolic.py`` holds them to the
+(``epoch_monotonic`` also over a step); ``tests/properties/test_symbolic.py`` holds them to the
 explicit ones on sampled states."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each command's parsing and output live in a module of its own (listed in
 SUBCOMMAND_MODULES), whose register(subparsers) adds parsers whose func default returns an
 exit code.  Errors that are the user's (bad arguments, an unreachable cluster) are one line
 on stderr and exit code 2 -- never a traceback.  Every command follows one exit-code
-convention (impl.cli.exits), shown at the end of --help.
+convention (impl.harness.cli.exits), shown at the end of --help.
 """
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ import importlib
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from impl.cli.errors import UsageError
-from impl.cli.exits import EXIT_CODES, USAGE
-from impl.cli.output import print_json, wants_json
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.exits import EXIT_CODES, USAGE
+from impl.harness.cli.output import print_json, wants_json
 
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
-    "impl.cli.check",  # epochal check
-    "impl.cli.fuzz",  # epochal fuzz
-    "impl.cli.prove",  # epochal prove
-    "impl.cli.demo",  # epochal demo
-    "impl.cli.record_traces",  # epochal record-traces
-    "impl.cli.chaos",  # epochal chaos
-    "impl.cli.conform",  # epochal conform
-    "impl.cli.drive",  # epochal drive
-    "impl.cli.package_job",  # epochal package-job
-    "impl.cli.vectors",  # epochal vectors
-    "impl.cli.commands",  # epochal cluster|topics|quotas|produce|consume|broker
+    "impl.harness.cli.check",  # epochal check
+    "impl.harness.cli.fuzz",  # epochal fuzz
+    "impl.harness.cli.prove",  # epochal prove
+    "impl.harness.cli.demo",  # epochal demo
+    "impl.harness.cli.record_traces",  # epochal record-traces
+    "impl.harness.cli.chaos",  # epochal chaos
+    "impl.harness.cli.conform",  # epochal conform
+    "impl.harness.cli.drive",  # epochal drive
+    "impl.harness.cli.package_job",  # epochal package-job
+    "impl.harness.cli.vectors",  # epochal vectors
+    "impl.harness.cli.commands",  # epochal cluster|topics|quotas|produce|consume|broker
 ]
 
 

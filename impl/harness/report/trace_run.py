@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
 
-from impl.report.diagram import Arrow, Diagram, Row
-from impl.report.model_run import GLYPH, is_controller_action
-from impl.report.page import Section, Snapshot
+from impl.harness.report.diagram import Arrow, Diagram, Row
+from impl.harness.report.model_run import GLYPH, is_controller_action
+from impl.harness.report.page import Section, Snapshot
 from model.registry import ACTIONS
 
 Event = dict[str, Any]

@@ -155,7 +155,7 @@ def test_native_expansions_match_the_model_where_a_property_breaks(tmp_path, nam
 def test_native_expansions_match_the_model_on_a_sample_of_three_broker_states(tmp_path):
     """A sample of the states within 14 steps, expanded both ways.  (That the two searches
     reach the same three-broker states is pinned at 20 steps: the pinned count below, which
-    the Python checker reaches too in tests/model/test_history.py.)"""
+    the Python checker reaches too in tests/properties/test_history.py.)"""
     cfg = three_brokers("kip320")
     states, r = _reached(cfg, tmp_path, reduction=True, max_depth=14)
     assert r.states == len(states) and r.checked_depth == 14
@@ -217,7 +217,7 @@ def test_two_threads_find_what_one_finds():
 
 @pytest.mark.slow  # the default suite keeps to about six minutes
 def test_the_pinned_three_broker_count_within_twenty_steps():
-    """The Python checker's pinned figure (tests/model/test_history.py, slow there)."""
+    """The Python checker's pinned figure (tests/properties/test_history.py, slow there)."""
     r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20, workers=2))
     assert (r.checked_depth, r.violation) == (20, None)
     assert r.states == pinned("kip320", "three brokers, reduced, within 20 steps", "states")
@@ -245,7 +245,7 @@ def test_unsupported_configurations_are_named():
 
 
 def test_the_command_line_says_what_native_cannot_do_in_one_line():
-    p = subprocess.run([sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--partitions", "2", "--native"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "kip320", "--partitions", "2", "--native"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "--native: the native search supports one partition only" in p.stderr
 
@@ -274,7 +274,7 @@ def test_the_key_is_the_python_checkers_key():
 
 @pytest.mark.slow
 def test_the_native_search_finds_kip101_diverging_at_three_brokers_as_the_checker_does():
-    """The Python checker's slow three-broker search (tests/model/test_history.py: some 3.9 M
+    """The Python checker's slow three-broker search (tests/properties/test_history.py: some 3.9 M
     states, 17 steps, 6-9 minutes), natively in seconds -- the same count, so no two states
     share a fingerprint here (a weaker hash, tried first, merged two of them)."""
     cfg = three_brokers("kip101")
@@ -296,7 +296,7 @@ def test_ctrl_c_stops_a_native_search_which_reports_how_deep_it_got():
     import signal
     import time
 
-    cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--native", "--workers", "2"]
+    cmd = [sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--native", "--workers", "2"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                          preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 60

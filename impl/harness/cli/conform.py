@@ -4,7 +4,7 @@ The arguments and the run are the job's own (:mod:`conformance.spark.cli`, share
 ``spark-submit``); here its unusable-input error becomes the command's one-line usage error,
 and the HTML report is written: ``report.html`` under ``--out`` (a local directory) and
 ``--html FILE`` -- every group's verdict, and each non-conforming group drawn up to its
-first divergence (``impl.report``).
+first divergence (``impl.harness.report``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 from conformance.spark.cli import DESCRIPTION, add_arguments
 from conformance.spark.cli import run as run_job
-from impl.cli.errors import UsageError
-from impl.cli.html import add_html_flag, check_writable
-from impl.cli.html import write as write_html
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.html import add_html_flag, check_writable
+from impl.harness.cli.html import write as write_html
 
 REPORT = "report.html"
 """The report's name under ``--out``, beside verdicts.parquet and summary.json."""
@@ -42,7 +42,7 @@ def _local(path: str) -> str | None:
 
 def report(args: argparse.Namespace, outcome: Any) -> None:
     from conformance.spark.report import render
-    from impl.report import write_conformance_report
+    from impl.harness.report import write_conformance_report
 
     paths = [p for p in (_local(x) for x in args.paths) if p is not None]
     counts = render(outcome).strip().splitlines()[-2:]  # the counts lines of the table

@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from impl.cli.drive_guided import run_guided
-from impl.cli.errors import UsageError
-from impl.cli.html import add_html_flag, check_writable
-from impl.cli.html import write as write_html
-from impl.cli.output import add_json_flag, print_json, print_report
+from impl.harness.cli.drive_guided import run_guided
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.html import add_html_flag, check_writable
+from impl.harness.cli.html import write as write_html
+from impl.harness.cli.output import add_json_flag, print_json, print_report
 from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
@@ -119,7 +119,7 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, a broker that exited
         raise UsageError(f"could not start the cluster: {exc}") from None
-    from impl.report import write_drive_report
+    from impl.harness.report import write_drive_report
 
     write_html(args, lambda path: write_drive_report(path, model_run, report))
     return print_report(args, report, render)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from model.config import named
 from properties.checkers.bfs import replay
 from properties.checkers.scenarios import play

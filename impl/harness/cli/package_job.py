@@ -11,8 +11,8 @@ import argparse
 from typing import Any
 
 from conformance.spark.package import ENTRY_NAME, REQUIREMENTS, ZIP_NAME, PackageError, build
-from impl.cli.errors import UsageError
-from impl.cli.output import add_json_flag, print_json
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.output import add_json_flag, print_json
 
 DESCRIPTION = (f"write {ZIP_NAME} and {ENTRY_NAME} for spark-submit "
                f"(the cluster's Python needs {', '.join(REQUIREMENTS)})")

@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from impl.cli.check import summary
-from impl.cli.output import add_json_flag, print_json
+from impl.harness.cli.check import summary
+from impl.harness.cli.output import add_json_flag, print_json
 from impl.harness.demo import (
     JUDGED_CONFIG,
     SCENARIO_CRASHES,

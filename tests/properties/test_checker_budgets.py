@@ -20,7 +20,7 @@ import time
 import pytest
 
 import properties.checkers.bfs as checker
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from model.config import named
 from model.three_brokers import three_brokers
 from properties.checkers.bfs import SearchOptions, check
@@ -104,7 +104,7 @@ def test_check_prints_how_deep_it_got_when_the_time_budget_runs_out(capsys):
 def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
     """Ctrl-C reaches the whole process group -- the search and its forked worker: the
     search reports how far it got and exits 3 (inconclusive), the worker dies quietly."""
-    cmd = [sys.executable, "-m", "impl.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--workers", "2"]
+    cmd = [sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "kip320", "--brokers", "3", "--reduction", "--workers", "2"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                          preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 60
@@ -122,7 +122,7 @@ def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
 
 def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
     for args in (["--max-seconds", "0"], ["--max-seconds", "soon"], ["--max-memory", "-1"], ["--max-memory", "inf"], ["--max-memory", "nan"]):
-        p = subprocess.run([sys.executable, "-m", "impl.cli.main", "check", "--config", "design", *args], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "design", *args], capture_output=True, text=True)
         assert p.returncode == 2, args
         assert "Traceback" not in p.stderr and "error" in p.stderr.lower()
         assert p.stderr.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")

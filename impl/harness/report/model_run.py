@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from impl.report.diagram import Arrow, Diagram, Row
-from impl.report.page import Section, Snapshot
+from impl.harness.report.diagram import Arrow, Diagram, Row
+from impl.harness.report.page import Section, Snapshot
 from model.actions import Step
 from model.config import Config
+from model.export.render import describe
 from model.registry import ACTIONS, apply
-from model.render import describe
 from model.state import (
     EPOCH_DURING_DELETE,
     FETCH_REQUEST,

@@ -1,4 +1,4 @@
-"""``epochal vectors``: write the rule-level test vectors a port runs (``model.vectors``).
+"""``epochal vectors``: write the rule-level test vectors a port runs (``model.export.vectors``).
 
 One JSON file per rule family and an ``index.json``, in the versioned format documented in
 ``docs/vectors.md``.  The vectors are generated, not stored: run this to get them.
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from impl.cli.errors import UsageError
-from impl.cli.output import add_json_flag, print_json
-from model.vectors import FORMAT, write
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.output import add_json_flag, print_json
+from model.export.vectors import FORMAT, write
 
 DESCRIPTION = (f"write the rule-level test vectors ({FORMAT}) computed by the model, one JSON "
                "file per rule family, for a port in any language to run (docs/vectors.md)")

@@ -5,7 +5,7 @@ One line per property: ``proved`` (inductive, for every epoch, version and crash
 ``holds to depth k`` (BMC found nothing), or ``counterexample`` (with the decoded steps,
 replayed through the explicit model).
 
-Exit codes (``impl.cli.exits``): 0 every property proved (induction covers every reachable
+Exit codes (``impl.harness.cli.exits``): 0 every property proved (induction covers every reachable
 state, so it holds), 1 BMC found a counterexample (a concrete run that breaks durability), 2
 bad arguments, 3 inconclusive -- some proof failed or was undecided and BMC found nothing
 within its depth.  A failed induction step is not a violation: the state it starts from may
@@ -19,9 +19,9 @@ import sys
 import time
 from typing import Any
 
-from impl.cli.errors import UsageError
-from impl.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
-from impl.cli.output import add_json_flag, print_json
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
+from impl.harness.cli.output import add_json_flag, print_json
 from model.config import NAMED
 
 # The explicit prefix BMC starts from: the record is replicated and committed (6 steps of
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from model.config import named
-    from model.render import describe
+    from model.export.render import describe
     from properties.checkers.bfs import replay
     from properties.checkers.scenarios import play
     from properties.checkers.symbolic import COVERED, bmc, prove, unsupported
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--brokers must be 2 or 3")
     if not 1 <= args.depth <= 12:
         raise UsageError("--depth must be between 1 and 12")
-    from impl.cli.check import EXPECTED_TO_HOLD
+    from impl.harness.cli.check import EXPECTED_TO_HOLD
 
     names = args.config or [n for n in EXPECTED_TO_HOLD if not unsupported(named(n, brokers=args.brokers, partitions=1))]
     cfgs = [named(n, brokers=args.brokers, partitions=1) for n in names]

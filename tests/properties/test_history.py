@@ -87,7 +87,7 @@ def test_the_three_broker_bounds_are_the_smallest_each_story_needs(story, bound)
 @pytest.mark.slow
 def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     """KIP-320's bug found by exhaustive search, not only by the scripted story: the native
-    search (``properties.checkers.native``, held to the model by tests/model/test_native.py) finds a
+    search (``properties.checkers.native``, held to the model by tests/properties/test_native.py) finds a
     shortest counterexample of 20 steps after some ten million states: the
     leader of epoch 3 handles a fetch a follower sent in epoch 1, advances its HW on it, and
     the follower takes that HW over a log that disagrees ([a@1] against [b@3]).  About 45 s
@@ -116,10 +116,10 @@ def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     the checker finds both by itself), kip320 holds in *every* reachable state of the
     reduced graph -- some 19.5 M states, the longest shortest path 60 steps, about a minute
     on both cores with the native search (``properties.checkers.native``, held to the Python model by
-    tests/model/test_native.py and, state for state to depth 20, by the test above).
+    tests/properties/test_native.py and, state for state to depth 20, by the test above).
     Pinned: a change to the model, the reduction or the search that moves the count shows
     here.  Slow (CI runs it; the default suite keeps the native 20-step count of
-    tests/model/test_native.py, seconds instead of a minute or two).  (Before the controller ran onBrokerStartup once per registration, it could
+    tests/properties/test_native.py, seconds instead of a minute or two).  (Before the controller ran onBrokerStartup once per registration, it could
     re-send a restarted broker the LeaderAndISR of every ISR version, and the space did not
     end: docs/checking.md, "Three-broker searches".)"""
     from properties.checkers.bfs import SearchOptions

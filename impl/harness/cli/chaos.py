@@ -12,9 +12,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from impl.cli.errors import UsageError
 from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
 from impl.harness.chaos.schedule import MIN_INSYNC, REPLICATION
+from impl.harness.cli.errors import UsageError
 from impl.harness.cluster import PLACEHOLDERS, BrokerCommand, BrokerCommandError
 
 ACKS = {"all": -1, "-1": -1, "1": 1}

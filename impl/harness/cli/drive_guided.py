@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from impl.cli.errors import UsageError
-from impl.cli.output import print_report
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.output import print_report
 from impl.harness.drive.guided import GuidedReport, fuzz
 from impl.harness.drive.network import SetupError
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from impl.cli.chaos import add_broker_cmd_args, broker_command
-from impl.cli.errors import UsageError
-from impl.cli.output import add_json_flag, print_json
+from impl.harness.cli.chaos import add_broker_cmd_args, broker_command
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.output import add_json_flag, print_json
 from impl.harness.recordings import BROKERS as RECORDING_BROKERS
 from impl.harness.recordings import SCENARIOS, record
 

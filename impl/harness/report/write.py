@@ -10,10 +10,10 @@ from typing import Any
 
 from conformance.spark.order import causal_order, split_groups
 from conformance.spark.verdict import summary_line
-from impl.report import model_run, trace_run
-from impl.report.model_run import ModelRun
-from impl.report.page import Section, page
-from impl.report.trace_run import TraceGroup
+from impl.harness.report import model_run, trace_run
+from impl.harness.report.model_run import ModelRun
+from impl.harness.report.page import Section, page
+from impl.harness.report.trace_run import TraceGroup
 from traces.reader import read_traces
 
 Run = ModelRun | TraceGroup

@@ -6,7 +6,7 @@ processes, which ``<data-dir>/cluster.json`` (written by ``epochal cluster start
 they find that file from ``--bootstrap`` through the pointer ``cluster start`` leaves for
 each broker endpoint (``CLUSTERS``), or from ``--data-dir`` where one is given.
 
-Every failure is one line on stderr and exit code 2 (:class:`impl.cli.errors.UsageError`),
+Every failure is one line on stderr and exit code 2 (:class:`impl.harness.cli.errors.UsageError`),
 and so is a request that would do nothing (resuming a broker that is not paused, removing a
 quota that does not exist): it says so, and changes and records nothing.  Every command takes
 ``--json`` (one object on stdout; docs/cli.md).
@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from impl.cli.errors import UsageError
-from impl.cli.output import add_json_flag, print_json, wants_json
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.output import add_json_flag, print_json, wants_json
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_DATA_DIR = os.environ.get("EPOCHAL_DATA_DIR", "runs/cluster")

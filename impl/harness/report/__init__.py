@@ -4,9 +4,9 @@ One page per report, with inline SVG, CSS and JavaScript only -- no network acce
 external font or script -- so it opens from a CI artifact or an e-mail as it is.
 """
 
-from impl.report.model_run import ModelRun
-from impl.report.trace_run import TraceGroup
-from impl.report.write import (
+from impl.harness.report.model_run import ModelRun
+from impl.harness.report.trace_run import TraceGroup
+from impl.harness.report.write import (
     drive_run,
     result_run,
     trace_groups,

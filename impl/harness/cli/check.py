@@ -1,6 +1,6 @@
 """``epochal check``: run the exhaustive checker from the command line.
 
-Exit codes (``impl.cli.exits``): 0 every property holds (state space exhausted), 1 a
+Exit codes (``impl.harness.cli.exits``): 0 every property holds (state space exhausted), 1 a
 violation was found, 2 bad arguments, 3 inconclusive -- the search was cut short by
 ``--max-states``, ``--max-depth``, ``--max-seconds``, ``--max-memory`` or Ctrl-C, and
 reported how deep it got.
@@ -17,11 +17,11 @@ import argparse
 import sys
 from typing import Any
 
-from impl.cli.errors import UsageError
-from impl.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
-from impl.cli.html import add_html_flag, check_writable
-from impl.cli.html import write as write_html
-from impl.cli.output import add_json_flag, print_json
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
+from impl.harness.cli.html import add_html_flag, check_writable
+from impl.harness.cli.html import write as write_html
+from impl.harness.cli.output import add_json_flag, print_json
 from model.config import NAMED, named
 from properties.checkers.bfs import Result, SearchOptions, check
 from properties.checkers.budget import machine_memory, size_text
@@ -105,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=_positive, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
-    p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/search.c, built with the machine's C compiler on first use; held to the Python model by tests/model/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
+    p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/search.c, built with the machine's C compiler on first use; held to the Python model by tests/properties/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
     p.add_argument("--max-seconds", type=_positive_number, help="stop after this many seconds and report the depth checked (the result is then inconclusive beyond it)")
@@ -282,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
 def html_report(path: Any, results: list[Result], not_checked: list[dict[str, str]] | None = None) -> Any:
     from html import escape
 
-    from impl.report import result_run, write_html_report
+    from impl.harness.report import result_run, write_html_report
 
     runs = []
     for r in results:

@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from impl.cli.main import main
+from impl.harness.cli.main import main
 from properties.checkers.bfs import replay
 from properties.checkers.fuzz import (
     CALM,

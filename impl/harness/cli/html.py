@@ -1,4 +1,4 @@
-"""``--html FILE``: one self-contained report page (``impl.report``), the same flag on
+"""``--html FILE``: one self-contained report page (``impl.harness.report``), the same flag on
 ``check``, ``fuzz``, ``conform`` and ``drive``.  The page is written after the command's own
 output; a file that cannot be written is a one-line usage error (exit 2)."""
 
@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from impl.cli.errors import UsageError
+from impl.harness.cli.errors import UsageError
 
 
 def add_html_flag(p: argparse.ArgumentParser, what: str) -> None:

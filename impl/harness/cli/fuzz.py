@@ -1,6 +1,6 @@
 """``epochal fuzz``: Hypothesis stateful search of a model configuration (``properties.checkers.fuzz``).
 
-Exit codes (``impl.cli.exits``): 1 a property violation was found (its shrunk steps are
+Exit codes (``impl.harness.cli.exits``): 1 a property violation was found (its shrunk steps are
 printed), 2 bad arguments, 3 nothing found within the budget -- inconclusive, always: the
 search is random and bounded, so it can never show that a violation does not exist, and it
 never exits 0 ("holds").  ``epochal check`` (exhaustive) and ``epochal prove`` (symbolic) are
@@ -13,12 +13,12 @@ import argparse
 import sys
 from typing import Any
 
-from impl.cli.check import BOUNDS, add_bound_arguments, bound_overrides
-from impl.cli.errors import UsageError
-from impl.cli.exits import FOUND, INCONCLUSIVE
-from impl.cli.html import add_html_flag, check_writable
-from impl.cli.html import write as write_html
-from impl.cli.output import add_json_flag, print_json
+from impl.harness.cli.check import BOUNDS, add_bound_arguments, bound_overrides
+from impl.harness.cli.errors import UsageError
+from impl.harness.cli.exits import FOUND, INCONCLUSIVE
+from impl.harness.cli.html import add_html_flag, check_writable
+from impl.harness.cli.html import write as write_html
+from impl.harness.cli.output import add_json_flag, print_json
 from model.config import NAMED
 
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def html_report(path: Any, r: Any, budget: int, steps: int, shrunk: bool) -> Any:
-    from impl.report import result_run, write_html_report
+    from impl.harness.report import result_run, write_html_report
 
     if r.violation is None:
         note = (f"inconclusive: no property violation found within the budget ({r.runs} runs of up to {steps} "
@@ -120,7 +120,7 @@ def html_report(path: Any, r: Any, budget: int, steps: int, shrunk: bool) -> Any
 
 
 def result_json(r: Any, budget: int, steps: int, shrunk: bool) -> dict[str, Any]:
-    from impl.cli.check import plain
+    from impl.harness.cli.check import plain
 
     v = r.violation
     return {

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from impl.report.diagram import Diagram, svg
+from impl.harness.report.diagram import Diagram, svg
 
 Snapshot = dict[tuple[str, str], str]
 """A state as the page shows it: (part, field) -> value text, in display order -- e.g.
