@@ -278,7 +278,7 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         if pid_alive(int(state.get("supervisor_pid", -1))):
             raise UsageError(f"a cluster is already running from {data_dir} "
                              f"(pid {state['supervisor_pid']})")
-    ports = [args.port_base + i for i in range(args.brokers)]
+    ports = [args.port_base + i for i in range(2 * args.brokers)]  # and the Kafka listeners
     if not args.zookeeper:
         ports.append(args.zk_port)
     busy = [p for p in ports if not _port_free("127.0.0.1", p)]
