@@ -62,6 +62,7 @@ from impl.node.wire import ApiKey, ProtocolError, read_frame
 LATEST, EARLIEST = -1, -2  # ListOffsets' timestamps for the log's end and start
 MAX_FETCH_WAIT_MS = 5000  # as the broker protocol's consumer fetch
 MAX_FETCH_RECORDS = 5000
+LINGER_S = 1.0  # how long a refused connection waits for the client to close it
 
 # the broker protocol's request whose authorization rule (impl.node.auth.rules) a Kafka
 # request passes: reads as a consumer fetch, writes as a produce
@@ -114,6 +115,7 @@ class KafkaClients(ClientRequests):
                     writer.write(encode_response(request.api, request.correlation_id, response))
                     await writer.drain()
                 if close:
+                    await _linger(reader, writer)
                     return
         except (ProtocolError, MalformedRequest) as exc:
             self.security.log.log("kafka_request", f"closed: {exc}")
@@ -353,3 +355,14 @@ class KafkaClients(ClientRequests):
                 rows.append(row)
             topics.append({"name": topic.name, "partitions": rows})
         return build(schema, throttle_time=0, topics=topics)
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Close after a last answer (a failed authentication) only once the client has read
+    it: wait, briefly, for the client to close first.  A client that sees the end of the
+    stream in the same read as the answer may drop the answer and report a lost
+    connection instead of the error (kafka-python 3.0 does)."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(LINGER_S):
+            while await reader.read(65536):
+                pass
