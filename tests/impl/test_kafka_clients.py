@@ -5,11 +5,14 @@ wrong password refused with Kafka's SASL authentication error."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import time
 from typing import Any
 
 import pytest
 
+from impl.harness.cli.main import main
 from impl.harness.cluster import LocalCluster
 from impl.node.auth.credentials import ClusterSecret
 from impl.node.client import Admin
@@ -43,8 +46,14 @@ def _kafka_python_config(c: LocalCluster, password: str) -> dict[str, Any]:
 
 
 def _librdkafka_config(c: LocalCluster, password: str) -> dict[str, Any]:
-    return {"bootstrap.servers": c.kafka_bootstrap, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": USER, "sasl.password": password}
+    """The properties ``epochal cluster client-config`` prints (its password replaced)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["cluster", "client-config", "--data-dir", str(c.data_dir), "--user", USER]) == 0
+    config = dict(line.split("=", 1) for line in out.getvalue().splitlines())
+    assert config["bootstrap.servers"] == c.kafka_bootstrap
+    assert config["security.protocol"] == "SASL_PLAINTEXT"
+    return {**config, "sasl.password": password}
 
 
 def _produce_kafka_python(c: LocalCluster, password: str, topic: str) -> list[int]:
