@@ -3,7 +3,7 @@
 :class:`Broker` is the seed 000 sections put together -- C (:mod:`.control`), E
 (:mod:`.startup`), G (:mod:`.replication_leader`, :mod:`.replication_follower`), client
 requests (:mod:`.clients`, with the idempotent producer's :mod:`.producers` and a failed log
-directory's :mod:`.log_dir`) and controlled shutdown (:mod:`.shutdown`) -- with the asyncio TCP
+directory's :mod:`.log_dir`; Kafka's own clients on a second port, :mod:`.kafka_listener`) and controlled shutdown (:mod:`.shutdown`) -- with the asyncio TCP
 server that reads the binary protocol of :mod:`impl.node.wire` and dispatches each request to
 its section.  It also runs a :class:`impl.node.controller.Controller`, which campaigns for
 ``/controller`` (seed 002) and talks to this broker over TCP like to any other.
