@@ -304,9 +304,11 @@ class LocalCluster:
                                                tick_time_ms=self.tick_time_ms).start()
         for i in range(self.n):
             port = self.port_base + i if self.port_base else free_port()
+            # the Kafka listener (docs/kafka-protocol.md): the n ports after the brokers'
+            kafka_port = self.port_base + self.n + i if self.port_base else free_port()
             self.configs[i] = BrokerConfig(broker_id=i, port=port, zookeeper=self.zookeeper,
                                            data_dir=self.data_dir, run_id=self.run_id,
-                                           **self.broker_settings)
+                                           kafka_port=kafka_port, **self.broker_settings)
         try:
             for i in range(self.n):
                 self.start_broker(i)
@@ -344,6 +346,7 @@ class LocalCluster:
             "zookeeper_pid": self.zk_server.proc.pid if self.zk_server and self.zk_server.proc else None,
             "brokers": {str(b): {"pid": p.pid, "host": self.configs[b].host,
                                  "port": self.configs[b].port,
+                                 "kafka_port": self.configs[b].kafka_port,
                                  "argv": self.argvs[b]}
                         for b, p in self.procs.items()},
         }
@@ -357,6 +360,12 @@ class LocalCluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{h}:{p}" for h, p in (self.endpoint(b) for b in sorted(self.configs)))
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """Every broker's Kafka listener, as Kafka clients' ``bootstrap.servers``."""
+        return ",".join(f"{self.configs[b].host}:{self.configs[b].kafka_port}"
+                        for b in sorted(self.configs))
 
     def metadata(self, broker: int) -> dict[str, Any] | None:
         try:

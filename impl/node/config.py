@@ -44,6 +44,9 @@ class BrokerConfig:
     # /brokers/ids/N, where the controller and the other brokers connect (Kafka's
     # advertised.listeners); 0 = ``port``.  ``epochal drive`` puts its relay there
     advertised_port: int = 0
+    # the Kafka listener (impl.node.broker.kafka_listener, docs/kafka-protocol.md): Kafka's
+    # own clients on this port, registered in /brokers/ids/N as kafka_port; 0 = none
+    kafka_port: int = 0
     # harness only (docs/drive.md), off in normal runs: the steps taken on a timer or on
     # the broker's own initiative wait for the harness's permit (impl.node.step_gate)
     harness_step_mode: bool = False

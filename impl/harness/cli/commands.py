@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from impl.harness.cli import client_config
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.output import add_json_flag, print_json, wants_json
 
@@ -122,6 +123,7 @@ def register(sub: Any) -> None:
     cluster = sub.add_parser("cluster", help="run a local cluster (ZooKeeper + brokers)")
     csub = cluster.add_subparsers(dest="action", metavar="ACTION", parser_class=type(cluster))
     csub.required = True
+    client_config.register(csub)  # epochal cluster client-config
     start = csub.add_parser("start", help="start ZooKeeper and N brokers; runs until Ctrl-C")
     start.add_argument("--brokers", type=int, default=3, help="brokers to start (default 3)")
     start.add_argument("--zookeeper", metavar="HOST:PORT[,...]",
@@ -278,7 +280,7 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         if pid_alive(int(state.get("supervisor_pid", -1))):
             raise UsageError(f"a cluster is already running from {data_dir} "
                              f"(pid {state['supervisor_pid']})")
-    ports = [args.port_base + i for i in range(args.brokers)]
+    ports = [args.port_base + i for i in range(2 * args.brokers)]  # and the Kafka listeners
     if not args.zookeeper:
         ports.append(args.zk_port)
     busy = [p for p in ports if not _port_free("127.0.0.1", p)]

@@ -7,6 +7,7 @@
 * :mod:`.replication_leader` -- G at the leader: on_ReplicaFetchRequest, HW, maybe_change_ISR
 * :mod:`.replication_follower` -- G at the follower: the ReplicaFetcherThread and truncation
 * :mod:`.clients` -- produce, and consumer reads up to the HW (question 7)
+* :mod:`.kafka_listener` -- the same for Kafka's own clients, in Kafka's protocol (:mod:`impl.node.kafka`)
 * :mod:`.shutdown` -- controlled shutdown (later Kafka; section A ahead of the failure)
 * :mod:`.core` -- the state they share; :mod:`.server` -- the process that serves them
 

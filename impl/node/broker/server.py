@@ -3,7 +3,7 @@
 :class:`Broker` is the seed 000 sections put together -- C (:mod:`.control`), E
 (:mod:`.startup`), G (:mod:`.replication_leader`, :mod:`.replication_follower`), client
 requests (:mod:`.clients`, with the idempotent producer's :mod:`.producers` and a failed log
-directory's :mod:`.log_dir`) and controlled shutdown (:mod:`.shutdown`) -- with the asyncio TCP
+directory's :mod:`.log_dir`; Kafka's own clients on a second port, :mod:`.kafka_listener`) and controlled shutdown (:mod:`.shutdown`) -- with the asyncio TCP
 server that reads the binary protocol of :mod:`impl.node.wire` and dispatches each request to
 its section.  It also runs a :class:`impl.node.controller.Controller`, which campaigns for
 ``/controller`` (seed 002) and talks to this broker over TCP like to any other.
@@ -23,9 +23,9 @@ from typing import Any
 
 from impl.node.admin import ADMIN_APIS, AdminError
 from impl.node.auth.session import Answer
-from impl.node.broker.clients import ClientRequests
 from impl.node.broker.control import ControlRequests
 from impl.node.broker.core import RequestError
+from impl.node.broker.kafka_listener import KafkaClients
 from impl.node.broker.replication_leader import ReplicationLeader
 from impl.node.broker.shutdown import Shutdown
 from impl.node.broker.startup import Startup
@@ -43,7 +43,7 @@ from impl.node.wire import (
 )
 
 
-class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdown):
+class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown):
     """One broker: the sections' rules over one state (:class:`.core.BrokerCore`), served."""
 
     def __init__(self, config: BrokerConfig) -> None:
@@ -58,6 +58,11 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         self.load_local_replicas()
         server = await asyncio.start_server(self._connection, self.config.host, self.config.port,
                                             **self.security.server_kwargs())  # TLS, if on
+        servers = [server]
+        if self.config.kafka_port:  # Kafka's clients (kafka_listener), same TLS and SASL
+            servers.append(await asyncio.start_server(
+                self._kafka_connection, self.config.host, self.config.kafka_port,
+                **self.security.server_kwargs()))
         self._startup_transitions(await self.loop.run_in_executor(None, self.register))
         self._control_ready.set()
         await self.loop.run_in_executor(None, self.admin.start)
@@ -69,7 +74,9 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, stop.set)
         self.loop.add_signal_handler(signal.SIGCONT, self._on_resumed)
-        print(f"broker {self.id} listening on {self.config.host}:{self.config.port}", flush=True)
+        kafka = f", Kafka on {self.config.kafka_port}" if self.config.kafka_port else ""
+        print(f"broker {self.id} listening on {self.config.host}:{self.config.port}{kafka}",
+              flush=True)
         await stop.wait()
         self.stopping = True
         # stop fetching first: a follower that kept fetching could be put back into an ISR
@@ -80,7 +87,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, ClientRequests, Shutdo
         checker.cancel()
         propagation.cancel()
         hw_checkpointer.cancel()
-        server.close()
+        for s in servers:
+            s.close()
         for r in self.replicas.values():
             r.stop_fetcher()
             r.log.close()

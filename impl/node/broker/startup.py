@@ -92,7 +92,10 @@ class Startup(ReplicationFollower):
         meanwhile, nothing is created and the states are read again."""
         path = zkl.broker_path(self.id)
         port = self.config.advertised_port or self.config.port  # where peers connect
-        value = zkl.encode({"host": self.config.host, "port": port, "version": 1})
+        registration = {"host": self.config.host, "port": port, "version": 1}
+        if self.config.kafka_port:  # the Kafka listener, for Kafka's Metadata answers
+            registration["kafka_port"] = self.config.kafka_port
+        value = zkl.encode(registration)
         deadline = time.monotonic() + 4 * self.config.zk_session_timeout_s + 10
         while True:
             states = [] if reregister else self._assigned_states()  # a session renewed: no startup

@@ -1,0 +1,72 @@
+"""``epochal cluster client-config``: a Kafka client's properties for a running cluster.
+
+Prints, in the properties format librdkafka and Kafka's Java clients read, what a Kafka
+client needs to reach the cluster in ``--data-dir`` through its brokers' Kafka listeners
+(docs/kafka-protocol.md): ``bootstrap.servers`` from ``cluster.json``, and -- unless the
+cluster runs ``--insecure`` -- SCRAM-SHA-256 with a client user's password derived from the
+cluster's secret (docs/security.md), and the cluster CA where it runs TLS.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from impl.harness.cli.errors import UsageError
+from impl.harness.cluster import read_state
+from impl.node.auth import tls
+from impl.node.auth.credentials import ClusterSecret, valid_name
+from impl.node.auth.scram import MECHANISM
+
+DESCRIPTION = ("print a Kafka client's properties (bootstrap.servers, security.protocol, "
+               "sasl.*) for the cluster in --data-dir, for librdkafka or Kafka's Java clients")
+
+
+def client_properties(data_dir: str, user: str) -> list[tuple[str, str]]:
+    """The properties, in order; UsageError for a data dir without a cluster that has a
+    Kafka listener."""
+    try:
+        state = read_state(data_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(f"{exc} (start one with `epochal cluster start --data-dir {data_dir}`)") from None
+    brokers = state.get("brokers", {})
+    listeners = [f"{b['host']}:{b['kafka_port']}" for _, b in sorted(brokers.items(), key=lambda kv: int(kv[0]))
+                 if b.get("kafka_port")]
+    if not listeners:
+        raise UsageError(f"the cluster in {data_dir} has no Kafka listener (started by an older "
+                         "epochal? restart it)")
+    has_tls = tls.has_material(data_dir)
+    try:
+        secret = ClusterSecret.load(data_dir)
+    except FileNotFoundError:  # --insecure
+        return [("bootstrap.servers", ",".join(listeners)),
+                ("security.protocol", "SSL" if has_tls else "PLAINTEXT")] + _ca(data_dir, has_tls)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return [("bootstrap.servers", ",".join(listeners)),
+            ("security.protocol", "SASL_SSL" if has_tls else "SASL_PLAINTEXT"),
+            ("sasl.mechanism", MECHANISM), ("sasl.username", user),
+            ("sasl.password", secret.password(user))] + _ca(data_dir, has_tls)
+
+
+def _ca(data_dir: str, has_tls: bool) -> list[tuple[str, str]]:
+    return [("ssl.ca.location", str(tls.tls_dir(data_dir) / tls.CA))] if has_tls else []
+
+
+def _command(args: argparse.Namespace) -> int:
+    if not valid_name(args.user):
+        raise UsageError(f"--user {args.user!r}: letters, digits, '.', '_' and '-', at most 64")
+    for key, value in client_properties(args.data_dir, args.user):
+        print(f"{key}={value}")
+    return 0
+
+
+def register(cluster_actions: Any) -> None:
+    """Add ``client-config`` to ``epochal cluster``'s actions."""
+    p = cluster_actions.add_parser("client-config", help=DESCRIPTION, description=DESCRIPTION)
+    p.add_argument("--data-dir", required=True, metavar="DIR",
+                   help="the data dir of the running `epochal cluster start`")
+    p.add_argument("--user", default="client",
+                   help="the client user whose password to print (default: client); any name "
+                        "is a user, its password derived from the cluster's secret")
+    p.set_defaults(func=_command)

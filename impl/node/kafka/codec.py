@@ -1,0 +1,187 @@
+"""Kafka frames, headers and the versions served, on ``kio``'s generated message types.
+
+A Kafka frame is an i32 length and a payload, the same framing as the broker's own
+protocol (:func:`impl.node.wire.read_frame` reads both).  The payload of a request is a
+request header -- v1 (api key, version, correlation id, client id) or, for a flexible
+version, v2 (with tagged fields) -- and the request body; a response is a response header
+(v0: the correlation id; v1 adds tagged fields, for flexible versions except ApiVersions,
+whose response header is always v0 so that any client can read it) and the body.
+Which header and which body a version has is kio's, read from Kafka's schemas.
+
+:data:`SERVED` is every API key and version range the listener answers (what ApiVersions
+lists); :func:`build` makes a kio entity of any version from plain values, so one
+translation serves every version of an API (a field the version lacks is left out, one it
+adds takes its schema default).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import io
+import struct
+import types
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+from kio.index import UnknownEntity, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode as KafkaError
+from kio.schema.request_header.v1 import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2 import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1 import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+
+_API_HEADER = struct.Struct(">hhi")  # api key, api version, correlation id: in every header
+_LENGTH = struct.Struct(">i")
+
+
+class KafkaApi(enum.IntEnum):
+    """The Kafka APIs the listener answers (Kafka's API keys)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    FIND_COORDINATOR = 10  # answered COORDINATOR_NOT_AVAILABLE: no group or transaction coordinator
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    INIT_PRODUCER_ID = 22
+    SASL_AUTHENTICATE = 36
+
+
+SERVED: dict[KafkaApi, tuple[int, int]] = {
+    KafkaApi.PRODUCE: (3, 9),  # record batch v2 from v3; v10 adds leader hints (KIP-951)
+    KafkaApi.FETCH: (4, 12),  # record batch v2 from v4; v13 names topics by id only
+    KafkaApi.LIST_OFFSETS: (1, 7),  # v0 answers lists of offsets; v8 adds tiered storage
+    KafkaApi.METADATA: (0, 12),
+    KafkaApi.SASL_HANDSHAKE: (1, 1),  # v0 carries the SASL tokens outside Kafka frames
+    KafkaApi.API_VERSIONS: (0, 3),
+    KafkaApi.INIT_PRODUCER_ID: (0, 4),  # v5 is KIP-890's transactions
+    KafkaApi.SASL_AUTHENTICATE: (0, 2),
+}
+"""What ApiVersions lists: API key -> (lowest, highest) version answered.  FindCoordinator
+is answered (with COORDINATOR_NOT_AVAILABLE) but not listed, so that a client knows from
+ApiVersions alone that there are no consumer groups."""
+
+ANSWERED_UNLISTED = frozenset({KafkaApi.FIND_COORDINATOR})
+
+
+class UnsupportedRequest(Exception):
+    """A request for an API or version not served: ApiVersions is answered with
+    UNSUPPORTED_VERSION and the versions served (KIP-511); anything else closes the
+    connection, as Kafka's broker does for a request it cannot parse."""
+
+    def __init__(self, api_key: int, version: int, correlation_id: int, reason: str) -> None:
+        super().__init__(reason)
+        self.api_key, self.version, self.correlation_id = api_key, version, correlation_id
+
+
+class Refused(Exception):
+    """A request, or one partition of it, answered with Kafka's error ``code``."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class MalformedRequest(Exception):
+    """Bytes that are no request of the version they name: the connection is closed."""
+
+
+@dataclass(frozen=True)
+class KafkaRequest:
+    api: KafkaApi
+    version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # the kio request entity of this API and version
+
+
+def served(api_key: int, version: int) -> bool:
+    try:
+        api = KafkaApi(api_key)
+    except ValueError:
+        return False
+    if api in ANSWERED_UNLISTED:
+        try:
+            load_request_schema(api, version)
+        except UnknownEntity:
+            return False
+        return True
+    low, high = SERVED[api]
+    return low <= version <= high
+
+
+def decode_request(payload: bytes) -> KafkaRequest:
+    """A request frame's payload, as kio's entities; :class:`UnsupportedRequest` for an API
+    or version not served, :class:`MalformedRequest` for bytes that do not parse."""
+    if len(payload) < _API_HEADER.size:
+        raise MalformedRequest("frame shorter than a request header")
+    api_key, version, correlation_id = _API_HEADER.unpack_from(payload)
+    if not served(api_key, version):
+        raise UnsupportedRequest(api_key, version, correlation_id,
+                                 f"api key {api_key} version {version} is not served")
+    schema = load_request_schema(api_key, version)
+    header_type = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
+    try:
+        header, size = entity_reader(header_type)(payload, 0)
+        body, body_size = entity_reader(schema)(payload, size)
+    except Exception as exc:  # noqa: BLE001 - kio's native reader raises several kinds
+        raise MalformedRequest(f"{KafkaApi(api_key).name} v{version}: {exc}") from None
+    if size + body_size != len(payload):
+        raise MalformedRequest(f"{KafkaApi(api_key).name} v{version}: "
+                               f"{len(payload) - size - body_size} bytes after the body")
+    return KafkaRequest(KafkaApi(api_key), version, correlation_id, header.client_id, body)
+
+
+def response_schema(api: KafkaApi, version: int) -> type:
+    return load_response_schema(api, version)
+
+
+def encode_response(api: KafkaApi, correlation_id: int, response: Any) -> bytes:
+    """A response frame: length, response header, body."""
+    flexible = type(response).__flexible__ and api != KafkaApi.API_VERSIONS
+    header_type = ResponseHeaderV1 if flexible else ResponseHeaderV0
+    buf = io.BytesIO()
+    buf.write(_LENGTH.pack(0))
+    entity_writer(header_type)(buf, header_type(correlation_id=correlation_id))
+    entity_writer(type(response))(buf, response)
+    frame = buf.getbuffer()
+    _LENGTH.pack_into(frame, 0, len(frame) - _LENGTH.size)
+    return bytes(frame)
+
+
+def build(entity_type: type, **values: Any) -> Any:
+    """A kio entity from plain values: nested entities from dicts, ``ErrorCode`` fields
+    from ints, millisecond durations from ints.  Values for fields this version of the
+    schema lacks are dropped; a field without a value takes its schema default (one
+    without a default is a TypeError: the translation forgot it)."""
+    kwargs = {f.name: _field_value(f.type, values[f.name]) for f in fields(entity_type)
+              if f.name in values}
+    return entity_type(**kwargs)
+
+
+def _field_value(field_type: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(field_type)
+    if origin in (types.UnionType, typing.Union):  # X | None
+        (inner,) = [t for t in typing.get_args(field_type) if t is not type(None)]
+        return _field_value(inner, value)
+    if origin is tuple:
+        item_type = typing.get_args(field_type)[0]
+        return tuple(_field_value(item_type, v) for v in value)
+    if is_dataclass(field_type):
+        return value if is_dataclass(value) else build(field_type, **value)  # type: ignore[arg-type]
+    if field_type is KafkaError:
+        return KafkaError(int(value))
+    if isinstance(field_type, type) and issubclass(field_type, datetime.timedelta):
+        return datetime.timedelta(milliseconds=int(value))
+    return value
+
+
+def millis(duration: datetime.timedelta) -> int:
+    """A kio duration field (``timeout``, ``max_wait``) in milliseconds."""
+    return int(duration.total_seconds() * 1000)

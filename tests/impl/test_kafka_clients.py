@@ -1,0 +1,157 @@
+"""Integration: Kafka's own clients -- kafka-python and confluent-kafka (librdkafka) --
+against an authenticated three-broker cluster, through each broker's Kafka listener
+(docs/kafka-protocol.md).  Idempotent acks=all producers, consumers by assignment, and a
+wrong password refused with Kafka's SASL authentication error."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from typing import Any
+
+import pytest
+
+from impl.harness.cli.main import main
+from impl.harness.cluster import LocalCluster
+from impl.node.auth.credentials import ClusterSecret
+from impl.node.client import Admin
+
+kafka = pytest.importorskip("kafka", reason="kafka-python (the dev extra) is not installed")
+confluent_kafka = pytest.importorskip("confluent_kafka",
+                                      reason="confluent-kafka (the dev extra) is not installed")
+
+pytestmark = pytest.mark.integration
+
+RECORDS = 100
+USER = "alice"
+
+
+def _wait_for_leaders(c: LocalCluster, topic: str, partitions: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        meta = c.metadata(0) or {}
+        parts = meta.get("topics", {}).get(topic, {})
+        if len(parts) == partitions and all(p["leader"] >= 0 and len(p["isr"]) == 3
+                                            for p in parts.values()):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{topic}: no leader with a full ISR for every partition")
+
+
+def _kafka_python_config(c: LocalCluster, password: str) -> dict[str, Any]:
+    return {"bootstrap_servers": c.kafka_bootstrap.split(","),
+            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256",
+            "sasl_plain_username": USER, "sasl_plain_password": password}
+
+
+def _librdkafka_config(c: LocalCluster, password: str) -> dict[str, Any]:
+    """The properties ``epochal cluster client-config`` prints (its password replaced)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["cluster", "client-config", "--data-dir", str(c.data_dir), "--user", USER]) == 0
+    config = dict(line.split("=", 1) for line in out.getvalue().splitlines())
+    assert config["bootstrap.servers"] == c.kafka_bootstrap
+    assert config["security.protocol"] == "SASL_PLAINTEXT"
+    return {**config, "sasl.password": password}
+
+
+def _produce_kafka_python(c: LocalCluster, password: str, topic: str) -> list[int]:
+    producer = kafka.KafkaProducer(acks="all", enable_idempotence=True,
+                                   **_kafka_python_config(c, password))
+    try:
+        futures = [producer.send(topic, key=f"k{i}".encode(), value=f"kafka-python {i}".encode(),
+                                 partition=0) for i in range(RECORDS)]
+        producer.flush(30)
+        return [f.get(30).offset for f in futures]
+    finally:
+        producer.close(10)
+
+
+def _consume_kafka_python(c: LocalCluster, password: str, topic: str) -> list[tuple[int, bytes, bytes]]:
+    consumer = kafka.KafkaConsumer(enable_auto_commit=False, consumer_timeout_ms=3000,
+                                   **_kafka_python_config(c, password))
+    try:
+        tp = kafka.TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        return [(m.offset, m.key, m.value) for m in consumer]
+    finally:
+        consumer.close()
+
+
+def _produce_librdkafka(c: LocalCluster, password: str, topic: str) -> list[int]:
+    offsets: list[int] = []
+    errors: list[Any] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            offsets.append(msg.offset())
+
+    producer = confluent_kafka.Producer({**_librdkafka_config(c, password), "acks": "all",
+                                         "enable.idempotence": True})
+    for i in range(RECORDS):
+        producer.produce(topic, key=f"k{i}".encode(), value=f"librdkafka {i}".encode(),
+                         partition=0, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    assert errors == []
+    return offsets
+
+
+def _consume_librdkafka(c: LocalCluster, password: str, topic: str,
+                        want: int) -> list[tuple[int, bytes, bytes]]:
+    consumer = confluent_kafka.Consumer({**_librdkafka_config(c, password),
+                                         "group.id": "unused", "enable.auto.commit": False})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+        got: list[tuple[int, bytes, bytes]] = []
+        deadline = time.monotonic() + 30
+        while len(got) < want and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            got.append((msg.offset(), msg.key(), msg.value()))
+        return got
+    finally:
+        consumer.close()
+
+
+def test_kafka_clients_produce_idempotently_and_consume_by_assignment_and_a_wrong_password_is_refused(
+        make_cluster: Any, caplog: Any) -> None:
+    c = make_cluster(3, min_insync_replicas=2)
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("kp", partitions=1, replication_factor=3)
+        admin.create_topic("rd", partitions=1, replication_factor=3)
+    _wait_for_leaders(c, "kp", 1)
+    _wait_for_leaders(c, "rd", 1)
+    password = ClusterSecret.load(c.data_dir).password(USER)
+
+    expected_kp = [(i, f"k{i}".encode(), f"kafka-python {i}".encode()) for i in range(RECORDS)]
+    assert _produce_kafka_python(c, password, "kp") == list(range(RECORDS))
+    assert _consume_kafka_python(c, password, "kp") == expected_kp
+
+    expected_rd = [(i, f"k{i}".encode(), f"librdkafka {i}".encode()) for i in range(RECORDS)]
+    assert sorted(_produce_librdkafka(c, password, "rd")) == list(range(RECORDS))
+    assert _consume_librdkafka(c, password, "rd", RECORDS) == expected_rd
+    # each client reads the other's records too, in order, once
+    assert _consume_kafka_python(c, password, "rd") == expected_rd
+    assert _consume_librdkafka(c, password, "kp", RECORDS) == expected_kp
+
+    _assert_wrong_password_refused(c, password + "x", caplog)
+
+
+def _assert_wrong_password_refused(c: LocalCluster, wrong: str, caplog: Any) -> None:
+    """Kafka's SASL_AUTHENTICATION_FAILED (58), as each client reports it."""
+    with pytest.raises(kafka.errors.KafkaError):  # kafka-python: its bootstrap gives up
+        kafka.KafkaProducer(bootstrap_timeout_ms=3000, **_kafka_python_config(c, wrong))
+    assert "SaslAuthenticationFailedError" in caplog.text
+    errors: list[Any] = []
+    producer = confluent_kafka.Producer({**_librdkafka_config(c, wrong),
+                                         "error_cb": errors.append})
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.2)
+    assert errors and errors[0].code() == confluent_kafka.KafkaError._AUTHENTICATION, errors
