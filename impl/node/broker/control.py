@@ -167,7 +167,7 @@ class ControlRequests(ReplicationFollower):
         r = self.replicas.get(key)
         if r is None:
             if delete:  # nothing open, but a directory may exist
-                d = self.config.log_dir / f"{key[0]}-{key[1]}"
+                d = self.config.files.partition(*key).path
                 if d.exists():
                     log = PartitionLog.open(d)
                     if compare(topic_id, log.topic_id, log.leo > 0) is not Incarnation.STALE_REQUEST:

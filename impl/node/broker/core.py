@@ -100,7 +100,7 @@ class BrokerCore:
         if r is None:
             if not create:
                 raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            log = self.open_log(self.config.log_dir / f"{topic}-{partition}")
+            log = self.open_log(self.config.files.partition(topic, partition).path)
             r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder,
                                              on_change=self._data_changed)
         return r
