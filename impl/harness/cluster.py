@@ -36,6 +36,7 @@ from impl.node.layout import DataDir, write_atomic
 from impl.node.tracing import observe_node, open_harness_recorder
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
 from impl.node.zk import BROKER_IDS, EmbeddedZooKeeper, broker_path, connect, free_port
+from traces import events
 
 PLACEHOLDERS: dict[str, str] = {
     "id": "the broker id",
@@ -214,7 +215,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     rec = open_harness_recorder(data_dir, state["run_id"])
     if action == "resume":  # recorded first: the broker reads it when it wakes (SIGCONT)
         observe_node(rec, data_dir, broker)
-        rec.emit(kind, params={"broker": broker, "pid": pid})
+        rec.emit(events.CONSTRUCTORS[kind](broker=broker, informational={"pid": pid}))
         os.kill(pid, sig)
     else:
         def stop() -> None:
@@ -227,7 +228,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
 
         stop_then_observe(rec, data_dir, [int(b) for b in state["brokers"]], stop)
         zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
-        rec.emit(kind, zxid=zxid, params={"broker": broker, "pid": pid})
+        rec.emit(events.CONSTRUCTORS[kind](zxid=zxid, broker=broker, informational={"pid": pid}))
     rec.close()
     return pid
 
@@ -406,7 +407,7 @@ class LocalCluster:
 
         rec = self.stop_then_observe(stop)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
-        rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
+        rec.emit(events.broker_crash(zxid=zxid, broker=broker, informational={"pid": proc.pid}))
 
     def stop_then_observe(self, stop: Callable[[], None]) -> Any:
         """``stop`` the victim, then take every broker's clock (see ``stop_then_observe``);
@@ -430,11 +431,11 @@ class LocalCluster:
         rec = self.sigstop(broker)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker)) \
             if wait_for_expiry else None
-        rec.emit("broker_pause", zxid=zxid, params={"broker": broker})
+        rec.emit(events.broker_pause(zxid=zxid, broker=broker))
 
     def resume(self, broker: int) -> None:
         # recorded before the signal: the broker reads the harness clock when it wakes
-        self.harness(victim=broker).emit("broker_resume", params={"broker": broker})
+        self.harness(victim=broker).emit(events.broker_resume(broker=broker))
         self.procs[broker].send_signal(signal.SIGCONT)
 
     def stop_broker(self, broker: int, timeout: float = 20.0) -> int | None:
@@ -458,7 +459,8 @@ class LocalCluster:
             # or was still in a shared ISR: see Broker._controlled_shutdown) is, for the
             # protocol, a crash
             kind = "broker_stop" if proc.returncode == 0 else "broker_crash"
-            self.harness(victim=broker).emit(kind, zxid=zxid, params={"broker": broker, "pid": proc.pid})
+            self.harness(victim=broker).emit(events.CONSTRUCTORS[kind](zxid=zxid, broker=broker,
+                                                                       informational={"pid": proc.pid}))
         return proc.returncode
 
     def restart(self, broker: int, **overrides: Any) -> None:

@@ -38,6 +38,7 @@ from impl.node import zk as zkl
 from impl.node.broker.replication_follower import ReplicationFollower
 from impl.node.layout import PartitionDir
 from impl.node.replica import PartitionState, Replica
+from traces import events
 
 
 class Startup(ReplicationFollower):
@@ -117,9 +118,8 @@ class Startup(ReplicationFollower):
         assert stat is not None
         self.broker_epoch = stat.czxid
         faults.publish_session(self.config.data_dir, self.id, self.zk.client_id)
-        kind = "broker_reregister" if reregister else "broker_restart"
-        self.recorder.emit(kind, zxid=stat.czxid,
-                           params={"broker": self.id, "broker_epoch": stat.czxid})
+        make = events.broker_reregister if reregister else events.broker_restart
+        self.recorder.emit(make(zxid=stat.czxid, broker=self.id, broker_epoch=stat.czxid))
         return states
 
     def load_local_replicas(self) -> None:
@@ -140,8 +140,8 @@ class Startup(ReplicationFollower):
             log = self.open_log(d)
             if key not in assigned:
                 log.delete()
-                self.recorder.emit("stop_replica", topic=topic, partition=p,
-                                   params={"delete": True, "reason": "not_assigned_at_startup"})
+                self.recorder.emit(events.stop_replica(topic=topic, partition=p, delete=True,
+                                                       reason="not_assigned_at_startup"))
                 continue
             self.replicas[key] = Replica(topic, p, self.id, log, self.recorder,
                                          on_change=self._data_changed)
