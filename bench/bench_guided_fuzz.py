@@ -75,7 +75,7 @@ def chaos_side(args: argparse.Namespace, root: Path) -> dict:
                           log=(lambda m: print(f"  chaos: {m}", flush=True)) if args.verbose else (lambda m: None)).run()
         wall += time.monotonic() - t0
         runs += 1
-        states.update(judged_states(run_dir / "traces", "unclean" if report.unclean else args.config))
+        states.update(judged_states(run_trace_dir(run_dir), "unclean" if report.unclean else args.config))
         shutil.rmtree(run_dir, ignore_errors=True)
         seed += 1
     return {"side": "chaos", "wall": wall, "runs": runs, "states": states, "driver_states": None,

@@ -40,6 +40,7 @@ from typing import Any
 from impl.harness.cluster import LocalCluster
 from impl.node import zk as zkl
 from impl.node.client import Admin
+from impl.node.layout import DataDir
 from impl.node.wire import ErrorCode
 
 FAST = {"zk_session_timeout_s": 2.0, "replica_lag_time_ms": 1500, "fetch_max_wait_ms": 100,
@@ -166,7 +167,7 @@ def failover_round(root: Path, scenario: str, warmup_s: float,
 
 
 def trace_events(data_dir: Path, node: int) -> list[dict[str, Any]]:
-    path = data_dir / "traces" / f"broker-{node}.jsonl"
+    path = DataDir(data_dir).trace(node)
     out = []
     for line in path.read_text().splitlines():
         try:

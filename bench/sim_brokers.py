@@ -56,6 +56,7 @@ from impl.node.wire import (
     encode_response,
     read_frame,
 )
+from traces.events import Event
 from traces.recorder import TraceRecorder
 
 if TYPE_CHECKING:
@@ -257,12 +258,10 @@ class TimingRecorder(TraceRecorder):
         self.last_write: dict[str, float] = {}
         self.controller_elected: float | None = None
 
-    def emit(self, kind: str, *, topic: str | None = None, partition: int | None = None,
-             zxid: int | None = None, params: dict[str, Any] | None = None,
-             post: dict[str, Any] | None = None) -> dict[str, Any]:
-        event = super().emit(kind, topic=topic, partition=partition, zxid=zxid,
-                             params=params, post=post)
+    def emit(self, step: Event) -> dict[str, Any]:
+        event = super().emit(step)
         now = time.monotonic()
+        kind = step.kind
         if kind == "elect_leader":
             reason = str(event["params"].get("reason"))
             self.elected[reason] = self.elected.get(reason, 0) + 1

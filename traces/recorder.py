@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from traces import SCHEMA_ID
-from traces.vocabulary import KINDS
+from traces.events import Event
 
 
 class TraceRecorder:
@@ -59,19 +59,11 @@ class TraceRecorder:
         with self._lock:
             self._clock = max(self._clock, int(remote_clock))
 
-    def emit(
-        self,
-        kind: str,
-        *,
-        topic: str | None = None,
-        partition: int | None = None,
-        zxid: int | None = None,
-        params: dict[str, Any] | None = None,
-        post: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Append one event; returns it.  ``kind`` must be in ``traces.vocabulary.KINDS``."""
-        if kind not in KINDS:
-            raise ValueError(f"unknown trace event kind {kind!r}")
+    def emit(self, step: Event) -> dict[str, Any]:
+        """Append one event, made by a constructor of :mod:`traces.events` (which checked it
+        against the schema); returns it."""
+        if type(step) is not Event:
+            raise TypeError(f"a recorder writes traces.events.Event, not {type(step).__name__}")
         with self._lock:
             if self.observe_first is not None:
                 seen = self.observe_first()
@@ -84,12 +76,12 @@ class TraceRecorder:
                 "node": self.node,
                 "seq": self._seq,
                 "clock": self._clock,
-                "zxid": zxid,
-                "kind": kind,
-                "topic": topic,
-                "partition": partition,
-                "params": params or {},
-                "post": post or {},
+                "zxid": step.zxid,
+                "kind": step.kind,
+                "topic": step.topic,
+                "partition": step.partition,
+                "params": dict(step.params),
+                "post": dict(step.post or {}),
                 "ts": time.time(),
             }
             self._seq += 1

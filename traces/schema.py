@@ -393,6 +393,12 @@ def _check_fields(obj: Mapping[str, Any], specs: tuple[FieldSpec, ...], where: s
 _COMPILED: dict[int, tuple] = {}
 
 
+def check_fields(obj: Mapping[str, Any], specs: tuple[FieldSpec, ...], where: str) -> str | None:
+    """The first of ``specs`` that ``obj`` lacks or holds with the wrong type, as a quarantine
+    reason (``where`` prefixes the field's name), or None; fields not in ``specs`` pass."""
+    return _check_fields(obj, specs, where)
+
+
 def _json_type(v: Any) -> str:
     if v is None:
         return "null"

@@ -32,12 +32,11 @@ from impl.node.auth import credentials as auth
 from impl.node.auth import tls
 from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
+from impl.node.layout import DataDir, write_atomic
 from impl.node.tracing import observe_node, open_harness_recorder
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
 from impl.node.zk import BROKER_IDS, EmbeddedZooKeeper, broker_path, connect, free_port
-
-STATE_FILE = "cluster.json"
-BROKER_CONFIG_FILE = "config.json"  # in broker-N/: every BrokerConfig field, for a port
+from traces import events
 
 PLACEHOLDERS: dict[str, str] = {
     "id": "the broker id",
@@ -124,17 +123,12 @@ class BrokerCommand:
 def write_config_json(cfg: BrokerConfig, path: Path) -> Path:
     """Every setting of one broker, for a port's broker to read (``{config_json}``)."""
     data = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
     return path
 
 
 def read_state(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    path = Path(data_dir) / STATE_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"no running cluster recorded in {path}")
-    return json.loads(path.read_text())
+    return DataDir.of(data_dir).read_cluster_state()
 
 
 def pid_alive(pid: int) -> bool:
@@ -221,7 +215,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
     rec = open_harness_recorder(data_dir, state["run_id"])
     if action == "resume":  # recorded first: the broker reads it when it wakes (SIGCONT)
         observe_node(rec, data_dir, broker)
-        rec.emit(kind, params={"broker": broker, "pid": pid})
+        rec.emit(events.CONSTRUCTORS[kind](broker=broker, informational={"pid": pid}))
         os.kill(pid, sig)
     else:
         def stop() -> None:
@@ -234,7 +228,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
 
         stop_then_observe(rec, data_dir, [int(b) for b in state["brokers"]], stop)
         zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
-        rec.emit(kind, zxid=zxid, params={"broker": broker, "pid": pid})
+        rec.emit(events.CONSTRUCTORS[kind](zxid=zxid, broker=broker, informational={"pid": pid}))
     rec.close()
     return pid
 
@@ -259,6 +253,7 @@ class LocalCluster:
                  tick_time_ms: int = 200, broker_cmd: BrokerCommand | None = None,
                  **broker_settings: Any) -> None:
         self.data_dir = Path(data_dir).resolve()
+        self.files = DataDir(self.data_dir)
         self.n = brokers
         self.external_zk = zookeeper
         self.zk_port = zk_port
@@ -300,7 +295,7 @@ class LocalCluster:
         elif self.tls:  # TLS without authentication
             self.keyring = auth.Keyring(auth.OPERATOR, tls=tls.client_context(self.data_dir))
         if not self.external_zk:
-            self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper",
+            self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.files.zookeeper.path,
                                                tick_time_ms=self.tick_time_ms).start()
         for i in range(self.n):
             port = self.port_base + i if self.port_base else free_port()
@@ -320,15 +315,15 @@ class LocalCluster:
 
     def start_broker(self, broker: int) -> subprocess.Popen[bytes]:
         cfg = self.configs[broker]
-        log_dir = self.data_dir / f"broker-{broker}"
-        log_dir.mkdir(parents=True, exist_ok=True)
+        files = self.files.broker(broker)
+        files.path.mkdir(parents=True, exist_ok=True)
         if self.broker_cmd is not None and self.broker_cmd.starts(broker):
-            argv = self.broker_cmd.argv(cfg, write_config_json(cfg, log_dir / BROKER_CONFIG_FILE))
+            argv = self.broker_cmd.argv(cfg, write_config_json(cfg, files.config_json))
             cwd = self.cwd
         else:
             argv = [sys.executable, "-m", "impl.node.broker", *cfg.to_argv()]
             cwd = Path(__file__).resolve().parent.parent
-        with open(log_dir / "broker.out", "ab") as out:
+        with open(files.out, "ab") as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     cwd=str(cwd))
@@ -350,9 +345,7 @@ class LocalCluster:
                                  "argv": self.argvs[b]}
                         for b, p in self.procs.items()},
         }
-        tmp = self.data_dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        os.replace(tmp, self.data_dir / STATE_FILE)
+        self.files.write_cluster_state(state)
 
     def endpoint(self, broker: int) -> tuple[str, int]:
         return self.configs[broker].host, self.configs[broker].port
@@ -388,7 +381,7 @@ class LocalCluster:
             for b, p in self.procs.items():
                 if b in want and p.poll() is not None:
                     raise RuntimeError(f"broker {b} exited with {p.returncode}; see "
-                                       f"{self.data_dir / f'broker-{b}' / 'broker.out'}")
+                                       f"{self.files.broker(b).out}")
             ok = True
             for b in want:
                 meta = self.metadata(b)
@@ -423,7 +416,7 @@ class LocalCluster:
 
         rec = self.stop_then_observe(stop)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
-        rec.emit("broker_crash", zxid=zxid, params={"broker": broker, "pid": proc.pid})
+        rec.emit(events.broker_crash(zxid=zxid, broker=broker, informational={"pid": proc.pid}))
 
     def stop_then_observe(self, stop: Callable[[], None]) -> Any:
         """``stop`` the victim, then take every broker's clock (see ``stop_then_observe``);
@@ -447,11 +440,11 @@ class LocalCluster:
         rec = self.sigstop(broker)
         zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker)) \
             if wait_for_expiry else None
-        rec.emit("broker_pause", zxid=zxid, params={"broker": broker})
+        rec.emit(events.broker_pause(zxid=zxid, broker=broker))
 
     def resume(self, broker: int) -> None:
         # recorded before the signal: the broker reads the harness clock when it wakes
-        self.harness(victim=broker).emit("broker_resume", params={"broker": broker})
+        self.harness(victim=broker).emit(events.broker_resume(broker=broker))
         self.procs[broker].send_signal(signal.SIGCONT)
 
     def stop_broker(self, broker: int, timeout: float = 20.0) -> int | None:
@@ -475,7 +468,8 @@ class LocalCluster:
             # or was still in a shared ISR: see Broker._controlled_shutdown) is, for the
             # protocol, a crash
             kind = "broker_stop" if proc.returncode == 0 else "broker_crash"
-            self.harness(victim=broker).emit(kind, zxid=zxid, params={"broker": broker, "pid": proc.pid})
+            self.harness(victim=broker).emit(events.CONSTRUCTORS[kind](zxid=zxid, broker=broker,
+                                                                       informational={"pid": proc.pid}))
         return proc.returncode
 
     def restart(self, broker: int, **overrides: Any) -> None:
@@ -504,9 +498,7 @@ class LocalCluster:
         if self._harness is not None:
             self._harness.close()
             self._harness = None
-        with_state = self.data_dir / STATE_FILE
-        if with_state.exists():
-            with_state.unlink()
+        self.files.cluster_state.unlink(missing_ok=True)
         auth.register([self.endpoint(b) for b in self.configs], None)
 
     def zk_client(self, session_timeout: float = 4.0) -> Any:

@@ -279,7 +279,7 @@ def record(scenario: str, out: Path, log: Callable[[str], None] = print,
     dest = out / scenario
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(work / "traces", dest)
+    shutil.copytree(cluster.files.traces, dest)
     shutil.rmtree(work, ignore_errors=True)
     log(f"recorded {scenario} in {time.perf_counter() - t0:.1f} s -> {dest}")
     return dest

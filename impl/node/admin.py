@@ -45,7 +45,6 @@ import json
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from kazoo.exceptions import NoNodeError
@@ -60,6 +59,7 @@ from impl.node.admin_writes import (
     NotController,
     read_quotas,
 )
+from impl.node.layout import DataDir
 from impl.node.quota import ANONYMOUS
 from impl.node.wire import CONTROLLER_VERSIONS, ApiKey, AsyncConnection, ErrorCode
 
@@ -109,7 +109,7 @@ class AdminService(AdminWrites):
         super().__init__(broker)
         self.controller_id = -1  # the active controller, cached from /controller (seed 002)
         self._controller_changed: asyncio.Event | None = None
-        self._audit_path = Path(broker.config.data_dir) / f"broker-{self.id}" / "admin-audit.jsonl"
+        self._audit_path = DataDir.of(broker.config.data_dir).broker(self.id).admin_audit
         self._audit_lock = threading.Lock()
 
     def start(self) -> None:

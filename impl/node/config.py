@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from impl.node import limits
+from impl.node.layout import BrokerDir, DataDir
 
 
 @dataclass
@@ -85,8 +86,13 @@ class BrokerConfig:
                      self.fetch_partition_max_bytes)
 
     @property
+    def files(self) -> BrokerDir:
+        """This broker's directory under the data dir (impl.node.layout)."""
+        return DataDir.of(self.data_dir).broker(self.broker_id)
+
+    @property
     def log_dir(self) -> Path:
-        return Path(self.data_dir) / f"broker-{self.broker_id}" / "logs"
+        return self.files.logs
 
     def to_argv(self) -> list[str]:
         argv: list[str] = []

@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FAULTS_FILE = "faults.json"
-SESSION_FILE = "zk-session.json"
+from impl.node.layout import DataDir, write_atomic
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class FaultPlan:
 
 
 def faults_path(data_dir: str | os.PathLike[str]) -> Path:
-    return Path(data_dir) / FAULTS_FILE
+    return DataDir.of(data_dir).fault_plan
 
 
 def write_plan(data_dir: str | os.PathLike[str], plan: FaultPlan) -> None:
@@ -173,7 +172,7 @@ async def before_request_async(host: str, port: int) -> None:
 # -- ZooKeeper session expiry ------------------------------------------------------------------
 
 def session_path(data_dir: str | os.PathLike[str], broker: int) -> Path:
-    return Path(data_dir) / f"broker-{broker}" / SESSION_FILE
+    return DataDir.of(data_dir).broker(broker).zk_session
 
 
 def publish_session(data_dir: str | os.PathLike[str], broker: int, client_id: Any) -> None:
@@ -181,10 +180,8 @@ def publish_session(data_dir: str | os.PathLike[str], broker: int, client_id: An
     Best effort: a broker must not fail to register because of a harness convenience."""
     try:
         session_id, password = client_id
-        path = session_path(data_dir, broker)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"session_id": int(session_id), "password": bytes(password).hex()}))
-        os.replace(tmp, path)
+        write_atomic(session_path(data_dir, broker),
+                     json.dumps({"session_id": int(session_id), "password": bytes(password).hex()}))
     except (OSError, TypeError, ValueError):
         pass
 
@@ -218,21 +215,16 @@ def expire_session(zookeeper: str, data_dir: str | os.PathLike[str], broker: int
 # (ENOSPC) or fails (EIO).  The fault fires once: the file is consumed by the append that
 # takes it.  Outside a broker process (no :func:`install`) nothing is ever injected.
 
-DISK_FAULT_FILE = "disk-fault.json"
-
-
 def disk_fault_path(data_dir: str | os.PathLike[str], broker: int) -> Path:
-    return Path(data_dir) / f"broker-{broker}" / DISK_FAULT_FILE
+    return DataDir.of(data_dir).broker(broker).disk_fault
 
 
 def arm_disk_fault(data_dir: str | os.PathLike[str], broker: int, error: int = 28,
                    after_bytes: int = 0) -> None:
     """Make broker ``broker``'s next append fail with ``OSError(error)`` (28: ENOSPC) after
     writing ``after_bytes`` bytes of the record (write-then-rename)."""
-    path = disk_fault_path(data_dir, broker)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"errno": int(error), "after_bytes": int(after_bytes)}))
-    os.replace(tmp, path)
+    write_atomic(disk_fault_path(data_dir, broker),
+                 json.dumps({"errno": int(error), "after_bytes": int(after_bytes)}))
 
 
 _disk_fault: Path | None = None

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from impl.node import faults
+from impl.node.layout import PartitionDir, write_atomic
 from impl.node.producer_state import NO_PRODUCER, ProducerStateTable
 
 _HEAD = struct.Struct(">II")
@@ -67,7 +68,6 @@ _SEGMENT_HEADER = struct.Struct(">5sBH")
 SEGMENT_MAGIC = b"EPLOG"
 FORMAT_VERSION = 2
 UNDEFINED_EPOCH = -1
-METADATA_FILE = "partition.metadata"
 
 
 class LogFormatError(RuntimeError):
@@ -142,7 +142,7 @@ def read_segments(directory: Path) -> list[Record]:
     """Every record of a partition directory's segments, read-only, up to the first torn
     or corrupt one (what recovery would keep; used by harnesses to read a stopped log)."""
     out: list[Record] = []
-    for seg in sorted(Path(directory).glob("*.log")):
+    for seg in PartitionDir(Path(directory)).segments():
         data = seg.read_bytes()
         version, pos = segment_version(data, seg)
         while pos < len(data):
@@ -153,14 +153,6 @@ def read_segments(directory: Path) -> list[Record]:
             out.append(rec)
             pos += size
     return out
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write-then-rename: a reader (or a restart after kill -9) sees the old or the new file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 class LeaderEpochCache:
@@ -211,6 +203,7 @@ class PartitionLog:
     def __init__(self, directory: Path, segment_bytes: int = 1 << 20, flush_messages: int = 0,
                  flush_ms: int = 0) -> None:
         self.dir = directory
+        self.files = PartitionDir(directory)
         self.segment_bytes = segment_bytes
         self.flush_messages, self.flush_ms = flush_messages, flush_ms
         self.records: list[Record] = []
@@ -240,7 +233,7 @@ class PartitionLog:
         return log
 
     def _segments(self) -> list[Path]:
-        return sorted(self.dir.glob("*.log"))
+        return self.files.segments()
 
     def _recover(self) -> None:
         segments = self._segments()
@@ -277,7 +270,7 @@ class PartitionLog:
                 with open(seg, "r+b") as f:
                     f.truncate(pos)
         self.recovered_bytes_dropped = report.dropped_bytes
-        hw_file = self.dir / "hw-checkpoint"
+        hw_file = self.files.hw_checkpoint
         if hw_file.exists():
             try:
                 self.hw = min(int(hw_file.read_text().strip() or 0), self.leo)
@@ -285,7 +278,7 @@ class PartitionLog:
                 self.hw = 0
         if report.dropped_bytes:
             print(report.line(self.dir), file=sys.stderr, flush=True)
-        self.topic_id = _read_topic_id(self.dir / METADATA_FILE)
+        self.topic_id = _read_topic_id(self.files.metadata)
         self._write_epochs()
         existing = self._segments()
         # appends continue in the last segment only if it is of the current format
@@ -370,7 +363,7 @@ class PartitionLog:
     def _roll(self, base_offset: int) -> None:
         """Start a new segment at ``base_offset`` (with the format's header)."""
         self._close_fd()
-        seg = self.dir / f"{base_offset:020d}.log"
+        seg = self.files.segment(base_offset)
         fd = os.open(seg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             _write_all(fd, segment_header())
@@ -458,12 +451,12 @@ class PartitionLog:
 
     def checkpoint_hw(self) -> None:
         if self._hw_dirty and self.dir.exists():
-            _atomic_write(self.dir / "hw-checkpoint", f"{self.hw}\n")
+            write_atomic(self.files.hw_checkpoint, f"{self.hw}\n")
             self._hw_dirty = False
 
     def set_topic_id(self, topic_id: int) -> None:
         """Record which incarnation of the topic this log belongs to (written atomically)."""
-        _atomic_write(self.dir / METADATA_FILE, f"topic_id: {topic_id}\n")
+        write_atomic(self.files.metadata, f"topic_id: {topic_id}\n")
         self.topic_id = topic_id
 
     def assign_epoch(self, epoch: int) -> None:
@@ -472,7 +465,7 @@ class PartitionLog:
             self._write_epochs()
 
     def _write_epochs(self) -> None:
-        _atomic_write(self.dir / "leader-epoch-checkpoint",
+        write_atomic(self.files.leader_epoch_checkpoint,
                       "".join(f"{e} {s}\n" for e, s in self.epochs.entries))
 
     def _close_fd(self) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 from impl.node.log import PartitionLog, Record
 from impl.node.producer_state import NO_PRODUCER
 from impl.node.tracing import value_digest
+from traces import events
+from traces.events import Event
 from traces.recorder import TraceRecorder
 
 LEADER, FOLLOWER, NONE = "leader", "follower", "none"
@@ -90,10 +92,11 @@ class Replica:
         """Epoch of the last record, None for an empty log (trace schema)."""
         return self.log.records[-1].leader_epoch if self.log.records else None
 
-    def emit(self, kind: str, params: dict[str, Any], post: dict[str, Any] | None = None,
-             zxid: int | None = None) -> None:
-        self.recorder.emit(kind, topic=self.topic, partition=self.partition, zxid=zxid,
-                           params=params, post=self.post() if post is None else post)
+    def emit(self, make: Callable[..., Event], post: dict[str, Any] | None = None, **fields: Any) -> None:
+        """Record a step of this replica: ``make`` is the kind's constructor
+        (:mod:`traces.events`), ``fields`` its parameters; ``post`` defaults to :meth:`post`."""
+        self.recorder.emit(make(topic=self.topic, partition=self.partition,
+                                post=self.post() if post is None else post, **fields))
 
     def changed(self) -> asyncio.Event:
         """The event set at the next append, HW change or role change."""
@@ -135,7 +138,7 @@ class Replica:
         self.needs_epoch_lookup = False
         self.maybe_advance_hw()  # part of the step: a leader alone in its ISR commits at once
         if record:  # at startup (seed 000 E) the step is part of broker_restart
-            self.emit("become_leader", self._control_params(st))
+            self.emit(events.become_leader, **self._control_params(st))
         self.notify()
 
     def become_follower(self, st: PartitionState, rule: str, record: bool = True) -> None:
@@ -153,7 +156,7 @@ class Replica:
             params["truncated_to"] = None  # decided by the epoch lookup at the leader
             self.needs_epoch_lookup = True
         if record:  # at startup (seed 000 E) the step is part of broker_restart
-            self.emit("become_follower", params)
+            self.emit(events.become_follower, **params)
         self.notify()
 
     def step_down(self) -> None:
@@ -190,9 +193,8 @@ class Replica:
             hws.append(hw)
         self.maybe_advance_hw()
         for rec, hw in zip(recs, hws, strict=True):
-            self.emit("produce", {"offset": rec.offset, "value": value_digest(rec.value),
-                                  "leader_epoch": self.leader_epoch},
-                      {"hw": hw, "leo": rec.offset + 1})
+            self.emit(events.produce, offset=rec.offset, value=value_digest(rec.value),
+                      leader_epoch=self.leader_epoch, post={"hw": hw, "leo": rec.offset + 1})
         return recs
 
     def begin_isr_write(self) -> asyncio.Event:

@@ -42,14 +42,15 @@ import threading
 import time
 from pathlib import Path
 
-PERMITS_FILE = "step-permits.json"
+from impl.node.layout import DataDir
+
 GATES = ("send_fetch", "truncate", "shrink_isr", "expand_isr", "controller_elect", "elect_leader", "admin_tick",
          "isr_write_as_is")
 _POLL_S = 0.005
 
 
 def permits_path(data_dir: str | os.PathLike[str], broker: int) -> Path:
-    return Path(data_dir) / f"broker-{broker}" / PERMITS_FILE
+    return DataDir.of(data_dir).broker(broker).step_permits
 
 
 def permit_name(gate: str, target: int | None = None) -> str:

@@ -14,9 +14,8 @@ import os
 import zlib
 from pathlib import Path
 
+from impl.node.layout import HARNESS_NODE, DataDir
 from traces.recorder import TraceRecorder, rotated_files
-
-HARNESS_NODE = -1
 
 
 def value_digest(value: bytes) -> str:
@@ -33,8 +32,7 @@ def records_digest(records: list) -> list[list]:
 
 
 def trace_path(data_dir: str | os.PathLike[str], node: int) -> Path:
-    name = "harness" if node == HARNESS_NODE else f"broker-{node}"
-    return Path(data_dir) / "traces" / f"{name}.jsonl"
+    return DataDir.of(data_dir).trace(node)
 
 
 def _last_event(path: Path) -> dict | None:

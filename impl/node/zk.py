@@ -39,6 +39,7 @@ from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import NoNodeError
 
 from impl.node.auth.zookeeper import ZkAcl, secure_root
+from impl.node.layout import ZooKeeperDir
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -274,15 +275,16 @@ class EmbeddedZooKeeper:
             except OSError as exc:
                 raise RuntimeError(f"port {self.port} is already in use") from exc
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cfg = self.data_dir / "zoo.cfg"
+        files = ZooKeeperDir(self.data_dir)
+        cfg = files.config
         cfg.write_text(
-            f"tickTime={self.tick_time_ms}\ndataDir={self.data_dir / 'data'}\n"
+            f"tickTime={self.tick_time_ms}\ndataDir={files.data}\n"
             f"clientPort={self.port}\nclientPortAddress={self.host}\n"
             "maxClientCnxns=0\nadmin.enableServer=false\n"
             "4lw.commands.whitelist=srvr,ruok,stat,mntr\n"
             f"minSessionTimeout={2 * self.tick_time_ms}\n"
         )
-        log_cfg = self.data_dir / "log4j2.xml"
+        log_cfg = files.log_config
         log_cfg.write_text(_LOG4J2)
         java = shutil.which("java") or "java"
         cmd = [
@@ -293,7 +295,7 @@ class EmbeddedZooKeeper:
             "-cp", str(pyspark_jars() / "*"),
             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
         ]
-        self.log_path = self.data_dir / "zookeeper.out"
+        self.log_path = files.out
         with open(self.log_path, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)

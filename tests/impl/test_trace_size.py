@@ -8,13 +8,14 @@ from pathlib import Path
 from impl.node.log import PartitionLog
 from impl.node.replica import Replica
 from impl.node.tracing import open_recorder, trace_path, value_digest
+from traces import events
 from traces.reader import read_traces
 from traces.recorder import rotated_files
 
 
 def _emit(rec, n: int) -> None:
     for i in range(n):
-        rec.emit("note", params={"text": f"event {i} " + "x" * 100})
+        rec.emit(events.note(informational={"text": f"event {i} " + "x" * 100}))
 
 
 def test_a_trace_rotates_at_its_size_and_keeps_at_most_its_file_count(tmp_path: Path) -> None:

@@ -6,20 +6,21 @@ import json
 from pathlib import Path
 
 from impl.node.tracing import HARNESS_NODE, open_recorder, trace_path
+from traces import events as ev
 
 
 def test_a_restarted_node_continues_seq_and_clock_within_its_run(tmp_path: Path) -> None:
     rec = open_recorder(tmp_path, "run1", 3)
-    rec.emit("broker_restart", params={"broker_epoch": 5})
-    rec.emit("broker_restart", params={"broker_epoch": 6})
+    rec.emit(ev.broker_restart(zxid=5, broker=3, broker_epoch=5))
+    rec.emit(ev.broker_restart(zxid=6, broker=3, broker_epoch=6))
     rec.close()
     with open(trace_path(tmp_path, 3), "a") as f:
         f.write('{"torn": ')  # kill -9 mid-line
     again = open_recorder(tmp_path, "run1", 3)
-    again.emit("broker_restart", params={"broker_epoch": 9})
+    again.emit(ev.broker_restart(zxid=9, broker=3, broker_epoch=9))
     again.close()
     other = open_recorder(tmp_path, "run2", 3)
-    other.emit("broker_restart", params={"broker_epoch": 11})
+    other.emit(ev.broker_restart(zxid=11, broker=3, broker_epoch=11))
     other.close()
     lines = trace_path(tmp_path, 3).read_text().splitlines()
     events = [json.loads(x) for x in lines if x.startswith("{\"clock")]
@@ -41,15 +42,15 @@ def test_a_fault_orders_after_what_others_recorded_until_the_victim_stopped(tmp_
     from impl.harness.cluster import stop_then_observe
 
     leader, victim = open_recorder(tmp_path, "run1", 0), open_recorder(tmp_path, "run1", 2)
-    victim.emit("send_fetch", params={"leader": 0, "fetch_offset": 50})
+    victim.emit(ev.send_fetch(topic="t", partition=0, leader=0, fetch_offset=50, leader_epoch=1))
     leader.observe(_last(tmp_path, 2)["clock"])
     harness = open_recorder(tmp_path, "run1", HARNESS_NODE)
 
     def stop() -> None:  # the answer is recorded while the signal is on its way
-        leader.emit("handle_fetch", params={"follower": 2, "fetch_offset": 50})
+        leader.emit(ev.handle_fetch(topic="t", partition=0, follower=2, fetch_offset=50, leader_epoch=1))
 
     stop_then_observe(harness, tmp_path, [0, 1, 2], stop)
-    harness.emit("broker_pause", params={"broker": 2})
+    harness.emit(ev.broker_pause(broker=2))
     for r in (leader, victim, harness):
         r.close()
     answer, pause = _last(tmp_path, 0), _last(tmp_path, HARNESS_NODE)

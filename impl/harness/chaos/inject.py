@@ -26,6 +26,7 @@ from impl.harness.chaos.schedule import (
     admin_assignment,
 )
 from impl.harness.chaos.workload import Workload
+from traces import events
 
 
 class FaultInjector:
@@ -103,7 +104,7 @@ class FaultInjector:
         self.paused.add(b)
         expire_session(self.cluster.zookeeper, self.cluster.data_dir, b)
         zxid = session_end_zxid(self.cluster.zookeeper, b, 10.0)
-        rec.emit("broker_pause", zxid=zxid, params={"broker": b})
+        rec.emit(events.broker_pause(zxid=zxid, broker=b))
 
     # -- one fault ------------------------------------------------------------------------------
     def execute(self, f: Fault) -> FaultRecord:

@@ -29,6 +29,7 @@ from impl.harness.chaos.schedule import (
 )
 from impl.harness.chaos.verdict import LogRecords, Verdict, judge, merge
 from impl.harness.chaos.workload import Ledger, Workload
+from impl.node.layout import DataDir
 
 if TYPE_CHECKING:
     from impl.harness.cluster import BrokerCommand
@@ -106,6 +107,7 @@ class ChaosRun:
             raise ChaosError(f"acks must be -1 (all) or 1, got {acks}")
         self.seed, self.duration, self.n, self.acks, self.unclean = seed, duration, brokers, acks, unclean
         self.data_dir = _run_directory(data_dir, seed)
+        self.files = DataDir(self.data_dir)
         self.zookeeper = zookeeper
         self._log = log
         self.spark, self.do_conform = spark, conform
@@ -204,11 +206,11 @@ class ChaosRun:
                 zk.close()
             self._stop_recorded()
             self.cluster.stop()
-        elections = read_elections(self.data_dir / "traces")
+        elections = read_elections(self.files.traces)
         main = Ledger(self.ledger.attempted, self.ledger.failed,
                       [a for a in self.ledger.acked if a.topic == TOPIC], self.ledger.consumed)
         verdict = judge(main, final, self._replica_logs(TOPIC, final), isr, elections,
-                        self.records, read_commit_isr(self.data_dir / "traces"))
+                        self.records, read_commit_isr(self.files.traces))
         verdict.acknowledged = len(self.ledger.acked)
         if self.admin:
             assert self.injector is not None
@@ -216,7 +218,7 @@ class ChaosRun:
                                     and a.incarnation == self.injector.workload.incarnation])
             verdict = merge(verdict, judge(
                 current, admin_final, self._replica_logs(ADMIN_TOPIC, admin_final), admin_isr,
-                elections, self.records, read_commit_isr(self.data_dir / "traces", ADMIN_TOPIC),
+                elections, self.records, read_commit_isr(self.files.traces, ADMIN_TOPIC),
                 topic=ADMIN_TOPIC))
         if not recovered:
             verdict.findings.append(f"the cluster did not recover within {RECOVERY_TIMEOUT:g} s: {why}")
@@ -232,7 +234,7 @@ class ChaosRun:
         out: dict[int, dict[int, LogRecords]] = defaultdict(dict)
         for b in self.cluster.configs:
             for p in final:
-                d = self.cluster.configs[b].log_dir / f"{topic}-{p}"
+                d = self.cluster.configs[b].files.partition(topic, p).path
                 if d.is_dir():
                     out[p][b] = read_disk_log(d)
         return out
@@ -327,7 +329,7 @@ class ChaosRun:
         config = "unclean" if self.unclean else "kip320"
         self.say(f"judging the traces against the model (config {config}) with Spark ...")
         try:
-            outcome = conform([str(self.data_dir / "traces")], out=str(self.data_dir / "verdicts"),
+            outcome = conform([str(self.files.traces)], out=str(self.files.verdicts),
                               spark=self.spark, config=config, log=lambda m: None)
         except Exception as exc:  # noqa: BLE001 - no Spark / Java: the run cannot be judged
             return {"problem": f"conformance could not run: {type(exc).__name__}: {exc}"}

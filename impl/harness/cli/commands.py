@@ -31,6 +31,7 @@ from typing import Any
 from impl.harness.cli import client_config
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.output import add_json_flag, print_json, wants_json
+from impl.node.layout import DataDir
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_DATA_DIR = os.environ.get("EPOCHAL_DATA_DIR", "runs/cluster")
@@ -320,10 +321,10 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
             print(f"zookeeper  {cluster.zookeeper}" + ("" if args.zookeeper else " (embedded)"))
             for b, (host, port) in endpoints.items():
                 print(f"broker {b}   {host}:{port}  pid {cluster.procs[b].pid}")
-            print(f"data dir   {cluster.data_dir}  (traces in {cluster.data_dir / 'traces'})")
+            print(f"data dir   {cluster.data_dir}  (traces in {cluster.files.traces})")
             print("security   " + ("NONE (--insecure): anyone who can connect can change the cluster"
                                    if args.insecure else "SCRAM-SHA-256 and ZooKeeper digest ACLs; secret in "
-                                   f"{cluster.data_dir / 'security'} (docs/security.md)")
+                                   f"{cluster.files.security} (docs/security.md)")
                   + ("; TLS with the cluster CA" if args.tls else ""))
             print(f"ready in {time.monotonic() - t0:.1f}s; run id {cluster.run_id}; Ctrl-C to stop",
                   flush=True)
@@ -711,14 +712,13 @@ def cmd_broker(args: argparse.Namespace) -> int:
         raise UsageError(f"no broker {args.broker_id} in this cluster")
     if pid_alive(int(info["pid"])):
         raise UsageError(f"broker {args.broker_id} is already running (pid {info['pid']})")
-    log = Path(state["data_dir"]) / f"broker-{args.broker_id}" / "broker.out"
+    log = DataDir.of(state["data_dir"]).broker(args.broker_id).out
     with open(log, "ab") as out:
         proc = subprocess.Popen(info["argv"], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True,
                                 cwd=str(Path(__file__).resolve().parent.parent))
     info["pid"] = proc.pid
-    import json
-    (Path(data_dir) / "cluster.json").write_text(json.dumps(state, indent=2))
+    DataDir.of(data_dir).write_cluster_state(state)
     if wants_json(args):
         return print_json(args, 0, broker=args.broker_id, pid=proc.pid, data_dir=data_dir)
     print(f"broker {args.broker_id} started (pid {proc.pid})")

@@ -45,6 +45,7 @@ from conformance.spark.order import causal_order, split_groups
 from impl.harness.drive.driver import DIVERGED, REPRODUCED, Driver, DriveReport
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
+from impl.node.layout import DataDir
 from model.actions import Step
 from model.config import Config, named
 from model.export.render import describe
@@ -378,4 +379,4 @@ def within_bounds(s: State, cfg: Config) -> bool:
 
 def run_trace_dir(run_dir: Path) -> Path:
     """Where a driven run's cluster writes its traces."""
-    return Path(run_dir) / "traces"
+    return DataDir.of(run_dir).traces

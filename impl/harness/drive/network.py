@@ -25,6 +25,7 @@ from impl.node.auth.credentials import broker_principal
 from impl.node.auth.credentials import register as register_keyring
 from impl.node.client import Admin
 from impl.node.config import BrokerConfig
+from impl.node.layout import DataDir
 from impl.node.log import read_segments
 from impl.node.tracing import trace_path
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, RpcError
@@ -69,7 +70,7 @@ class SteerableCluster:
         c = self.cluster
         self.data_dir.mkdir(parents=True, exist_ok=True)
         c.keyring, c.zk_acl = cluster_keyring(self.data_dir, create=True)
-        c.zk_server = EmbeddedZooKeeper(data_dir=self.data_dir / "zookeeper",
+        c.zk_server = EmbeddedZooKeeper(data_dir=DataDir(self.data_dir).zookeeper.path,
                                         tick_time_ms=c.tick_time_ms).start()
         ports = {b: free_port() for b in range(self.n)}
         self.relay = Relay({b: ("127.0.0.1", p) for b, p in ports.items()}).start()
@@ -212,7 +213,7 @@ class SteerableCluster:
 
     # -- what the harness reads ----------------------------------------------------------------
     def events(self) -> list[dict[str, Any]]:
-        return read_traces([self.data_dir / "traces"]).events
+        return read_traces([DataDir(self.data_dir).traces]).events
 
     def has_event(self, kind: str, node: int) -> bool:
         path = trace_path(self.data_dir, node)
@@ -259,12 +260,12 @@ class SteerableCluster:
         """A broker's replica of ``partition`` as its disk holds it: the records
         (offset, leader epoch, value) and the HW checkpoint (rewritten at every change).
         Read-only: the broker may be running."""
-        d = self.cluster.configs[broker].log_dir / f"{TOPIC}-{partition}"
-        if not d.exists():
+        d = self.cluster.configs[broker].files.partition(TOPIC, partition)
+        if not d.path.exists():
             return [], 0
-        records = [(r.offset, r.leader_epoch, r.value.decode("utf-8", "replace")) for r in read_segments(d)]
+        records = [(r.offset, r.leader_epoch, r.value.decode("utf-8", "replace")) for r in read_segments(d.path)]
         try:
-            hw = int((d / "hw-checkpoint").read_text().strip() or 0)
+            hw = int(d.hw_checkpoint.read_text().strip() or 0)
         except (OSError, ValueError):
             hw = 0
         return records, min(hw, len(records))

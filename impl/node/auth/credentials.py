@@ -36,7 +36,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-SECRET_FILE = Path("security") / "cluster.secret"
+from impl.node.layout import DataDir
+
 OPERATOR = "operator"
 BROKER_PREFIX = "broker-"
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -119,7 +120,7 @@ class ClusterSecret:
 
     @staticmethod
     def path(data_dir: str | os.PathLike[str]) -> Path:
-        return Path(data_dir) / SECRET_FILE
+        return DataDir.of(data_dir).cluster_secret
 
     @classmethod
     def load(cls, data_dir: str | os.PathLike[str]) -> ClusterSecret:

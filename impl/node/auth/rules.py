@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from impl.node.auth.credentials import Kind, Principal
-from impl.node.wire import CONTROLLER_VERSIONS, ApiKey, ErrorCode
+from impl.node.codes import CONTROLLER_VERSIONS, ApiKey, ErrorCode
 
 CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
 ADMIN_APIS = frozenset(CONTROLLER_VERSIONS) | {ApiKey.DESCRIBE_CLIENT_QUOTAS}

@@ -24,7 +24,7 @@ from impl.node.auth.credentials import ClusterSecret, Keyring, Kind, Principal
 from impl.node.auth.rules import Refusal, authorize
 from impl.node.auth.scram import MECHANISM, AuthenticationFailed, ServerExchange, Verifier
 from impl.node.auth.zookeeper import ZkAcl
-from impl.node.wire import ApiKey, ErrorCode
+from impl.node.codes import ApiKey, ErrorCode
 
 SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 FD_HEADROOM = 128  # file descriptors kept for logs, ZooKeeper and the broker's own connections

@@ -20,14 +20,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-TLS_DIR = Path("security") / "tls"
+from impl.node.layout import DataDir
+
 CA, CERT, KEY = "ca.pem", "broker.pem", "broker.key"
 _EXT = ("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
         "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n")
 
 
 def tls_dir(data_dir: str | os.PathLike[str]) -> Path:
-    return Path(data_dir) / TLS_DIR
+    return DataDir.of(data_dir).tls
 
 
 def _openssl(*args: str, cwd: Path) -> None:

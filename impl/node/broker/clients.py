@@ -34,6 +34,7 @@ from impl.node.log import LogDirFailure
 from impl.node.producer_state import NO_PRODUCER, Verdict
 from impl.node.replica import LEADER, Replica
 from impl.node.wire import ErrorCode
+from traces import events
 
 
 def consumer_fetch_range(offset: int, max_records: int, hw: int, leo: int) -> range | None:
@@ -72,8 +73,8 @@ class ClientRequests(IdempotentProducers, LogDirFailures):
         records = limits.within(records, min(max_bytes, self.config.fetch_max_bytes,
                                              self.config.fetch_partition_max_bytes), True)
         if records:
-            r.emit("consumer_fetch", {"fetch_offset": offset, "records": len(records)},
-                   {"hw": r.hw, "leo": r.leo})
+            r.emit(events.consumer_fetch, informational={"fetch_offset": offset, "records": len(records)},
+                   post={"hw": r.hw, "leo": r.leo})
         return {"records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
                 "leader_epoch": r.leader_epoch}
 

@@ -41,6 +41,7 @@ from impl.node.log import PartitionLog
 from impl.node.replica import PartitionState
 from impl.node.topic_identity import UNKNOWN, Incarnation, compare
 from impl.node.wire import ErrorCode
+from traces import events
 
 
 def _metadata_topics(raw: Any) -> dict[str, dict[str, dict[str, Any]]]:
@@ -85,14 +86,13 @@ class ControlRequests(ReplicationFollower):
         reason, code = refusal
         if kind == "leader_and_isr":
             for st in entries:
-                self.recorder.emit("reject_leader_and_isr", topic=st.topic, partition=st.partition,
-                                   params={"reason": reason, "leader_epoch": st.leader_epoch,
-                                           "controller_epoch": header.controller_epoch})
-        self.recorder.emit("request_rejected", params={"api": kind, "reason": reason,
-                                                       "controller_epoch": header.controller_epoch,
-                                                       "known_controller_epoch": self.controller_epoch,
-                                                       "max_broker_epoch": header.broker_epoch,
-                                                       "broker_epoch": self.broker_epoch})
+                self.recorder.emit(events.reject_leader_and_isr(
+                    topic=st.topic, partition=st.partition, reason=reason, leader_epoch=st.leader_epoch,
+                    controller_epoch=header.controller_epoch))
+        self.recorder.emit(events.request_rejected(informational={
+            "api": kind, "reason": reason, "controller_epoch": header.controller_epoch,
+            "known_controller_epoch": self.controller_epoch, "max_broker_epoch": header.broker_epoch,
+            "broker_epoch": self.broker_epoch}))
         raise RequestError(code, reason)
 
     def _adopt_controller_epoch(self, header: ControlHeader) -> None:
@@ -123,18 +123,16 @@ class ControlRequests(ReplicationFollower):
             # 2.0 startReplica, of the incarnation the request names (question 5)
             r, current = self.replica_of_incarnation(st.topic, st.partition, st.topic_id)
             if not current:
-                r.emit("reject_leader_and_isr", {"reason": "stale_topic_id",
-                                                 "leader_epoch": st.leader_epoch,
-                                                 "controller_epoch": cepoch})
+                r.emit(events.reject_leader_and_isr, reason="stale_topic_id", leader_epoch=st.leader_epoch,
+                       controller_epoch=cepoch)
                 results.append([st.topic, st.partition, int(ErrorCode.INCONSISTENT_TOPIC_ID)])
                 continue
             verdict = leader_and_isr_verdict(r, st)
             if verdict is Verdict.REFUSE:
                 # an older epoch, or this epoch with another leader or ISR: seed 000 follows
                 # only a larger epoch (the model's "stale leader epoch" covers both)
-                r.emit("reject_leader_and_isr", {"reason": "stale_leader_epoch",
-                                                 "leader_epoch": st.leader_epoch,
-                                                 "controller_epoch": cepoch})
+                r.emit(events.reject_leader_and_isr, reason="stale_leader_epoch", leader_epoch=st.leader_epoch,
+                       controller_epoch=cepoch)
                 results.append([st.topic, st.partition, int(ErrorCode.FENCED_LEADER_EPOCH)])
                 continue
             if verdict is Verdict.REPEAT:
@@ -167,7 +165,7 @@ class ControlRequests(ReplicationFollower):
         r = self.replicas.get(key)
         if r is None:
             if delete:  # nothing open, but a directory may exist
-                d = self.config.log_dir / f"{key[0]}-{key[1]}"
+                d = self.config.files.partition(*key).path
                 if d.exists():
                     log = PartitionLog.open(d)
                     if compare(topic_id, log.topic_id, log.leo > 0) is not Incarnation.STALE_REQUEST:
@@ -179,8 +177,7 @@ class ControlRequests(ReplicationFollower):
         if delete:
             r.log.delete()
             del self.replicas[key]
-        self.recorder.emit("stop_replica", topic=key[0], partition=key[1],
-                           params={"delete": delete, "reason": reason})
+        self.recorder.emit(events.stop_replica(topic=key[0], partition=key[1], delete=delete, reason=reason))
 
     async def on_stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
         await self._control_ready.wait()  # see BrokerCore.__init__
@@ -211,10 +208,10 @@ class ControlRequests(ReplicationFollower):
                          "controller_epoch": header.controller_epoch}
         for bid, (host, port) in brokers.items():
             self.endpoints[int(bid)] = (host, port)
-        self.recorder.emit("update_metadata", params={
+        self.recorder.emit(events.update_metadata(informational={
             "controller_epoch": header.controller_epoch,
             "brokers": sorted(int(b) for b in brokers),
-            "topics": sorted(body["topics"])})
+            "topics": sorted(body["topics"])}))
         return {}
 
     async def on_metadata(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from impl.node.topic_identity import UNKNOWN, Incarnation, compare
 from impl.node.tracing import HarnessClock, open_recorder
 from impl.node.truncation import normalise_rule
 from impl.node.wire import AsyncConnection, ErrorCode
+from traces import events
 
 
 class RequestError(Exception):
@@ -100,7 +101,7 @@ class BrokerCore:
         if r is None:
             if not create:
                 raise RequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            log = self.open_log(self.config.log_dir / f"{topic}-{partition}")
+            log = self.open_log(self.config.files.partition(topic, partition).path)
             r = self.replicas[key] = Replica(topic, partition, self.id, log, self.recorder,
                                              on_change=self._data_changed)
         return r
@@ -130,8 +131,8 @@ class BrokerCore:
             r.stop()
             r.log.delete()
             del self.replicas[(topic, partition)]
-            self.recorder.emit("stop_replica", topic=topic, partition=partition,
-                               params={"delete": True, "reason": "stale_topic_id"})
+            self.recorder.emit(events.stop_replica(topic=topic, partition=partition, delete=True,
+                                                   reason="stale_topic_id"))
             r = self.replica(topic, partition, create=True)
         if topic_id != UNKNOWN and r.log.topic_id != topic_id:
             r.log.set_topic_id(topic_id)

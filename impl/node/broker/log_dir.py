@@ -32,6 +32,7 @@ import time
 from impl.node import zk as zkl
 from impl.node.broker.core import BrokerCore, RequestError
 from impl.node.wire import ErrorCode
+from traces import events
 
 EXIT_LOG_DIR_FAILED = 4
 """The broker's exit code after a log directory failure (0: clean stop, 3: stop without a
@@ -73,9 +74,8 @@ class LogDirFailures(BrokerCore):
             self.zk.close()
         zxid = _registration_end_zxid(zookeeper, self.id, self.zk_client_options())
         with contextlib.suppress(Exception):
-            self.recorder.emit("broker_crash", zxid=zxid,
-                               params={"broker": self.id, "pid": os.getpid(),
-                                       "reason": "log_dir_failure"})
+            self.recorder.emit(events.broker_crash(zxid=zxid, broker=self.id, informational={
+                "pid": os.getpid(), "reason": "log_dir_failure"}))
             self.recorder.close()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -41,6 +41,7 @@ from impl.node.topic_identity import UNKNOWN
 from impl.node.tracing import records_digest
 from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
+from traces import events
 
 
 class ReplicationFollower(LogDirFailures):
@@ -110,9 +111,8 @@ class ReplicationFollower(LogDirFailures):
                         sent[(r.topic, r.partition)] = (r.leader_epoch, offset)
                         asked[(r.topic, r.partition)] = r
                         if r.last_sent_fetch != (offset, r.hw):
-                            r.emit("send_fetch", {"leader": leader, "fetch_offset": offset,
-                                                  "leader_epoch": r.leader_epoch},
-                                   {"hw": r.hw, "leo": r.leo})
+                            r.emit(events.send_fetch, leader=leader, fetch_offset=offset,
+                                   leader_epoch=r.leader_epoch, post={"hw": r.hw, "leo": r.leo})
                             r.last_sent_fetch = (offset, r.hw)
                         reqs.append({"topic": r.topic, "partition": r.partition,
                                      "fetch_offset": offset, "hw": r.hw,
@@ -206,10 +206,8 @@ class ReplicationFollower(LogDirFailures):
         if hw_changed:
             r.log.set_hw(new_hw)
         if appended or hw_changed:
-            r.emit("receive_fetch", {
-                "leader": leader, "fetch_offset": offset, "leader_epoch": r.leader_epoch,
-                "records": records_digest(appended),
-                "leader_hw": int(resp["hw"]), "error": None})
+            r.emit(events.receive_fetch, leader=leader, fetch_offset=offset, leader_epoch=r.leader_epoch,
+                   records=records_digest(appended), leader_hw=int(resp["hw"]), error=None)
             r.notify()
 
     async def _truncate_by_epoch(self, r: Replica, conn: AsyncConnection, leader: int,
@@ -243,11 +241,10 @@ class ReplicationFollower(LogDirFailures):
         point, complete = truncate_round(r.log, requested, int(resp["leader_epoch"]),
                                          int(resp["end_offset"]), self.rule)
         r.needs_epoch_lookup = not complete
-        r.emit("truncate", {"leader": leader, "truncated_to": point,
-                            "requested_epoch": requested,
-                            "leader_epoch_found": int(resp["leader_epoch"]),
-                            "leader_end_offset": int(resp["end_offset"])},
-               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
+        r.emit(events.truncate, leader=leader, truncated_to=point,
+               informational={"requested_epoch": requested, "leader_epoch_found": int(resp["leader_epoch"]),
+                              "leader_end_offset": int(resp["end_offset"])},
+               post={"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
 
     async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int) -> None:
         if self.rule == "kip320":
@@ -255,5 +252,5 @@ class ReplicationFollower(LogDirFailures):
             return
         point = min(leader_leo, r.leo)
         r.log.truncate_to(point)
-        r.emit("truncate", {"leader": leader, "truncated_to": point},
-               {"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
+        r.emit(events.truncate, leader=leader, truncated_to=point,
+               post={"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})

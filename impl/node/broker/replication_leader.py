@@ -53,6 +53,7 @@ from impl.node.topic_identity import UNKNOWN
 from impl.node.tracing import records_digest
 from impl.node.truncation import leader_epoch_answer
 from impl.node.wire import ErrorCode
+from traces import events
 
 
 class ReplicationLeader(BrokerCore):
@@ -146,11 +147,9 @@ class ReplicationLeader(BrokerCore):
                                     min(per_partition, budget), budget == full)
             budget -= sum(limits.record_size(x.value) for x in records)
             if records or it["changed"] or r.hw != it["known_hw"]:
-                r.emit("handle_fetch", {"follower": follower, "fetch_offset": it["offset"],
-                                        "leader_epoch": r.leader_epoch, "leader_hw": r.hw,
-                                        "records": records_digest(records),
-                                        "error": None, **sender},
-                       {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
+                r.emit(events.handle_fetch, follower=follower, fetch_offset=it["offset"],
+                       leader_epoch=r.leader_epoch, leader_hw=r.hw, records=records_digest(records),
+                       error=None, **sender, post={"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)})
             answer = {"topic": it["topic"], "partition": it["partition"], "error": 0,
                       "records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
                       "leader_epoch": r.leader_epoch, "topic_id": r.log.topic_id or UNKNOWN}
@@ -252,8 +251,8 @@ class ReplicationLeader(BrokerCore):
             # the failure after it (the controller's write may carry a larger clock)
             moved = await self.loop.run_in_executor(None, lambda: self.zk.exists(path))
             if r.role == LEADER and r.leader_epoch == epoch:
-                r.emit("isr_update_failed", {"expected_zk_version": expected, "isr": sorted(new_isr)},
-                       zxid=moved.mzxid if moved is not None else None)
+                r.emit(events.isr_update_failed, expected_zk_version=expected,
+                       informational={"isr": sorted(new_isr)}, zxid=moved.mzxid if moved is not None else None)
                 r.step_down()
             return
         except Exception:  # noqa: BLE001 - ZK unavailable: retry at the next check
@@ -266,8 +265,8 @@ class ReplicationLeader(BrokerCore):
         if kind == "isr_write_as_is":  # the harness's attempt succeeded: the model's step did not happen
             return
         r.maybe_advance_hw()  # part of the same step (seed 000 G maybe_change_ISR)
-        r.emit(kind, {"follower": follower, "isr": sorted(new_isr), "zk_version": stat.version},
-               {"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
+        r.emit(events.CONSTRUCTORS[kind], follower=follower, isr=sorted(new_isr), zk_version=stat.version,
+               post={"hw": r.hw, "leo": r.leo, "isr": sorted(r.isr)}, zxid=stat.mzxid)
         r.notify()
         self._isr_changes.add((r.topic, r.partition))
 

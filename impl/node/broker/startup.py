@@ -36,7 +36,9 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from impl.node import faults
 from impl.node import zk as zkl
 from impl.node.broker.replication_follower import ReplicationFollower
+from impl.node.layout import PartitionDir
 from impl.node.replica import PartitionState, Replica
+from traces import events
 
 
 class Startup(ReplicationFollower):
@@ -119,9 +121,8 @@ class Startup(ReplicationFollower):
         assert stat is not None
         self.broker_epoch = stat.czxid
         faults.publish_session(self.config.data_dir, self.id, self.zk.client_id)
-        kind = "broker_reregister" if reregister else "broker_restart"
-        self.recorder.emit(kind, zxid=stat.czxid,
-                           params={"broker": self.id, "broker_epoch": stat.czxid})
+        make = events.broker_reregister if reregister else events.broker_restart
+        self.recorder.emit(make(zxid=stat.czxid, broker=self.id, broker_epoch=stat.czxid))
         return states
 
     def load_local_replicas(self) -> None:
@@ -135,17 +136,17 @@ class Startup(ReplicationFollower):
                     assigned.add((topic, int(p)))
         self.config.log_dir.mkdir(parents=True, exist_ok=True)
         for d in sorted(self.config.log_dir.iterdir()):
-            topic, _, p = d.name.rpartition("-")
-            if not d.is_dir() or not p.isdigit():
+            key = PartitionDir.parse(d.name)
+            if not d.is_dir() or key is None:
                 continue
-            key = (topic, int(p))
+            topic, p = key
             log = self.open_log(d)
             if key not in assigned:
                 log.delete()
-                self.recorder.emit("stop_replica", topic=topic, partition=int(p),
-                                   params={"delete": True, "reason": "not_assigned_at_startup"})
+                self.recorder.emit(events.stop_replica(topic=topic, partition=p, delete=True,
+                                                       reason="not_assigned_at_startup"))
                 continue
-            self.replicas[key] = Replica(topic, int(p), self.id, log, self.recorder,
+            self.replicas[key] = Replica(topic, p, self.id, log, self.recorder,
                                          on_change=self._data_changed)
 
     def _assigned_states(self) -> list[PartitionState]:

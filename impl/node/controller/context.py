@@ -32,6 +32,7 @@ from impl.node import zk as zkl
 from impl.node.config import BrokerConfig
 from impl.node.step_gate import StepGate
 from impl.node.wire import ApiKey, EncodedBody
+from traces import events
 from traces.recorder import TraceRecorder
 
 Key = tuple[str, int]
@@ -217,10 +218,10 @@ class ControllerContext:
     def _emit_elect(self, t: str, p: int, new: zkl.LeaderAndIsr, version: int, zxid: int,
                     reason: str, unclean: bool = False) -> None:
         """Record a leaderAndISR the controller wrote (the model's ``elect_leader``)."""
-        self.recorder.emit("elect_leader", topic=t, partition=p, zxid=zxid, params={
-            "leader": new.leader, "leader_epoch": new.leader_epoch, "isr": sorted(new.isr),
-            "zk_version": version, "controller_epoch": self.epoch, "reason": reason,
-            "unclean": unclean, "replicas": self._replicas((t, p))})
+        self.recorder.emit(events.elect_leader(
+            topic=t, partition=p, zxid=zxid, leader=new.leader, leader_epoch=new.leader_epoch,
+            isr=sorted(new.isr), zk_version=version, controller_epoch=self.epoch, reason=reason,
+            unclean=unclean, replicas=self._replicas((t, p))))
 
     def _children(self, path: str) -> list[str]:
         """The children of an admin path, sorted; none if it is gone."""

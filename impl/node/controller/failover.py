@@ -35,6 +35,7 @@ from impl.node.controller.context import INIT
 from impl.node.controller.partitions import PartitionChanges
 from impl.node.controller.preferred_election import PreferredElection
 from impl.node.controller.reassignment import Reassignment
+from traces import events
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +172,7 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         zxid = results[1].mzxid if hasattr(results[1], "mzxid") else estat.mzxid
         self.active = True
         self.generation += 1
-        self.recorder.emit("controller_elect", zxid=zxid,
-                           params={"controller_epoch": new_epoch, "broker": self.id})
+        self.recorder.emit(events.controller_elect(zxid=zxid, controller_epoch=new_epoch, broker=self.id))
         self._watch_controller_paths()
         self._failover()
 
@@ -190,8 +190,7 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         self.shutting_down.clear()  # a broker still stopping asks the next controller again
         self.states.clear()  # the next term starts from ZooKeeper, not from this one's memory
         if was and self.epoch >= 0:
-            self.recorder.emit("controller_resign",
-                               params={"controller_epoch": self.epoch, "reason": str(reason)})
+            self.recorder.emit(events.controller_resign(controller_epoch=self.epoch, reason=str(reason)))
             self.epoch = -1
         if reason not in ("shutdown",):
             # if we still hold /controller (same session), let the election run again

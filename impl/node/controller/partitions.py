@@ -27,6 +27,7 @@ from kazoo.exceptions import NoNodeError
 from impl.node import zk as zkl
 from impl.node.controller.context import Key
 from impl.node.controller.topics import Topics
+from traces import events
 
 
 class PartitionChanges(Topics):
@@ -71,8 +72,8 @@ class PartitionChanges(Topics):
                 self._read_assignments()
                 continue
             self._drop_admin(zkl.PARTITIONS_ADD, t)
-            self.recorder.emit("partitions_added", params={
-                "topic": t, "partitions": {str(p): r for p, r in new.items()}})
+            self.recorder.emit(events.partitions_added(informational={
+                "topic": t, "partitions": {str(p): r for p, r in new.items()}}))
 
     def _on_partitions_remove(self) -> None:
         """Seed 000 H on_partitions_remove (see the module docstring)."""
@@ -117,5 +118,5 @@ class PartitionChanges(Topics):
             for p in parts:
                 self.reassigning.pop((t, p), None)
             self._drop_admin(zkl.PARTITIONS_REMOVE, t)
-            self.recorder.emit("partitions_removed", params={"topic": t, "partitions": parts})
+            self.recorder.emit(events.partitions_removed(topic=t, partitions=parts))
             self._send_update_metadata()

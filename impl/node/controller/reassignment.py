@@ -28,6 +28,7 @@ from impl.node import zk as zkl
 from impl.node.controller.broker_failure import Decision
 from impl.node.controller.context import IN_PROGRESS, INIT, Key
 from impl.node.controller.requests import ControlRequestSender
+from traces import events
 
 
 def reassignment_switch(rar: list[int], current: zkl.LeaderAndIsr, electable: set[int]) -> Decision | None:
@@ -64,9 +65,8 @@ class Reassignment(ControlRequestSender):
         for key, rar in self._reassign_requests().items():
             if key not in self.reassigning:
                 self.reassigning[key] = {"state": INIT, "rar": rar}
-                self.recorder.emit("reassignment", topic=key[0], partition=key[1],
-                                   params={"state": INIT, "rar": rar,
-                                           "ar": self.assignments.get(key[0], {}).get(key[1])})
+                self.recorder.emit(events.reassignment(topic=key[0], partition=key[1], state=INIT, rar=rar,
+                                                       ar=self.assignments.get(key[0], {}).get(key[1])))
         self._reassignment_wakeup()
 
     def _reassignment_wakeup(self) -> None:
@@ -89,8 +89,7 @@ class Reassignment(ControlRequestSender):
                 for b in union:
                     self._send_leader_and_isr(b, [key], states, reassigning=True)
                 info["state"] = IN_PROGRESS
-                self.recorder.emit("reassignment", topic=t, partition=p,
-                                   params={"state": IN_PROGRESS, "rar": rar, "ar": ar})
+                self.recorder.emit(events.reassignment(topic=t, partition=p, state=IN_PROGRESS, rar=rar, ar=ar))
                 continue
             cur = self._read_states([key])[key]  # 3.1
             if cur is None:
@@ -126,9 +125,8 @@ class Reassignment(ControlRequestSender):
             gone = [b for b in old_replicas if b not in rar]
             self._stop_replicas({b: [key] for b in gone}, delete=True)  # 3.2.4
             self._drop_admin(zkl.REASSIGN, t)
-            self.recorder.emit("reassignment", topic=t, partition=p,
-                               params={"state": "DONE", "rar": rar, "removed": gone,
-                                       "leader": leader, "leader_epoch": new.leader_epoch})
+            self.recorder.emit(events.reassignment(topic=t, partition=p, state="DONE", rar=rar, removed=gone,
+                                                   leader=leader, leader_epoch=new.leader_epoch))
             self._send_update_metadata()
 
     def _set_assignment(self, t: str, p: int, replicas: list[int]) -> None:

@@ -23,6 +23,7 @@ from impl.node import zk as zkl
 from impl.node.controller.broker_failure import Decision
 from impl.node.controller.context import Key
 from impl.node.controller.requests import ControlRequestSender
+from traces import events
 
 
 class Topics(ControlRequestSender):
@@ -47,8 +48,8 @@ class Topics(ControlRequestSender):
             if missing:
                 self._init_leaders(missing)
             for t in sorted(new):
-                self.recorder.emit("topic_created", params={
-                    "topic": t, "partitions": {str(p): r for p, r in self.assignments[t].items()}})
+                self.recorder.emit(events.topic_created(informational={
+                    "topic": t, "partitions": {str(p): r for p, r in self.assignments[t].items()}}))
 
     def _init_decision(self, replicas: list[int]) -> Decision:
         """Seed 000 B init_leaders 1.1: a live AR member leads, all live AR in the ISR."""
@@ -115,6 +116,5 @@ class Topics(ControlRequestSender):
         self.known_topics.discard(topic)
         for key in [k for k in self.reassigning if k[0] == topic]:
             del self.reassigning[key]
-        self.recorder.emit("topic_deleted", params={"topic": topic,
-                                                    "partitions": sorted(parts)})
+        self.recorder.emit(events.topic_deleted(topic=topic, partitions=sorted(parts)))
         self._send_update_metadata()

@@ -13,14 +13,15 @@ frame longer than ``MAX_FRAME`` or a body that does not decode is answered with 
 (``MESSAGE_TOO_LARGE`` / ``CORRUPT_MESSAGE``) and the connection is closed; nothing in this
 package raises anything but :class:`ProtocolError` on bad input.
 
-The codec is cut into the parts a port reads one at a time: ``codes`` (API keys, versions,
-error codes), ``values`` (the typed body encoding), ``frames``, ``connection`` (the
+The codec is cut into the parts a port reads one at a time: :mod:`impl.node.codes` (API keys,
+versions, error codes; outside this package, since :mod:`impl.node.auth` reads them and the
+connections here sign in through it), ``values`` (the typed body encoding), ``frames``, ``connection`` (the
 authenticating client connections) and ``fields`` (every API's fields, the table
 docs/wire.md prints).  This package re-exports them, so callers import from
 ``impl.node.wire``.
 """
 
-from impl.node.wire.codes import (
+from impl.node.codes import (
     API_VERSIONS,
     CONTROLLER_VERSIONS,
     MAX_DEPTH,

@@ -13,7 +13,7 @@ from typing import Any
 from impl.node import faults
 from impl.node.auth import credentials as auth_credentials
 from impl.node.auth import scram
-from impl.node.wire.codes import (
+from impl.node.codes import (
     API_VERSIONS,
     ApiKey,
     ErrorCode,

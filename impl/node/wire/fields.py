@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from impl.node.wire.codes import ApiKey
+from impl.node.codes import ApiKey
 
 # -- the fields of every API (docs/wire.md section 5) ----------------------------------------
 # Declarative: what each request and response body holds, as the brokers, the controller and

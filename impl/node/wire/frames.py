@@ -6,7 +6,7 @@ import asyncio
 import struct
 from typing import Any
 
-from impl.node.wire.codes import MAX_FRAME, U32, ErrorCode, ProtocolError
+from impl.node.codes import MAX_FRAME, U32, ErrorCode, ProtocolError
 from impl.node.wire.values import decode_value, encode_value
 
 _REQ_HEADER = struct.Struct(">hhiq")

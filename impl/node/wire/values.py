@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from impl.node.wire.codes import MAX_DEPTH, U32, ProtocolError
+from impl.node.codes import MAX_DEPTH, U32, ProtocolError
 
 # -- the typed value encoding ---------------------------------------------------------------
 
