@@ -137,6 +137,14 @@ def read_state(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def write_state(data_dir: str | os.PathLike[str], state: dict[str, Any]) -> None:
+    """Replace the cluster's ``cluster.json`` at once (a reader never sees half of it): by the
+    cluster as it starts its brokers, and by ``epochal broker start`` for the broker it restarts."""
+    tmp = Path(data_dir) / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    os.replace(tmp, Path(data_dir) / STATE_FILE)
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -347,9 +355,7 @@ class LocalCluster:
                                  "argv": self.argvs[b]}
                         for b, p in self.procs.items()},
         }
-        tmp = self.data_dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        os.replace(tmp, self.data_dir / STATE_FILE)
+        write_state(self.data_dir, state)
 
     def endpoint(self, broker: int) -> tuple[str, int]:
         return self.configs[broker].host, self.configs[broker].port
