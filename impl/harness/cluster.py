@@ -271,6 +271,7 @@ class LocalCluster:
         self.broker_cmd = broker_cmd
         self.cwd = Path.cwd()  # a port's command resolves relative paths as the user typed them
         self.argvs: dict[int, list[str]] = {}
+        self.cwds: dict[int, Path] = {}  # where each broker was started: a restart starts it there again
         self.zk_server: EmbeddedZooKeeper | None = None
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.configs: dict[int, BrokerConfig] = {}
@@ -329,6 +330,7 @@ class LocalCluster:
                                     cwd=str(cwd))
         self.procs[broker] = proc
         self.argvs[broker] = argv
+        self.cwds[broker] = cwd
         # this process's connections to the broker sign in as the operator
         auth.register([self.endpoint(broker)], self.keyring)
         self._write_state()
@@ -342,7 +344,7 @@ class LocalCluster:
             "brokers": {str(b): {"pid": p.pid, "host": self.configs[b].host,
                                  "port": self.configs[b].port,
                                  "kafka_port": self.configs[b].kafka_port,
-                                 "argv": self.argvs[b]}
+                                 "argv": self.argvs[b], "cwd": str(self.cwds[b])}
                         for b, p in self.procs.items()},
         }
         self.files.write_cluster_state(state)

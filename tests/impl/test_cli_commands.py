@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import impl.harness.cli.commands as commands
+import impl.harness.cli.cluster_access as cluster_access
 import impl.node.client as client
 from impl.harness.cli.main import main
 
@@ -175,8 +175,8 @@ def fake_cluster(tmp_path: Path, monkeypatch):
     state = {"run_id": "r1", "zookeeper": "127.0.0.1:1", "data_dir": str(data_dir), "supervisor_pid": -1,
              "brokers": {"2": {"pid": proc.pid, "host": "127.0.0.1", "port": 19092, "argv": ["sleep", "60"]}}}
     (data_dir / "cluster.json").write_text(json.dumps(state))
-    monkeypatch.setattr(commands, "CLUSTERS", tmp_path / "pointers")
-    commands._leave_pointers(data_dir, [("127.0.0.1", 19092)])
+    monkeypatch.setattr(cluster_access, "CLUSTERS", tmp_path / "pointers")
+    cluster_access.leave_pointers(data_dir, [("127.0.0.1", 19092)])
     yield data_dir, proc
     os.kill(proc.pid, signal.SIGCONT)
     proc.kill()

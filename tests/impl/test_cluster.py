@@ -412,7 +412,7 @@ def test_cli_produces_and_consumes_through_the_bootstrap_broker(
     from impl.harness.cli import main as cli
 
     c = make_cluster(2)
-    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.harness.cli.commands"])
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", cli.CLUSTER_COMMAND_MODULES)
     boot = ["--bootstrap", f"{c.endpoint(0)[0]}:{c.endpoint(0)[1]}"]
     assert cli.main(["topics", "create", "cli", "--partitions", "1",
                      "--replication-factor", "2", *boot]) == 0

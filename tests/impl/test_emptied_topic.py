@@ -44,7 +44,7 @@ def test_the_last_partition_removed_leaves_the_topic_with_none_and_an_added_one_
         make_cluster: Any, capsys: Any, monkeypatch: Any) -> None:
     from impl.harness.cli import main as cli
 
-    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", ["impl.harness.cli.commands"])
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", cli.CLUSTER_COMMAND_MODULES)
     c, zk, ctrl, stale, other = three_brokers_and_their_roles(make_cluster)
     with Admin(c.bootstrap) as admin:
         admin.create_topic(TOPIC, assignment={0: [stale, other]})

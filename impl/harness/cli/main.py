@@ -18,6 +18,16 @@ from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import EXIT_CODES, USAGE
 from impl.harness.cli.output import print_json, wants_json
 
+# the commands that act on a running cluster (reached as impl.harness.cli.cluster_access says)
+CLUSTER_COMMAND_MODULES = [
+    "impl.harness.cli.cluster",  # epochal cluster start
+    "impl.harness.cli.topics",  # epochal topics
+    "impl.harness.cli.quotas",  # epochal quotas
+    "impl.harness.cli.produce",  # epochal produce
+    "impl.harness.cli.consume",  # epochal consume
+    "impl.harness.cli.broker",  # epochal broker
+]
+
 # module path -> it defines register(subparsers: argparse._SubParsersAction) -> None
 SUBCOMMAND_MODULES = [
     "impl.harness.cli.check",  # epochal check
@@ -30,7 +40,7 @@ SUBCOMMAND_MODULES = [
     "impl.harness.cli.drive",  # epochal drive
     "impl.harness.cli.package_job",  # epochal package-job
     "impl.harness.cli.vectors",  # epochal vectors
-    "impl.harness.cli.commands",  # epochal cluster|topics|quotas|produce|consume|broker
+    *CLUSTER_COMMAND_MODULES,
 ]
 
 
