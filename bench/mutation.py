@@ -58,23 +58,23 @@ DECISION_FUNCTIONS: dict[str, list[str]] = {
 
 # The unit-level tests of those rules.  "before": as they were before issue 21's round;
 # "after" adds the rule vectors and the rule tests that round wrote, and the tests written from
-# this command's own survivors (tests/impl/test_decision_mutants.py).
+# this command's own survivors (tests/impl/node/test_decision_mutants.py).
 TESTS_BEFORE = [
-    "tests/impl/test_truncation.py",
-    "tests/impl/test_truncation_matches_model.py",
-    "tests/impl/test_quota.py",
-    "tests/impl/test_controller_rules.py",
+    "tests/impl/node/test_truncation.py",
+    "tests/impl/node/test_truncation_matches_model.py",
+    "tests/impl/node/test_quota.py",
+    "tests/impl/node/test_controller_rules.py",
 ]
 TESTS_NEW = [
-    "tests/impl/test_vectors.py",
-    "tests/impl/test_isr_rule.py",
-    "tests/impl/test_fencing_rules.py",
-    "tests/impl/test_topic_identity.py",
-    "tests/impl/test_truncation_rounds.py",
-    "tests/impl/test_limits.py",
-    "tests/impl/test_decision_mutants.py",
-    "tests/impl/test_security_rules.py",
-    "tests/impl/test_log_durability.py",
+    "tests/impl/node/test_vectors.py",
+    "tests/impl/node/test_isr_rule.py",
+    "tests/impl/node/test_fencing_rules.py",
+    "tests/impl/node/test_topic_identity.py",
+    "tests/impl/node/test_truncation_rounds.py",
+    "tests/impl/node/test_limits.py",
+    "tests/impl/node/test_decision_mutants.py",
+    "tests/impl/node/test_security_rules.py",
+    "tests/impl/node/test_log_durability.py",
 ]
 SUITES = {"before": TESTS_BEFORE, "after": TESTS_BEFORE + TESTS_NEW}
 

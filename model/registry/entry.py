@@ -147,4 +147,4 @@ class Entry(NamedTuple):
 DRIVEN = Supported()
 """The model-driven harness (``epochal drive``) runs the action: its harness operation is
 ``impl.harness.drive.operations.OPERATIONS[name]`` (named there, since the model does not
-know the implementation; ``tests/impl/test_drive.py`` holds the two to each other)."""
+know the implementation; ``tests/impl/harness/test_drive.py`` holds the two to each other)."""

@@ -12,7 +12,7 @@ from impl.node.wire.codes import ApiKey
 # the clients encode it.  A nested field is named by its path -- ``partitions[].topic`` is the
 # ``topic`` of every map in the list ``partitions``, ``principal.user`` a key of the map
 # ``principal``; a ``map<...>`` keyed by ids or names is one field.  ``docs/wire.md`` lists
-# exactly these tables and ``tests/impl/test_wire_doc.py`` holds the two together, and holds
+# exactly these tables and ``tests/impl/node/test_wire_doc.py`` holds the two together, and holds
 # real requests and answers of a running cluster to them.
 
 

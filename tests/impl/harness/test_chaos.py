@@ -404,7 +404,7 @@ def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "chaos", "--seed", "5", "--duration",
                            "8", "--out", str(out), "--json"], capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+                          timeout=600, cwd=Path(__file__).resolve().parents[3])
     report = json.loads(proc.stdout)
     assert "schedule (" in proc.stderr and "fault 1/" in proc.stderr
     assert report["schedule"] and report["verdict"]["lost"] == 0

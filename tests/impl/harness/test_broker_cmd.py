@@ -24,7 +24,7 @@ from impl.harness.cluster import BrokerCommand, BrokerCommandError, LocalCluster
 from impl.harness.recordings import record
 from impl.node.config import BrokerConfig
 
-STAND_IN = Path(__file__).resolve().parents[2] / "ports" / "python" / "stand_in_broker.py"
+STAND_IN = Path(__file__).resolve().parents[3] / "ports" / "python" / "stand_in_broker.py"
 TEMPLATE = (f"{sys.executable} {STAND_IN} {{id}} {{port}} {{zookeeper}} {{data_dir}} "
             "--config {config_json}")
 
@@ -139,7 +139,7 @@ def spark() -> Iterator[Any]:
 def test_a_chaos_run_of_stand_in_brokers_loses_nothing_and_conforms(
         tmp_path: Path, zk_chroot: str, spark: Any) -> None:
     """Seed 1, every broker started through ``--broker-cmd``: the same verdict and the same
-    conformance as the Python brokers' run of the same seed (tests/impl/test_chaos.py)."""
+    conformance as the Python brokers' run of the same seed (tests/impl/harness/test_chaos.py)."""
     report = ChaosRun(1, 20, data_dir=tmp_path / "run", zookeeper=zk_chroot, spark=spark,
                       broker_cmd=BrokerCommand.parse(TEMPLATE),
                       log=lambda m: print(m, flush=True)).run()

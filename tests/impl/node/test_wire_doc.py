@@ -28,7 +28,7 @@ from impl.node.wire import (
     undeclared_fields,
 )
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "wire.md").read_text(encoding="utf-8")
 HEADING = re.compile(r"^### `(\w+)` \(key (-?\d+)\)$", re.M)
 ROW = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \| (yes|no) \| .+ \|$")
 

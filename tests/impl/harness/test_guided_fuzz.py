@@ -35,7 +35,7 @@ from model.config import named
 from model.registry import apply
 from model.state import initial
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _comb(width: int, depth: int):  # noqa: ANN202 - a stub state graph: ints for states

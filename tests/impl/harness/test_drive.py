@@ -200,7 +200,7 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     src = tmp_path / "src"
     shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "data"))
     fencing = src / "impl" / "node" / "fencing.py"

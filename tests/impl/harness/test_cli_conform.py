@@ -14,7 +14,7 @@ import pytest
 
 from conformance.spark.report import Outcome, exit_code, render, scenario_names
 
-RECORDED = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded"
+RECORDED = Path(__file__).resolve().parents[3] / "traces" / "data" / "recorded"
 
 
 def _verdict(run: str, status: str, reason: str | None = None) -> dict[str, Any]:
