@@ -77,6 +77,7 @@ def test_a_bad_template_is_refused_before_anything_starts(template: str, message
         BrokerCommand(template)
 
 
+@pytest.mark.integration
 def test_a_cluster_refuses_a_broker_cmd_for_a_broker_it_does_not_have(tmp_path: Path) -> None:
     with pytest.raises(BrokerCommandError, match=r"names broker\(s\) \[3\]"):
         LocalCluster(tmp_path, brokers=3, broker_cmd=BrokerCommand.parse("b {id}", "0,3"))
@@ -99,6 +100,7 @@ def test_bad_broker_cmd_input_is_one_line_and_exit_2(argv: list[str], message: s
     assert len(err) == 1 and message in err[0], err
 
 
+@pytest.mark.integration  # the chaos run starts its ZooKeeper before it finds no broker command
 def test_a_command_that_does_not_exist_is_one_line_and_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["chaos", "--seed", "1", "--duration", "5", "--out", str(tmp_path / "run"),
@@ -110,6 +112,7 @@ def test_a_command_that_does_not_exist_is_one_line_and_exit_2(
 
 # -- the stand-in: the Python broker started as a port ---------------------------------------------
 
+@pytest.mark.integration
 def test_the_stand_in_brokers_join_a_cluster_and_cluster_json_records_their_command(
         tmp_path: Path, zk_chroot: str) -> None:
     """Broker 1 through the template, 0 and 2 Python; ``config.json`` holds every setting."""
@@ -135,6 +138,7 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_chaos_run_of_stand_in_brokers_loses_nothing_and_conforms(
         tmp_path: Path, zk_chroot: str, spark: Any) -> None:

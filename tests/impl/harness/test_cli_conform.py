@@ -63,6 +63,7 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.mark.integration
 def test_a_judge_that_cannot_decide_is_inconclusive_and_json_matches_summary(spark, tmp_path, capsys):
     """Every group's judge raises (``json:loads`` is no judge): nothing is shown to conform or
     not, so the exit code is 3; --json names each group's scenario and carries summary.json's

@@ -13,6 +13,8 @@ import pytest
 
 from impl.harness.drive import Driver, DriveReport, from_json
 
+pytestmark = pytest.mark.integration
+
 FOUND = Path(__file__).parent / "drive_findings"
 
 

@@ -113,6 +113,7 @@ def test_the_same_seed_chooses_the_same_schedule_and_another_seed_another() -> N
     assert _schedule(7) != _schedule(8)
 
 
+@pytest.mark.integration
 def test_the_schedule_does_not_depend_on_the_process_hash_seed() -> None:
     code = ("from impl.harness.drive.guided import Steering, walk; from model.config import named; "
             "from model.state import initial; cfg = named('kip320', brokers=2); s = initial(cfg); "
