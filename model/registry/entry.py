@@ -80,7 +80,7 @@ class Coverage(NamedTuple):
     """One decision per backend that runs the model's actions."""
 
     native: Decision  # properties/checkers/native/search.c
-    z3: Decision  # properties/checkers/symbolic.py
+    z3: Decision  # properties/checkers/symbolic/
     judge: Decision  # conformance/judge: replaying recorded traces
     driver: Decision  # the model-driven harness driver (issue 21)
 
