@@ -82,7 +82,7 @@ class Coverage(NamedTuple):
     native: Decision  # properties/checkers/native/search.c
     z3: Decision  # properties/checkers/symbolic/
     judge: Decision  # conformance/judge: replaying recorded traces
-    driver: Decision  # the model-driven harness driver (issue 21)
+    driver: Decision  # the model-driven harness driver: real brokers take the model's step
 
 
 def _first_arg(args: Args) -> int:

@@ -1,4 +1,4 @@
-"""The judge replays the admin operations (issue 20): topic creation, deletion and re-creation
+"""The judge replays the admin operations: topic creation, deletion and re-creation
 from before the topic exists, and preferred-replica elections -- on exported runs of the
 model, whose truth is known, and on the recorded runs of the implementation."""
 

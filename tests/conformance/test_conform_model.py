@@ -48,7 +48,7 @@ def test_synthetic_runs_with_a_leader_kill_conform_end_to_end(spark, tmp_path):
 
 
 def test_the_design_bug_trace_fails_and_names_the_property(spark, tmp_path):
-    """The model's KAFKA-1211 counterexample, exported as a trace (issue 5, criterion 4)."""
+    """The model's KAFKA-1211 counterexample, exported as a trace: the judge must name the property."""
     import json
 
     events = design_bug_events()

@@ -114,7 +114,7 @@ def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
 @pytest.mark.integration
 @pytest.mark.slow
 def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
-    """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break (above:
+    """The history's last row: at the three-broker bounds where kip101 and kip279 break (above:
     the checker finds both by itself), kip320 holds in *every* reachable state of the
     reduced graph -- some 19.5 M states, the longest shortest path 60 steps, about a minute
     on both cores with the native search (``properties.checkers.native``, held to the Python model by
