@@ -1,4 +1,4 @@
-"""What authentication costs (issue 22): the same workloads against an authenticated cluster
+"""What authentication costs: the same workloads against an authenticated cluster
 (the default), one with TLS as well (``--tls``) and one run ``--insecure``, side by side in
 one run.
 

@@ -3,8 +3,8 @@ cluster, and the five-broker run with reassignments.
 
     python bench/bench_chaos_seeds.py [--seeds 1 2 3 4 8 13] [--duration 60] [--five-brokers]
 
-CI runs short seeded runs (tests/impl/test_chaos.py: 12 s each) and one ``--admin`` run
-(tests/impl/test_chaos_admin.py); this runs the minute-long ones (seed 3 once caught a fault
+CI runs short seeded runs (tests/impl/harness/test_chaos.py: 12 s each) and one ``--admin`` run
+(tests/impl/harness/test_chaos_admin.py); this runs the minute-long ones (seed 3 once caught a fault
 recorded before the step it froze: impl.harness.cluster.stop_then_observe), one ``epochal chaos`` process each, and
 prints one row per run: writes acknowledged, lost, duplicated, trace groups conforming, and
 the wall time.  Exit 1 if any run failed.  Figures: docs/benchmarks.md, "Chaos seeds".

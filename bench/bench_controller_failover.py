@@ -1,4 +1,4 @@
-"""Controller failover (issue 7, benchmark 4): time from the controller's death to the new
+"""Controller failover (seed 000's benchmarks): time from the controller's death to the new
 controller having sent LeaderAndISR to every broker, for 1,000 and 10,000 partitions, side
 by side in one run, with the ratio between the two sizes.
 

@@ -1,4 +1,4 @@
-"""Failover at scale (issue 7, benchmark 1; seed 000 "end-to-end latency during a broker
+"""Failover at scale (seed 000 "end-to-end latency during a broker
 failure"): a broker leading 10,000 partitions dies; how long until every affected partition
 has a new leader written in ZooKeeper and serving, with one conditional ZooKeeper write per
 partition versus batched ``multi`` writes -- side by side in one run, printed as a ratio.

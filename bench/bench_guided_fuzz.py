@@ -1,5 +1,5 @@
 """Model-guided fuzzing against plain ``epochal chaos``: distinct model states reached by real
-runs per minute, the two side by side in one run (issue 21).
+runs per minute, the two side by side in one run.
 
     python bench/bench_guided_fuzz.py --seconds N [--seed S] [--brokers 3] [--config kip320]
 

@@ -1,4 +1,4 @@
-"""Produce throughput and end-to-end latency (issue 7, benchmark 3): acks=1 and acks=all on
+"""Produce throughput and end-to-end latency (seed 000's benchmarks): acks=1 and acks=all on
 three real replicas, side by side in one run -- the implementation's baseline.
 
     .venv/bin/python bench/bench_produce.py [--records 2000] [--batches 100] [--batch-size 100] [--quick]

@@ -14,7 +14,7 @@ controller reacts to) until every partition it led has a new leader in ZooKeeper
         so only the controller is loaded) as fast as it can;
   (iii) the same client under the quota: 5 mutations/s, burst 500 (100 samples of 1 s).
 
-Part 2 -- issue 7 bench 2, seed 001's experiment scaled to this machine (``--full``: 5,000
+Part 2 -- seed 001's experiment scaled to this machine (``--full``: 5,000
 topics x 4 partitions x RF 3 at 10 requests/s of 50 topics).  The default offers 10
 requests/s of 4 topics x 4 partitions x RF 3 for 8 s.  A broker is killed so that its
 session ends as the load stops; measured: how long after the last request the controller

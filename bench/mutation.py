@@ -1,4 +1,4 @@
-"""Mutation testing of the implementation's decision code (issue 21, "Mutation testing as a habit").
+"""Mutation testing of the implementation's decision code: a mutant no test kills is a missing test.
 
 A surviving mutant is a rule of the protocol that some one-token change breaks and no test
 notices: the test still missing.  This command runs mutmut (PyPI, >= 3.3) over the PURE decision
@@ -12,7 +12,7 @@ It works on a scratch copy of the tracked files, never on the working tree (mutm
 each mutant in one child process (`--max-children 1`: the machine is shared).
 
     python bench/mutation.py                 # the current suite ("after")
-    python bench/mutation.py --suite before  # the suite before issue 21's rule tests
+    python bench/mutation.py --suite before  # the suite before the rule tests written for mutation testing
     python bench/mutation.py --suite both    # both, on the same mutants
 
 mutmut needs not be in the project's venv: `--python` names an interpreter that has it (and
@@ -56,25 +56,25 @@ DECISION_FUNCTIONS: dict[str, list[str]] = {
                            "TokenBucket.record"],
 }
 
-# The unit-level tests of those rules.  "before": as they were before issue 21's round;
+# The unit-level tests of those rules.  "before": as they were before the first mutation round;
 # "after" adds the rule vectors and the rule tests that round wrote, and the tests written from
-# this command's own survivors (tests/impl/test_decision_mutants.py).
+# this command's own survivors (tests/impl/node/test_decision_mutants.py).
 TESTS_BEFORE = [
-    "tests/impl/test_truncation.py",
-    "tests/impl/test_truncation_matches_model.py",
-    "tests/impl/test_quota.py",
-    "tests/impl/test_controller_rules.py",
+    "tests/impl/node/test_truncation.py",
+    "tests/impl/node/test_truncation_matches_model.py",
+    "tests/impl/node/test_quota.py",
+    "tests/impl/node/test_controller_rules.py",
 ]
 TESTS_NEW = [
-    "tests/impl/test_vectors.py",
-    "tests/impl/test_isr_rule.py",
-    "tests/impl/test_fencing_rules.py",
-    "tests/impl/test_topic_identity.py",
-    "tests/impl/test_truncation_rounds.py",
-    "tests/impl/test_limits.py",
-    "tests/impl/test_decision_mutants.py",
-    "tests/impl/test_security_rules.py",
-    "tests/impl/test_log_durability.py",
+    "tests/impl/node/test_vectors.py",
+    "tests/impl/node/test_isr_rule.py",
+    "tests/impl/node/test_fencing_rules.py",
+    "tests/impl/node/test_topic_identity.py",
+    "tests/impl/node/test_truncation_rounds.py",
+    "tests/impl/node/test_limits.py",
+    "tests/impl/node/test_decision_mutants.py",
+    "tests/impl/node/test_security_rules.py",
+    "tests/impl/node/test_log_durability.py",
 ]
 SUITES = {"before": TESTS_BEFORE, "after": TESTS_BEFORE + TESTS_NEW}
 

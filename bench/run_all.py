@@ -1,4 +1,4 @@
-"""Run issue 7's failover and throughput benchmarks one after another, in one command.
+"""Run the failover and throughput benchmarks one after another, in one command.
 
     .venv/bin/python bench/run_all.py [--quick]
 

@@ -1,5 +1,5 @@
 """A real ZooKeeper, the real controller, and simulated broker endpoints: the harness for the
-failover-at-scale and controller-failover benchmarks (issue 7, benchmarks 1 and 4).
+failover-at-scale and controller-failover benchmarks (seed 000's benchmarks).
 
 Ten thousand partition logs on real broker processes are too heavy for a 2-core machine,
 and they are not what those benchmarks time: the controller's ZooKeeper reads and writes and

@@ -4,7 +4,7 @@ Each mutation takes one run's events in causal order and returns a mutated copy 
 still a *valid* trace (schema-valid, per-node seq and Lamport clock consistent), so it is
 the judge -- not the validator -- that has to reject it; or ``None`` when the run offers no
 place for it (e.g. no leader change to make a stale leader commit after).  Used by the
-mutation tests of the conformance job (issue 5, criterion 2).
+mutation tests of the conformance job, which show the judge is not blind.
 """
 
 from __future__ import annotations

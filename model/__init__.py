@@ -1,19 +1,20 @@
 """The explicit-state model of the ZooKeeper-era Kafka controller and replication protocol.
 
-One model, pure and immutable, feeds every checker (the exhaustive BFS in ``properties.checkers.bfs``,
-z3, Hypothesis) and the trace conformance job:
+One model, pure and immutable, feeds every checker (``properties.checkers``: the exhaustive
+BFS, the native search, z3, Hypothesis), the trace judge (``conformance.judge``) and the
+harness's driver (``impl.harness.drive``).  Its modules, lowest first:
 
-* ``model.config``     -- the named configurations (``design``, ``kip101`` ... ``zombie``) and bounds
-* ``model.state``      -- the immutable state: ZooKeeper, brokers, replicas, messages, ghost history
-* ``model.truncation`` -- the one rule the protocol variants disagree on: where a follower truncates
-* ``model.actions``    -- one named action (guard + effect) per rule of seed 000
-* ``properties.checkers.symmetry``   -- broker-id permutations and the canonical representative of a state
-* ``properties.checkers.bfs``    -- breadth-first search with shortest counterexamples
-* ``model.export.render``     -- steps and states as the prose a counterexample is printed in
-* ``model.scenarios``  -- Kafka's history (KAFKA-1211, KIP-279, KIP-320) as step scripts
-* ``conformance.judge.replay``     -- the trace judge: does a recorded run take only steps the model allows?
-* ``conformance.judge.diagnose``   -- which other protocol variant a failing trace is a run of
-* ``properties.checkers.symbolic``   -- the z3 encoding of the same actions, for proofs and bounded model checking
-* ``properties.checkers.fuzz``       -- the Hypothesis state machine over the same actions and properties
-* ``impl.harness.cli.check``, ``impl.harness.cli.prove``, ``impl.harness.cli.fuzz`` -- ``epochal check``, ``prove``, ``fuzz``
+* ``model.config``        -- the named configurations (``design``, ``kip101`` ... ``zombie``) and bounds
+* ``model.state``         -- the immutable state: ZooKeeper, brokers, replicas, messages, ghost history
+* ``model.truncation``    -- the one rule the protocol variants disagree on: where a follower truncates
+* ``model.preferred``, ``model.quota``, ``model.reads`` -- the preferred replica, the
+  controller-mutation quota's token bucket, what a consumer's fetch returns: pure reference rules
+* ``model.text``          -- states and records as text
+* ``model.actions``       -- one named action (guard + effect) per rule of seed 000, one module per design section
+* ``model.registry``      -- each action declared once: its arguments, design section, trace kind,
+  implementation and the backends that run it; the successor function every search uses
+* ``model.scenarios``     -- Kafka's history (KAFKA-1211, KIP-279, KIP-320) as step scripts
+* ``model.three_brokers`` -- the three-broker bounds at which that history plays out
+* ``model.export``        -- what the model hands out: ``render`` (the prose a counterexample
+  is printed in) and ``vectors`` (the rule-level vectors every port runs)
 """

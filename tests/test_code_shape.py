@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # runs ruff as a subprocess
+
 ROOT = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")  # a dev dependency (pyproject.toml)
 MAX_COMPLEXITY = 15

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("model", "properties", "impl", "traces", "conformance")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")

@@ -7,7 +7,7 @@ variant, does the trace break a property?  The design's KAFKA-1211 trace is the 
 against ``kip320`` it fails at the leader that truncated to its high watermark (kip320 never
 truncates so); read as a run of ``design`` -- the rule it does follow -- it breaks
 ``committed_durable``.  So the verdict can name the property even though the fixed
-configuration never reaches the bad state (issue 5, criterion 4).
+configuration never reaches the bad state.
 
 ``judge`` here is ``conformance.judge.replay.judge`` plus that diagnosis; the conformance job uses it as
 its default judge.  The diagnosis costs nothing on conforming traces and one extra judgement

@@ -115,5 +115,5 @@ def design_bug_steps() -> list[Step]:
 
 
 def design_bug_events() -> list[Event]:
-    """The design bug's counterexample exported as a trace (issue 5, criterion 4)."""
+    """The design bug's counterexample exported as a trace: a nonconforming run the judge must name."""
     return events_from_steps(named("design"), design_bug_steps(), run="design-kafka-1211")

@@ -235,7 +235,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
 
 def cluster_keyring(data_dir: str | os.PathLike[str], create: bool = False
                     ) -> tuple[auth.Keyring | None, ZkAcl | None]:
-    """The operator's keyring and ZooKeeper ACL of the cluster in ``data_dir`` (issue 22):
+    """The operator's keyring and ZooKeeper ACL of the cluster in ``data_dir`` (the cluster's own identity):
     from its secret, generated first if ``create``, and its TLS CA if it has one; (None,
     None) if it has no secret (a cluster run insecure)."""
     ctx = tls.client_context(data_dir) if tls.has_material(data_dir) else None
@@ -261,7 +261,7 @@ class LocalCluster:
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.tick_time_ms = tick_time_ms
         self.broker_settings = broker_settings
-        # issue 22: authentication is on unless insecure=True (docs/security.md)
+        # authentication is on unless insecure=True: only the cluster may change the cluster (docs/security.md)
         self.insecure = bool(broker_settings.get("insecure", False))
         self.tls = bool(broker_settings.get("tls", False))  # also TLS (impl.node.auth.tls)
         self.keyring: auth.Keyring | None = None

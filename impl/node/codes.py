@@ -21,7 +21,7 @@ class ApiKey(enum.IntEnum):
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
-    SASL_HANDSHAKE = 17  # issue 22: authentication (impl.node.auth), before any other request
+    SASL_HANDSHAKE = 17  # authentication (impl.node.auth), before any other request: a body's claims are checked against it
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22  # KIP-98: an idempotent producer's id (impl.node.producer_state)

@@ -59,7 +59,7 @@ class BrokerConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     fetch_max_bytes: int = 4 * 1024 * 1024
     fetch_partition_max_bytes: int = 1024 * 1024
-    # authentication and connection limits (issue 22, impl.node.auth, docs/security.md):
+    # authentication and connection limits, so that nobody but the cluster changes it (impl.node.auth, docs/security.md):
     # SCRAM with the data dir's cluster secret unless insecure; Kafka's max.connections,
     # max.connections.per.ip and connections.max.idle.ms, with the last connections under
     # the cap kept for brokers, and a bound on each connection's replica fetches in flight

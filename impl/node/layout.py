@@ -83,8 +83,8 @@ LAYOUT: tuple[tuple[str, str], ...] = (
 
 def markdown() -> str:
     """:data:`LAYOUT` as the Markdown table docs/implementation.md shows."""
-    rows = [f"| `{path}` | {what} |" for path, what in LAYOUT]
-    return "\n".join(["| path under `<data-dir>` | holds |", "|---|---|", *rows])
+    rows = [f"| `<data-dir>/{path}` | {what} |" for path, what in LAYOUT]
+    return "\n".join(["| path | holds |", "|---|---|", *rows])
 
 
 def write_atomic(path: Path, text: str) -> None:

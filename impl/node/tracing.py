@@ -22,7 +22,7 @@ def value_digest(value: bytes) -> str:
     """What a trace records of a record's value: its CRC-32 and length (``crc32:1a2b3c4d/5``),
     never its bytes.  The judge compares values only for equality (which produced record a
     fetch carried), and a trace that copied payloads grew by gigabytes in minutes when a
-    leader recorded multi-MiB records on every failed fetch (issue 22)."""
+    leader recorded multi-MiB records on every failed fetch."""
     return f"crc32:{zlib.crc32(value):08x}/{len(value)}"
 
 

@@ -155,7 +155,7 @@ def ensure_layout(zk: KazooClient, acl: ZkAcl | None = None) -> None:
 def connect(hosts: str, timeout: float = 6.0, session_timeout: float = 3.0,
             acl: ZkAcl | None = None) -> KazooClient:
     """A started client; with ``acl``, signed in as the cluster and creating every znode
-    with the cluster's ACL (issue 22)."""
+    with the cluster's ACL, so that no other client may change them."""
     zk = KazooClient(hosts=hosts, timeout=session_timeout, **(acl.client_kwargs() if acl else {}))
     zk.start(timeout=timeout)
     return zk

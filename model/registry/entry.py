@@ -80,9 +80,9 @@ class Coverage(NamedTuple):
     """One decision per backend that runs the model's actions."""
 
     native: Decision  # properties/checkers/native/search.c
-    z3: Decision  # properties/checkers/symbolic.py
+    z3: Decision  # properties/checkers/symbolic/
     judge: Decision  # conformance/judge: replaying recorded traces
-    driver: Decision  # the model-driven harness driver (issue 21)
+    driver: Decision  # the model-driven harness driver: real brokers take the model's step
 
 
 def _first_arg(args: Args) -> int:
@@ -147,4 +147,4 @@ class Entry(NamedTuple):
 DRIVEN = Supported()
 """The model-driven harness (``epochal drive``) runs the action: its harness operation is
 ``impl.harness.drive.operations.OPERATIONS[name]`` (named there, since the model does not
-know the implementation; ``tests/impl/test_drive.py`` holds the two to each other)."""
+know the implementation; ``tests/impl/harness/test_drive.py`` holds the two to each other)."""

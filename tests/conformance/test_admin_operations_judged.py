@@ -1,4 +1,4 @@
-"""The judge replays the admin operations (issue 20): topic creation, deletion and re-creation
+"""The judge replays the admin operations: topic creation, deletion and re-creation
 from before the topic exists, and preferred-replica elections -- on exported runs of the
 model, whose truth is known, and on the recorded runs of the implementation."""
 
@@ -7,8 +7,6 @@ from __future__ import annotations
 import copy
 import random
 from pathlib import Path
-
-import pytest
 
 from conformance.judge.replay import events_from_steps, judge
 from conformance.spark.order import causal_order, split_groups
@@ -89,7 +87,6 @@ def _group(scenario: str) -> list[dict]:
     return group
 
 
-@pytest.mark.skipif(not (RECORDED / "topic-recreation").is_dir(), reason="not recorded")
 def test_the_recorded_recreation_is_judged_past_the_deletion() -> None:
     """The recorded run conforms, and is judged after its topic's deletion: the re-created
     leader's first record claimed at the deleted incarnation's next offset is refused."""
@@ -105,7 +102,6 @@ def test_the_recorded_recreation_is_judged_past_the_deletion() -> None:
     assert not verdict["conforms"] and verdict["first_bad"] == first_new
 
 
-@pytest.mark.skipif(not (RECORDED / "topic-recreation").is_dir(), reason="not recorded")
 def test_a_recreation_before_the_deletion_is_refused() -> None:
     group = _group("topic-recreation")
     without = [e for e in group if not (e["kind"] == "topic_deleted" or (
@@ -115,7 +111,6 @@ def test_a_recreation_before_the_deletion_is_refused() -> None:
     assert not verdict["conforms"] and verdict["first_bad"] == inits[1]
 
 
-@pytest.mark.skipif(not (RECORDED / "preferred-election").is_dir(), reason="not recorded")
 def test_the_recorded_preferred_election_is_judged() -> None:
     group = _group("preferred-election")
     assert judge(group)["conforms"]

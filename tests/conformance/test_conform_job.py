@@ -15,7 +15,7 @@ from conformance.spark.job import InputError, conform
 from traces.parquet import convert
 from traces.synthetic import generate_run, write_run
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
 def corpus(directory, runs=4, **kw):

@@ -1,8 +1,8 @@
 """End to end with the model's own judge (conformance.judge.replay.judge, the job's default).
 
-Skipped until ``conformance/judge/replay.py`` exists; from then on: every recorded trace in
-``traces/data/recorded/`` conforms, and every trace in ``traces/data/nonconforming/``
-fails, naming the property or reason its file name starts with.
+Every recorded trace in ``traces/data/recorded/`` conforms, and every trace in
+``traces/data/nonconforming/`` fails, naming the property or reason its file name starts
+with; a directory without traces fails (the recordings are part of the project).
 """
 
 from __future__ import annotations
@@ -11,30 +11,24 @@ from pathlib import Path
 
 import pytest
 
+from conformance.judge.replay import design_bug_events
 from conformance.spark.job import conform, render
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
-@pytest.fixture(scope="module")
-def replay():
-    return pytest.importorskip("conformance.judge.replay", reason="conformance/judge/replay.py has not landed yet")
-
-
-def test_recorded_traces_conform_with_the_default_judge(spark, replay):
+def test_recorded_traces_conform_with_the_default_judge(spark):
     recorded = DATA / "recorded"
-    if not any(recorded.rglob("*.jsonl")):
-        pytest.skip("no recorded traces in traces/data/recorded yet")
+    assert any(recorded.rglob("*.jsonl")), f"no recorded traces in {recorded}"
     out = conform([str(recorded)], spark=spark)  # default judge: conformance.judge.replay:judge, on executors
     assert out.exit_code == 0, [v for v in out.verdicts if v["status"] != "conforms"][:3]
     assert out.groups > 0 and not out.quarantined
 
 
-def test_nonconforming_traces_fail_naming_what_is_wrong(spark, replay):
+def test_nonconforming_traces_fail_naming_what_is_wrong(spark):
     cases = sorted(p for p in (DATA / "nonconforming").glob("*") if not p.name.startswith((".", "_")))
-    if not cases:
-        pytest.skip("no traces in traces/data/nonconforming yet")
+    assert cases, f"no traces in {DATA / 'nonconforming'}"
     for case in cases:
         out = conform([str(case)], spark=spark)
         expected = case.name.split("--")[0].replace("-", "_").lower()
@@ -44,7 +38,7 @@ def test_nonconforming_traces_fail_naming_what_is_wrong(spark, replay):
         assert expected in said, (case.name, said[:300])
 
 
-def test_synthetic_runs_with_a_leader_kill_conform_end_to_end(spark, replay, tmp_path):
+def test_synthetic_runs_with_a_leader_kill_conform_end_to_end(spark, tmp_path):
     from traces.synthetic import generate_run, write_run
 
     for i in range(4):
@@ -53,11 +47,11 @@ def test_synthetic_runs_with_a_leader_kill_conform_end_to_end(spark, replay, tmp
     assert out.exit_code == 0 and out.conforming == out.groups == 12
 
 
-def test_the_design_bug_trace_fails_and_names_the_property(spark, replay, tmp_path):
-    """The model's KAFKA-1211 counterexample, exported as a trace (issue 5, criterion 4)."""
+def test_the_design_bug_trace_fails_and_names_the_property(spark, tmp_path):
+    """The model's KAFKA-1211 counterexample, exported as a trace: the judge must name the property."""
     import json
 
-    events = replay.design_bug_events()
+    events = design_bug_events()
     (tmp_path / "design-bug.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     design = conform([str(tmp_path)], spark=spark, config="design")
     [v] = [v for v in design.verdicts if v["status"] == "violates"]

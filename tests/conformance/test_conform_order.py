@@ -149,7 +149,7 @@ def test_a_failed_isr_update_comes_after_the_write_that_moved_the_znode():
 
 
 def _restarted_follower_run(epochs: bool) -> list[dict]:
-    """Drive campaign guided-1, run 10 (docs/drive.md): follower 1 (registered at zxid 2)
+    """Drive campaign guided-1, run 10 (docs/journal/drive-findings.md): follower 1 (registered at zxid 2)
     fetches, crashes with the fetch in flight, leader 0 answers it, follower 1 registers
     again (zxid 7) and fetches at the same offset, and the leader answers that too -- and a
     second restart (zxid 12) follows.  The new incarnation has not heard from the leader, so

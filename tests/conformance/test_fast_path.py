@@ -19,6 +19,7 @@ pytestmark = pytest.mark.spark
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
 
+@pytest.mark.integration
 def test_local_read_and_binary_file_read_agree(spark):
     paths = [str(DATA / d) for d in ("recorded", "malformed", "nonconforming")]
     local = conform(paths, spark=spark, log=lambda m: None)
@@ -38,6 +39,7 @@ def test_files_sharing_runs_are_grouped_transitively():
     assert sorted(_file_groups(pairs)) == [["a", "b", "c"], ["d"], ["e"]]
 
 
+@pytest.mark.integration
 def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
     """The job lists local directories itself (``_list_local``); it must pick exactly the
     files Spark's binaryFile source picks: hidden and "_" names skipped (files and
@@ -64,6 +66,7 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
                     "e.parquet", "k=v/m.jsonl", "sp ace/o.jsonl", "sub/deeper/j.jsonl", "sub/i.jsonl"]
 
 
+@pytest.mark.integration
 def test_a_run_whose_files_were_dealt_to_two_tasks_is_judged_again_whole(spark, tmp_path):
     """The local plan deals files to tasks by their directory (one run per directory, as
     recorders write them).  A file of one run's directory holding another run's lines

@@ -79,6 +79,7 @@ def test_package_job_refuses_an_out_that_is_a_file_in_one_line(tmp_path, capsys)
     assert taken.read_text() == "x"
 
 
+@pytest.mark.integration
 def test_the_entry_script_without_its_zip_says_how_to_submit_it(tmp_path):
     """Run where the job cannot be imported (``-S``: no site-packages, so no project either),
     the entry script says what is missing in one line and exits 2, not with a traceback."""
@@ -124,6 +125,7 @@ def _rows(directory: Path) -> list[dict]:
     return sorted(rows, key=lambda r: (r["run"], r.get("topic") or "", r.get("partition") or -1))
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_spark_submit_from_anywhere_with_a_bare_python_judges_as_epochal_conform(bare_python, spark, tmp_path):
     """``spark-submit --py-files DIR/epochal-job.zip DIR/conform_job.py`` with the bare

@@ -1,5 +1,6 @@
-"""Fixtures for the implementation's integration tests: one real ZooKeeper per session
-(each test gets its own chroot), and local clusters of real broker processes."""
+"""Fixtures for the implementation's integration tests (tests/impl/node/ and
+tests/impl/harness/): a chroot of the session's ZooKeeper per test (the ``zookeeper`` fixture,
+tests/conftest.py), and local clusters of real broker processes."""
 
 from __future__ import annotations
 
@@ -22,15 +23,6 @@ FAST = {
     "reassign_interval_s": 0.3,
     "controller_request_timeout_s": 2.0,
 }
-
-
-@pytest.fixture(scope="session")
-def zookeeper() -> Iterator[EmbeddedZooKeeper]:
-    server = EmbeddedZooKeeper(tick_time_ms=200).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

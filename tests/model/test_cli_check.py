@@ -124,6 +124,7 @@ def test_version_names_the_installed_version(capsys):
     assert capsys.readouterr().out.strip() == f"epochal {version('epochal')}"
 
 
+@pytest.mark.integration
 def test_bad_arguments_exit_2_with_one_line_and_no_traceback():
     for args in (["--config", "nonsense"], ["--config", "design", "--brokers", "9"], ["--config", "design", "--workers", "0"], ["--config", "design", "--max-depth", "0"]):
         p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", *args], capture_output=True, text=True)

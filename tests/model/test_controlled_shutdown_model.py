@@ -5,7 +5,7 @@
 * A shutting-down follower gets StopReplica without delete instead of LeaderAndISR: it stops
   fetching, so its leader cannot put it back into the ISR it has just left.
 
-The story of issue 20: brokers 2, then 1, then 0 of a [0,1,2] partition shut down.
+The story that keeps the last replica leading: brokers 2, then 1, then 0 of a [0,1,2] partition shut down.
 """
 
 from __future__ import annotations

@@ -73,6 +73,7 @@ def test_the_knob_is_bounded_and_refuses_deletions_beside_it() -> None:
         named("kip320", partition_changes=1, deletions=1)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("extra, says", [
     (["--native"], "--native: the native search supports no partitions added or removed"),
     (["--partition-changes", "3"], "--partition-changes must be between 0 and 2"),

@@ -115,10 +115,12 @@ def test_every_entry_names_a_design_section_and_an_implementation_method_that_ex
 # -- true: native C ------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_the_native_search_takes_every_step_of_the_c_supported_actions() -> None:
     """For each C-supported action, steps of it from walked states are among the native
     search's successors of those states."""
-    native = pytest.importorskip("properties.checkers.native")
+    from properties.checkers import native
+
     want = set(supported("native"))
     seen: set[str] = set()
     for cfg in WALKED:
@@ -132,10 +134,7 @@ def test_the_native_search_takes_every_step_of_the_c_supported_actions() -> None
                         cases.append((other.action, s, t))
                         seen.add(other.action)
         states = list(dict.fromkeys(s for _, s, _ in cases))
-        try:
-            expanded = native.native_expansions(cfg, [native.encode(s) for s in states], symmetry=False)
-        except native.NativeUnavailable as exc:
-            pytest.skip(str(exc))
+        expanded = native.native_expansions(cfg, [native.encode(s) for s in states], symmetry=False)
         succ = {s: set(row[3]) for s, row in zip(states, expanded, strict=True)}
         for action, s, t in cases:
             assert native.key_bytes(t, cfg, False, False) in succ[s], f"search.c does not take this {action} step"
@@ -155,7 +154,8 @@ def test_search_c_has_no_port_of_the_actions_it_does_not_support() -> None:
 
 
 def test_the_z3_encoding_has_cases_for_exactly_the_z3_supported_actions() -> None:
-    symbolic = pytest.importorskip("properties.checkers.symbolic")
+    from properties.checkers import symbolic
+
     shape = symbolic.Shape(2, 2)
     cases = symbolic.Encoding(shape, symbolic.Params("kip320")).disjuncts(shape.fresh("s"))
     assert {d.action for d in cases} == set(supported("z3")) == set(symbolic.COVERED)

@@ -100,6 +100,7 @@ def test_check_prints_how_deep_it_got_when_the_time_budget_runs_out(capsys):
     assert "INCONCLUSIVE: stopped by --max-seconds" in out and "every run that long was tried" in out
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
 def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
     """Ctrl-C reaches the whole process group -- the search and its forked worker: the
@@ -120,6 +121,7 @@ def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
     assert "done: every run of up to" in err
 
 
+@pytest.mark.integration
 def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
     for args in (["--max-seconds", "0"], ["--max-seconds", "soon"], ["--max-memory", "-1"], ["--max-memory", "inf"], ["--max-memory", "nan"]):
         p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "design", *args], capture_output=True, text=True)

@@ -84,6 +84,7 @@ def test_the_three_broker_bounds_are_the_smallest_each_story_needs(story, bound)
 # -- found by the checker, not scripted ----------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     """KIP-320's bug found by exhaustive search, not only by the scripted story: the native
@@ -110,9 +111,10 @@ def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     assert check_native(three_brokers("kip320"), SearchOptions(workers=2, max_depth=20)).violation is None  # fenced: gone
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
-    """Issue 2's last row: at the three-broker bounds where kip101 and kip279 break (above:
+    """The history's last row: at the three-broker bounds where kip101 and kip279 break (above:
     the checker finds both by itself), kip320 holds in *every* reachable state of the
     reduced graph -- some 19.5 M states, the longest shortest path 60 steps, about a minute
     on both cores with the native search (``properties.checkers.native``, held to the Python model by
@@ -132,6 +134,7 @@ def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     assert r.depth == pinned("kip320", "three brokers, reduced", "depth")
 
 
+@pytest.mark.integration
 @pytest.mark.whole_space  # bench/bench_whole_space.py: CI exhausts the reduced space above
 def test_kip320_exhausts_the_three_broker_bounds_without_the_partial_order_reduction_too():
     """The same verdict with nothing but symmetry: every reachable state of the full model

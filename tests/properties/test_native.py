@@ -59,6 +59,10 @@ def _reached(cfg, tmp_path, **kw) -> tuple[list[bytes], object]:
     return [bytes.fromhex(line) for line in dump.read_text().split()], r
 
 
+# nearly every test here compiles the search or runs its binary
+pytestmark = pytest.mark.integration
+
+
 # -- the encoding ---------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""Model-driven testing (issue 21): the model chooses the schedule, real brokers run it
+"""Model-driven testing, so the implementation is held to the model step by step: the model chooses the schedule, real brokers run it
 behind the harness's relay, and the trace judge checks every step (docs/drive.md).
 
 ``Driver(config).run(ModelRun)`` returns a :class:`DriveReport`; ``paths`` reads the runs

@@ -1,4 +1,4 @@
-"""Model-guided fuzzing (issue 21): random schedules through the relay and step mode,
+"""Model-guided fuzzing, to reach interleavings chaos does not: random schedules through the relay and step mode,
 steered toward model states no run has visited yet.
 
 A campaign is a sequence of runs, each on a fresh cluster (the driven cluster has no reset:

@@ -1,4 +1,4 @@
-"""Who may talk to the cluster, and how much of it they may take (issue 22).
+"""Who may talk to the cluster, and how much of it they may take: nobody but the cluster may change it.
 
 * :mod:`.credentials` -- the cluster's secret (generated per data directory, mode 0600), the
   principals it names (``operator``, ``broker-N``, client users) and the credentials each

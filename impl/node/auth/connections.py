@@ -1,6 +1,6 @@
 """A broker's connection budget: a cap, timeouts, and log lines that cannot flood.
 
-Issue 22 measured 1,100 idle connections exhausting a broker's file descriptors: it lost its
+1,100 idle connections once exhausted a broker's file descriptors (measured): it lost its
 ZooKeeper session, fell out of every ISR and wrote 51,849 tracebacks.  Kafka bounds this
 with ``max.connections``, ``max.connections.per.ip`` and ``connections.max.idle.ms``; so does
 this module, with one rule Kafka gets from its separate inter-broker listener: the last

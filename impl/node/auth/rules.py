@@ -1,6 +1,6 @@
 """Which authenticated principal may send which request: one rule per kind of request.
 
-The forged requests of issue 22 each claimed an identity in the body -- a follower id in a
+Each forged request a broker must refuse claims an identity in its body -- a follower id in a
 fetch, a controller id and epoch in a control request, a user in an admin request, a
 forwarding broker in a forwarded one.  The rule is the same for all of them: **a body may
 name only the identity its connection authenticated as.**

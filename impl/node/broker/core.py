@@ -70,7 +70,7 @@ class BrokerCore:
         self.metadata: dict[str, Any] = {"brokers": {}, "topics": {}, "controller_id": -1,
                                          "controller_epoch": -1}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.security = BrokerSecurity(config)  # issue 22: impl.node.auth
+        self.security = BrokerSecurity(config)  # who may send what, and how many connections (impl.node.auth)
         self.security.install()
         self.zk = zkl.connect(config.zookeeper, session_timeout=config.zk_session_timeout_s,
                               acl=self.security.zk_acl)

@@ -115,7 +115,7 @@ class BrokerFailure(ControlRequestSender):
                 # harness step mode: elect when the harness says -- then read what the model's
                 # elect_leader reads when it is taken, the live brokers and the partition's
                 # state.  Decided from this event's first read, the election wrote back, as
-                # in sync, a broker that died while it waited (docs/drive.md, "What it found")
+                # in sync, a broker that died while it waited (docs/journal/drive-findings.md)
                 if choice is None or not changes(choice, st) or \
                         not self.step_gate.wait_blocking("elect_leader"):
                     return None

@@ -1,6 +1,6 @@
 """Client connections: blocking (the controller's channels, the clients) and multiplexed
 asyncio (replica fetchers), each authenticating with SCRAM before its first request when the
-cluster has a keyring (issue 22, docs/security.md)."""
+cluster has a keyring, so that a broker knows who sent each request (docs/security.md)."""
 
 from __future__ import annotations
 

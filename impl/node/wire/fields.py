@@ -12,7 +12,7 @@ from impl.node.codes import ApiKey
 # the clients encode it.  A nested field is named by its path -- ``partitions[].topic`` is the
 # ``topic`` of every map in the list ``partitions``, ``principal.user`` a key of the map
 # ``principal``; a ``map<...>`` keyed by ids or names is one field.  ``docs/wire.md`` lists
-# exactly these tables and ``tests/impl/test_wire_doc.py`` holds the two together, and holds
+# exactly these tables and ``tests/impl/node/test_wire_doc.py`` holds the two together, and holds
 # real requests and answers of a running cluster to them.
 
 
@@ -42,7 +42,7 @@ _CONTROL = (  # every control request: the controller's fencing fields (seed 002
     _F("broker_epoch", "int", False, "KIP-380 format, instead of max_broker_epoch: the recipient's broker epoch"),
 )
 _PRINCIPAL = (  # every admin request (seed 001: the principal the quota is charged to)
-    _F("user", "string", False, "the client's user: the authenticated one's name, or absent (issue 22)"),
+    _F("user", "string", False, "the client's user: the authenticated one's name, or absent (no authentication)"),
     _F("client_id", "string", False, "the client's id"),
 )
 _FORWARDED = (  # added by a broker forwarding an old-version admin request (seed 004, KIP-590)

@@ -15,7 +15,7 @@ from impl.node.layout import DataDir, PartitionDir
 from impl.node.log import PartitionLog
 from impl.node.tracing import HARNESS_NODE, trace_path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = {"broker": 2, "topic": "orders", "partition": 1, "base_offset": 0}
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from bench.impl_coverage import main
 
-ONE_CLUSTER_TEST = "tests/impl/test_cluster.py::test_exactly_one_controller_is_elected_and_a_new_one_with_a_higher_epoch_after_kill"
+ONE_CLUSTER_TEST = "tests/impl/harness/test_cluster.py::test_exactly_one_controller_is_elected_and_a_new_one_with_a_higher_epoch_after_kill"
 
 
 @pytest.mark.integration

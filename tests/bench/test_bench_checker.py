@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.bench_checker import main
 
 
@@ -34,6 +36,7 @@ def test_the_benchmark_measures_packed_levels_beside_plain_ones(capsys):
     assert "packed/por: memory x" in out
 
 
+@pytest.mark.integration  # the native search: gcc, then its binary
 def test_the_benchmark_times_the_native_search_beside_the_python_one(capsys):
     assert main(["--configs", "zombie", "--modes", "por,native", "--workers", "1,2", "--max-depth", "12"]) == 0
     out = capsys.readouterr().out

@@ -28,7 +28,7 @@ from impl.node.wire import (
     undeclared_fields,
 )
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "wire.md").read_text(encoding="utf-8")
 HEADING = re.compile(r"^### `(\w+)` \(key (-?\d+)\)$", re.M)
 ROW = re.compile(r"^\| `([^`]+)` \| `([^`]+)` \| (yes|no) \| .+ \|$")
 
@@ -109,6 +109,7 @@ def test_a_body_the_table_does_not_describe_is_reported():
 # -- real traffic: what clients send and brokers answer --------------------------------------
 
 
+@pytest.mark.integration
 def test_what_clients_send_and_brokers_answer_is_what_the_table_declares(make_cluster, monkeypatch):
     """A cluster driven through every client API, including an old-version admin request that
     a broker forwards: every request body and every answer holds to ``MESSAGES`` (success)

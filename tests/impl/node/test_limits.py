@@ -1,4 +1,4 @@
-"""Size limits (issue 22): a fetch response bounded in bytes that still returns its first
+"""Size limits: a fetch response bounded in bytes that still returns its first
 record whole (KIP-74), ``max.message.bytes`` with RECORD_TOO_LARGE, and limits held
 consistent with the frame size (:mod:`impl.node.limits`)."""
 
@@ -65,7 +65,7 @@ def _isr(zk: Any, topic: str) -> tuple[int, ...]:
 @pytest.mark.integration
 def test_three_acks_all_values_of_3_mib_reach_a_restarted_follower_and_a_consumer(
         make_cluster: Any) -> None:
-    """Issue 22: fetch responses limited by record count outgrew the 8 MiB frame, the
+    """Fetch responses limited by record count once outgrew the 8 MiB frame, the
     restarted follower never caught up, and a consumer crashed with "response too large"."""
     c = make_cluster(2, min_insync_replicas=1)
     zk = c.zk_client()

@@ -78,6 +78,7 @@ def test_the_admin_run_is_one_the_model_takes_to_its_end() -> None:
     assert zn.topic_id == 1 and s.brokers[0].replicas[0].log and zn.leader == 1 and zn.ar == (1,)
 
 
+@pytest.mark.integration
 @pytest.mark.slow  # the default suite keeps to about six minutes
 def test_a_preferred_election_deletion_re_creation_controlled_shutdown_and_reassignment_follow_the_model(
         tmp_path: Path) -> None:
@@ -142,6 +143,7 @@ def test_a_replica_down_while_its_topic_is_deleted_and_created_again_discards_it
     assert {"delete_topic", "stop_replica", "create_topic", "broker_restart"} <= set(followed)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_the_design_without_topic_ids_diverges_from_an_implementation_with_them_at_the_named_step(
         tmp_path: Path) -> None:

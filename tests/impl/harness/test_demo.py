@@ -13,7 +13,7 @@ import pytest
 from impl.harness import demo
 from impl.harness.cli import demo as demo_cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow  # one to two minutes: two exhaustive checks, the scenarios, two real cluster runs, Spark

@@ -81,6 +81,7 @@ def test_the_driven_partition_runs_are_ones_the_model_takes_to_their_end() -> No
     assert not s.zk.partitions[0].ar and s.zk.partitions[1].leader == 1 and not s.brokers[0].replicas[0].log
 
 
+@pytest.mark.integration
 def test_a_partition_added_written_to_and_another_removed_follow_the_model(tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster", knobs=KNOBS).run(PARTITIONS_RUN)
     assert report.verdict == "followed" and report.exit_code == 0, report.divergence
@@ -92,6 +93,7 @@ def test_a_partition_added_written_to_and_another_removed_follow_the_model(tmp_p
     assert set(added) == {0, 1} and added[1]["leader"] == 1
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_failover_tells_a_broker_of_both_partitions_in_one_request_and_the_driver_takes_both(
         tmp_path: Path) -> None:
@@ -110,6 +112,7 @@ LAST_RUN = ModelRun("last", [
 ], brokers=2)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_removing_the_topics_last_partition_and_adding_one_again_follow_the_model(tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster", knobs=KNOBS).run(LAST_RUN)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 
 def test_unwritable_output_directory_is_one_clear_line_and_exit_2():
     p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "record-traces", "--out", "/proc/epochal-cannot-write"],

@@ -1,6 +1,6 @@
-"""The authentication rules without processes (issue 22): who may send what, the SCRAM
+"""The authentication rules without processes: who may send what, the SCRAM
 exchange both ways, the cluster secret's file, the connection limiter and the log that
-cannot flood.  tests/impl/test_security.py runs the same rules on a real cluster."""
+cannot flood.  tests/impl/node/test_security.py runs the same rules on a real cluster."""
 
 from __future__ import annotations
 

@@ -103,12 +103,14 @@ def test_kafka_1211_loses_the_committed_record_on_real_brokers_under_the_design(
     assert steps[-1]["action"] == "elect_leader" and steps[-1]["n"] == len(scenario("kafka_1211").steps)
 
 
+@pytest.mark.integration
 def test_kafka_1211_keeps_every_record_on_real_brokers_under_kip320(tmp_path: Path) -> None:
     report = _drive("kip320", "kafka_1211", tmp_path)
     assert report.verdict == "followed" and report.exit_code == 0
     assert len(report.steps) == 11 and report.divergence is None
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.parametrize("config, name, verdict, broken", [
     ("kip101", "kip279_divergence", "reproduced", "replicas_consistent"),
@@ -124,6 +126,7 @@ def test_the_kip279_and_kip320_stories_on_real_brokers(tmp_path: Path, config: s
     assert report.exit_code == (1 if broken else 0)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_leader_alone_in_its_isr_records_each_produce_with_the_hw_after_it(tmp_path: Path) -> None:
     """Found by guided fuzzing: with its follower crashed and shrunk out of the ISR, the
@@ -138,6 +141,7 @@ def test_a_leader_alone_in_its_isr_records_each_produce_with_the_hw_after_it(tmp
     assert len(report.steps) == 3
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_an_unclean_election_loses_a_committed_record_on_real_brokers(tmp_path: Path) -> None:
     doc = {"steps": [{"action": "produce", "args": [0, 0]}, {"action": "shrink_isr", "args": [0, 0, 1]},
@@ -189,6 +193,7 @@ def test_generated_cases_within_a_ci_budget_cover_every_pair_and_follow_the_mode
     assert ("preferred_election", "taken") in report.covered_pairs
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the_model_allowed(
         tmp_path: Path) -> None:
@@ -200,7 +205,7 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     src = tmp_path / "src"
     shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "data"))
     fencing = src / "impl" / "node" / "fencing.py"

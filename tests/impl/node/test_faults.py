@@ -188,6 +188,7 @@ def test_outside_a_broker_process_nothing_is_refused(tmp_path: Path, responder: 
     conn.close()
 
 
+@pytest.mark.integration
 def test_expire_session_ends_a_live_clients_session(zookeeper: EmbeddedZooKeeper,
                                                      tmp_path: Path) -> None:
     """The published credentials let a second client close the session: the victim's

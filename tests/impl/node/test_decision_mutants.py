@@ -1,4 +1,4 @@
-"""Rule tests written from the survivors of `bench/mutation.py` (issue 21): each pins a
+"""Rule tests written from the survivors of `bench/mutation.py`: each pins a
 boundary or a branch of a decision function that a one-token change broke without any test
 noticing (docs/benchmarks.md, "Mutation testing", lists the survivors and why)."""
 
@@ -213,7 +213,7 @@ def test_a_kip101_round_takes_the_leaders_end_offset_as_is_where_kip320_looks_up
     assert [(r.offset, r.leader_epoch) for r in logs[1].records] == [(0, 0)]
 
 
-# -- authorization: a body names only the identity its connection authenticated as (issue 22) ---
+# -- authorization: a body names only the identity its connection authenticated as --------------
 BROKER0, BROKER1, ALICE = (Principal(n) for n in ("broker-0", "broker-1", "alice"))
 CLAIMS = [(ApiKey.LEADER_AND_ISR, "controller_id"), (ApiKey.CONTROLLED_SHUTDOWN, "broker_id"),
           (ApiKey.FETCH, "replica_id"), (ApiKey.OFFSETS_FOR_LEADER_EPOCH, "replica_id"),

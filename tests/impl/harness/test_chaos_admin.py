@@ -71,6 +71,7 @@ def test_a_value_twice_in_the_recreated_topic_is_a_duplicate() -> None:
 # -- a real run ----------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_admin_operations_under_faults_lose_nothing_and_conform(
         tmp_path: Path, zk_chroot: str) -> None:

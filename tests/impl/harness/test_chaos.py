@@ -331,6 +331,7 @@ def restarts_and_partitions(tmp_path_factory: pytest.TempPathFactory,
     return _run(tmp_path_factory.mktemp("chaos"), zookeeper.hosts + root, 5, 12, spark=spark)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_restarts_and_partitions_lose_nothing(restarts_and_partitions: Any) -> None:
     report = restarts_and_partitions
@@ -345,10 +346,12 @@ def _conforms(report: Any) -> None:
     assert report.exit_code == 0
 
 
+@pytest.mark.integration
 def test_restarts_and_partitions_traces_conform_to_the_model(restarts_and_partitions: Any) -> None:
     _conforms(restarts_and_partitions)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_session_expiry_partition_and_controller_kill_lose_nothing_and_conform(
         tmp_path: Path, zk_chroot: str, spark: Any) -> None:
@@ -361,6 +364,7 @@ def test_session_expiry_partition_and_controller_kill_lose_nothing_and_conform(
     _conforms(report)
 
 
+@pytest.mark.integration
 @pytest.mark.slow  # the default suite keeps to about six minutes
 def test_acks_1_loses_acknowledged_writes_and_the_report_names_why(
         tmp_path: Path, zk_chroot: str) -> None:
@@ -374,6 +378,7 @@ def test_acks_1_loses_acknowledged_writes_and_the_report_names_why(
                             f"killed (fault 1 isolate-leader)") for c in v.causes), v.causes
 
 
+@pytest.mark.integration
 @pytest.mark.slow  # the default suite keeps to about six minutes
 def test_an_isolated_leader_cannot_acknowledge_acks_all_writes_alone(
         tmp_path: Path, zk_chroot: str) -> None:
@@ -387,6 +392,7 @@ def test_an_isolated_leader_cannot_acknowledge_acks_all_writes_alone(
     assert report.verdict.passed, report.verdict.findings
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_unclean_election_loses_acknowledged_writes_and_the_report_names_why(
         tmp_path: Path, zk_chroot: str) -> None:
@@ -397,6 +403,7 @@ def test_unclean_election_loses_acknowledged_writes_and_the_report_names_why(
     assert any(c.startswith("unclean election of broker") for c in v.causes), v.causes
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     import subprocess
@@ -404,7 +411,7 @@ def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "chaos", "--seed", "5", "--duration",
                            "8", "--out", str(out), "--json"], capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parents[2])
+                          timeout=600, cwd=Path(__file__).resolve().parents[3])
     report = json.loads(proc.stdout)
     assert "schedule (" in proc.stderr and "fault 1/" in proc.stderr
     assert report["schedule"] and report["verdict"]["lost"] == 0

@@ -24,7 +24,7 @@ from impl.harness.cluster import BrokerCommand, BrokerCommandError, LocalCluster
 from impl.harness.recordings import record
 from impl.node.config import BrokerConfig
 
-STAND_IN = Path(__file__).resolve().parents[2] / "ports" / "python" / "stand_in_broker.py"
+STAND_IN = Path(__file__).resolve().parents[3] / "ports" / "python" / "stand_in_broker.py"
 TEMPLATE = (f"{sys.executable} {STAND_IN} {{id}} {{port}} {{zookeeper}} {{data_dir}} "
             "--config {config_json}")
 
@@ -77,6 +77,7 @@ def test_a_bad_template_is_refused_before_anything_starts(template: str, message
         BrokerCommand(template)
 
 
+@pytest.mark.integration
 def test_a_cluster_refuses_a_broker_cmd_for_a_broker_it_does_not_have(tmp_path: Path) -> None:
     with pytest.raises(BrokerCommandError, match=r"names broker\(s\) \[3\]"):
         LocalCluster(tmp_path, brokers=3, broker_cmd=BrokerCommand.parse("b {id}", "0,3"))
@@ -99,6 +100,7 @@ def test_bad_broker_cmd_input_is_one_line_and_exit_2(argv: list[str], message: s
     assert len(err) == 1 and message in err[0], err
 
 
+@pytest.mark.integration  # the chaos run starts its ZooKeeper before it finds no broker command
 def test_a_command_that_does_not_exist_is_one_line_and_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["chaos", "--seed", "1", "--duration", "5", "--out", str(tmp_path / "run"),
@@ -110,6 +112,7 @@ def test_a_command_that_does_not_exist_is_one_line_and_exit_2(
 
 # -- the stand-in: the Python broker started as a port ---------------------------------------------
 
+@pytest.mark.integration
 def test_the_stand_in_brokers_join_a_cluster_and_cluster_json_records_their_command(
         tmp_path: Path, zk_chroot: str) -> None:
     """Broker 1 through the template, 0 and 2 Python; ``config.json`` holds every setting."""
@@ -135,11 +138,12 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_chaos_run_of_stand_in_brokers_loses_nothing_and_conforms(
         tmp_path: Path, zk_chroot: str, spark: Any) -> None:
     """Seed 1, every broker started through ``--broker-cmd``: the same verdict and the same
-    conformance as the Python brokers' run of the same seed (tests/impl/test_chaos.py)."""
+    conformance as the Python brokers' run of the same seed (tests/impl/harness/test_chaos.py)."""
     report = ChaosRun(1, 20, data_dir=tmp_path / "run", zookeeper=zk_chroot, spark=spark,
                       broker_cmd=BrokerCommand.parse(TEMPLATE),
                       log=lambda m: print(m, flush=True)).run()

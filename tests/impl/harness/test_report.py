@@ -22,7 +22,7 @@ from model.config import named
 from model.registry import ACTIONS
 from properties.checkers.bfs import SearchOptions, check
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NONCONFORMING = ROOT / "traces" / "data" / "nonconforming"
 
 

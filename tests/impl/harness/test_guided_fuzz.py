@@ -35,7 +35,7 @@ from model.config import named
 from model.registry import apply
 from model.state import initial
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _comb(width: int, depth: int):  # noqa: ANN202 - a stub state graph: ints for states
@@ -113,6 +113,7 @@ def test_the_same_seed_chooses_the_same_schedule_and_another_seed_another() -> N
     assert _schedule(7) != _schedule(8)
 
 
+@pytest.mark.integration
 def test_the_schedule_does_not_depend_on_the_process_hash_seed() -> None:
     code = ("from impl.harness.drive.guided import Steering, walk; from model.config import named; "
             "from model.state import initial; cfg = named('kip320', brokers=2); s = initial(cfg); "

@@ -1,4 +1,4 @@
-"""What model-guided fuzzing found (docs/drive.md, "What it found"), each kept as the
+"""What model-guided fuzzing found (docs/journal/drive-findings.md), each kept as the
 schedule that found it and driven against real brokers: it diverged before the fix and
 follows the model since.  The saved schedules (``drive_findings/*.json``) are those
 ``epochal drive --generate guided --seed 1`` wrote, as ``epochal drive --path`` reads them."""
@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from impl.harness.drive import Driver, DriveReport, from_json
+
+pytestmark = pytest.mark.integration
 
 FOUND = Path(__file__).parent / "drive_findings"
 

@@ -16,7 +16,7 @@ import pytest
 from impl.harness.cli.main import main
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (apt-get install chromium)")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (apt-get install chromium)")]
 
 ARROW_BLUE = (11, 98, 196)  # --accent in impl/harness/report/page.py
 BAD_RED = (198, 40, 40)  # --bad

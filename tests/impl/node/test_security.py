@@ -1,4 +1,4 @@
-"""Nobody but the cluster can change the cluster (issue 22), on real processes.
+"""Nobody but the cluster can change the cluster, on real processes.
 
 Each test replays one of the issue's attacks from this process -- a forged follower fetch,
 a forged StopReplica(delete), LeaderAndISR and UpdateMetadata carrying the real controller's

@@ -14,7 +14,7 @@ import pytest
 
 from conformance.spark.report import Outcome, exit_code, render, scenario_names
 
-RECORDED = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded"
+RECORDED = Path(__file__).resolve().parents[3] / "traces" / "data" / "recorded"
 
 
 def _verdict(run: str, status: str, reason: str | None = None) -> dict[str, Any]:
@@ -63,6 +63,7 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.mark.integration
 def test_a_judge_that_cannot_decide_is_inconclusive_and_json_matches_summary(spark, tmp_path, capsys):
     """Every group's judge raises (``json:loads`` is no judge): nothing is shown to conform or
     not, so the exit code is 3; --json names each group's scenario and carries summary.json's

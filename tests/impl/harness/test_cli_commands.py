@@ -187,6 +187,7 @@ def _recorded(data_dir: Path) -> list[str]:
     return [p.name for p in data_dir.rglob("*.jsonl")]
 
 
+@pytest.mark.integration
 def test_resuming_a_broker_that_is_not_paused_says_so_and_records_nothing(fake_cluster, capsys):
     data_dir, proc = fake_cluster
     assert main(["broker", "resume", "2", "--bootstrap", "127.0.0.1:19092"]) == 2
@@ -195,6 +196,7 @@ def test_resuming_a_broker_that_is_not_paused_says_so_and_records_nothing(fake_c
     assert _recorded(data_dir) == []
 
 
+@pytest.mark.integration
 def test_broker_commands_find_the_cluster_from_bootstrap(fake_cluster, capsys):
     data_dir, proc = fake_cluster
     os.kill(proc.pid, signal.SIGSTOP)
@@ -208,6 +210,7 @@ def test_broker_commands_find_the_cluster_from_bootstrap(fake_cluster, capsys):
     assert "already running" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_old_flag_spellings_still_parse_and_are_hidden():
     from impl.harness.cli.main import build_parser
 

@@ -111,6 +111,7 @@ def _failed(report: DriveReport) -> list[str]:
     return [e for e in step.events if e.startswith("isr_update_failed by broker")]
 
 
+@pytest.mark.integration
 def test_a_leader_behind_zookeeper_fails_its_isr_write_and_steps_down_on_real_brokers(tmp_path: Path) -> None:
     report = _drive(TWO_BROKERS, tmp_path)
     assert len(_failed(report)) == 1 and "'expected_zk_version': 0" in _failed(report)[0]
@@ -119,6 +120,7 @@ def test_a_leader_behind_zookeeper_fails_its_isr_write_and_steps_down_on_real_br
     assert last["leader"] == 0 and last["isr"] == [0]
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_leader_with_no_change_to_propose_fails_the_harness_only_write_and_steps_down(tmp_path: Path) -> None:
     report = _drive(NO_CHANGE, tmp_path)
@@ -126,6 +128,7 @@ def test_a_leader_with_no_change_to_propose_fails_the_harness_only_write_and_ste
     assert report.steps[-1].operation.startswith("permit(") and report.steps[-1].zookeeper["isr"] == [0]
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_a_leader_that_stepped_down_refuses_the_failovers_leader_and_isr_of_its_old_epoch(tmp_path: Path) -> None:
     report = _drive(AFTER_A_FAILOVER, tmp_path)

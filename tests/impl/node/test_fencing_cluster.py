@@ -1,4 +1,4 @@
-"""Fencing without gaps, on real processes (issue 22; the topic-id fetch fence of issue 20).
+"""Fencing without gaps, on real processes (and the topic-id fetch fence, for a re-created topic).
 
 Each test sends a broker what a stale or malformed sender would, and shows that it changes
 nothing: a replica fetch for another incarnation of the topic, a LeaderAndISR repeating the
