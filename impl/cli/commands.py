@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from impl.cli.errors import UsageError
+from impl.cli.kafka import add_engine_args, run_kafka_cluster
 from impl.cli.output import add_json_flag, print_json, wants_json
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -143,6 +144,7 @@ def register(sub: Any) -> None:
     start.add_argument("--tls", action="store_true",
                        help="also TLS on every connection, with a cluster CA made in the data dir "
                             "(docs/security.md)")
+    add_engine_args(start)
     add_json_flag(start, "the cluster's endpoints, once it is ready")
     start.set_defaults(func=_friendly(cmd_cluster_start))
 
@@ -285,6 +287,8 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
     if busy:
         raise UsageError(f"port(s) {', '.join(map(str, busy))} already in use "
                          "(use --port-base / --zk-port)")
+    if args.engine == "kafka":
+        return run_kafka_cluster(args)
     t0 = time.monotonic()
     cluster = LocalCluster(
         data_dir, brokers=args.brokers, zookeeper=args.zookeeper,

@@ -31,6 +31,7 @@ SUBCOMMAND_MODULES = [
     "impl.cli.package_job",  # epochal package-job
     "impl.cli.vectors",  # epochal vectors
     "impl.cli.commands",  # epochal cluster|topics|quotas|produce|consume|broker
+    "impl.cli.kafka",  # epochal kafka fetch (and cluster start --engine kafka)
 ]
 
 
