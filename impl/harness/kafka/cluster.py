@@ -33,7 +33,12 @@ from kazoo.exceptions import NoNodeError
 from impl.harness.cluster import wait_stopped
 from impl.harness.kafka import config
 from impl.harness.kafka.fetch import DEFAULT_VERSION, KafkaJars, fetch
-from impl.harness.kafka.wire import NOT_CONTROLLER, KafkaRequestError, create_topic
+from impl.harness.kafka.wire import (
+    INVALID_REPLICATION_FACTOR,
+    NOT_CONTROLLER,
+    KafkaRequestError,
+    create_topic,
+)
 from impl.node.auth.credentials import ClusterSecret
 from impl.node.auth.zookeeper import ZK_USER
 from impl.node.zk import EmbeddedZooKeeper, connect, free_port
@@ -327,9 +332,12 @@ class KafkaCluster:
                 create_topic(self.brokers[ctrl.broker].settings.host,
                              self.brokers[ctrl.broker].settings.port, topic, partitions, rf)
             except KafkaRequestError as exc:
-                if exc.code != NOT_CONTROLLER:
-                    raise
-                return False
+                # the controller moved, or its metadata does not list every registered
+                # broker yet (it learns of them a moment after ZooKeeper does)
+                if exc.code == NOT_CONTROLLER or \
+                        (exc.code == INVALID_REPLICATION_FACTOR and rf <= len(self.registered())):
+                    return False
+                raise
             except OSError:
                 return False
             return True
