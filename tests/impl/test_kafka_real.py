@@ -6,6 +6,7 @@ Fetches the jars with Maven (once; cached), so it is slow and needs Maven Centra
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
@@ -81,3 +82,40 @@ def test_leader_and_controller_failover(kafka: KafkaCluster) -> None:
     back = kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) and before.leader in s.isr and s,
                             FAILOVER_S, f"broker {before.leader} back in the ISR")
     assert back.leader_epoch >= after.leader_epoch
+
+
+def isr_update_threads(cluster: KafkaCluster, broker: int) -> list[str]:
+    """The threads on which the broker's partition.log says it updated the topic's ISR."""
+    log = cluster.brokers[broker].settings.log4j_dir / "partition.log"
+    line = re.compile(rf"^\S+ \S+ INFO \[(.+?)\] \[Partition {TOPIC}-0 broker={broker}\] ISR updated to ")
+    return [m.group(1) for m in map(line.match, log.read_text().splitlines()) if m]
+
+
+def test_pause_resume_and_controlled_shutdown(kafka: KafkaCluster) -> None:
+    before = kafka.create_topic(TOPIC, partitions=1, replication_factor=3)[0]
+    follower = min({1, 2, 3} - {before.leader})
+
+    # SIGSTOP a follower: its session ends and it leaves the ISR; SIGCONT: it comes back
+    kafka.pause(follower)
+    kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) and follower not in s.isr,
+                     FAILOVER_S, f"broker {follower} out of the ISR")
+    kafka.resume(follower)
+    back = kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) and follower in s.isr and s,
+                            FAILOVER_S, f"broker {follower} back in the ISR")
+    assert back.leader == before.leader
+    # who wrote the expanded ISR is what the profiles differ in: the leader itself, to
+    # ZooKeeper (below 2.7-IV2), or the controller, on the leader's AlterPartition
+    threads = isr_update_threads(kafka, back.leader)
+    assert threads
+    by_alter_partition = "alter-partition" in threads[-1]
+    assert by_alter_partition != kafka.profile.leader_writes_isr, threads
+
+    # SIGTERM the leader: Kafka's controlled shutdown moves leadership before it exits
+    assert kafka.stop_broker(before.leader) == 143  # the JVM's exit on SIGTERM (128 + 15)
+    moved = kafka.partition_state(TOPIC)
+    assert moved is not None and moved.leader in {1, 2, 3} - {before.leader}
+    assert moved.leader_epoch > back.leader_epoch
+    server_log = kafka.brokers[before.leader].settings.log4j_dir / "server.log"
+    assert "Controlled shutdown request returned successfully" in server_log.read_text()
+    assert [e["fault"] for e in map(json.loads, (kafka.data_dir / "faults.jsonl").read_text().splitlines())] \
+        == ["pause", "resume", "stop"]
