@@ -255,8 +255,10 @@ class EmbeddedZooKeeper:
     """A real standalone ZooKeeper (``ZooKeeperServerMain``) from the PySpark wheel's jars."""
 
     def __init__(self, port: int | None = None, data_dir: str | os.PathLike[str] | None = None,
-                 tick_time_ms: int = 200, host: str = "127.0.0.1") -> None:
+                 tick_time_ms: int = 200, host: str = "127.0.0.1",
+                 jvm_options: tuple[str, ...] = ()) -> None:
         self.host = host
+        self.jvm_options = jvm_options  # e.g. SASL sign-in for real Kafka (impl.harness.kafka)
         self.port = port or free_port()
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="epochal-zk-"))
@@ -292,7 +294,7 @@ class EmbeddedZooKeeper:
             "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.4lw.commands.whitelist=srvr,ruok,stat,mntr",
             f"-Dlog4j2.configurationFile={log_cfg}", "-Dlog4j.configurationFile=" + str(log_cfg),
-            "-cp", str(pyspark_jars() / "*"),
+            *self.jvm_options, "-cp", str(pyspark_jars() / "*"),
             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
         ]
         self.log_path = files.out

@@ -21,6 +21,7 @@ from typing import Any
 from impl.harness.cli import client_config
 from impl.harness.cli.cluster_access import DEFAULT_DATA_DIR, friendly, leave_pointers
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.kafka import add_engine_args, run_kafka_cluster
 from impl.harness.cli.output import add_json_flag, print_json, wants_json
 
 
@@ -50,6 +51,7 @@ def register(sub: Any) -> None:
     p.add_argument("--tls", action="store_true",
                    help="also TLS on every connection, with a cluster CA made in the data dir "
                         "(docs/security.md)")
+    add_engine_args(p)
     add_json_flag(p, "the cluster's endpoints, once it is ready")
     p.set_defaults(func=friendly(start))
 
@@ -58,6 +60,8 @@ def start(args: argparse.Namespace) -> int:
     from impl.harness.cluster import LocalCluster
 
     _refuse_to_start(args)
+    if args.engine == "kafka":
+        return run_kafka_cluster(args)
     t0 = time.monotonic()
     cluster = LocalCluster(
         Path(args.data_dir), brokers=args.brokers, zookeeper=args.zookeeper,

@@ -41,6 +41,7 @@ SUBCOMMAND_MODULES = [
     "impl.harness.cli.package_job",  # epochal package-job
     "impl.harness.cli.vectors",  # epochal vectors
     *CLUSTER_COMMAND_MODULES,
+    "impl.harness.cli.kafka",  # epochal kafka fetch (and cluster start --engine kafka)
 ]
 
 

@@ -1,0 +1,20 @@
+"""Real Apache Kafka (3.9.x, ZooKeeper mode) as an engine of the harness.
+
+* :mod:`.fetch` -- the broker's jars, resolved once with Maven from ``pom.xml`` and cached
+  outside the repository (``epochal kafka fetch``).
+* :mod:`.config` -- what a broker is started with: server.properties (the two profiles,
+  short timeouts), log4j.properties (the logs a trace adapter reads), JAAS (ZooKeeper ACLs).
+* :mod:`.cluster` -- :class:`KafkaCluster`: N ``kafka.Kafka`` JVMs on the embedded
+  ZooKeeper, their faults (kill -9, SIGSTOP/SIGCONT, SIGTERM, restart), and who is
+  controller and leader, read from ZooKeeper.
+* :mod:`.wire` -- CreateTopics in Kafka's own wire format, the one request the harness sends.
+
+docs/kafka.md says how to run it and what it costs.
+"""
+
+from impl.harness.kafka.cluster import Controller, KafkaBroker, KafkaCluster, PartitionState
+from impl.harness.kafka.config import DEFAULT_PROFILE, PROFILES, KafkaProfile
+from impl.harness.kafka.fetch import DEFAULT_VERSION, KafkaFetchError, KafkaJars, fetch
+
+__all__ = ["DEFAULT_PROFILE", "DEFAULT_VERSION", "PROFILES", "Controller", "KafkaBroker",
+           "KafkaCluster", "KafkaFetchError", "KafkaJars", "KafkaProfile", "PartitionState", "fetch"]
