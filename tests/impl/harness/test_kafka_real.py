@@ -112,8 +112,9 @@ def test_pause_resume_and_controlled_shutdown(kafka: KafkaCluster) -> None:
 
     # SIGTERM the leader: Kafka's controlled shutdown moves leadership before it exits
     assert kafka.stop_broker(before.leader) == 143  # the JVM's exit on SIGTERM (128 + 15)
-    moved = kafka.partition_state(TOPIC)
-    assert moved is not None and moved.leader in {1, 2, 3} - {before.leader}
+    moved = kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) and s.leader != before.leader and s,
+                             FAILOVER_S, "leadership moved off the stopped broker")
+    assert moved.leader in {1, 2, 3} - {before.leader}
     assert moved.leader_epoch > back.leader_epoch
     server_log = kafka.brokers[before.leader].settings.log4j_dir / "server.log"
     assert "Controlled shutdown request returned successfully" in server_log.read_text()
