@@ -45,26 +45,26 @@ def test_a_fetch_sent_to_the_deleted_incarnation_is_refused_by_the_recreated_lea
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, [0, 1], 0))
     r.append(b"new")
-    assert fetch_refusal(r, r.leo, 1, DELETED_ID) == (ErrorCode.INCONSISTENT_TOPIC_ID, {})
-    assert fetch_refusal(r, r.leo, 1, TOPIC_ID) is None
+    assert fetch_refusal(r, r.leo, 1, DELETED_ID, follower=0) == (ErrorCode.INCONSISTENT_TOPIC_ID, {})
+    assert fetch_refusal(r, r.leo, 1, TOPIC_ID, follower=0) is None
 
 
 def test_a_fetch_without_a_topic_id_or_to_a_leader_without_one_is_not_checked(tmp_path: Path) -> None:
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, [0, 1], 0))
-    assert fetch_refusal(r, 0, 1, 0) is None  # an older follower: no id sent
+    assert fetch_refusal(r, 0, 1, 0, follower=0) is None  # an older follower: no id sent
     old = _replica(tmp_path / "old", topic_id=None)
     old.become_leader(_state(1, 1, [0, 1], 0))
-    assert fetch_refusal(old, 0, 1, TOPIC_ID) is None  # a log from before ids
+    assert fetch_refusal(old, 0, 1, TOPIC_ID, follower=0) is None  # a log from before ids
 
 
 def test_the_topic_id_is_checked_before_the_epoch_and_after_the_role(tmp_path: Path) -> None:
     r = _replica(tmp_path)
-    assert fetch_refusal(r, 0, 0, DELETED_ID) == (ErrorCode.NOT_LEADER, {"leader": -1})
+    assert fetch_refusal(r, 0, 0, DELETED_ID, follower=0) == (ErrorCode.NOT_LEADER, {"leader": -1})
     r.become_leader(_state(1, 3, [0, 1], 0))
-    assert fetch_refusal(r, 0, 2, DELETED_ID)[0] == ErrorCode.INCONSISTENT_TOPIC_ID  # type: ignore[index]
-    assert fetch_refusal(r, 0, 2, TOPIC_ID)[0] == ErrorCode.FENCED_LEADER_EPOCH  # type: ignore[index]
-    assert fetch_refusal(r, 5, 3, TOPIC_ID)[0] == ErrorCode.OFFSET_OUT_OF_RANGE  # type: ignore[index]
+    assert fetch_refusal(r, 0, 2, DELETED_ID, follower=0)[0] == ErrorCode.INCONSISTENT_TOPIC_ID  # type: ignore[index]
+    assert fetch_refusal(r, 0, 2, TOPIC_ID, follower=0)[0] == ErrorCode.FENCED_LEADER_EPOCH  # type: ignore[index]
+    assert fetch_refusal(r, 5, 3, TOPIC_ID, follower=0)[0] == ErrorCode.OFFSET_OUT_OF_RANGE  # type: ignore[index]
 
 
 def test_an_epoch_lookup_for_another_incarnation_is_refused(tmp_path: Path) -> None:
