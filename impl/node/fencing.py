@@ -22,6 +22,18 @@ disks, so each can be tested on its own:
   follower names (KIP-516, :mod:`impl.node.topic_identity`).  A re-created topic's epochs
   start again, so only the topic id tells a fetch sent before the deletion from one of the
   new incarnation; counting the older fetch's offset would commit a record nobody holds.
+  A fetch is served only to a replica in the partition's assignment (AR): the sender's
+  ``replica_id`` is its authenticated principal (:mod:`impl.node.auth.rules`), so a broker
+  outside the AR cannot read past the HW or take part in the ISR.
+* **The controller's identity** (:func:`controller_claim`, :func:`zookeeper_claim_refusal`):
+  the authentication rule lets broker N send control requests naming ``controller_id`` = N,
+  which any broker can do.  A broker obeys them only from the controller ZooKeeper names at
+  that controller epoch.  The confirmed (controller id, epoch) is cached, so the normal path
+  reads nothing; a claim the cache cannot settle -- a new epoch after a failover, or one an
+  impostor made up -- is checked against ZooKeeper before anything changes, so a made-up
+  epoch far above the real one moves no broker's epoch and locks no controller out.  The
+  model trusts every sender (it fences stale epochs only); this is the implementation's
+  authentication-level rule (docs/security.md).
 """
 
 from __future__ import annotations
@@ -73,6 +85,70 @@ def control_refusal(header: ControlHeader, known_controller_epoch: int,
     return None
 
 
+# -- the controller's identity (docs/security.md) ---------------------------------------------
+@dataclass(frozen=True)
+class ControllerTerm:
+    """A controller and the epoch it was elected in, as ZooKeeper showed them together."""
+
+    controller_id: int
+    controller_epoch: int
+
+
+def controller_term(holder: int | None, controller_czxid: int, epoch_raw: bytes,
+                    epoch_mzxid: int) -> ControllerTerm | None:
+    """The term ZooKeeper names, from ``/controller`` (its holder and czxid) and
+    ``/controller_epoch`` (its data and mzxid), or None if they do not name one.
+
+    An election creates ``/controller`` and writes ``/controller_epoch`` in one transaction,
+    so the two carry one zxid: the pair is a term only if ``/controller``'s czxid is
+    ``/controller_epoch``'s mzxid.  Reads that straddle an election, an abnormal holder, or a
+    corrupt epoch name none."""
+    try:
+        epoch = int(epoch_raw.decode())
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if holder is None or controller_czxid != epoch_mzxid:
+        return None
+    return ControllerTerm(holder, epoch)
+
+
+class Claim(enum.Enum):
+    """What a control request's (controller id, epoch) is, against the confirmed term."""
+
+    CONFIRMED = "confirmed"  # the cached term: obey (after the other fencing rules)
+    NOT_CONTROLLER = "not_controller"  # the cached term's epoch, another broker: refuse
+    CHECK = "check"  # the cache cannot tell: ask ZooKeeper before anything changes
+
+
+def controller_claim(header: ControlHeader, confirmed: ControllerTerm | None) -> Claim:
+    """Seed 002 gives each epoch one controller, so the confirmed term settles every claim
+    of its own epoch; any other claim (a newer epoch, or no term confirmed yet) is read
+    against ZooKeeper.  An older epoch never gets here: :func:`control_refusal` refuses it."""
+    if confirmed is None or header.controller_epoch != confirmed.controller_epoch:
+        return Claim.CHECK
+    if header.controller_id == confirmed.controller_id:
+        return Claim.CONFIRMED
+    return Claim.NOT_CONTROLLER
+
+
+def zookeeper_claim_refusal(header: ControlHeader,
+                            term: ControllerTerm | None) -> tuple[str, ErrorCode] | None:
+    """Why a claim ZooKeeper was asked about is refused, or None (the term confirms it).
+
+    * ZooKeeper is at a later epoch: the sender was deposed (``STALE_CONTROLLER_EPOCH``, which
+      makes an honest former controller check its own term);
+    * no term readable (no controller now, or an election in progress): the claim cannot be
+      confirmed, and an honest sender is deposed or about to be (``STALE_CONTROLLER_EPOCH``);
+    * an epoch ZooKeeper has not reached, or its epoch with another broker: the sender is
+      not the controller it names (``CLUSTER_AUTHORIZATION_FAILED``, as the authentication
+      rule answers a body naming an identity its sender does not hold)."""
+    if term is None or header.controller_epoch < term.controller_epoch:
+        return "stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH
+    if header.controller_epoch > term.controller_epoch or header.controller_id != term.controller_id:
+        return "not_controller", ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
 # -- LeaderAndISR (seed 000 C) ------------------------------------------------------------------
 class Verdict(enum.Enum):
     """What a broker does with one LeaderAndISR entry for a replica it holds."""
@@ -116,11 +192,14 @@ def topic_ids_differ(requested: int, held: int | None) -> bool:
     return requested != UNKNOWN and held not in (None, UNKNOWN) and requested != held
 
 
-def fetch_refusal(r: Replica | None, offset: int, fetch_epoch: int,
-                  topic_id: int) -> tuple[ErrorCode, dict[str, Any]] | None:
-    """Why the leader must not serve (nor count) a replica fetch, or None.
+def fetch_refusal(r: Replica | None, offset: int, fetch_epoch: int, topic_id: int, *,
+                  follower: int) -> tuple[ErrorCode, dict[str, Any]] | None:
+    """Why the leader must not serve (nor count) a replica fetch from ``follower``, or None.
 
-    In order: no such replica; not the leader (naming the leader it knows); another
+    In order: no such replica; not the leader (naming the leader it knows); a follower not
+    in the partition's assignment (Kafka's NOT_LEADER_OR_FOLLOWER: a reassigned-in replica
+    whose LeaderAndISR reached it before the leader's waits for the controller, as for any
+    refused partition); another
     incarnation of the topic (KIP-516: the fetch was sent to the deleted incarnation's
     leader, whose epochs the new one repeats); another leader epoch (KIP-320, ``-1``: not
     fenced, the ``hw`` rule); an offset outside the log."""
@@ -128,6 +207,8 @@ def fetch_refusal(r: Replica | None, offset: int, fetch_epoch: int,
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, {}
     if r.role != LEADER:
         return ErrorCode.NOT_LEADER, {"leader": r.leader}
+    if follower not in r.replicas:
+        return ErrorCode.NOT_LEADER, {"leader": r.leader, "replicas": list(r.replicas)}
     if topic_ids_differ(topic_id, r.log.topic_id):
         return ErrorCode.INCONSISTENT_TOPIC_ID, {}
     if fetch_epoch >= 0 and fetch_epoch != r.leader_epoch:

@@ -6,10 +6,14 @@ forwarding broker in a forwarded one.  The rule is the same for all of them: **a
 name only the identity its connection authenticated as.**
 
 * ``LEADER_AND_ISR``, ``STOP_REPLICA``, ``UPDATE_METADATA`` -- only from ``broker-N`` with
-  ``controller_id`` = N: the controller runs inside broker N and signs in as it.
+  ``controller_id`` = N: the controller runs inside broker N and signs in as it.  Every
+  broker may name itself, so the broker then obeys the request only if ZooKeeper names N
+  the controller at the request's epoch (:func:`impl.node.fencing.controller_claim`, which
+  needs the broker's state and ZooKeeper, so it is not a rule of this pure module).
 * a replica fetch (``FETCH`` with ``partitions`` or ``replica_id`` >= 0) and a follower's
   ``OFFSETS_FOR_LEADER_EPOCH`` -- only from ``broker-F`` with ``replica_id`` = F: only the
-  follower's own fetch moves the leader's view of its LEO, and so the HW.
+  follower's own fetch moves the leader's view of its LEO, and so the HW.  The leader then
+  serves it only for partitions whose assignment holds F (:func:`impl.node.fencing.fetch_refusal`).
 * ``CONTROLLED_SHUTDOWN`` -- only from ``broker-B`` with ``broker_id`` = B.
 * an admin request with ``forwarded_by`` = N (or ``principal``, ``forward_id``,
   ``original_version``) -- only from ``broker-N``: only a broker relays a client's principal.

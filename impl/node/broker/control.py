@@ -21,8 +21,10 @@ keeps the cluster metadata UpdateMetadata brings (seed 004).
   checked: a request from an older controller epoch is refused (seed 002: a deposed
   controller must not be obeyed), and one computed before this broker's current
   registration is refused by broker epoch (seed 003: the request was meant for an earlier
-  incarnation; the field is mandatory).  Only then is a newer controller epoch taken: a
-  malformed request raises nothing.  A control request also waits until the
+  incarnation; the field is mandatory).  A request from a broker ZooKeeper does not name
+  as the controller of its epoch is refused (``CLUSTER_AUTHORIZATION_FAILED``; docs/security.md:
+  any broker's principal may name itself controller, only one is).  Only then is a newer
+  controller epoch taken: a malformed request, or a made-up epoch, raises nothing.  A control request also waits until the
   startup recovery (seed 000 E) is applied, so it cannot be recorded before the
   ``broker_restart`` it depends on.
 * **The HW checkpoint thread** startReplica starts is one task for all replicas.
@@ -32,11 +34,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, NoReturn
 
+from kazoo.exceptions import NoNodeError
+
+from impl.node import zk as zkl
 from impl.node.broker.core import RequestError
 from impl.node.broker.replication_follower import ReplicationFollower
-from impl.node.fencing import ControlHeader, Verdict, control_refusal, leader_and_isr_verdict
+from impl.node.controller.failover import controller_holder
+from impl.node.fencing import (
+    Claim,
+    ControlHeader,
+    ControllerTerm,
+    Verdict,
+    control_refusal,
+    controller_claim,
+    controller_term,
+    leader_and_isr_verdict,
+    zookeeper_claim_refusal,
+)
 from impl.node.log import PartitionLog
 from impl.node.replica import PartitionState
 from impl.node.topic_identity import UNKNOWN, Incarnation, compare
@@ -67,19 +83,42 @@ def _stop_replica_item(item: Any) -> tuple[str, int, int]:
 class ControlRequests(ReplicationFollower):
     """Seed 000 C and the metadata cache: what a broker does with the controller's requests."""
 
-    def _fence_control(self, header: ControlHeader, kind: str,
-                       entries: list[PartitionState]) -> None:
+    async def _fence_control(self, header: ControlHeader, kind: str,
+                             entries: list[PartitionState]) -> None:
         """Refuse a control request (LeaderAndISR, StopReplica, UpdateMetadata) that a newer
-        decision has overtaken (:func:`impl.node.fencing.control_refusal`):
+        decision has overtaken, or that the controller did not send:
 
         * Seed 002: a request from an older controller epoch is refused.
         * Seed 003: the request carries the cluster-wide ``max_broker_epoch`` the controller
           had read (or, in the older KIP-380 format, this broker's ``broker_epoch``).  If our
           own registration is newer (e0 -> e1 -> e2: we re-registered after the controller
           read the brokers), the request was meant for an earlier incarnation of us.
+        * The sender must be the controller ZooKeeper names at the request's epoch
+          (:func:`impl.node.fencing.controller_claim`): settled by the cached term, or else
+          by one read of ZooKeeper before anything changes.  The authentication rule has
+          already made ``controller_id`` the sender's own broker id.
 
         Called only once the whole request has been read: nothing a request says is taken
         (:meth:`_adopt_controller_epoch`) before it is known to be well formed."""
+        self._refuse_if_stale(header, kind, entries)
+        claim = controller_claim(header, self.controller_term)
+        if claim is Claim.CONFIRMED:
+            return
+        if claim is Claim.NOT_CONTROLLER:
+            self._refuse_claim(header, kind, "not_controller", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        term = await self._zk(self._controller_term_in_zookeeper)
+        refusal = zookeeper_claim_refusal(header, term)
+        if refusal is not None:
+            self._refuse_claim(header, kind, *refusal)
+        assert term is not None  # a claim is confirmed only by a term
+        if self.controller_term is None or term.controller_epoch > self.controller_term.controller_epoch:
+            self.controller_term = term
+        self._refuse_if_stale(header, kind, entries)  # another request may have moved it meanwhile
+
+    def _refuse_if_stale(self, header: ControlHeader, kind: str,
+                         entries: list[PartitionState]) -> None:
+        """Seeds 002 and 003 (:func:`impl.node.fencing.control_refusal`), recorded as the model's
+        refusals."""
         refusal = control_refusal(header, self.controller_epoch, self.broker_epoch)
         if refusal is None:
             return
@@ -89,11 +128,39 @@ class ControlRequests(ReplicationFollower):
                 self.recorder.emit(events.reject_leader_and_isr(
                     topic=st.topic, partition=st.partition, reason=reason, leader_epoch=st.leader_epoch,
                     controller_epoch=header.controller_epoch))
+        self._reject(header, kind, reason)
+        raise RequestError(code, reason)
+
+    def _refuse_claim(self, header: ControlHeader, kind: str, reason: str, code: ErrorCode) -> NoReturn:
+        """A claim of controllership the cached term or ZooKeeper does not confirm.  Not a
+        step of the model (which trusts every sender): recorded as a rejected request and
+        logged, like the authentication rule's refusals, and nothing else is touched."""
+        self._reject(header, kind, reason)
+        self.security.log.log("request_refused", (
+            f"{kind} claiming controller {header.controller_id} at controller epoch "
+            f"{header.controller_epoch} refused ({code.name}): {reason} (confirmed: "
+            f"{self.controller_term})"))
+        raise RequestError(code, reason)
+
+    def _reject(self, header: ControlHeader, kind: str, reason: str) -> None:
         self.recorder.emit(events.request_rejected(informational={
             "api": kind, "reason": reason, "controller_epoch": header.controller_epoch,
             "known_controller_epoch": self.controller_epoch, "max_broker_epoch": header.broker_epoch,
             "broker_epoch": self.broker_epoch}))
-        raise RequestError(code, reason)
+
+    def _controller_term_in_zookeeper(self) -> ControllerTerm | None:
+        """The term ``/controller`` and ``/controller_epoch`` name now (blocking: call off the
+        loop).  Reads that straddle an election name none, so they are taken once more."""
+        for _ in range(2):
+            try:
+                raw, estat = self.zk.get(zkl.CONTROLLER_EPOCH)
+                data, cstat = self.zk.get(zkl.CONTROLLER)
+            except NoNodeError:
+                return None
+            term = controller_term(controller_holder(data), cstat.czxid, raw, estat.mzxid)
+            if term is not None:
+                return term
+        return None
 
     def _adopt_controller_epoch(self, header: ControlHeader) -> None:
         """Seed 002: a request from a newer controller epoch tells this broker a new controller
@@ -113,7 +180,7 @@ class ControlRequests(ReplicationFollower):
         leaders = {int(bid): (str(host), int(port))
                    for bid, (host, port) in dict(body.get("leaders", {})).items()}
         init = bool(body.get("init"))
-        self._fence_control(header, "leader_and_isr", entries)
+        await self._fence_control(header, "leader_and_isr", entries)
         self._adopt_controller_epoch(header)
         self.endpoints.update(leaders)
         results = []
@@ -184,7 +251,7 @@ class ControlRequests(ReplicationFollower):
         header = ControlHeader.from_wire(body)
         delete = bool(body.get("delete"))
         parts = [_stop_replica_item(item) for item in body["partitions"]]
-        self._fence_control(header, "stop_replica", [])
+        await self._fence_control(header, "stop_replica", [])
         self._adopt_controller_epoch(header)
         for topic, partition, topic_id in parts:
             self._stop_replica((topic, partition), delete, "stop_replica", topic_id)
@@ -197,7 +264,7 @@ class ControlRequests(ReplicationFollower):
         brokers = {str(int(b)): [str(host), int(port)]
                    for b, (host, port) in dict(body["brokers"]).items()}
         topics = _metadata_topics(body["topics"])
-        self._fence_control(header, "update_metadata", [])
+        await self._fence_control(header, "update_metadata", [])
         self._adopt_controller_epoch(header)
         if body.get("partial"):  # only some partitions changed: merge them into what we have
             merged = {t: dict(parts) for t, parts in self.metadata["topics"].items()}

@@ -10,6 +10,7 @@ Fields grouped by the section that writes them:
 
 * ``broker_epoch`` -- the czxid of ``/brokers/ids/N`` (seed 003), set at registration (E);
 * ``controller_epoch``, ``metadata``, ``endpoints`` -- from control requests (C, seed 002/004);
+* ``controller_term`` -- the (controller id, epoch) ZooKeeper last confirmed to C;
 * ``_fetchers`` and the fetch connections -- the ReplicaFetcherThreads (G, follower side);
 * ``_isr_changes`` and ``_isr_write_lock`` -- the leader's ISR writes (G, maybe_change_ISR).
 """
@@ -26,6 +27,7 @@ from impl.node.admin import AdminService
 from impl.node.auth.session import BrokerSecurity
 from impl.node.config import BrokerConfig
 from impl.node.controller import Controller
+from impl.node.fencing import ControllerTerm
 from impl.node.log import PartitionLog, Record
 from impl.node.replica import LEADER, Replica
 from impl.node.step_gate import StepGate
@@ -66,6 +68,7 @@ class BrokerCore:
         self.replicas: dict[tuple[str, int], Replica] = {}
         self.broker_epoch = -1
         self.controller_epoch = -1
+        self.controller_term: ControllerTerm | None = None  # impl.node.fencing.controller_claim
         self.endpoints: dict[int, tuple[str, int]] = {}
         self.metadata: dict[str, Any] = {"brokers": {}, "topics": {}, "controller_id": -1,
                                          "controller_epoch": -1}

@@ -100,7 +100,7 @@ class ReplicationLeader(BrokerCore):
             item: dict[str, Any] = {"topic": key[0], "partition": key[1], "offset": offset,
                                     "known_hw": int(q.get("hw", -1)), "fenced": fenced,
                                     "topic_id": int(q.get("topic_id", UNKNOWN)),
-                                    "changed": False}
+                                    "follower": follower, "changed": False}
             items.append(item)
             r = self.replicas.get(key)
             if self._fetch_error(r, item) is not None or r is None:
@@ -164,9 +164,9 @@ class ReplicationLeader(BrokerCore):
     def _fetch_error(r: Replica | None,
                      item: dict[str, Any]) -> tuple[ErrorCode, dict[str, Any]] | None:
         """Whether one partition of a replica fetch is refused (:func:`impl.node.fencing.fetch_refusal`:
-        not the leader, another incarnation of the topic, another leader epoch, an offset
-        outside the log)."""
-        return fetch_refusal(r, item["offset"], item["fenced"], item["topic_id"])
+        not the leader, a follower outside the assignment, another incarnation of the topic,
+        another leader epoch, an offset outside the log)."""
+        return fetch_refusal(r, item["offset"], item["fenced"], item["topic_id"], follower=item["follower"])
 
     async def _isr_checker(self) -> None:
         """maybe_change_ISR's shrink half, on a timer: take out one follower that lags

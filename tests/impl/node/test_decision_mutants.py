@@ -86,13 +86,13 @@ def test_a_shutdown_excludes_the_broker_itself_even_if_not_listed_as_shutting_do
 def test_a_fetch_in_epoch_zero_is_fenced_by_a_leader_in_epoch_one(tmp_path: Path) -> None:
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, 0))
-    assert fetch_refusal(r, 0, 0, 0) == (ErrorCode.FENCED_LEADER_EPOCH, {"leader_epoch": 1})
+    assert fetch_refusal(r, 0, 0, 0, follower=0) == (ErrorCode.FENCED_LEADER_EPOCH, {"leader_epoch": 1})
 
 
 def test_a_fetch_from_a_newer_epoch_is_unknown_to_the_leader(tmp_path: Path) -> None:
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, 0))
-    assert fetch_refusal(r, 0, 2, 0) == (ErrorCode.UNKNOWN_LEADER_EPOCH, {"leader_epoch": 1})
+    assert fetch_refusal(r, 0, 2, 0, follower=0) == (ErrorCode.UNKNOWN_LEADER_EPOCH, {"leader_epoch": 1})
     assert epoch_lookup_refusal(r, 2, 0) == ErrorCode.UNKNOWN_LEADER_EPOCH
     assert epoch_lookup_refusal(r, 0, 0) == ErrorCode.FENCED_LEADER_EPOCH
 
@@ -101,7 +101,7 @@ def test_a_fetch_past_the_log_end_names_the_leaders_leo_and_hw(tmp_path: Path) -
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, 0))
     r.append(b"a")
-    assert fetch_refusal(r, r.leo + 1, 1, 0) == (ErrorCode.OFFSET_OUT_OF_RANGE,
+    assert fetch_refusal(r, r.leo + 1, 1, 0, follower=0) == (ErrorCode.OFFSET_OUT_OF_RANGE,
                                                  {"leo": r.leo, "hw": r.hw})
 
 

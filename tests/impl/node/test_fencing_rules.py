@@ -11,12 +11,17 @@ import pytest
 from impl.node.controller.failover import controller_holder, next_controller_epoch
 from impl.node.controller.responses import response_actions
 from impl.node.fencing import (
+    Claim,
     ControlHeader,
+    ControllerTerm,
     Verdict,
     control_refusal,
+    controller_claim,
+    controller_term,
     epoch_lookup_refusal,
     fetch_refusal,
     leader_and_isr_verdict,
+    zookeeper_claim_refusal,
 )
 from impl.node.log import PartitionLog
 from impl.node.replica import PartitionState, Replica
@@ -45,26 +50,26 @@ def test_a_fetch_sent_to_the_deleted_incarnation_is_refused_by_the_recreated_lea
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, [0, 1], 0))
     r.append(b"new")
-    assert fetch_refusal(r, r.leo, 1, DELETED_ID) == (ErrorCode.INCONSISTENT_TOPIC_ID, {})
-    assert fetch_refusal(r, r.leo, 1, TOPIC_ID) is None
+    assert fetch_refusal(r, r.leo, 1, DELETED_ID, follower=0) == (ErrorCode.INCONSISTENT_TOPIC_ID, {})
+    assert fetch_refusal(r, r.leo, 1, TOPIC_ID, follower=0) is None
 
 
 def test_a_fetch_without_a_topic_id_or_to_a_leader_without_one_is_not_checked(tmp_path: Path) -> None:
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, [0, 1], 0))
-    assert fetch_refusal(r, 0, 1, 0) is None  # an older follower: no id sent
+    assert fetch_refusal(r, 0, 1, 0, follower=0) is None  # an older follower: no id sent
     old = _replica(tmp_path / "old", topic_id=None)
     old.become_leader(_state(1, 1, [0, 1], 0))
-    assert fetch_refusal(old, 0, 1, TOPIC_ID) is None  # a log from before ids
+    assert fetch_refusal(old, 0, 1, TOPIC_ID, follower=0) is None  # a log from before ids
 
 
 def test_the_topic_id_is_checked_before_the_epoch_and_after_the_role(tmp_path: Path) -> None:
     r = _replica(tmp_path)
-    assert fetch_refusal(r, 0, 0, DELETED_ID) == (ErrorCode.NOT_LEADER, {"leader": -1})
+    assert fetch_refusal(r, 0, 0, DELETED_ID, follower=0) == (ErrorCode.NOT_LEADER, {"leader": -1})
     r.become_leader(_state(1, 3, [0, 1], 0))
-    assert fetch_refusal(r, 0, 2, DELETED_ID)[0] == ErrorCode.INCONSISTENT_TOPIC_ID  # type: ignore[index]
-    assert fetch_refusal(r, 0, 2, TOPIC_ID)[0] == ErrorCode.FENCED_LEADER_EPOCH  # type: ignore[index]
-    assert fetch_refusal(r, 5, 3, TOPIC_ID)[0] == ErrorCode.OFFSET_OUT_OF_RANGE  # type: ignore[index]
+    assert fetch_refusal(r, 0, 2, DELETED_ID, follower=0)[0] == ErrorCode.INCONSISTENT_TOPIC_ID  # type: ignore[index]
+    assert fetch_refusal(r, 0, 2, TOPIC_ID, follower=0)[0] == ErrorCode.FENCED_LEADER_EPOCH  # type: ignore[index]
+    assert fetch_refusal(r, 5, 3, TOPIC_ID, follower=0)[0] == ErrorCode.OFFSET_OUT_OF_RANGE  # type: ignore[index]
 
 
 def test_an_epoch_lookup_for_another_incarnation_is_refused(tmp_path: Path) -> None:
@@ -135,6 +140,52 @@ def test_a_broker_epoch_of_minus_one_is_refused_like_any_older_one() -> None:
         assert control_refusal(ok, 3, own) is None
     stale = ControlHeader.from_wire({"controller_epoch": 2, "max_broker_epoch": own})
     assert control_refusal(stale, 3, own) == ("stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH)
+
+
+# -- control requests only from the controller ZooKeeper names (docs/security.md) -----------
+def _claim(controller_id: int | None, controller_epoch: int) -> ControlHeader:
+    return ControlHeader(controller_id, controller_epoch, 4100)
+
+
+def test_the_confirmed_term_settles_every_claim_of_its_epoch_without_zookeeper() -> None:
+    term = ControllerTerm(0, 7)
+    assert controller_claim(_claim(0, 7), term) is Claim.CONFIRMED
+    assert controller_claim(_claim(2, 7), term) is Claim.NOT_CONTROLLER  # an impostor, same epoch
+    assert controller_claim(_claim(None, 7), term) is Claim.NOT_CONTROLLER
+
+
+def test_a_claim_the_cache_cannot_settle_is_checked_against_zookeeper() -> None:
+    assert controller_claim(_claim(0, 7), None) is Claim.CHECK  # nothing confirmed yet
+    assert controller_claim(_claim(1, 8), ControllerTerm(0, 7)) is Claim.CHECK  # a failover
+    assert controller_claim(_claim(2, 1007), ControllerTerm(0, 7)) is Claim.CHECK  # or a lie
+
+
+def test_zookeeper_confirms_only_its_own_controller_at_its_own_epoch() -> None:
+    now = ControllerTerm(1, 8)
+    assert zookeeper_claim_refusal(_claim(1, 8), now) is None
+    not_controller = ("not_controller", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    assert zookeeper_claim_refusal(_claim(2, 8), now) == not_controller
+    assert zookeeper_claim_refusal(_claim(2, 1008), now) == not_controller  # above ZooKeeper
+    assert zookeeper_claim_refusal(_claim(1, 9), now) == not_controller  # even from the controller
+    stale = ("stale_controller_epoch", ErrorCode.STALE_CONTROLLER_EPOCH)
+    assert zookeeper_claim_refusal(_claim(0, 7), now) == stale  # deposed meanwhile
+    assert zookeeper_claim_refusal(_claim(0, 7), None) == stale  # no controller to confirm it
+
+
+def test_a_term_is_the_pair_one_election_wrote() -> None:
+    """/controller's czxid is /controller_epoch's mzxid: the election's one transaction."""
+    assert controller_term(2, 900, b"8", 900) == ControllerTerm(2, 8)
+    assert controller_term(2, 950, b"8", 900) is None  # /controller from a later election
+    assert controller_term(None, 900, b"8", 900) is None  # an abnormal /controller
+    assert controller_term(2, 900, b"garbage", 900) is None  # a corrupt /controller_epoch
+
+
+def test_a_replica_fetch_is_served_only_to_the_assigned_replicas(tmp_path: Path) -> None:
+    r = _replica(tmp_path)
+    r.become_leader(PartitionState("t", 0, 1, 1, [1, 2], [1, 2], 0, 1, TOPIC_ID))
+    assert fetch_refusal(r, 0, 1, TOPIC_ID, follower=2) is None
+    assert fetch_refusal(r, 0, 1, TOPIC_ID, follower=0) == (
+        ErrorCode.NOT_LEADER, {"leader": 1, "replicas": [1, 2]})
 
 
 # -- the controller acts on the codes brokers answer with ----------------------------------
