@@ -1,5 +1,5 @@
 """The native search is held to the Python model: same encoding order, same successors,
-same searches, same counterexamples (``properties.checkers.native``; ``properties/checkers/native/search.c``).
+same searches, same counterexamples (``properties.checkers.native``; ``properties/checkers/native/``).
 
 The strongest check is on whole state spaces: the states the native search reaches form a
 set that contains the initial state and is closed under the *Python* model's expansion
