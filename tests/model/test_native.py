@@ -18,6 +18,9 @@ import random
 import shutil
 import subprocess
 import sys
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
 
 import pytest
 
@@ -296,6 +299,15 @@ def test_an_edit_to_any_unit_or_the_header_is_a_new_build(monkeypatch, tmp_path)
         keys.add(build_key("cc"))
         (src / name).write_text(text)
     assert len(keys) == len(names) + 1 and build_key("cc") in keys and build_key("cc") != build_key("gcc")
+
+
+def test_an_installed_package_carries_every_source_file():
+    """The package data (pyproject.toml) takes every unit and the header: an installed
+    epochal builds the search from what it was shipped."""
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["properties"]
+    shipped = [p.name for p in sources() if any(fnmatch(f"checkers/native/{p.name}", pattern) for pattern in patterns)]
+    assert shipped == [p.name for p in sources()]
 
 
 def test_the_key_is_the_python_checkers_key():
