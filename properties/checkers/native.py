@@ -89,11 +89,12 @@ class NativeUnavailable(Exception):
 
 
 _NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9, Broker: 6}
-"""How many leading fields of each state tuple the native search holds (``native/state.h``).  The fields after them
-(topic identity and deletions, seed 000 B; partitions added and removed, H; the brokers a
-controller knows to be shutting down) belong to actions the native search does not run
-(``unsupported``): they are at their defaults in every state it can be given, and are left
-out of the encoding, so that ``decode`` (which rebuilds them from the defaults) round-trips."""
+"""How many leading fields of each state tuple the native search holds (``native/state.h``).
+The fields after them (topic identity and deletions, seed 000 B; partitions added and
+removed, H; the brokers a controller knows to be shutting down) belong to actions the
+native search does not run (``unsupported``): they are at their defaults in every state it
+can be given, and are left out of the encoding, so that ``decode`` (which rebuilds them
+from the defaults) round-trips."""
 
 
 def _native_part(x: tuple) -> tuple:
@@ -211,8 +212,8 @@ def _rotl(x: int, r: int) -> int:
 
 def fingerprint(data: bytes) -> int:
     """The native search's 64-bit fingerprint of an encoding -- the same function as
-    ``fingerprint`` in native/encoding.c: MurmurHash3's 64-bit body and finaliser over little-endian
-    8-byte words.  (A plain multiply-xorshift per word, tried first, merged two of the
+    ``fingerprint`` in native/encoding.c: MurmurHash3's 64-bit body and finaliser over
+    little-endian 8-byte words.  (A plain multiply-xorshift per word, tried first, merged two of the
     then 4,049,903 states of the three-broker kip101 search: small differences in two words
     cancelled.  The test pinning that count would catch a weak function again.)"""
     h = 0x243F6A8885A308D3 ^ len(data)
