@@ -87,8 +87,8 @@ ACTIONS: dict[str, Entry] = {
     ]
 }
 """Every action, in the order a search tries them: that order decides which of two equally
-short counterexamples is found, and ``search.c`` follows it (its successors are compared
-with these, in order)."""
+short counterexamples is found, and the native search (``native/rules.c``) follows it (its
+successors are compared with these, in order)."""
 
 BACKENDS = Coverage._fields
 """The backends each entry decides for: native, z3, judge, driver."""

@@ -32,7 +32,7 @@ from model.state import ROLE_NAMES, TRUNCATING, State
 from model.text import leader_text, log_text
 
 NO_PAUSES_IN_Z3 = Unsupported("GC pauses are not encoded (no named configuration but zombie pauses)")
-NO_SHUTDOWN_IN_C = Unsupported("controlled shutdown is not ported to search.c (no named configuration shuts down)")
+NO_SHUTDOWN_IN_C = Unsupported("controlled shutdown is not ported to native/rules.c (no named configuration shuts down)")
 NO_SHUTDOWN_IN_Z3 = Unsupported("controlled shutdown is not encoded (no named configuration shuts down)")
 
 

@@ -51,7 +51,7 @@ from model.registry.views import nothing_observed, znode_event, znode_view
 from model.state import State
 from model.text import brokers_text, leader_text
 
-NO_REASSIGNMENT_IN_C = Unsupported("reassignment is not ported to search.c (one partition, AR = every broker)")
+NO_REASSIGNMENT_IN_C = Unsupported("reassignment is not ported to native/rules.c (one partition, AR = every broker)")
 NO_REASSIGNMENT_IN_Z3 = Unsupported("reassignment is not encoded (AR stays every broker)")
 
 
@@ -166,7 +166,7 @@ CONTROLLED_SHUTDOWN = Entry(
     describe=_shutdown_text, view=_znode_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "controlled_shutdown",
                                                   _unclean(args[1], before, after)),
-    coverage=Coverage(native=Unsupported("controlled shutdown is not ported to search.c (no named configuration shuts down)"),
+    coverage=Coverage(native=Unsupported("controlled shutdown is not ported to native/rules.c (no named configuration shuts down)"),
                       z3=Unsupported("controlled shutdown is not encoded (no named configuration shuts down)"),
                       judge=Supported(), driver=DRIVEN),
     feature=SHUTDOWNS,
@@ -226,7 +226,7 @@ REASSIGN_COMPLETE = Entry(
 
 # -- topics deleted and created again (seed 000 B, question 5) -------------------------------
 
-NO_DELETION_IN_C = Unsupported("topic deletion is not ported to search.c (its state has no topic identity)")
+NO_DELETION_IN_C = Unsupported("topic deletion is not ported to native/rules.c (its state has no topic identity)")
 NO_DELETION_IN_Z3 = Unsupported("topic deletion is not encoded (its state has no topic identity)")
 DELETION_JUDGED = Supported("from before the topic exists: its first elect_leader (reason init) creates it, "
                             "later ones re-create it, each incarnation numbered as the trace numbers it")
@@ -291,7 +291,7 @@ PREFERRED_ELECTION = Entry(
     trace=Traced("elect_leader", ("preferred",)),
     describe=_preferred_text, view=_znode_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "preferred", False),
-    coverage=Coverage(native=Unsupported("preferred-replica election is not ported to search.c (no named configuration asks for one)"),
+    coverage=Coverage(native=Unsupported("preferred-replica election is not ported to native/rules.c (no named configuration asks for one)"),
                       z3=Unsupported("preferred-replica election is not encoded (no named configuration asks for one)"),
                       judge=Supported(), driver=DRIVEN),
     explored=False, feature=PREFERRED_ELECTIONS,

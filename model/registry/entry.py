@@ -79,7 +79,7 @@ class Emitted(NamedTuple):
 class Coverage(NamedTuple):
     """One decision per backend that runs the model's actions."""
 
-    native: Decision  # properties/checkers/native/search.c
+    native: Decision  # properties/checkers/native/rules.c (the compiled search's rules)
     z3: Decision  # properties/checkers/symbolic/
     judge: Decision  # conformance/judge: replaying recorded traces
     driver: Decision  # the model-driven harness driver: real brokers take the model's step

@@ -29,7 +29,7 @@ from model.registry.views import nothing_observed
 from model.state import State
 from model.text import brokers_text, leader_text
 
-NOT_IN_C = Unsupported("partitions added and removed are not ported to search.c (its partitions always exist)")
+NOT_IN_C = Unsupported("partitions added and removed are not ported to native/rules.c (its partitions always exist)")
 NOT_IN_Z3 = Unsupported("partitions added and removed are not encoded (its partitions always exist)")
 
 

@@ -57,7 +57,7 @@ def markdown() -> str:
         "",
         "One row per action of the model: the design section it implements, the implementation method "
         "that performs it, the trace event it is recorded as, and whether each backend runs it -- the "
-        "compiled search (C, `properties/checkers/native/search.c`), the z3 encoding "
+        "compiled search (C, `properties/checkers/native/rules.c`), the z3 encoding "
         "(`properties/checkers/symbolic/`), the trace judge (`conformance/judge/`) and the "
         "model-driven harness driver.",
         "",

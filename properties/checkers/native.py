@@ -1,4 +1,4 @@
-"""The native search: ``properties/checkers/native/search.c``, the checker's breadth-first search compiled.
+"""The native search: ``properties/checkers/native/``, the checker's breadth-first search compiled.
 
 The Python checker (``properties.checkers.bfs``) is the reference: it runs the model as written.  At
 three brokers the kip320 space is far beyond what it explores in minutes (about 10,000
@@ -22,9 +22,13 @@ It is a second copy of the rules, so three tests hold it to the model
   native search reports the fingerprints along its path; ``properties.checkers.bfs.replay_path``
   follows them through ``model.registry.successors``), so every step printed is the model's.
 
-The binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``), into
-``$EPOCHAL_CACHE`` (default ``~/.cache/epochal``), keyed by a hash of the source: no build
-step at install time, and an edited ``search.c`` is rebuilt on its next use.
+The C is split by concern, each unit named after the Python it ports (``state.h`` lists
+them): ``rules.c`` (``model.actions``), ``symmetry.c``, ``reduction.c``, ``properties.c``,
+``encoding.c``, ``store.c`` and ``search.c`` (the loop), ``main.c`` (the command line).  The
+binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``), into
+``$EPOCHAL_CACHE`` (default ``~/.cache/epochal``), keyed by a hash of every source file: no
+build step at install time, and an edited unit is rebuilt on its next use.  A source that
+does not compile is an error naming the compiler's first error, never a skipped check.
 
 Supported: one partition, up to four brokers, up to six records, no reassignment, no
 controlled shutdown, fencing on -- the shape of every named configuration.  Other
@@ -69,8 +73,8 @@ from properties.checkers.bfs import (
 )
 from properties.safety import first_violation
 
-SOURCE = Path(__file__).parent / "native" / "search.c"
-CFLAGS = ("-O3", "-pthread")
+SOURCE_DIR = Path(__file__).parent / "native"
+CFLAGS = ("-O3", "-pthread", "-Wall")
 MAX_BROKERS = 4
 MAX_RECORDS = 6
 
@@ -85,11 +89,12 @@ class NativeUnavailable(Exception):
 
 
 _NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9, Broker: 6}
-"""How many leading fields of each state tuple ``search.c`` holds.  The fields after them
-(topic identity and deletions, seed 000 B; partitions added and removed, H; the brokers a
-controller knows to be shutting down) belong to actions the native search does not run
-(``unsupported``): they are at their defaults in every state it can be given, and are left
-out of the encoding, so that ``decode`` (which rebuilds them from the defaults) round-trips."""
+"""How many leading fields of each state tuple the native search holds (``native/state.h``).
+The fields after them (topic identity and deletions, seed 000 B; partitions added and
+removed, H; the brokers a controller knows to be shutting down) belong to actions the
+native search does not run (``unsupported``): they are at their defaults in every state it
+can be given, and are left out of the encoding, so that ``decode`` (which rebuilds them
+from the defaults) round-trips."""
 
 
 def _native_part(x: tuple) -> tuple:
@@ -207,8 +212,8 @@ def _rotl(x: int, r: int) -> int:
 
 def fingerprint(data: bytes) -> int:
     """The native search's 64-bit fingerprint of an encoding -- the same function as
-    ``fingerprint`` in search.c: MurmurHash3's 64-bit body and finaliser over little-endian
-    8-byte words.  (A plain multiply-xorshift per word, tried first, merged two of the
+    ``fingerprint`` in native/encoding.c: MurmurHash3's 64-bit body and finaliser over
+    little-endian 8-byte words.  (A plain multiply-xorshift per word, tried first, merged two of the
     then 4,049,903 states of the three-broker kip101 search: small differences in two words
     cancelled.  The test pinning that count would catch a weak function again.)"""
     h = 0x243F6A8885A308D3 ^ len(data)
@@ -238,7 +243,7 @@ def key_bytes(s: State, cfg: Config, symmetry: bool, reduction: bool) -> bytes:
 
 
 def unsupported(cfg: Config) -> str | None:
-    """Why the native search cannot run ``cfg``, or None.  The actions ``search.c`` leaves
+    """Why the native search cannot run ``cfg``, or None.  The actions ``native/rules.c`` leaves
     out, and the configuration knob each needs, are the registry's (``model.registry``)."""
     reasons = []
     if cfg.partitions != 1:
@@ -247,7 +252,7 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
         reasons.append(f"at most {MAX_RECORDS} records")
-    reasons += [f"no {feature}" for feature in unsupported_features("native", cfg)]  # actions not in search.c
+    reasons += [f"no {feature}" for feature in unsupported_features("native", cfg)]  # actions not in rules.c
     if cfg.replication_factor not in (0, cfg.brokers):
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
@@ -263,12 +268,36 @@ def _cache_dir() -> Path:
     return Path(base) / "epochal"
 
 
+def sources() -> list[Path]:
+    """Every file the binary is built from: the units (``*.c``) and the header they share."""
+    return sorted(p for p in SOURCE_DIR.iterdir() if p.suffix in (".c", ".h"))
+
+
+def build_key(compiler: str) -> str:
+    """The cache key of a build: every source file's name and text, the compiler and the flags."""
+    h = hashlib.sha256()
+    for path in sources():
+        text = path.read_bytes()
+        h.update(f"{path.name}\0{len(text)}\0".encode())
+        h.update(text)
+    h.update(" ".join((compiler, *CFLAGS)).encode())
+    return h.hexdigest()[:16]
+
+
+def _first_error(stderr: str) -> str:
+    """The line of a compiler's output that says what is wrong: its first error (a unit's, or
+    the linker's undefined reference), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line or "undefined reference" in line]
+    if errors:
+        return errors[0]
+    return lines[-1] if lines else "no message"
+
+
 def binary() -> Path:
-    """The compiled search, built now if this source has not been built before."""
-    source = SOURCE.read_bytes()
+    """The compiled search, built now if these sources have not been built before."""
     compiler = os.environ.get("CC", "cc")
-    digest = hashlib.sha256(source + " ".join((compiler, *CFLAGS)).encode()).hexdigest()[:16]
-    target = _cache_dir() / f"epochal-search-{digest}"
+    target = _cache_dir() / f"epochal-search-{build_key(compiler)}"
     if target.exists():
         return target
     if shutil.which(compiler) is None:
@@ -276,10 +305,11 @@ def binary() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".build-")
     os.close(fd)
-    try:
-        done = subprocess.run([compiler, *CFLAGS, "-o", tmp, str(SOURCE)], capture_output=True, text=True)
+    units = [p.name for p in sources() if p.suffix == ".c"]
+    try:  # in the source directory, so that an error names its unit (rules.c:12:3: error: ...)
+        done = subprocess.run([compiler, *CFLAGS, "-o", tmp, *units], cwd=SOURCE_DIR, capture_output=True, text=True)
         if done.returncode != 0:
-            raise NativeUnavailable(f"compiling {SOURCE.name} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'no message'}")
+            raise NativeUnavailable(f"compiling the native search ({SOURCE_DIR}) with {compiler} failed: {_first_error(done.stderr)}")
         os.replace(tmp, target)  # atomic: a concurrent build finds a whole binary or none
     finally:
         if os.path.exists(tmp):

@@ -1,5 +1,5 @@
 """The native search is held to the Python model: same encoding order, same successors,
-same searches, same counterexamples (``properties.checkers.native``; ``properties/checkers/native/search.c``).
+same searches, same counterexamples (``properties.checkers.native``; ``properties/checkers/native/``).
 
 The strongest check is on whole state spaces: the states the native search reaches form a
 set that contains the initial state and is closed under the *Python* model's expansion
@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
 
 import pytest
 
@@ -24,10 +28,12 @@ from model.config import named
 from model.registry import successors
 from model.state import initial
 from model.three_brokers import three_brokers
+from properties.checkers import native
 from properties.checkers.bfs import SearchOptions, check, replay, search_key
 from properties.checkers.native import (
     NativeUnavailable,
     binary,
+    build_key,
     check_native,
     config_args,
     decode,
@@ -35,6 +41,7 @@ from properties.checkers.native import (
     fingerprint,
     key_bytes,
     native_expansions,
+    sources,
     unsupported,
 )
 from properties.checkers.reduction import free_step
@@ -267,6 +274,44 @@ def test_the_binary_is_built_once_and_reused(monkeypatch, tmp_path):
     stamp = first.stat().st_mtime_ns
     assert binary() == first and first.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no build leftovers
+
+
+def test_a_unit_that_does_not_compile_is_an_error_naming_the_compiler_error(monkeypatch, tmp_path):
+    """A native search that cannot be built fails whatever needed it (never a skip), with the
+    compiler's first error -- its unit, line and message -- and no build left behind."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.c").write_text("int main(void) { return undeclared_count; }\n")
+    monkeypatch.setattr(native, "SOURCE_DIR", src)
+    monkeypatch.setenv("EPOCHAL_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(NativeUnavailable, match=r"compiling the native search .* failed: main\.c:1:\d+: error: .*undeclared_count"):
+        binary()
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_an_edit_to_any_unit_or_the_header_is_a_new_build(monkeypatch, tmp_path):
+    """The cache key covers every source file, so an edited unit is rebuilt on its next use."""
+    names = [p.name for p in sources()]
+    assert "state.h" in names and {"rules.c", "search.c", "main.c"} <= set(names)
+    src = tmp_path / "src"
+    shutil.copytree(native.SOURCE_DIR, src)
+    monkeypatch.setattr(native, "SOURCE_DIR", src)
+    keys = {build_key("cc")}
+    for name in names:
+        text = (src / name).read_text()
+        (src / name).write_text(text + "/* edited */\n")
+        keys.add(build_key("cc"))
+        (src / name).write_text(text)
+    assert len(keys) == len(names) + 1 and build_key("cc") in keys and build_key("cc") != build_key("gcc")
+
+
+def test_an_installed_package_carries_every_source_file():
+    """The package data (pyproject.toml) takes every unit and the header: an installed
+    epochal builds the search from what it was shipped."""
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["properties"]
+    shipped = [p.name for p in sources() if any(fnmatch(f"checkers/native/{p.name}", pattern) for pattern in patterns)]
+    assert shipped == [p.name for p in sources()]
 
 
 def test_the_key_is_the_python_checkers_key():

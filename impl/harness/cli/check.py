@@ -105,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=_positive, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
-    p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/search.c, built with the machine's C compiler on first use; held to the Python model by tests/properties/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
+    p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/, built with the machine's C compiler on first use; held to the Python model by tests/properties/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
     p.add_argument("--max-seconds", type=_positive_number, help="stop after this many seconds and report the depth checked (the result is then inconclusive beyond it)")

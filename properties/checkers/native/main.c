@@ -1,0 +1,152 @@
+/*
+ * main.c: epochal-search's command line, run by properties/checkers/native.py.
+ *
+ * Modes:
+ *   epochal-search search [options]      breadth-first search (search.c), JSON result on stdout
+ *   epochal-search successors [options]  for each hex-encoded state on stdin: its key, its
+ *                                        verdict, and the keys of its successors
+ *                                        (the differential tests of tests/properties/test_native.py)
+ *
+ * The options are the configuration (--brokers, --records, ... : properties/checkers/native.py
+ * config_args) and the search's budgets.  Bad options exit 2, a state the search cannot hold
+ * exits 3 (die).
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "state.h"
+
+Cfg C;
+
+void die(const char *msg) {
+    fprintf(stderr, "epochal-search: %s\n", msg);
+    exit(3);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Differential mode: successors of given states, as keys
+ * ------------------------------------------------------------------------------------- */
+
+static void emit_key(void *ctx, const S *t) {
+    (void)ctx;
+    u8 enc[MAXENC];
+    int n = key(t, enc);
+    printf(" ");
+    for (int i = 0; i < n; i++) printf("%02x", enc[i]);
+}
+
+static int unhex(const char *line, u8 *out) {
+    int n = 0;
+    for (const char *c = line; c[0] && c[1] && c[0] != '\n'; c += 2) {
+        unsigned v;
+        if (sscanf(c, "%2x", &v) != 1) die("bad hex on stdin");
+        if (n >= MAXENC) die("state encoding too long");
+        out[n++] = (u8)v;
+    }
+    return n;
+}
+
+static int successors_mode(void) {
+    static char line[2 * MAXENC + 16];
+    Expanding *x = malloc(sizeof(Expanding));
+    while (fgets(line, sizeof line, stdin)) {
+        u8 enc[MAXENC];
+        int n = unhex(line, enc);
+        decode(enc, n, &x->s);
+        x->enclen = encode(&x->s, IDENTITY, x->enc);
+        u8 k[MAXENC];
+        int kn = key(&x->s, k);
+        for (int i = 0; i < kn; i++) printf("%02x", k[i]);
+        printf(" | %d |", state_violation(&x->s));
+        S t;
+        if (C.reduction && free_step(x, &t)) {
+            printf(" free");
+            emit_key(NULL, &t);
+        } else {
+            printf(" all");
+            successors(x, emit_key, NULL);
+        }
+        printf("\n");
+    }
+    free(x);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Command line
+ * ------------------------------------------------------------------------------------- */
+
+static long arg_long(const char *v, const char *name) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end) {
+        fprintf(stderr, "epochal-search: %s needs an integer, got %s\n", name, v);
+        exit(2);
+    }
+    return x;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: epochal-search search|successors [--brokers N ...]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    Opts o = {0};
+    o.workers = 1;
+    o.workdir = "/tmp";
+    C = (Cfg){.brokers = 2, .records = 2, .max_epoch = 3, .max_crashes = 1, .max_pauses = 0, .min_insync = 1,
+              .unclean = 0, .truncation = T_KIP320, .symmetry = 1, .reduction = 0};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(name) (strcmp(a, name) == 0 && v && (i++, 1))
+        if (OPT("--brokers")) C.brokers = (int)arg_long(v, a);
+        else if (OPT("--records")) C.records = (int)arg_long(v, a);
+        else if (OPT("--max-epoch")) C.max_epoch = (int)arg_long(v, a);
+        else if (OPT("--max-crashes")) C.max_crashes = (int)arg_long(v, a);
+        else if (OPT("--max-pauses")) C.max_pauses = (int)arg_long(v, a);
+        else if (OPT("--min-insync")) C.min_insync = (int)arg_long(v, a);
+        else if (OPT("--unclean")) C.unclean = (int)arg_long(v, a);
+        else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
+        else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);
+        else if (OPT("--workers")) o.workers = (int)arg_long(v, a);
+        else if (OPT("--max-states")) o.max_states = arg_long(v, a);
+        else if (OPT("--max-depth")) o.max_depth = arg_long(v, a);
+        else if (OPT("--max-seconds")) o.max_seconds = atof(v);
+        else if (OPT("--max-memory")) o.max_memory = atof(v);
+        else if (OPT("--workdir")) o.workdir = v;
+        else if (OPT("--dump")) o.dump = v;
+        else if (strcmp(a, "--quiet") == 0) o.quiet = 1;
+        else if (OPT("--truncation")) {
+            if (!strcmp(v, "hw")) C.truncation = T_HW;
+            else if (!strcmp(v, "kip101")) C.truncation = T_KIP101;
+            else if (!strcmp(v, "kip279")) C.truncation = T_KIP279;
+            else if (!strcmp(v, "kip320")) C.truncation = T_KIP320;
+            else {
+                fprintf(stderr, "epochal-search: unknown truncation rule %s\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "epochal-search: unknown or incomplete option %s\n", a);
+            return 2;
+        }
+#undef OPT
+    }
+    if (C.brokers < 1 || C.brokers > MAXB) {
+        fprintf(stderr, "epochal-search: --brokers must be between 1 and %d\n", MAXB);
+        return 2;
+    }
+    if (C.records < 0 || C.records > MAXREC) {
+        fprintf(stderr, "epochal-search: --records must be between 0 and %d\n", MAXREC);
+        return 2;
+    }
+    if (o.workers > 64) o.workers = 64;
+    C.fenced = C.truncation == T_KIP320;
+    C.refollow = C.truncation == T_KIP320;
+    if (!strcmp(mode, "search")) return search(&o);
+    if (!strcmp(mode, "successors")) return successors_mode();
+    fprintf(stderr, "epochal-search: unknown mode %s\n", mode);
+    return 2;
+}

@@ -1,0 +1,80 @@
+/*
+ * properties.c: the safety properties of properties/safety.py, as one verdict each for a
+ * state and for a transition (1: some property breaks).  Which property broke, and its
+ * message, is the Python model's to say: the search reports the path, and
+ * properties/checkers/native.py replays it through the model.
+ */
+#include "state.h"
+
+static int log_has_value(const Replica *r, int value) {
+    for (int i = 0; i < r->loglen; i++)
+        if (r->log[i].value == value) return 1;
+    return 0;
+}
+
+int state_violation(const S *s) {
+    int n = C.brokers;
+    /* hw_le_leo */
+    for (int b = 0; b < n; b++)
+        if (s->br[b].r.hw > s->br[b].r.loglen) return 1;
+    /* single_committing_leader */
+    for (int i = 0; i < s->nled; i++)
+        for (int j = i + 1; j < s->nled; j++)
+            if (s->led[i].p == s->led[j].p && s->led[i].epoch == s->led[j].epoch && s->led[i].b != s->led[j].b) return 1;
+    for (int i = 0; i < s->ncommitted; i++)
+        for (int j = i + 1; j < s->ncommitted; j++)
+            if (s->committed[i].p == s->committed[j].p && s->committed[i].offset == s->committed[j].offset &&
+                memcmp(&s->committed[i].e, &s->committed[j].e, sizeof(Entry)) != 0)
+                return 1;
+    /* committed_durable */
+    if (s->zn_leader != NO_LEADER) {
+        const Replica *r = &s->br[(int)s->zn_leader].r;
+        for (int i = 0; i < s->ncommitted; i++) {
+            int off = s->committed[i].offset;
+            if (off >= r->loglen || r->log[off].value != s->committed[i].e.value || r->log[off].epoch != s->committed[i].e.epoch)
+                return 1;
+        }
+    }
+    /* replicas_consistent */
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            const Replica *x = &s->br[a].r, *y = &s->br[b].r;
+            int upto = x->hw < y->hw ? x->hw : y->hw;
+            int lx = upto < x->loglen ? upto : x->loglen;
+            int ly = upto < y->loglen ? upto : y->loglen;
+            if (lx != ly) return 1;
+            for (int i = 0; i < lx; i++)
+                if (x->log[i].value != y->log[i].value || x->log[i].epoch != y->log[i].epoch) return 1;
+        }
+    /* isr_well_formed */
+    if (s->zn_leader != NO_LEADER && (!has(s->zn_isr, s->zn_leader) || (s->zn_isr & ~s->zn_ar))) return 1;
+    /* single_controller */
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            if (s->br[a].is_controller && s->br[b].is_controller && s->br[a].controller_epoch == s->br[b].controller_epoch) return 1;
+    if (s->stale_accepts) return 1;
+    /* acked_durable */
+    if (s->zn_leader != NO_LEADER) {
+        const Replica *r = &s->br[(int)s->zn_leader].r;
+        for (int i = 0; i < s->nacked; i++)
+            if (!log_has_value(r, s->acked[i].value)) return 1;
+    }
+    /* zombie_cannot_commit */
+    if (s->nzc) return 1;
+    /* epoch_monotonic (along logs) */
+    for (int b = 0; b < n; b++) {
+        const Replica *r = &s->br[b].r;
+        for (int i = 1; i < r->loglen; i++)
+            if (r->log[i].epoch < r->log[i - 1].epoch) return 1;
+    }
+    return 0;
+}
+
+int transition_violation(const S *a, const S *b) {
+    if (b->controller_epoch < a->controller_epoch) return 1;
+    if (b->zn_leader_epoch < a->zn_leader_epoch) return 1;
+    if (b->zn_leader != a->zn_leader && b->zn_leader_epoch <= a->zn_leader_epoch) return 1;
+    for (int x = 0; x < C.brokers; x++)
+        if (b->br[x].r.leader_epoch < a->br[x].r.leader_epoch) return 1;
+    return 0;
+}

@@ -1,0 +1,686 @@
+/*
+ * rules.c: the model's rules -- model/state.py's initial state, model/truncation.py, and
+ * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
+ *
+ * One partition, up to four brokers, no reassignment and no controlled shutdown: the shape
+ * of every named configuration (properties/checkers/native.py rejects anything else with a
+ * message naming what is not supported).  Each function is named after the Python one it
+ * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
+ * here (the functions taking S *s) off this file and holds them to the registry.
+ */
+#include "state.h"
+
+/* ---------------------------------------------------------------------------------------
+ * The state's message sets
+ * ------------------------------------------------------------------------------------- */
+
+void remove_fetch_at(S *s, int i) {
+    memmove(&s->fetch[i], &s->fetch[i + 1], sizeof(Fetch) * (size_t)(s->nfetch - i - 1));
+    s->nfetch--;
+    memset(&s->fetch[s->nfetch], 0, sizeof(Fetch));
+}
+
+void remove_lai_at(S *s, int i) {
+    memmove(&s->lai[i], &s->lai[i + 1], sizeof(Lai) * (size_t)(s->nlai - i - 1));
+    s->nlai--;
+    memset(&s->lai[s->nlai], 0, sizeof(Lai));
+}
+
+static int find_fetch(const S *s, const Fetch *m) {
+    for (int i = 0; i < s->nfetch; i++)
+        if (memcmp(&s->fetch[i], m, sizeof(Fetch)) == 0) return i;
+    return -1;
+}
+
+static void add_fetch(S *s, Fetch m) { SET_ADD(s->fetch, s->nfetch, MAXFETCH, m); }
+static void add_lai(S *s, Lai m) { SET_ADD(s->lai, s->nlai, MAXLAI, m); }
+
+/* ---------------------------------------------------------------------------------------
+ * model/state.py initial
+ * ------------------------------------------------------------------------------------- */
+
+void initial(S *s) {
+    int n = C.brokers;
+    memset(s, 0, sizeof *s);
+    u8 everyone = (u8)((1 << n) - 1);
+    s->controller = 0;
+    s->controller_epoch = 1;
+    s->live = everyone;
+    for (int b = 0; b < n; b++) s->broker_epochs[b] = 1;
+    s->zxid = 1;
+    s->zn_leader = 0;
+    s->zn_leader_epoch = 1;
+    s->zn_isr = everyone;
+    s->zn_zk_version = 0;
+    s->zn_ar = everyone;
+    for (int b = 0; b < n; b++) {
+        Broker *br = &s->br[b];
+        Replica *r = &br->r;
+        br->status = UP;
+        br->is_controller = b == 0;
+        br->controller_epoch = 1;
+        br->broker_epoch = 1;
+        for (int y = 0; y < n; y++) r->follower_leo[y] = UNKNOWN;
+        if (b == 0) {
+            r->role = LEADER;
+            r->leader = 0;
+            r->leader_epoch = 1;
+            r->isr = everyone;
+            r->zk_version = 0;
+            r->fetch_state = IDLE;
+        } else {
+            r->role = FOLLOWER;
+            r->leader = 0;
+            r->leader_epoch = 1;
+            r->zk_version = -1;
+            r->fetch_state = FETCHING;
+        }
+    }
+    s->nled = 1;
+    s->led[0] = (Led){0, 1, 0};
+}
+
+/* ---------------------------------------------------------------------------------------
+ * model/truncation.py
+ * ------------------------------------------------------------------------------------- */
+
+static int end_offset_for_epoch(const Entry *log, int len, int epoch, int current) {
+    if (current >= 0 && epoch == current) return len;
+    for (int i = 0; i < len; i++)
+        if (log[i].epoch > epoch) return i;
+    return len;
+}
+
+static int truncation_point(const Replica *f, const Replica *l) {
+    int flen = f->loglen;
+    if (C.truncation == T_HW) return f->hw < flen ? f->hw : flen;
+    if (!flen) return 0;
+    int latest = f->log[flen - 1].epoch;
+    int lepoch = l->leader_epoch;
+    if (C.truncation == T_KIP101) {
+        int e = end_offset_for_epoch(l->log, l->loglen, latest, lepoch);
+        return flen < e ? flen : e;
+    }
+    /* kip279 / kip320 (model/truncation.py kip279): rounds until the follower has the
+     * epoch the leader answers with */
+    for (;;) {
+        if (!flen) return 0;
+        latest = f->log[flen - 1].epoch;
+        /* the largest epoch the leader knows that is <= latest */
+        int common = -1000;
+        for (int i = 0; i < l->loglen; i++)
+            if (l->log[i].epoch <= latest && l->log[i].epoch > common) common = l->log[i].epoch;
+        if (lepoch <= latest && lepoch > common) common = lepoch;
+        if (common == -1000) return 0;
+        /* the follower's own largest epoch <= common */
+        int ours = -1000;
+        for (int i = 0; i < flen; i++)
+            if (f->log[i].epoch <= common && f->log[i].epoch > ours) ours = f->log[i].epoch;
+        if (ours == -1000) return 0;
+        int fe = end_offset_for_epoch(f->log, flen, ours, -1);
+        if (ours != common) { flen = fe; continue; }  /* it never had that epoch: ask again */
+        int le = end_offset_for_epoch(l->log, l->loglen, common, lepoch);
+        return le < fe ? le : fe;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * model/actions/ -- each function returns 0 when its guard does not hold, else applies
+ * its effect to *s (a copy of the state it was given) and returns 1.
+ * ------------------------------------------------------------------------------------- */
+
+static void unknown_leo(Replica *r) {
+    for (int y = 0; y < MAXB; y++) r->follower_leo[y] = y < C.brokers ? UNKNOWN : 0;
+}
+
+static int superseded(const S *s, int epoch) {
+    for (int i = 0; i < s->nled; i++)
+        if (s->led[i].p == 0 && s->led[i].epoch > epoch) return 1;
+    return 0;
+}
+
+static int pv_in(const PV *arr, int n, int p, int value) {
+    for (int i = 0; i < n; i++)
+        if (arr[i].p == p && arr[i].value == value) return 1;
+    return 0;
+}
+
+/* advance_hw: leader.hw = min LEO of the ISR, never backwards; commits and acks */
+static void advance_hw(S *s, int b) {
+    Replica *r = &s->br[b].r;
+    int new_hw = 1000;
+    for (int x = 0; x < C.brokers; x++)
+        if (has(r->isr, x)) {
+            int leo = x == b ? r->loglen : r->follower_leo[x];
+            if (leo < new_hw) new_hw = leo;
+        }
+    if (new_hw == 1000 || new_hw <= r->hw) return;
+    int sup = superseded(s, r->leader_epoch);
+    for (int off = r->hw; off < new_hw; off++) {
+        Entry e = r->log[off];
+        Committed c;
+        memset(&c, 0, sizeof c);
+        c.p = 0;
+        c.offset = (i8)off;
+        c.e = e;
+        SET_ADD(s->committed, s->ncommitted, MAXCOMMIT, c);
+        if (e.epoch == r->leader_epoch && popcount8(r->isr) >= C.min_insync) {
+            PV a = {0, e.value};
+            SET_ADD(s->acked, s->nacked, MAXSMALL, a);
+        }
+        if (sup && pv_in(s->zapp, s->nzapp, 0, e.value)) {
+            PV z = {0, e.value};
+            SET_ADD(s->zc, s->nzc, MAXSMALL, z);
+        }
+    }
+    r->hw = (i8)new_hw;
+}
+
+/* _deregister, and _unannounce: a registration gone before the controller started it */
+static void deregister(S *s, int b) {
+    s->live &= (u8)~(1 << b);
+    if (s->controller == b) s->controller = NO_LEADER;
+    for (int x = 0; x < C.brokers; x++) s->br[x].new_brokers &= (u8)~(1 << b);
+}
+
+/* _announce: the controller's broker-change watch will run onBrokerStartup for b once */
+static void announce(S *s, int b) {
+    int c = s->controller;
+    if (c != NO_LEADER) s->br[c].new_brokers |= (u8)(1 << b);
+}
+
+/* _stops_controlling: no longer controller, and its owed startups go with it */
+static void stop_controlling(Broker *br) {
+    br->is_controller = 0;
+    br->new_brokers = 0;
+}
+
+static int addressee(const Fetch *m) { return m->kind == FETCH_REQUEST ? m->leader : m->follower; }
+
+static void process_ends(S *s, int b) {
+    Broker *br = &s->br[b];
+    Replica *r = &br->r;
+    r->role = NONE;
+    r->leader = NO_LEADER;
+    r->isr = 0;
+    r->zk_version = -1;
+    r->fetch_state = IDLE;
+    unknown_leo(r);
+    r->epoch_start = 0;
+    br->status = DOWN;
+    stop_controlling(br);
+    for (int i = s->nfetch - 1; i >= 0; i--)
+        if (addressee(&s->fetch[i]) == b) remove_fetch_at(s, i);
+    deregister(s, b);
+}
+
+static int broker_crash(S *s, int b) {
+    if (s->br[b].status != UP || s->crashes >= C.max_crashes) return 0;
+    process_ends(s, b);
+    s->crashes++;
+    return 1;
+}
+
+static void do_register(S *s, int b) {
+    s->zxid++;
+    s->live |= (u8)(1 << b);
+    s->broker_epochs[b] = s->zxid;
+}
+
+static void cut_log(Replica *r, int cut) {
+    for (int i = cut; i < r->loglen; i++) r->log[i] = (Entry){0, 0};
+    if (cut < r->loglen) r->loglen = (i8)cut;
+    if (r->hw > cut) r->hw = (i8)cut;
+}
+
+/* _follow: the design truncates to its own HW at once; KIP-101 on reconcile first */
+static void follow(Replica *r, int leader, int epoch) {
+    if (C.truncation == T_HW) {
+        cut_log(r, truncation_point(r, NULL));
+        r->fetch_state = FETCHING;
+    } else {
+        r->fetch_state = TRUNCATING;
+    }
+    r->role = FOLLOWER;
+    r->leader = (i8)leader;
+    r->leader_epoch = (i8)epoch;
+    r->isr = 0;
+    r->zk_version = -1;
+    unknown_leo(r);
+    r->epoch_start = 0;
+}
+
+static int broker_restart(S *s, int b) {
+    Broker *br = &s->br[b];
+    if (br->status != DOWN) return 0;
+    do_register(s, b);
+    for (int i = s->nfetch - 1; i >= 0; i--)
+        if (s->fetch[i].follower == b) remove_fetch_at(s, i);
+    br->status = UP;
+    br->is_controller = 0;
+    if (s->controller_epoch > br->controller_epoch) br->controller_epoch = s->controller_epoch;
+    br->broker_epoch = s->zxid;
+    announce(s, b);
+    /* every broker is in the AR (no reassignment) */
+    Replica *r = &br->r;
+    int epoch = r->leader_epoch > s->zn_leader_epoch ? r->leader_epoch : s->zn_leader_epoch;
+    if (s->zn_leader == b) {
+        r->role = LEADER;
+        r->leader = (i8)b;
+        r->leader_epoch = (i8)epoch;
+        r->isr = s->zn_isr;
+        r->zk_version = s->zn_zk_version;
+        r->fetch_state = IDLE;
+        unknown_leo(r);
+        r->epoch_start = r->loglen;
+        advance_hw(s, b);
+    } else if (s->zn_leader == NO_LEADER) {
+        r->role = FOLLOWER;
+        r->leader = NO_LEADER;
+        r->leader_epoch = (i8)epoch;
+    } else {
+        follow(r, s->zn_leader, epoch);
+    }
+    return 1;
+}
+
+static int broker_pause(S *s, int b) {
+    if (s->br[b].status != UP || s->pauses >= C.max_pauses) return 0;
+    s->br[b].status = PAUSED;
+    s->pauses++;
+    deregister(s, b);
+    return 1;
+}
+
+static int broker_resume(S *s, int b) {
+    if (s->br[b].status != PAUSED) return 0;
+    s->br[b].status = UP;
+    return 1;
+}
+
+static int broker_reregister(S *s, int b) {
+    if (s->br[b].status != UP || has(s->live, b)) return 0;
+    do_register(s, b);
+    s->br[b].broker_epoch = s->zxid;
+    announce(s, b);
+    return 1;
+}
+
+static int max_broker_epoch(const S *s) {
+    int m = 0;
+    for (int b = 0; b < C.brokers; b++)
+        if (has(s->live, b) && s->broker_epochs[b] > m) m = s->broker_epochs[b];
+    return m;
+}
+
+static Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe) {
+    Lai m;
+    memset(&m, 0, sizeof m);
+    m.to = (i8)to;
+    m.partition = 0;
+    m.leader = (i8)leader;
+    m.leader_epoch = (i8)epoch;
+    m.isr = isr;
+    m.zk_version = (i8)zkv;
+    m.controller_epoch = (i8)cepoch;
+    m.max_broker_epoch = (i8)mbe;
+    return m;
+}
+
+static int controller_elect(S *s, int b) {
+    Broker *br = &s->br[b];
+    if (s->controller != NO_LEADER || br->status != UP || !has(s->live, b)) return 0;
+    int epoch = s->controller_epoch + 1;
+    s->controller = (i8)b;
+    s->controller_epoch = (i8)epoch;
+    br->is_controller = 1;
+    br->controller_epoch = (i8)epoch;
+    br->new_brokers = 0;
+    int mbe = max_broker_epoch(s);
+    for (int to = 0; to < C.brokers; to++)
+        if (has(s->zn_ar, to))
+            add_lai(s, make_lai(to, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, epoch, mbe));
+    return 1;
+}
+
+static int controller_resign(S *s, int b) {
+    Broker *br = &s->br[b];
+    if (br->status != UP || !br->is_controller) return 0;
+    if (s->controller == b && s->controller_epoch == br->controller_epoch) return 0;
+    stop_controlling(br);
+    return 1;
+}
+
+typedef struct { int leader; u8 isr; int unclean; } Outcome;
+
+/* election_outcomes (seed 000 A 3.2) */
+static int election_outcomes(const S *s, Outcome *out) {
+    int n = 0;
+    u8 live_isr = s->zn_isr & s->live;
+    if (s->zn_leader != NO_LEADER && has(s->live, s->zn_leader)) {
+        if (live_isr == s->zn_isr) return 0;
+        out[n++] = (Outcome){s->zn_leader, live_isr, 0};
+        return n;
+    }
+    if (live_isr) {
+        for (int b = 0; b < C.brokers; b++)
+            if (has(live_isr, b)) out[n++] = (Outcome){b, live_isr, 0};
+        return n;
+    }
+    if (C.unclean) {
+        u8 live_ar = s->zn_ar & s->live;
+        if (live_ar) {
+            for (int b = 0; b < C.brokers; b++)
+                if (has(live_ar, b)) out[n++] = (Outcome){b, (u8)(1 << b), 1};
+            return n;
+        }
+    }
+    if (s->zn_leader == NO_LEADER) return 0;
+    out[n++] = (Outcome){NO_LEADER, s->zn_isr, 0};
+    return n;
+}
+
+static int acting_controller(const S *s, int c) {
+    const Broker *br = &s->br[c];
+    return br->status == UP && br->is_controller && s->controller == c && br->controller_epoch == s->controller_epoch;
+}
+
+static void write_and_send(S *s, int leader, u8 isr) {
+    s->zn_leader = (i8)leader;
+    s->zn_leader_epoch++;
+    s->zn_isr = isr;
+    s->zn_zk_version++;
+    int mbe = max_broker_epoch(s);
+    for (int to = 0; to < C.brokers; to++)
+        if (has(s->zn_ar, to))
+            add_lai(s, make_lai(to, leader, s->zn_leader_epoch, isr, s->zn_zk_version, s->controller_epoch, mbe));
+}
+
+static int elect_leader(S *s, int c, int leader) {
+    if (!acting_controller(s, c)) return 0;
+    if (s->zn_leader_epoch + 1 > C.max_epoch) return 0;
+    Outcome out[MAXB + 1];
+    int n = election_outcomes(s, out);
+    for (int i = 0; i < n; i++) {
+        if (out[i].leader != leader) continue;
+        write_and_send(s, leader, out[i].isr);
+        if (out[i].unclean) s->unclean = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int on_broker_startup(S *s, int c, int b) {
+    if (!acting_controller(s, c) || !has(s->br[c].new_brokers, b)) return 0;
+    s->br[c].new_brokers &= (u8)~(1 << b);
+    if (has(s->zn_ar, b)) {
+        Lai m = make_lai(b, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, max_broker_epoch(s));
+        add_lai(s, m);
+    }
+    return 1;
+}
+
+/* stale_reason != None */
+static int stale(const S *s, const Lai *m) {
+    const Broker *br = &s->br[(int)m->to];
+    if (m->controller_epoch < br->controller_epoch) return 1;
+    if (m->max_broker_epoch < br->broker_epoch) return 1;
+    if (m->leader_epoch <= br->r.leader_epoch) return 1;
+    return 0;
+}
+
+static void accept_request(S *s, const Lai *m) {
+    Broker *br = &s->br[(int)m->to];
+    if (m->controller_epoch < br->controller_epoch || m->max_broker_epoch < br->broker_epoch) s->stale_accepts++;
+    if (m->controller_epoch > br->controller_epoch) {
+        br->controller_epoch = m->controller_epoch;
+        stop_controlling(br);
+    }
+}
+
+static void drop_responses_to(S *s, int b) {
+    for (int i = s->nfetch - 1; i >= 0; i--)
+        if (s->fetch[i].kind == FETCH_RESPONSE && s->fetch[i].follower == b && s->fetch[i].partition == 0) remove_fetch_at(s, i);
+}
+
+static int become_leader(S *s, Lai m) {
+    int b = m.to;
+    if (m.leader != b || s->br[b].status != UP) return 0;
+    if (stale(s, &m)) return 0;
+    accept_request(s, &m);
+    drop_responses_to(s, b);
+    Replica *r = &s->br[b].r;
+    r->role = LEADER;
+    r->leader = (i8)b;
+    r->leader_epoch = m.leader_epoch;
+    r->isr = m.isr;
+    r->zk_version = m.zk_version;
+    r->fetch_state = IDLE;
+    unknown_leo(r);
+    r->epoch_start = r->loglen;
+    Led l = {0, m.leader_epoch, (i8)b};
+    SET_ADD(s->led, s->nled, MAXLED, l);
+    advance_hw(s, b);
+    return 1;
+}
+
+static int become_follower(S *s, Lai m) {
+    int b = m.to;
+    if (m.leader == b || s->br[b].status != UP) return 0;
+    if (stale(s, &m)) return 0;
+    accept_request(s, &m);
+    Replica *r = &s->br[b].r;
+    if (m.leader == NO_LEADER) {
+        drop_responses_to(s, b);
+        r->role = FOLLOWER;
+        r->leader = NO_LEADER;
+        r->leader_epoch = m.leader_epoch;
+        r->isr = 0;
+        r->zk_version = -1;
+        r->fetch_state = IDLE;
+        unknown_leo(r);
+        r->epoch_start = 0;
+        return 1;
+    }
+    int already = r->role == FOLLOWER && r->leader == m.leader && !C.refollow;
+    if (already) {
+        r->leader_epoch = m.leader_epoch;
+        return 1;
+    }
+    drop_responses_to(s, b);
+    follow(r, m.leader, m.leader_epoch);
+    return 1;
+}
+
+static int truncate_log(S *s, int f) {
+    Replica *r = &s->br[f].r;
+    if (s->br[f].status != UP || r->role != FOLLOWER || r->fetch_state != TRUNCATING) return 0;
+    if (r->leader == NO_LEADER || s->br[(int)r->leader].status != UP) return 0;
+    const Replica *lr = &s->br[(int)r->leader].r;
+    if (lr->role != LEADER || (C.fenced && lr->leader_epoch != r->leader_epoch)) return 0;
+    int cut = truncation_point(r, lr);
+    cut_log(r, cut);
+    r->fetch_state = FETCHING;
+    return 1;
+}
+
+static int produce(S *s, int b) {
+    Replica *r = &s->br[b].r;
+    if (s->br[b].status != UP || r->role != LEADER || s->produced >= C.records) return 0;
+    if (popcount8(r->isr) < C.min_insync) return 0;
+    int value = s->produced + 1;
+    if (r->loglen >= MAXREC) die("log overflow");
+    r->log[(int)r->loglen++] = (Entry){(i8)value, r->leader_epoch};
+    s->produced = (i8)value;
+    if (superseded(s, r->leader_epoch)) {
+        PV z = {0, (i8)value};
+        SET_ADD(s->zapp, s->nzapp, MAXSMALL, z);
+    }
+    advance_hw(s, b);
+    return 1;
+}
+
+static Fetch make_fetch(int kind, int follower, int leader, int offset, int epoch, int hw, int error) {
+    Fetch m;
+    memset(&m, 0, sizeof m); /* unused bytes zero: sets compare messages bytewise */
+    m.kind = (i8)kind;
+    m.follower = (i8)follower;
+    m.leader = (i8)leader;
+    m.partition = 0;
+    m.offset = (i8)offset;
+    m.epoch = (i8)epoch;
+    m.hw = (i8)hw;
+    m.error = (i8)error;
+    return m;
+}
+
+int send_fetch(S *s, int f) {
+    Replica *r = &s->br[f].r;
+    if (s->br[f].status != UP || r->role != FOLLOWER || r->fetch_state != FETCHING || r->leader == NO_LEADER) return 0;
+    for (int i = 0; i < s->nfetch; i++) {
+        const Fetch *m = &s->fetch[i];
+        if (m->follower == f && m->partition == 0 && m->leader == r->leader) return 0;
+    }
+    add_fetch(s, make_fetch(FETCH_REQUEST, f, r->leader, r->loglen, r->leader_epoch, -1, OK));
+    return 1;
+}
+
+int handle_fetch(S *s, Fetch m) {
+    if (m.kind != FETCH_REQUEST) return 0;
+    int i = find_fetch(s, &m);
+    if (i < 0) return 0;
+    int lb = m.leader;
+    Replica *lr = &s->br[lb].r;
+    if (s->br[lb].status != UP || lr->role != LEADER) return 0;
+    remove_fetch_at(s, i);
+    if (C.fenced && m.epoch != lr->leader_epoch) return 1;
+    if (m.offset > lr->loglen) {
+        add_fetch(s, make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->loglen, OUT_OF_RANGE));
+        return 1;
+    }
+    lr->follower_leo[(int)m.follower] = m.offset;
+    advance_hw(s, lb);
+    Fetch resp = make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->hw, OK);
+    resp.nrec = (i8)(lr->loglen - m.offset);
+    for (int k = 0; k < resp.nrec; k++) resp.rec[k] = lr->log[m.offset + k];
+    add_fetch(s, resp);
+    return 1;
+}
+
+int receive_fetch(S *s, Fetch m) {
+    if (m.kind != FETCH_RESPONSE) return 0;
+    int i = find_fetch(s, &m);
+    if (i < 0) return 0;
+    int f = m.follower;
+    if (s->br[f].status != UP) return 0;
+    remove_fetch_at(s, i);
+    Replica *r = &s->br[f].r;
+    if (r->role != FOLLOWER || r->leader != m.leader || r->fetch_state != FETCHING || m.offset != r->loglen ||
+        (C.fenced && m.epoch != r->leader_epoch))
+        return 1;
+    if (m.error == OUT_OF_RANGE) {
+        int cut = m.hw < r->loglen ? m.hw : r->loglen;
+        cut_log(r, cut);
+        return 1;
+    }
+    if (r->loglen + m.nrec > MAXREC) die("log overflow");
+    for (int k = 0; k < m.nrec; k++) r->log[(int)r->loglen++] = m.rec[k];
+    r->hw = m.hw < r->loglen ? m.hw : r->loglen;
+    return 1;
+}
+
+static int conditional_isr_write(S *s, int b, u8 isr) {
+    Replica *lr = &s->br[b].r;
+    if (s->zn_zk_version != lr->zk_version) return 0;
+    s->zn_isr = isr;
+    s->zn_zk_version++;
+    lr->isr = isr;
+    lr->zk_version = s->zn_zk_version;
+    advance_hw(s, b);
+    return 1;
+}
+
+static int shrink_isr(S *s, int b, int f) {
+    Replica *lr = &s->br[b].r;
+    if (s->br[b].status != UP || lr->role != LEADER || f == b || !has(lr->isr, f)) return 0;
+    if (lr->follower_leo[f] >= lr->loglen) return 0;
+    return conditional_isr_write(s, b, lr->isr & (u8)~(1 << f));
+}
+
+static int expand_isr(S *s, int b, int f) {
+    Replica *lr = &s->br[b].r;
+    if (s->br[b].status != UP || lr->role != LEADER || has(lr->isr, f) || !has(s->zn_ar, f)) return 0;
+    int leo = lr->follower_leo[f];
+    if (leo == UNKNOWN || leo < lr->hw || (C.fenced && leo < lr->epoch_start)) return 0;
+    return conditional_isr_write(s, b, lr->isr | (u8)(1 << f));
+}
+
+static int isr_update_failed(S *s, int b) {
+    Replica *lr = &s->br[b].r;
+    if (s->br[b].status != UP || lr->role != LEADER || s->zn_zk_version == lr->zk_version) return 0;
+    lr->role = NONE;
+    lr->leader = NO_LEADER;
+    lr->isr = 0;
+    lr->zk_version = -1;
+    unknown_leo(lr);
+    lr->epoch_start = 0;
+    return 1;
+}
+
+void forget_stale_requests(S *s) {
+    for (int i = s->nlai - 1; i >= 0; i--)
+        if (stale(s, &s->lai[i])) remove_lai_at(s, i);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Successors, in model.actions.EXPLORED order (self-loops omitted)
+ * ------------------------------------------------------------------------------------- */
+
+int differs(const Expanding *x, const S *t) {
+    u8 buf[MAXENC];
+    int n = encode(t, IDENTITY, buf);
+    return n != x->enclen || memcmp(buf, x->enc, (size_t)n) != 0;
+}
+
+#define TRY(call)                                  \
+    do {                                           \
+        t = x->s;                                  \
+        if (call) {                                \
+            forget_stale_requests(&t);             \
+            if (differs(x, &t)) emit(ctx, &t);     \
+        }                                          \
+    } while (0)
+
+void successors(const Expanding *x, Emit emit, void *ctx) {
+    const S *s = &x->s;
+    int n = C.brokers;
+    S t;
+    for (int b = 0; b < n; b++) TRY(broker_crash(&t, b));
+    for (int b = 0; b < n; b++) TRY(broker_restart(&t, b));
+    for (int b = 0; b < n; b++) TRY(broker_pause(&t, b));
+    for (int b = 0; b < n; b++) TRY(broker_resume(&t, b));
+    for (int b = 0; b < n; b++) TRY(broker_reregister(&t, b));
+    for (int b = 0; b < n; b++) TRY(controller_elect(&t, b));
+    for (int b = 0; b < n; b++) TRY(controller_resign(&t, b));
+    if (s->controller != NO_LEADER) {
+        Outcome out[MAXB + 1];
+        int k = election_outcomes(s, out);
+        for (int i = 0; i < k; i++) TRY(elect_leader(&t, s->controller, out[i].leader));
+        for (int b = 0; b < n; b++)
+            if (has(s->br[s->controller].new_brokers, b)) TRY(on_broker_startup(&t, s->controller, b));
+    }
+    for (int i = 0; i < s->nlai; i++) TRY(become_leader(&t, s->lai[i]));
+    for (int i = 0; i < s->nlai; i++) TRY(become_follower(&t, s->lai[i]));
+    for (int b = 0; b < n; b++) TRY(truncate_log(&t, b));
+    for (int b = 0; b < n; b++) TRY(produce(&t, b));
+    for (int b = 0; b < n; b++) TRY(send_fetch(&t, b));
+    for (int i = 0; i < s->nfetch; i++) TRY(handle_fetch(&t, s->fetch[i]));
+    for (int i = 0; i < s->nfetch; i++) TRY(receive_fetch(&t, s->fetch[i]));
+    for (int b = 0; b < n; b++)
+        for (int f = 0; f < n; f++)
+            if (f != b) TRY(shrink_isr(&t, b, f));
+    for (int b = 0; b < n; b++)
+        for (int f = 0; f < n; f++)
+            if (f != b) TRY(expand_isr(&t, b, f));
+    for (int b = 0; b < n; b++) TRY(isr_update_failed(&t, b));
+}

@@ -1,0 +1,252 @@
+/*
+ * state.h: what every unit of the native search shares -- the state's layout (model/state.py
+ * for one partition, as fixed-size C structs), the configuration, the small helpers on broker
+ * sets, and the functions each unit offers the others.
+ *
+ * The native search is properties/checkers/native.py's compiled twin of the Python checker,
+ * split by concern, each unit named after the Python it ports:
+ *   encoding.c    the order-preserving encoding (properties/checkers/native.py encode) and fingerprints
+ *   rules.c       model/actions/ and model/truncation.py: the initial state and the successors
+ *   reduction.c   properties/checkers/reduction.py: the free (ample) step and the normal form
+ *   symmetry.c    properties/checkers/symmetry.py: the canonical representative, and the search key
+ *   properties.c  properties/safety.py: the state and transition properties
+ *   store.c       the seen-set of fingerprints and the level files
+ *   search.c      properties/checkers/bfs.py check: the breadth-first loop on several threads
+ *   main.c        the command line: the search mode and the successors mode of the tests
+ *
+ * It is a second copy of the rules, so it is held to the Python model by tests
+ * (tests/properties/test_native.py): for every state of the two-broker searches and samples of
+ * three-broker ones, the canonical encoding and the successors computed here (in order)
+ * equal the Python model's, and whole searches reach the same states, transitions,
+ * verdicts and counterexamples.
+ */
+#ifndef EPOCHAL_SEARCH_STATE_H
+#define EPOCHAL_SEARCH_STATE_H
+
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAXB 4
+#define MAXREC 6
+#define MAXLAI 48
+#define MAXFETCH 24
+#define MAXCOMMIT 16
+#define MAXLED 16
+#define MAXSMALL 8
+#define MAXENC 2048
+
+typedef int8_t i8;
+typedef uint8_t u8;
+
+/* model/state.py constants */
+enum { NO_LEADER = -1, UNKNOWN = -1 };
+enum { UP = 0, DOWN = 1, PAUSED = 2 };
+enum { NONE = 0, LEADER = 1, FOLLOWER = 2 };
+enum { IDLE = 0, TRUNCATING = 1, FETCHING = 2 };
+enum { FETCH_REQUEST = 0, FETCH_RESPONSE = 1 };
+enum { OK = 0, OUT_OF_RANGE = 1 };
+enum { T_HW = 0, T_KIP101 = 1, T_KIP279 = 2, T_KIP320 = 3 };
+
+typedef struct { i8 value, epoch; } Entry;
+
+typedef struct {
+    i8 role, leader, leader_epoch;
+    u8 isr; /* bit set of brokers (the sorted tuple of model.state) */
+    i8 zk_version;
+    i8 loglen;
+    Entry log[MAXREC];
+    i8 hw, fetch_state;
+    i8 follower_leo[MAXB];
+    i8 epoch_start;
+} Replica;
+
+typedef struct {
+    i8 status, is_controller, controller_epoch, broker_epoch;
+    Replica r;
+    u8 new_brokers; /* controller only: registrations whose onBrokerStartup is still to run */
+} Broker;
+
+typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, controller_epoch, max_broker_epoch; } Lai;
+
+typedef struct { i8 kind, follower, leader, partition, offset, epoch, nrec; Entry rec[MAXREC]; i8 hw, error; } Fetch;
+
+typedef struct { i8 p, offset; Entry e; } Committed;
+typedef struct { i8 p, value; } PV;
+typedef struct { i8 p, epoch, b; } Led;
+
+/* One partition: the Zk's partitions tuple has one PartitionZnode (rar always empty). */
+typedef struct {
+    i8 controller, controller_epoch;
+    u8 live;
+    i8 broker_epochs[MAXB];
+    i8 zxid;
+    i8 zn_leader, zn_leader_epoch;
+    u8 zn_isr;
+    i8 zn_zk_version;
+    u8 zn_ar;
+    Broker br[MAXB];
+    i8 nlai;
+    Lai lai[MAXLAI];
+    i8 nfetch;
+    Fetch fetch[MAXFETCH];
+    i8 ncommitted;
+    Committed committed[MAXCOMMIT];
+    i8 nacked;
+    PV acked[MAXSMALL];
+    i8 nled;
+    Led led[MAXLED];
+    i8 unclean; /* 1: partition 0 has had an unclean election */
+    i8 stale_accepts;
+    i8 nzapp;
+    PV zapp[MAXSMALL];
+    i8 produced, crashes, pauses, shutdowns, reassignments;
+    i8 nzc;
+    PV zc[MAXSMALL];
+} S;
+
+typedef struct {
+    int brokers, records, max_epoch, max_crashes, max_pauses, min_insync;
+    int unclean, truncation, fenced, refollow;
+    int symmetry, reduction;
+} Cfg;
+
+
+extern Cfg C; /* set once by the command line (main.c) before any state is made */
+
+/* Report a state or input the search cannot handle and exit 3 (main.c). */
+void die(const char *msg) __attribute__((noreturn));
+
+static inline int popcount8(u8 x) { return __builtin_popcount(x); }
+static inline int has(u8 set, int b) { return b >= 0 && ((set >> b) & 1); }
+
+/* ---------------------------------------------------------------------------------------
+ * Sets kept as arrays; membership by bytewise equality (every struct is zeroed before use,
+ * so unused bytes compare equal).
+ * ------------------------------------------------------------------------------------- */
+
+#define SET_ADD(arr, n, cap, item)                                      \
+    do {                                                                \
+        int _found = 0;                                                 \
+        for (int _i = 0; _i < (n); _i++)                                \
+            if (memcmp(&(arr)[_i], &(item), sizeof(item)) == 0) {       \
+                _found = 1;                                             \
+                break;                                                  \
+            }                                                           \
+        if (!_found) {                                                  \
+            if ((n) >= (cap)) die("state too large for the native search (a set overflowed)"); \
+            (arr)[(n)++] = (item);                                      \
+        }                                                               \
+    } while (0)
+
+
+/* ---------------------------------------------------------------------------------------
+ * encoding.c: the order-preserving encoding, under a broker renaming, and its fingerprint
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct { u8 *p; int n; } Buf;
+
+static inline void put(Buf *b, int v) { b->p[b->n++] = (u8)(v + 2); }
+static inline void mark(Buf *b, int m) { b->p[b->n++] = (u8)m; } /* 1: an element follows, 0: end */
+
+extern const int IDENTITY[MAXB]; /* the renaming that renames nothing */
+
+void put_log(Buf *b, const Entry *log, int len);
+int encode(const S *s, const int *perm, u8 *out);
+void decode(const u8 *p, int len, S *s);
+uint64_t fingerprint(const u8 *p, int n);
+
+/* ---------------------------------------------------------------------------------------
+ * rules.c: the model's rules
+ * ------------------------------------------------------------------------------------- */
+
+/* A state being expanded */
+typedef struct {
+    S s;
+    u8 enc[MAXENC]; /* encoding of s itself (identity renaming), to omit self-loops */
+    int enclen;
+} Expanding;
+
+typedef void (*Emit)(void *ctx, const S *t);
+
+void initial(S *s);
+void successors(const Expanding *x, Emit emit, void *ctx);
+int differs(const Expanding *x, const S *t);
+void forget_stale_requests(S *s);
+void remove_fetch_at(S *s, int i);
+void remove_lai_at(S *s, int i);
+/* the fetch actions the reduction takes on their own */
+int send_fetch(S *s, int f);
+int handle_fetch(S *s, Fetch m);
+int receive_fetch(S *s, Fetch m);
+
+/* ---------------------------------------------------------------------------------------
+ * reduction.c, symmetry.c, properties.c
+ * ------------------------------------------------------------------------------------- */
+
+int free_step(const Expanding *x, S *t);
+void normal_form(S *s);
+
+int candidate_permutations(const S *s, int perms[][MAXB]);
+int canonical(S *s, u8 *out);
+int key(const S *t, u8 *out);
+
+int state_violation(const S *s);
+int transition_violation(const S *a, const S *b);
+
+/* ---------------------------------------------------------------------------------------
+ * store.c: the seen-set and the levels
+ * ------------------------------------------------------------------------------------- */
+
+extern uint64_t seen_count;    /* fingerprints in the seen-set */
+extern double seen_budget;     /* bytes the table may take while growing (0: no limit) */
+extern volatile int seen_full; /* growing would pass the budget: the search stops (max_memory) */
+
+int seen_has(uint64_t fp);
+int seen_add(uint64_t fp);
+
+/* A batch's output: encodings, each prefixed by its length (2 bytes), in one growing arena. */
+typedef struct {
+    u8 *data;
+    size_t len, cap;
+    uint64_t count;
+} Level;
+
+void level_add(Level *l, const u8 *enc, int n);
+
+/* A whole level lives in a file of the work directory: written once, in order, as it is
+ * found, and read back through a read-only mapping while it is expanded -- so a level costs
+ * page cache the kernel can drop, not memory of the search.  Only the seen-set (8 bytes a
+ * state) stays in memory. */
+typedef struct {
+    FILE *f;
+    char path[4096];
+    const u8 *map;
+    size_t len;
+    uint64_t count;
+} DiskLevel;
+
+
+void dl_open(DiskLevel *l, const char *dir, long depth);
+void dl_add(DiskLevel *l, const u8 *enc, int n);
+void dl_map(DiskLevel *l);
+void dl_close(DiskLevel *l);
+
+/* ---------------------------------------------------------------------------------------
+ * search.c: the search
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    long max_states, max_depth;
+    double max_seconds;
+    double max_memory; /* bytes; 0: none */
+    int workers;
+    int quiet;
+    const char *workdir; /* where the (fingerprint, parent) files of each level go */
+    const char *dump;    /* file to write every state's hex encoding to (tests) */
+} Opts;
+
+int search(const Opts *o);
+
+#endif
