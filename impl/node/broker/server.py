@@ -30,6 +30,7 @@ from impl.node.broker.replication_leader import ReplicationLeader
 from impl.node.broker.shutdown import Shutdown
 from impl.node.broker.startup import Startup
 from impl.node.config import BrokerConfig
+from impl.node.layout import make_private
 from impl.node.tracing import HARNESS_NODE, observe_node
 from impl.node.wire import (
     API_VERSIONS,
@@ -264,6 +265,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
 
 def main(argv: list[str] | None = None) -> int:
     config = BrokerConfig.from_argv(argv)
+    make_private()  # its logs, checkpoints, traces and audit log: 0600 in 0700 directories
     try:
         broker = Broker(config)
         asyncio.run(broker.serve())
