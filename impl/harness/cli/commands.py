@@ -30,6 +30,7 @@ from typing import Any
 
 from impl.harness.cli import client_config
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.numbers import check_port_span, endpoints
 from impl.harness.cli.output import add_json_flag, print_json, wants_json
 from impl.node.layout import DataDir
 
@@ -86,7 +87,7 @@ def _friendly(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
 
 
 def _bootstrap(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+    p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT", type=endpoints,
                    help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})")
     p.add_argument("--data-dir", default=None,
                    help="the data dir of the running `epochal cluster start`: its secret signs "
@@ -281,6 +282,7 @@ def cmd_cluster_start(args: argparse.Namespace) -> int:
         if pid_alive(int(state.get("supervisor_pid", -1))):
             raise UsageError(f"a cluster is already running from {data_dir} "
                              f"(pid {state['supervisor_pid']})")
+    check_port_span(args.port_base, 2 * args.brokers)
     ports = [args.port_base + i for i in range(2 * args.brokers)]  # and the Kafka listeners
     if not args.zookeeper:
         ports.append(args.zk_port)
