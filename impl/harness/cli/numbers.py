@@ -104,4 +104,3 @@ def endpoints(text: str) -> str:
             raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port from 1 to "
                                              f"{PORT_MAX}, got {part!r}")
     return text
-

@@ -65,13 +65,13 @@ MAX_FETCH_WAIT_MS = 5000  # as the broker protocol's consumer fetch
 MAX_FETCH_RECORDS = 5000
 LINGER_S = 1.0  # how long a refused connection waits for the client to close it
 
-# the broker protocol's request whose authorization rule (impl.node.auth.rules) a Kafka
-# request passes: reads as a consumer fetch, writes as a produce
 # what a Kafka client may send before its SASL exchange succeeded: ApiVersions (Kafka's
 # clients ask it first, to learn the SASL versions) and the exchange itself
 BEFORE_AUTHENTICATION = frozenset({KafkaApi.API_VERSIONS, KafkaApi.SASL_HANDSHAKE,
                                    KafkaApi.SASL_AUTHENTICATE})
 
+# the broker protocol's request whose authorization rule (impl.node.auth.rules) a Kafka
+# request passes: reads as a consumer fetch, writes as a produce
 RULES_AS: dict[KafkaApi, ApiKey] = {
     KafkaApi.PRODUCE: ApiKey.PRODUCE, KafkaApi.FETCH: ApiKey.FETCH,
     KafkaApi.LIST_OFFSETS: ApiKey.FETCH, KafkaApi.METADATA: ApiKey.METADATA,
