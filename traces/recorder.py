@@ -26,19 +26,24 @@ from traces import SCHEMA_ID
 from traces.events import Event
 
 
+def _private(path: str, flags: int) -> int:
+    """A trace holds the cluster's records and keys: readable by its owner only (0600)."""
+    return os.open(path, flags, 0o600)
+
+
 class TraceRecorder:
     """Records the events of one node (a broker, or -1 for the harness) of one run."""
 
     def __init__(self, path: str | os.PathLike[str], run_id: str, node: int,
                  max_file_bytes: int | None = None, keep_files: int = 8) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.run_id = run_id
         self.node = node
         self._seq = 0
         self._clock = 0
         self._lock = threading.Lock()
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = open(self.path, "a", encoding="utf-8", opener=_private)
         self.max_file_bytes = max_file_bytes if max_file_bytes and max_file_bytes > 0 else None
         self.keep_files = max(1, keep_files)
         self._size = self.path.stat().st_size
@@ -103,7 +108,7 @@ class TraceRecorder:
         pieces = rotated_files(self.path)
         for old in pieces[:max(0, len(pieces) - (self.keep_files - 1))]:  # the active one counts
             old.unlink(missing_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = open(self.path, "a", encoding="utf-8", opener=_private)
         self._size = 0
 
     def close(self) -> None:

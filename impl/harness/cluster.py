@@ -32,7 +32,7 @@ from impl.node.auth import credentials as auth
 from impl.node.auth import tls
 from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
-from impl.node.layout import DataDir, write_atomic
+from impl.node.layout import DataDir, private_dir, private_opener, write_atomic
 from impl.node.tracing import observe_node, open_harness_recorder
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
 from impl.node.zk import BROKER_IDS, EmbeddedZooKeeper, broker_path, connect, free_port
@@ -286,7 +286,7 @@ class LocalCluster:
         return self.zk_server.hosts
 
     def start(self, timeout: float = 60.0) -> LocalCluster:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         if self.tls:
             tls.ensure_material(self.data_dir)
         elif tls.has_material(self.data_dir):  # the data dir's tls/ says how its cluster runs
@@ -317,14 +317,14 @@ class LocalCluster:
     def start_broker(self, broker: int) -> subprocess.Popen[bytes]:
         cfg = self.configs[broker]
         files = self.files.broker(broker)
-        files.path.mkdir(parents=True, exist_ok=True)
+        private_dir(files.path)
         if self.broker_cmd is not None and self.broker_cmd.starts(broker):
             argv = self.broker_cmd.argv(cfg, write_config_json(cfg, files.config_json))
             cwd = self.cwd
         else:
             argv = [sys.executable, "-m", "impl.node.broker", *cfg.to_argv()]
             cwd = Path(__file__).resolve().parent.parent
-        with open(files.out, "ab") as out:
+        with open(files.out, "ab", opener=private_opener) as out:
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     cwd=str(cwd))

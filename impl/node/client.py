@@ -56,8 +56,8 @@ class ClusterUnavailable(Exception):
 
 def parse_hostport(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    if not sep or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT with a port from 1 to 65535, got {text!r}")
     return host or "127.0.0.1", int(port)
 
 

@@ -9,6 +9,10 @@ import struct
 from typing import Any
 
 MAX_FRAME = 8 * 1024 * 1024
+# before authentication a connection may send only the SASL exchange's small messages: a
+# longer frame is refused from its length prefix, before its body is read (Kafka's
+# sasl.server.max.receive.size, 512 KiB)
+PRE_AUTH_MAX_FRAME = 512 * 1024
 MAX_DEPTH = 32
 U32 = struct.Struct(">I")
 

@@ -197,8 +197,12 @@ def expire_session(zookeeper: str, data_dir: str | os.PathLike[str], broker: int
     session and close it (ZooKeeper then ends the session for both).  Returns the session id."""
     from kazoo.client import KazooClient
 
+    from impl.node.auth.zookeeper import client_kwargs
+
     session_id, password = read_session(data_dir, broker)
-    zk = KazooClient(hosts=zookeeper, client_id=(session_id, password), timeout=timeout)
+    # any request of a session that has not signed in closes it (impl.node.auth.zookeeper)
+    zk = KazooClient(hosts=zookeeper, client_id=(session_id, password), timeout=timeout,
+                     **client_kwargs(None))
     zk.start(timeout=timeout)
     try:
         zk.stop()

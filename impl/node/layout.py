@@ -81,6 +81,32 @@ LAYOUT: tuple[tuple[str, str], ...] = (
 """Every path under ``<data-dir>``, with what it holds."""
 
 
+# Everything under a data directory is private to the cluster's own processes: files 0600,
+# directories 0700.  The brokers, the harness's ZooKeeper and the harness's own writes into a
+# broker's directory create them under this umask (:func:`make_private`).
+PRIVATE_UMASK = 0o077
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def make_private() -> None:
+    """Create everything from now on private to this process's user (a broker calls it at
+    start; its segments, checkpoints, indexes, traces and audit log inherit it)."""
+    os.umask(PRIVATE_UMASK)
+
+
+def private_dir(path: Path) -> Path:
+    """``mkdir -p`` the directory, mode 0700 whatever the umask (an existing one too)."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    path.chmod(PRIVATE_DIR_MODE)
+    return path
+
+
+def private_opener(path: str, flags: int) -> int:
+    """``open(..., opener=private_opener)``: a file created 0600 whatever the umask."""
+    return os.open(path, flags, PRIVATE_FILE_MODE)
+
+
 def markdown() -> str:
     """:data:`LAYOUT` as the Markdown table docs/implementation.md shows."""
     rows = [f"| `<data-dir>/{path}` | {what} |" for path, what in LAYOUT]
@@ -90,7 +116,8 @@ def markdown() -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Write-then-rename: a reader sees the old file or the new one, never half of one."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8", opener=private_opener) as f:
+        f.write(text)
     os.replace(tmp, path)
 
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from impl.node import faults
-from impl.node.layout import PartitionDir, write_atomic
+from impl.node.layout import PRIVATE_FILE_MODE, PartitionDir, write_atomic
 from impl.node.producer_state import NO_PRODUCER, ProducerStateTable
 
 _HEAD = struct.Struct(">II")
@@ -364,7 +364,7 @@ class PartitionLog:
         """Start a new segment at ``base_offset`` (with the format's header)."""
         self._close_fd()
         seg = self.files.segment(base_offset)
-        fd = os.open(seg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(seg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
         try:
             _write_all(fd, segment_header())
         except OSError:

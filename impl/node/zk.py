@@ -38,8 +38,8 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import NoNodeError
 
-from impl.node.auth.zookeeper import ZkAcl, secure_root
-from impl.node.layout import ZooKeeperDir
+from impl.node.auth.zookeeper import SERVER_LIMITS, ZkAcl, client_kwargs, secure_root
+from impl.node.layout import PRIVATE_UMASK, ZooKeeperDir, private_dir
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -154,9 +154,10 @@ def ensure_layout(zk: KazooClient, acl: ZkAcl | None = None) -> None:
 
 def connect(hosts: str, timeout: float = 6.0, session_timeout: float = 3.0,
             acl: ZkAcl | None = None) -> KazooClient:
-    """A started client; with ``acl``, signed in as the cluster and creating every znode
-    with the cluster's ACL, so that no other client may change them."""
-    zk = KazooClient(hosts=hosts, timeout=session_timeout, **(acl.client_kwargs() if acl else {}))
+    """A started client, signed in (the server refuses every session that is not:
+    :data:`SERVER_LIMITS`); with ``acl``, signed in as the cluster and creating every znode
+    with the cluster's ACL, else as :data:`~impl.node.auth.zookeeper.GUEST`."""
+    zk = KazooClient(hosts=hosts, timeout=session_timeout, **client_kwargs(acl))
     zk.start(timeout=timeout)
     return zk
 
@@ -276,13 +277,13 @@ class EmbeddedZooKeeper:
                 probe.bind((self.host, self.port))
             except OSError as exc:
                 raise RuntimeError(f"port {self.port} is already in use") from exc
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
         files = ZooKeeperDir(self.data_dir)
         cfg = files.config
         cfg.write_text(
             f"tickTime={self.tick_time_ms}\ndataDir={files.data}\n"
             f"clientPort={self.port}\nclientPortAddress={self.host}\n"
-            "maxClientCnxns=0\nadmin.enableServer=false\n"
+            f"maxClientCnxns={SERVER_LIMITS.max_client_cnxns}\nadmin.enableServer=false\n"
             "4lw.commands.whitelist=srvr,ruok,stat,mntr\n"
             f"minSessionTimeout={2 * self.tick_time_ms}\n"
         )
@@ -290,7 +291,7 @@ class EmbeddedZooKeeper:
         log_cfg.write_text(_LOG4J2)
         java = shutil.which("java") or "java"
         cmd = [
-            java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            java, *SERVER_LIMITS.jvm_options(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.4lw.commands.whitelist=srvr,ruok,stat,mntr",
             f"-Dlog4j2.configurationFile={log_cfg}", "-Dlog4j.configurationFile=" + str(log_cfg),
@@ -300,7 +301,8 @@ class EmbeddedZooKeeper:
         self.log_path = files.out
         with open(self.log_path, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         umask=PRIVATE_UMASK)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None or self._failed_in_log():

@@ -22,6 +22,7 @@ from impl.harness.cli import client_config
 from impl.harness.cli.cluster_access import DEFAULT_DATA_DIR, friendly, leave_pointers
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.kafka import add_engine_args, run_kafka_cluster
+from impl.harness.cli.numbers import check_port_span
 from impl.harness.cli.output import add_json_flag, print_json, wants_json
 
 
@@ -114,6 +115,7 @@ def _refuse_to_start(args: argparse.Namespace) -> None:
         if pid_alive(int(state.get("supervisor_pid", -1))):
             raise UsageError(f"a cluster is already running from {data_dir} "
                              f"(pid {state['supervisor_pid']})")
+    check_port_span(args.port_base, 2 * args.brokers)
     ports = [args.port_base + i for i in range(2 * args.brokers)]  # and the Kafka listeners
     if not args.zookeeper:
         ports.append(args.zk_port)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.numbers import endpoints
 from impl.harness.cli.output import add_json_flag
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -37,7 +38,7 @@ when it stops), so that ``broker`` commands find the cluster from ``--bootstrap`
 
 def add_bootstrap_flags(p: argparse.ArgumentParser) -> None:
     """``--bootstrap``, ``--data-dir`` (the secret to sign in with) and ``--json``."""
-    p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+    p.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT", type=endpoints,
                    help=f"any broker of the cluster (default {DEFAULT_BOOTSTRAP})")
     p.add_argument("--data-dir", default=None,
                    help="the data dir of the running `epochal cluster start`: its secret signs "

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import EXIT_CODES, USAGE
+from impl.harness.cli.numbers import bound_numbers
 from impl.harness.cli.output import print_json, wants_json
 
 # the commands that act on a running cluster (reached as impl.harness.cli.cluster_access says)
@@ -47,8 +48,8 @@ SUBCOMMAND_MODULES = [
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        """One line, as every usage error (the usage is one ``--help`` away)."""
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(USAGE)
 
 
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    return parser
+    return bound_numbers(parser)  # every numeric option's range (impl.harness.cli.numbers)
 
 
 def main(argv: list[str] | None = None) -> int:

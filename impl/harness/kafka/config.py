@@ -206,8 +206,12 @@ def server_jaas(user: str, password: str) -> str:
 
 
 ZK_SASL_JVM_OPTIONS = ("-Dzookeeper.authProvider.sasl="
-                       "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",)
-"""What makes ZooKeeper accept SASL sign-ins (with ``java.security.auth.login.config``)."""
+                       "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+                       # the server refuses every session not signed in by a scheme it names
+                       # (impl.node.auth.zookeeper.SERVER_LIMITS): Kafka's brokers sign in by SASL
+                       "-Dzookeeper.enforce.auth.schemes=digest,sasl")
+"""What makes ZooKeeper accept SASL sign-ins (with ``java.security.auth.login.config``), as
+well as the digest sign-ins of Epochal's own clients."""
 
 
 def broker_jvm_args(s: KafkaBrokerSettings, classpath: str, heap_mb: int = 256) -> list[str]:

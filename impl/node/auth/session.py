@@ -24,7 +24,7 @@ from impl.node.auth.credentials import ClusterSecret, Keyring, Kind, Principal
 from impl.node.auth.rules import Refusal, authorize
 from impl.node.auth.scram import MECHANISM, AuthenticationFailed, ServerExchange, Verifier
 from impl.node.auth.zookeeper import ZkAcl
-from impl.node.codes import ApiKey, ErrorCode
+from impl.node.codes import PRE_AUTH_MAX_FRAME, ApiKey, ErrorCode
 
 SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 FD_HEADROOM = 128  # file descriptors kept for logs, ZooKeeper and the broker's own connections
@@ -150,6 +150,25 @@ class ConnectionSession:
         self.security.log.log(kind, f"closed the connection from {self.peer}: "
                                     + (f"idle for {limit:g} s" if self.authenticated
                                        else f"not authenticated within {limit:g} s"))
+
+    def frame_limit(self, max_frame: int) -> int:
+        """The longest frame the next read may take, checked from its 4-byte length prefix
+        before the body is read: until authenticated the SASL exchange's
+        (:data:`~impl.node.codes.PRE_AUTH_MAX_FRAME`), so a connection that has not
+        authenticated holds at most that much; afterwards the broker's ``max_frame``."""
+        return max_frame if self.authenticated else min(max_frame, PRE_AUTH_MAX_FRAME)
+
+    def screen_header(self, api_name: str, sasl: bool) -> Answer | None:
+        """Until authenticated, a request that is not part of the SASL exchange (``sasl``)
+        is refused on its header alone -- its body is never decoded -- and the connection
+        closed.  None: read on."""
+        if sasl or self.authenticated:
+            return None
+        reason = "authenticate first (SASL_HANDSHAKE, SCRAM-SHA-256)"
+        self.security.log.log("request_refused", f"{api_name} from an unauthenticated peer at "
+                                                 f"{self.peer} refused before its body was read "
+                                                 f"(ILLEGAL_SASL_STATE): {reason}")
+        return Answer(ErrorCode.ILLEGAL_SASL_STATE, {"message": reason}, close=True)
 
     def _refuse(self, api: ApiKey, error: ErrorCode, reason: str, close: bool) -> Answer:
         who = self.principal or "an unauthenticated peer"

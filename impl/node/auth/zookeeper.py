@@ -11,6 +11,15 @@ another client can neither delete ``/controller`` or ``/controller_epoch`` (dele
 DELETE on the parent) nor create them first under its own ACL.  The admin paths
 (``/admin/...``, ``/config/quotas``) are written only by the controller, on behalf of admin
 requests whose principal it authenticated, so the same identity covers them.
+
+The server itself is closed to clients that have not signed in and bounded
+(:data:`SERVER_LIMITS`): ZooKeeper's ``enforce.auth`` answers any request of a session that
+has not authenticated with a listed scheme -- a read, a watch, a ping -- by closing it.
+Every Epochal client signs in: as the cluster where it holds the secret, else as
+:data:`GUEST`, which the cluster's ACLs grant nothing beyond ``world:anyone`` READ.
+ZooKeeper's digest scheme accepts any ``name:password`` at sign-in (it checks passwords only
+against ACLs), so the gate keeps out clients that do not sign in at all; against one that
+signs in with made-up credentials the bounds are what hold (docs/security.md).
 """
 
 from __future__ import annotations
@@ -24,6 +33,36 @@ from kazoo.security import ACL, make_acl, make_digest_acl
 from impl.node.auth.credentials import ClusterSecret
 
 ZK_USER = "epochal-cluster"
+# the sign-in of a client without the cluster secret: it passes ZooKeeper's enforce.auth gate
+# and names an identity no ACL grants anything
+GUEST = ("digest", "epochal-guest:epochal-guest")
+
+
+@dataclass(frozen=True)
+class ZkServerLimits:
+    """The embedded ZooKeeper's bounds (docs/security.md, section 4).
+
+    ``enforce.auth`` with the digest scheme: a session must sign in before any other request.
+    ``maxClientCnxns`` bounds the connections from one address -- every process on this host
+    shares 127.0.0.1, so it leaves room for many clusters' brokers, harnesses and CLIs.
+    ``jute.maxbuffer`` bounds one request (and so one path a watch is kept for): 512 KiB, half
+    ZooKeeper's default and far above the largest znode or transaction the cluster writes (a
+    1,000-partition topic's assignment is about 15 KB).  The heap holds the cluster's znodes
+    and sessions many times over."""
+
+    enforce_auth_schemes: tuple[str, ...] = ("digest",)
+    max_client_cnxns: int = 256
+    jute_maxbuffer: int = 512 * 1024
+    heap_mb: int = 256
+
+    def jvm_options(self) -> list[str]:
+        return [f"-Xmx{self.heap_mb}m",
+                "-Dzookeeper.enforce.auth.enabled=true",
+                f"-Dzookeeper.enforce.auth.schemes={','.join(self.enforce_auth_schemes)}",
+                f"-Djute.maxbuffer={self.jute_maxbuffer}"]
+
+
+SERVER_LIMITS = ZkServerLimits()
 
 
 @dataclass(frozen=True)
@@ -43,6 +82,11 @@ class ZkAcl:
     def client_kwargs(self) -> dict[str, Any]:
         """KazooClient's arguments: every create (transactions included) uses default_acl."""
         return {"auth_data": list(self.auth_data), "default_acl": list(self.default_acl)}
+
+
+def client_kwargs(acl: ZkAcl | None) -> dict[str, Any]:
+    """A KazooClient's sign-in: the cluster's where ``acl`` is given, else :data:`GUEST`."""
+    return acl.client_kwargs() if acl is not None else {"auth_data": [GUEST]}
 
 
 def secure_root(zk: Any, acl: ZkAcl) -> None:

@@ -54,6 +54,7 @@ from impl.node.kafka import (
     fetched_batches,
     millis,
     produced_batches,
+    request_api_key,
     response_schema,
 )
 from impl.node.replica import Replica
@@ -63,6 +64,11 @@ LATEST, EARLIEST = -1, -2  # ListOffsets' timestamps for the log's end and start
 MAX_FETCH_WAIT_MS = 5000  # as the broker protocol's consumer fetch
 MAX_FETCH_RECORDS = 5000
 LINGER_S = 1.0  # how long a refused connection waits for the client to close it
+
+# what a Kafka client may send before its SASL exchange succeeded: ApiVersions (Kafka's
+# clients ask it first, to learn the SASL versions) and the exchange itself
+BEFORE_AUTHENTICATION = frozenset({KafkaApi.API_VERSIONS, KafkaApi.SASL_HANDSHAKE,
+                                   KafkaApi.SASL_AUTHENTICATE})
 
 # the broker protocol's request whose authorization rule (impl.node.auth.rules) a Kafka
 # request passes: reads as a consumer fetch, writes as a produce
@@ -94,12 +100,15 @@ class KafkaClients(ClientRequests):
             while True:
                 try:
                     async with asyncio.timeout(session.read_timeout()):
-                        payload = await read_frame(reader, self.config.max_frame)
+                        payload = await read_frame(reader, session.frame_limit(self.config.max_frame))
                 except TimeoutError:
                     session.timed_out()
                     return
                 if payload is None:
                     return
+                api_key = request_api_key(payload)
+                if session.screen_header(f"Kafka api key {api_key}", api_key in BEFORE_AUTHENTICATION):
+                    return  # refused on its header, its body undecoded: Kafka answers nothing
                 try:
                     request = decode_request(payload)
                 except UnsupportedRequest as exc:

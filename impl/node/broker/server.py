@@ -22,7 +22,7 @@ import traceback
 from typing import Any
 
 from impl.node.admin import ADMIN_APIS, AdminError
-from impl.node.auth.session import Answer
+from impl.node.auth.session import SASL_APIS, Answer
 from impl.node.broker.control import ControlRequests
 from impl.node.broker.core import RequestError
 from impl.node.broker.kafka_listener import KafkaClients
@@ -30,6 +30,7 @@ from impl.node.broker.replication_leader import ReplicationLeader
 from impl.node.broker.shutdown import Shutdown
 from impl.node.broker.startup import Startup
 from impl.node.config import BrokerConfig
+from impl.node.layout import make_private
 from impl.node.tracing import HARNESS_NODE, observe_node
 from impl.node.wire import (
     API_VERSIONS,
@@ -146,7 +147,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
             while True:
                 try:
                     async with asyncio.timeout(session.read_timeout()):  # no task per frame
-                        payload = await read_frame(reader, self.config.max_frame)
+                        payload = await read_frame(reader, session.frame_limit(self.config.max_frame))
                 except TimeoutError:
                     session.timed_out()
                     return
@@ -161,6 +162,11 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                     api_key, version, cid, clock = decode_request_header(payload)
                 except ProtocolError as exc:
                     writer.write(encode_response(-1, 0, exc.code, {"message": str(exc)}))
+                    await writer.drain()
+                    return
+                early = session.screen_header(f"api key {api_key}", api_key in SASL_APIS)
+                if early is not None:  # not authenticated: the body stays undecoded
+                    writer.write(encode_response(cid, 0, early.error, early.body))
                     await writer.drain()
                     return
                 try:
@@ -264,6 +270,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
 
 def main(argv: list[str] | None = None) -> int:
     config = BrokerConfig.from_argv(argv)
+    make_private()  # its logs, checkpoints, traces and audit log: 0600 in 0700 directories
     try:
         broker = Broker(config)
         asyncio.run(broker.serve())

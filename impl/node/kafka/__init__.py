@@ -18,6 +18,7 @@ from impl.node.kafka.codec import (
     decode_request,
     encode_response,
     millis,
+    request_api_key,
     response_schema,
 )
 from impl.node.kafka.records import (
@@ -31,4 +32,4 @@ from impl.node.kafka.records import (
 __all__ = ["NO_TIMESTAMP_MS", "SERVED", "BatchRefused", "KafkaApi", "KafkaRequest",
            "MalformedRequest", "ProducedBatch", "Refused", "UnsupportedRequest", "build",
            "decode_request", "encode_response", "fetched_batches", "millis",
-           "produced_batches", "response_schema"]
+           "produced_batches", "request_api_key", "response_schema"]

@@ -114,6 +114,14 @@ def served(api_key: int, version: int) -> bool:
     return low <= version <= high
 
 
+def request_api_key(payload: bytes) -> int | None:
+    """The API key a request frame's header names, read without decoding anything else
+    (None: shorter than a header)."""
+    if len(payload) < _API_HEADER.size:
+        return None
+    return int(_API_HEADER.unpack_from(payload)[0])
+
+
 def decode_request(payload: bytes) -> KafkaRequest:
     """A request frame's payload, as kio's entities; :class:`UnsupportedRequest` for an API
     or version not served, :class:`MalformedRequest` for bytes that do not parse."""

@@ -141,7 +141,7 @@ def test_topics_create_command_does_not_retry_and_says_how_long_to_wait(make_clu
 
 @pytest.mark.parametrize("argv, expected", [
     (["quotas", "alter", "--controller-mutation-rate", "5"], "name the quota's entity"),
-    (["quotas", "alter", "--user", "a", "--controller-mutation-rate", "-1"], "must be positive"),
+    (["quotas", "alter", "--user", "a", "--controller-mutation-rate", "0"], "must be positive"),
     (["quotas", "alter", "--user", "a/b", "--controller-mutation-rate", "1"], "invalid user"),
     (["quotas", "alter", "--user", "a", "--user-default", "--delete"], "not both"),
     (["quotas", "describe", "--bootstrap", "127.0.0.1:1"], "cannot reach the cluster"),

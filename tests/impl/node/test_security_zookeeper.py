@@ -1,0 +1,138 @@
+"""ZooKeeper closed to clients that have not signed in, and bounded (docs/security.md, 4).
+
+An anonymous process once ran the embedded ZooKeeper out of memory with tens of thousands
+of watches on long paths; the cluster could then neither fail over nor create topics.  Here
+an anonymous client speaks ZooKeeper's protocol on a raw socket -- the connect request, then
+one request -- and every request, a read, a write or a watch, is answered
+``SESSIONCLOSEDREQUIRESASLAUTH`` and the connection closed.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+import pytest
+from impl_testing import wait_until
+from kazoo.protocol.serialization import Connect, Create, Exists, GetData
+from kazoo.security import OPEN_ACL_UNSAFE
+
+from impl.node import zk as zkl
+from impl.node.auth.zookeeper import SERVER_LIMITS
+from impl.node.client import Admin
+
+pytestmark = pytest.mark.integration
+
+SESSION_CLOSED_REQUIRE_AUTH = -124  # ZooKeeper's KeeperException.Code.SESSIONCLOSEDREQUIRESASLAUTH
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _read_frame(s: socket.socket) -> bytes | None:
+    """One length-prefixed frame, or None if the server closed the connection first."""
+    head = _read_exactly(s, 4)
+    if head is None:
+        return None
+    return _read_exactly(s, struct.unpack(">i", head)[0])
+
+
+def _read_exactly(s: socket.socket, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def _anonymous_request(hosts: str, request: Any) -> tuple[int | None, bool]:
+    """Open a session without signing in, send ``request``: (its error code, or None if no
+    answer came, and whether the server then closed the connection)."""
+    host, port = hosts.split("/", 1)[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5.0) as s:
+        s.sendall(_frame(bytes(Connect(0, 0, 4000, 0, b"\x00" * 16, False).serialize())))
+        if _read_frame(s) is None:
+            return None, True
+        s.sendall(_frame(struct.pack(">ii", 1, request.type) + bytes(request.serialize())))
+        reply = _read_frame(s)
+        error = struct.unpack(">iqi", reply[:16])[2] if reply is not None else None
+        try:
+            closed = _read_frame(s) is None
+        except OSError:
+            closed = True
+        return error, closed
+
+
+def _mntr(zookeeper: zkl.EmbeddedZooKeeper) -> dict[str, str]:
+    text = zkl.four_letter_word(zookeeper.host, zookeeper.port, "mntr")
+    return dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+
+
+def _controller(zk: Any) -> tuple[int, int]:
+    return int(json.loads(zk.get(zkl.CONTROLLER)[0])["brokerid"]), int(zk.get(zkl.CONTROLLER_EPOCH)[0])
+
+
+def test_an_anonymous_client_can_neither_read_nor_write_nor_watch(zookeeper: zkl.EmbeddedZooKeeper) -> None:
+    watches_before = int(_mntr(zookeeper)["zk_watch_count"])
+    for request in (GetData("/", None), Exists("/nowhere", True), GetData("/", True),
+                    Create("/squatter", b"x", OPEN_ACL_UNSAFE, 0)):
+        assert _anonymous_request(zookeeper.hosts, request) == (SESSION_CLOSED_REQUIRE_AUTH, True)
+    signed_in = zkl.connect(zookeeper.hosts)
+    try:
+        assert signed_in.exists("/squatter") is None
+    finally:
+        signed_in.stop()
+        signed_in.close()
+    assert int(_mntr(zookeeper)["zk_watch_count"]) == watches_before
+
+
+def test_a_flood_of_anonymous_watches_leaves_zookeeper_serving_and_failover_working(
+        make_cluster: Any, zookeeper: zkl.EmbeddedZooKeeper) -> None:
+    """2,000 anonymous watch requests on 64 KiB paths, 50 connections at a time: each is
+    refused, none is kept, and the controller's death is still followed by a new one."""
+    c = make_cluster(3)
+    zk = c.zk_client()
+    holder, epoch = _controller(zk)
+    long_path = "/" + "w" * (64 * 1024)
+    assert len(long_path) < SERVER_LIMITS.jute_maxbuffer
+    refused = 0
+    for _ in range(40):
+        batch = [socket.create_connection((zookeeper.host, zookeeper.port), timeout=5.0) for _ in range(50)]
+        try:
+            for s in batch:
+                s.sendall(_frame(bytes(Connect(0, 0, 4000, 0, b"\x00" * 16, False).serialize())))
+            for s in batch:
+                if _read_frame(s) is None:
+                    continue
+                s.sendall(_frame(struct.pack(">ii", 1, Exists.type) + bytes(Exists(long_path, True).serialize())))
+            for s in batch:
+                try:
+                    reply = _read_frame(s)
+                except OSError:
+                    reply = None
+                refused += reply is None or struct.unpack(">iqi", reply[:16])[2] == SESSION_CLOSED_REQUIRE_AUTH
+        finally:
+            for s in batch:
+                s.close()
+    assert refused == 2000
+    assert int(_mntr(zookeeper)["zk_watch_count"]) < 100  # the cluster's own, no flood's
+    c.kill(holder)
+    new_holder, new_epoch = wait_until(lambda: _try_controller(zk, holder), 20.0, "a new controller")
+    assert new_holder != holder and new_epoch > epoch
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic("after-the-flood", assignment={0: [b for b in range(3) if b != holder]})
+    zk.stop()
+    zk.close()
+
+
+def _try_controller(zk: Any, old: int) -> tuple[int, int] | None:
+    try:
+        holder, epoch = _controller(zk)
+    except Exception:  # noqa: BLE001 - /controller is absent between the death and the election
+        return None
+    return (holder, epoch) if holder != old else None
