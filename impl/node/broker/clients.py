@@ -107,7 +107,8 @@ class ClientRequests(IdempotentProducers, LogDirFailures):
             if check.verdict is Verdict.DUPLICATE:
                 assert check.base_offset is not None
                 base, last_offset = check.base_offset, check.base_offset + len(values) - 1
-                answer = {"base_offset": base, "leader_epoch": r.log.records[base].leader_epoch,
+                first = r.log.read(base, 1)  # none if retention deleted it: the epoch is unknown
+                answer = {"base_offset": base, "leader_epoch": first[0].leader_epoch if first else -1,
                           "duplicate": True}
             elif check.skip:  # the batch's head is here already: append its tail
                 values, base_sequence = values[check.skip:], base_sequence + check.skip
