@@ -42,6 +42,7 @@ from impl.node.tracing import records_digest
 from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
 from traces import events
+from traces.events import RETENTION_MARK
 
 
 class ReplicationFollower(LogDirFailures):
@@ -252,7 +253,7 @@ class ReplicationFollower(LogDirFailures):
         if r.leo < leader_log_start:  # retention deleted what we would fetch: start there
             r.log.truncate_fully_and_start_at(leader_log_start)
             r.emit(events.truncate, leader=leader, truncated_to=leader_log_start,
-                   informational={"leader_log_start_offset": leader_log_start},
+                   informational={RETENTION_MARK: leader_log_start},
                    post={"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
             return
         if self.rule == "kip320":
