@@ -23,6 +23,12 @@ from typing import Any
 from traces import schema
 from traces.vocabulary import KINDS
 
+RETENTION_MARK = "leader_log_start_offset"
+"""The informational field of the ``truncate`` event a follower records when it starts its log
+at its leader's log start offset -- which only log retention causes, and the model knows no
+retention: the judge reads this one informational field, to refuse such a trace with that
+reason rather than a mismatch (retention stays off in judged runs, docs/conformance.md)."""
+
 
 class EventError(ValueError):
     """An event that does not match the trace schema (one line)."""

@@ -69,6 +69,7 @@ from conformance.judge.search import (
 from model.state import State
 from model.text import state_text
 from properties.safety import all_violations
+from traces.events import RETENTION_MARK
 from traces.vocabulary import KINDS
 
 __all__ = [
@@ -170,6 +171,10 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         kind = KINDS.get(e["kind"])
         if kind is None:
             return Verdict(False, i, total, i, f"unknown event kind {e['kind']!r}", None, [], bound).as_dict()
+        if RETENTION_MARK in (e.get("params") or {}):
+            return Verdict(False, i, total, i, "recorded with log retention on (a follower started at its "
+                           "leader's log start offset): the model knows no retention, so a judged run keeps "
+                           "retention_bytes and retention_ms at -1", None, [], bound).as_dict()
         if kind.model_action is None:
             continue  # informational: validated and ordered upstream, not a model step
         if e["kind"] == "topic_deleted" and (key is None or (e.get("params") or {}).get("topic") != key[0]):

@@ -321,7 +321,13 @@ class Consumer(Client):
                 resp = self._fetch(topic, p, offset, 1000, max_wait_ms // max(1, len(self.positions)))
             except RpcError as exc:
                 if exc.code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                    continue  # a new leader with a shorter log: wait for it to catch up
+                    # below the log start offset (retention deleted it): go on from there,
+                    # as Kafka's auto.offset.reset=earliest; beyond the log end: a new
+                    # leader with a shorter log, wait for it to catch up
+                    start = int(exc.body.get("log_start_offset", 0))
+                    if offset < start:
+                        self.positions[(topic, p)] = start
+                    continue
                 if exc.code in RETRIABLE:
                     self._safe_refresh()
                     continue

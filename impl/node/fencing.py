@@ -214,8 +214,9 @@ def fetch_refusal(r: Replica | None, offset: int, fetch_epoch: int, topic_id: in
     if fetch_epoch >= 0 and fetch_epoch != r.leader_epoch:
         return (ErrorCode.FENCED_LEADER_EPOCH if fetch_epoch < r.leader_epoch
                 else ErrorCode.UNKNOWN_LEADER_EPOCH), {"leader_epoch": r.leader_epoch}
-    if offset > r.leo or offset < 0:
-        return ErrorCode.OFFSET_OUT_OF_RANGE, {"leo": r.leo, "hw": r.hw}
+    if offset > r.leo or offset < max(0, r.log.log_start_offset):
+        return ErrorCode.OFFSET_OUT_OF_RANGE, {"leo": r.leo, "hw": r.hw,
+                                               "log_start_offset": r.log.log_start_offset}
     return None
 
 

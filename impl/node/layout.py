@@ -46,6 +46,8 @@ ADMIN_AUDIT = "admin-audit.jsonl"
 PARTITION = "{topic}-{partition}"
 SEGMENT = "{base_offset:020d}.log"
 SEGMENT_GLOB = "*.log"
+OFFSET_INDEX = "{base_offset:020d}.index"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 HW_CHECKPOINT = "hw-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -74,7 +76,10 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     (f"{_B}/{STEP_PERMITS}", "the step permits a driving harness grants the broker"),
     (f"{_B}/{ADMIN_AUDIT}", "the broker's audit log of admin requests"),
     (f"{_P}/{SEGMENT.replace(':020d', '')}", "a segment, named by its base offset (20 digits)"),
+    (f"{_P}/{OFFSET_INDEX.replace(':020d', '')}", "the segment's sparse offset index: (offset - base, "
+                                                  "byte position) as two u32 every index interval"),
     (f"{_P}/{HW_CHECKPOINT}", "the high watermark"),
+    (f"{_P}/{LOG_START_OFFSET_CHECKPOINT}", "the log start offset (moved by retention)"),
     (f"{_P}/{LEADER_EPOCH_CHECKPOINT}", "the leader-epoch cache, `epoch start_offset` per line"),
     (f"{_P}/{PARTITION_METADATA}", "the topic id of the partition's incarnation"),
 )
@@ -138,6 +143,14 @@ class PartitionDir:
 
     def segments(self) -> list[Path]:
         return sorted(self.path.glob(SEGMENT_GLOB))
+
+    def offset_index(self, base_offset: int) -> Path:
+        """The offset index of the segment at ``base_offset``."""
+        return self.path / OFFSET_INDEX.format(base_offset=base_offset)
+
+    @property
+    def log_start_offset_checkpoint(self) -> Path:
+        return self.path / LOG_START_OFFSET_CHECKPOINT
 
     @property
     def hw_checkpoint(self) -> Path:

@@ -1,35 +1,38 @@
-"""A replica's log on disk: segments of CRC-checked records, HW checkpoint, leader-epoch cache.
+"""A replica's log on disk: segments of CRC-checked records with offset indexes, HW
+checkpoint, leader-epoch cache, retention.
 
 Seed 000's ``Replica`` has a ``log``, an ``hw`` ("offset of the last committed message") and
 an ``leo``; KIP-101 adds the leader-epoch cache (epoch -> start offset) that the ``kip320``
-truncation rule consults.  Layout of one partition directory ``<log-dir>/<topic>-<partition>``::
+truncation rule consults.  Layout of one partition directory ``<log-dir>/<topic>-<partition>``
+(every name from :mod:`impl.node.layout`)::
 
     00000000000000000000.log    segment, named by its base offset (rolled at segment_bytes)
+    00000000000000000000.index  its sparse offset index (impl.node.segment)
     hw-checkpoint               the high watermark, rewritten at each change (tmp + rename)
     leader-epoch-checkpoint     "epoch start_offset" per line, rewritten atomically
+    log-start-offset-checkpoint the log start offset, once retention has moved it
     partition.metadata          "topic_id: N": the incarnation of the topic the log belongs to
                                 (KIP-516's file; absent in a log written before topic ids)
 
-**Format, version 2** (written since the idempotent producer): a segment starts with an
-8-byte header ``b"EPLOG" | u8 version | u16 0`` and holds records
-``u32 body_len | u32 crc32(body) | body`` with
-``body = i64 offset | i32 leader_epoch | i64 producer_id | i32 sequence | payload``
-(``producer_id`` -1: not written by an idempotent producer).  **Version 1** segments have no
-header and ``body = i64 offset | i32 leader_epoch | payload``; they are read as they are (their
-records have no producer id), and a log that holds one gets a new version-2 segment at its
-next append.  A segment of a newer version is refused with one line
-(:class:`LogFormatError`): this broker cannot know what its bytes mean.
+The record and segment format is :mod:`impl.node.segment`'s.  **The records live on disk
+only**: the log keeps a few numbers per segment, the active segment's index entries, the
+epoch cache and the idempotent producers' table -- never a list of its records -- so a
+broker holds more data than it has memory.  A read finds its segment by base offset, its
+byte position by the segment's index, and scans forward a few KiB (the OS page cache does
+the caching).  A log that was version 1 (no header) is read as it is and gets a new
+version-2 segment at its next append.
 
-**Recovery** (:meth:`PartitionLog.open`) reads every segment in order and stops at the first
-torn or corrupt record (its CRC fails) or offset gap, truncating the file there and deleting
-any later segments: a ``kill -9`` mid-append loses only the unacknowledged tail.  When it
-drops anything it says so, on one line naming the file, the offset, the byte position, the
-bytes dropped and how many whole records lay beyond the damage (:attr:`recovery`) -- a
-corrupt byte early in a segment drops every record after it, committed or not, and that must
-never be silent.  The replica then gets them back from its leader (docs/durability.md).  The
-epoch cache is rebuilt from the recovered records (the records are the authority; the
-checkpoint is the seed's persisted form of it), and so is the idempotent producers' state
-(:mod:`impl.node.producer_state`).
+**Recovery** (:meth:`PartitionLog.open`) reads every segment in order, a chunk at a time, and
+stops at the first torn or corrupt record (its CRC fails) or offset gap, truncating the file
+there and deleting any later segments: a ``kill -9`` mid-append loses only the unacknowledged
+tail.  When it drops anything it says so, on one line naming the file, the offset, the byte
+position, the bytes dropped and how many whole records lay beyond the damage
+(:attr:`recovery`) -- a corrupt byte early in a segment drops every record after it,
+committed or not, and that must never be silent.  The replica then gets them back from its
+leader (docs/durability.md).  The epoch cache, the idempotent producers' state
+(:mod:`impl.node.producer_state`) and each segment's offset index are rebuilt from the
+recovered records (the records are the authority; an index file that is missing or differs
+is rewritten).
 
 **An append lands whole or not at all** (:meth:`PartitionLog.append`): the record's bytes are
 written with unbuffered ``os.write`` calls; if one fails (ENOSPC, EIO: any ``OSError``) the
@@ -43,48 +46,64 @@ the last fsync (checked at each append and by the broker's periodic checkpoint);
 either off.  The default is both off, as in Kafka and as the design reasons about acks=all:
 a record is committed once every ISR replica has it, in memory or on disk -- durability comes
 from the copies on other brokers, not from fsync.  A clean close fsyncs what is unflushed.
+
+**Retention** (Kafka's ``log.retention.bytes`` / ``log.retention.ms``, -1 = off, the
+default): :meth:`PartitionLog.apply_retention` deletes whole old segments -- never the
+active one, and only segments wholly below the high watermark -- while the log is larger
+than ``retention_bytes`` or the segment was last written more than ``retention_ms`` ago.
+The **log start offset** follows (persisted); a read below it is OFFSET_OUT_OF_RANGE.  The
+model knows no retention: a record it deleted is not lost, and judged runs keep it off
+(docs/conformance.md).
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import errno as errno_codes
 import os
 import shutil
-import struct
 import sys
 import time
-import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from impl.node import faults
 from impl.node.layout import PRIVATE_FILE_MODE, PartitionDir, write_atomic
 from impl.node.producer_state import NO_PRODUCER, ProducerStateTable
+from impl.node.segment import (
+    FORMAT_VERSION,
+    HEADER_SIZE,
+    INDEX_INTERVAL_BYTES,
+    LogFormatError,
+    Record,
+    Segment,
+    count_whole,
+    damage,
+    encode_record,
+    encode_record_v1,
+    index_bytes,
+    read_index,
+    read_segments,
+    scan,
+    segment_header,
+    segment_version,
+    skip,
+)
 
-_HEAD = struct.Struct(">II")
-_BODY_V1 = struct.Struct(">qi")
-_BODY = struct.Struct(">qiqi")
-_SEGMENT_HEADER = struct.Struct(">5sBH")
-SEGMENT_MAGIC = b"EPLOG"
-FORMAT_VERSION = 2
+__all__ = ["LeaderEpochCache", "LogDirFailure", "LogFormatError", "PartitionLog", "Record",
+           "RecoveryReport", "UNDEFINED_EPOCH", "encode_record", "encode_record_v1",
+           "read_segments", "segment_header"]
+
 UNDEFINED_EPOCH = -1
-
-
-class LogFormatError(RuntimeError):
-    """A segment written in a format this broker does not read (one line)."""
+RETENTION_OFF = -1
+_INDEXES_CACHED = 8  # closed segments whose index entries a log keeps loaded
 
 
 class LogDirFailure(OSError):
     """A write to the log failed (ENOSPC, EIO, ...): the log is offline from now on."""
-
-
-@dataclass(frozen=True)
-class Record:
-    offset: int
-    leader_epoch: int
-    value: bytes
-    producer_id: int = NO_PRODUCER  # the idempotent producer that wrote it (KIP-98), or -1
-    sequence: int = -1  # its sequence number in that producer's stream for this partition
 
 
 @dataclass
@@ -105,54 +124,6 @@ class RecoveryReport:
                 f"{self.position}); truncated there, dropping {self.dropped_bytes} bytes "
                 f"({self.records_beyond} whole record(s) beyond the damage{later}) from "
                 f"{directory.name}; they must come back from the partition's leader")
-
-
-def encode_record(rec: Record) -> bytes:
-    body = _BODY.pack(rec.offset, rec.leader_epoch, rec.producer_id, rec.sequence) + rec.value
-    return _HEAD.pack(len(body), zlib.crc32(body)) + body
-
-
-def encode_record_v1(rec: Record) -> bytes:
-    """A record as version 1 wrote it (tests of reading old logs)."""
-    body = _BODY_V1.pack(rec.offset, rec.leader_epoch) + rec.value
-    return _HEAD.pack(len(body), zlib.crc32(body)) + body
-
-
-def segment_header(version: int = FORMAT_VERSION) -> bytes:
-    return _SEGMENT_HEADER.pack(SEGMENT_MAGIC, version, 0)
-
-
-def segment_version(data: bytes, path: Path) -> tuple[int, int]:
-    """(format version, position of the first record) of a segment's bytes; LogFormatError
-    for a version this code does not read.  No header: version 1 (its first bytes are a
-    record length, whose top byte is 0 for any record we ever allowed)."""
-    if data[:len(SEGMENT_MAGIC)] != SEGMENT_MAGIC:
-        return 1, 0
-    if len(data) < _SEGMENT_HEADER.size:
-        return FORMAT_VERSION, len(data)  # a header torn at creation: an empty segment
-    _, version, _ = _SEGMENT_HEADER.unpack_from(data, 0)
-    if version != FORMAT_VERSION:
-        raise LogFormatError(f"{path}: log format version {version} is not one this broker "
-                             f"reads (1 or {FORMAT_VERSION}); move the directory away or use "
-                             f"the broker that wrote it")
-    return version, _SEGMENT_HEADER.size
-
-
-def read_segments(directory: Path) -> list[Record]:
-    """Every record of a partition directory's segments, read-only, up to the first torn
-    or corrupt one (what recovery would keep; used by harnesses to read a stopped log)."""
-    out: list[Record] = []
-    for seg in PartitionDir(Path(directory)).segments():
-        data = seg.read_bytes()
-        version, pos = segment_version(data, seg)
-        while pos < len(data):
-            parsed = _parse_at(data, pos, len(out), version)
-            if parsed is None:
-                return out
-            rec, size = parsed
-            out.append(rec)
-            pos += size
-    return out
 
 
 class LeaderEpochCache:
@@ -197,17 +168,33 @@ class LeaderEpochCache:
         self.entries = [(e, s) for e, s in self.entries if s < offset]
 
 
+    def truncate_from_start(self, offset: int) -> None:
+        """The log now starts at ``offset`` (retention): the epoch in force there starts
+        there, the epochs wholly before it are gone (Kafka's ``truncateFromStart``)."""
+        before = [e for e, s in self.entries if s <= offset]
+        later = [(e, s) for e, s in self.entries if s > offset]
+        self.entries = ([(before[-1], offset)] if before else []) + later
+
+
 class PartitionLog:
     """The local log of one replica; not thread-safe (the broker's event loop owns it)."""
 
     def __init__(self, directory: Path, segment_bytes: int = 1 << 20, flush_messages: int = 0,
-                 flush_ms: int = 0) -> None:
+                 flush_ms: int = 0, retention_bytes: int = RETENTION_OFF,
+                 retention_ms: int = RETENTION_OFF,
+                 index_interval_bytes: int = INDEX_INTERVAL_BYTES) -> None:
         self.dir = directory
         self.files = PartitionDir(directory)
         self.segment_bytes = segment_bytes
         self.flush_messages, self.flush_ms = flush_messages, flush_ms
-        self.records: list[Record] = []
-        self._positions: list[tuple[Path, int]] = []  # (segment, byte position) per record
+        self.retention_bytes, self.retention_ms = retention_bytes, retention_ms
+        self.index_interval_bytes = index_interval_bytes
+        self.segments: list[Segment] = []  # in offset order; the last is the active one
+        self._bases: list[int] = []  # their base offsets (bisected by reads)
+        self._indexes: OrderedDict[int, list[tuple[int, int]]] = OrderedDict()  # closed ones'
+        self.log_start_offset = 0
+        self._leo = 0
+        self._last_epoch = UNDEFINED_EPOCH
         self.epochs = LeaderEpochCache()
         self.producers = ProducerStateTable()
         self.hw = 0
@@ -219,85 +206,165 @@ class PartitionLog:
         self.fsyncs = 0  # how many times the segment was fsynced (the flush policy's effect)
         self._unflushed = 0
         self._last_flush = time.monotonic()
-        self._active: Path | None = None
-        self._active_size = 0
+        self._active: Segment | None = None  # the segment appends go to (None: roll first)
         self._fd: int | None = None
 
     # -- opening and recovery -------------------------------------------------------------
     @classmethod
     def open(cls, directory: str | os.PathLike[str], segment_bytes: int = 1 << 20,
-             flush_messages: int = 0, flush_ms: int = 0) -> PartitionLog:
-        log = cls(Path(directory), segment_bytes, flush_messages, flush_ms)
+             flush_messages: int = 0, flush_ms: int = 0, retention_bytes: int = RETENTION_OFF,
+             retention_ms: int = RETENTION_OFF,
+             index_interval_bytes: int = INDEX_INTERVAL_BYTES) -> PartitionLog:
+        log = cls(Path(directory), segment_bytes, flush_messages, flush_ms, retention_bytes,
+                  retention_ms, index_interval_bytes)
         log.dir.mkdir(parents=True, exist_ok=True)
         log._recover()
         return log
 
-    def _segments(self) -> list[Path]:
-        return self.files.segments()
-
     def _recover(self) -> None:
-        segments = self._segments()
-        expected = 0
-        torn = False
+        paths = self.files.segments()
+        self.log_start_offset = _read_int(self.files.log_start_offset_checkpoint)
+        expected = max(self.log_start_offset, int(paths[0].stem)) if paths else self.log_start_offset
+        self.log_start_offset = expected
         report = self.recovery
-        version = FORMAT_VERSION
-        for seg in segments:
-            data = seg.read_bytes()
-            if torn:
+        for path in paths:
+            if report.dropped_bytes or report.segment is not None:
+                data = path.read_bytes()
                 report.dropped_bytes += len(data)
-                report.records_beyond += _count_whole(data, seg)
-                report.segments_deleted.append(seg.name)
-                seg.unlink()
+                report.records_beyond += count_whole(data, path)
+                report.segments_deleted.append(path.name)
+                self._unlink(path, int(path.stem))
                 continue
-            version, pos = segment_version(data, seg)
-            while pos < len(data):
-                rec = _parse_at(data, pos, expected, version)
-                if rec is None:
-                    torn = True
-                    report.segment, report.offset, report.position = seg, expected, pos
-                    report.reason = _damage(data, pos, expected, version)
-                    report.records_beyond += _count_whole(data, seg, _skip(data, pos), version)
-                    break
-                record, size = rec
-                self.records.append(record)
-                self._positions.append((seg, pos))
-                self.epochs.assign(record.leader_epoch, record.offset)
-                self.producers.record(record.producer_id, record.sequence, record.offset)
-                expected += 1
-                pos += size
-            if torn:
-                report.dropped_bytes += len(data) - pos
-                with open(seg, "r+b") as f:
-                    f.truncate(pos)
+            seg = self._recover_segment(path, expected)
+            expected = seg.next_offset
+        self._leo = expected
         self.recovered_bytes_dropped = report.dropped_bytes
-        hw_file = self.files.hw_checkpoint
-        if hw_file.exists():
-            try:
-                self.hw = min(int(hw_file.read_text().strip() or 0), self.leo)
-            except ValueError:
-                self.hw = 0
+        self.hw = min(_read_int(self.files.hw_checkpoint), self._leo)
         if report.dropped_bytes:
             print(report.line(self.dir), file=sys.stderr, flush=True)
         self.topic_id = _read_topic_id(self.files.metadata)
         self._write_epochs()
-        existing = self._segments()
+        last = self.segments[-1] if self.segments else None
         # appends continue in the last segment only if it is of the current format
-        self._active = existing[-1] if existing and version == FORMAT_VERSION else None
-        self._active_size = self._active.stat().st_size if self._active is not None else 0
+        self._active = last if last is not None and last.version == FORMAT_VERSION else None
+        for seg in self.segments[:-1]:
+            seg.entries = None  # a closed segment's entries are read from its index file
+
+    def _recover_segment(self, path: Path, expected: int) -> Segment:
+        """Check one segment's records from ``expected`` on, cut it at the first bad one
+        (noting it in :attr:`recovery`), rebuild the state derived from its records and
+        its index; the segment as the log keeps it."""
+        report = self.recovery
+        with open(path, "rb") as f:
+            version, start = segment_version(f.read(HEADER_SIZE), path)
+            seg = Segment(int(path.stem), path, version, start, start, expected, [])
+            self._add_segment(seg)
+            assert seg.entries is not None
+            for rec, pos, size in scan(f, start, expected, version):
+                if seg.indexed(seg.entries[-1] if seg.entries else None, pos, self.index_interval_bytes):
+                    seg.entries.append((rec.offset, pos))
+                self.epochs.assign(rec.leader_epoch, rec.offset)
+                self.producers.record(rec.producer_id, rec.sequence, rec.offset)
+                self._last_epoch = rec.leader_epoch
+                seg.size, seg.next_offset = pos + size, rec.offset + 1
+            f.seek(seg.size)
+            rest = f.read()
+        if rest:
+            report.segment, report.offset, report.position = path, seg.next_offset, seg.size
+            report.reason = damage(rest, 0, seg.next_offset, version)
+            report.records_beyond += count_whole(rest, path, skip(rest, 0), version)
+            report.dropped_bytes += len(rest)
+            with open(path, "r+b") as f:
+                f.truncate(seg.size)
+        self._write_index(seg, seg.entries)
+        return seg
+
+    def _add_segment(self, seg: Segment) -> None:
+        self.segments.append(seg)
+        self._bases.append(seg.base_offset)
+
+    def _write_index(self, seg: Segment, entries: list[tuple[int, int]]) -> None:
+        """Write ``seg``'s index file unless it already holds exactly ``entries``."""
+        data = index_bytes(seg.base_offset, entries)
+        try:
+            if seg.index_path.read_bytes() == data:
+                return
+        except OSError:
+            pass
+        seg.index_path.write_bytes(data)
+
+    def _unlink(self, path: Path, base_offset: int) -> None:
+        path.unlink(missing_ok=True)
+        self.files.offset_index(base_offset).unlink(missing_ok=True)
+        self._indexes.pop(base_offset, None)
 
     # -- reading --------------------------------------------------------------------------
     @property
     def leo(self) -> int:
-        return len(self.records)
+        return self._leo
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(seg.size for seg in self.segments)
 
     def log_end_epoch(self) -> int:
-        return self.records[-1].leader_epoch if self.records else UNDEFINED_EPOCH
+        return self._last_epoch
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record of the log, read from disk (tests and tools: the broker reads with
+        :meth:`read`, a bounded window at a time)."""
+        return list(self._iter_from(self.log_start_offset, self.leo))
 
     def read(self, offset: int, max_records: int, upto: int | None = None) -> list[Record]:
+        """Up to ``max_records`` records from ``offset``, below ``upto`` (the LEO if None);
+        none below the log start offset (the caller answers OFFSET_OUT_OF_RANGE)."""
         end = self.leo if upto is None else min(upto, self.leo)
-        if offset >= end or offset < 0:
+        if offset >= end or offset < self.log_start_offset:
             return []
-        return self.records[offset:min(end, offset + max_records)]
+        return list(self._iter_from(offset, min(end, offset + max_records)))
+
+    def _iter_from(self, offset: int, end: int) -> Iterator[Record]:
+        """The records ``offset`` .. ``end`` - 1, read from the segments via their indexes."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if offset >= end or i < 0:
+            return
+        for k, seg in enumerate(self.segments[i:]):
+            at_offset, pos = self._lookup(seg, offset) if k == 0 else (seg.base_offset, seg.start)
+            with open(seg.path, "rb") as f:
+                for rec, _pos, _size in scan(f, pos, at_offset, seg.version):
+                    if rec.offset >= end:
+                        return
+                    if rec.offset >= offset:
+                        yield rec
+            if seg.next_offset >= end:
+                return
+
+    def _lookup(self, seg: Segment, offset: int) -> tuple[int, int]:
+        """(offset, byte position) of the last index entry of ``seg`` at or below ``offset``
+        (the segment's first record if none)."""
+        entries = seg.entries if seg.entries is not None else self._closed_index(seg)
+        k = bisect.bisect_right(entries, (offset, 1 << 62)) - 1
+        return entries[k] if k >= 0 else (seg.base_offset, seg.start)
+
+    def _closed_index(self, seg: Segment) -> list[tuple[int, int]]:
+        entries = self._indexes.get(seg.base_offset)
+        if entries is None:
+            entries = self._indexes[seg.base_offset] = read_index(seg)
+            while len(self._indexes) > _INDEXES_CACHED:
+                self._indexes.popitem(last=False)
+        self._indexes.move_to_end(seg.base_offset)
+        return entries
+
+    def _position_of(self, offset: int) -> tuple[Segment, int]:
+        """The segment holding ``offset`` (log_start <= offset < LEO) and its byte position."""
+        seg = self.segments[bisect.bisect_right(self._bases, offset) - 1]
+        at_offset, pos = self._lookup(seg, offset)
+        with open(seg.path, "rb") as f:
+            for rec, p, _size in scan(f, pos, at_offset, seg.version):
+                if rec.offset == offset:
+                    return seg, p
+        raise LogFormatError(f"{seg.path}: offset {offset} not found where its index says")
 
     # -- writing --------------------------------------------------------------------------
     def append(self, leader_epoch: int, value: bytes, producer_id: int = NO_PRODUCER,
@@ -329,49 +396,68 @@ class PartitionLog:
         if not recs:
             return
         encoded = [encode_record(rec) for rec in recs]
-        start = self._active_size
+        seg = self._active
+        start = seg.size if seg is not None else 0
         try:
-            if self._active is None or self._active_size >= self.segment_bytes:
-                self._roll(recs[0].offset)
-                start = self._active_size
-            assert self._active is not None
+            if seg is None or seg.size >= self.segment_bytes:
+                seg = self._roll(recs[0].offset)
+                start = seg.size
             if self._fd is None:
-                self._fd = os.open(self._active, os.O_WRONLY | os.O_APPEND)
+                self._fd = os.open(seg.path, os.O_WRONLY | os.O_APPEND)
             _write_all(self._fd, b"".join(encoded))
         except OSError as exc:
             self._go_offline(start, exc)
             raise LogDirFailure(exc.errno or errno_codes.EIO,
                                 f"append to {self.dir.name} at offset {recs[0].offset} failed "
                                 f"({exc.strerror or exc}); the log is offline") from exc
+        assert seg.entries is not None
         pos = start
         changed = False
         for rec, data in zip(recs, encoded, strict=True):
-            self.records.append(rec)
-            self._positions.append((self._active, pos))
+            if seg.indexed(seg.entries[-1] if seg.entries else None, pos, self.index_interval_bytes):
+                seg.entries.append((rec.offset, pos))
             pos += len(data)
             self.producers.record(rec.producer_id, rec.sequence, rec.offset)
             while self.epochs.entries and self.epochs.entries[-1][0] > rec.leader_epoch:
                 self.epochs.entries.pop()  # an epoch announced but never written is superseded
                 changed = True
             changed = self.epochs.assign(rec.leader_epoch, rec.offset) or changed
-        self._active_size = pos
+        seg.size, seg.next_offset = pos, recs[-1].offset + 1
+        self._leo, self._last_epoch = seg.next_offset, recs[-1].leader_epoch
         if changed:
             self._write_epochs()
         self._unflushed += len(recs)
         self.maybe_flush()
 
-    def _roll(self, base_offset: int) -> None:
-        """Start a new segment at ``base_offset`` (with the format's header)."""
-        self._close_fd()
-        seg = self.files.segment(base_offset)
-        fd = os.open(seg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    def _roll(self, base_offset: int) -> Segment:
+        """Start a new segment at ``base_offset`` (with the format's header), closing the
+        active one (its index file written whole)."""
+        self._close_active()
+        if self.segments and self.segments[-1].base_offset == base_offset:
+            self.segments.pop()  # an empty (version-1) segment the new one replaces
+            self._bases.pop()
+        path = self.files.segment(base_offset)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
         try:
             _write_all(fd, segment_header())
         except OSError:
             os.close(fd)
-            seg.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
             raise
-        self._active, self._fd, self._active_size = seg, fd, _SEGMENT_HEADER.size
+        seg = Segment(base_offset, path, FORMAT_VERSION, HEADER_SIZE, HEADER_SIZE, base_offset, [])
+        self._add_segment(seg)
+        self._active, self._fd = seg, fd
+        return seg
+
+    def _close_active(self) -> None:
+        """The active segment is done with: its index file holds its entries, which the log
+        no longer keeps in memory."""
+        self._close_fd()
+        seg = self._active
+        if seg is not None and seg.entries is not None:
+            self._write_index(seg, seg.entries)
+            seg.entries = None
+        self._active = None
 
     def _go_offline(self, start: int, exc: OSError) -> None:
         """A write failed: cut the segment back to ``start`` (the end of the last whole
@@ -380,8 +466,8 @@ class PartitionLog:
         try:
             if self._fd is not None:
                 os.ftruncate(self._fd, start)
-            elif self._active is not None and self._active.exists():
-                os.truncate(self._active, start)
+            elif self._active is not None and self._active.path.exists():
+                os.truncate(self._active.path, start)
         except OSError as again:  # the disk refuses even that: recovery will cut it (CRC)
             print(f"log {self.dir}: could not cut a failed append back to byte {start}: "
                   f"{again}", file=sys.stderr, flush=True)
@@ -406,32 +492,85 @@ class PartitionLog:
         self._unflushed = 0
         self._last_flush = time.monotonic()
 
+    # -- truncation and retention ---------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
         """Drop every record at or after ``offset``; returns how many were dropped."""
         offset = max(0, offset)
         if offset >= self.leo:
             return 0
+        if offset < self.log_start_offset:
+            dropped = self.leo - self.log_start_offset
+            self.truncate_fully_and_start_at(offset)
+            return dropped
         dropped = self.leo - offset
-        self._close_fd()
-        seg, pos = self._positions[offset]
-        for later in self._segments():
-            if later > seg:
-                later.unlink()
-        with open(seg, "r+b") as f:
+        seg, pos = self._position_of(offset)
+        self._close_active()
+        k = self.segments.index(seg)
+        for later in self.segments[k + 1:]:
+            self._unlink(later.path, later.base_offset)
+        del self.segments[k + 1:], self._bases[k + 1:]
+        with open(seg.path, "r+b") as f:
             f.truncate(pos)
-        del self.records[offset:]
-        del self._positions[offset:]
+        seg.entries = [e for e in (seg.entries or read_index(seg)) if e[0] < offset]
+        self._indexes.pop(seg.base_offset, None)
+        self._write_index(seg, seg.entries)
+        seg.size, seg.next_offset = pos, offset
         # a version-1 segment is not appended to (the next append rolls a new one)
-        with open(seg, "rb") as f:
-            self._active = seg if f.read(len(SEGMENT_MAGIC)) == SEGMENT_MAGIC else None
-        self._active_size = pos
-        self.producers.rebuild(self.records)
+        self._active = seg if seg.version == FORMAT_VERSION else None
+        self._leo = offset
+        self._last_epoch = next((r.leader_epoch for r in self._iter_from(offset - 1, offset)),
+                                UNDEFINED_EPOCH)
+        self.producers.rebuild(self._iter_from(self.log_start_offset, offset))
         self.epochs.truncate_from(offset)
         self._write_epochs()
         if self.hw > offset:
             self.set_hw(offset)
             self.checkpoint_hw()  # never leave a checkpoint above the log end
         return dropped
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start the log, empty, at ``offset`` (Kafka's
+        ``truncateFullyAndStartAt``: a follower whose log ends below its leader's log start
+        offset fetches from there)."""
+        self._close_active()
+        for seg in self.segments:
+            self._unlink(seg.path, seg.base_offset)
+        self.segments, self._bases = [], []
+        self._leo, self._last_epoch = offset, UNDEFINED_EPOCH
+        self._set_log_start(offset)
+        self.epochs.entries = []
+        self._write_epochs()
+        self.producers.rebuild(())
+        self.set_hw(offset)
+
+    def apply_retention(self, now: float | None = None) -> int:
+        """Delete the oldest segments while the log is over ``retention_bytes`` or they were
+        last written over ``retention_ms`` ago (wall clock ``now``) -- whole segments, never
+        the active one, only those wholly below the HW; the log start offset follows.
+        Returns how many segments it deleted."""
+        if self.retention_bytes < 0 and self.retention_ms < 0:
+            return 0
+        now = time.time() if now is None else now
+        size, deleted = self.size_bytes, 0
+        while len(self.segments) > 1 and self.segments[1].base_offset <= self.hw:
+            seg = self.segments[0]
+            over_size = 0 <= self.retention_bytes <= size - seg.size
+            too_old = self.retention_ms >= 0 and \
+                (now - seg.path.stat().st_mtime) * 1000 > self.retention_ms
+            if not (over_size or too_old):
+                break
+            self._unlink(seg.path, seg.base_offset)
+            del self.segments[0], self._bases[0]
+            size, deleted = size - seg.size, deleted + 1
+        if deleted:
+            self._set_log_start(self.segments[0].base_offset)
+            self.epochs.truncate_from_start(self.log_start_offset)
+            self._write_epochs()
+        return deleted
+
+    def _set_log_start(self, offset: int) -> None:
+        self.log_start_offset = offset
+        write_atomic(self.files.log_start_offset_checkpoint, f"{offset}\n")
 
     def forget_epochs_from(self, offset: int) -> None:
         """Drop the epochs that start at or after ``offset`` even if the log holds no record
@@ -481,6 +620,9 @@ class PartitionLog:
             except OSError:
                 pass
         self._close_fd()
+        if self._active is not None and self._active.entries is not None:
+            with contextlib.suppress(OSError):
+                self._write_index(self._active, self._active.entries)
 
     def delete(self) -> None:
         self._close_fd()
@@ -519,68 +661,9 @@ def _read_topic_id(path: Path) -> int | None:
     return None
 
 
-def _parse_at(data: bytes, pos: int, expected_offset: int,
-              version: int = FORMAT_VERSION) -> tuple[Record, int] | None:
-    """The record at ``pos`` and its size, or None if it is torn, corrupt or out of order."""
-    if pos + _HEAD.size > len(data):
-        return None
-    length, crc = _HEAD.unpack_from(data, pos)
-    start = pos + _HEAD.size
-    fixed = _BODY if version >= 2 else _BODY_V1
-    if length < fixed.size or start + length > len(data):
-        return None
-    body = data[start:start + length]
-    if zlib.crc32(body) != crc:
-        return None
-    if version >= 2:
-        offset, epoch, producer_id, sequence = _BODY.unpack_from(body, 0)
-    else:
-        (offset, epoch), producer_id, sequence = _BODY_V1.unpack_from(body, 0), NO_PRODUCER, -1
-    if offset != expected_offset:
-        return None
-    return Record(offset, epoch, bytes(body[fixed.size:]), producer_id, sequence), _HEAD.size + length
-
-
-def _damage(data: bytes, pos: int, expected: int, version: int) -> str:
-    """Why the record at ``pos`` is not accepted, in words (the recovery line)."""
-    if pos + _HEAD.size > len(data):
-        return "a torn record header"
-    length, crc = _HEAD.unpack_from(data, pos)
-    fixed = _BODY if version >= 2 else _BODY_V1
-    if length < fixed.size or pos + _HEAD.size + length > len(data):
-        return "a torn record (or a corrupt length)"
-    body = data[pos + _HEAD.size:pos + _HEAD.size + length]
-    if zlib.crc32(body) != crc:
-        return "a record whose CRC does not match"
-    return f"an offset gap (found {fixed.unpack_from(body, 0)[0]})"
-
-
-def _skip(data: bytes, pos: int) -> int:
-    """The position after the damaged record at ``pos`` if its length field can be believed
-    (it fits the segment), else the end: the count of records beyond is best effort."""
-    if pos + _HEAD.size > len(data):
-        return len(data)
-    length, _ = _HEAD.unpack_from(data, pos)
-    end = pos + _HEAD.size + length
-    return end if end <= len(data) else len(data)
-
-
-def _count_whole(data: bytes, seg: Path, pos: int | None = None, version: int | None = None) -> int:
-    """How many CRC-valid records follow each other from ``pos`` (a segment's start if
-    None): the records recovery drops along with the damage."""
-    if pos is None or version is None:
-        try:
-            version, pos = segment_version(data, seg)
-        except LogFormatError:
-            return 0
-    n = 0
-    while pos < len(data):
-        if pos + _HEAD.size > len(data):
-            break
-        length, crc = _HEAD.unpack_from(data, pos)
-        end = pos + _HEAD.size + length
-        if end > len(data) or zlib.crc32(data[pos + _HEAD.size:end]) != crc:
-            break
-        n += 1
-        pos = end
-    return n
+def _read_int(path: Path) -> int:
+    """A checkpoint's number (the HW, the log start offset); 0 if absent or unreadable."""
+    try:
+        return int(path.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0

@@ -90,7 +90,7 @@ class Replica:
 
     def log_end_epoch(self) -> int | None:
         """Epoch of the last record, None for an empty log (trace schema)."""
-        return self.log.records[-1].leader_epoch if self.log.records else None
+        return self.log.log_end_epoch() if self.log.leo > self.log.log_start_offset else None
 
     def emit(self, make: Callable[..., Event], post: dict[str, Any] | None = None, **fields: Any) -> None:
         """Record a step of this replica: ``make`` is the kind's constructor

@@ -440,3 +440,17 @@ def test_a_kill_may_cut_short_an_isr_write_that_reached_zookeeper() -> None:
     # only the victim's step, and only before a crash: the same loss before a pause is not
     paused = [dict(e, kind="broker_pause") if e["kind"] == "broker_crash" else e for e in cut]
     assert not judge(paused, "kip320", memo=False)["conforms"]
+
+
+def test_a_trace_recorded_with_retention_on_is_refused_with_that_reason() -> None:
+    """A follower that started at its leader's log start offset (retention deleted what it
+    would fetch) marks its truncate event; the model knows no retention."""
+    from traces.events import RETENTION_MARK
+
+    events = design_bug_events()
+    at = next(i for i, e in enumerate(events) if e["kind"] == "receive_fetch")  # any marked event
+    assert judge(events[:at + 1], "design")["conforms"]
+    events[at] = {**events[at], "params": {**events[at]["params"], RETENTION_MARK: 7}}
+    v = judge(events, "design")
+    assert not v["conforms"] and v["first_bad"] == at
+    assert "retention" in v["reason"] and "model knows no retention" in v["reason"]

@@ -37,10 +37,12 @@ from impl.node.wire import ErrorCode
 from traces import events
 
 
-def consumer_fetch_range(offset: int, max_records: int, hw: int, leo: int) -> range | None:
+def consumer_fetch_range(offset: int, max_records: int, hw: int, leo: int,
+                         log_start: int = 0) -> range | None:
     """Question 7: the offsets a consumer fetch returns -- committed records only, so none
-    from the HW to the LEO -- or ``None`` (OFFSET_OUT_OF_RANGE) beyond the LEO or below 0."""
-    if offset > leo or offset < 0:
+    from the HW to the LEO -- or ``None`` (OFFSET_OUT_OF_RANGE) beyond the LEO or below the
+    log start offset (0 unless retention deleted segments)."""
+    if offset > leo or offset < max(0, log_start):
         return None
     return range(offset, max(offset, min(hw, leo, offset + max_records)))
 
@@ -63,12 +65,14 @@ class ClientRequests(IdempotentProducers, LogDirFailures):
         """Question 7: empty between HW and LEO; OFFSET_OUT_OF_RANGE only beyond the LEO.
         At most ``max_bytes`` of records (and the broker's fetch limits), but always the
         first one whole (KIP-74, :mod:`impl.node.limits`)."""
-        if consumer_fetch_range(offset, max_records, r.hw, r.leo) is None:
-            raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE, body={"leo": r.leo, "hw": r.hw})
+        if consumer_fetch_range(offset, max_records, r.hw, r.leo, r.log.log_start_offset) is None:
+            raise RequestError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                               body={"leo": r.leo, "hw": r.hw, "log_start_offset": r.log.log_start_offset})
         if offset >= r.hw and max_wait:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(r.changed().wait(), max_wait)
-        window = consumer_fetch_range(offset, max_records, r.hw, r.leo)  # the HW may have moved
+        # the HW may have moved, and retention the log start
+        window = consumer_fetch_range(offset, max_records, r.hw, r.leo, r.log.log_start_offset)
         records = [] if window is None else r.log.read(window.start, len(window))
         records = limits.within(records, min(max_bytes, self.config.fetch_max_bytes,
                                              self.config.fetch_partition_max_bytes), True)
@@ -76,7 +80,7 @@ class ClientRequests(IdempotentProducers, LogDirFailures):
             r.emit(events.consumer_fetch, informational={"fetch_offset": offset, "records": len(records)},
                    post={"hw": r.hw, "leo": r.leo})
         return {"records": records_to_wire(records), "hw": r.hw, "leo": r.leo,
-                "leader_epoch": r.leader_epoch}
+                "leader_epoch": r.leader_epoch, "log_start_offset": r.log.log_start_offset}
 
     async def on_produce(self, body: dict[str, Any]) -> dict[str, Any] | None:
         """Append on the leader; answer at once (acks 0/1) or once committed (acks=all)."""
@@ -107,7 +111,8 @@ class ClientRequests(IdempotentProducers, LogDirFailures):
             if check.verdict is Verdict.DUPLICATE:
                 assert check.base_offset is not None
                 base, last_offset = check.base_offset, check.base_offset + len(values) - 1
-                answer = {"base_offset": base, "leader_epoch": r.log.records[base].leader_epoch,
+                first = r.log.read(base, 1)  # none if retention deleted it: the epoch is unknown
+                answer = {"base_offset": base, "leader_epoch": first[0].leader_epoch if first else -1,
                           "duplicate": True}
             elif check.skip:  # the batch's head is here already: append its tail
                 values, base_sequence = values[check.skip:], base_sequence + check.skip

@@ -291,10 +291,12 @@ class ControlRequests(ReplicationFollower):
     async def _hw_checkpointer(self) -> None:
         """Seed 000 C startReplica: "start the HW checkpoint thread for r" (one for all).
         It also runs the time half of the flush policy (``flush_ms``, impl.node.log) for
-        logs that took no append since their interval ran out."""
+        logs that took no append since their interval ran out, and retention (off unless
+        ``retention_bytes`` / ``retention_ms`` are set)."""
         while True:
             await asyncio.sleep(0.5)
             for r in list(self.replicas.values()):
                 with contextlib.suppress(OSError):
                     r.log.checkpoint_hw()
                     r.log.maybe_flush()
+                    r.log.apply_retention()

@@ -110,9 +110,11 @@ class BrokerCore:
         return r
 
     def open_log(self, directory: Path) -> PartitionLog:
-        """A partition's log with this broker's segment size and flush policy (impl.node.log)."""
+        """A partition's log with this broker's segment size, flush policy and retention
+        (impl.node.log)."""
         return PartitionLog.open(directory, self.config.segment_bytes, self.config.flush_messages,
-                                 self.config.flush_ms)
+                                 self.config.flush_ms, self.config.retention_bytes,
+                                 self.config.retention_ms)
 
     def replica_of_incarnation(self, topic: str, partition: int,
                                topic_id: int) -> tuple[Replica, bool]:

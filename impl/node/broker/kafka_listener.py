@@ -10,7 +10,8 @@ back into Kafka's (docs/kafka-protocol.md):
 * **Fetch** -- each partition a consumer fetch, up to the HW (question 7); when nothing is
   there yet it long-polls once, up to ``max_wait_ms``.  Sessionless (session id 0): every
   request names its partitions and every response answers all of them.
-* **ListOffsets** -- earliest (-2) is 0 (logs are never trimmed), latest (-1) the HW.
+* **ListOffsets** -- earliest (-2) is the log start offset (0 unless retention deleted
+  segments), latest (-1) the HW.
 * **Metadata** -- the broker's metadata cache (UpdateMetadata), each broker at the Kafka
   port it registered in ``/brokers/ids/N``.
 * **InitProducerId** -- a producer id from the broker's reserved block (epoch 0).
@@ -340,7 +341,8 @@ class KafkaClients(ClientRequests):
         except (RequestError, Refused) as exc:
             return {**row, "error_code": int(exc.code)}
         return {**row, "error_code": KafkaError.none, "high_watermark": answer["hw"],
-                "last_stable_offset": answer["hw"], "log_start_offset": 0,
+                "last_stable_offset": answer["hw"],
+                "log_start_offset": answer.get("log_start_offset", r.log.log_start_offset),
                 "records": fetched_batches(answer["records"])}
 
     async def _kafka_list_offsets(self, schema: type, body: Any) -> Any:
@@ -358,7 +360,7 @@ class KafkaClients(ClientRequests):
                                       "records carry no timestamps: only earliest (-2) and "
                                       "latest (-1)")
                     row.update(error_code=KafkaError.none, leader_epoch=r.leader_epoch,
-                               offset=r.hw if p.timestamp == LATEST else 0)
+                               offset=r.hw if p.timestamp == LATEST else r.log.log_start_offset)
                 except (RequestError, Refused) as exc:
                     row["error_code"] = int(exc.code)
                 rows.append(row)

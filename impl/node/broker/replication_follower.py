@@ -42,6 +42,7 @@ from impl.node.tracing import records_digest
 from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
 from traces import events
+from traces.events import RETENTION_MARK
 
 
 class ReplicationFollower(LogDirFailures):
@@ -143,7 +144,8 @@ class ReplicationFollower(LogDirFailures):
                             continue  # the leader answered for another incarnation of the topic
                         code = int(item["error"])
                         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                            await self._handle_out_of_range(r, leader, int(item.get("leo", 0)))
+                            await self._handle_out_of_range(r, leader, int(item.get("leo", 0)),
+                                                            int(item.get("log_start_offset", 0)))
                         elif code == ErrorCode.NONE:
                             stalled = False
                             self._apply_fetched(r, leader, sent[key][1], item)
@@ -246,7 +248,14 @@ class ReplicationFollower(LogDirFailures):
                               "leader_end_offset": int(resp["end_offset"])},
                post={"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
 
-    async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int) -> None:
+    async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int,
+                                   leader_log_start: int) -> None:
+        if r.leo < leader_log_start:  # retention deleted what we would fetch: start there
+            r.log.truncate_fully_and_start_at(leader_log_start)
+            r.emit(events.truncate, leader=leader, truncated_to=leader_log_start,
+                   informational={RETENTION_MARK: leader_log_start},
+                   post={"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
+            return
         if self.rule == "kip320":
             r.needs_epoch_lookup = True
             return

@@ -71,6 +71,7 @@ ERROR_BODY: tuple[Field, ...] = (
     _F("leader_epoch", "int", False, "FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: this broker's leader epoch"),
     _F("leo", "int", False, "OFFSET_OUT_OF_RANGE: the log end offset"),
     _F("hw", "int", False, "OFFSET_OUT_OF_RANGE: the high watermark"),
+    _F("log_start_offset", "int", False, "OFFSET_OUT_OF_RANGE: the log start offset"),
 )
 """The body of every response whose header carries a non-zero error code."""
 
@@ -121,6 +122,8 @@ MESSAGES: dict[ApiKey, Message] = {
             _F("hw", "int", False, "consumer fetch: the high watermark"),
             _F("leo", "int", False, "consumer fetch: the log end offset"),
             _F("leader_epoch", "int", False, "consumer fetch: the leader's epoch"),
+            _F("log_start_offset", "int", False, "consumer fetch: the log start offset (0 unless "
+               "retention deleted segments)"),
             _F("partitions", "list<map>", False, "replica fetch: one entry per partition asked for"),
             _F("partitions[].topic", "string", True, "the topic"),
             _F("partitions[].partition", "int", True, "the partition"),
@@ -131,6 +134,8 @@ MESSAGES: dict[ApiKey, Message] = {
                "fetch_offset"),
             _F("partitions[].hw", "int", False, "the leader's high watermark (with OFFSET_OUT_OF_RANGE too)"),
             _F("partitions[].leo", "int", False, "the leader's log end offset (with OFFSET_OUT_OF_RANGE too)"),
+            _F("partitions[].log_start_offset", "int", False, "with OFFSET_OUT_OF_RANGE: the leader's log "
+               "start offset (a follower below it starts there)"),
             _F("partitions[].leader_epoch", "int", False, "the leader's epoch (with FENCED_LEADER_EPOCH / "
                "UNKNOWN_LEADER_EPOCH too)"),
             _F("partitions[].topic_id", "int", False, "the leader's incarnation of the topic"),

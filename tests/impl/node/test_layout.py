@@ -28,7 +28,8 @@ def _api_paths(d: DataDir) -> list[Path]:
     p = b.partition(SAMPLE["topic"], SAMPLE["partition"])
     return [d.cluster_state, d.fault_plan, d.trace(SAMPLE["broker"]), d.trace(HARNESS_NODE), d.verdicts,
             d.cluster_secret, d.tls, d.zookeeper.path, b.out, b.config_json, b.zk_session, b.disk_fault,
-            b.step_permits, b.admin_audit, p.segment(SAMPLE["base_offset"]), p.hw_checkpoint,
+            b.step_permits, b.admin_audit, p.segment(SAMPLE["base_offset"]),
+            p.offset_index(SAMPLE["base_offset"]), p.hw_checkpoint, p.log_start_offset_checkpoint,
             p.leader_epoch_checkpoint, p.metadata]
 
 
