@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.judge.observation import Event, _value_key
+from conformance.judge.observation import Event, value_key
 from conformance.judge.search import Hypothesis
 
 MEMO_STATS = {"hits": 0, "misses": 0}
@@ -32,41 +32,41 @@ class _Node:
         self.next: dict[tuple, tuple[_Node, tuple[int, ...], tuple[str, str, list[str]] | None]] = {}
 
 
-class _Memo:
+class Memo:
     """Nodes of one scope -- configuration, bounds and broker-id mapping, everything
     besides the states and the event that decides a step's outcome -- interned by their
     states, so different traces that reach the same states share what was learnt there.
 
     Why it is exact: ``advance`` and the property check are pure functions of the states,
     the observation and, for fetched records, which model values each observed value may
-    be; ``_signature`` keeps all of that (the values as the sets they map to) and nothing
+    be; ``signature`` keeps all of that (the values as the sets they map to) and nothing
     else of the event that matters to a conforming step.  Only conforming steps are
     remembered: a non-conforming event is always searched, so its report is the plain one."""
 
-    scopes: dict[tuple, _Memo] = {}
+    scopes: dict[tuple, Memo] = {}
     nodes_total = 0
 
     def __init__(self) -> None:
         self.nodes: dict[tuple[Hypothesis, ...], _Node] = {}
 
     @classmethod
-    def scope(cls, config: str, bound: int, limit: int, ids: dict[int, int]) -> _Memo:
+    def scope(cls, config: str, bound: int, limit: int, ids: dict[int, int]) -> Memo:
         key = (config, bound, limit, tuple(sorted(ids.items())))
         memo = cls.scopes.get(key)
         if memo is None:
-            memo = cls.scopes[key] = _Memo()
+            memo = cls.scopes[key] = Memo()
         return memo
 
     def node(self, hyps: list[Hypothesis]) -> _Node:
         key = tuple(hyps)
         n = self.nodes.get(key)
         if n is None:
-            if _Memo.nodes_total >= MEMO_MAX_NODES:  # start afresh rather than grow without end
-                for memo in _Memo.scopes.values():
+            if Memo.nodes_total >= MEMO_MAX_NODES:  # start afresh rather than grow without end
+                for memo in Memo.scopes.values():
                     memo.nodes.clear()
-                _Memo.nodes_total = 0
+                Memo.nodes_total = 0
             n = self.nodes[key] = _Node(hyps)
-            _Memo.nodes_total += 1
+            Memo.nodes_total += 1
         return n
 
 
@@ -89,7 +89,7 @@ _PLAIN = frozenset({int, str, type(None)})  # types whose == is exact (no 1 == 1
 _POST_MARK = ("post",)  # never a key (keys are str) nor a frozen value (those are 2-tuples)
 
 
-def _signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
+def signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
     """What of an event decides a conforming step: kind, node, params and post -- but of a
     produced value nothing (the model appends a fresh one whatever it is), and of each
     fetched record's value only the model values it may be.  None when an odd value keeps
@@ -119,7 +119,7 @@ def _signature(e: Event, values: dict[Any, set[int]]) -> tuple | None:
                 recs = []
                 for r in v:
                     if type(r) is list and len(r) == 3 and type(r[0]) is int and type(r[1]) is int:
-                        recs.append((r[0], r[1], frozenset(values.get(_value_key(r[2]), ()))))
+                        recs.append((r[0], r[1], frozenset(values.get(value_key(r[2]), ()))))
                     else:
                         recs.append(_freeze(r))  # a frozen list: never equal to the triples above
                 out.append(tuple(recs))

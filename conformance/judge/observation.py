@@ -227,12 +227,12 @@ def _same_records(observed: Any, model: list[tuple[int, int, int]], values: dict
     for rec, (offset, epoch, value) in zip(observed, model, strict=True):
         if not (isinstance(rec, list) and len(rec) == 3 and rec[0] == offset and rec[1] == epoch):
             return False
-        if value not in values.get(_value_key(rec[2]), ()):
+        if value not in values.get(value_key(rec[2]), ()):
             return False
     return True
 
 
-def _value_key(v: Any) -> Any:
+def value_key(v: Any) -> Any:
     return (type(v).__name__, v)
 
 

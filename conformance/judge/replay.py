@@ -42,29 +42,29 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
-from conformance.judge.memo import MEMO_MAX_NODES, MEMO_STATS, _Memo, _signature
+from conformance.judge.memo import MEMO_MAX_NODES, MEMO_STATS, Memo, signature
 from conformance.judge.observation import (
     HARNESS,
     Event,
     Observation,
-    _value_key,
     broker_ids,
     observe,
     prelife_state,
     replay_config,
+    value_key,
 )
 from conformance.judge.search import (
     FREEZING,
     INTERNAL_ACTIONS,
     Hypothesis,
     Search,
-    _may_break,
-    _order,
-    _violations,
     actor,
     advance,
     init_partition,
+    may_break,
     model_view,
+    ordered,
+    violations,
 )
 from model.state import State
 from model.text import state_text
@@ -73,7 +73,7 @@ from traces.vocabulary import KINDS
 
 __all__ = [
     "DEFAULT_BOUND", "FREEZING", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
-    "SHOWN_STATES", "Event", "Hypothesis", "Verdict", "_Memo", "_may_break", "actor", "broker_ids",
+    "SHOWN_STATES", "Event", "Hypothesis", "Verdict", "Memo", "may_break", "actor", "broker_ids",
     "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_unmemoized",
     "model_view", "observe", "prelife_state", "replay_config",
 ]
@@ -129,12 +129,12 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
 
     ``fast`` (the default) takes the same steps for less work: candidate arguments built
     from the observed broker (``_actor_args``), only the properties a step could break
-    evaluated (``_may_break``), no sorting or hashing of a single surviving state.  Every
+    evaluated (``may_break``), no sorting or hashing of a single surviving state.  Every
     shortcut is exact -- ``fast=False`` is the plain method, kept so that a test holds the
     two to the same verdicts (``tests/model/test_replay_fast_path.py``).
 
     ``memo`` (with ``fast``) remembers, per process, which states each matched event led to
-    from which states (``_Memo``): a step seen before is not searched again.  Exact, as the
+    from which states (``Memo``): a step seen before is not searched again.  Exact, as the
     test holds too; ``MEMO_STATS`` counts how often it answered.
 
     ``on_states``, if given, sees the possible states after each model event: the model
@@ -144,11 +144,11 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     shown = sorted(ids, key=ids.__getitem__)  # model broker b is the trace's broker shown[b]
     cfg = replay_config(config, len(ids))
     hyps = [Hypothesis(prelife_state(cfg, events, ids))]
-    # _may_break assumes the state before each step holds every property; survivors do,
+    # may_break assumes the state before each step holds every property; survivors do,
     # the state before the partition's life is checked here once.
     fast = fast and _holds(hyps[0].state)
     values: dict[Any, set[int]] = {}
-    scope = _Memo.scope(config, bound, limit, ids) if fast and memo else None
+    scope = Memo.scope(config, bound, limit, ids) if fast and memo else None
     node = scope.node(hyps) if scope is not None else None
     sig: tuple | None = None
     key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
@@ -181,7 +181,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         if shift != _NO_SHIFT:
             e = _shifted(e, shift)
         if node is not None:
-            sig = _signature(e, values)
+            sig = signature(e, values)
             edge = node.next.get(sig) if sig is not None else None
             if edge is not None:
                 MEMO_STATS["hits"] += 1
@@ -192,7 +192,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
                 if broke is not None and suspect is None:
                     suspect = (i, *broke)
                 if produced:
-                    values.setdefault(_value_key(e["params"].get("value")), set()).update(produced)
+                    values.setdefault(value_key(e["params"].get("value")), set()).update(produced)
                 continue
             MEMO_STATS["misses"] += 1
         obs = observe(i, e, ids)
@@ -206,7 +206,7 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         ok: list[Hypothesis] = []
         broken: dict[str, str] = {}
         for match in res.survivors:
-            bad = _violations(match.before, match.after.state, fast)
+            bad = violations(match.before, match.after.state, fast)
             if bad:
                 for name, msg in bad:
                     broken.setdefault(name, msg)
@@ -214,14 +214,14 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
                 ok.append(match.after)
         if not ok:
             name, msg = next(iter(broken.items()))
-            states = _order(m.after for m in res.survivors)[:SHOWN_STATES]
+            states = ordered(m.after for m in res.survivors)[:SHOWN_STATES]
             return refuted(Verdict(False, i, total, i,
                                    f"{_describe_event(e)} leads only to states that break {name}: {msg}",
                                    name, [state_text(h.state, shown) for h in states], bound).as_dict())
         broke: tuple[str, str, list[str]] | None = None
         if broken and all(h.speculative for h in ok) and any(not m.after.speculative for m in res.survivors):
             name, msg = next(iter(broken.items()))
-            plain = _order(m.after for m in res.survivors if not m.after.speculative)[:SHOWN_STATES]
+            plain = ordered(m.after for m in res.survivors if not m.after.speculative)[:SHOWN_STATES]
             broke = (name, msg, [state_text(h.state, shown) for h in plain])
             if suspect is None:
                 suspect = (i, *broke)
@@ -229,9 +229,9 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
         if obs.action == "produce":
             for h in ok:
                 r = h.state.brokers[obs.actor].replicas[0]
-                values.setdefault(_value_key(e["params"].get("value")), set()).add(r.log[-1].value)
+                values.setdefault(value_key(e["params"].get("value")), set()).add(r.log[-1].value)
             produced = tuple(h.state.brokers[obs.actor].replicas[0].log[-1].value for h in ok)
-        hyps = ok if fast and len(ok) == 1 else _order(ok)[:limit]
+        hyps = ok if fast and len(ok) == 1 else ordered(ok)[:limit]
         if on_states is not None:
             on_states(hyps)
         if scope is not None and node is not None:

@@ -316,7 +316,7 @@ def _init_view(t: State) -> dict[str, Any]:
             "controller_epoch": t.zk.controller_epoch, "unclean": False}
 
 
-def _order(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
+def ordered(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
     return sorted(set(hyps))
 
 
@@ -404,23 +404,23 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
 # ---------------------------------------------------------------------------------------
 
 
-def _violations(before: State, after: State, fast: bool = False) -> list[tuple[str, str]]:
+def violations(before: State, after: State, fast: bool = False) -> list[tuple[str, str]]:
     """``all_violations`` of the event's steps taken together (the transition property is
     transitive).  ``before`` holds every property (it survived the previous event), and
     properties read only ZooKeeper, the brokers and the ghost history: if none of those
     changed -- a fetch request sent, a stale response dropped -- nothing can break.
 
     ``fast`` goes further on the same argument: only the properties whose inputs the step
-    changed are evaluated (``_may_break``); if one of them breaks, the full list is
+    changed are evaluated (``may_break``); if one of them breaks, the full list is
     computed, so the answer is always exactly ``all_violations``'s."""
     if after.zk == before.zk and after.brokers == before.brokers and after.ghost == before.ghost:
         return []
-    if fast and not _may_break(before, after):
+    if fast and not may_break(before, after):
         return []
     return all_violations(before, after)
 
 
-def _may_break(before: State, after: State) -> bool:
+def may_break(before: State, after: State) -> bool:
     """Could the step ``before -> after`` break a property, given that ``before`` holds
     them all?  A property whose inputs (``Property.reads``) are unchanged gives the same answer
     in ``after`` as in ``before`` -- none -- and the transition property compares only
