@@ -11,6 +11,14 @@ from typing import Any
 from conformance.judge.observation import Event, value_key
 from conformance.judge.search import Hypothesis
 
+Broke = tuple[str, str, list[str]]
+"""A property every state not assuming an unrecorded step cut short by a kill -9 broke at
+a step: its name, the message, those states shown (see ``replay.Speculation``)."""
+
+Recalled = tuple[list[Hypothesis], tuple[int, ...], Broke | None]
+"""A remembered step: the states it led to, the model values its produce appended (one per
+state), and what it broke (``Broke``) if it did."""
+
 MEMO_STATS = {"hits": 0, "misses": 0}
 """Model events answered from the memo, and searched, in this process."""
 
@@ -22,14 +30,13 @@ MEMO_MAX_NODES = 50_000
 class _Node:
     """A set of possible states (``hyps``, as the judge keeps them) and the events already
     matched from it: event signature -> (the node it led to, the model values its produce
-    appended, one per state, and the property that step broke in every state not assuming
-    an unrecorded step cut short by a kill -9, if it did -- see ``judge``'s ``suspect``)."""
+    appended, one per state, and what that step broke, if it did: ``Broke``)."""
 
     __slots__ = ("hyps", "next")
 
     def __init__(self, hyps: list[Hypothesis]) -> None:
         self.hyps = hyps
-        self.next: dict[tuple, tuple[_Node, tuple[int, ...], tuple[str, str, list[str]] | None]] = {}
+        self.next: dict[tuple, tuple[_Node, tuple[int, ...], Broke | None]] = {}
 
 
 class Memo:
@@ -68,6 +75,63 @@ class Memo:
             n = self.nodes[key] = _Node(hyps)
             Memo.nodes_total += 1
         return n
+
+    @classmethod
+    def forget_all(cls) -> None:
+        """Start every scope afresh (for figures and tests that need a cold memo)."""
+        cls.scopes.clear()
+        cls.nodes_total = 0
+
+
+class MemoPath:
+    """One judgement's place in its scope's memo: the node of the states it holds.
+
+    ``recall`` answers an event matched before from these states; otherwise the judge
+    searches, and says what the event led to: ``learn`` (new states, with what its produce
+    appended and what it broke) or ``stay`` (an event that is no model step)."""
+
+    __slots__ = ("memo", "node", "sig")
+
+    def __init__(self, memo: Memo, hyps: list[Hypothesis]) -> None:
+        self.memo = memo
+        self.node = memo.node(hyps)
+        self.sig: tuple | None = None  # the signature of the event being judged
+
+    def recall(self, e: Event, values: dict[Any, set[int]]) -> Recalled | None:
+        sig = self.sig = signature(e, values)
+        edge = self.node.next.get(sig) if sig is not None else None
+        if edge is None:
+            MEMO_STATS["misses"] += 1
+            return None
+        MEMO_STATS["hits"] += 1
+        node, produced, broke = edge
+        self.node = node
+        return node.hyps, produced, broke
+
+    def stay(self) -> None:
+        if self.sig is not None:
+            self.node.next[self.sig] = (self.node, (), None)
+
+    def learn(self, hyps: list[Hypothesis], produced: tuple[int, ...], broke: Broke | None) -> None:
+        child = self.memo.node(hyps)
+        if self.sig is not None:
+            self.node.next[self.sig] = (child, produced, broke)
+        self.node = child
+
+
+class NoMemo:
+    """``MemoPath``'s interface for a judgement without the memo: nothing recalled, nothing kept."""
+
+    __slots__ = ()
+
+    def recall(self, e: Event, values: dict[Any, set[int]]) -> Recalled | None:
+        return None
+
+    def stay(self) -> None:
+        pass
+
+    def learn(self, hyps: list[Hypothesis], produced: tuple[int, ...], broke: Broke | None) -> None:
+        pass
 
 
 def _freeze(v: Any) -> Any:

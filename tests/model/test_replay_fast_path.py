@@ -87,11 +87,9 @@ def _walk(config: str, seed: int, steps: int = 40) -> list[Any]:
 @pytest.fixture
 def cold_memo():
     """A memo that starts empty (tests must not depend on what ran before them)."""
-    replay.Memo.scopes.clear()
-    replay.Memo.nodes_total = 0
+    replay.Memo.forget_all()
     yield
-    replay.Memo.scopes.clear()
-    replay.Memo.nodes_total = 0
+    replay.Memo.forget_all()
 
 
 @pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.slow) if c in ("kip320", "design") else c
