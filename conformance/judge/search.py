@@ -427,6 +427,29 @@ def may_break(before: State, after: State) -> bool:
     inputs that changed.  Exact, not a heuristic: True whenever a property breaks."""
     if after.zk != before.zk:
         return True
+    changed = _changed_inputs(before, after)
+    if not changed:
+        return False
+    for prop in PROPERTIES:
+        if not (prop.reads & changed):
+            continue
+        if prop.name == "epoch_monotonic":
+            bad = epoch_monotonic_state(after) if "logs" in changed else None
+            if bad is None and "epochs" in changed:
+                bad = prop.check(before, after)
+        else:
+            bad = prop.check(before, after) if prop.on_transition else prop.check(after)
+        if bad is not None:
+            return True
+    return False
+
+
+_GHOST_INPUTS = ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts", "retired")
+
+
+def _changed_inputs(before: State, after: State) -> set[str]:
+    """The property inputs (``Property.reads``) of the brokers and the ghost history that
+    differ between ``before`` and ``after`` (ZooKeeper unchanged)."""
     changed: set[str] = set()
     leaders = {p: zn.leader for p, zn in enumerate(after.zk.partitions)}
     for b, (bb, ba) in enumerate(zip(before.brokers, after.brokers, strict=True)):
@@ -447,20 +470,5 @@ def may_break(before: State, after: State) -> bool:
                 changed.update(("logs", "epochs"))  # which replicas are compared, and exempt
     gb, ga = before.ghost, after.ghost
     if gb is not ga:
-        for name in ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts", "retired"):
-            if getattr(gb, name) != getattr(ga, name):
-                changed.add(name)
-    if not changed:
-        return False
-    for prop in PROPERTIES:
-        if not (prop.reads & changed):
-            continue
-        if prop.name == "epoch_monotonic":
-            bad = epoch_monotonic_state(after) if "logs" in changed else None
-            if bad is None and "epochs" in changed:
-                bad = prop.check(before, after)
-        else:
-            bad = prop.check(before, after) if prop.on_transition else prop.check(after)
-        if bad is not None:
-            return True
-    return False
+        changed.update(name for name in _GHOST_INPUTS if getattr(gb, name) != getattr(ga, name))
+    return changed
