@@ -58,7 +58,7 @@ from conformance.spark.report import (
 from conformance.spark.rows import DECODED_COLUMNS, JUDGED_COLUMNS, ddl
 from conformance.spark.session import JOB_SQL_CONF, spark_session
 from conformance.spark.tasks import judge_partitions
-from conformance.spark.verdict import DEFAULT_JUDGE, Judge, load_judge
+from conformance.spark.verdict import Judge, load_judge
 from traces.reader import TRACE_GLOB
 
 __all__ = ["JOB_SQL_CONF", "InputError", "Outcome", "conform", "render", "spark_session"]
@@ -76,9 +76,9 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
             keep_verdicts: int = 1000, log: Callable[[str], None] = _log, read_local: bool = True) -> Outcome:
     """Judge every trace under ``paths``; write results under ``out`` if given.
 
-    ``judge`` is a callable or ``"module:function"``; by default ``conformance.judge.diagnose:judge``
+    ``judge`` is a callable or ``"module:function"``; by default (None) ``conformance.judge.diagnose.judge``
     (``conformance.judge.replay.judge`` plus which protocol variant explains a failure), imported on
-    the executors.  Pass ``spark`` to reuse a session (it is not stopped).
+    the executors (``verdict.default_judge``).  Pass ``spark`` to reuse a session (it is not stopped).
     With ``read_local`` (default) files on the ``file:`` filesystem are read by the Python
     executors themselves (``plan_local``), others by Spark's ``binaryFile``.
     Raises ``InputError`` for unusable input; never raises on bad records.
@@ -88,9 +88,7 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
     for p in paths:
         if "://" not in p and not p.startswith("file:") and not os.path.exists(p) and not any(c in p for c in "*?["):
             raise InputError(f"no such file or directory: {p}")
-    if judge is None:
-        judge = DEFAULT_JUDGE
-    if judge == DEFAULT_JUDGE:
+    if judge is None:  # the default judge (``verdict.default_judge``) knows the named configurations
         from model.config import NAMED
 
         if config not in NAMED:  # before Spark starts, not as an error in every verdict

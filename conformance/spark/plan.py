@@ -78,7 +78,7 @@ def _file_groups(pairs: Sequence[tuple[str, str | None]]) -> list[list[str]]:
     return [sorted(g) for g in groups.values()]
 
 
-def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge, config: str,
+def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge | None, config: str,
           only: frozenset[str] | None = None):
     """Deal file groups out to ``tasks`` tasks by size (largest first, each to the least
     loaded) and judge them (``judge_file_groups``).  The input is ``spark.range(tasks)`` --
@@ -98,7 +98,7 @@ def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge, config
     return spark.range(0, tasks, 1, tasks).mapInArrow(judge_file_groups(judge, config, texts, only), ddl(JUDGED_COLUMNS))
 
 
-def plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: int):
+def plan_local(spark, uris: list[str], judge: str | Judge | None, config: str, tasks: int):
     """Local files, read by the executors in one pass with no shuffle of records.
 
     A run must be judged whole, by one task, but which files hold which runs is only known
@@ -113,7 +113,7 @@ def plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: i
     return _deal(spark, _guess_groups(uris), tasks, judge, config)
 
 
-def split_runs(spark, facts: dict[str, list[Any]], judge: str | Judge, config: str, tasks: int):
+def split_runs(spark, facts: dict[str, list[Any]], judge: str | Judge | None, config: str, tasks: int):
     """Second pass of ``plan_local``: (runs judged in pieces, their rows judged again whole)
     -- the runs whose files were dealt to more than one task, from the "seen" rows of
     ``facts``; None if there are none."""

@@ -68,7 +68,7 @@ def _judged_rows(run: str, events: list[dict[str, Any]], judge: Judge, config: s
     return rows
 
 
-def judge_file_groups(judge_spec: str | Judge, config: str, dealt: Sequence[str],
+def judge_file_groups(judge_spec: str | Judge | None, config: str, dealt: Sequence[str],
                        only: frozenset[str] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """Executor function of ``plan_local``: task ids -> verdict, quarantine and "seen"
     rows.  ``dealt[task]`` is a JSON list of file-URI lists (the task's groups); each
@@ -106,7 +106,7 @@ def judge_file_groups(judge_spec: str | Judge, config: str, dealt: Sequence[str]
     return judge_groups
 
 
-def judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def judge_partitions(judge_spec: str | Judge | None, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """Executor function: decoded rows sorted by (run, file, line) -> verdict and quarantine rows.
 
     Quarantined records pass through; the events of one run at a time are decoded (they
