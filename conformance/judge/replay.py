@@ -42,7 +42,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
-from conformance.judge.memo import MEMO_MAX_NODES, MEMO_STATS, Broke, Memo, MemoPath, NoMemo
+from conformance.judge.memo import (
+    MEMO_MAX_NODES,
+    MEMO_STATS,
+    Broke,
+    Memo,
+    MemoPath,
+    NoMemo,
+    Recalled,
+)
 from conformance.judge.observation import (
     HARNESS,
     Event,
@@ -214,38 +222,46 @@ class TraceJudge:
         self.speculation = Speculation()
         self.values: dict[Any, set[int]] = {}  # trace value -> the model values it may be
         self.key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
-        self.shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
 
     def verdict(self) -> Verdict:
-        total = len(self.events)
-        for i, e in enumerate(self.events):
+        events, key, values, on_states = self.events, self.key, self.values, self.on_states
+        recall = self.memo.recall  # (bound once: most events are recalled)
+        shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
+        for i, e in enumerate(events):
             kind = KINDS.get(e["kind"])
             if kind is None:
                 return self._fails(i, f"unknown event kind {e['kind']!r}")
-            if kind.model_action is None or (e["kind"] in _SCOPED and not _concerns(e, self.key)):
+            if kind.model_action is None or (e["kind"] in _SCOPED and not _concerns(e, key)):
                 continue  # informational (validated and ordered upstream), or another partition's change
             if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
-                self.shift = _renumbering(self.hyps[0].state, e, self.shift)
-            if self.shift != _NO_SHIFT:
-                e = _shifted(e, self.shift)
-            recalled = self.memo.recall(e, self.values)
-            if recalled is not None:
-                hyps, produced, broke = recalled
+                shift = _renumbering(self.hyps[0].state, e, shift)
+            if shift != _NO_SHIFT:
+                e = _shifted(e, shift)
+            step = recall(e, values)
+            if step is None:
+                step = self._search(i, e)
+                if step is None:
+                    continue  # recorded for people, subsumed by the model step that follows
+                if isinstance(step, Verdict):
+                    return self.speculation.refuted(step, events)
+            hyps, produced, broke = step
+            self.hyps = hyps
+            if on_states is not None:
+                on_states(hyps)
+            if produced:  # a fetched record of the produced value may be any of these model values
+                values.setdefault(value_key(e["params"].get("value")), set()).update(produced)
+            if broke is not None:
                 self.speculation.note(i, broke)
-                self._arrive(e, hyps, produced)
-                continue
-            failed = self._match(i, e)
-            if failed is not None:
-                return self.speculation.refuted(failed, self.events)
-        return Verdict(True, total, total, None, None, None, [], self.bound)
+        return Verdict(True, len(events), len(events), None, None, None, [], self.bound)
 
-    def _match(self, i: int, e: Event) -> Verdict | None:
-        """Search the step event ``i`` is and move to the states it leads to; the verdict
-        if there is none."""
+    def _search(self, i: int, e: Event) -> Recalled | Verdict | None:
+        """The step event ``i`` is, searched (and remembered in the memo): the states it
+        leads to, what its produce appended and what it broke (``Recalled``); the verdict
+        if there is no such step; None if the event is no model step of its own."""
         obs = observe(i, e, self.ids)
         if not obs.action:
             self.memo.stay()
-            return None  # recorded for people, subsumed by the model step that follows
+            return None
         res = advance(self.hyps, obs, self.cfg, self.values, self.bound, self.limit, self.fast)
         if not res.survivors:
             return self._no_step(i, e, obs, res)
@@ -256,12 +272,11 @@ class TraceJudge:
             return self._fails(i, f"{_describe_event(e)} leads only to states that break {name}: {msg}",
                                name, states)
         broke = Speculation.weigh(res.survivors, kept, broken, self.shown)
-        self.speculation.note(i, broke)
         produced = tuple(h.state.brokers[obs.actor].replicas[0].log[-1].value for h in kept) \
             if obs.action == "produce" else ()
-        self._arrive(e, kept if self.fast and len(kept) == 1 else ordered(kept)[: self.limit], produced)
-        self.memo.learn(self.hyps, produced, broke)
-        return None
+        hyps = kept if self.fast and len(kept) == 1 else ordered(kept)[: self.limit]
+        self.memo.learn(hyps, produced, broke)
+        return hyps, produced, broke
 
     def _keeping(self, survivors: list[Match]) -> tuple[list[Hypothesis], dict[str, str]]:
         """The survivors' states that break no property, and what the others break
@@ -276,15 +291,6 @@ class TraceJudge:
             else:
                 kept.append(match.after)
         return kept, broken
-
-    def _arrive(self, e: Event, hyps: list[Hypothesis], produced: tuple[int, ...]) -> None:
-        """Event ``e`` led to ``hyps``; its produce, if it is one, appended ``produced``
-        (the model value in each state), which a fetched record of its value may be."""
-        self.hyps = hyps
-        if self.on_states is not None:
-            self.on_states(hyps)
-        if produced:
-            self.values.setdefault(value_key(e["params"].get("value")), set()).update(produced)
 
     def _no_step(self, i: int, e: Event, obs: Observation, res: Search) -> Verdict:
         if res.misses:
