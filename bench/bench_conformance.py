@@ -138,8 +138,7 @@ def judge_alone(directory: Path, runs: int) -> dict[str, float]:
     n = sum(len(g) for g in groups)
     out: dict[str, float] = {"events": n, "runs": len(by_run)}
     for name, fn in (("memo", replay.judge), ("no memo", replay.judge_unmemoized)):
-        replay._Memo.scopes.clear()
-        replay._Memo.nodes_total = 0
+        replay.Memo.forget_all()
         hits0, misses0 = replay.MEMO_STATS["hits"], replay.MEMO_STATS["misses"]
         t = time.perf_counter()
         assert all(fn(g, "kip320")["conforms"] for g in groups)

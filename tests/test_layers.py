@@ -3,7 +3,8 @@ is not a contract that cannot fail: the same check, run over a copy of the packa
 upward import added, reports exactly that import.
 
 The layers are what keeps the model free of the checkers and the checkers free of the
-harness; a contract that silently passed whatever was imported would keep nothing.
+harness, and the trace judge free of the Spark job that runs it; a contract that silently
+passed whatever was imported would keep nothing.
 """
 
 from __future__ import annotations
@@ -98,3 +99,22 @@ def test_the_contract_reports_the_model_importing_a_checker(tmp_path, where):
     assert "broken" in done.stdout
     assert "model is not allowed to import properties.checkers" in done.stdout
     assert f"model.state -> properties.checkers.bfs (l.{line})" in done.stdout
+
+
+def test_the_contract_sees_the_job_import_its_judge_and_reports_the_judge_importing_the_job(tmp_path):
+    """The job's default judge is an import (``conformance.spark.verdict.default_judge``),
+    so the conformance contract covers that edge; the judge reaching up to the job breaks it."""
+    import grimp
+
+    assert "conformance.judge.diagnose" in grimp.build_graph("conformance").find_modules_directly_imported_by(
+        "conformance.spark.verdict")
+    copy = _copy_of_the_packages(tmp_path)
+    replay = copy / "conformance" / "judge" / "replay.py"
+    lines = replay.read_text().splitlines()
+    replay.write_text("\n".join([*lines, "", "import conformance.spark.order  # upward: the judge needs no job", ""]))
+
+    done = _lint_imports(copy)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{_contracts() - 1} kept, 1 broken" in done.stdout
+    assert "conformance.judge is not allowed to import conformance.spark" in done.stdout
+    assert f"conformance.judge.replay -> conformance.spark.order (l.{len(lines) + 2})" in done.stdout

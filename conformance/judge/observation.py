@@ -174,10 +174,20 @@ def _field_names(kind: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...
 
 
 def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
-    """The schema-defined params and post fields of an event, broker ids translated.  Fields
-    the schema does not define for the kind are ignored, as SCHEMA.md §3 asks of readers."""
+    """The schema-defined params and post fields of an event, broker ids translated, and the
+    model action it is.  Fields the schema does not define for the kind are ignored, as
+    SCHEMA.md §3 asks of readers."""
     kind = e["kind"]
-    params, post = e.get("params") or {}, e.get("post") or {}
+    params = e.get("params") or {}
+    node = e["node"]
+    who = params.get("broker") if node == HARNESS else node
+    return Observation(index, kind, _action(kind, params), ids.get(who, UNSEEN),
+                       _fields(kind, params, e.get("post") or {}, ids), e)
+
+
+def _fields(kind: str, params: dict[str, Any], post: dict[str, Any], ids: dict[int, int]) -> dict[str, Any]:
+    """The params and post fields the schema defines for ``kind`` (post ones as ``post.NAME``),
+    broker ids translated to model ids."""
     fields: dict[str, Any] = {}
     names = _FIELD_NAMES.get(kind)
     if names is None:
@@ -202,8 +212,11 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
     if kind == "elect_leader" and isinstance(params.get("replicas"), list):
         # the assigned replicas, an extra field the implementation adds: the init uses them
         fields["_ar"] = sorted(ids[x] for x in params["replicas"] if x in ids)
-    node = e["node"]
-    who = params.get("broker") if node == HARNESS else node
+    return fields
+
+
+def _action(kind: str, params: dict[str, Any]) -> str:
+    """The model action an event of ``kind`` is, or "" if it is no step of its own."""
     action = KINDS[kind].model_action or ""
     if kind in _BY_REASON:  # a kind several actions share: its reason says which (model.registry)
         reason = params.get("reason")
@@ -218,7 +231,7 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
         action = ""
     if kind == "controller_resign" and params.get("reason") == "shutdown":
         action = ""  # a stopping controller: the broker_stop that follows ends its role
-    return Observation(index, kind, action, ids.get(who, UNSEEN), fields, e)
+    return action
 
 
 def _same_records(observed: Any, model: list[tuple[int, int, int]], values: dict[Any, set[int]]) -> bool:
@@ -227,12 +240,12 @@ def _same_records(observed: Any, model: list[tuple[int, int, int]], values: dict
     for rec, (offset, epoch, value) in zip(observed, model, strict=True):
         if not (isinstance(rec, list) and len(rec) == 3 and rec[0] == offset and rec[1] == epoch):
             return False
-        if value not in values.get(_value_key(rec[2]), ()):
+        if value not in values.get(value_key(rec[2]), ()):
             return False
     return True
 
 
-def _value_key(v: Any) -> Any:
+def value_key(v: Any) -> Any:
     return (type(v).__name__, v)
 
 

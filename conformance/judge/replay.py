@@ -38,33 +38,42 @@ conformance tool, and so that the judge can be tested on traces whose truth is k
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
-from conformance.judge.memo import MEMO_MAX_NODES, MEMO_STATS, _Memo, _signature
+from conformance.judge.memo import (
+    MEMO_MAX_NODES,
+    MEMO_STATS,
+    Broke,
+    Memo,
+    MemoPath,
+    NoMemo,
+    Recalled,
+)
 from conformance.judge.observation import (
     HARNESS,
     Event,
     Observation,
-    _value_key,
     broker_ids,
     observe,
     prelife_state,
     replay_config,
+    value_key,
 )
 from conformance.judge.search import (
     FREEZING,
     INTERNAL_ACTIONS,
     Hypothesis,
+    Match,
     Search,
-    _may_break,
-    _order,
-    _violations,
     actor,
     advance,
     init_partition,
+    may_break,
     model_view,
+    ordered,
+    violations,
 )
 from model.state import State
 from model.text import state_text
@@ -74,9 +83,9 @@ from traces.vocabulary import KINDS
 
 __all__ = [
     "DEFAULT_BOUND", "FREEZING", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
-    "SHOWN_STATES", "Event", "Hypothesis", "Verdict", "_Memo", "_may_break", "actor", "broker_ids",
+    "SHOWN_STATES", "Event", "Hypothesis", "Memo", "Speculation", "TraceJudge", "Verdict", "actor", "broker_ids",
     "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_unmemoized",
-    "model_view", "observe", "prelife_state", "replay_config",
+    "may_break", "model_view", "observe", "prelife_state", "replay_config",
 ]
 
 DEFAULT_BOUND = 2
@@ -129,122 +138,192 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     answer's fields.
 
     ``fast`` (the default) takes the same steps for less work: candidate arguments built
-    from the observed broker (``_actor_args``), only the properties a step could break
-    evaluated (``_may_break``), no sorting or hashing of a single surviving state.  Every
-    shortcut is exact -- ``fast=False`` is the plain method, kept so that a test holds the
-    two to the same verdicts (``tests/conformance/test_replay_fast_path.py``).
+    from the observed broker (``search._actor_args``), only the properties a step could
+    break evaluated (``may_break``), no sorting or hashing of a single surviving state.
+    Every shortcut is exact -- ``fast=False`` is the plain method, kept so that a test holds
+    the two to the same verdicts (``tests/conformance/test_replay_fast_path.py``).
 
     ``memo`` (with ``fast``) remembers, per process, which states each matched event led to
-    from which states (``_Memo``): a step seen before is not searched again.  Exact, as the
+    from which states (``Memo``): a step seen before is not searched again.  Exact, as the
     test holds too; ``MEMO_STATS`` counts how often it answered.
 
     ``on_states``, if given, sees the possible states after each model event: the model
     states a trace reached, as ``bench/bench_guided_fuzz.py`` counts them."""
-    total = len(events)
-    ids = broker_ids(events)
-    shown = sorted(ids, key=ids.__getitem__)  # model broker b is the trace's broker shown[b]
-    cfg = replay_config(config, len(ids))
-    hyps = [Hypothesis(prelife_state(cfg, events, ids))]
-    # _may_break assumes the state before each step holds every property; survivors do,
-    # the state before the partition's life is checked here once.
-    fast = fast and _holds(hyps[0].state)
-    values: dict[Any, set[int]] = {}
-    scope = _Memo.scope(config, bound, limit, ids) if fast and memo else None
-    node = scope.node(hyps) if scope is not None else None
-    sig: tuple | None = None
-    key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
-    # (event index, property, message, states) where every state *not* assuming a step cut
-    # short by a kill -9 broke a property; reported if the speculation is refuted later
-    suspect: tuple[int, str, str, list[str]] | None = None
+    return TraceJudge(events, config, bound, limit, fast, memo, on_states).verdict().as_dict()
 
-    def refuted(v: dict[str, Any]) -> dict[str, Any]:
-        if suspect is None:
-            return v
-        j, (at, name, msg, states) = v["first_bad"], suspect
-        return Verdict(False, at, total, at,
+
+class Speculation:
+    """The judge's doubt about a kill -9.
+
+    A kill -9 may cut a step short between its effect and its trace line, so the search
+    also keeps states that assume it did (``Hypothesis.speculative``, ``search._before_freeze``).
+    When at some event only such states keep every property -- every state assuming no
+    such step broke one -- the trace conforms only if the speculation holds.  The first
+    such event is the *suspect*: if a later event refutes the speculation (no state
+    survives it), the verdict names the property broken at the suspect, not the later event."""
+
+    __slots__ = ("suspect",)
+
+    def __init__(self) -> None:
+        self.suspect: tuple[int, Broke] | None = None
+
+    @staticmethod
+    def weigh(survivors: list[Match], kept: list[Hypothesis], broken: dict[str, str],
+              shown: list[int]) -> Broke | None:
+        """What the plain states broke at a step, if only speculative states (``kept``, the
+        survivors that break no property) keep every property; None otherwise."""
+        if not broken or not all(h.speculative for h in kept):
+            return None
+        plain = ordered(m.after for m in survivors if not m.after.speculative)[:SHOWN_STATES]
+        if not plain:
+            return None
+        name, msg = next(iter(broken.items()))
+        return name, msg, [state_text(h.state, shown) for h in plain]
+
+    def note(self, i: int, broke: Broke | None) -> None:
+        """Event ``i`` broke ``broke`` unless the speculation holds: the first such is the suspect."""
+        if broke is not None and self.suspect is None:
+            self.suspect = (i, broke)
+
+    def refuted(self, verdict: Verdict, events: list[Event]) -> Verdict:
+        """``verdict``, a failure, as the suspect's if there is one: the failing event
+        refutes the speculation that kept the trace conforming there."""
+        if self.suspect is None:
+            return verdict
+        at, (name, msg, states) = self.suspect
+        j = verdict.first_bad
+        assert j is not None
+        return Verdict(False, at, verdict.total, at,
                        f"{_describe_event(events[at])} leads only to states that break {name}: {msg} -- unless a "
                        f"kill -9 cut short a step nobody recorded, which event {j} ({events[j]['kind']}) rules out",
-                       name, states, bound).as_dict()
+                       name, states, verdict.bound)
 
-    shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
-    for i, e in enumerate(events):
-        kind = KINDS.get(e["kind"])
-        if kind is None:
-            return Verdict(False, i, total, i, f"unknown event kind {e['kind']!r}", None, [], bound).as_dict()
-        if RETENTION_MARK in (e.get("params") or {}):
-            return Verdict(False, i, total, i, "recorded with log retention on (a follower started at its "
-                           "leader's log start offset): the model knows no retention, so a judged run keeps "
-                           "retention_bytes and retention_ms at -1", None, [], bound).as_dict()
-        if kind.model_action is None:
-            continue  # informational: validated and ordered upstream, not a model step
-        if e["kind"] == "topic_deleted" and (key is None or (e.get("params") or {}).get("topic") != key[0]):
-            continue  # another topic's deletion: no step of this partition's model
-        if e["kind"] in ("partitions_added", "partitions_removed") and not _names_partition(e, key):
-            continue  # another partition added or removed: no step of this partition's model
-        if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
-            shift = _renumbering(hyps[0].state, e, shift)
-        if shift != _NO_SHIFT:
-            e = _shifted(e, shift)
-        if node is not None:
-            sig = _signature(e, values)
-            edge = node.next.get(sig) if sig is not None else None
-            if edge is not None:
-                MEMO_STATS["hits"] += 1
-                node, produced, broke = edge
-                hyps = node.hyps
-                if on_states is not None:
-                    on_states(hyps)
-                if broke is not None and suspect is None:
-                    suspect = (i, *broke)
-                if produced:
-                    values.setdefault(_value_key(e["params"].get("value")), set()).update(produced)
-                continue
-            MEMO_STATS["misses"] += 1
-        obs = observe(i, e, ids)
+
+class TraceJudge:
+    """One judgement: the possible states, carried event by event through the trace.
+
+    Each model event is answered by the memo if a step from these states was matched
+    before (``MemoPath``), else searched (``advance``: the observed step, after the fewest
+    silent internal steps that give one) and checked against every property; the kill -9
+    speculation the search may rest on is the ``Speculation``'s to track."""
+
+    def __init__(self, events: list[Event], config: str, bound: int, limit: int, fast: bool, memo: bool,
+                 on_states: Callable[[list[Hypothesis]], None] | None) -> None:
+        self.events = events
+        self.bound, self.limit, self.on_states = bound, limit, on_states
+        self.ids = broker_ids(events)
+        self.shown = sorted(self.ids, key=self.ids.__getitem__)  # model broker b is the trace's broker shown[b]
+        self.cfg = replay_config(config, len(self.ids))
+        self.hyps = [Hypothesis(prelife_state(self.cfg, events, self.ids))]
+        # may_break assumes the state before each step holds every property; survivors do,
+        # the state before the partition's life is checked here once.
+        self.fast = fast and _holds(self.hyps[0].state)
+        self.memo: MemoPath | NoMemo = (MemoPath(Memo.scope(config, bound, limit, self.ids), self.hyps)
+                                        if self.fast and memo else NoMemo())
+        self.speculation = Speculation()
+        self.values: dict[Any, set[int]] = {}  # trace value -> the model values it may be
+        self.key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
+
+    def verdict(self) -> Verdict:
+        events, key, values, on_states = self.events, self.key, self.values, self.on_states
+        recall = self.memo.recall  # (bound once: most events are recalled)
+        shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
+        for i, e in enumerate(events):
+            kind = KINDS.get(e["kind"])
+            if kind is None:
+                return self._fails(i, f"unknown event kind {e['kind']!r}")
+            if RETENTION_MARK in (e.get("params") or {}):
+                return self._fails(i, "recorded with log retention on (a follower started at its leader's log "
+                                   "start offset): the model knows no retention, so a judged run keeps "
+                                   "retention_bytes and retention_ms at -1")
+            if kind.model_action is None or (e["kind"] in _SCOPED and not _concerns(e, key)):
+                continue  # informational (validated and ordered upstream), or another partition's change
+            if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
+                shift = _renumbering(self.hyps[0].state, e, shift)
+            if shift != _NO_SHIFT:
+                e = _shifted(e, shift)
+            step = recall(e, values)
+            if step is None:
+                step = self._search(i, e)
+                if step is None:
+                    continue  # recorded for people, subsumed by the model step that follows
+                if isinstance(step, Verdict):
+                    return self.speculation.refuted(step, events)
+            hyps, produced, broke = step
+            self.hyps = hyps
+            if on_states is not None:
+                on_states(hyps)
+            if produced:  # a fetched record of the produced value may be any of these model values
+                values.setdefault(value_key(e["params"].get("value")), set()).update(produced)
+            if broke is not None:
+                self.speculation.note(i, broke)
+        return Verdict(True, len(events), len(events), None, None, None, [], self.bound)
+
+    def _search(self, i: int, e: Event) -> Recalled | Verdict | None:
+        """The step event ``i`` is, searched (and remembered in the memo): the states it
+        leads to, what its produce appended and what it broke (``Recalled``); the verdict
+        if there is no such step; None if the event is no model step of its own."""
+        obs = observe(i, e, self.ids)
         if not obs.action:
-            if node is not None and sig is not None:
-                node.next[sig] = (node, (), None)
-            continue  # recorded for people, subsumed by the model step that follows
-        res = advance(hyps, obs, cfg, values, bound, limit, fast)
+            self.memo.stay()
+            return None
+        res = advance(self.hyps, obs, self.cfg, self.values, self.bound, self.limit, self.fast)
         if not res.survivors:
-            return refuted(_no_step(i, total, e, obs, res, bound, shown))
-        ok: list[Hypothesis] = []
+            return self._no_step(i, e, obs, res)
+        kept, broken = self._keeping(res.survivors)
+        if not kept:
+            name, msg = next(iter(broken.items()))
+            states = ordered(m.after for m in res.survivors)[:SHOWN_STATES]
+            return self._fails(i, f"{_describe_event(e)} leads only to states that break {name}: {msg}",
+                               name, states)
+        broke = Speculation.weigh(res.survivors, kept, broken, self.shown)
+        produced = tuple(h.state.brokers[obs.actor].replicas[0].log[-1].value for h in kept) \
+            if obs.action == "produce" else ()
+        hyps = kept if self.fast and len(kept) == 1 else ordered(kept)[: self.limit]
+        self.memo.learn(hyps, produced, broke)
+        return hyps, produced, broke
+
+    def _keeping(self, survivors: list[Match]) -> tuple[list[Hypothesis], dict[str, str]]:
+        """The survivors' states that break no property, and what the others break
+        (property -> message, the first message of each)."""
+        kept: list[Hypothesis] = []
         broken: dict[str, str] = {}
-        for match in res.survivors:
-            bad = _violations(match.before, match.after.state, fast)
+        for match in survivors:
+            bad = violations(match.before, match.after.state, self.fast)
             if bad:
                 for name, msg in bad:
                     broken.setdefault(name, msg)
             else:
-                ok.append(match.after)
-        if not ok:
-            name, msg = next(iter(broken.items()))
-            states = _order(m.after for m in res.survivors)[:SHOWN_STATES]
-            return refuted(Verdict(False, i, total, i,
-                                   f"{_describe_event(e)} leads only to states that break {name}: {msg}",
-                                   name, [state_text(h.state, shown) for h in states], bound).as_dict())
-        broke: tuple[str, str, list[str]] | None = None
-        if broken and all(h.speculative for h in ok) and any(not m.after.speculative for m in res.survivors):
-            name, msg = next(iter(broken.items()))
-            plain = _order(m.after for m in res.survivors if not m.after.speculative)[:SHOWN_STATES]
-            broke = (name, msg, [state_text(h.state, shown) for h in plain])
-            if suspect is None:
-                suspect = (i, *broke)
-        produced: tuple[int, ...] = ()
-        if obs.action == "produce":
-            for h in ok:
-                r = h.state.brokers[obs.actor].replicas[0]
-                values.setdefault(_value_key(e["params"].get("value")), set()).add(r.log[-1].value)
-            produced = tuple(h.state.brokers[obs.actor].replicas[0].log[-1].value for h in ok)
-        hyps = ok if fast and len(ok) == 1 else _order(ok)[:limit]
-        if on_states is not None:
-            on_states(hyps)
-        if scope is not None and node is not None:
-            child = scope.node(hyps)
-            if sig is not None:
-                node.next[sig] = (child, produced, broke)
-            node = child
-    return Verdict(True, total, total, None, None, None, [], bound).as_dict()
+                kept.append(match.after)
+        return kept, broken
+
+    def _no_step(self, i: int, e: Event, obs: Observation, res: Search) -> Verdict:
+        if res.misses:
+            allowed = "; ".join(list(dict.fromkeys(res.misses))[:3])
+            reason = f"{_describe_event(e)} does not match any step the model allows: {allowed}"
+        elif obs.actor < 0:
+            reason = f"{_describe_event(e)} names no broker"
+        else:
+            reason = (f"{_describe_event(e)} is not enabled in any of the {len(res.frontier)} possible model states "
+                      f"(searching up to {res.depth} unobserved internal steps)")
+        return self._fails(i, reason, None, res.frontier[:SHOWN_STATES])
+
+    def _fails(self, i: int, reason: str, prop: str | None = None, states: Sequence[Hypothesis] = ()) -> Verdict:
+        """Event ``i`` does not conform, for ``reason``, beside (some of) the possible ``states``."""
+        return Verdict(False, i, len(self.events), i, reason, prop,
+                       [state_text(h.state, self.shown) for h in states], self.bound)
+
+
+_SCOPED = frozenset({"topic_deleted", "partitions_added", "partitions_removed"})
+"""Kinds whose event may be another topic's or partition's change (see ``_concerns``)."""
+
+
+def _concerns(e: Event, key: tuple[str, int] | None) -> bool:
+    """Whether an event of a ``_SCOPED`` kind is a step of the group's partition ``key``:
+    another topic's deletion, another partition added or removed, is no step of its model."""
+    if e["kind"] == "topic_deleted":
+        return key is not None and (e.get("params") or {}).get("topic") == key[0]
+    return _names_partition(e, key)
 
 
 def _names_partition(e: Event, key: tuple[str, int] | None) -> bool:
@@ -315,18 +394,3 @@ def judge_unmemoized(events: list[Event], config: str = "kip320") -> dict[str, A
     """``judge`` without the memo (``MODULE:FUNC`` for ``epochal conform``'s judge option and
     the benchmark's figures on work that is never repeated)."""
     return judge(events, config, memo=False)
-
-
-def _no_step(i: int, total: int, e: Event, obs: Observation, res: Search, bound: int,
-             shown: list[int] | None = None) -> dict[str, Any]:
-    states = res.frontier[:SHOWN_STATES]
-    if res.misses:
-        distinct = list(dict.fromkeys(res.misses))[:3]
-        allowed = "; ".join(distinct)
-        reason = f"{_describe_event(e)} does not match any step the model allows: {allowed}"
-    elif obs.actor < 0:
-        reason = f"{_describe_event(e)} names no broker"
-    else:
-        reason = (f"{_describe_event(e)} is not enabled in any of the {len(res.frontier)} possible model states "
-                  f"(searching up to {res.depth} unobserved internal steps)")
-    return Verdict(False, i, total, i, reason, None, [state_text(h.state, shown) for h in states], bound).as_dict()

@@ -316,7 +316,7 @@ def _init_view(t: State) -> dict[str, Any]:
             "controller_epoch": t.zk.controller_epoch, "unclean": False}
 
 
-def _order(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
+def ordered(hyps: Iterable[Hypothesis]) -> list[Hypothesis]:
     return sorted(set(hyps))
 
 
@@ -404,29 +404,52 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
 # ---------------------------------------------------------------------------------------
 
 
-def _violations(before: State, after: State, fast: bool = False) -> list[tuple[str, str]]:
+def violations(before: State, after: State, fast: bool = False) -> list[tuple[str, str]]:
     """``all_violations`` of the event's steps taken together (the transition property is
     transitive).  ``before`` holds every property (it survived the previous event), and
     properties read only ZooKeeper, the brokers and the ghost history: if none of those
     changed -- a fetch request sent, a stale response dropped -- nothing can break.
 
     ``fast`` goes further on the same argument: only the properties whose inputs the step
-    changed are evaluated (``_may_break``); if one of them breaks, the full list is
+    changed are evaluated (``may_break``); if one of them breaks, the full list is
     computed, so the answer is always exactly ``all_violations``'s."""
     if after.zk == before.zk and after.brokers == before.brokers and after.ghost == before.ghost:
         return []
-    if fast and not _may_break(before, after):
+    if fast and not may_break(before, after):
         return []
     return all_violations(before, after)
 
 
-def _may_break(before: State, after: State) -> bool:
+def may_break(before: State, after: State) -> bool:
     """Could the step ``before -> after`` break a property, given that ``before`` holds
     them all?  A property whose inputs (``Property.reads``) are unchanged gives the same answer
     in ``after`` as in ``before`` -- none -- and the transition property compares only
     inputs that changed.  Exact, not a heuristic: True whenever a property breaks."""
     if after.zk != before.zk:
         return True
+    changed = _changed_inputs(before, after)
+    if not changed:
+        return False
+    for prop in PROPERTIES:
+        if not (prop.reads & changed):
+            continue
+        if prop.name == "epoch_monotonic":
+            bad = epoch_monotonic_state(after) if "logs" in changed else None
+            if bad is None and "epochs" in changed:
+                bad = prop.check(before, after)
+        else:
+            bad = prop.check(before, after) if prop.on_transition else prop.check(after)
+        if bad is not None:
+            return True
+    return False
+
+
+_GHOST_INPUTS = ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts", "retired")
+
+
+def _changed_inputs(before: State, after: State) -> set[str]:
+    """The property inputs (``Property.reads``) of the brokers and the ghost history that
+    differ between ``before`` and ``after`` (ZooKeeper unchanged)."""
     changed: set[str] = set()
     leaders = {p: zn.leader for p, zn in enumerate(after.zk.partitions)}
     for b, (bb, ba) in enumerate(zip(before.brokers, after.brokers, strict=True)):
@@ -447,20 +470,5 @@ def _may_break(before: State, after: State) -> bool:
                 changed.update(("logs", "epochs"))  # which replicas are compared, and exempt
     gb, ga = before.ghost, after.ghost
     if gb is not ga:
-        for name in ("committed", "acked", "led", "zombie_appends", "zombie_commits", "stale_accepts", "retired"):
-            if getattr(gb, name) != getattr(ga, name):
-                changed.add(name)
-    if not changed:
-        return False
-    for prop in PROPERTIES:
-        if not (prop.reads & changed):
-            continue
-        if prop.name == "epoch_monotonic":
-            bad = epoch_monotonic_state(after) if "logs" in changed else None
-            if bad is None and "epochs" in changed:
-                bad = prop.check(before, after)
-        else:
-            bad = prop.check(before, after) if prop.on_transition else prop.check(after)
-        if bad is not None:
-            return True
-    return False
+        changed.update(name for name in _GHOST_INPUTS if getattr(gb, name) != getattr(ga, name))
+    return changed

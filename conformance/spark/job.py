@@ -25,7 +25,7 @@ Plan (one Spark session for the whole corpus, no process per trace):
    Files on the local filesystem (``file:``, the usual case) skip steps 1-2 as such: the
    driver lists them and guesses from their names which files hold one run, and each task
    reads, validates and judges the files dealt to it; a run the guess split between tasks
-   is judged again whole (``_plan_local``) -- the same records in the same order, with no
+   is judged again whole (``plan_local``) -- the same records in the same order, with no
    shuffle of records at all.
 3. **Judge.** Per task, one run at a time: its events are put in causal order, split into
    (topic, partition) groups with the cluster-scope events in every group, and each group
@@ -44,21 +44,21 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from conformance.spark.plan import FILES_PER_TASK, _plan_local, _split_runs
-from conformance.spark.read import InputError, _classify_paths, _decode_files, _list_local
+from conformance.spark.plan import FILES_PER_TASK, plan_local, split_runs
+from conformance.spark.read import InputError, classify_paths, decode_files, list_local
 from conformance.spark.report import (
     Outcome,
-    _facts,
-    _Tally,
-    _write,
+    Tally,
+    collect_facts,
     exit_code,
     render,
+    write_outputs,
     write_summary,
 )
-from conformance.spark.rows import _DECODED, _OUT, _ddl
+from conformance.spark.rows import DECODED_COLUMNS, JUDGED_COLUMNS, ddl
 from conformance.spark.session import JOB_SQL_CONF, spark_session
-from conformance.spark.tasks import _judge_partitions
-from conformance.spark.verdict import DEFAULT_JUDGE, Judge, load_judge
+from conformance.spark.tasks import judge_partitions
+from conformance.spark.verdict import Judge, load_judge
 from traces.reader import TRACE_GLOB
 
 __all__ = ["JOB_SQL_CONF", "InputError", "Outcome", "conform", "render", "spark_session"]
@@ -76,11 +76,11 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
             keep_verdicts: int = 1000, log: Callable[[str], None] = _log, read_local: bool = True) -> Outcome:
     """Judge every trace under ``paths``; write results under ``out`` if given.
 
-    ``judge`` is a callable or ``"module:function"``; by default ``conformance.judge.diagnose:judge``
+    ``judge`` is a callable or ``"module:function"``; by default (None) ``conformance.judge.diagnose.judge``
     (``conformance.judge.replay.judge`` plus which protocol variant explains a failure), imported on
-    the executors.  Pass ``spark`` to reuse a session (it is not stopped).
+    the executors (``verdict.default_judge``).  Pass ``spark`` to reuse a session (it is not stopped).
     With ``read_local`` (default) files on the ``file:`` filesystem are read by the Python
-    executors themselves (``_plan_local``), others by Spark's ``binaryFile``.
+    executors themselves (``plan_local``), others by Spark's ``binaryFile``.
     Raises ``InputError`` for unusable input; never raises on bad records.
     """
     if not paths:
@@ -88,9 +88,7 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
     for p in paths:
         if "://" not in p and not p.startswith("file:") and not os.path.exists(p) and not any(c in p for c in "*?["):
             raise InputError(f"no such file or directory: {p}")
-    if judge is None:
-        judge = DEFAULT_JUDGE
-    if judge == DEFAULT_JUDGE:
+    if judge is None:  # the default judge (``verdict.default_judge``) knows the named configurations
         from model.config import NAMED
 
         if config not in NAMED:  # before Spark starts, not as an error in every verdict
@@ -127,10 +125,10 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
 
     seconds: dict[str, float] = {"session": time.perf_counter() - t0}
     t = time.perf_counter()
-    files, dirs = _classify_paths(spark, paths)
+    files, dirs = classify_paths(spark, paths)
     local = read_local and all(uri.startswith("file:") for uri in files + dirs)
-    if local:  # listed here, as Spark would (``_list_local``)
-        uris = sorted(set(files) | {uri for d in dirs for uri in _list_local(d)})
+    if local:  # listed here, as Spark would (``list_local``)
+        uris = sorted(set(files) | {uri for d in dirs for uri in list_local(d)})
     else:
         sources = []
         if files:
@@ -149,25 +147,25 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
         f"{', read by the executors' if local else ''})")
 
     if local:
-        judged = _plan_local(spark, uris, judge, config, tasks)
+        judged = plan_local(spark, uris, judge, config, tasks)
     else:
-        records = binary.select("path", "content").mapInArrow(_decode_files, _ddl(_DECODED))
+        records = binary.select("path", "content").mapInArrow(decode_files, ddl(DECODED_COLUMNS))
         judged = (records.repartition(tasks, "run").sortWithinPartitions("run", "file", "line")
-                  .mapInArrow(_judge_partitions(judge, config), _ddl(_OUT)))
+                  .mapInArrow(judge_partitions(judge, config), ddl(JUDGED_COLUMNS)))
     rows = judged.persist(StorageLevel.MEMORY_AND_DISK)
     redone = None
     try:
         judged_rows = rows.filter(F.col("row").isin("verdict", "run"))
-        tally = _Tally()
+        tally = Tally()
         if local:  # the driver holds every file name already: its rows' few columns, counted here
-            facts = _facts(rows)
-            again = _split_runs(spark, facts, judge, config, tasks)
+            facts = collect_facts(rows)
+            again = split_runs(spark, facts, judge, config, tasks)
             tally.add_facts(facts, again[0] if again else frozenset())
             if again is not None:  # runs judged in pieces: their rows from the second pass
                 only, redone = again[0], again[1].persist(StorageLevel.MEMORY_AND_DISK)
                 log(f"{len(only)} runs had files in two tasks; judged again whole")
                 judged_rows = judged_rows.filter(~F.col("run").isin(sorted(only))).unionByName(redone)
-                tally.add_facts(_facts(redone))
+                tally.add_facts(collect_facts(redone))
         else:
             tally.add_aggregate(judged_rows, rows.filter(F.col("row") == "quarantine"))
         verdicts = judged_rows.filter(F.col("row") == "verdict").drop("row", "file", "line", "raw")
@@ -190,7 +188,7 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
             outcome.verdicts = [r.asDict(recursive=True) for r in ranked.limit(keep_verdicts).collect()]
         if out:
             t = time.perf_counter()
-            _write(spark, out, verdicts, quarantine, outcome)
+            write_outputs(spark, out, verdicts, quarantine, outcome)
             seconds["write"] = time.perf_counter() - t
             log(f"wrote verdicts, quarantine and summary under {out}")
     finally:

@@ -169,22 +169,25 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
     fast = _fast_path(events)
     if fast is not None:
         return fast, set()
-    n = len(events)
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
+    by_zxid = sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
+                     key=lambda i: _zxid_key(events[i]))
+    return _take_ready(events, _successors(events, by_zxid), by_zxid)
+
+
+def _successors(events: Sequence[Event], by_zxid: list[int]) -> list[list[int]]:
+    """The causal edges of ``causal_order`` (its docstring lists them): the events that come
+    after each event, by index; ``by_zxid`` is the zxid-carrying events in zxid order."""
+    succ: list[list[int]] = [[] for _ in events]
 
     def chain(order: list[int]) -> None:
         for a, b in zip(order, order[1:], strict=False):
             succ[a].append(b)
-            indeg[b] += 1
 
     by_node: dict[int, list[int]] = {}
     for i, e in enumerate(events):
         by_node.setdefault(e["node"], []).append(i)
     for idx in by_node.values():
         chain(sorted(idx, key=lambda i: (events[i]["seq"], _source(events[i]))))
-    by_zxid = sorted((i for i, e in enumerate(events) if e.get("zxid") is not None),
-                     key=lambda i: _zxid_key(events[i]))
     cluster = [i for i in by_zxid if _domain(events[i]) is None]
     chain(cluster)
     domains: dict[GroupKey, list[int]] = {}
@@ -199,12 +202,19 @@ def causal_order(events: Sequence[Event]) -> tuple[list[Event], set[int]]:
         for a, b in zip(merged, merged[1:], strict=False):
             if _domain(events[a]) is not None or _domain(events[b]) is not None:
                 succ[a].append(b)
-                indeg[b] += 1
-
     for a, b in [*_receipts(events), *_answers_before_restart(events)]:
         succ[a].append(b)
-        indeg[b] += 1
+    return succ
 
+
+def _take_ready(events: Sequence[Event], succ: list[list[int]], by_zxid: list[int]) -> tuple[list[Event], set[int]]:
+    """The events in an order that respects ``succ``, the smallest (clock, node, seq) of the
+    ready ones first; a cycle is broken by ZooKeeper's order.  Returns ``causal_order``'s answer."""
+    n = len(events)
+    indeg = [0] * n
+    for after in succ:
+        for b in after:
+            indeg[b] += 1
     heap = [(*_key(events[i]), i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(heap)
     taken = [False] * n

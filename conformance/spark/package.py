@@ -4,7 +4,7 @@
     spark-submit --master URL --py-files DIR/epochal-job.zip DIR/conform_job.py PATH... --out OUT
 
 The zip holds exactly the project's modules the job imports -- on the driver and, through
-the default judge (``conformance.spark.verdict.DEFAULT_JUDGE``), on the executors -- found by
+the default judge (``conformance.spark.verdict.default_judge``), on the executors -- found by
 following every ``import`` statement, those inside functions too, from the job's entry points
 (``ROOTS``).  They come from ``traces``, ``model``, ``properties`` and ``conformance``; nothing
 from ``impl`` (the ``epochal`` command and the brokers) runs in the job, so nothing of it is
@@ -25,13 +25,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-from conformance.spark.verdict import DEFAULT_JUDGE
-
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGES = ("traces", "model", "properties", "conformance")
 """The top-level packages whose modules may be shipped (``impl`` never is)."""
-ROOTS = ("conformance.spark.cli", "conformance.spark.job", DEFAULT_JUDGE.partition(":")[0])
-"""Where the job's imports start: the command line it runs, the driver, the default judge."""
+ROOTS = ("conformance.spark.cli", "conformance.spark.job")
+"""Where the job's imports start: the command line it runs and the driver (the default judge
+is imported by ``conformance.spark.verdict``, where the executors run it)."""
 IMPORTS = ("pyspark", "pyarrow", "msgspec")
 """The third-party packages the shipped modules import (besides the standard library)."""
 REQUIREMENTS = (*IMPORTS, "pandas>=2.2,<3")

@@ -1,8 +1,8 @@
 """Grouping: which task judges which files, so that every run is judged whole by one task.
 
 A run is the unit of distribution because its causal order needs all its events.  For local
-files the driver deals out groups of files guessed from their names (``_plan_local``) and
-judges again, whole, any run the guess split between tasks (``_split_runs``).
+files the driver deals out groups of files guessed from their names (``plan_local``) and
+judges again, whole, any run the guess split between tasks (``split_runs``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from conformance.spark.rows import _OUT, _ddl
-from conformance.spark.tasks import _judge_file_groups
+from conformance.spark.rows import JUDGED_COLUMNS, ddl
+from conformance.spark.tasks import judge_file_groups
 from conformance.spark.verdict import Judge
 
 # The judge stage runs two tasks per core, or one per this many input files if that is more.
@@ -31,7 +31,7 @@ def _guess_groups(uris: list[str]) -> list[list[str]]:
     directory's files together -- recorders write one directory per run, one file per node
     -- and a large directory cut into pieces of about ``GROUP_FILES`` files, never between
     two names with the same stem (``run-7.1.jsonl``, ``run-7.2.jsonl``).  Only a guess:
-    a run it splits costs a second pass (``_split_runs``), never a wrong verdict."""
+    a run it splits costs a second pass (``split_runs``), never a wrong verdict."""
     from pathlib import PurePosixPath
 
     by_dir: dict[str, list[str]] = {}
@@ -78,10 +78,10 @@ def _file_groups(pairs: Sequence[tuple[str, str | None]]) -> list[list[str]]:
     return [sorted(g) for g in groups.values()]
 
 
-def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge, config: str,
+def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge | None, config: str,
           only: frozenset[str] | None = None):
     """Deal file groups out to ``tasks`` tasks by size (largest first, each to the least
-    loaded) and judge them (``_judge_file_groups``).  The input is ``spark.range(tasks)`` --
+    loaded) and judge them (``judge_file_groups``).  The input is ``spark.range(tasks)`` --
     one task id per task, made by the JVM -- and the groups travel inside the executor
     function (PySpark broadcasts a large one), so no Python stage feeds the judge and Spark
     moves only file names: building the input from a Python RDD cost a Python worker round
@@ -95,16 +95,16 @@ def _deal(spark, groups: list[list[str]], tasks: int, judge: str | Judge, config
         load[task] += len(files)
         dealt[task].append(files)
     texts = [json.dumps(g) for g in dealt]
-    return spark.range(0, tasks, 1, tasks).mapInArrow(_judge_file_groups(judge, config, texts, only), _ddl(_OUT))
+    return spark.range(0, tasks, 1, tasks).mapInArrow(judge_file_groups(judge, config, texts, only), ddl(JUDGED_COLUMNS))
 
 
-def _plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: int):
+def plan_local(spark, uris: list[str], judge: str | Judge | None, config: str, tasks: int):
     """Local files, read by the executors in one pass with no shuffle of records.
 
     A run must be judged whole, by one task, but which files hold which runs is only known
     by reading them.  So the driver guesses from the file names (``_guess_groups``) and
     deals each guessed group to one task; each task reads, validates and judges its files
-    and says which runs it saw in which files ("seen" rows).  ``_split_runs`` then finds
+    and says which runs it saw in which files ("seen" rows).  ``split_runs`` then finds
     any run the guess dealt to two tasks, drops those verdicts and judges those runs again
     from all their files (``_file_groups``).  Exact whatever the guesses; on the recorded
     traces and the benchmark corpus nothing is judged twice.  (Spark's ``binaryFile``
@@ -113,8 +113,8 @@ def _plan_local(spark, uris: list[str], judge: str | Judge, config: str, tasks: 
     return _deal(spark, _guess_groups(uris), tasks, judge, config)
 
 
-def _split_runs(spark, facts: dict[str, list[Any]], judge: str | Judge, config: str, tasks: int):
-    """Second pass of ``_plan_local``: (runs judged in pieces, their rows judged again whole)
+def split_runs(spark, facts: dict[str, list[Any]], judge: str | Judge | None, config: str, tasks: int):
+    """Second pass of ``plan_local``: (runs judged in pieces, their rows judged again whole)
     -- the runs whose files were dealt to more than one task, from the "seen" rows of
     ``facts``; None if there are none."""
     tasks_of: dict[str, set[int]] = {}

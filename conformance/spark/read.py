@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from conformance.spark.rows import _DECODED, OUTPUT_ROWS, _arrow
+from conformance.spark.rows import DECODED_COLUMNS, OUTPUT_ROWS, arrow_schema
 
 
 class InputError(Exception):
@@ -29,8 +29,8 @@ def display_path(uri: str) -> str:
 
 
 # Executor-side functions are shipped by cloudpickle: keep them free of driver state.
-def _decode_files(batches: Iterator[Any]) -> Iterator[Any]:
-    """binaryFile rows (path, content) -> decoded rows (``_DECODED``)."""
+def decode_files(batches: Iterator[Any]) -> Iterator[Any]:
+    """binaryFile rows (path, content) -> decoded rows (``DECODED_COLUMNS``)."""
 
     def files() -> Iterator[tuple[str, bytes]]:
         for batch in batches:
@@ -59,7 +59,7 @@ def _hidden(name: str) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
-def _list_local(directory: str) -> list[str]:
+def list_local(directory: str) -> list[str]:
     """``file:`` URIs of the trace files under a local directory, recursively -- the files
     Spark's ``binaryFile`` source lists with ``recursiveFileLookup`` and ``pathGlobFilter``
     set to ``TRACE_GLOB`` (``tests/conformance/test_fast_path.py`` holds the two to the same
@@ -93,7 +93,7 @@ def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, str, 
         yield line, raw if event is not None else raw[:300], event, reason
 
 
-def _read_group(members: list[str], task: int, only: frozenset[str] | None,
+def read_group(members: list[str], task: int, only: frozenset[str] | None,
                 out: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """A group's valid events by run, each file in path order (``only``: just those runs).
     On the first pass (no ``only``) its quarantine rows, and a "seen" row per (file, run),
@@ -119,7 +119,7 @@ def _read_group(members: list[str], task: int, only: frozenset[str] | None,
 
 
 def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
-    """(URI, bytes) of each file -> decoded rows (``_DECODED``).
+    """(URI, bytes) of each file -> decoded rows (``DECODED_COLUMNS``).
 
     Every record is split off and validated (``_file_records``) here, where the file is read,
     so the shuffle that brings a run's files together moves one row per (file, run) --
@@ -128,8 +128,8 @@ def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
     (``traces.schema.loads`` on the array), which is cheaper than any re-encoding."""
     import pyarrow as pa
 
-    schema = _arrow(_DECODED)
-    cols: list[list[Any]] = [[] for _ in _DECODED]
+    schema = arrow_schema(DECODED_COLUMNS)
+    cols: list[list[Any]] = [[] for _ in DECODED_COLUMNS]
     run_c, file_c, line_c, raw_c, reason_c = cols
 
     def flush():
@@ -169,7 +169,7 @@ def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
         yield flush()
 
 
-def _classify_paths(spark, paths: Sequence[str]) -> tuple[list[str], list[str]]:
+def classify_paths(spark, paths: Sequence[str]) -> tuple[list[str], list[str]]:
     """Split inputs into (files, directories) through Hadoop's FileSystem, so any URI works."""
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()

@@ -71,7 +71,7 @@ def scenario_names(files: dict[str, set[str]]) -> dict[str, str]:
     return out
 
 
-def _facts(rows) -> dict[str, list[Any]]:
+def collect_facts(rows) -> dict[str, list[Any]]:
     """The few columns of every output row the driver counts, as Arrow (no shuffle): the
     row type, run, status (verdicts), quarantine reason code, per-run event and out-of-order
     counts, and for "seen" rows the file and task (``line``)."""
@@ -87,7 +87,7 @@ def _facts(rows) -> dict[str, list[Any]]:
 
 
 @dataclass
-class _Tally:
+class Tally:
     """Every count of the outcome: quarantined records by reason code, verdicts by status,
     and the runs with their events and out-of-order events."""
 
@@ -102,7 +102,7 @@ class _Tally:
         return scenario_names(self.files)
 
     def add_facts(self, facts: dict[str, list[Any]], skip: frozenset[str] = frozenset()) -> None:
-        """Count collected ``facts`` (``_facts``), leaving out the rows of runs in ``skip``
+        """Count collected ``facts`` (``collect_facts``), leaving out the rows of runs in ``skip``
         (their rows from a first pass that judged them in pieces)."""
         cols = (facts["row"], facts["run"], facts["status"], facts["run_events"], facts["run_out_of_order"],
                 facts["code"], facts["file"])
@@ -150,7 +150,7 @@ def _to_arrow(df):
     return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
 
 
-def _write(spark, out: str, verdicts, quarantine, outcome: Outcome) -> None:
+def write_outputs(spark, out: str, verdicts, quarantine, outcome: Outcome) -> None:
     base = out.rstrip("/")
     verdicts.coalesce(1).write.mode("overwrite").parquet(f"{base}/verdicts.parquet")
     verdicts.coalesce(1).write.mode("overwrite").json(f"{base}/verdicts.json")

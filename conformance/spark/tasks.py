@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from conformance.spark.read import _read_group
-from conformance.spark.rows import _OUT, OUTPUT_ROWS, _arrow
+from conformance.spark.read import read_group
+from conformance.spark.rows import JUDGED_COLUMNS, OUTPUT_ROWS, arrow_schema
 from conformance.spark.verdict import Judge, judge_run, load_judge
 
 
@@ -68,9 +68,9 @@ def _judged_rows(run: str, events: list[dict[str, Any]], judge: Judge, config: s
     return rows
 
 
-def _judge_file_groups(judge_spec: str | Judge, config: str, dealt: Sequence[str],
+def judge_file_groups(judge_spec: str | Judge | None, config: str, dealt: Sequence[str],
                        only: frozenset[str] | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Executor function of ``_plan_local``: task ids -> verdict, quarantine and "seen"
+    """Executor function of ``plan_local``: task ids -> verdict, quarantine and "seen"
     rows.  ``dealt[task]`` is a JSON list of file-URI lists (the task's groups); each
     group's files are read, split, validated (``decode_line``, as everywhere) and each of
     its runs judged, in the order the shuffled path would give: runs by id, a run's events
@@ -84,14 +84,14 @@ def _judge_file_groups(judge_spec: str | Judge, config: str, dealt: Sequence[str
         import pyarrow as pa
 
         judge = load_judge(judge_spec)
-        schema = _arrow(_OUT)
+        schema = arrow_schema(JUDGED_COLUMNS)
         out: list[dict[str, Any]] = []
         pace = _CollectorPace()
         try:
             for batch in batches:
                 for task in batch.column(0).to_pylist():
                     for members in json.loads(dealt[task]):
-                        runs = _read_group(members, task, only, out)
+                        runs = read_group(members, task, only, out)
                         for run in sorted(runs):
                             out.extend(_judged_rows(run, runs[run], judge, config))
                             pace.events(len(runs[run]))
@@ -106,11 +106,11 @@ def _judge_file_groups(judge_spec: str | Judge, config: str, dealt: Sequence[str
     return judge_groups
 
 
-def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def judge_partitions(judge_spec: str | Judge | None, config: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """Executor function: decoded rows sorted by (run, file, line) -> verdict and quarantine rows.
 
     Quarantined records pass through; the events of one run at a time are decoded (they
-    were validated by ``_decode_files``), ordered, split and judged (``conformance.spark.verdict``).
+    were validated by ``decode_files``), ordered, split and judged (``conformance.spark.verdict``).
     """
 
     def judge_partition(batches: Iterator[Any]) -> Iterator[Any]:
@@ -119,7 +119,7 @@ def _judge_partitions(judge_spec: str | Judge, config: str) -> Callable[[Iterato
         from traces.schema import loads, normalize
 
         judge = load_judge(judge_spec)
-        schema = _arrow(_OUT)
+        schema = arrow_schema(JUDGED_COLUMNS)
         out: list[dict[str, Any]] = []
         current: str | None = None
         events: list[dict[str, Any]] = []

@@ -19,7 +19,6 @@ from typing import Any
 from conformance.spark.order import Event, causal_order, source_disorder, split_groups
 
 Judge = Callable[[list[Event], str], dict[str, Any]]
-DEFAULT_JUDGE = "conformance.judge.diagnose:judge"  # conformance.judge.replay.judge + which variant explains a failure
 CONTEXT_EVENTS = 5  # events shown before the first non-conforming one
 
 VERDICT_FIELDS: tuple[tuple[str, str], ...] = (
@@ -38,10 +37,21 @@ VERDICT_FIELDS: tuple[tuple[str, str], ...] = (
 """Columns of a verdict, in order, with their Spark SQL types."""
 
 
+def default_judge() -> Judge:
+    """``conformance.judge.diagnose.judge``: ``conformance.judge.replay.judge`` plus which
+    protocol variant explains a failure.  Imported here, where it runs (on the executors),
+    so the driver and the report never load the model; an import all the same, so the
+    import contract sees the job depend on the judge (never the other way round)."""
+    from conformance.judge.diagnose import judge
+
+    return judge
+
+
 def load_judge(spec: str | Judge | None) -> Judge:
-    """A judge from a callable or a ``"module:function"`` string (imported where it runs)."""
+    """A judge: the default one for None, a callable as it is, or a user's own named by a
+    ``"module:function"`` string (``--judge``), imported where it runs."""
     if spec is None:
-        spec = DEFAULT_JUDGE
+        return default_judge()
     if callable(spec):
         return spec
     module, _, name = spec.partition(":")

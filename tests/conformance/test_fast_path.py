@@ -1,7 +1,7 @@
 """The job's two ways of reading files give the same outcome.
 
 Files on the local filesystem are read by the Python executors (``_decode_local_files``),
-any other filesystem through Spark's ``binaryFile`` source (``_decode_files``); both feed
+any other filesystem through Spark's ``binaryFile`` source (``decode_files``); both feed
 the same decoding.  The judge's own shortcuts are held to the plain judge in
 ``tests/conformance/test_replay_fast_path.py``.
 """
@@ -41,10 +41,10 @@ def test_files_sharing_runs_are_grouped_transitively():
 
 @pytest.mark.integration
 def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
-    """The job lists local directories itself (``_list_local``); it must pick exactly the
+    """The job lists local directories itself (``list_local``); it must pick exactly the
     files Spark's binaryFile source picks: hidden and "_" names skipped (files and
     directories), partition directories and Parquet metadata kept, only trace suffixes."""
-    from conformance.spark.read import _list_local
+    from conformance.spark.read import list_local
     from traces.reader import TRACE_GLOB
 
     names = ["a.jsonl", "b.json", "c.ndjson", "d.jsonl.gz", "e.parquet", "f.txt", "g.jsonl.tmp",
@@ -55,7 +55,7 @@ def test_local_listing_is_the_files_spark_lists(spark, tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("{}\n")
     uri = tmp_path.as_uri()
-    ours = _list_local(uri)
+    ours = list_local(uri)
     theirs = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
               .option("pathGlobFilter", TRACE_GLOB).load(uri).inputFiles())
     from conformance.spark.read import display_path
@@ -135,14 +135,14 @@ def test_executors_pace_the_collector_and_restore_it(monkeypatch):
     assert gc.isenabled()
     batch = pa.RecordBatch.from_pylist([{"id": 0}])
     dealt = [json.dumps([[f] for f in files])]
-    list(tasks._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch])))
+    list(tasks.judge_file_groups(spy_judge, "kip320", dealt)(iter([batch])))
     judged = len(enabled_while_judging)
     assert judged >= 3 and not any(enabled_while_judging)
     assert collected.count(2) >= 1 and collected.count(1) >= 1
     assert gc.isenabled()
 
     monkeypatch.setattr(tasks, "OUTPUT_ROWS", 1)  # a batch after the first run: stop there
-    task = tasks._judge_file_groups(spy_judge, "kip320", dealt)(iter([batch]))
+    task = tasks.judge_file_groups(spy_judge, "kip320", dealt)(iter([batch]))
     next(task)
     assert not gc.isenabled()
     task.close()

@@ -11,11 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from conformance.judge.replay import design_bug_events, design_bug_steps, events_from_steps, judge
+from conformance.judge.replay import (
+    Speculation,
+    Verdict,
+    design_bug_events,
+    design_bug_steps,
+    events_from_steps,
+    judge,
+)
+from conformance.judge.search import Hypothesis, Match
 from model.actions import Step
 from model.config import Config, named
 from model.registry import successors
-from model.state import FETCH_REQUEST, FETCH_RESPONSE
+from model.state import FETCH_REQUEST, FETCH_RESPONSE, initial
 from properties.checkers.scenarios import play
 
 RECORDED = Path(__file__).resolve().parents[2] / "traces" / "data" / "recorded"
@@ -25,8 +33,6 @@ def _walk(name: str, steps: int, seed: int, **bounds: int) -> tuple[Config, list
     """A deterministic random run of the model (self-loops excluded)."""
     cfg = named(name, **bounds)
     rnd = random.Random(seed)
-    from model.state import initial
-
     s = initial(cfg)
     taken: list[Step] = []
     for _ in range(steps):
@@ -42,8 +48,6 @@ class _Run:
     """A model run built step by step: each step must be enabled; ``s`` is the state now."""
 
     def __init__(self, cfg: Config) -> None:
-        from model.state import initial
-
         self.cfg, self.s, self.steps = cfg, initial(cfg), []
 
     def take(self, step: Step) -> None:
@@ -454,3 +458,35 @@ def test_a_trace_recorded_with_retention_on_is_refused_with_that_reason() -> Non
     v = judge(events, "design")
     assert not v["conforms"] and v["first_bad"] == at
     assert "retention" in v["reason"] and "model knows no retention" in v["reason"]
+
+
+def test_only_speculative_states_keeping_the_properties_make_a_step_suspect() -> None:
+    """``Speculation.weigh``: a step is suspect when every state that keeps the properties
+    assumes a kill -9 cut a step short, and some state that assumes nothing broke one."""
+    cfg = named("kip320", brokers=2, records=1)
+    plain, other = initial(cfg), initial(named("kip320", brokers=2, records=2))
+    guess = Hypothesis(other, speculative=True)
+    survivors = [Match(plain, Hypothesis(plain)), Match(plain, guess)]
+    broken = {"committed_durable": "lost"}
+    broke = Speculation.weigh(survivors, [guess], broken, [0, 1])
+    assert broke is not None and broke[:2] == ("committed_durable", "lost") and len(broke[2]) == 1
+    assert Speculation.weigh(survivors, [guess, Hypothesis(plain)], broken, [0, 1]) is None  # a plain state keeps them
+    assert Speculation.weigh(survivors, [guess], {}, [0, 1]) is None  # nothing broke
+    assert Speculation.weigh([Match(plain, guess)], [guess], broken, [0, 1]) is None  # no plain state to break one
+
+
+def test_a_failure_after_a_suspect_step_names_the_property_broken_there() -> None:
+    """``Speculation.refuted``: a later failure refutes the kill -9 the suspect step's states
+    assumed, so the verdict is that step's property break, not the failing event."""
+    events = design_bug_events()
+    failing = Verdict(False, 5, len(events), 5, "not enabled", None, [], 2)
+    spec = Speculation()
+    spec.note(2, None)
+    assert spec.refuted(failing, events) is failing
+    spec.note(3, ("committed_durable", "lost", ["a state"]))
+    spec.note(4, ("other", "m", []))  # the first suspect is the one reported
+    v = spec.refuted(failing, events)
+    assert (v.conforms, v.first_bad, v.matched, v.property, v.possible_states) == (
+        False, 3, 3, "committed_durable", ["a state"])
+    assert v.reason.endswith(f"which event 5 ({events[5]['kind']}) rules out")
+    assert "leads only to states that break committed_durable: lost" in v.reason

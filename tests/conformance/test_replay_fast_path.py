@@ -87,11 +87,9 @@ def _walk(config: str, seed: int, steps: int = 40) -> list[Any]:
 @pytest.fixture
 def cold_memo():
     """A memo that starts empty (tests must not depend on what ran before them)."""
-    replay._Memo.scopes.clear()
-    replay._Memo.nodes_total = 0
+    replay.Memo.forget_all()
     yield
-    replay._Memo.scopes.clear()
-    replay._Memo.nodes_total = 0
+    replay.Memo.forget_all()
 
 
 @pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.slow) if c in ("kip320", "design") else c
@@ -147,7 +145,7 @@ def test_the_memo_answers_runs_that_differ_only_in_values(cold_memo: None) -> No
 
 
 def test_may_break_is_true_whenever_a_property_breaks() -> None:
-    """``_may_break`` skips property checks; it must never skip one that fails.  Every step
+    """``may_break`` skips property checks; it must never skip one that fails.  Every step
     of random walks of every configuration, from a state that holds every property."""
     checked = broke = 0
     for config in ("design", "kip101", "kip279", "kip320", "unclean", "zombie"):
@@ -163,7 +161,7 @@ def test_may_break_is_true_whenever_a_property_breaks() -> None:
                     bad = all_violations(s, t)
                     checked += 1
                     broke += bool(bad)
-                    assert replay._may_break(s, t) or not bad, (config, bad)
+                    assert replay.may_break(s, t) or not bad, (config, bad)
                 healthy = [t for _, t in options if not all_violations(s, t)]
                 if not healthy:
                     break
@@ -270,14 +268,14 @@ def test_job_stages_read_what_the_plain_reader_reads() -> None:
     as ``traces.reader.read_traces``, and the same verdicts as judging its events."""
     import pyarrow as pa
 
-    from conformance.spark.read import _decode_files
-    from conformance.spark.tasks import _judge_partitions
+    from conformance.spark.read import decode_files
+    from conformance.spark.tasks import judge_partitions
     from conformance.spark.verdict import judge_run
 
     files = sorted(p for d in ("recorded", "malformed", "nonconforming") for p in (DATA / d).rglob("*")
                    if p.is_file() and p.name != "README.md")
     batch = pa.RecordBatch.from_pylist([{"path": "file:" + str(f), "content": f.read_bytes()} for f in files])
-    decoded = pa.Table.from_batches(list(_decode_files(iter([batch]))))
+    decoded = pa.Table.from_batches(list(decode_files(iter([batch]))))
     decoded = decoded.sort_by([("run", "ascending"), ("file", "ascending"), ("line", "ascending")])
     seen: list[dict[str, Any]] = []
 
@@ -285,7 +283,7 @@ def test_job_stages_read_what_the_plain_reader_reads() -> None:
         seen.extend(events)
         return judge(events, config)
 
-    rows = pa.Table.from_batches(list(_judge_partitions(spy, "kip320")(iter(decoded.to_batches())))).to_pylist()
+    rows = pa.Table.from_batches(list(judge_partitions(spy, "kip320")(iter(decoded.to_batches())))).to_pylist()
     plain = read_traces([str(f) for f in files])
     quarantined = sorted((r["file"], r["line"], r["reason"], r["raw"]) for r in rows if r["row"] == "quarantine")
     assert quarantined == sorted((q.file, q.line, q.reason, q.raw[:300]) for q in plain.quarantined)
