@@ -156,6 +156,7 @@ class _Adapter:
         self.assigned: dict[tuple[str, int], list[int]] = {}
         self.out = _Out()
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
+        self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -178,6 +179,7 @@ class _Adapter:
             controller_epoch=cepoch, reason=reason, unclean=leader >= 0 and leader not in self.known_isr.get((topic, p), [leader]),
             replicas=self.assigned.get((topic, p), [])), 0)
         self.known_isr[(topic, p)] = isr
+        self.known_version[(topic, p)] = version
 
     def _leader_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         reason = "init" if f["from"] == "New" else "leader_failed"
@@ -185,6 +187,8 @@ class _Adapter:
                     int(f["cepoch"]), reason)
 
     def _replica_offline(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        if int(f["version"]) <= self.known_version.get(topic_partition(f["tp"]), -1):
+            return  # the election before it already left the replica out: Kafka wrote nothing
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), ints(f["isr"]), int(f["version"]),
                     int(f["cepoch"]), "broker_change")
 
@@ -237,6 +241,7 @@ class _Adapter:
         make = events.expand_isr if len(isr) > len(r.isr) else events.shrink_isr
         r.isr, r.zk_version = isr, int(f["version"])
         self.known_isr[(topic, p)] = isr
+        self.known_version[(topic, p)] = r.zk_version
         self.out.add(ts, broker, make(topic=topic, partition=p, zxid=0, follower=changed.pop(), isr=isr,
                                       zk_version=r.zk_version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
 

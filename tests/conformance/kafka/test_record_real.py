@@ -3,7 +3,8 @@
 Which broker leads the topic, and whether it is also the controller, is Kafka's choice.
 When the leader was the controller the new controller's failover first writes the
 partition leaderless (docs/kafka.md, Divergences, 1) and the judge stops there; the test
-accepts that verdict and no other divergence."""
+accepts that verdict; when the leader was not the controller, the restarted victim's
+become_follower (docs/kafka.md, Divergences, 4); no other divergence."""
 
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ def test_leader_kill_at_ibp_2_6_is_judged(tmp_path: Path) -> None:
     produced = [r for r in records if r["kind"] == "produce"]
     assert len(produced) == 6
     if verdict["status"] != "conforms":
-        assert verdict["first_bad_kind"] == "elect_leader", verdict["reason"]
-        assert "observed leader=-1" in verdict["reason"], verdict["reason"]
+        leaderless = verdict["first_bad_kind"] == "elect_leader" and "observed leader=-1" in verdict["reason"]
+        rejoin = verdict["first_bad_kind"] == "become_follower" and verdict["first_bad_node"] == \
+            next(r["params"]["broker"] for r in records if r["kind"] == "broker_crash")
+        assert leaderless or rejoin, verdict["reason"]  # divergence 1 or 4 of docs/kafka.md
         # everything before the failover matched: the three values, their replication, the crash
         crash = next(i for i, r in enumerate(records) if r["kind"] == "broker_crash")
         assert verdict["matched"] > crash
