@@ -28,6 +28,14 @@ def register(sub: Any) -> None:
     _version_arg(p)
     add_json_flag(p, "the version, cache directory and jar count")
     p.set_defaults(func=cmd_kafka_fetch)
+    r = ksub.add_parser("record", help="run a scenario on real Kafka and adapt its logs into a trace "
+                                      "that `epochal conform` judges (docs/kafka.md)")
+    r.add_argument("--scenario", choices=("leader-kill", "controller-failover"), required=True)
+    r.add_argument("--profile", choices=("ibp-2.6", "3.9"), default="ibp-2.6")
+    r.add_argument("--out", required=True, metavar="DIR",
+                   help="the trace (broker-N.jsonl, harness.jsonl) goes here, the Kafka run under DIR/_kafka-run")
+    _version_arg(r)
+    r.set_defaults(func=cmd_kafka_record)
 
 
 def _version_arg(p: argparse.ArgumentParser, flag: str = "--version") -> None:
@@ -70,6 +78,28 @@ def cmd_kafka_fetch(args: argparse.Namespace) -> int:
                           jars=len(jars.jars), cached=jars.cached, seconds=round(jars.seconds, 1))
     how = "already cached" if jars.cached else f"fetched in {jars.seconds:.1f}s"
     print(f"kafka {jars.version}: {len(jars.jars)} jars in {jars.directory / 'lib'} ({how})")
+    return 0
+
+
+def cmd_kafka_record(args: argparse.Namespace) -> int:
+    """``kafka record``: the scenario on a fresh cluster, then its logs as a trace."""
+    from pathlib import Path
+
+    from conformance.kafka.adapter import AdapterError, adapt, to_records, write_trace
+    from impl.harness.kafka.scenarios import ScenarioError, run_scenario
+
+    out = Path(args.out)
+    run_dir = out / "_kafka-run"  # "_": the trace reader skips it (traces/SCHEMA.md section 5)
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise UsageError(f"{run_dir} is not empty: record into a new --out")
+    jars = _fetch(args)
+    try:
+        run_scenario(args.scenario, run_dir, args.profile, jars=jars)
+        records = to_records(adapt(run_dir), f"kafka-{args.scenario}-{args.profile}")
+    except (ScenarioError, AdapterError) as exc:
+        raise UsageError(str(exc)) from None
+    written = write_trace(records, out)
+    print(f"{len(records)} events in {len(written)} files under {out}; judge with: epochal conform {out}")
     return 0
 
 

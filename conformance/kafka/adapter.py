@@ -1,0 +1,381 @@
+"""A real Kafka run's logs as an Epochal trace (traces/SCHEMA.md).
+
+``adapt(run_dir)`` reads what ``impl.harness.kafka`` leaves in a run's directory -- each
+broker's ``logs/`` (state-change, controller, partition, request and server logs),
+``faults.jsonl`` and the values the workload wrote (``produced.jsonl``) -- and returns the
+run's events, one stream per broker plus the harness's faults; ``write_trace`` lays them out
+as the project's recordings are (``<out>/broker-N.jsonl``, ``<out>/harness.jsonl``).
+
+What Kafka logs is not what Epochal's brokers record, so each event is *observed* in one
+named way (``OBSERVED``), and what no log shows is derived in one named way too:
+
+* the order: every line carries Kafka's wall-clock time (one machine, one clock); events are
+  ordered by it (a controller's write before the receipts of the same millisecond), the
+  Lamport clock of each event is its rank, and the zxid of each ZooKeeper write its rank
+  among the writes -- real zxids are logged only for registrations (their ``broker_epoch``);
+* the logs' contents: each replica's log is replayed from the produce responses (offset) and
+  the values written in order, the leader epoch of the append being the leader's own;
+* a follower's ``receive_fetch``: no Kafka log shows a follower appending, so it is taken
+  right after the leader's ``handle_fetch`` whose response it is, with the records and the
+  high watermark that response carried (the follower's HW is min(leader HW, its LEO), as
+  Kafka's ``ReplicaFetcherThread.processPartitionData`` sets it);
+* fetches that change nothing and carry nothing are left out: the judge supplies them as
+  silent internal steps (SCHEMA.md section 9).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
+from traces import SCHEMA_VERSION, events
+from traces.events import Event
+
+HARNESS = -1
+FAULTS = {"kill": "broker_crash", "pause": "broker_pause", "resume": "broker_resume", "stop": "broker_stop"}
+FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", 74: "FENCED_LEADER_EPOCH"}
+LOG_FILES = ("server.log", "controller.log", "state-change.log", "partition.log", "kafka-request.log")
+
+OBSERVED = {
+    "broker_restart": "server.log: Registered broker N at path /brokers/ids/N ... czxid (broker epoch)",
+    "controller_elect": "controller.log: N successfully elected as the controller. Epoch incremented to E",
+    "elect_leader": "state-change.log, the controller: Changed partition T-P from X to OnlinePartition; "
+                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR",
+    "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
+    "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
+    "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
+    "shrink_isr": "partition.log, the leader: ISR updated to ... and version updated to V (one fewer)",
+    "expand_isr": "partition.log, the leader: ISR updated to ... and version updated to V (one more)",
+    "produce": "kafka-request.log, the leader: PRODUCE response's baseOffset; the value, the next written",
+    "handle_fetch": "kafka-request.log, the leader: FETCH from replicaId F that moved its offset or carried news",
+    "receive_fetch": "derived: right after the handle_fetch whose response it is",
+    "broker_crash": "faults.jsonl: kill", "broker_stop": "faults.jsonl: stop",
+    "broker_pause": "faults.jsonl: pause", "broker_resume": "faults.jsonl: resume",
+}
+
+
+class AdapterError(ValueError):
+    """A run directory the adapter cannot read (one line)."""
+
+
+@dataclass
+class _Replica:
+    """What the adapter knows of one broker's replica of one partition."""
+
+    log: list[list[Any]] = field(default_factory=list)  # [offset, epoch, value]
+    hw: int = 0
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: list[int] = field(default_factory=list)
+    zk_version: int = -1
+    received: dict[str, Any] | None = None  # the last LeaderAndIsr partition state received
+    fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
+    read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
+
+    def log_end_epoch(self) -> int | None:
+        return self.log[-1][1] if self.log else None
+
+
+@dataclass
+class _Out:
+    """The adapted events, (ts, priority, node, Event) each, before clocks are given."""
+
+    events: list[tuple[float, int, int, Event]] = field(default_factory=list)
+
+    def add(self, ts: float, node: int, event: Event, priority: int = 1) -> None:
+        self.events.append((ts, priority, node, event))
+
+
+def _lines(run_dir: Path) -> Iterator[tuple[int, int, Line]]:
+    """(broker, position, line) of every recognised line of every broker's logs."""
+    for broker_dir in sorted(run_dir.glob("broker-*")):
+        broker = int(broker_dir.name.removeprefix("broker-"))
+        position = 0
+        for name in LOG_FILES:
+            path = broker_dir / "logs" / name
+            if not path.exists():
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for line in parse_file(iter(f)):
+                    for step in _steps(line):
+                        position += 1
+                        yield broker, position, step
+
+
+def _steps(line: Line) -> list[Line]:
+    """The steps a line reports, each at the time it was taken.  The request log writes a
+    request when its response is sent.  A produce with acks=all appended its record a
+    remote wait earlier (the followers' fetches of it come in between).  A follower's fetch
+    that moves its offset is two steps: the leader takes the new offset (and moves its HW)
+    as it reads the request -- its answer then, with nothing new, is never sent -- and
+    answers up to replica.fetch.wait.max.ms later with what it has then, as a fetch round
+    trip at the same offset would."""
+    if line.name != "request":
+        return [line]
+    req = line.fields["request"]
+    api = req["requestHeader"]["requestApiKeyName"]
+    started = line.ts - (req["totalTimeMs"] - req["requestQueueTimeMs"]) / 1000
+    if api == "PRODUCE":
+        return [line._replace(ts=started)]
+    answered = line._replace(ts=line.ts - (req["responseQueueTimeMs"] + req["sendTimeMs"]) / 1000)
+    if api != "FETCH" or not req["request"].get("topics"):
+        return [answered]
+    read = line._replace(ts=started + req["localTimeMs"] / 1000, fields={**line.fields, "read": True})
+    return [read, answered]
+
+
+def _carries_records(req: dict[str, Any]) -> bool:
+    return any(pd.get("recordsSizeInBytes", 0) > 0 for t in req["response"].get("responses", ())
+               for pd in t.get("partitions", ()))
+
+
+def _faults(run_dir: Path) -> list[tuple[float, str, int]]:
+    path = run_dir / "faults.jsonl"
+    faults = []
+    for text in path.read_text().splitlines() if path.exists() else ():
+        f = json.loads(text)
+        if f["fault"] in FAULTS:
+            faults.append((float(f["time"]), FAULTS[f["fault"]], int(f["broker"])))
+    return faults
+
+
+def _values(run_dir: Path) -> list[str]:
+    path = run_dir / "produced.jsonl"
+    return [json.loads(t)["value"] for t in path.read_text().splitlines()] if path.exists() else []
+
+
+class _Adapter:
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        self.produced = 0
+        self.replicas: dict[tuple[str, int, int], _Replica] = {}
+        self.assigned: dict[tuple[str, int], list[int]] = {}
+        self.out = _Out()
+        self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
+        self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
+
+    def replica(self, topic: str, partition: int, broker: int) -> _Replica:
+        return self.replicas.setdefault((topic, partition, broker), _Replica())
+
+    def on_line(self, broker: int, line: Line) -> None:
+        getattr(self, "_" + line.name)(broker, line.ts, line.fields)
+
+    # -- registrations and the controller ---------------------------------------------------
+    def _registered(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        self.out.add(ts, broker, events.broker_restart(zxid=0, broker_epoch=int(f["czxid"]), broker=broker), 0)
+
+    def _controller_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        self.out.add(ts, broker, events.controller_elect(zxid=0, controller_epoch=int(f["epoch"]), broker=broker), 0)
+
+    def _elect(self, controller: int, ts: float, tp: str, leader: int, epoch: int, isr: list[int],
+               version: int, cepoch: int, reason: str) -> None:
+        topic, p = topic_partition(tp)
+        self.out.add(ts, controller, events.elect_leader(
+            topic=topic, partition=p, zxid=0, leader=leader, leader_epoch=epoch, isr=isr, zk_version=version,
+            controller_epoch=cepoch, reason=reason, unclean=leader >= 0 and leader not in self.known_isr.get((topic, p), [leader]),
+            replicas=self.assigned.get((topic, p), [])), 0)
+        self.known_isr[(topic, p)] = isr
+        self.known_version[(topic, p)] = version
+
+    def _leader_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        reason = "init" if f["from"] == "New" else "leader_failed"
+        self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), f["isr"], int(f["version"]),
+                    int(f["cepoch"]), reason)
+
+    def _replica_offline(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        if int(f["version"]) <= self.known_version.get(topic_partition(f["tp"]), -1):
+            return  # the election before it already left the replica out: Kafka wrote nothing
+        self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), ints(f["isr"]), int(f["version"]),
+                    int(f["cepoch"]), "broker_change")
+
+    # -- a broker applying LeaderAndIsr -----------------------------------------------------
+    def _leader_and_isr_received(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        r = self.replica(f["topic"], int(f["partition"]), broker)
+        r.received = {"leader": int(f["leader"]), "leader_epoch": int(f["epoch"]), "isr": ints(f["isr"]),
+                      "zk_version": int(f["version"]), "controller_epoch": int(f["cepoch"])}
+
+    def _became(self, broker: int, ts: float, f: dict[str, Any], role: str) -> None:
+        topic, p = topic_partition(f["tp"])
+        r = self.replica(topic, p, broker)
+        if r.received is None or r.received["leader_epoch"] != int(f["epoch"]):
+            raise AdapterError(f"broker {broker} applied {f['tp']} at leader epoch {f['epoch']} with no "
+                               f"LeaderAndIsr of that epoch logged before it")
+        leo = int(f["leo"])
+        del r.log[leo:]
+        r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
+        r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
+        r.fetch_offset.clear()
+        make = events.become_leader if role == "leader" else events.become_follower
+        self.out.add(ts, broker, make(topic=topic, partition=p, **r.received, post={
+            "role": role, "leader": r.leader, "leader_epoch": r.leader_epoch, "hw": r.hw, "leo": len(r.log),
+            "log_end_epoch": r.log_end_epoch()}))
+
+    def _became_leader(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        self._became(broker, ts, f, "leader")
+
+    def _became_follower(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        self._became(broker, ts, f, "follower")
+
+    # -- the replicas' logs -----------------------------------------------------------------
+    def _truncated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        if f["why"] != "leader epoch and offset":
+            return  # an empty log's start: Kafka looks nothing up (the judge's silent lookup)
+        topic, p = topic_partition(f["tp"])
+        r = self.replica(topic, p, broker)
+        del r.log[int(f["offset"]):]
+        r.hw = min(r.hw, len(r.log))
+        self.out.add(ts, broker, events.truncate(topic=topic, partition=p, leader=int(f["leader"]),
+                                          truncated_to=len(r.log)))
+
+    def _isr_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        topic, p = topic_partition(f["tp"])
+        r = self.replica(topic, p, broker)
+        isr = ints(f["isr"])
+        changed = set(isr) ^ set(r.isr)
+        if len(changed) != 1:
+            raise AdapterError(f"broker {broker}: ISR of {f['tp']} from {r.isr} to {isr} is not one change")
+        make = events.expand_isr if len(isr) > len(r.isr) else events.shrink_isr
+        r.isr, r.zk_version = isr, int(f["version"])
+        self.known_isr[(topic, p)] = isr
+        self.known_version[(topic, p)] = r.zk_version
+        self.out.add(ts, broker, make(topic=topic, partition=p, zxid=0, follower=changed.pop(), isr=isr,
+                                      zk_version=r.zk_version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
+
+    def _hw_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        topic, p = topic_partition(f["tp"])
+        self.replica(topic, p, broker).hw = int(f["hw"])
+
+    def _request(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        req = f["request"]
+        api = req["requestHeader"]["requestApiKeyName"]
+        if api == "PRODUCE":
+            self._produce(broker, ts, req)
+        elif api == "FETCH" and req["request"].get("replicaId", -1) >= 0:
+            self._fetch(broker, ts, req, f.get("read", False))
+
+    def _produce(self, broker: int, ts: float, req: dict[str, Any]) -> None:
+        for t in req["response"]["responses"]:
+            for pr in t["partitionResponses"]:
+                if pr["errorCode"] != 0:
+                    continue
+                r = self.replica(t["name"], pr["index"], broker)
+                if self.produced >= len(self.values):
+                    raise AdapterError(f"more produce responses than values written ({len(self.values)})")
+                value = self.values[self.produced]
+                self.produced += 1
+                offset = pr["baseOffset"]
+                del r.log[offset:]
+                r.log.append([offset, r.leader_epoch, value])
+                self.out.add(ts, broker, events.produce(topic=t["name"], partition=pr["index"], offset=offset, value=value,
+                                                 leader_epoch=r.leader_epoch, post={"hw": r.hw, "leo": len(r.log)}))
+
+    def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
+        follower = req["request"]["replicaId"]
+        moved: dict[tuple[str, int], int] = {}
+        for t in req["request"].get("topics", ()):
+            for pd in t["partitions"]:
+                moved[(t["topic"], pd["partition"])] = pd["fetchOffset"]
+        answered = {} if read else {(t["topic"], pd["partitionIndex"]): pd
+                                    for t in req["response"].get("responses", ()) for pd in t["partitions"]}
+        if not read:
+            moved = {}  # taken when the request was read
+        for key in sorted(set(moved) | set(answered)):
+            r = self.replica(*key, broker)
+            offset = moved.get(key, r.fetch_offset.get(follower))
+            if offset is None or r.leader != broker:
+                continue
+            r.fetch_offset[follower] = offset
+            pd = answered.get(key)
+            self._fetch_round_trip(broker, follower, key, offset, pd, ts, read)
+
+    def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
+                          pd: dict[str, Any] | None, ts: float, read: bool) -> None:
+        r = self.replica(*key, leader)
+        error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
+        records = [list(x) for x in r.log[offset:]] if pd and pd.get("recordsSizeInBytes", 0) > 0 else []
+        leader_hw = pd["highWatermark"] if pd else r.hw
+        answer = (records, leader_hw, error)
+        # an answer equal to the one made when the request was read is that one, sent later
+        if read or r.read_answer.pop(follower, None) != answer:
+            self.out.add(ts, leader, events.handle_fetch(
+                topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
+                leader_epoch=r.leader_epoch, records=records, leader_hw=leader_hw, error=error,
+                post={"hw": r.hw, "leo": len(r.log), "isr": list(r.isr)}))
+        if read:
+            r.read_answer[follower] = answer
+        if pd is None:
+            return  # nothing new for the follower: its receipt is silent
+        fr = self.replica(*key, follower)
+        if len(fr.log) == offset:
+            fr.log.extend(records)
+        fr.hw = min(leader_hw, len(fr.log))
+        self.out.add(ts + 1e-6, follower, events.receive_fetch(
+            topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
+            records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
+
+    def note_assignments(self, lines: list[tuple[float, int, int, Line]]) -> None:
+        """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
+        for _, _, _, line in lines:
+            if line.name == "leader_and_isr_received":
+                key = (line.fields["topic"], int(line.fields["partition"]))
+                self.assigned.setdefault(key, ints(line.fields["replicas"]))
+
+
+def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
+    """The run's events in order: (node, event, ts) each."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
+        raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
+    adapter = _Adapter(_values(run_dir))
+    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
+                   key=lambda x: x[:4])
+    adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])
+    for _, _, broker, _, line in lines:
+        adapter.on_line(broker, line)
+    for ts, kind, broker in _faults(run_dir):
+        adapter.out.add(ts, HARNESS, events.CONSTRUCTORS[kind](broker=broker), 0)
+    ordered = sorted(enumerate(adapter.out.events), key=lambda x: (x[1][0], x[1][1], x[0]))
+    return [(node, event, ts) for _, (ts, _, node, event) in ordered]
+
+
+def _priority(line: Line) -> int:
+    """Within one millisecond: ZooKeeper writes before what reacts to them."""
+    return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline") else 1
+
+
+def to_records(adapted: list[tuple[int, Event, float]], run: str) -> list[dict[str, Any]]:
+    """Trace records (SCHEMA.md section 3): the clock of each is its rank in the run, the zxid
+    of each ZooKeeper write its rank among the writes; ``seq`` counts per node."""
+    seqs: dict[int, int] = {}
+    zxid = 0
+    records = []
+    for clock, (node, e, ts) in enumerate(adapted, start=1):
+        seq = seqs.get(node, 0)
+        seqs[node] = seq + 1
+        z = None
+        if e.zxid is not None:
+            zxid += 1
+            z = zxid
+        records.append({"schema": SCHEMA_VERSION, "run": run, "node": node, "seq": seq, "clock": clock, "zxid": z,
+                        "kind": e.kind, "topic": e.topic, "partition": e.partition, "params": dict(e.params),
+                        "post": dict(e.post or {}), "ts": ts})
+    return records
+
+
+def write_trace(records: list[dict[str, Any]], out: str | Path) -> list[Path]:
+    """``<out>/broker-N.jsonl`` per broker and ``<out>/harness.jsonl``, as recordings are laid out."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[int, list[str]] = {}
+    for rec in records:
+        files.setdefault(rec["node"], []).append(json.dumps(rec, sort_keys=True))
+    written = []
+    for node, lines in sorted(files.items()):
+        path = out / ("harness.jsonl" if node == HARNESS else f"broker-{node}.jsonl")
+        path.write_text("\n".join(lines) + "\n")
+        written.append(path)
+    return written

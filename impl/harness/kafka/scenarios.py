@@ -1,0 +1,94 @@
+"""Recorded scenarios on real Kafka: a small acks=all produce workload around a fault, with
+the logs the trace adapter (``conformance.kafka``) turns into a trace.
+
+``leader-kill``: three brokers, a topic with one partition replicated three ways, values
+written, the partition's leader killed with kill -9 (a broker other than the controller
+where the first election allows it), more values written to the new leader, the victim
+restarted until it is back in the ISR.  ``controller-failover``: the same workload around
+a kill -9 of the controller.
+
+Values are written by Kafka's own Java console producer (``kafka.tools.ConsoleProducer``,
+acks=all), one process per batch of lines, so each value is acknowledged by the whole ISR.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from impl.harness.kafka.cluster import KafkaCluster, PartitionState
+from impl.harness.kafka.fetch import KafkaJars, fetch
+
+TOPIC = "orders"
+SCENARIOS = ("leader-kill", "controller-failover")
+WAIT_S = 90.0
+PRODUCER_TIMEOUT_S = 120.0
+PRODUCED = "produced.jsonl"
+"""Each value the workload wrote, in order, once acknowledged (the adapter's record values)."""
+
+
+class ScenarioError(RuntimeError):
+    """A scenario that could not run to its end (one line)."""
+
+
+def produce(cluster: KafkaCluster, jars: KafkaJars, values: list[str]) -> None:
+    """Write ``values`` in order with Kafka's console producer (acks=all, one in flight, no
+    retries reordering them), to every live broker as bootstrap."""
+    servers = ",".join(f"{b.settings.host}:{b.settings.port}" for b in cluster.brokers.values() if b.alive)
+    argv = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", jars.classpath,
+            "kafka.tools.ConsoleProducer", "--bootstrap-server", servers, "--topic", TOPIC,
+            "--producer-property", "acks=all",
+            "--producer-property", "max.in.flight.requests.per.connection=1",
+            "--producer-property", "linger.ms=0",
+            "--producer-property", "enable.idempotence=false"]
+    for value in values:  # one request per value: each is one model produce
+        done = subprocess.run(argv, input=value + "\n", text=True, capture_output=True,
+                              timeout=PRODUCER_TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            raise ScenarioError(f"console producer exited with {done.returncode}: "
+                                f"{done.stderr.strip().splitlines()[-1:]}")
+        with open(cluster.data_dir / PRODUCED, "a") as out:
+            out.write(json.dumps({"time": time.time(), "value": value}) + "\n")
+
+
+def _full_isr(cluster: KafkaCluster, replicas: int) -> Callable[[], PartitionState | None]:
+    def probe() -> PartitionState | None:
+        s = cluster.partition_state(TOPIC)
+        return s if s is not None and len(s.isr) == replicas else None
+    return probe
+
+
+def run_scenario(scenario: str, data_dir: Path, profile: str, values: int = 3,
+                 jars: KafkaJars | None = None) -> Path:
+    """Run ``scenario`` on a fresh 3-broker Kafka cluster in ``data_dir`` and stop it; the
+    logs and ``faults.jsonl`` stay there.  Returns ``data_dir``."""
+    if scenario not in SCENARIOS:
+        raise ScenarioError(f"unknown scenario {scenario!r} (known: {', '.join(SCENARIOS)})")
+    jars = jars or fetch()
+    cluster = KafkaCluster(data_dir, brokers=3, profile=profile, jars=jars)
+    cluster.start()
+    try:
+        first = cluster.create_topic(TOPIC, partitions=1, replication_factor=3)[0]
+        produce(cluster, jars, [f"v{i}" for i in range(values)])
+        ctrl = cluster.controller()
+        assert ctrl is not None
+        if scenario == "leader-kill":
+            victim = first.leader
+        else:
+            victim = ctrl.broker
+        cluster.kill(victim)
+        if scenario == "controller-failover":
+            cluster.wait_until(lambda: (c := cluster.controller()) and c.broker != victim and c,
+                               WAIT_S, "a new controller")
+        cluster.wait_until(lambda: (s := cluster.partition_state(TOPIC)) and s.leader not in (victim, -1)
+                           and victim not in s.isr and s, WAIT_S, "a leader without the victim")
+        produce(cluster, jars, [f"v{i}" for i in range(values, 2 * values)])
+        cluster.restart(victim, WAIT_S)
+        cluster.wait_until(_full_isr(cluster, 3), WAIT_S, f"broker {victim} back in the ISR")
+        time.sleep(1.0)  # the followers' next fetch carries the last high watermark
+    finally:
+        cluster.stop()
+    return cluster.data_dir
