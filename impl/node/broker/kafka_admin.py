@@ -70,7 +70,8 @@ class KafkaAdmin:
                                                        MAX_CREATE_WAIT_S))
         throttle = max((int(t.get("throttle_time_ms", 0)) for t in answers.values()), default=0)
         rows = [_row(name, int(t.get("error", 0)), str(t.get("message", "")))
-                | self._admin_detail(api, t) for name, t in answers.items()] + refused
+                | self._admin_detail(api, t) for name, t in answers.items()] + \
+            [self._admin_detail(api, {}) | r for r in refused]
         if throttle > 0 and version < STRICT_FROM[api]:
             await asyncio.sleep(throttle / 1000)  # an old client: admitted, then held back
         results_field = {KafkaApi.CREATE_TOPICS: "topics", KafkaApi.DELETE_TOPICS: "responses",
