@@ -18,6 +18,8 @@ back into Kafka's (docs/kafka-protocol.md):
   (:mod:`impl.node.auth.session`): the same SCRAM-SHA-256 exchange, credentials and
   principals as the broker protocol; a request of any other API before it succeeds closes
   the connection (ApiVersions excepted, as Kafka's).
+* **CreateTopics / DeleteTopics / CreatePartitions** -- the controller's admin path
+  (:mod:`impl.node.broker.kafka_admin`).
 * **FindCoordinator** -- COORDINATOR_NOT_AVAILABLE: there are no consumer groups and no
   transactions; consumers assign partitions themselves.
 
