@@ -3,12 +3,15 @@
 :func:`fetch` runs Maven on this package's ``pom.xml`` (``dependency:copy-dependencies``)
 into ``<cache>/kafka-<version>/lib`` and writes ``classpath.txt`` there last, so a cache
 with that file is complete: the next call reads it and runs nothing.  The cache is
-``$EPOCHAL_CACHE`` or ``~/.cache/epochal``.  Every failure -- no ``mvn``, no ``java``,
+``$EPOCHAL_CACHE`` or ``~/.cache/epochal``.  The cache also records the SHA-256 of the
+``pom.xml`` it was resolved from (``pom.sha256``): a pom that has changed since (a
+dependency added) resolves again.  Every failure -- no ``mvn``, no ``java``,
 an unresolvable version, no network -- is one :class:`KafkaFetchError` line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -22,6 +25,7 @@ DEFAULT_VERSION = "3.9.2"
 
 POM = Path(__file__).with_name("pom.xml")
 MANIFEST = "classpath.txt"
+POM_DIGEST = "pom.sha256"
 MAVEN_TIMEOUT_S = 900.0
 VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -54,11 +58,16 @@ def cache_dir(version: str, root: Path | None = None) -> Path:
     return (root or cache_root()) / f"kafka-{version}"
 
 
+def pom_digest() -> str:
+    return hashlib.sha256(POM.read_bytes()).hexdigest()
+
+
 def cached(version: str = DEFAULT_VERSION, root: Path | None = None) -> KafkaJars | None:
-    """The cached jars of ``version``, or None if they were never (completely) fetched."""
+    """The cached jars of ``version``, or None if they were never (completely) fetched,
+    or were fetched from another ``pom.xml``."""
     directory = cache_dir(version, root)
-    manifest = directory / MANIFEST
-    if not manifest.exists():
+    manifest, digest = directory / MANIFEST, directory / POM_DIGEST
+    if not manifest.exists() or not digest.exists() or digest.read_text().strip() != pom_digest():
         return None
     jars = tuple(directory / "lib" / name for name in manifest.read_text().split())
     if not jars or not all(j.exists() for j in jars):
@@ -91,6 +100,7 @@ def fetch(version: str = DEFAULT_VERSION, root: Path | None = None,
     lib = directory / "lib"
     shutil.rmtree(lib, ignore_errors=True)
     staging.rename(lib)
+    (directory / POM_DIGEST).write_text(pom_digest() + "\n")
     tmp = directory / (MANIFEST + ".tmp")
     tmp.write_text("".join(f"{j.name}\n" for j in jars))
     os.replace(tmp, directory / MANIFEST)

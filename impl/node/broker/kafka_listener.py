@@ -19,6 +19,8 @@ back into Kafka's (docs/kafka-protocol.md):
   (:mod:`impl.node.auth.session`): the same SCRAM-SHA-256 exchange, credentials and
   principals as the broker protocol; a request of any other API before it succeeds closes
   the connection (ApiVersions excepted, as Kafka's).
+* **CreateTopics / DeleteTopics / CreatePartitions** -- the controller's admin path
+  (:mod:`impl.node.broker.kafka_admin`).
 * **FindCoordinator** -- COORDINATOR_NOT_AVAILABLE: there are no consumer groups and no
   transactions; consumers assign partitions themselves.
 
@@ -41,6 +43,7 @@ from impl.node.auth.scram import MECHANISM
 from impl.node.auth.session import Answer, ConnectionSession
 from impl.node.broker.clients import ClientRequests
 from impl.node.broker.core import RequestError
+from impl.node.broker.kafka_admin import AS_ADMIN, KafkaAdmin
 from impl.node.kafka import (
     SERVED,
     BatchRefused,
@@ -77,7 +80,7 @@ RULES_AS: dict[KafkaApi, ApiKey] = {
     KafkaApi.PRODUCE: ApiKey.PRODUCE, KafkaApi.FETCH: ApiKey.FETCH,
     KafkaApi.LIST_OFFSETS: ApiKey.FETCH, KafkaApi.METADATA: ApiKey.METADATA,
     KafkaApi.INIT_PRODUCER_ID: ApiKey.INIT_PRODUCER_ID,
-    KafkaApi.FIND_COORDINATOR: ApiKey.METADATA,
+    KafkaApi.FIND_COORDINATOR: ApiKey.METADATA, **AS_ADMIN,
 }
 
 
@@ -85,7 +88,7 @@ def _error(code: int, message: str = "") -> dict[str, Any]:
     return {"error_code": int(code), "error_message": message or None}
 
 
-class KafkaClients(ClientRequests):
+class KafkaClients(KafkaAdmin, ClientRequests):
     """The Kafka listener's connections and its translation of each request."""
 
     _kafka_endpoints: dict[int, tuple[str, int] | None] | None = None
@@ -161,6 +164,9 @@ class KafkaClients(ClientRequests):
             return None, screened.close or screened.error != 0
         if api == KafkaApi.FIND_COORDINATOR:
             return self._find_coordinator(schema, body), False
+        if api in AS_ADMIN:  # impl.node.broker.kafka_admin: the controller's admin path
+            return await self._kafka_admin(api, version, schema, body, screened.get("user"),
+                                           request.client_id), False
         handler = {KafkaApi.PRODUCE: self._kafka_produce, KafkaApi.FETCH: self._kafka_fetch,
                    KafkaApi.LIST_OFFSETS: self._kafka_list_offsets,
                    KafkaApi.METADATA: self._kafka_metadata,

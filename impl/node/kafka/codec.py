@@ -47,8 +47,11 @@ class KafkaApi(enum.IntEnum):
     FIND_COORDINATOR = 10  # answered COORDINATOR_NOT_AVAILABLE: no group or transaction coordinator
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
 
 
 SERVED: dict[KafkaApi, tuple[int, int]] = {
@@ -60,6 +63,9 @@ SERVED: dict[KafkaApi, tuple[int, int]] = {
     KafkaApi.API_VERSIONS: (0, 3),
     KafkaApi.INIT_PRODUCER_ID: (0, 4),  # v5 is KIP-890's transactions
     KafkaApi.SASL_AUTHENTICATE: (0, 2),
+    KafkaApi.CREATE_TOPICS: (2, 7),  # v2 is the first a controller answers (NOT_CONTROLLER)
+    KafkaApi.DELETE_TOPICS: (1, 6),  # v6 may name a topic by id: answered UNKNOWN_TOPIC_ID
+    KafkaApi.CREATE_PARTITIONS: (0, 3),
 }
 """What ApiVersions lists: API key -> (lowest, highest) version answered.  FindCoordinator
 is answered (with COORDINATOR_NOT_AVAILABLE) but not listed, so that a client knows from

@@ -12,7 +12,7 @@ import pytest
 from impl.harness.cli.main import main
 from impl.harness.kafka import PROFILES, KafkaFetchError, fetch
 from impl.harness.kafka import config as kc
-from impl.harness.kafka.fetch import MANIFEST, cached
+from impl.harness.kafka.fetch import MANIFEST, POM_DIGEST, cached, pom_digest
 from impl.harness.kafka.wire import create_topics_request, parse_create_topics_response
 from impl.node.zk import free_port
 
@@ -140,9 +140,15 @@ def test_a_resolution_is_cached_and_the_second_fetch_runs_nothing(tmp_path: Path
     second = fetch("3.9.1", root=tmp_path / "cache", mvn=str(mvn))
     assert second.cached and second.jars == first.jars
     assert (tmp_path / "calls.txt").read_text().count("call") == 1
-    first.jars[0].unlink()  # an incomplete cache is no cache
+    digest = first.directory / POM_DIGEST
+    assert digest.read_text().strip() == pom_digest()
+    digest.write_text("0" * 64 + "\n")  # resolved from another pom.xml: resolved again
     assert cached("3.9.1", root=tmp_path / "cache") is None
-    assert (first.directory / MANIFEST).exists()
+    third = fetch("3.9.1", root=tmp_path / "cache", mvn=str(mvn))
+    assert not third.cached and (tmp_path / "calls.txt").read_text().count("call") == 2
+    third.jars[0].unlink()  # an incomplete cache is no cache
+    assert cached("3.9.1", root=tmp_path / "cache") is None
+    assert (third.directory / MANIFEST).exists()
 
 
 def test_a_successful_mvn_without_kafkas_jar_is_an_error(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from impl.harness.cli.main import main
 from impl.harness.cluster import LocalCluster
+from impl.harness.recordings import controller_of, wait_for_change
 from impl.node.auth.credentials import ClusterSecret
 from impl.node.client import Admin
 
@@ -27,8 +29,8 @@ RECORDS = 100
 USER = "alice"
 
 
-def _wait_for_leaders(c: LocalCluster, topic: str, partitions: int) -> None:
-    deadline = time.monotonic() + 20
+def _wait_for_leaders(c: LocalCluster, topic: str, partitions: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         meta = c.metadata(0) or {}
         parts = meta.get("topics", {}).get(topic, {})
@@ -76,6 +78,16 @@ def _consume_kafka_python(c: LocalCluster, password: str, topic: str) -> list[tu
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         return [(m.offset, m.key, m.value) for m in consumer]
+    finally:
+        consumer.close()
+
+
+def _end_offset(c: LocalCluster, password: str, topic: str) -> int:
+    """The partition's log end as consumers see it (ListOffsets latest: the HW)."""
+    consumer = kafka.KafkaConsumer(enable_auto_commit=False, **_kafka_python_config(c, password))
+    try:
+        tp = kafka.TopicPartition(topic, 0)
+        return int(consumer.end_offsets([tp])[tp])
     finally:
         consumer.close()
 
@@ -155,3 +167,118 @@ def _assert_wrong_password_refused(c: LocalCluster, wrong: str, caplog: Any) -> 
     while not errors and time.monotonic() < deadline:
         producer.poll(0.2)
     assert errors and errors[0].code() == confluent_kafka.KafkaError._AUTHENTICATION, errors
+
+
+# -- through failovers ------------------------------------------------------------------------
+FAILOVER_RECORDS = 1000
+SEND_INTERVAL_S = 0.01  # the producers' pace: 1,000 records over 10 s and more
+
+
+def _leader(c: LocalCluster, topic: str) -> int:
+    with Admin(c.bootstrap) as admin:
+        return admin.describe(topic)[topic][0].leader
+
+
+def _failovers(c: LocalCluster, topic: str, leader_killed: threading.Event,
+               controller_killed: threading.Event) -> None:
+    """kill -9 of the partition's leader; once a new leader has it and the victim is back
+    in the ISR, kill -9 of the controller.  Each event is set just before its kill: the
+    producer holds its next third of records until then, so each kill falls mid-stream."""
+    old = _leader(c, topic)
+    leader_killed.set()
+    c.kill(old)
+    wait_for_change(lambda: _leader(c, topic), old, "leader", timeout=30)
+    c.restart(old)
+    c.wait_ready(30)
+    _wait_for_leaders(c, topic, 1, timeout=60)
+    old_controller = controller_of(c)
+    controller_killed.set()
+    c.kill(old_controller)
+    wait_for_change(lambda: controller_of(c), old_controller, "controller", timeout=30)
+
+
+def _paced(i: int, leader_killed: threading.Event, controller_killed: threading.Event) -> None:
+    """Before record ``i`` is sent: the pace, and the gates of the kills."""
+    if i == FAILOVER_RECORDS // 3:
+        assert leader_killed.wait(60)
+    if i == 2 * FAILOVER_RECORDS // 3:
+        assert controller_killed.wait(120)
+    time.sleep(SEND_INTERVAL_S)
+
+
+def _failover_send_kafka_python(c: LocalCluster, password: str, topic: str,
+                                leader_killed: threading.Event,
+                                controller_killed: threading.Event) -> list[int]:
+    producer = kafka.KafkaProducer(acks="all", enable_idempotence=True,
+                                   delivery_timeout_ms=120_000, request_timeout_ms=5000,
+                                   **_kafka_python_config(c, password))
+    try:
+        futures = []
+        for i in range(FAILOVER_RECORDS):
+            _paced(i, leader_killed, controller_killed)
+            futures.append(producer.send(topic, key=f"k{i}".encode(),
+                                         value=f"kafka-python {i}".encode(), partition=0))
+        producer.flush(120)
+        return [f.get(1).offset for f in futures]
+    finally:
+        producer.close(10)
+
+
+def _failover_send_librdkafka(c: LocalCluster, password: str, topic: str,
+                              leader_killed: threading.Event,
+                              controller_killed: threading.Event) -> list[int]:
+    offsets: list[int] = []
+    errors: list[Any] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            offsets.append(msg.offset())
+
+    producer = confluent_kafka.Producer({**_librdkafka_config(c, password), "acks": "all",
+                                         "enable.idempotence": True,
+                                         "message.timeout.ms": 120_000})
+    for i in range(FAILOVER_RECORDS):
+        _paced(i, leader_killed, controller_killed)
+        producer.produce(topic, key=f"k{i}".encode(), value=f"librdkafka {i}".encode(),
+                         partition=0, on_delivery=delivered)
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    assert errors == []
+    return offsets
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["kafka-python", "librdkafka"])
+def test_kafka_clients_produce_each_record_once_in_order_through_a_leader_and_a_controller_kill(
+        make_cluster: Any, client: str) -> None:
+    """1,000 acks=all idempotent records while the partition's leader and then the
+    controller are killed: every send is acknowledged, and the log holds each record once,
+    in the order sent -- the clients find the new leader from NOT_LEADER_OR_FOLLOWER and
+    Metadata, and the new leader knows the producer's sequences from its replicated log."""
+    c = make_cluster(3, min_insync_replicas=2)
+    topic = "failover"
+    with Admin(c.bootstrap) as admin:
+        admin.create_topic(topic, partitions=1, replication_factor=3)
+    _wait_for_leaders(c, topic, 1)
+    password = ClusterSecret.load(c.data_dir).password(USER)
+    leader_killed, controller_killed = threading.Event(), threading.Event()
+    send = _failover_send_kafka_python if client == "kafka-python" else _failover_send_librdkafka
+    killer = threading.Thread(target=_failovers, args=(c, topic, leader_killed, controller_killed))
+    t0 = time.monotonic()
+    killer.start()
+    try:
+        offsets = send(c, password, topic, leader_killed, controller_killed)
+    finally:
+        killer.join(180)
+    seconds = time.monotonic() - t0
+    assert not killer.is_alive()
+    assert sorted(offsets) == list(range(FAILOVER_RECORDS))
+    expected = [(i, f"k{i}".encode(), f"{client} {i}".encode()) for i in range(FAILOVER_RECORDS)]
+    got = (_consume_kafka_python(c, password, topic) if client == "kafka-python"
+           else _consume_librdkafka(c, password, topic, FAILOVER_RECORDS))
+    assert got == expected
+    assert _end_offset(c, password, topic) == FAILOVER_RECORDS  # nothing after them either
+    print(f"\n{client}: {FAILOVER_RECORDS} records through a leader and a controller kill "
+          f"in {seconds:.1f} s")
