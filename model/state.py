@@ -8,9 +8,11 @@ hashes are salted per process).  Sets are sorted tuples.  Broker ids are ``0..br
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from model.config import Config
+if TYPE_CHECKING:
+    from model.config import Config
+
 
 NO_LEADER = -1
 UNKNOWN = -1  # a leader's view of a follower's LEO before the follower has fetched
