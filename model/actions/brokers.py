@@ -23,9 +23,19 @@ from model.actions.common import (
     topic_deleted,
     unknown_leos,
 )
-from model.actions.entry import DRIVEN, Args, Coverage, Entry, Knob, Supported, Traced, Unsupported
+from model.actions.entry import (
+    DRIVEN,
+    SILENT,
+    Args,
+    Coverage,
+    Entry,
+    Knob,
+    Supported,
+    Traced,
+    Unsupported,
+)
 from model.actions.replication import advance_hw
-from model.actions.views import harness_event, nothing_observed, registration_event
+from model.actions.views import always, harness_event, nothing_observed, registration_event
 from model.state import (
     DELETED,
     DOWN,
@@ -42,6 +52,7 @@ from model.state import (
     UP,
     Broker,
     Fetch,
+    Ghost,
     Replica,
     State,
     StopReplica,
@@ -56,6 +67,8 @@ if TYPE_CHECKING:
 
 CRASHES = Knob("max_crashes", "broker crashes", default=1, help="broker crashes (kill -9), in all")
 PAUSES = Knob("max_pauses", "GC pauses", default=0, help="GC pauses (session expiry while frozen), in all")
+EXPIRIES = Knob("max_expiries", "session expiries", default=0,
+                help="ZooKeeper session expiries of a broker that keeps running (neither frozen nor crashed), in all")
 
 
 
@@ -193,7 +206,21 @@ def broker_pause(s: State, cfg: Config, b: int) -> State | None:
     if broker.status != UP or s.ghost.pauses >= cfg.max_pauses:
         return None
     brokers = put_at(s.brokers, b, broker._replace(status=PAUSED))
-    ghost = s.ghost._replace(pauses=s.ghost.pauses + 1)
+    return _session_expires(s, b, brokers, s.ghost._replace(pauses=s.ghost.pauses + 1))
+
+
+def broker_expire(s: State, cfg: Config, b: int) -> State | None:
+    """The broker's ZK session expires while it keeps running (cut off from ZooKeeper, not
+    frozen): its registration vanishes and the controller fails it over, while it still
+    acts on the roles it had -- until it re-registers (``broker_reregister``)."""
+    if s.brokers[b].status != UP or b not in s.zk.live or s.ghost.expiries >= cfg.max_expiries:
+        return None
+    return _session_expires(s, b, s.brokers, s.ghost._replace(expiries=s.ghost.expiries + 1))
+
+
+def _session_expires(s: State, b: int, brokers: tuple[Broker, ...], ghost: Ghost) -> State:
+    """b's ZK session ends without its process ending: its ephemeral znodes go, and the
+    controller's broker-change event no longer shows it."""
     return s._replace(zk=_deregister(s.zk, b), brokers=_no_longer_shutting_down(_unannounce(brokers, b), b), ghost=ghost)
 
 
@@ -280,5 +307,17 @@ REREGISTER = Entry(
 )
 
 
-ENTRIES = (CRASH, RESTART, PAUSE, RESUME, REREGISTER)
-KNOBS = (CRASHES, PAUSES)
+EXPIRE = Entry(
+    "broker_expire", broker_expire, brokers_args,
+    section="000 A", impl="impl.node.faults.expire_session", trace=SILENT,
+    describe=lambda args, before, after: f"broker {args[0]}'s ZK session expires; it keeps running, believing its old state",
+    view=nothing_observed, event=lambda args, before, after: None,
+    coverage=Coverage(native=Unsupported("session expiry is not ported to search.c (no named configuration expires)"),
+                      z3=Unsupported("session expiry is not encoded (no named configuration expires)"),
+                      judge=Unsupported("no trace kind yet: an expiry shows only in what follows it"),
+                      driver=Unsupported("the driver has no operation that expires a running broker's session yet")),
+    knob=EXPIRIES, silent=always,
+)
+
+ENTRIES = (CRASH, RESTART, PAUSE, RESUME, REREGISTER, EXPIRE)
+KNOBS = (CRASHES, PAUSES, EXPIRIES)
