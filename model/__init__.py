@@ -3,10 +3,14 @@
 One model, pure and immutable, feeds every checker (the exhaustive BFS in ``properties.checkers.bfs``,
 z3, Hypothesis) and the trace conformance job:
 
-* ``model.config``     -- the named configurations (``design``, ``kip101`` ... ``zombie``) and bounds
+* ``model.config``     -- the named configurations (``design``, ``kip101`` ... ``zombie``) and bounds;
+  ``Config``'s knob fields assembled from the sections' knobs
 * ``model.state``      -- the immutable state: ZooKeeper, brokers, replicas, messages, ghost history
 * ``model.truncation`` -- the one rule the protocol variants disagree on: where a follower truncates
-* ``model.actions``    -- one named action (guard + effect) per rule of seed 000
+* ``model.actions``    -- one module per design section, each declaring its actions (guard + effect),
+  their arguments, registry entries and knobs
+* ``model.registry``   -- the table of every action (``ACTIONS``), assembled from the sections, and
+  ``apply``, ``successors``, ``explored``
 * ``properties.checkers.symmetry``   -- broker-id permutations and the canonical representative of a state
 * ``properties.checkers.bfs``    -- breadth-first search with shortest counterexamples
 * ``model.export.render``     -- steps and states as the prose a counterexample is printed in
