@@ -12,7 +12,7 @@ from impl.node import limits
 from impl.node.auth.credentials import Principal
 from impl.node.auth.rules import Refusal, authorize
 from impl.node.controller.broker_failure import Decision, broker_change_choice
-from impl.node.controller.controlled_shutdown import shutdown_choice
+from impl.node.controller.shutdown import shutdown_choice
 from impl.node.fencing import (
     Verdict,
     epoch_lookup_refusal,
