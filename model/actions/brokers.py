@@ -264,7 +264,7 @@ CRASH = Entry(
     describe=lambda args, before, after: f"broker {args[0]} crashes (kill -9); its ZK registration expires",
     view=nothing_observed, event=harness_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
-    freezing=True,
+    knob=CRASHES, freezing=True,
 )
 
 
