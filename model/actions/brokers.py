@@ -71,7 +71,6 @@ EXPIRIES = Knob("max_expiries", "session expiries", default=0,
                 help="ZooKeeper session expiries of a broker that keeps running (neither frozen nor crashed), in all")
 
 
-
 def _deregister(zk: Zk, b: int) -> Zk:
     """The broker's ZK session ends: its ephemeral /brokers/ids/b -- and /controller, if it
     held it -- disappear."""

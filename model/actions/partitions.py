@@ -26,7 +26,6 @@ PARTITION_CHANGES = Knob("partition_changes", "partitions added or removed", def
                          help="partitions added to or removed from the topic (seed 000 H) an admin may ask for")
 
 
-
 def partition_adds_args(s: State, cfg: Config) -> Iterator[tuple]:
     """The topic's next fresh partition id (``fresh_partition_id``), any non-empty AR (down
     brokers included), any live member of it as leader."""

@@ -21,7 +21,6 @@ PREFERRED_ELECTIONS = Knob("preferred_elections", "preferred-replica elections",
                            help="preferred-replica elections an admin may ask for")
 
 
-
 def preferred_elections_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.preferred_elections >= cfg.preferred_elections:

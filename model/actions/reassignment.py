@@ -59,7 +59,6 @@ REASSIGNMENTS = Knob("reassignments", "reassignments", default=0,
                      help="partition reassignments (seed 000 F) an admin may ask for")
 
 
-
 def reassign_starts_args(s: State, cfg: Config) -> Iterator[tuple]:
     """A pending reassignment restarted at INIT, or -- within the bound -- a new one to any
     non-empty replica set (the current AR too: a reordering, see ``reassign_start``)."""

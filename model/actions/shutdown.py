@@ -28,7 +28,6 @@ SHUTDOWNS = Knob("max_shutdowns", "controlled shutdowns", default=0,
                  help="controlled shutdowns (each then a clean stop), in all")
 
 
-
 def shutdowns_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.shutdowns >= cfg.max_shutdowns:

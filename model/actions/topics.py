@@ -44,7 +44,6 @@ DELETIONS = Knob("deletions", "topic deletions", default=0, high=2,
                  help="topic deletions (seed 000 B), each followed by re-creation under the same name with any assignment")
 
 
-
 def deletions_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.deletions >= cfg.deletions:
