@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # mutmut names a mutant of function f in module m `m.x_f__mutmut_N`, of method C.f `m.xǁCǁf__mutmut_N`.
 DECISION_FUNCTIONS: dict[str, list[str]] = {
     "impl/node/controller/broker_failure.py": ["choose_leader", "broker_change_choice", "changes"],
-    "impl/node/controller/controlled_shutdown.py": ["shutdown_choice"],
+    "impl/node/controller/shutdown.py": ["shutdown_choice"],
     "impl/node/controller/preferred_election.py": ["preferred_choice"],
     "impl/node/controller/reassignment.py": ["reassignment_switch"],
     "impl/node/fencing.py": ["control_refusal", "leader_and_isr_verdict", "topic_ids_differ",

@@ -8,38 +8,42 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``kip320`` -- additionally fenced fetching, KIP-320: requests carry the leader epoch.
 * ``unclean`` -- ``kip320`` with unclean leader election enabled.
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
+
+``Config`` is the protocol's settings and the search's bounds written here, plus one field
+per action knob (``model.actions.KNOBS``: ``max_crashes``, ``deletions`` ...), each declared
+with its action in its section's module -- its default there, its range checked by
+``validate``.  So this module sits above the sections, which name ``Config`` only in type
+hints.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, make_dataclass, replace
+
+from model.actions import KNOBS
 
 TRUNCATION_RULES = ("hw", "kip101", "kip279", "kip320")
 
 
 @dataclass(frozen=True)
-class Config:
+class Settings:
+    """The protocol's settings and the bounds that limit no single action; ``Config`` adds
+    the action knobs."""
+
     name: str
     truncation: str  # one of TRUNCATION_RULES
     brokers: int = 2
     partitions: int = 1
     records: int = 2  # client records produced, in all
     max_epoch: int = 3  # highest leader epoch the controller may write
-    max_crashes: int = 1  # broker crashes (kill -9), in all
-    max_pauses: int = 0  # GC pauses (session expiry while frozen), in all
-    max_shutdowns: int = 0  # controlled shutdowns (then a clean stop), in all
     min_insync: int = 1  # min.insync.replicas for acks=all produce
     unclean: bool = False  # unclean.leader.election.enable
     fence_controller_epoch: bool = True  # brokers reject requests from older controller epochs (seed 002)
     fence_broker_epoch: bool = True  # brokers reject requests meant for an older incarnation (seed 003)
     replication_factor: int = 0  # brokers in each partition's initial AR; 0: every broker
-    reassignments: int = 0  # partition reassignments (seed 000 F) an admin may ask for, in all
-    deletions: int = 0  # topic deletions (seed 000 B), each followed by re-creation, in all
     # seed 000 question 5: a topic id in the topic znode, LeaderAndISR, StopReplica and beside
     # the log (KIP-516).  False is the design as written: "no partition version is needed"
     topic_ids: bool = True
-    preferred_elections: int = 0  # preferred-replica elections an admin may ask for, in all
-    partition_changes: int = 0  # partitions added or removed (seed 000 H) an admin may ask for, in all
 
     @property
     def partition_ids(self) -> int:
@@ -64,20 +68,21 @@ class Config:
         return self.truncation == "kip320"
 
     def describe(self) -> str:
+        """One line: the variant, its bounds, and each knob above 0."""
         return (
             f"{self.name}: truncation={self.truncation} brokers={self.brokers} "
             f"partitions={self.partitions} records={self.records} max_epoch={self.max_epoch} "
-            f"max_crashes={self.max_crashes} max_pauses={self.max_pauses} "
-            + (f"max_shutdowns={self.max_shutdowns} " if self.max_shutdowns else "")
-            + f"min_insync={self.min_insync} unclean={self.unclean}"
+            f"min_insync={self.min_insync} unclean={self.unclean}"
             + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
             + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
-            + (f" reassignments={self.reassignments}" if self.reassignments else "")
-            + (f" deletions={self.deletions}" if self.deletions else "")
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
-            + (f" preferred_elections={self.preferred_elections}" if self.preferred_elections else "")
-            + (f" partition_changes={self.partition_changes}" if self.partition_changes else "")
+            + "".join(f" {k.field}={getattr(self, k.field)}" for k in KNOBS if getattr(self, k.field))
         )
+
+
+Config = make_dataclass("Config", [(k.field, int, k.default) for k in KNOBS], bases=(Settings,), frozen=True,
+                        namespace={"__module__": __name__})
+"""A configuration of the model: ``Settings`` and one ``int`` field per action knob."""
 
 
 NAMED: dict[str, Config] = {
@@ -112,20 +117,12 @@ def validate(cfg: Config) -> None:
         raise ValueError("--records must be between 0 and 6")
     if not 1 <= cfg.max_epoch <= 8:
         raise ValueError("--max-epoch must be between 1 and 8")
-    if cfg.max_crashes < 0 or cfg.max_pauses < 0 or cfg.max_shutdowns < 0:
-        raise ValueError("--max-crashes, --max-pauses and --max-shutdowns must be >= 0")
     if not 1 <= cfg.min_insync <= cfg.brokers:
         raise ValueError("--min-insync must be between 1 and --brokers")
     if not 0 <= cfg.replication_factor <= cfg.brokers:
         raise ValueError("--replication-factor must be between 0 (every broker) and --brokers")
-    if cfg.reassignments < 0:
-        raise ValueError("--reassignments must be >= 0")
-    if not 0 <= cfg.deletions <= 2:
-        raise ValueError("--deletions must be between 0 and 2")
-    if cfg.preferred_elections < 0:
-        raise ValueError("--preferred-elections must be >= 0")
-    if not 0 <= cfg.partition_changes <= 2:
-        raise ValueError("--partition-changes must be between 0 and 2")
+    for knob in KNOBS:
+        knob.check(getattr(cfg, knob.field))
     if cfg.partition_changes and cfg.deletions:
         # one topic per model: a partition without AR is either removed or of a deleted
         # topic, and the model does not tell the two apart

@@ -8,9 +8,11 @@ hashes are salted per process).  Sets are sorted tuples.  Broker ids are ``0..br
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from model.config import Config
+if TYPE_CHECKING:
+    from model.config import Config
+
 
 NO_LEADER = -1
 UNKNOWN = -1  # a leader's view of a follower's LEO before the follower has fetched
@@ -200,6 +202,7 @@ class Ghost(NamedTuple):
     preferred_elections: int = 0  # preferred-replica elections, in all (bounded by Config.preferred_elections)
     partition_changes: int = 0  # partitions added or removed (seed 000 H), in all (bounded by Config.partition_changes)
     removed: tuple[int, ...] = ()  # partitions removed (seed 000 H): their ids are never added again
+    expiries: int = 0  # session expiries of a running broker, in all (bounded by Config.max_expiries)
 
 
 class State(NamedTuple):

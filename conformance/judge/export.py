@@ -12,9 +12,9 @@ from typing import Any
 
 from conformance.judge.observation import Event
 from model.actions import Step
+from model.actions.views import replica_post
 from model.config import Config, named
 from model.registry import ACTIONS, apply
-from model.registry.views import replica_post
 from model.state import State, initial
 from traces import SCHEMA_ID
 from traces.vocabulary import KINDS

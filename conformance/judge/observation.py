@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from model.actions.views import HARNESS
 from model.config import Config, named
 from model.registry import ACTIONS
-from model.registry.views import HARNESS
 from model.state import (
     DOWN,
     IDLE,

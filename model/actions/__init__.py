@@ -1,10 +1,28 @@
-"""The actions of the model: one named function per rule of seed 000, each a guard + effect.
+"""The protocol's actions, one module per design section, each action declared once.
 
-Every action is a pure function ``action(state, cfg, *args) -> State | None``: ``None`` when
-its guard does not hold, else the successor state.  ``model.registry`` declares each one
-once -- with the function enumerating the arguments worth trying in a state, its design
-section, implementation method, trace kind and coverage by every backend -- and holds the
-table (``ACTIONS``) and the functions over it (``apply``, ``successors``).
+A section module holds, for each of its actions, the guard and effect (a pure function
+``action(state, cfg, *args) -> State | None``: ``None`` when its guard does not hold, else
+the successor state), the enumerator of the arguments worth trying in a state, its registry
+``Entry`` (design section, implementation method, trace kind, the judge's view, one coverage
+decision per backend) and its ``Knob`` (the ``Config`` bound that limits it, its default,
+range, flag and help); it ends with ``ENTRIES`` and ``KNOBS``.  ``SECTIONS`` lists the
+modules in the order a search tries their actions: ``model.registry.ACTIONS`` and the knob
+fields of ``model.config.Config`` (so the CLI's flags and ``validate``'s range checks) are
+assembled from it.
+
+* ``brokers``            -- crashes, restarts, GC pauses, re-registration (seed 000 A, E; 003)
+* ``controller``         -- controller election and resignation, leader elections, startups (000 A, D; 002)
+* ``shutdown``           -- controlled shutdown and the clean stop after it (000 A)
+* ``commands``           -- brokers acting on LeaderAndISR (000 C); forgetting stale requests
+* ``replication``        -- produce, fetch, high watermark, ISR changes (000 G)
+* ``reassignment``       -- replica reassignment and StopReplica (000 F)
+* ``topics``             -- topic deletion and re-creation (000 B)
+* ``preferred_election`` -- preferred-replica elections
+* ``partitions``         -- partitions added and removed (000 H)
+
+Shared by the sections: ``common`` (immutable-update helpers, the rules on one replica),
+``entry`` (the shape of an entry, knob and decision), ``views`` (the judge's views and
+exported events several actions share); ``model.text`` and ``model.state`` below them.
 
 Granularity follows Kafka: steps that are separate RPCs or separate ZooKeeper writes are
 separate actions, because the interleavings between them are where the bugs live.  Two
@@ -17,40 +35,49 @@ merges are deliberate and sound:
 * seed 000 A 3.1 (read the ISR) and 3.3 (conditional write) are one step: the design asks
   for them to be one ZooKeeper ``multi``, and the write is conditional on the version read.
 
-The actions live in one module per section of the design: ``brokers`` (seed 000 A, D, E and
-seed 002), ``topics`` (B), ``commands`` (C), ``reassignment`` (F), ``replication`` (G), ``partitions`` (H) and
-``preferred_election``; ``common`` holds the immutable-update helpers and the rules on one
-replica that several sections share, and ``arguments`` the enumerators the registry names.
 This package re-exports every action, so ``model.actions.<name>`` is the one name to use.
+Adding an action: its function, arguments, entry and knob in its section's module, and its
+entry in that module's ``ENTRIES``; ``tests/model/test_registry.py`` names whatever else is
+missing (a backend decision that is not true, the trace vocabulary, ``docs/actions.md``).
 """
 
-from model.actions.arguments import (
-    broker_partitions_args,
-    brokers_args,
-    creations_args,
-    deletions_args,
-    elections_args,
-    fetch_messages_args,
-    forget_stale_requests,
-    isr_changes_args,
-    partition_adds_args,
-    partition_removals_args,
-    preferred_elections_args,
-    reassign_completions_args,
-    reassign_starts_args,
-    requests_args,
-    shutdowns_args,
-    startups_args,
-    stop_requests_args,
+from model.actions import (
+    brokers,
+    commands,
+    controller,
+    partitions,
+    reassignment,
+    replication,
+    shutdown,
+    topics,
 )
+from model.actions import preferred_election as preferred  # the module: its action has its name
 from model.actions.brokers import (
     broker_crash,
     broker_pause,
     broker_reregister,
     broker_restart,
     broker_resume,
-    broker_stop,
-    controlled_shutdown,
+)
+from model.actions.commands import (
+    become_follower,
+    become_leader,
+    forget_stale_requests,
+    reject_leader_and_isr,
+    requests_args,
+    stale_reason,
+    truncate,
+)
+from model.actions.common import (
+    Step,
+    broker_partitions_args,
+    brokers_args,
+    replica,
+    set_replica,
+    set_znode,
+    shutting_down,
+)
+from model.actions.controller import (
     controller_elect,
     controller_resign,
     elect_leader,
@@ -58,102 +85,38 @@ from model.actions.brokers import (
     on_broker_startup,
     write_and_send,
 )
-from model.actions.commands import (
-    become_follower,
-    become_leader,
-    reject_leader_and_isr,
-    stale_reason,
-    truncate,
-)
-from model.actions.common import (
-    Step,
-    replica,
-    set_replica,
-    set_znode,
-    shutting_down,
-)
-from model.actions.partitions import (
-    add_partitions,
-    remove_partitions,
-)
-from model.actions.preferred_election import (
-    preferred_election,
-)
-from model.actions.reassignment import (
-    reassign_complete,
-    reassign_start,
-    stop_replica,
-)
+from model.actions.entry import Entry, Knob
+from model.actions.partitions import add_partitions, partition_adds_args, remove_partitions
+from model.actions.preferred_election import preferred_election
+from model.actions.reassignment import reassign_complete, reassign_start, stop_replica
 from model.actions.replication import (
     advance_hw,
     expand_isr,
+    fetch_messages_args,
     handle_fetch,
+    isr_changes_args,
     isr_update_failed,
     produce,
     receive_fetch,
     send_fetch,
     shrink_isr,
 )
-from model.actions.topics import (
-    create_topic,
-    delete_topic,
-)
+from model.actions.shutdown import broker_stop, controlled_shutdown
+from model.actions.topics import create_topic, delete_topic
+
+SECTIONS = (brokers, controller, shutdown, commands, replication, reassignment, topics, preferred, partitions)
+"""The section modules, in the order a search tries their actions."""
+
+ENTRIES: tuple[Entry, ...] = tuple(e for section in SECTIONS for e in section.ENTRIES)
+KNOBS: tuple[Knob, ...] = tuple(k for section in SECTIONS for k in section.KNOBS)
 
 __all__ = [
-    "Step",
-    "replica",
-    "set_replica",
-    "set_znode",
-    "advance_hw",
-    "produce",
-    "send_fetch",
-    "handle_fetch",
-    "receive_fetch",
-    "shrink_isr",
-    "expand_isr",
-    "isr_update_failed",
-    "stale_reason",
-    "become_leader",
-    "become_follower",
-    "reject_leader_and_isr",
-    "truncate",
-    "broker_crash",
-    "broker_restart",
-    "broker_pause",
-    "broker_resume",
-    "broker_reregister",
-    "controller_elect",
-    "controller_resign",
-    "election_outcomes",
-    "write_and_send",
-    "elect_leader",
-    "on_broker_startup",
-    "controlled_shutdown",
-    "broker_stop",
-    "reassign_start",
-    "reassign_complete",
-    "stop_replica",
-    "delete_topic",
-    "create_topic",
-    "preferred_election",
-    "add_partitions",
-    "remove_partitions",
-    "shutting_down",
-    "brokers_args",
-    "broker_partitions_args",
-    "isr_changes_args",
-    "elections_args",
-    "startups_args",
-    "shutdowns_args",
-    "reassign_starts_args",
-    "reassign_completions_args",
-    "deletions_args",
-    "creations_args",
-    "preferred_elections_args",
-    "partition_adds_args",
-    "partition_removals_args",
-    "stop_requests_args",
-    "requests_args",
-    "fetch_messages_args",
-    "forget_stale_requests",
+    "ENTRIES", "KNOBS", "SECTIONS", "Step", "add_partitions", "advance_hw", "become_follower", "become_leader",
+    "broker_crash", "broker_partitions_args", "brokers_args", "fetch_messages_args", "isr_changes_args", "requests_args", "broker_pause", "broker_reregister", "broker_restart", "broker_resume", "broker_stop",
+    "controlled_shutdown", "controller_elect", "controller_resign", "create_topic", "delete_topic",
+    "elect_leader", "election_outcomes", "expand_isr", "forget_stale_requests", "handle_fetch",
+    "isr_update_failed", "on_broker_startup", "partition_adds_args", "preferred_election", "produce",
+    "reassign_complete", "reassign_start", "receive_fetch", "reject_leader_and_isr", "remove_partitions",
+    "replica", "send_fetch", "set_replica", "set_znode", "shrink_isr", "shutting_down", "stale_reason",
+    "stop_replica", "truncate", "write_and_send",
 ]

@@ -1,26 +1,41 @@
-"""Brokers, ZooKeeper sessions and the controller (seed 000 A, D, E; seed 002): crashes, restarts, pauses, controller election, leader election and controlled shutdown."""
+"""Brokers and their ZooKeeper sessions: crashes, restarts, pauses, re-registration.
+
+Seed 000 A (a broker failure is what the controller's ``on_broker_change`` reacts to) and
+E (startup); seed 003 (a new session is a new broker epoch).  Failures are injected by the
+harness, so their implementation is the harness's and their events are the harness's.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from model.actions.common import (
-    acting_controller,
     added,
+    brokers_args,
     deleted_replica,
     following,
     for_incarnation,
-    max_broker_epoch,
     put_at,
     removed,
     replica,
     set_replica,
-    set_znode,
-    shutting_down,
     stops_controlling,
     topic_deleted,
     unknown_leos,
 )
+from model.actions.entry import (
+    DRIVEN,
+    SILENT,
+    Args,
+    Coverage,
+    Entry,
+    Knob,
+    Supported,
+    Traced,
+    Unsupported,
+)
 from model.actions.replication import advance_hw
-from model.config import Config
+from model.actions.views import always, harness_event, nothing_observed, registration_event
 from model.state import (
     DELETED,
     DOWN,
@@ -32,16 +47,28 @@ from model.state import (
     NO_LEADER,
     NONE,
     PAUSED,
+    ROLE_NAMES,
+    TRUNCATING,
     UP,
     Broker,
     Fetch,
-    LeaderAndIsr,
+    Ghost,
     Replica,
     State,
     StopReplica,
     Zk,
     ever_created,
 )
+from model.text import leader_text, log_text
+
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+CRASHES = Knob("max_crashes", "broker crashes", default=1, help="broker crashes (kill -9), in all")
+PAUSES = Knob("max_pauses", "GC pauses", default=0, help="GC pauses (session expiry while frozen), in all")
+EXPIRIES = Knob("max_expiries", "session expiries", default=0,
+                help="ZooKeeper session expiries of a broker that keeps running (neither frozen nor crashed), in all")
 
 
 def _deregister(zk: Zk, b: int) -> Zk:
@@ -63,11 +90,11 @@ def broker_crash(s: State, cfg: Config, b: int) -> State | None:
     still arrive (seen in real traces: a follower reads its dead leader's last response)."""
     if s.brokers[b].status != UP or s.ghost.crashes >= cfg.max_crashes:
         return None
-    s = _process_ends(s, cfg, b)
+    s = process_ends(s, cfg, b)
     return s._replace(ghost=s.ghost._replace(crashes=s.ghost.crashes + 1))
 
 
-def _process_ends(s: State, cfg: Config, b: int) -> State:
+def process_ends(s: State, cfg: Config, b: int) -> State:
     """What any end of a broker process does, crash or clean stop: memory (roles, fetcher
     and controller state) is gone, the disk (log, HW checkpoint, epoch cache) stays, the ZK
     session ends, and nothing more reaches it."""
@@ -96,8 +123,6 @@ def _lost_with(m: StopReplica, b: int) -> bool:
     controlled shutdown's stop of a follower -- its broker is gone, and the next incarnation
     follows again whatever it starts into."""
     return m.to == b and (m.leader_epoch == EPOCH_DURING_DELETE or not m.delete)
-
-
 
 
 def _unannounce(brokers: tuple[Broker, ...], b: int) -> tuple[Broker, ...]:
@@ -180,7 +205,21 @@ def broker_pause(s: State, cfg: Config, b: int) -> State | None:
     if broker.status != UP or s.ghost.pauses >= cfg.max_pauses:
         return None
     brokers = put_at(s.brokers, b, broker._replace(status=PAUSED))
-    ghost = s.ghost._replace(pauses=s.ghost.pauses + 1)
+    return _session_expires(s, b, brokers, s.ghost._replace(pauses=s.ghost.pauses + 1))
+
+
+def broker_expire(s: State, cfg: Config, b: int) -> State | None:
+    """The broker's ZK session expires while it keeps running (cut off from ZooKeeper, not
+    frozen): its registration vanishes and the controller fails it over, while it still
+    acts on the roles it had -- until it re-registers (``broker_reregister``)."""
+    if s.brokers[b].status != UP or b not in s.zk.live or s.ghost.expiries >= cfg.max_expiries:
+        return None
+    return _session_expires(s, b, s.brokers, s.ghost._replace(expiries=s.ghost.expiries + 1))
+
+
+def _session_expires(s: State, b: int, brokers: tuple[Broker, ...], ghost: Ghost) -> State:
+    """b's ZK session ends without its process ending: its ephemeral znodes go, and the
+    controller's broker-change event no longer shows it."""
     return s._replace(zk=_deregister(s.zk, b), brokers=_no_longer_shutting_down(_unannounce(brokers, b), b), ghost=ghost)
 
 
@@ -204,180 +243,80 @@ def broker_reregister(s: State, cfg: Config, b: int) -> State | None:
     return _announce(s._replace(zk=zk, brokers=brokers), b)
 
 
+NO_PAUSES_IN_Z3 = Unsupported("GC pauses are not encoded (no named configuration but zombie pauses)")
 
 
-def controller_elect(s: State, cfg: Config, b: int) -> State | None:
-    """Seed 000 D / seed 002: /controller is gone, so broker b creates it, bumps
-    /controller_epoch, and sends every partition's current LeaderAndISR with INIT."""
-    broker = s.brokers[b]
-    if s.zk.controller != NO_LEADER or broker.status != UP or b not in s.zk.live:
-        return None
-    epoch = s.zk.controller_epoch + 1
-    zk = s.zk._replace(controller=b, controller_epoch=epoch)
-    brokers = put_at(s.brokers, b, broker._replace(is_controller=True, controller_epoch=epoch, new_brokers=()))
-    sent = s.leader_and_isr
-    mbe = max_broker_epoch(zk)
-    for p, zn in enumerate(zk.partitions):
-        for to in zn.ar:
-            sent = added(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, epoch, mbe, zn.topic_id))
-    return s._replace(zk=zk, brokers=brokers, leader_and_isr=sent)
+def _restart_text(args: Args, before: State, after: State) -> str:
+    b = args[0]
+    parts = [f"broker {b} restarts and registers (broker epoch {after.brokers[b].broker_epoch}); recovers from ZK:"]
+    for p, (rb, ra) in enumerate(zip(before.brokers[b].replicas, after.brokers[b].replicas, strict=True)):
+        role = ROLE_NAMES[ra.role]
+        cut = f", truncates log to hw={rb.hw}: {log_text(rb.log)} → {log_text(ra.log)}" if ra.log != rb.log else ""
+        wait = ", will reconcile by epoch before fetching" if ra.fetch_state == TRUNCATING else ""
+        parts.append(f"p{p} {role} of {leader_text(ra.leader)} at epoch {ra.leader_epoch}{cut}{wait}")
+    return " ".join(parts)
 
 
-def controller_resign(s: State, cfg: Config, b: int) -> State | None:
-    """Seed 002: a broker that acted as controller sees /controller name someone else (or
-    its epoch overtaken) and backs off."""
-    broker = s.brokers[b]
-    if broker.status != UP or not broker.is_controller:
-        return None
-    if s.zk.controller == b and s.zk.controller_epoch == broker.controller_epoch:
-        return None
-    return s._replace(brokers=put_at(s.brokers, b, stops_controlling(broker)))
+CRASH = Entry(
+    "broker_crash", broker_crash, brokers_args,
+    section="000 A", impl="impl.harness.cluster.LocalCluster.kill", trace=Traced("broker_crash"),
+    describe=lambda args, before, after: f"broker {args[0]} crashes (kill -9); its ZK registration expires",
+    view=nothing_observed, event=harness_event,
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
+    knob=CRASHES, freezing=True,
+)
 
 
-def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = ()) -> list[tuple[int, tuple[int, ...], bool]]:
-    """Seed 000 A 3.2 -- the new (leader, ISR, unclean?) choices for partition p, or none if
-    the live brokers leave it unchanged:
-
-    * the leader is alive: it stays, and the ISR loses its dead members;
-    * else any live ISR member may lead, with the live ISR;
-    * else, only with unclean election enabled, any live assigned replica, alone in the ISR
-      ("potential data loss in this case");
-    * else the leader becomes -1 and the ISR is kept, so the last in-sync replica can lead
-      again when it returns.
-
-    ``stopping`` are the brokers shutting down (``shutting_down``): a new leader is never one
-    of them, nor does one stay in the new ISR (Kafka 2.7's ``liveBrokerIds`` leaves them
-    out); a live leader stays even if it is stopping -- it could not leave.
-    """
-    zn = zk.partitions[p]
-    if not zn.ar:  # a deleted topic's partition: nothing to elect
-        return []
-    live = zk.live
-    live_isr = tuple(b for b in zn.isr if b in live)
-    if zn.leader != NO_LEADER and zn.leader in live:
-        if len(live_isr) == len(zn.isr):
-            return []
-        return [(zn.leader, live_isr, False)]
-    electable = tuple(b for b in live_isr if b not in stopping)
-    if electable:
-        return [(b, electable, False) for b in electable]
-    if cfg.unclean:
-        live_ar = [b for b in zn.ar if b in live and b not in stopping]
-        if live_ar:
-            return [(b, (b,), True) for b in live_ar]
-    if zn.leader == NO_LEADER:
-        return []
-    return [(NO_LEADER, zn.isr, False)]
+RESTART = Entry(
+    "broker_restart", broker_restart, brokers_args,
+    section="000 E", impl="impl.node.broker.Broker.register", trace=Traced("broker_restart"),
+    describe=_restart_text, view=nothing_observed, event=registration_event,
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
+)
 
 
+PAUSE = Entry(
+    "broker_pause", broker_pause, brokers_args,
+    section="000 A", impl="impl.harness.cluster.LocalCluster.pause", trace=Traced("broker_pause"),
+    describe=lambda args, before, after: f"broker {args[0]} pauses (GC); its ZK session expires while it is frozen",
+    view=nothing_observed, event=harness_event,
+    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    knob=PAUSES, freezing=True,
+)
 
 
-def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:
-    """The controller's conditional write of p's znode with leader_epoch + 1 (its version
-    moves on), then LeaderAndISR to every assigned replica with the max broker epoch -- but
-    a broker shutting down only if it leads (Kafka 2.7 sends LeaderAndISR to live replicas,
-    which leave out the brokers shutting down: as a follower it would fetch again and
-    rejoin the ISR it has left)."""
-    zn = s.zk.partitions[p]
-    # a reassignment in progress stays so: its request lives in its own admin path
-    znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, isr=isr, zk_version=zn.zk_version + 1)
-    stopping = shutting_down(s)
-    s = set_znode(s, p, znode)
-    mbe = max_broker_epoch(s.zk)
-    sent = s.leader_and_isr
-    for to in zn.ar:
-        if to in stopping and to != leader:
-            continue
-        sent = added(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
-    return s._replace(leader_and_isr=sent)
+RESUME = Entry(
+    "broker_resume", broker_resume, brokers_args,
+    section="000 A", impl="impl.harness.cluster.LocalCluster.resume", trace=Traced("broker_resume"),
+    describe=lambda args, before, after: f"broker {args[0]} resumes, still believing its old state",
+    view=nothing_observed, event=harness_event,
+    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    knob=PAUSES,
+)
 
 
-def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | None:
-    """Seed 000 A ``on_broker_change`` (and ``init_leaders``) for partition p: write the new
-    leader, ISR and leader_epoch + 1 conditionally on zk_version, then send LeaderAndISR to
-    the assigned replicas."""
-    if not acting_controller(s, c):
-        return None
-    zn = s.zk.partitions[p]
-    if zn.leader_epoch + 1 > cfg.max_epoch:
-        return None
-    for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
-        if new_leader != leader:
-            continue
-        s = write_and_send(s, p, leader, isr)
-        if unclean:
-            s = s._replace(ghost=s.ghost._replace(unclean=added(s.ghost.unclean, p)))
-        return s
-    return None
+REREGISTER = Entry(
+    "broker_reregister", broker_reregister, brokers_args,
+    section="003", impl="impl.node.broker.Broker._after_reconnect", trace=Traced("broker_reregister"),
+    describe=lambda args, before, after: (
+        f"broker {args[0]} opens a new ZK session and re-registers (broker epoch {after.brokers[args[0]].broker_epoch})"),
+    view=nothing_observed, event=registration_event,
+    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    knob=PAUSES,
+)
 
 
-def on_broker_startup(s: State, cfg: Config, c: int, b: int) -> State | None:
-    """Kafka's ``onBrokerStartup``: when a broker (re-)registers, the controller sends it the
-    current LeaderAndISR of every partition assigned to it, carrying the new max broker
-    epoch -- requests sent to its previous incarnation are fenced (seed 003).
+EXPIRE = Entry(
+    "broker_expire", broker_expire, brokers_args,
+    section="000 A", impl="impl.node.faults.expire_session", trace=SILENT,
+    describe=lambda args, before, after: f"broker {args[0]}'s ZK session expires; it keeps running, believing its old state",
+    view=nothing_observed, event=lambda args, before, after: None,
+    coverage=Coverage(native=Unsupported("session expiry is not ported to native/rules.c (no named configuration expires)"),
+                      z3=Unsupported("session expiry is not encoded (no named configuration expires)"),
+                      judge=Unsupported("no trace kind yet: an expiry shows only in what follows it"),
+                      driver=Unsupported("the driver has no operation that expires a running broker's session yet")),
+    knob=EXPIRIES, silent=always,
+)
 
-    Once per registration (``Broker.new_brokers``, filled by ``_announce``): the
-    broker-change event names b among its new brokers, and the controller handles it once.
-    A guard of "b is live" alone let a controller send b the LeaderAndISR of every later ISR
-    version as well -- a behaviour neither Kafka nor ``impl.node.controller`` has, and the source
-    of a three-broker state space that did not end (docs/checking.md, "Three-broker searches")."""
-    if not acting_controller(s, c) or b not in s.brokers[c].new_brokers:
-        return None
-    s = s._replace(brokers=put_at(s.brokers, c, s.brokers[c]._replace(new_brokers=removed(s.brokers[c].new_brokers, b))))
-    mbe = max_broker_epoch(s.zk)
-    sent = s.leader_and_isr
-    for p, zn in enumerate(s.zk.partitions):
-        if b in zn.ar:
-            sent = added(sent, LeaderAndIsr(b, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
-    return s._replace(leader_and_isr=sent)
-
-
-def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: int) -> State | None:
-    """Controlled shutdown as Kafka 2.7 does it (beside seed 000): before broker b stops, the
-    controller notes that b is shutting down (``Broker.shutting_down``, Kafka's
-    ``shuttingDownBrokerIds``: no election chooses it from now on), takes b out of partition
-    p's ISR and, if b led p -- or p's leader is another broker shutting down, which could not
-    leave before -- elects a live ISR member not shutting down in its place: a conditional
-    write with leader_epoch + 1, then LeaderAndISR to the replicas not shutting down, like
-    ``elect_leader``.  b, now a follower of p, gets StopReplica without delete instead: it
-    stops fetching, so its leader does not put it back into the ISR it has just left.  The
-    last in-sync replica is left in place: moving it would lose the partition.
-
-    A follower of p outside its ISR is stopped all the same (Kafka 2.7 takes every replica
-    the broker follows offline): StopReplica without delete, and nothing to write -- the
-    step an implementation records only as the broker's ``stop_replica``."""
-    if not acting_controller(s, c) or s.brokers[b].status != UP or b not in s.zk.live:
-        return None
-    if s.ghost.shutdowns >= cfg.max_shutdowns:
-        return None
-    zn = s.zk.partitions[p]
-    stopping = added(s.brokers[c].shutting_down, b)
-    if b not in zn.isr and b in zn.ar and b != zn.leader and leader == zn.leader:
-        s = s._replace(brokers=put_at(s.brokers, c, s.brokers[c]._replace(shutting_down=stopping)))
-        stop = StopReplica(b, p, zn.leader_epoch, s.zk.controller_epoch, zn.topic_id, delete=False)
-        return s._replace(stop_replica=added(s.stop_replica, stop))
-    if b not in zn.isr or zn.leader_epoch + 1 > cfg.max_epoch:
-        return None
-    isr = removed(zn.isr, b)
-    if zn.leader in stopping:
-        if leader not in isr or leader not in s.zk.live or leader in stopping:
-            return None
-    elif leader != zn.leader or not isr:
-        return None
-    s = s._replace(brokers=put_at(s.brokers, c, s.brokers[c]._replace(shutting_down=stopping)))
-    s = write_and_send(s, p, leader, isr)
-    zn = s.zk.partitions[p]
-    stop = StopReplica(b, p, zn.leader_epoch, s.zk.controller_epoch, zn.topic_id, delete=False)
-    return s._replace(stop_replica=added(s.stop_replica, stop))
-
-
-def broker_stop(s: State, cfg: Config, b: int) -> State | None:
-    """A clean stop after controlled shutdown: like a crash (memory gone, disk kept,
-    session closed), counted against the shutdown bound rather than the crash bound."""
-    broker = s.brokers[b]
-    if broker.status != UP or s.ghost.shutdowns >= cfg.max_shutdowns:
-        return None
-    if any(b in zn.isr and len(zn.isr) > 1 for zn in s.zk.partitions):
-        return None  # controlled shutdown first moves it out of every ISR it can leave
-    s = _process_ends(s, cfg, b)
-    return s._replace(ghost=s.ghost._replace(shutdowns=s.ghost.shutdowns + 1))
+ENTRIES = (CRASH, RESTART, PAUSE, RESUME, REREGISTER, EXPIRE)
+KNOBS = (CRASHES, PAUSES, EXPIRIES)

@@ -1,9 +1,15 @@
-"""Brokers acting on LeaderAndISR (seed 000 C)."""
+"""Brokers acting on the controller's LeaderAndISR requests (seed 000 C): becoming leader or
+follower, refusing a stale request, truncating after an epoch lookup; and the requests the
+model forgets once no broker can act on them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from model.actions.common import (
     added,
+    broker_partitions_args,
     drop_responses_to,
     following,
     for_incarnation,
@@ -14,8 +20,19 @@ from model.actions.common import (
     stops_controlling,
     unknown_leos,
 )
+from model.actions.entry import (
+    DRIVEN,
+    Args,
+    Coverage,
+    Emitted,
+    Entry,
+    Supported,
+    Traced,
+    Unsupported,
+    View,
+)
 from model.actions.replication import advance_hw
-from model.config import Config
+from model.actions.views import REJECT_CFG, replica_post, replica_view
 from model.state import (
     DELETED,
     FETCHING,
@@ -29,7 +46,36 @@ from model.state import (
     Replica,
     State,
 )
+from model.text import brokers_text, leader_text, log_text
 from model.truncation import truncation_point
+
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+def requests_args(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((m,) for m in s.leader_and_isr)
+
+
+def forget_stale_requests(s: State, cfg: Config) -> State:
+    """Drop LeaderAndISR requests every addressee will refuse forever.
+
+    A broker's known leader epoch and controller epoch never go backwards (they survive a
+    crash: the epoch cache is on disk, and a restart only reads newer ones from ZK), so a
+    request that is stale now is stale for ever: delivering it is a self-loop.  Forgetting
+    it changes no behaviour and keeps the set of requests ever sent from growing.
+    """
+    kept = tuple(m for m in s.leader_and_isr if not _stale_for_ever(s, cfg, m))
+    return s if len(kept) == len(s.leader_and_isr) else s._replace(leader_and_isr=kept)
+
+
+def _stale_for_ever(s: State, cfg: Config, m: LeaderAndIsr) -> bool:
+    """Whether m is stale now and will stay so.  Without topic ids a deleted topic's replica
+    forgets its leader epoch with its directory (seed 000 B 2), so a request refused for its
+    leader epoch may be taken later; every other reason is for ever: controller and broker
+    epochs never go back, and with topic ids a replica's id never does either."""
+    why = stale_reason(s, cfg, m)
+    return why is not None and not (why == "stale leader epoch" and cfg.deletions and not cfg.topic_ids)
 
 
 def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
@@ -81,8 +127,6 @@ def become_leader(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     return advance_hw(s, cfg, b, p)
 
 
-
-
 def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     """Seed 000 C 2.2: follow the named leader "if the broker is not already following L"
     (with fenced fetching, every new leader epoch restarts the fetcher)."""
@@ -125,3 +169,134 @@ def truncate(s: State, cfg: Config, f: int, p: int) -> State | None:
     cut = truncation_point(cfg.truncation, r.log, r.hw, lr.log, lr.leader_epoch)
     r = r._replace(log=r.log[:cut], hw=min(r.hw, cut), fetch_state=FETCHING)
     return set_replica(s, f, p, r)
+
+
+def request_addressee(args: Args) -> int:
+    return args[0].to
+
+
+def _request_view(args: Args, before: State, after: State) -> View:
+    """What a broker's handling of a LeaderAndISR shows: the request and its replica after."""
+    m: LeaderAndIsr = args[0]
+    view = replica_view(after.brokers[m.to].replicas[0])
+    view.update(leader=m.leader, leader_epoch=m.leader_epoch, isr=list(m.isr), zk_version=m.zk_version,
+                controller_epoch=m.controller_epoch,
+                truncated_to=after.brokers[m.to].replicas[0].leo)  # an implementation may name a cut that removed nothing
+    return view
+
+
+def _applied_event(args: Args, before: State, after: State) -> Emitted:
+    m: LeaderAndIsr = args[0]
+    rb, ra = before.brokers[m.to].replicas[m.partition], after.brokers[m.to].replicas[m.partition]
+    return Emitted(m.to, {"leader": m.leader, "leader_epoch": m.leader_epoch, "isr": list(m.isr),
+                          "zk_version": m.zk_version, "controller_epoch": m.controller_epoch,
+                          "truncated_to": ra.leo if ra.log != rb.log else None}, replica_post(ra))
+
+
+def _become_leader_text(args: Args, before: State, after: State) -> str:
+    m = args[0]
+    ra = replica(after, m.to, m.partition)
+    return f"broker {m.to} becomes leader of p{m.partition} at epoch {m.leader_epoch} with ISR {brokers_text(m.isr)}, hw={ra.hw}, log {log_text(ra.log)}"
+
+
+BECOME_LEADER = Entry(
+    "become_leader", become_leader, requests_args,
+    section="000 C", impl="impl.node.replica.Replica.become_leader", trace=Traced("become_leader"),
+    describe=_become_leader_text, view=_request_view, event=_applied_event,
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
+    actor=request_addressee, freezing=True,
+)
+
+
+def _become_follower_text(args: Args, before: State, after: State) -> str:
+    m = args[0]
+    rb, ra = replica(before, m.to, m.partition), replica(after, m.to, m.partition)
+    text = f"broker {m.to} becomes follower of {leader_text(m.leader)} for p{m.partition} at epoch {m.leader_epoch}"
+    if ra.log != rb.log:
+        text += f", truncates log to hw={rb.hw}: {log_text(rb.log)} → {log_text(ra.log)}"
+    elif ra.fetch_state == TRUNCATING:
+        text += ", will reconcile its log by epoch before fetching"
+    elif rb.leader == ra.leader:
+        text += " (already following it: keeps fetching)"
+    return text
+
+
+BECOME_FOLLOWER = Entry(
+    "become_follower", become_follower, requests_args,
+    section="000 C", impl="impl.node.replica.Replica.become_follower", trace=Traced("become_follower"),
+    describe=_become_follower_text, view=_request_view, event=_applied_event,
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
+    actor=request_addressee, freezing=True,
+)
+
+
+def _reject_view(args: Args, before: State, after: State) -> View:
+    view = _request_view(args, before, after)
+    view["reason"] = (stale_reason(before, REJECT_CFG, args[0]) or "").replace(" ", "_")
+    return view
+
+
+def _refused_request(fields: dict[str, Any], actor: int, s: State) -> Args:
+    """The refused request, rebuilt from the event: the model forgets stale requests, and a
+    max broker epoch the event does not name means the request was meant for this incarnation."""
+    mbe = fields.get("max_broker_epoch", s.brokers[actor].broker_epoch)
+    return (LeaderAndIsr(actor, 0, NO_LEADER, fields.get("leader_epoch", -1), (), -1, fields.get("controller_epoch", -1), mbe),)
+
+
+def _reject_event(args: Args, before: State, after: State) -> Emitted:
+    m = args[0]
+    reason = (stale_reason(before, REJECT_CFG, m) or "stale").replace(" ", "_")
+    return Emitted(m.to, {"reason": reason, "leader_epoch": m.leader_epoch, "controller_epoch": m.controller_epoch})
+
+
+REJECT_LEADER_AND_ISR = Entry(
+    "reject_leader_and_isr", reject_leader_and_isr, requests_args,
+    section="000 C", impl="impl.node.broker.Broker.on_leader_and_isr", trace=Traced("reject_leader_and_isr"),
+    describe=lambda args, before, after: (
+        f"broker {args[0].to} rejects LeaderAndISR(p{args[0].partition}, leader {args[0].leader}, epoch {args[0].leader_epoch}, "
+        f"controller epoch {args[0].controller_epoch}) as stale"),
+    view=_reject_view, event=_reject_event,
+    coverage=Coverage(native=Unsupported("a self-loop: no search takes it"),
+                      z3=Unsupported("a self-loop: no search takes it"),
+                      judge=Supported("rebuilt from the event: the model forgets refused requests"),
+                      driver=DRIVEN),
+    explored=False, actor=request_addressee, from_event=_refused_request,
+)
+
+
+def _truncate_text(args: Args, before: State, after: State) -> str:
+    f, p = args
+    rb, ra = replica(before, f, p), replica(after, f, p)
+    return f"broker {f} asks leader {rb.leader} where its epoch ends and truncates p{p} to offset {ra.leo}: {log_text(rb.log)} → {log_text(ra.log)}"
+
+
+def _truncate_view(args: Args, before: State, after: State) -> View:
+    f = args[0]
+    return {"leader": before.brokers[f].replicas[0].leader, "truncated_to": after.brokers[f].replicas[0].leo}
+
+
+def _truncate_event(args: Args, before: State, after: State) -> Emitted:
+    f, p = args
+    return Emitted(f, {"leader": before.brokers[f].replicas[p].leader, "truncated_to": after.brokers[f].replicas[p].leo})
+
+
+def _nothing_to_look_up(args: Args, before: State, after: State) -> bool:
+    """An epoch lookup on an empty log: implementations (like Kafka) send none."""
+    return before.brokers[args[0]].replicas[0].leo == 0
+
+
+TRUNCATE = Entry(
+    "truncate", truncate, broker_partitions_args,
+    section="000 C", impl="impl.node.broker.Broker._truncate_by_epoch", trace=Traced("truncate"),
+    describe=_truncate_text, view=_truncate_view, event=_truncate_event,
+    coverage=Coverage(native=Supported(), z3=Supported("all four truncation rules; of KIP-279 the first "
+                                                       "OffsetsForLeaderEpoch round only, which no reachable "
+                                                       "state tells from the rounds (model.truncation.single_round)"),
+                      judge=Supported(),
+                      driver=DRIVEN),
+    silent=_nothing_to_look_up,
+)
+
+
+ENTRIES = (BECOME_LEADER, BECOME_FOLLOWER, REJECT_LEADER_AND_ISR, TRUNCATE)
+KNOBS = ()

@@ -1,10 +1,11 @@
-"""Small immutable-update helpers shared by every section's actions, and the step type."""
+"""What several sections share: the immutable-update helpers, the rules on one replica, the
+controller's standing, and the arguments every broker-level action tries."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
-from model.config import Config
 from model.state import (
     DELETED,
     FETCH_RESPONSE,
@@ -24,14 +25,25 @@ from model.state import (
 )
 from model.truncation import to_high_watermark
 
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+def brokers_args(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((b,) for b in range(cfg.brokers))
+
+
+def broker_partitions_args(s: State, cfg: Config) -> Iterator[tuple]:
+    # every partition id of the state (``Config.partition_ids``), created or not: a guard
+    # refuses what a replica of an absent partition cannot do
+    return ((b, p) for b in range(cfg.brokers) for p in range(len(s.zk.partitions)))
+
 
 class Step(NamedTuple):
     """One transition: the action's name and its arguments (after ``state, cfg``)."""
 
     action: str
     args: tuple
-
-
 
 
 def put_at(t: tuple, i: int, v: object) -> tuple:

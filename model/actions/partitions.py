@@ -1,28 +1,9 @@
-"""Partitions added to and removed from an existing topic (seed 000 H).
-
-Which partitions exist is the znode's AR, as for a deleted topic: a partition with an empty
-AR has no replicas, no leader and no ISR -- it is not created yet, or it was removed.  Every
-rule that reads the AR then does the right thing for it with no case of its own: no
-election touches it (``election_outcomes``), a broker that starts deletes its local copy
-of a removed one (seed 000 E 4, ``broker_restart``), ``expand_isr`` admits nobody.
-
-The model's tuple of partitions has one slot per id the topic can ever have
-(``Config.partition_ids``): the ``Config.partitions`` it starts with, then one not created
-yet (``model.state.NOT_CREATED``) per partition change the bound allows, for
-``add_partitions`` to fill.  A fixed tuple rather than one that grows keeps every state of a
-configuration one shape, so the symmetry reduction and the state encodings need no case for
-a partition count, and with no partition changes the states are exactly as before.
-
-Partition ids are never reused: an added partition takes a fresh id past every id the topic
-ever had (``fresh_partition_id``), read from the topic znode, where a removed partition
-keeps its entry (no AR, its last leader epoch).  The design does not say what an added
-partition that reuses a removed id would be, and the topic's identity is the topic's, not
-the partition's: a broker down during the removal, later named in the new AR, would find its
-old log under the same topic id and serve the removed records.  Kafka numbers new
-partitions from the current count and never removes any, so it never meets the question.
-"""
+"""Partitions added to and removed from the topic (seed 000 H)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from model.actions.common import (
     acting_controller,
@@ -31,15 +12,36 @@ from model.actions.common import (
     set_znode,
     shutting_down,
 )
-from model.actions.topics import partition_gone
-from model.config import Config
-from model.state import (
-    LeaderAndIsr,
-    PartitionZnode,
-    State,
-    Zk,
-    ever_created,
-)
+from model.actions.entry import Args, Coverage, Emitted, Entry, Knob, Supported, Traced, Unsupported
+from model.actions.topics import assignments, partition_gone
+from model.actions.views import nothing_observed
+from model.state import NO_LEADER, LeaderAndIsr, PartitionZnode, State, Zk, ever_created
+from model.text import brokers_text, leader_text
+
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+PARTITION_CHANGES = Knob("partition_changes", "partitions added or removed", default=0, high=2,
+                         help="partitions added to or removed from the topic (seed 000 H) an admin may ask for")
+
+
+def partition_adds_args(s: State, cfg: Config) -> Iterator[tuple]:
+    """The topic's next fresh partition id (``fresh_partition_id``), any non-empty AR (down
+    brokers included), any live member of it as leader."""
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.partition_changes >= cfg.partition_changes:
+        return
+    p = fresh_partition_id(s.zk)
+    if p is not None:
+        yield from assignments(s, cfg, c, p)
+
+
+def partition_removals_args(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.partition_changes >= cfg.partition_changes:
+        return
+    yield from ((c, p) for p, zn in enumerate(s.zk.partitions) if zn.ar and not zn.rar)
 
 
 def fresh_partition_id(zk: Zk) -> int | None:
@@ -104,3 +106,68 @@ def remove_partitions(s: State, cfg: Config, c: int, p: int) -> State | None:
     s = partition_gone(s, p)
     ghost = s.ghost._replace(partition_changes=s.ghost.partition_changes + 1, removed=added(s.ghost.removed, p))
     return s._replace(ghost=ghost)
+
+
+NOT_IN_C = Unsupported("partitions added and removed are not ported to native/rules.c (its partitions always exist)")
+
+
+NOT_IN_Z3 = Unsupported("partitions added and removed are not encoded (its partitions always exist)")
+
+
+def _add_text(args: Args, before: State, after: State) -> str:
+    c, p, ar, _ = args
+    zn = after.zk.partitions[p]
+    return (f"controller {c} adds partition {p} with AR {brokers_text(ar)} (init_leaders): leader "
+            f"{leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)}; LeaderAndISR to AR")
+
+
+def _add_event(args: Args, before: State, after: State) -> Emitted:
+    c, p, ar, _ = args
+    return Emitted(c, {"topic": "t", "partitions": {str(p): list(ar)}}, zk=True)
+
+
+ADD_PARTITIONS = Entry(
+    "add_partitions", add_partitions, partition_adds_args,
+    section="000 H", impl="impl.node.controller.Controller._on_partitions_add", trace=Traced("partitions_added"),
+    describe=_add_text, view=nothing_observed, event=_add_event,
+    coverage=Coverage(native=NOT_IN_C, z3=NOT_IN_Z3,
+                      judge=Supported("the added partition's elect_leader (reason init) starts its life, as a new "
+                                      "topic's; its partitions_added is the same step seen again"),
+                      driver=Supported("an added partition with one replica: the implementation's follower "
+                                       "fetches every partition it follows in one request, so only partition 0 "
+                                       "may have followers")),
+    explored=False, knob=PARTITION_CHANGES,
+)
+
+
+def _remove_text(args: Args, before: State, after: State) -> str:
+    c, p = args
+    zb = before.zk.partitions[p]
+    live = tuple(b for b in zb.ar if b in before.zk.live)
+    down = tuple(b for b in zb.ar if b not in before.zk.live)
+    return (f"controller {c} removes partition {p}: StopReplica(delete) to {brokers_text(live)}"
+            + (f", nothing to {brokers_text(down)} (down)" if down else ""))
+
+
+def _remove_event(args: Args, before: State, after: State) -> Emitted:
+    c, p = args
+    return Emitted(c, {"topic": "t", "partitions": [p]}, zk=True)
+
+
+REMOVE_PARTITIONS = Entry(
+    "remove_partitions", remove_partitions, partition_removals_args,
+    section="000 H", impl="impl.node.controller.Controller._on_partitions_remove",
+    trace=Traced("partitions_removed"),
+    describe=_remove_text, view=nothing_observed, event=_remove_event,
+    coverage=Coverage(native=NOT_IN_C, z3=NOT_IN_Z3,
+                      judge=Supported("taken at the first StopReplica(delete) a replica records, as a topic "
+                                      "deletion; its partitions_removed is the same step seen again (or the step "
+                                      "itself, if every replica was down)"),
+                      driver=Supported("the topic's last partition too: the topic stays with no partitions, "
+                                       "and a partition added later takes a fresh id")),
+    explored=False, knob=PARTITION_CHANGES,
+)
+
+
+ENTRIES = (ADD_PARTITIONS, REMOVE_PARTITIONS)
+KNOBS = (PARTITION_CHANGES,)

@@ -1,14 +1,31 @@
-"""Preferred-replica election (later Kafka, on seed 000 A's election)."""
+"""Preferred-replica election (an admin's request): leadership moves back to the first
+replica of the assignment that is alive and in the ISR."""
 
 from __future__ import annotations
 
-from model.actions.brokers import write_and_send
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from model.actions.common import acting_controller, shutting_down
-from model.config import Config
+from model.actions.controller import write_and_send
+from model.actions.entry import DRIVEN, Args, Coverage, Entry, Knob, Supported, Traced, Unsupported
+from model.actions.views import leader_write_view, written, znode_event
 from model.preferred import preferred_leader
-from model.state import (
-    State,
-)
+from model.state import NO_LEADER, State
+
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+PREFERRED_ELECTIONS = Knob("preferred_elections", "preferred-replica elections", default=0,
+                           help="preferred-replica elections an admin may ask for")
+
+
+def preferred_elections_args(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.preferred_elections >= cfg.preferred_elections:
+        return
+    yield from ((c, p) for p in range(len(s.zk.partitions)))
 
 
 def preferred_election(s: State, cfg: Config, c: int, p: int) -> State | None:
@@ -31,3 +48,25 @@ def preferred_election(s: State, cfg: Config, c: int, p: int) -> State | None:
         return None
     s = write_and_send(s, p, preferred, zn.isr)
     return s._replace(ghost=s.ghost._replace(preferred_elections=s.ghost.preferred_elections + 1))
+
+
+def _preferred_text(args: Args, before: State, after: State) -> str:
+    c, p = args
+    return f"controller {c} moves partition {p} back to its preferred replica: {written(after, p)} and sends LeaderAndISR"
+
+
+PREFERRED_ELECTION = Entry(
+    "preferred_election", preferred_election, preferred_elections_args,
+    section="000 A", impl="impl.node.controller.Controller._on_preferred",
+    trace=Traced("elect_leader", ("preferred",)),
+    describe=_preferred_text, view=leader_write_view,
+    event=lambda args, before, after: znode_event(args[0], args[1], before, after, "preferred", False),
+    coverage=Coverage(native=Unsupported("preferred-replica election is not ported to native/rules.c (no named configuration asks for one)"),
+                      z3=Unsupported("preferred-replica election is not encoded (no named configuration asks for one)"),
+                      judge=Supported(), driver=DRIVEN),
+    explored=False, knob=PREFERRED_ELECTIONS,
+)
+
+
+ENTRIES = (PREFERRED_ELECTION,)
+KNOBS = (PREFERRED_ELECTIONS,)

@@ -1,7 +1,13 @@
-"""Replica reassignment (seed 000 F): the controller's Reassignment Agent."""
+"""Replica reassignment (seed 000 F): the Reassignment Agent's start and completion, and the
+StopReplica requests that reassignment, topic deletion, partition removal and controlled
+shutdown send."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from model.actions.commands import request_addressee
 from model.actions.common import (
     acting_controller,
     added,
@@ -17,15 +23,67 @@ from model.actions.common import (
     stops_controlling,
     topic_deleted,
 )
-from model.config import Config
+from model.actions.entry import (
+    DRIVEN,
+    Args,
+    Coverage,
+    Emitted,
+    Entry,
+    Knob,
+    Supported,
+    Traced,
+    Unsupported,
+    View,
+)
+from model.actions.partitions import PARTITION_CHANGES
+from model.actions.shutdown import SHUTDOWNS
+from model.actions.topics import DELETIONS
+from model.actions.views import leader_write_view, znode_event
 from model.state import (
+    DELETED,
     EPOCH_DURING_DELETE,
+    NO_LEADER,
     UP,
     LeaderAndIsr,
     PartitionZnode,
     State,
     StopReplica,
 )
+from model.text import brokers_text, leader_text
+
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+REASSIGNMENTS = Knob("reassignments", "reassignments", default=0,
+                     help="partition reassignments (seed 000 F) an admin may ask for")
+
+
+def reassign_starts_args(s: State, cfg: Config) -> Iterator[tuple]:
+    """A pending reassignment restarted at INIT, or -- within the bound -- a new one to any
+    non-empty replica set (the current AR too: a reordering, see ``reassign_start``)."""
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.rar:
+            yield (c, p, zn.rar)
+        elif s.ghost.reassignments < cfg.reassignments:
+            for mask in range(1, 1 << cfg.brokers):
+                yield (c, p, tuple(b for b in range(cfg.brokers) if mask >> b & 1))
+
+
+def reassign_completions_args(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.rar:
+            yield from ((c, p, b) for b in zn.rar if b in s.zk.live)
+
+
+def stop_requests_args(s: State, cfg: Config) -> Iterator[tuple]:
+    return ((m,) for m in s.stop_replica)
 
 
 def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) -> State | None:
@@ -127,3 +185,92 @@ def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
         return set_replica(drop_responses_to(s, b, p), b, p, stopped_replica(cfg, r))
     gone = topic_deleted(cfg, r, max(r.topic_id, m.topic_id)) if deletion else deleted_replica(cfg, r)
     return set_replica(drop_responses_to(s, b, p), b, p, gone)
+
+
+def _stop_replica_text(args: Args, before: State, after: State) -> str:
+    m = args[0]
+    rb, ra = replica(before, m.to, m.partition), replica(after, m.to, m.partition)
+    if m.leader_epoch == EPOCH_DURING_DELETE:
+        if ra.role != DELETED:
+            return f"broker {m.to} refuses the deletion of p{m.partition}'s topic id {m.topic_id} (its replica is of topic id {rb.topic_id})"
+        return f"broker {m.to} deletes its replica of p{m.partition} (StopReplica for the deletion of topic id {m.topic_id})"
+    if m.controller_epoch < before.brokers[m.to].controller_epoch or m.leader_epoch < rb.leader_epoch:
+        return f"broker {m.to} refuses a stale StopReplica(p{m.partition}, epoch {m.leader_epoch}, controller epoch {m.controller_epoch})"
+    if not m.delete:
+        return f"broker {m.to} stops fetching p{m.partition} for its controlled shutdown (StopReplica without delete, epoch {m.leader_epoch})"
+    return f"broker {m.to} stops its replica of p{m.partition} and deletes it (StopReplica, epoch {m.leader_epoch})"
+
+
+def _stop_replica_view(args: Args, before: State, after: State) -> View:
+    """Whether the replica was deleted: a controlled shutdown's StopReplica only stops it."""
+    return {"delete": args[0].delete} if args else {}
+
+
+STOP_REPLICA = Entry(
+    "stop_replica", stop_replica, stop_requests_args,
+    section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
+    describe=_stop_replica_text, view=_stop_replica_view,
+    event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
+    coverage=Coverage(native=Unsupported("reassignment is not ported to native/rules.c (one partition, AR = every broker)"),
+                      z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
+                      judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
+                      driver=DRIVEN),
+    explored=False, knob=REASSIGNMENTS, actor=request_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
+)
+
+
+NO_REASSIGNMENT_IN_C = Unsupported("reassignment is not ported to native/rules.c (one partition, AR = every broker)")
+
+
+NO_REASSIGNMENT_IN_Z3 = Unsupported("reassignment is not encoded (AR stays every broker)")
+
+
+def _reassign_start_text(args: Args, before: State, after: State) -> str:
+    c, p, rar = args
+    zn = after.zk.partitions[p]
+    return (f"controller {c} starts reassigning p{p} to RAR {brokers_text(rar)}: AR := {brokers_text(zn.ar)}, "
+            f"sends LeaderAndISR (epoch {zn.leader_epoch}) to RAR")
+
+
+def _reassign_start_view(args: Args, before: State, after: State) -> View:
+    """The agent's IN_PROGRESS: RAR, and AR as it was before AR+RAR."""
+    return {"rar": list(after.zk.partitions[0].rar), "ar": list(before.zk.partitions[0].ar)}
+
+
+def _reassign_start_event(args: Args, before: State, after: State) -> Emitted:
+    c, p, rar = args
+    return Emitted(c, {"state": "IN_PROGRESS", "rar": list(rar), "ar": list(before.zk.partitions[p].ar)}, zk=True)
+
+
+REASSIGN_START = Entry(
+    "reassign_start", reassign_start, reassign_starts_args,
+    section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
+    describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
+    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    explored=False, knob=REASSIGNMENTS,
+)
+
+
+def _reassign_complete_text(args: Args, before: State, after: State) -> str:
+    c, p, _ = args
+    zb, zn = before.zk.partitions[p], after.zk.partitions[p]
+    gone = tuple(b for b in zb.ar if b not in zn.ar)
+    return (
+        f"controller {c} completes the reassignment of p{p} (RAR ⊆ ISR): leader {leader_text(zn.leader)}, epoch {zn.leader_epoch}, "
+        f"ISR {brokers_text(zn.isr)}, AR {brokers_text(zn.ar)} (zk_version {zn.zk_version}); LeaderAndISR to RAR, StopReplica to {brokers_text(gone)}"
+    )
+
+
+REASSIGN_COMPLETE = Entry(
+    "reassign_complete", reassign_complete, reassign_completions_args,
+    section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup",
+    trace=Traced("elect_leader", ("reassign", "reassignment")),
+    describe=_reassign_complete_text, view=leader_write_view,
+    event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
+    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    explored=False, knob=REASSIGNMENTS,
+)
+
+
+ENTRIES = (REASSIGN_START, REASSIGN_COMPLETE, STOP_REPLICA)
+KNOBS = (REASSIGNMENTS,)

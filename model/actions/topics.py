@@ -1,6 +1,10 @@
-"""Topics deleted and created again (seed 000 B, question 5)."""
+"""Creating and deleting topics (seed 000 B): a deletion stops and deletes every replica,
+and the topic is created again under the same name with any assignment."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from model.actions.common import (
     acting_controller,
@@ -9,7 +13,19 @@ from model.actions.common import (
     set_znode,
     shutting_down,
 )
-from model.config import Config
+from model.actions.entry import (
+    DRIVEN,
+    Args,
+    Coverage,
+    Emitted,
+    Entry,
+    Knob,
+    Supported,
+    Traced,
+    Unsupported,
+    View,
+)
+from model.actions.views import nothing_observed, znode_event, znode_view
 from model.state import (
     EPOCH_DURING_DELETE,
     NO_LEADER,
@@ -18,6 +34,40 @@ from model.state import (
     State,
     StopReplica,
 )
+from model.text import brokers_text, leader_text
+
+if TYPE_CHECKING:
+    from model.config import Config
+
+
+DELETIONS = Knob("deletions", "topic deletions", default=0, high=2,
+                 help="topic deletions (seed 000 B), each followed by re-creation under the same name with any assignment")
+
+
+def deletions_args(s: State, cfg: Config) -> Iterator[tuple]:
+    c = s.zk.controller
+    if c == NO_LEADER or s.ghost.deletions >= cfg.deletions:
+        return
+    yield from ((c, p) for p, zn in enumerate(s.zk.partitions) if zn.ar and not zn.rar)
+
+
+def assignments(s: State, cfg: Config, c: int, p: int) -> Iterator[tuple]:
+    """Controller c's choices for a new partition p: any non-empty AR (down brokers included,
+    as an administrator's explicit assignment may name them) and any live member as leader."""
+    for mask in range(1, 1 << cfg.brokers):
+        ar = tuple(b for b in range(cfg.brokers) if mask >> b & 1)
+        yield from ((c, p, ar, leader) for leader in ar if leader in s.zk.live)
+
+
+def creations_args(s: State, cfg: Config) -> Iterator[tuple]:
+    """Any non-empty assignment (down brokers included) and any live member of it as leader."""
+    c = s.zk.controller
+    if c == NO_LEADER:
+        return
+    for p, zn in enumerate(s.zk.partitions):
+        if zn.ar:
+            continue
+        yield from assignments(s, cfg, c, p)
 
 
 def delete_topic(s: State, cfg: Config, c: int, p: int) -> State | None:
@@ -94,3 +144,62 @@ def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], lea
     for to in ar:
         sent = added(sent, LeaderAndIsr(to, p, leader, 1, isr, znode.zk_version, s.zk.controller_epoch, mbe, znode.topic_id))
     return s._replace(leader_and_isr=sent, ghost=s.ghost._replace(led=added(s.ghost.led, (p, 1, leader))))
+
+
+NO_DELETION_IN_C = Unsupported("topic deletion is not ported to native/rules.c (its state has no topic identity)")
+
+
+NO_DELETION_IN_Z3 = Unsupported("topic deletion is not encoded (its state has no topic identity)")
+
+
+DELETION_JUDGED = Supported("from before the topic exists: its first elect_leader (reason init) creates it, "
+                            "later ones re-create it, each incarnation numbered as the trace numbers it")
+
+
+def _delete_text(args: Args, before: State, after: State) -> str:
+    c, p = args
+    zb = before.zk.partitions[p]
+    live = tuple(b for b in zb.ar if b in before.zk.live)
+    down = tuple(b for b in zb.ar if b not in before.zk.live)
+    return (f"controller {c} deletes the topic of p{p} (topic id {zb.topic_id}): StopReplica(delete) to {brokers_text(live)}"
+            + (f", nothing to {brokers_text(down)} (down)" if down else ""))
+
+
+def _delete_event(args: Args, before: State, after: State) -> Emitted:
+    c, p = args
+    return Emitted(c, {"topic": "t", "partitions": [p], "topic_id": before.zk.partitions[p].topic_id}, zk=True)
+
+
+DELETE_TOPIC = Entry(
+    "delete_topic", delete_topic, deletions_args,
+    section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
+    describe=_delete_text, view=nothing_observed, event=_delete_event,
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
+    explored=False, knob=DELETIONS,
+)
+
+
+def _create_text(args: Args, before: State, after: State) -> str:
+    c, p, ar, _ = args
+    zn = after.zk.partitions[p]
+    return (f"controller {c} creates the topic again (topic id {zn.topic_id}) with AR {brokers_text(ar)}: leader "
+            f"{leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)}; LeaderAndISR to AR")
+
+
+def _create_view(args: Args, before: State, after: State) -> View:
+    """The new znode, and the assignment (``_ar``: an ``elect_leader``'s ``replicas``)."""
+    return {**znode_view(before, after, 0), "_ar": list(args[2])}
+
+
+CREATE_TOPIC = Entry(
+    "create_topic", create_topic, creations_args,
+    section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("elect_leader", ("init",)),
+    describe=_create_text, view=_create_view,
+    event=lambda args, before, after: znode_event(args[0], args[1], before, after, "init", False),
+    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
+    explored=False, knob=DELETIONS,
+)
+
+
+ENTRIES = (DELETE_TOPIC, CREATE_TOPIC)
+KNOBS = (DELETIONS,)

@@ -1,25 +1,15 @@
-"""The registry of the protocol's actions: each declared once, with everything that runs it.
+"""The registry of the protocol's actions: the table every backend runs, and the functions over it.
 
-An action's entry (``model.registry.entry.Entry``) holds its guard and effect (the pure
-function in ``model.actions``), the arguments worth trying, the design section it
-implements, the implementation method that performs it, its trace kind (or ``SILENT``), the
-text a counterexample prints for it, the judge's view of it and the event it exports as,
-and one coverage decision per backend: the compiled search (``native``), the z3 encoding
-(``z3``), the trace judge (``judge``) and the model-driven harness driver (``driver``).
+Each action is declared once, in its design section's module of ``model.actions`` (see
+there): its guard and effect, the arguments worth trying, its ``Entry`` -- design section,
+implementation method, trace kind (or ``SILENT``), the text a counterexample prints for it,
+the judge's view of it and the event it exports as, and one coverage decision per backend:
+the compiled search (``native``), the z3 encoding (``z3``), the trace judge (``judge``) and
+the model-driven harness driver (``driver``) -- and its ``Knob``.  This package assembles
+the sections' entries into ``ACTIONS`` (in ``model.actions.SECTIONS`` order) and derives
+from it what others read: the actions a search of a configuration explores, which actions
+a backend runs, and which action replays each trace kind (``REPLAYED``).
 ``tests/model/test_registry.py`` fails when a decision is missing or untrue.
-
-Entries are declared by design section, one module each:
-
-* ``model.registry.brokers``     -- failures, startup, pauses, clean stops (seed 000 A, E; 003)
-* ``model.registry.controller``  -- controller and leader elections, startups, shutdown,
-  reassignment (seed 000 A, D, F; 002; 003)
-* ``model.registry.commands``    -- brokers acting on LeaderAndISR and StopReplica (seed 000 C)
-* ``model.registry.replication`` -- produce, fetch, high watermark, ISR (seed 000 G)
-* ``model.registry.partitions``  -- partitions added and removed (seed 000 H)
-
-Adding an action: write its function in ``model.actions``, declare its entry in the module
-of its section, and put it in ``ACTIONS`` below; the registry test names whatever else is
-missing (a backend decision that is not true, the trace vocabulary, ``docs/actions.md``).
 
 ``python -m model.registry --markdown`` prints ``docs/actions.md``.
 """
@@ -29,63 +19,28 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-from model.actions import Step, forget_stale_requests
-from model.config import Config
-from model.registry import brokers, commands, controller, partitions, replication
-from model.registry.entry import (
+from model.actions import ENTRIES, KNOBS, Step, forget_stale_requests
+from model.actions.entry import (
     SILENT,
     Coverage,
     Decision,
     Emitted,
     Entry,
-    Feature,
+    Knob,
     Supported,
     Traced,
     Unsupported,
 )
+from model.config import Config
 from model.state import State
 
 __all__ = [
     "ACTIONS", "BACKENDS", "EXPLORED", "EXPLORED_WITH_REASSIGNMENT", "REASSIGNMENT", "SILENT", "Coverage",
-    "Decision", "Emitted", "Entry", "Feature", "Supported", "Traced", "Unsupported", "apply", "explored",
+    "Decision", "Emitted", "Entry", "KNOBS", "Knob", "REPLAYED", "Supported", "Traced", "Unsupported", "apply", "explored",
     "successors", "supported", "unsupported_features",
 ]
 
-ACTIONS: dict[str, Entry] = {
-    e.name: e
-    for e in [
-        brokers.CRASH,
-        brokers.RESTART,
-        brokers.PAUSE,
-        brokers.RESUME,
-        brokers.REREGISTER,
-        controller.CONTROLLER_ELECT,
-        controller.CONTROLLER_RESIGN,
-        controller.ELECT_LEADER,
-        controller.ON_BROKER_STARTUP,
-        controller.CONTROLLED_SHUTDOWN,
-        brokers.STOP,
-        commands.BECOME_LEADER,
-        commands.BECOME_FOLLOWER,
-        commands.REJECT_LEADER_AND_ISR,
-        commands.TRUNCATE,
-        replication.PRODUCE,
-        replication.SEND_FETCH,
-        replication.HANDLE_FETCH,
-        replication.RECEIVE_FETCH,
-        replication.SHRINK_ISR,
-        replication.EXPAND_ISR,
-        replication.ISR_UPDATE_FAILED,
-        controller.REASSIGN_START,
-        controller.REASSIGN_COMPLETE,
-        commands.STOP_REPLICA,
-        controller.DELETE_TOPIC,
-        controller.CREATE_TOPIC,
-        controller.PREFERRED_ELECTION,
-        partitions.ADD_PARTITIONS,
-        partitions.REMOVE_PARTITIONS,
-    ]
-}
+ACTIONS: dict[str, Entry] = {e.name: e for e in ENTRIES}
 """Every action, in the order a search tries them: that order decides which of two equally
 short counterexamples is found, and the native search (``native/rules.c``) follows it (its
 successors are compared with these, in order)."""
@@ -94,6 +49,16 @@ BACKENDS = Coverage._fields
 """The backends each entry decides for: native, z3, judge, driver."""
 
 EXPLORED = tuple(a for a in ACTIONS.values() if a.explored)
+
+REPLAYED: dict[str, str] = {
+    e.trace.kind: name
+    for name, e in ACTIONS.items()
+    if e.trace is not None and not e.trace.reasons and e.coverage.judge.supported
+}
+"""Trace kind -> the action the judge replays an event of it as: the judged action traced
+as that kind with no ``reason`` to tell it apart.  A kind of ``traces.vocabulary.KINDS``
+not here is informational (validated and ordered, not replayed), or replayed only by its
+``reason`` (``elect_leader`` events of a controlled shutdown, a reassignment, ...)."""
 
 REASSIGNMENT = ("reassign_start", "reassign_complete", "stop_replica")
 """Seed 000 F's actions: the checker explores them only when ``Config.reassignments`` > 0,
@@ -139,7 +104,7 @@ def unsupported_features(backend: str, cfg: Config) -> list[str]:
     in registry order): what a backend must refuse rather than silently leave out."""
     out: list[str] = []
     for e in ACTIONS.values():
-        if e.feature is not None and not getattr(e.coverage, backend).supported and e.feature.asked(cfg):
-            if e.feature.name not in out:
-                out.append(e.feature.name)
+        if e.knob is not None and not getattr(e.coverage, backend).supported and e.knob.asked(cfg):
+            if e.knob.feature not in out:
+                out.append(e.knob.feature)
     return out

@@ -48,7 +48,7 @@ from hypothesis.strategies._internal.featureflags import FeatureFlags
 from model.actions import Step
 from model.config import Config, named
 from model.export.render import describe, state_text
-from model.registry import EXPLORED, apply
+from model.registry import EXPLORED, KNOBS, apply
 from model.state import State, initial
 from properties.safety import all_violations, transition_violation
 
@@ -84,16 +84,14 @@ def fuzz_config(name: str, **overrides: int | None) -> Config:
     up to 26 records (they print as letters) and 50 epochs.
     """
     o = {**SCALES.get(name, FUZZ_SCALE), **{k: v for k, v in overrides.items() if v is not None}}
-    cfg = named(name, brokers=o["brokers"], partitions=o["partitions"], min_insync=overrides.get("min_insync"))
-    records, max_epoch, crashes = o["records"], o["max_epoch"], o["max_crashes"]
-    pauses = o.get("max_pauses", cfg.max_pauses)
+    knobs = {k.field: o[k.field] for k in KNOBS if k.field in o}  # ranges checked by ``named``
+    cfg = named(name, brokers=o["brokers"], partitions=o["partitions"], min_insync=overrides.get("min_insync"), **knobs)
+    records, max_epoch = o["records"], o["max_epoch"]
     if not 0 <= records <= 26:
         raise ValueError("--records must be between 0 and 26")
     if not 1 <= max_epoch <= 50:
         raise ValueError("--max-epoch must be between 1 and 50")
-    if crashes < 0 or pauses < 0:
-        raise ValueError("--max-crashes and --max-pauses must be >= 0")
-    return replace(cfg, records=records, max_epoch=max_epoch, max_crashes=crashes, max_pauses=pauses)
+    return replace(cfg, records=records, max_epoch=max_epoch)
 
 
 # Where the design's data loss is searched for: the exhaustive checker's own bounds for

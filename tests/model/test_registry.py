@@ -24,14 +24,12 @@ from model.registry import (
     ACTIONS,
     BACKENDS,
     EXPLORED,
+    KNOBS,
+    REPLAYED,
     Entry,
+    Knob,
     Supported,
     Unsupported,
-    brokers,
-    commands,
-    controller,
-    partitions,
-    replication,
     successors,
     supported,
 )
@@ -97,9 +95,22 @@ def test_every_action_function_of_the_model_is_in_the_registry() -> None:
 
 
 def test_every_entry_declared_in_a_section_module_is_in_the_table() -> None:
-    declared = {v.name for m in (brokers, commands, controller, partitions, replication) for v in vars(m).values()
-                if isinstance(v, Entry)}
-    assert declared == set(ACTIONS), f"declared but not in ACTIONS: {sorted(declared - set(ACTIONS))}"
+    for m in model.actions.SECTIONS:
+        declared = {v.name for v in vars(m).values() if isinstance(v, Entry)}
+        listed = {e.name for e in m.ENTRIES}
+        assert declared == listed, f"{m.__name__}: declared but not in ENTRIES: {sorted(declared - listed)}"
+    assert [e.name for m in model.actions.SECTIONS for e in m.ENTRIES] == list(ACTIONS)
+
+
+def test_every_knob_is_declared_in_a_section_module_and_is_a_config_field() -> None:
+    declared = [v for m in model.actions.SECTIONS for v in vars(m).values() if isinstance(v, Knob)]
+    assert set(declared) == set(KNOBS) and len(set(k.field for k in KNOBS)) == len(KNOBS)
+    used = {e.knob for e in ACTIONS.values() if e.knob} | {k for e in ACTIONS.values() for k in e.also_enabled_by}
+    assert used <= set(KNOBS), "an action is limited by a knob no section lists in KNOBS"
+    for k in KNOBS:
+        assert getattr(Config("x", "kip320"), k.field) == k.default
+        with pytest.raises(ValueError, match=k.flag):
+            named("kip320", **{k.field: k.low - 1})
 
 
 def test_every_entry_names_a_design_section_and_an_implementation_method_that_exists() -> None:
@@ -175,30 +186,27 @@ def test_a_backend_refuses_a_configuration_that_enables_an_action_it_does_not_ru
     for name, e in ACTIONS.items():
         if getattr(e.coverage, backend).supported:
             continue
-        if e.feature is None:  # never fires in a search: a self-loop no search takes
+        if e.knob is None:  # never fires in a search: a self-loop no search takes
             assert not e.explored, f"{name}: {backend} does not run it, yet every search tries it"
             continue
-        cfg = replace(named("kip320", brokers=3, records=2), **{e.feature.knob: 1})
-        assert e.feature.name in (unsupported(cfg) or ""), f"{backend} runs {cfg} without {name}"
+        cfg = replace(named("kip320", brokers=3, records=2), **{e.knob.field: 1})
+        assert e.knob.feature in (unsupported(cfg) or ""), f"{backend} runs {cfg} without {name}"
 
 
 # -- true: the judge -------------------------------------------------------------------------------
 
 
 def test_trace_kinds_agree_with_the_vocabulary() -> None:
+    """Every kind an action is traced as is one of the format's (``traces.vocabulary``), and
+    a recorded action is replayed by the judge or decided silent."""
     for name, e in ACTIONS.items():
-        judged = e.coverage.judge.supported
         if e.trace is None:
             assert e.silent is not None, f"{name} is never recorded, so the judge can only insert it as silent"
             continue
-        kind = KINDS.get(e.trace.kind)
-        assert kind is not None, f"{name}: trace kind {e.trace.kind!r} is not in traces.vocabulary"
-        if not judged:
-            assert kind.model_action is None, f"{name}: the judge replays {kind.name} but the registry says it does not"
-        elif not e.trace.reasons:
-            assert kind.model_action == name, f"{kind.name} replays {kind.model_action}, the registry says {name}"
-    replayed = {k.model_action for k in KINDS.values() if k.model_action}
-    assert replayed <= set(ACTIONS)
+        assert e.trace.kind in KINDS, f"{name}: trace kind {e.trace.kind!r} is not in traces.vocabulary"
+    assert set(REPLAYED) <= set(KINDS) and set(REPLAYED.values()) <= set(ACTIONS)
+    # the vocabulary still names each kind's action; it must be the registry's
+    assert REPLAYED == {k.name: k.model_action for k in KINDS.values() if k.model_action}
 
 
 def test_the_judge_accepts_exported_runs_of_every_judged_action() -> None:

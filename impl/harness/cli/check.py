@@ -23,6 +23,7 @@ from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
 from impl.harness.cli.output import add_json_flag, print_json
 from model.config import NAMED, named
+from model.registry import KNOBS, Knob
 from properties.checkers.bfs import Result, SearchOptions, check
 from properties.checkers.budget import machine_memory, size_text
 
@@ -94,13 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"named configuration (repeatable; default: those expected to hold, {' and '.join(EXPECTED_TO_HOLD)}; "
                         f"the known-broken {', '.join(KNOWN_BROKEN)} are named as not checked)")
     add_bound_arguments(p, configuration_defaults())
+    add_knob_arguments(p, KNOBS, configuration_defaults())
     add_unclean_argument(p)
     p.add_argument("--fencing", action=argparse.BooleanOptionalAction, default=None, help="controller-epoch and broker-epoch fencing of control requests (default on)")
     p.add_argument("--replication-factor", type=int, help="brokers in each partition's initial assignment (default: every broker)")
-    p.add_argument("--reassignments", type=int, help="partition reassignments (seed 000 F) an admin may ask for (default 0: none)")
-    p.add_argument("--deletions", type=int, help="topic deletions (seed 000 B), each followed by re-creation under the same name with any assignment (default 0: none)")
-    p.add_argument("--preferred-elections", type=int, help="preferred-replica elections an admin may ask for (default 0: none)")
-    p.add_argument("--partition-changes", type=int, help="partitions added to or removed from the topic (seed 000 H) an admin may ask for (default 0: none)")
     p.add_argument("--topic-ids", action=argparse.BooleanOptionalAction, default=None, help="topic ids in the topic znode, LeaderAndISR, StopReplica and beside the log (default on); --no-topic-ids is the design's answer to its question 5")
     p.add_argument("--no-symmetry", action="store_true", help="do not reduce by broker symmetry")
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
@@ -116,7 +114,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-BOUNDS = ("brokers", "partitions", "records", "max_epoch", "max_crashes", "max_pauses", "min_insync")
+BOUNDS = ("brokers", "partitions", "records", "max_epoch", "min_insync")
+"""The search bounds that limit no single action; each action's own bound is its knob
+(``model.registry.KNOBS``, declared with the action)."""
 
 
 BOUND_HELP = {
@@ -124,8 +124,6 @@ BOUND_HELP = {
     "partitions": "partitions of the one topic",
     "records": "client records produced, in all",
     "max_epoch": "highest leader epoch the controller may write",
-    "max_crashes": "broker crashes (kill -9), in all",
-    "max_pauses": "GC pauses (session expiry while frozen), in all",
     "min_insync": "min.insync.replicas for acks=all produce",
 }
 BOUND_FLAGS = {name: "--min-insync-replicas" if name == "min_insync" else "--" + name.replace("_", "-") for name in BOUNDS}
@@ -138,7 +136,7 @@ def configuration_defaults(names: list[str] | None = None) -> dict[str, str]:
     """Each bound's default, as --help shows it: the one value the named configurations
     share, or each one's where they differ."""
     out = {}
-    for bound in BOUNDS:
+    for bound in BOUNDS + tuple(k.field for k in KNOBS):
         values = {n: getattr(NAMED[n], bound) for n in names or sorted(NAMED)}
         if len(set(values.values())) == 1:
             out[bound] = f"default {next(iter(values.values()))}"
@@ -157,6 +155,13 @@ def add_bound_arguments(p: argparse.ArgumentParser, defaults: dict[str, str]) ->
             p.add_argument(HIDDEN_ALIASES[name], dest=name, type=int, help=argparse.SUPPRESS)
 
 
+def add_knob_arguments(p: argparse.ArgumentParser, knobs: tuple[Knob, ...], defaults: dict[str, str]) -> None:
+    """One flag per knob (``--max-crashes``, ``--deletions`` ...): the bound on its action, as
+    the action's section declares it, with its default (``defaults``: the command's own)."""
+    for k in knobs:
+        p.add_argument(k.flag, dest=k.field, type=int, metavar="N", help=f"{k.help} ({defaults[k.field]})")
+
+
 def add_unclean_argument(p: argparse.ArgumentParser) -> None:
     """``--unclean-leader-election`` (Kafka's unclean.leader.election.enable), ``--no-...``
     to force it off; ``--unclean`` / ``--no-unclean`` are the older, hidden spellings."""
@@ -166,7 +171,8 @@ def add_unclean_argument(p: argparse.ArgumentParser) -> None:
 
 
 def bound_overrides(args: argparse.Namespace) -> dict[str, int | None]:
-    return {name: getattr(args, name) for name in BOUNDS}
+    """The bounds and knobs given on the command line (None: the configuration's own)."""
+    return {name: getattr(args, name, None) for name in BOUNDS + tuple(k.field for k in KNOBS)}
 
 
 def plain(x: Any) -> Any:
@@ -219,11 +225,7 @@ def run(args: argparse.Namespace) -> int:
                 fence_controller_epoch=args.fencing,
                 fence_broker_epoch=args.fencing,
                 replication_factor=args.replication_factor,
-                reassignments=args.reassignments,
-                deletions=args.deletions,
                 topic_ids=args.topic_ids,
-                preferred_elections=args.preferred_elections,
-                partition_changes=args.partition_changes,
             )
             for n in names
         ]

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from impl.harness.cli.check import add_knob_arguments
 from impl.harness.cli.drive_guided import run_guided
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.html import add_html_flag, check_writable
@@ -21,8 +22,13 @@ from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
 from model.config import NAMED, named
+from model.registry import ACTIONS
 from model.scenarios import SCENARIOS
 
+DRIVE_KNOBS = tuple(dict.fromkeys(e.knob for e in ACTIONS.values()
+                                  if e.knob is not None and e.knob.default == 0 and e.coverage.driver.supported))
+"""The knobs that turn on actions the driver runs (those off by default): a path's or a
+scenario's steps may need them, and --generate transitions then searches and drives them."""
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -48,22 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--brokers", type=int, choices=[2, 3], default=2,
                    help="with --generate: the model's (and the cluster's) broker count (default 2)")
     p.add_argument("--seed", type=int, metavar="N", help="with --generate guided: the choices' seed (default 0)")
-    p.add_argument("--deletions", type=int, metavar="N",
-                   help="the model's topic deletions (each followed by re-creation), as 'epochal check' takes them: "
-                   "a path's or scenario's deletions need it, and --generate transitions then searches and drives "
-                   "delete_topic, stop_replica and create_topic (default: the configuration's, 0)")
-    p.add_argument("--preferred-elections", type=int, metavar="N",
-                   help="the model's preferred-replica elections (default: the configuration's, 0)")
-    p.add_argument("--max-shutdowns", type=int, metavar="N",
-                   help="the model's controlled shutdowns (each then a clean stop): controlled_shutdown, its "
-                   "StopReplica and broker_stop (default: the configuration's, 0)")
-    p.add_argument("--reassignments", type=int, metavar="N",
-                   help="the model's partition reassignments: reassign_start and reassign_complete "
-                   "(default: the configuration's, 0)")
-    p.add_argument("--partition-changes", type=int, metavar="N",
-                   help="the model's partitions added or removed: add_partitions (one replica: the driver holds "
-                   "only partition 0's fetches apart), remove_partitions and its StopReplica "
-                   "(default: the configuration's, 0)")
+    add_knob_arguments(p, DRIVE_KNOBS, {k.field: "default: the configuration's, 0" for k in DRIVE_KNOBS})
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -86,13 +77,9 @@ def run_drive(args: argparse.Namespace) -> int:
         raise UsageError("--seed goes with --generate guided")
     if args.html is not None and args.generate:
         raise UsageError("--html goes with --scenario or --path")
-    knobs = {k: v for k, v in (("deletions", args.deletions), ("preferred_elections", args.preferred_elections),
-                               ("max_shutdowns", args.max_shutdowns), ("reassignments", args.reassignments),
-                               ("partition_changes", args.partition_changes))
-             if v is not None}
+    knobs = {k.field: getattr(args, k.field) for k in DRIVE_KNOBS if getattr(args, k.field) is not None}
     if knobs and args.generate == "guided":
-        raise UsageError("--deletions, --preferred-elections, --max-shutdowns, --reassignments and "
-                         "--partition-changes go with --scenario, --path or --generate transitions")
+        raise UsageError(f"{', '.join(k.flag for k in DRIVE_KNOBS)} go with --scenario, --path or --generate transitions")
     try:
         named(args.config, **knobs)
     except ValueError as exc:

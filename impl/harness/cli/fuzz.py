@@ -13,20 +13,25 @@ import argparse
 import sys
 from typing import Any
 
-from impl.harness.cli.check import BOUNDS, add_bound_arguments, bound_overrides
+from impl.harness.cli.check import BOUNDS, add_bound_arguments, add_knob_arguments, bound_overrides
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, INCONCLUSIVE
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
 from impl.harness.cli.output import add_json_flag, print_json
 from model.config import NAMED
+from model.registry import EXPLORED
+
+FUZZ_KNOBS = tuple(dict.fromkeys(e.knob for e in EXPLORED if e.knob is not None))
+"""The knobs of the actions the Hypothesis machine runs (``EXPLORED``): the others' actions
+never fire in a fuzz run, so it takes no flag for them."""
 
 
 def _defaults() -> dict[str, str]:
     from properties.checkers.fuzz import FUZZ_SCALE, SCALES
 
     out = {}
-    for bound in BOUNDS:
+    for bound in BOUNDS + tuple(k.field for k in FUZZ_KNOBS):
         own = {n: SCALES.get(n, FUZZ_SCALE).get(bound) for n in sorted(NAMED)}
         if all(v is None for v in own.values()):
             out[bound] = "default: the configuration's own"
@@ -60,7 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="override the steps per run (default: the profile's, or the configuration's own: design 30)")
     p.add_argument("--no-shrink", dest="shrink", action="store_false",
                    help="report the first counterexample as found, without shrinking it (shrinking can take minutes)")
-    add_bound_arguments(p, _defaults())
+    defaults = _defaults()
+    add_bound_arguments(p, defaults)
+    add_knob_arguments(p, FUZZ_KNOBS, defaults)
     add_json_flag(p, "the result")
     add_html_flag(p, "the (shrunk) counterexample")
     p.set_defaults(func=run)

@@ -112,8 +112,8 @@ def check_knobs(run: ModelRun, cfg: Config) -> None:
     for action, _ in run.steps:
         e = ACTIONS[action]
         if not e.explored_in(cfg):
-            knobs = ((e.feature,) if e.feature is not None else ()) + e.also_enabled_by
-            need = " or ".join(f"--{f.knob.replace('_', '-')} 1" for f in knobs)
+            knobs = ((e.knob,) if e.knob is not None else ()) + e.also_enabled_by
+            need = " or ".join(f"{k.flag} 1" for k in knobs)
             raise DriveError(f"{run.name}: action {action} needs {need} (the configuration allows none)")
 
 

@@ -6,7 +6,7 @@
 * :mod:`.topics` -- B, new topics' init_leaders and topic deletion
 * :mod:`.reassignment` -- F, the Reassignment Agent (INIT / IN_PROGRESS)
 * :mod:`.partitions` -- H, partitions added to and removed from a topic
-* :mod:`.preferred_election`, :mod:`.controlled_shutdown` -- later Kafka, on A's election
+* :mod:`.preferred_election`, :mod:`.shutdown` -- later Kafka, on A's election (controlled shutdown)
 * :mod:`.requests` -- the LeaderAndISR / StopReplica / UpdateMetadata it sends, their fencing
   fields (seeds 002, 003) and the cached UpdateMetadata (seed 004)
 * :mod:`.responses` -- what the error codes brokers answer with make the controller re-read
@@ -18,6 +18,12 @@ another's rule inherits it (partitions added get leaders as new topics do: H bui
 so the class lines state the design's dependencies.  The controller runs inside a broker
 process but needs of it only an id, a ZooKeeper session, a configuration and a recorder
 (:class:`.context.ControllerHost`): it reaches every broker, its own included, over TCP.
+
+The modules follow the model's sections (``model.actions``) where the two meet: ``topics``,
+``reassignment``, ``preferred_election``, ``partitions`` and ``shutdown`` share their
+names; the model's ``controller`` section is ``failover`` (its election) and
+``broker_failure`` (leader elections, startups) here, and its ``brokers``, ``commands`` and
+``replication`` sections are the broker's (``impl.node``), not the controller's.
 """
 
 from impl.node.controller.broker_failure import Decision, choose_leader

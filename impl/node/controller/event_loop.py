@@ -23,9 +23,9 @@ from kazoo.exceptions import KazooException
 
 from impl.node import zk as zkl
 from impl.node.controller.context import COALESCED, ControllerMoved
-from impl.node.controller.controlled_shutdown import ControlledShutdown
 from impl.node.controller.failover import Failover
 from impl.node.controller.responses import ResponseActions
+from impl.node.controller.shutdown import ControlledShutdown
 from impl.node.wire import ApiKey, ErrorCode
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from impl.node import limits
 from impl.node.auth.credentials import Principal
 from impl.node.auth.rules import Refusal, authorize
 from impl.node.controller.broker_failure import Decision, broker_change_choice
-from impl.node.controller.controlled_shutdown import shutdown_choice
+from impl.node.controller.shutdown import shutdown_choice
 from impl.node.fencing import (
     Verdict,
     epoch_lookup_refusal,
@@ -97,12 +97,12 @@ def test_a_fetch_from_a_newer_epoch_is_unknown_to_the_leader(tmp_path: Path) -> 
     assert epoch_lookup_refusal(r, 0, 0) == ErrorCode.FENCED_LEADER_EPOCH
 
 
-def test_a_fetch_past_the_log_end_names_the_leaders_leo_and_hw(tmp_path: Path) -> None:
+def test_a_fetch_past_the_log_end_names_the_leaders_leo_hw_and_log_start(tmp_path: Path) -> None:
     r = _replica(tmp_path)
     r.become_leader(_state(1, 1, 0))
     r.append(b"a")
-    assert fetch_refusal(r, r.leo + 1, 1, 0, follower=0) == (ErrorCode.OFFSET_OUT_OF_RANGE,
-                                                 {"leo": r.leo, "hw": r.hw})
+    assert fetch_refusal(r, r.leo + 1, 1, 0, follower=0) == (
+        ErrorCode.OFFSET_OUT_OF_RANGE, {"leo": r.leo, "hw": r.hw, "log_start_offset": r.log.log_start_offset})
 
 
 def test_a_stepped_down_replica_refuses_every_write_of_its_own_epoch_and_takes_the_next(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def test_reads_cross_segment_boundaries_through_the_index(tmp_path: Path) -> Non
     assert len(log.segments) > 5
     assert all(seg.entries is None for seg in log.segments[:-1])  # closed: on disk only
     values = _values(300)
-    for offset in (0, 1, 27, 28, 29, 150, 255, 299):
+    for offset in (0, 1, 27, 28, 29, 150, 251, 299):
         got = log.read(offset, 40)
         assert [r.offset for r in got] == list(range(offset, min(300, offset + 40)))
         assert [r.value for r in got] == values[offset:offset + 40]

@@ -22,10 +22,10 @@ import pytest
 
 from impl.node.broker.clients import consumer_fetch_range
 from impl.node.controller.broker_failure import Decision, broker_change_choice, changes
-from impl.node.controller.controlled_shutdown import shutdown_choice
 from impl.node.controller.preferred_election import preferred_choice
 from impl.node.controller.reassignment import reassignment_switch
 from impl.node.controller.requests import ControlRequestSender
+from impl.node.controller.shutdown import shutdown_choice
 from impl.node.fencing import ControlHeader, Verdict, control_refusal, leader_and_isr_verdict
 from impl.node.log import LeaderEpochCache
 from impl.node.quota import ControllerMutationQuotaManager

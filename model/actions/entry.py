@@ -1,14 +1,19 @@
-"""What the registry says about one action: the shape of an entry and of its decisions."""
+"""What the registry says about one action: the shape of an entry, its knob and its decisions."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from model.config import Config
 from model.state import State
 
+if TYPE_CHECKING:
+    from model.config import Config
+
+
 Args = tuple
+
+
 View = dict[str, Any]
 
 
@@ -35,23 +40,35 @@ class Unsupported(NamedTuple):
 Decision = Supported | Unsupported
 
 
-class Feature(NamedTuple):
-    """The configuration knob without which an action never fires: a backend that does not
-    support the action must refuse a configuration that turns the knob on."""
+class Knob(NamedTuple):
+    """The ``Config`` bound that limits an action: how many times, in all, a run may take it.
 
-    name: str  # as a refusal names it: "GC pauses", "reassignments"
-    knob: str  # the ``Config`` field: the action fires only when it is above 0
+    ``model.config.Config`` has one field per knob (``field``, with its ``default``), and
+    ``model.config.validate`` holds it to ``low`` .. ``high`` (no upper limit when ``high`` is
+    None); every model command takes it as ``flag``, with ``help`` as its --help text.  A
+    backend that does not run the action refuses a configuration whose knob is above 0, and
+    says so by ``feature``."""
+
+    field: str  # the ``Config`` field: the action fires only when it is above 0
+    feature: str  # as a refusal names it: "GC pauses", "reassignments"
+    default: int
+    help: str
+    low: int = 0
+    high: int | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.field.replace("_", "-")
 
     def asked(self, cfg: Config) -> bool:
-        return getattr(cfg, self.knob) > 0
+        return getattr(cfg, self.field) > 0
 
-
-PAUSES = Feature("GC pauses", "max_pauses")
-SHUTDOWNS = Feature("controlled shutdowns", "max_shutdowns")
-REASSIGNMENTS = Feature("reassignments", "reassignments")
-DELETIONS = Feature("topic deletions", "deletions")
-PREFERRED_ELECTIONS = Feature("preferred-replica elections", "preferred_elections")
-PARTITION_CHANGES = Feature("partitions added or removed", "partition_changes")
+    def check(self, value: int) -> None:
+        """Reject a value out of range, with a message a user can act on."""
+        if self.high is None and value < self.low:
+            raise ValueError(f"{self.flag} must be >= {self.low}")
+        if self.high is not None and not self.low <= value <= self.high:
+            raise ValueError(f"{self.flag} must be between {self.low} and {self.high}")
 
 
 class Traced(NamedTuple):
@@ -121,21 +138,21 @@ class Entry(NamedTuple):
     event: Callable[[Args, State, State], Emitted | None]
     coverage: Coverage
     explored: bool = True
-    feature: Feature | None = None
+    knob: Knob | None = None
     actor: Callable[[Args], int] = _first_arg
     silent: Callable[[Args, State, State], bool] | None = None
     cut_short: bool = False
     freezing: bool = False
     from_event: Callable[[dict[str, Any], int, State], Args] | None = None
-    also_enabled_by: tuple[Feature, ...] = ()  # more knobs that turn exploring it on
+    also_enabled_by: tuple[Knob, ...] = ()  # more knobs that turn exploring it on
 
     def explored_in(self, cfg: Config) -> bool:
         """Whether a search of ``cfg`` tries this action: always, or when a knob it needs
-        (``feature``, ``also_enabled_by``) is on -- so that every configuration with those
+        (``knob``, ``also_enabled_by``) is on -- so that every configuration with those
         knobs off keeps exactly the state space it had."""
         if self.explored:
             return True
-        knobs = ((self.feature,) if self.feature is not None else ()) + self.also_enabled_by
+        knobs = ((self.knob,) if self.knob is not None else ()) + self.also_enabled_by
         return any(f.asked(cfg) for f in knobs)
 
     @property

@@ -8,19 +8,34 @@ what a step of the model is exported as, in trace terms (record values as text).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from model.config import named
-from model.registry.entry import Args, Emitted, View
-from model.state import FETCH_RESPONSE, OUT_OF_RANGE, ROLE_NAMES, Entry, Fetch, Replica, State
-from model.text import value_text
+from model.actions.entry import Args, Emitted, View
+from model.state import FETCH_RESPONSE, OUT_OF_RANGE, ROLE_NAMES, Fetch, Replica, State
+from model.state import Entry as LogEntry
+from model.text import brokers_text, leader_text, value_text
 
 HARNESS = -1
 """The node id of the fault-injecting harness; its events name their broker in params."""
 
+
 ERRORS = {OUT_OF_RANGE: "OFFSET_OUT_OF_RANGE"}
+
+
 FENCED = "FENCED_LEADER_EPOCH"
-REJECT_CFG = named("kip320")  # naming why a request is stale reads only fence_controller_epoch
+
+
+class _Fenced(NamedTuple):
+    """The fences ``stale_reason`` reads, all on as in every named configuration: why a
+    refused request was stale reads no other bound."""
+
+    fence_controller_epoch: bool = True
+    fence_broker_epoch: bool = True
+    topic_ids: bool = True
+    brokers: int = 0  # the LEOs a newer incarnation's replica starts with: not part of any reason
+
+
+REJECT_CFG = _Fenced()
 
 
 def nothing_observed(args: Args, before: State, after: State) -> View:
@@ -39,12 +54,12 @@ def registration_event(args: Args, before: State, after: State) -> Emitted:
     return Emitted(b, {"broker": b, "broker_epoch": after.brokers[b].broker_epoch}, zk=True)
 
 
-def entries(offset: int, log: Iterable[Entry]) -> list[tuple[int, int, int]]:
+def entries(offset: int, log: Iterable[LogEntry]) -> list[tuple[int, int, int]]:
     """Records as the judge compares them: (offset, epoch, model value)."""
     return [(offset + i, e.epoch, e.value) for i, e in enumerate(log)]
 
 
-def records(offset: int, log: Iterable[Entry]) -> list[list[Any]]:
+def records(offset: int, log: Iterable[LogEntry]) -> list[list[Any]]:
     """Records as a trace carries them: [offset, epoch, value text]."""
     return [[offset + i, e.epoch, value_text(e.value)] for i, e in enumerate(log)]
 
@@ -83,3 +98,22 @@ def znode_event(c: int, p: int, before: State, after: State, reason: str, unclea
     return Emitted(c, {"leader": zn.leader, "leader_epoch": zn.leader_epoch, "isr": list(zn.isr),
                        "zk_version": zn.zk_version, "controller_epoch": after.zk.controller_epoch,
                        "reason": reason, "replicas": list(zn.ar), "unclean": unclean}, zk=True)
+
+
+def always(args: Args, before: State, after: State) -> bool:
+    return True
+
+
+def written(after: State, p: int) -> str:
+    """What a controller wrote to partition p's znode -- the words every leader change shares."""
+    zn = after.zk.partitions[p]
+    return (f"leader {leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)} "
+            f"(zk_version {zn.zk_version})")
+
+
+def leader_write_view(args: Args, before: State, after: State) -> View:
+    return znode_view(before, after, 0)
+
+
+def unclean_election(p: int, before: State, after: State) -> bool:
+    return p in after.ghost.unclean and p not in before.ghost.unclean
