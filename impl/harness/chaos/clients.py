@@ -36,6 +36,8 @@ class Delivery:
     topic: str
     partition: int
     value: str
+    # -1: the client does not say -- librdkafka's report on a retry the leader answered
+    # DUPLICATE_SEQUENCE_NUMBER (delivered before, too long ago for the leader to say where)
     offset: int = -1
     leader_epoch: int = -1  # -1: the client does not say (the verdict reads it from the log)
     leader: int = -1  # -1: the client does not say
@@ -160,8 +162,8 @@ class ConfluentClient:
             if err is not None:
                 on_delivery(Delivery(topic, partition, value, error=str(err)))
             else:
-                epoch = msg.leader_epoch()
-                on_delivery(Delivery(topic, partition, value, msg.offset(),
+                epoch, offset = msg.leader_epoch(), msg.offset()
+                on_delivery(Delivery(topic, partition, value, -1 if offset is None else offset,
                                      -1 if epoch is None else epoch))
 
         producer = self._open()

@@ -119,7 +119,7 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
         locs = [loc for loc in where.get(ack.value, []) if loc[0] == ack.partition]
         if not locs:
             lost_by_cause[explain_loss(ack, elections, faults)] += 1
-        elif ack.offset not in [o for _p, o in locs]:
+        elif ack.offset >= 0 and ack.offset not in [o for _p, o in locs]:  # -1: not reported
             misplaced += 1
             if misplaced <= 10:
                 findings.append(f"value {ack.value} acknowledged at {topic}-{ack.partition}@"

@@ -30,7 +30,7 @@ class Ack:
 
     partition: int
     value: str
-    offset: int
+    offset: int  # -1: acknowledged, but the client did not say where (clients.Delivery)
     leader_epoch: int
     leader: int
     acks: int
