@@ -301,9 +301,9 @@ def client_factory(name: str, cluster: Any, acks: int) -> Callable[[], ChaosClie
     ``epochal cluster client-config`` prints (SCRAM unless ``--insecure``, the CA with TLS)."""
     if name == "epochal":
         return lambda: EpochalClient(cluster.bootstrap, acks)
-    from impl.harness.cli.client_config import client_properties
+    from impl.harness.cluster import kafka_client_properties
 
-    props = dict(client_properties(str(cluster.data_dir), KAFKA_USER))
+    props = dict(kafka_client_properties(str(cluster.data_dir), KAFKA_USER))
     if name == "confluent":
         return lambda: ConfluentClient(props)
     config: dict[str, Any] = {"bootstrap_servers": props["bootstrap.servers"].split(","),
