@@ -30,6 +30,7 @@ from typing import Any
 
 from impl.node.auth import credentials as auth
 from impl.node.auth import tls
+from impl.node.auth.scram import MECHANISM as SCRAM_MECHANISM
 from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
 from impl.node.layout import DataDir, private_dir, private_opener, write_atomic
@@ -129,6 +130,38 @@ def write_config_json(cfg: BrokerConfig, path: Path) -> Path:
 
 def read_state(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return DataDir.of(data_dir).read_cluster_state()
+
+
+def kafka_client_properties(data_dir: str, user: str) -> list[tuple[str, str]]:
+    """A Kafka client's properties for the cluster in ``data_dir``, in order, as
+    ``epochal cluster client-config`` prints them: ``bootstrap.servers`` from
+    ``cluster.json``, and -- unless the cluster runs ``--insecure`` -- SCRAM-SHA-256 with
+    ``user``'s password derived from the cluster's secret, and the cluster CA where it runs
+    TLS.  ValueError for a data dir without a cluster that has a Kafka listener."""
+    try:
+        state = read_state(data_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ValueError(f"{exc} (start one with `epochal cluster start --data-dir {data_dir}`)") from None
+    brokers = state.get("brokers", {})
+    listeners = [f"{b['host']}:{b['kafka_port']}" for _, b in sorted(brokers.items(), key=lambda kv: int(kv[0]))
+                 if b.get("kafka_port")]
+    if not listeners:
+        raise ValueError(f"the cluster in {data_dir} has no Kafka listener (started by an older "
+                         "epochal? restart it)")
+    has_tls = tls.has_material(data_dir)
+    try:
+        secret = auth.ClusterSecret.load(data_dir)
+    except FileNotFoundError:  # --insecure
+        return [("bootstrap.servers", ",".join(listeners)),
+                ("security.protocol", "SSL" if has_tls else "PLAINTEXT")] + _ca(data_dir, has_tls)
+    return [("bootstrap.servers", ",".join(listeners)),
+            ("security.protocol", "SASL_SSL" if has_tls else "SASL_PLAINTEXT"),
+            ("sasl.mechanism", SCRAM_MECHANISM), ("sasl.username", user),
+            ("sasl.password", secret.password(user))] + _ca(data_dir, has_tls)
+
+
+def _ca(data_dir: str, has_tls: bool) -> list[tuple[str, str]]:
+    return [("ssl.ca.location", str(tls.tls_dir(data_dir) / tls.CA))] if has_tls else []
 
 
 def pid_alive(pid: int) -> bool:

@@ -3,8 +3,9 @@ verdict on every acknowledged write (Jepsen-style).
 
 A run starts a :class:`~impl.harness.cluster.LocalCluster` (3-5 brokers on an embedded ZooKeeper),
 creates the topic ``chaos`` (3 partitions, replication 3, ``min.insync.replicas`` 2), runs a
-producer (acks=all by default; every value unique and sent exactly once -- no client
-retries, so a value found twice is the system's duplicate, not the client's) and a consumer,
+producer (acks=all by default; every value unique and, through Epochal's own client, sent
+exactly once -- no client retries, so a value found twice is the system's duplicate, not the
+client's; ``--client`` puts Kafka's own idempotent producers in its place) and a consumer,
 and plays a schedule of faults drawn from the seed:
 
 * ``kill`` / ``kill-controller`` -- ``kill -9`` of a broker (or the leader of a partition)
@@ -42,6 +43,8 @@ One module per part of a run:
 * :mod:`~impl.harness.chaos.schedule` -- the faults drawn from the seed, and what each did;
 * :mod:`~impl.harness.chaos.workload` -- the producer, the consumer and the bursts, and the
   ledger of what they saw;
+* :mod:`~impl.harness.chaos.clients` -- the client the producer writes and the final logs are
+  read back through: Epochal's own, confluent-kafka or kafka-python;
 * :mod:`~impl.harness.chaos.roles` -- who leads, follows and controls, read from ZooKeeper;
 * :mod:`~impl.harness.chaos.inject` -- injecting each fault and healing it;
 * :mod:`~impl.harness.chaos.evidence` -- reading what the cluster left (disk logs, traces);

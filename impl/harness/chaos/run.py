@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from impl.harness.chaos.clients import CLIENTS, ChaosClient, client_factory, client_missing
 from impl.harness.chaos.evidence import read_commit_isr, read_disk_log, read_elections
 from impl.harness.chaos.inject import FaultInjector
 from impl.harness.chaos.roles import Roles
@@ -28,7 +29,7 @@ from impl.harness.chaos.schedule import (
     make_schedule,
 )
 from impl.harness.chaos.verdict import LogRecords, Verdict, judge, merge
-from impl.harness.chaos.workload import Ledger, Workload
+from impl.harness.chaos.workload import FLUSH_TIMEOUT, Ledger, Workload
 from impl.node.layout import DataDir
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class ChaosReport:
     data_dir: str
     seconds: float
     admin: bool = False
+    client: str = "epochal"  # the client the workload wrote and read back through (--client)
 
     @property
     def passed(self) -> bool:
@@ -90,15 +92,27 @@ class ChaosRun:
 
     Raises :class:`ChaosError` for a run that cannot be made: fewer brokers than the
     topic's replication or more than ``MAX_BROKERS``, a duration outside (0,
-    ``MAX_DURATION``], acks other than -1 (all) or 1, or a ``data_dir`` that holds anything
-    (a previous run's traces would be judged with this one's)."""
+    ``MAX_DURATION``], acks other than -1 (all) or 1, a ``data_dir`` that holds anything
+    (a previous run's traces would be judged with this one's), or a ``client`` not in
+    :data:`~impl.harness.chaos.clients.CLIENTS`, not installed, or one of Kafka's with
+    acks=1 (their idempotent producers need acks=all) or a port's brokers (no Kafka
+    listener)."""
 
     def __init__(self, seed: int, duration: float, brokers: int = 3, acks: int = -1,
                  unclean: bool = False, data_dir: Path | None = None,
                  zookeeper: str | None = None, log: Callable[[str], None] = print,
                  spark: Any = None, conform: bool = True, admin: bool = False,
                  broker_cmd: BrokerCommand | None = None, insecure: bool = False,
-                 tls: bool = False) -> None:
+                 tls: bool = False, client: str = "epochal") -> None:
+        if client not in CLIENTS:
+            raise ChaosError(f"--client must be one of {', '.join(CLIENTS)}, got {client!r}")
+        if client != "epochal" and acks != -1:
+            raise ChaosError(f"--client {client} runs the idempotent producer: acks must be all")
+        if client != "epochal" and broker_cmd is not None:
+            raise ChaosError(f"--client {client} needs the brokers' Kafka listeners: a port's "
+                             f"brokers (--broker-cmd) serve only the broker protocol")
+        if (missing := client_missing(client)) is not None:
+            raise ChaosError(missing)
         if not REPLICATION <= brokers <= MAX_BROKERS:
             raise ChaosError(f"a run takes {REPLICATION} to {MAX_BROKERS} brokers, got {brokers}")
         if not 0 < duration <= MAX_DURATION:  # also refuses nan
@@ -115,6 +129,8 @@ class ChaosRun:
         self.broker_cmd = broker_cmd  # a port's brokers in place of Python ones (docs/ports.md)
         self.insecure = insecure  # no authentication, no ZooKeeper ACLs (docs/security.md)
         self.tls = tls  # TLS on every broker connection
+        self.client = client  # the workload's producer and the read-back (clients.py)
+        self.new_client: Any = None  # a new client of that kind, once the cluster is up
         self.schedule = make_schedule(seed, duration, brokers, acks, unclean, admin)
         self.ledger = Ledger()
         self.stop_workload = threading.Event()
@@ -153,8 +169,9 @@ class ChaosRun:
         try:
             zk = self.cluster.zk_client(session_timeout=10)
             self.roles = roles = Roles(zk)
+            self.new_client = client_factory(self.client, self.cluster, self.acks)
             workload = Workload(self.cluster.bootstrap, self.ledger, self.seed, self.acks, self.t0,
-                                self.stop_workload)
+                                self.stop_workload, self.new_client)
             self.injector = injector = FaultInjector(self.cluster, roles, workload, len(self.schedule),
                                                      self.say, self.t0, self.stop_workload)
             with Admin(self.cluster.bootstrap) as admin:
@@ -187,7 +204,7 @@ class ChaosRun:
                 time.sleep(rest)
             self.stop_workload.set()
             for th in threads:
-                th.join(15)
+                th.join(FLUSH_TIMEOUT + 15)  # a producer loop waits for its reports first
             self.say("workload stopped; healing every fault")
             injector.heal_all()
             for th in injector.churn_threads:
@@ -211,7 +228,7 @@ class ChaosRun:
                       [a for a in self.ledger.acked if a.topic == TOPIC], self.ledger.consumed)
         verdict = judge(main, final, self._replica_logs(TOPIC, final), isr, elections,
                         self.records, read_commit_isr(self.files.traces))
-        verdict.acknowledged = len(self.ledger.acked)
+        verdict.acknowledged = len({a.value for a in self.ledger.acked})
         if self.admin:
             assert self.injector is not None
             current = Ledger(acked=[a for a in self.ledger.acked if a.topic == ADMIN_TOPIC
@@ -227,7 +244,7 @@ class ChaosRun:
         return ChaosReport(self.seed, self.duration, self.n, self.acks, self.unclean,
                            [f.describe() for f in self.schedule], self.records, verdict,
                            conformance, recovered, str(self.data_dir),
-                           round(time.monotonic() - self.t0, 1), self.admin)
+                           round(time.monotonic() - self.t0, 1), self.admin, self.client)
 
     def _replica_logs(self, topic: str, final: dict[int, LogRecords]) -> dict[int, dict[int, LogRecords]]:
         """Each replica's on-disk log of ``topic``'s partitions (partition -> broker -> records)."""
@@ -295,31 +312,14 @@ class ChaosRun:
         return False, why
 
     def read_final(self, topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[int, LogRecords]:
-        """Each partition's committed log of ``topic``, read from its leader up to the HW."""
-        from impl.node.client import Client
-        from impl.node.wire import ApiKey
-
-        out: dict[int, LogRecords] = {}
-        with Client(self.cluster.bootstrap, timeout=5) as c:
-            for p in range(partitions):
-                records: LogRecords = []
-                hw = None
-                try:
-                    c.refresh()
-                    while hw is None or len(records) < hw:
-                        resp = c.call(c.leader_addr(topic, p), ApiKey.FETCH, {
-                            "replica_id": -1, "topic": topic, "partition": p,
-                            "fetch_offset": len(records), "max_records": 5000, "max_wait_ms": 0})
-                        hw = int(resp["hw"])
-                        got = [(int(o), int(e), bytes(v).decode("utf-8", "replace"))
-                               for o, e, v in resp["records"]]
-                        if not got:
-                            break
-                        records.extend(got)
-                except Exception as exc:  # noqa: BLE001 - no leader serving: judged as read
-                    self.read_problems.append(f"could not read the final log of {topic}-{p} "
-                                              f"past offset {len(records)}: {exc}")
-                out[p] = records
+        """Each partition's committed log of ``topic``, read back through the run's client
+        by assignment from the earliest offset to the high watermark."""
+        client: ChaosClient = self.new_client()
+        try:
+            out, problems = client.read_all(topic, partitions)
+        finally:
+            client.close()
+        self.read_problems.extend(problems)
         return out
 
     def conform(self) -> dict[str, Any]:

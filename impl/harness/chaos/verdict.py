@@ -4,7 +4,8 @@ From what the workload saw (:class:`~impl.harness.chaos.workload.Ledger`) and wh
 cluster holds after recovery, :func:`judge` lists every finding: an acknowledged write lost
 (labelled with its cause -- an unclean election found in the traces, an acks=1
 acknowledgement by a leader that was then killed -- or a replication bug), found twice, at
-another offset or out of its stream's order; an offset the consumer read as committed that
+another offset or out of its stream's order, acknowledged twice by the client's delivery
+reports; an offset the consumer read as committed that
 now holds another value; an ISR member whose log differs below the high watermark; an
 acks=all write committed by fewer than min.insync.replicas.
 """
@@ -14,8 +15,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from impl.harness.chaos.clients import LogRecords
 from impl.harness.chaos.schedule import MIN_INSYNC, TOPIC, FaultRecord
 from impl.harness.chaos.workload import Ack, Ledger
+
+__all__ = ["Election", "LogRecords", "Verdict", "explain_loss", "judge", "merge"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,6 @@ class Verdict:
     @property
     def passed(self) -> bool:
         return not self.findings
-
-
-LogRecords = list[tuple[int, int, str]]  # (offset, leader_epoch, value)
 
 
 def explain_loss(ack: Ack, elections: list[Election], faults: list[FaultRecord]) -> str:
@@ -82,9 +83,10 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
     findings: list[str] = []
     thin: Counter[str] = Counter()
     for ack in ledger.acked:
-        members = (commit_isr or {}).get((ack.partition, ack.leader_epoch, ack.offset))
+        epoch = _committed_epoch(ack, final)
+        members = (commit_isr or {}).get((ack.partition, epoch, ack.offset))
         if ack.acks == -1 and members is not None and len(members) < min_insync:
-            thin[f"{topic}-{ack.partition} leader {ack.leader} (epoch {ack.leader_epoch}) "
+            thin[f"{topic}-{ack.partition} leader {ack.leader} (epoch {epoch}) "
                  f"committed with ISR {members}"] += 1
     for where_, n in sorted(thin.items()):
         findings.append(f"{n} write{'s' if n != 1 else ''} acknowledged with acks=all although "
@@ -100,14 +102,24 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
                         + ", ".join(f"{topic}-{p}@{o}" for p, o in locs))
     if len(duplicated) > 10:
         findings.append(f"... and {len(duplicated) - 10} more duplicated values")
+    reports = Counter(ack.value for ack in ledger.acked)
+    reacked = sorted(v for v, n in reports.items() if n > 1)
+    for v in reacked[:10]:  # each value is sent once: one report for it, at most
+        findings.append(f"value {v} is acknowledged {reports[v]} times by the client's "
+                        f"delivery reports")
+    if len(reacked) > 10:
+        findings.append(f"... and {len(reacked) - 10} more values acknowledged more than once")
 
     lost_by_cause: Counter[str] = Counter()
     misplaced = 0
+    first: dict[str, Ack] = {}  # each value's first report, in the order reported
     for ack in ledger.acked:
+        first.setdefault(ack.value, ack)
+    for ack in first.values():
         locs = [loc for loc in where.get(ack.value, []) if loc[0] == ack.partition]
         if not locs:
             lost_by_cause[explain_loss(ack, elections, faults)] += 1
-        elif ack.offset not in [o for _p, o in locs]:
+        elif ack.offset >= 0 and ack.offset not in [o for _p, o in locs]:  # -1: not reported
             misplaced += 1
             if misplaced <= 10:
                 findings.append(f"value {ack.value} acknowledged at {topic}-{ack.partition}@"
@@ -116,7 +128,7 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
         findings.append(f"lost {n} acknowledged write{'s' if n != 1 else ''}: {cause}")
 
     streams: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for ack in ledger.acked:
+    for ack in first.values():
         for p, o in where.get(ack.value, []):
             if p == ack.partition:
                 streams[(ack.stream, p)].append(o)
@@ -153,9 +165,20 @@ def judge(ledger: Ledger, final: dict[int, LogRecords],
                 findings.append(f"ISR member {b} of {topic}-{p} differs from the committed log "
                                 f"at offset {first} (holds {len(disk)} records, committed "
                                 f"{len(committed)})")
-    return Verdict(attempted=ledger.attempted, acknowledged=len(ledger.acked),
-                   lost=sum(lost_by_cause.values()), duplicated=len(duplicated),
+    return Verdict(attempted=ledger.attempted, acknowledged=len(reports),
+                   lost=sum(lost_by_cause.values()), duplicated=len(duplicated.keys() | set(reacked)),
                    findings=findings, causes=dict(lost_by_cause))
+
+
+def _committed_epoch(ack: Ack, final: dict[int, LogRecords]) -> int:
+    """The leader epoch ``ack`` was committed in: as the client reported it, or -- a client
+    that does not say (-1) -- the epoch of the record at its offset, if that is its value."""
+    if ack.leader_epoch >= 0:
+        return ack.leader_epoch
+    records = final.get(ack.partition, [])
+    if ack.offset < len(records) and records[ack.offset][2] == ack.value:
+        return records[ack.offset][1]
+    return -1
 
 
 def merge(main: Verdict, other: Verdict) -> Verdict:

@@ -1,11 +1,12 @@
 """The workload of a chaos run, and what it saw.
 
-A producer writes unique values round-robin over the partitions of the topic (each sent
-exactly once -- no client retries, so a value found twice is the system's duplicate, not
-the client's), a consumer reads what is committed, and the targeted faults send a burst of
-writes in one produce request.  Every write attempted, every acknowledgement (where the
-leader said it put the value) and every committed record read goes into the
-:class:`Ledger` the verdict judges.
+A producer writes unique values round-robin over the partitions of the topic through the
+run's client (:mod:`~impl.harness.chaos.clients`: Epochal's own sends each value exactly once
+-- no client retries, so a value found twice is the system's duplicate; Kafka's clients
+retry as their idempotent producers do), a consumer reads what is committed, and the
+targeted faults send a burst of writes in one produce request.  Every write attempted,
+every acknowledgement (the client's delivery report: where the leader put the value) and
+every committed record read goes into the :class:`Ledger` the verdict judges.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from impl.harness.chaos.clients import ChaosClient, Delivery, EpochalClient, OnDelivery
 from impl.harness.chaos.schedule import ADMIN_PARTITIONS, ADMIN_TOPIC, BURST, PARTITIONS, TOPIC
+
+FLUSH_TIMEOUT = 15.0  # seconds a producer loop waits for its outstanding delivery reports
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Ack:
 
     partition: int
     value: str
-    offset: int
+    offset: int  # -1: acknowledged, but the client did not say where (clients.Delivery)
     leader_epoch: int
     leader: int
     acks: int
@@ -64,8 +69,11 @@ class Workload:
     of it recorded in ``ledger``.  Times are seconds after ``t0`` (``time.monotonic``)."""
 
     def __init__(self, bootstrap: str, ledger: Ledger, seed: int, acks: int, t0: float,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, client: Callable[[], ChaosClient] | None = None) -> None:
         self.bootstrap, self.ledger, self.seed, self.acks, self.t0 = bootstrap, ledger, seed, acks, t0
+        # the client the producer loops write through (a new one per loop); the bursts and
+        # the consumer are Epochal's own
+        self.client = client or (lambda: EpochalClient(bootstrap, acks))
         self.stop = stop
         self.admin_gate = threading.Lock()  # held by a re-creation of ADMIN_TOPIC
         self.incarnation = 0  # ADMIN_TOPIC's deletions so far (changed under admin_gate)
@@ -96,20 +104,17 @@ class Workload:
 
     def produce_loop(self) -> None:
         """Write one new value at a time to the main topic, round-robin over the partitions,
-        until stopped; a write not acknowledged is counted as failed and never sent again."""
+        until stopped; each write's delivery report goes into the ledger."""
         self._produce(TOPIC, PARTITIONS, "w", "workload", 0.01, None)
 
     def admin_produce_loop(self) -> None:
-        """The same on ADMIN_TOPIC, each write sent and acknowledged within one incarnation of
+        """The same on ADMIN_TOPIC, each write sent and reported within one incarnation of
         the topic (under :attr:`admin_gate`), so that its acknowledgement names it."""
         self._produce(ADMIN_TOPIC, ADMIN_PARTITIONS, "a", "admin-workload", 0.02, self.admin_gate)
 
     def _produce(self, topic: str, partitions: int, tag: str, source: str, pause: float,
                  gate: Any) -> None:
-        from impl.node.client import Producer
-
-        producer = Producer(self.bootstrap, acks=self.acks, retries=0,
-                            request_timeout_ms=2000, timeout=4)
+        client = self.client()
         n = 0
         try:
             while not self.stop.is_set():
@@ -119,26 +124,25 @@ class Workload:
                 self.ledger.attempt()
                 with gate if gate is not None else contextlib.nullcontext():
                     incarnation = self.incarnation if gate is not None else 0
-                    t = time.monotonic() - self.t0
-                    try:
-                        info = producer.partitions(topic).get(p)
-                        leader = info.leader if info else -1
-                        resp = producer.send(topic, value, partition=p)
-                    except Exception:  # noqa: BLE001 - not acknowledged: never resent
-                        resp = None
-                if resp is None:
-                    self.ledger.fail()
-                    try:
-                        producer.refresh()
-                    except Exception:  # noqa: BLE001 - no broker answers right now
-                        pass
-                    time.sleep(0.05)
-                    continue
-                self.ledger.ack([Ack(p, value, int(resp["base_offset"]), int(resp["leader_epoch"]), leader,
-                                     self.acks, source, t, topic, incarnation)])
+                    client.send(topic, p, value, self.recorder(source, time.monotonic() - self.t0,
+                                                               incarnation))
+                    if gate is not None:
+                        client.flush(FLUSH_TIMEOUT)
                 time.sleep(pause)  # a steady load the conformance judge can follow
+            client.flush(FLUSH_TIMEOUT)  # the reports still outstanding: not sent again
         finally:
-            producer.close()
+            client.close()
+
+    def recorder(self, stream: str, t: float, incarnation: int) -> OnDelivery:
+        """Where a send's delivery report goes: an acknowledgement into the ledger, or a
+        failure (never sent again by the workload)."""
+        def record(d: Delivery) -> None:
+            if d.error is not None:
+                self.ledger.fail()
+            else:
+                self.ledger.ack([Ack(d.partition, d.value, d.offset, d.leader_epoch, d.leader,
+                                     self.acks, stream, t, d.topic, incarnation)])
+        return record
 
     def consume_loop(self) -> None:
         """Read what is committed, until stopped; each (partition, offset) keeps the value

@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from impl.harness.chaos.clients import CLIENTS
 from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
 from impl.harness.chaos.schedule import MIN_INSYNC, REPLICATION
 from impl.harness.cli.errors import UsageError
@@ -44,6 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: authenticated; docs/security.md)")
     p.add_argument("--tls", action="store_true",
                    help="also TLS on every broker connection (docs/security.md)")
+    p.add_argument("--client", default="epochal", metavar="|".join(CLIENTS),
+                   help="the client the workload produces and reads back through: epochal "
+                        "(default: Epochal's own, each value sent once) or one of Kafka's own "
+                        "clients through the brokers' Kafka listeners -- confluent "
+                        "(confluent-kafka) or kafka-python, idempotent, acks=all, retrying as "
+                        "they do (docs/chaos.md)")
     add_broker_cmd_args(p)
     p.set_defaults(func=run)
 
@@ -86,13 +93,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         chaos = ChaosRun(args.seed, args.duration, args.brokers, acks, args.unclean, out, log=log,
                          admin=args.admin, broker_cmd=broker_cmd, insecure=args.insecure,
-                         tls=args.tls)
+                         tls=args.tls, client=args.client)
     except ChaosError as exc:
         raise UsageError(str(exc)) from None
     log(f"epochal chaos: seed {args.seed}, {args.duration:g} s, {args.brokers} brokers, "
         f"acks={'1' if acks == 1 else 'all'}, unclean election {'on' if args.unclean else 'off'}, "
         f"min.insync.replicas={MIN_INSYNC}" + (", admin operations on" if args.admin else "")
-        + (", INSECURE: no authentication" if args.insecure else "") + (", TLS" if args.tls else ""))
+        + (", INSECURE: no authentication" if args.insecure else "") + (", TLS" if args.tls else "")
+        + f", client {args.client}")
     if broker_cmd is not None:
         which = "every broker" if broker_cmd.brokers is None else \
             "brokers " + ",".join(map(str, sorted(broker_cmd.brokers)))
@@ -117,8 +125,8 @@ def render_report(r: ChaosReport) -> str:
     """The report's text: the counts, the conformance, every finding, and the verdict."""
     v = r.verdict
     faults = len(r.faults)
-    lines = [f"writes: {v.attempted} attempted, {v.acknowledged} acknowledged, {v.lost} lost, "
-             f"{v.duplicated} duplicated; {faults} faults injected"]
+    lines = [f"writes ({r.client} client): {v.attempted} attempted, {v.acknowledged} acknowledged, "
+             f"{v.lost} lost, {v.duplicated} duplicated; {faults} faults injected"]
     c = r.conformance
     if c.get("skipped"):
         lines.append("conformance: not judged")
@@ -129,7 +137,7 @@ def render_report(r: ChaosReport) -> str:
             lines.append(c["render"])
     for finding in v.findings + ([c["problem"]] if c.get("problem") else []):
         lines.append(f"  - {finding}")
-    lines.append(f"VERDICT: {'PASS' if r.passed else 'FAIL'} (seed {r.seed}, {r.seconds:.0f} s, "
-                 f"data in {r.data_dir})")
+    lines.append(f"VERDICT: {'PASS' if r.passed else 'FAIL'} (seed {r.seed}, client {r.client}, "
+                 f"{r.seconds:.0f} s, data in {r.data_dir})")
     return "\n".join(lines)
 

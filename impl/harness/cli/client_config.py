@@ -19,10 +19,8 @@ import argparse
 from typing import Any
 
 from impl.harness.cli.errors import UsageError
-from impl.harness.cluster import read_state
-from impl.node.auth import tls
-from impl.node.auth.credentials import ClusterSecret, valid_name
-from impl.node.auth.scram import MECHANISM
+from impl.harness.cluster import kafka_client_properties
+from impl.node.auth.credentials import valid_name
 
 DESCRIPTION = ("print a Kafka client's properties (bootstrap.servers, security.protocol, "
                "sasl.*) for the cluster in --data-dir, for librdkafka or Kafka's Java clients")
@@ -52,41 +50,13 @@ def _jaas_quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def client_properties(data_dir: str, user: str) -> list[tuple[str, str]]:
-    """The properties, in order; UsageError for a data dir without a cluster that has a
-    Kafka listener."""
-    try:
-        state = read_state(data_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        raise UsageError(f"{exc} (start one with `epochal cluster start --data-dir {data_dir}`)") from None
-    brokers = state.get("brokers", {})
-    listeners = [f"{b['host']}:{b['kafka_port']}" for _, b in sorted(brokers.items(), key=lambda kv: int(kv[0]))
-                 if b.get("kafka_port")]
-    if not listeners:
-        raise UsageError(f"the cluster in {data_dir} has no Kafka listener (started by an older "
-                         "epochal? restart it)")
-    has_tls = tls.has_material(data_dir)
-    try:
-        secret = ClusterSecret.load(data_dir)
-    except FileNotFoundError:  # --insecure
-        return [("bootstrap.servers", ",".join(listeners)),
-                ("security.protocol", "SSL" if has_tls else "PLAINTEXT")] + _ca(data_dir, has_tls)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return [("bootstrap.servers", ",".join(listeners)),
-            ("security.protocol", "SASL_SSL" if has_tls else "SASL_PLAINTEXT"),
-            ("sasl.mechanism", MECHANISM), ("sasl.username", user),
-            ("sasl.password", secret.password(user))] + _ca(data_dir, has_tls)
-
-
-def _ca(data_dir: str, has_tls: bool) -> list[tuple[str, str]]:
-    return [("ssl.ca.location", str(tls.tls_dir(data_dir) / tls.CA))] if has_tls else []
-
-
 def _command(args: argparse.Namespace) -> int:
     if not valid_name(args.user):
         raise UsageError(f"--user {args.user!r}: letters, digits, '.', '_' and '-', at most 64")
-    properties = client_properties(args.data_dir, args.user)
+    try:
+        properties = kafka_client_properties(args.data_dir, args.user)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     for key, value in java_properties(properties) if args.java else properties:
         print(f"{key}={value}")
     return 0

@@ -416,3 +416,20 @@ def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
     assert "schedule (" in proc.stderr and "fault 1/" in proc.stderr
     assert report["schedule"] and report["verdict"]["lost"] == 0
     assert proc.returncode == report["exit_code"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_kafka_clients_lose_and_duplicate_nothing_and_the_traces_conform(
+        client: str, tmp_path: Path, zk_chroot: str, spark: Any) -> None:
+    """Seed 5 through Kafka's own clients (``--client``): idempotent acks=all producers that
+    retry as they do, the verdict counted from their delivery reports, the final logs read
+    back by assignment -- nothing lost, nothing twice, every trace group conforming."""
+    pytest.importorskip({"confluent": "confluent_kafka", "kafka-python": "kafka"}[client],
+                        reason=f"{client} (the dev extra) is not installed")
+    report = _run(tmp_path, zk_chroot, 5, 12, spark=spark, client=client)
+    assert report.client == client and report.as_dict()["client"] == client
+    assert [f.kind for f in report.faults] == ["restart", "partition", "partition"]
+    _safe(report)
+    _conforms(report)
