@@ -300,6 +300,9 @@ class ControllerHost:
 
         self.controller._write_states = timed  # type: ignore[method-assign]
 
+    def on_controller_elected(self, controller_epoch: int) -> None:
+        """No broker behind this host fences control requests: nothing to learn."""
+
     @classmethod
     def start(cls, broker_id: int, zk_hosts: str, work: Path, **settings: Any) -> ControllerHost:
         config = BrokerConfig(broker_id=broker_id, port=0, zookeeper=zk_hosts, data_dir=work,

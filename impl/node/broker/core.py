@@ -96,6 +96,19 @@ class BrokerCore:
         # it depends on (Kafka likewise opens request processing only after startup).
         self._control_ready = asyncio.Event()
 
+
+    def on_controller_elected(self, controller_epoch: int) -> None:
+        """Seed 002: the broker whose controller has just won the election at
+        ``controller_epoch`` knows that epoch from then on, as every broker does once a
+        request of the new controller reaches it.  Without this, a request of the deposed
+        controller still in flight to this very broker would be taken after the election
+        (the model's ``controller_elect`` sets the winner's known epoch in the same step)."""
+        if controller_epoch > self.controller_epoch:
+            self.controller_epoch = controller_epoch
+            self.metadata["controller_id"] = self.id
+            self.metadata["controller_epoch"] = controller_epoch
+        if self.controller_term is None or controller_epoch > self.controller_term.controller_epoch:
+            self.controller_term = ControllerTerm(self.id, controller_epoch)
     def replica(self, topic: str, partition: int, create: bool = False) -> Replica:
         """This broker's replica of a partition; ``create`` opens it (seed 000 C
         startReplica: "create the partition directory locally, if not present")."""

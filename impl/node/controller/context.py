@@ -51,6 +51,10 @@ class ControllerHost(Protocol):
     config: BrokerConfig
     recorder: TraceRecorder
 
+    def on_controller_elected(self, controller_epoch: int) -> None:
+        """The controller won the election at ``controller_epoch``: its broker fences the
+        deposed controller's requests from now on."""
+
 
 class Channel(Protocol):
     """The sending end towards one broker (:class:`impl.node.controller.requests.ControllerChannel`

@@ -45,8 +45,10 @@ def make_controller(zk_chroot: str, tmp_path: Path, broker_id: int, **settings: 
                           reassign_interval_s=0.2, **settings)
     zk = zkl.connect(zk_chroot, session_timeout=4.0)
     zkl.ensure_layout(zk)
-    host = SimpleNamespace(zk=zk, id=broker_id, config=config,
-                           recorder=TraceRecorder(tmp_path / f"broker-{broker_id}.jsonl", "t", broker_id))
+    elected: list[int] = []  # the epochs its broker was told it won
+    host = SimpleNamespace(zk=zk, id=broker_id, config=config, elected=elected,
+                           recorder=TraceRecorder(tmp_path / f"broker-{broker_id}.jsonl", "t", broker_id),
+                           on_controller_elected=elected.append)
     return Controller(host)  # type: ignore[arg-type]
 
 
@@ -109,6 +111,9 @@ def test_a_former_controller_backs_off_and_its_watches_remove_themselves(control
     first.zk.delete(zkl.CONTROLLER)
     wait_until(lambda: second.active, 10, "broker 2 to win the new election")
     assert controller_id(first.zk) == 2 and second.epoch == epoch + 1
+    # its broker learns the new epoch in the election's step, before any request of the new
+    # controller reaches it, so the deposed controller's requests in flight are refused
+    assert second.broker.elected == [epoch + 1] and first.broker.elected == [epoch]
     wait_until(lambda: not first.active, 10, "the former controller to back off")
 
     # the next change on a watched path finds the former controller's watches retired

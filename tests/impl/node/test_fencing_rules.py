@@ -287,3 +287,23 @@ def test_a_leader_and_isr_is_applied_exactly_when_the_model_finds_it_not_stale(t
                                  b.controller_epoch, b.broker_epoch, mr.topic_id)
                 applied = leader_and_isr_verdict(r, st) is Verdict.APPLY
                 assert applied == (stale_reason(s, cfg, m) is None), (history, st)
+
+
+def test_the_broker_of_a_newly_elected_controller_refuses_the_deposed_controllers_epoch() -> None:
+    """The model's controller_elect sets the winner's known controller epoch in the same
+    step: a LeaderAndISR of the deposed controller still in flight to the winner's own broker
+    is refused, though no request of the new controller has reached that broker yet."""
+    from types import SimpleNamespace
+
+    from impl.node.broker.core import BrokerCore
+
+    broker = SimpleNamespace(id=2, controller_epoch=4, controller_term=ControllerTerm(1, 4),
+                             metadata={"controller_id": 1, "controller_epoch": 4})
+    old = ControlHeader(controller_id=1, controller_epoch=4, broker_epoch=7)
+    assert control_refusal(old, broker.controller_epoch, 7) is None
+    BrokerCore.on_controller_elected(broker, 5)  # type: ignore[arg-type]
+    assert control_refusal(old, broker.controller_epoch, 7) is not None
+    assert broker.controller_term == ControllerTerm(2, 5)
+    assert broker.metadata == {"controller_id": 2, "controller_epoch": 5}
+    BrokerCore.on_controller_elected(broker, 3)  # type: ignore[arg-type]  # never moves back
+    assert broker.controller_epoch == 5 and broker.controller_term == ControllerTerm(2, 5)
