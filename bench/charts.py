@@ -1,9 +1,12 @@
 """The figures of docs/benchmarks.md as PNG charts, drawn from the tables themselves.
 
-    .venv/bin/python bench/charts.py [--doc docs/benchmarks.md] [--out docs/charts]
+    .venv/bin/python bench/charts.py [--doc docs/benchmarks.md]
+        [--journal docs/journal/test-command-runs.md] [--out docs/charts]
 
 Each chart names the table it draws by the table's header row; the numbers are read from
 the document, so a chart is as current as its table and says nothing the table does not.
+A chart of runs over time (the test command's, by commit) is drawn from the journal page
+that logs them, not from the benchmarks page, which keeps only the current figures.
 A table that is gone or has changed shape is an error naming it, not a wrong picture.
 The output is deterministic: the same document and matplotlib give the same bytes (no
 timestamps, fixed size, fonts and hash salt), so regenerating the charts shows in a diff
@@ -21,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
+JOURNAL = ROOT / "docs" / "journal" / "test-command-runs.md"
 OUT = ROOT / "docs" / "charts"
 
 
@@ -28,8 +32,9 @@ class TableMissing(ValueError):
     pass
 
 
-def table(doc: str, header: str) -> list[list[str]]:
-    """The body rows of the Markdown table whose header row starts with ``header``."""
+def table(doc: str, header: str, where: str = "the benchmarks document") -> list[list[str]]:
+    """The body rows of the Markdown table whose header row starts with ``header``; ``where``
+    names the document in the error when there is none."""
     lines = doc.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("|") and line.strip("| ").startswith(header):
@@ -39,7 +44,7 @@ def table(doc: str, header: str) -> list[list[str]]:
                     break
                 rows.append([c.strip() for c in row.strip().strip("|").split("|")])
             return rows
-    raise TableMissing(f"no table with header {header!r} in the benchmarks document")
+    raise TableMissing(f"no table with header {header!r} in {where}")
 
 
 def number(cell: str) -> float:
@@ -59,6 +64,7 @@ class Chart:
     name: str  # the PNG's file name, without .png
     header: str  # the table it draws
     draw: Callable  # (axes, rows) -> None
+    journal: bool = False  # the table is the test-command journal's, not the benchmarks page's
 
 
 def _bars(ax, labels, series: dict[str, list[float]], ylabel: str, log: bool = False, fmt: str = "{:,.0f}") -> None:
@@ -158,12 +164,13 @@ CHARTS = (
     Chart("conformance-events-per-second", "judge | events | files | Spark read-and-count", conformance),
     Chart("controller-failover", "seconds from the old controller's session ending | 1,000 partitions", controller_failover),
     Chart("broker-failover", "seconds from the failure | one write per partition", broker_failover),
-    Chart("test-command", "date, commit | default suite | slow suites", test_command),
+    Chart("test-command", "date, commit | default suite | slow suites", test_command, journal=True),
 )
 
 
-def render(doc: str, out: Path) -> list[Path]:
-    """Every chart of ``CHARTS`` from the document's tables, as ``out/NAME.png``."""
+def render(doc: str, journal: str, out: Path) -> list[Path]:
+    """Every chart of ``CHARTS`` from its table, in the benchmarks document ``doc`` or the
+    test-command journal ``journal``, as ``out/NAME.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -174,7 +181,7 @@ def render(doc: str, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in CHARTS:
-        rows = table(doc, chart.header)
+        rows = table(journal, chart.header, "the test-command journal") if chart.journal else table(doc, chart.header)
         fig, ax = plt.subplots(figsize=(8, 4.2), dpi=100)
         chart.draw(ax, rows)
         fig.tight_layout()
@@ -188,15 +195,17 @@ def render(doc: str, out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--doc", type=Path, default=DOC, help="the benchmarks document (default docs/benchmarks.md)")
+    ap.add_argument("--journal", type=Path, default=JOURNAL,
+                    help="the test command's run log (default docs/journal/test-command-runs.md)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the PNGs go (default docs/charts)")
     args = ap.parse_args(argv)
     try:
-        doc = args.doc.read_text(encoding="utf-8")
+        doc, journal = (path.read_text(encoding="utf-8") for path in (args.doc, args.journal))
     except OSError as exc:
-        print(f"charts: error: {args.doc}: {exc.strerror}", file=sys.stderr)
+        print(f"charts: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
     try:
-        for path in render(doc, args.out):
+        for path in render(doc, journal, args.out):
             print(path)
     except (TableMissing, ValueError) as exc:
         print(f"charts: error: {exc}", file=sys.stderr)

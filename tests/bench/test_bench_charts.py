@@ -1,6 +1,6 @@
-"""``bench/charts.py``: the charts of docs/benchmarks.md are drawn from its own tables, the
-same bytes every time, each one shown on the page, and a table that is gone is a one-line
-error naming it."""
+"""``bench/charts.py``: the charts of docs/benchmarks.md are drawn from its own tables (the
+test command's runs from their journal), the same bytes every time, each one shown on the
+page its table is on, and a table that is gone is a one-line error naming it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "benchmarks.md"
+JOURNAL = ROOT / "docs" / "journal" / "test-command-runs.md"
 
 
 def _charts():
@@ -17,13 +18,18 @@ def _charts():
     return charts
 
 
-def test_every_chart_is_drawn_from_a_table_of_the_page_and_shown_on_it(tmp_path):
+def _shown(page: str) -> set[str]:
+    """The charts a page shows: images under docs/charts/, from docs/ or from docs/journal/."""
+    return set(re.findall(r"!\[[^\]]*\]\((?:\.\./)?charts/([^)]+)\)", page))
+
+
+def test_every_chart_is_drawn_from_a_table_of_its_page_and_shown_on_it(tmp_path):
     charts = _charts()
-    doc = DOC.read_text(encoding="utf-8")
-    written = charts.render(doc, tmp_path)
+    doc, journal = DOC.read_text(encoding="utf-8"), JOURNAL.read_text(encoding="utf-8")
+    written = charts.render(doc, journal, tmp_path)
     assert [p.name for p in written] == [f"{c.name}.png" for c in charts.CHARTS]
-    shown = set(re.findall(r"!\[[^\]]*\]\(charts/([^)]+)\)", doc))
-    assert shown == {p.name for p in written}
+    assert _shown(doc) == {f"{c.name}.png" for c in charts.CHARTS if not c.journal}
+    assert _shown(journal) == {f"{c.name}.png" for c in charts.CHARTS if c.journal}
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (ROOT / "docs" / "charts" / p.name).exists()  # committed beside the page
@@ -31,9 +37,9 @@ def test_every_chart_is_drawn_from_a_table_of_the_page_and_shown_on_it(tmp_path)
 
 def test_the_charts_are_the_same_bytes_every_time(tmp_path):
     charts = _charts()
-    doc = DOC.read_text(encoding="utf-8")
-    first = {p.name: p.read_bytes() for p in charts.render(doc, tmp_path / "a")}
-    second = {p.name: p.read_bytes() for p in charts.render(doc, tmp_path / "b")}
+    doc, journal = DOC.read_text(encoding="utf-8"), JOURNAL.read_text(encoding="utf-8")
+    first = {p.name: p.read_bytes() for p in charts.render(doc, journal, tmp_path / "a")}
+    second = {p.name: p.read_bytes() for p in charts.render(doc, journal, tmp_path / "b")}
     assert first == second
 
 
@@ -51,7 +57,24 @@ def test_a_missing_table_is_a_one_line_error(tmp_path, capsys):
     doc.write_text("# nothing measured\n")
     assert charts.main(["--doc", str(doc), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no table with header" in err
+    assert err.count("\n") == 1 and "no table with header" in err and "benchmarks document" in err
+
+
+def test_a_test_command_table_missing_from_the_journal_is_a_one_line_error_naming_it(tmp_path, capsys):
+    charts = _charts()
+    journal = tmp_path / "runs.md"
+    journal.write_text("# no runs yet\n")
+    assert charts.main(["--journal", str(journal), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'date, commit | default suite" in err and "test-command journal" in err
+
+
+def test_a_missing_journal_is_a_one_line_error_naming_the_file(tmp_path, capsys):
+    charts = _charts()
+    missing = tmp_path / "nowhere.md"
+    assert charts.main(["--journal", str(missing), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(missing) in err
 
 
 def test_a_test_command_run_that_stopped_before_its_slow_suites_has_no_bar(tmp_path):
