@@ -68,15 +68,21 @@ class Settings:
         return self.truncation == "kip320"
 
     def describe(self) -> str:
-        """One line: the variant, its bounds, and each knob above 0."""
+        """One line: the variant, its bounds with the failures it allows, its settings, and
+        each other knob above 0."""
+        def knobs(failures: bool) -> str:
+            return "".join(f" {k.field}={getattr(self, k.field)}" for k in KNOBS
+                           if k.failure == failures and (k.always or getattr(self, k.field)))
+
         return (
             f"{self.name}: truncation={self.truncation} brokers={self.brokers} "
-            f"partitions={self.partitions} records={self.records} max_epoch={self.max_epoch} "
-            f"min_insync={self.min_insync} unclean={self.unclean}"
+            f"partitions={self.partitions} records={self.records} max_epoch={self.max_epoch}"
+            + knobs(failures=True)
+            + f" min_insync={self.min_insync} unclean={self.unclean}"
             + ("" if self.fence_controller_epoch and self.fence_broker_epoch else f" fence_controller_epoch={self.fence_controller_epoch} fence_broker_epoch={self.fence_broker_epoch}")
             + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
+            + knobs(failures=False)
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
-            + "".join(f" {k.field}={getattr(self, k.field)}" for k in KNOBS if getattr(self, k.field))
         )
 
 

@@ -65,9 +65,11 @@ if TYPE_CHECKING:
     from model.config import Config
 
 
-CRASHES = Knob("max_crashes", "broker crashes", default=1, help="broker crashes (kill -9), in all")
-PAUSES = Knob("max_pauses", "GC pauses", default=0, help="GC pauses (session expiry while frozen), in all")
-EXPIRIES = Knob("max_expiries", "session expiries", default=0,
+CRASHES = Knob("max_crashes", "broker crashes", default=1, help="broker crashes (kill -9), in all",
+               failure=True, always=True)
+PAUSES = Knob("max_pauses", "GC pauses", default=0, help="GC pauses (session expiry while frozen), in all",
+              failure=True, always=True)
+EXPIRIES = Knob("max_expiries", "session expiries", default=0, failure=True,
                 help="ZooKeeper session expiries of a broker that keeps running (neither frozen nor crashed), in all")
 
 

@@ -55,6 +55,11 @@ class Knob(NamedTuple):
     help: str
     low: int = 0
     high: int | None = None
+    # how ``Config.describe`` shows it: a failure bound stands with the search's bounds (and
+    # ``always``, even at 0: every named configuration's failures are part of its name);
+    # the others follow, each only when above 0
+    failure: bool = False
+    always: bool = False
 
     @property
     def flag(self) -> str:

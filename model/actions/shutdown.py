@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from model.config import Config
 
 
-SHUTDOWNS = Knob("max_shutdowns", "controlled shutdowns", default=0,
+SHUTDOWNS = Knob("max_shutdowns", "controlled shutdowns", default=0, failure=True,
                  help="controlled shutdowns (each then a clean stop), in all")
 
 
