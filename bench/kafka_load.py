@@ -1,0 +1,157 @@
+"""What the Kafka-client benchmarks share (bench/bench_broker_memory.py,
+bench/bench_kafka_clients.py): a real cluster of Epochal brokers from the harness, a topic
+with one partition, and confluent-kafka (librdkafka) producing 1 KiB records to it through
+the brokers' Kafka listeners and reading them back by assignment, signed in with SCRAM as
+``epochal cluster client-config`` says (docs/kafka-protocol.md).
+
+Every record is ``RECORD_BYTES`` long and starts with its index (8 bytes, big-endian), so a
+consumer checks that it got every record once and in order, not merely enough bytes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from impl.harness.cli.client_config import client_properties
+from impl.harness.cluster import LocalCluster
+from impl.node.client import Admin
+
+RECORD_BYTES = 1024
+MIB = 1 << 20
+USER = "bench"  # the Kafka clients' SCRAM user; its password derives from the cluster's secret
+FILLER = b"r" * (RECORD_BYTES - 8)
+PROGRESS_EVERY_S = 5.0
+
+
+class BenchError(RuntimeError):
+    """A run that cannot give a figure: a record lost, refused or out of order."""
+
+
+def record(index: int) -> bytes:
+    return index.to_bytes(8, "big") + FILLER
+
+
+def index_of(value: bytes) -> int:
+    return int.from_bytes(value[:8], "big")
+
+
+def acks_label(acks: int) -> str:
+    return "all" if acks == -1 else str(acks)
+
+
+class Progress:
+    """A line every ``PROGRESS_EVERY_S`` seconds on a long run: how far, how fast."""
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total = what, total
+        self.t0 = self.last = time.monotonic()
+
+    def __call__(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            print(f"    {self.what}: {done * RECORD_BYTES / MIB:,.0f} of {self.total * RECORD_BYTES / MIB:,.0f} MiB "
+                  f"({done * RECORD_BYTES / MIB / (now - self.t0):,.1f} MiB/s)", flush=True)
+
+
+def create_topic(cluster: LocalCluster, topic: str, replication: int) -> int:
+    """One partition on ``replication`` brokers, every replica in the ISR; its leader."""
+    with Admin(cluster.bootstrap) as admin:
+        admin.create_topic(topic, partitions=1, replication_factor=replication)
+        admin.wait_for(lambda: topic in admin.topics and admin.topics[topic][0].leader >= 0
+                       and len(admin.topics[topic][0].isr) == replication, 30,
+                       f"{topic}: an ISR of {replication}")
+        return admin.topics[topic][0].leader
+
+
+def librdkafka_config(cluster: LocalCluster) -> dict[str, str]:
+    """The properties ``epochal cluster client-config`` prints for this cluster."""
+    return dict(client_properties(str(cluster.data_dir), USER))
+
+
+def produce_librdkafka(cluster: LocalCluster, topic: str, records: int, acks: int,
+                       progress: Callable[[int], None] | None = None) -> float:
+    """Produce ``records`` records to partition 0 as fast as librdkafka batches them (linger,
+    1 MB batches, many in flight; idempotent with acks=all, as Kafka's clients are by
+    default); the seconds from the first send to the last acknowledgement."""
+    import confluent_kafka
+
+    errors: list[Any] = []
+    acked = [0]
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            acked[0] += 1
+
+    producer = confluent_kafka.Producer({
+        **librdkafka_config(cluster), "acks": acks_label(acks), "enable.idempotence": acks == -1,
+        "linger.ms": 10, "batch.size": 1_000_000, "batch.num.messages": 10_000,
+        "queue.buffering.max.messages": 200_000, "compression.type": "none"})
+    t0 = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, record(i), partition=0, on_delivery=delivered)
+                break
+            except BufferError:  # librdkafka's queue is full: let acknowledgements drain it
+                producer.poll(0.05)
+        if i % 1000 == 0:
+            producer.poll(0)
+            if progress:
+                progress(acked[0])
+    left = producer.flush(300)
+    elapsed = time.monotonic() - t0
+    if errors or left or acked[0] != records:
+        raise BenchError(f"{topic}: {acked[0]} of {records} records acknowledged, {left} unsent, "
+                         f"errors {sorted({str(e) for e in errors})[:3]}")
+    return elapsed
+
+
+def consume_librdkafka(cluster: LocalCluster, topic: str, records: int,
+                       progress: Callable[[int], None] | None = None,
+                       idle_timeout_s: float = 30.0) -> float:
+    """Read partition 0 from offset 0 by assignment (no group) until ``records`` records came
+    back, each once and in order; the seconds it took."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({**librdkafka_config(cluster), "group.id": "bench",
+                                         "enable.auto.commit": False,
+                                         "enable.partition.eof": False})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+        got = 0
+        t0 = last_record = time.monotonic()
+        while got < records:
+            msgs = consumer.consume(num_messages=10_000, timeout=0.5)
+            now = time.monotonic()
+            if not msgs and now - last_record > idle_timeout_s:
+                raise BenchError(f"{topic}: nothing for {idle_timeout_s:.0f} s after {got} of {records} records")
+            for msg in msgs:
+                if msg.error() is not None:
+                    raise BenchError(f"{topic}: {msg.error()}")
+                if msg.offset() != got or index_of(msg.value()) != got:
+                    raise BenchError(f"{topic}: record {got} expected, offset {msg.offset()} "
+                                     f"holding record {index_of(msg.value())} came")
+                got += 1
+            if msgs:
+                last_record = now
+                if progress:
+                    progress(got)
+        return time.monotonic() - t0
+    finally:
+        consumer.close()
+
+
+def require_confluent_kafka(prog: str) -> None:
+    """A one-line error and exit 2 when librdkafka's Python binding is missing."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        print(f"{prog}: confluent-kafka is not installed (the dev extra: pip install -e '.[dev]')",
+              file=sys.stderr)
+        sys.exit(2)
