@@ -38,6 +38,19 @@ def index_of(value: bytes) -> int:
     return int.from_bytes(value[:8], "big")
 
 
+class InOrder:
+    """A consumer's check: records 0, 1, 2, ... at offsets 0, 1, 2, ..., each once."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic, self.got = topic, 0
+
+    def take(self, offset: int, value: bytes) -> None:
+        if offset != self.got or index_of(value) != self.got or len(value) != RECORD_BYTES:
+            raise BenchError(f"{self.topic}: record {self.got} expected, offset {offset} holding "
+                             f"record {index_of(value)} ({len(value)} B) came")
+        self.got += 1
+
+
 def acks_label(acks: int) -> str:
     return "all" if acks == -1 else str(acks)
 
@@ -92,6 +105,7 @@ def produce_librdkafka(cluster: LocalCluster, topic: str, records: int, acks: in
         **librdkafka_config(cluster), "acks": acks_label(acks), "enable.idempotence": acks == -1,
         "linger.ms": 10, "batch.size": 1_000_000, "batch.num.messages": 10_000,
         "queue.buffering.max.messages": 200_000, "compression.type": "none"})
+    report = progress or (lambda _done: None)
     t0 = time.monotonic()
     for i in range(records):
         while True:
@@ -100,11 +114,12 @@ def produce_librdkafka(cluster: LocalCluster, topic: str, records: int, acks: in
                 break
             except BufferError:  # librdkafka's queue is full: let acknowledgements drain it
                 producer.poll(0.05)
+                report(acked[0])
         if i % 1000 == 0:
             producer.poll(0)
-            if progress:
-                progress(acked[0])
-    left = producer.flush(300)
+    deadline = time.monotonic() + 300
+    while (left := producer.flush(1.0)) and time.monotonic() < deadline:
+        report(acked[0])
     elapsed = time.monotonic() - t0
     if errors or left or acked[0] != records:
         raise BenchError(f"{topic}: {acked[0]} of {records} records acknowledged, {left} unsent, "
@@ -112,37 +127,47 @@ def produce_librdkafka(cluster: LocalCluster, topic: str, records: int, acks: in
     return elapsed
 
 
+def drain(topic: str, records: int, fetch: Callable[[int], list[tuple[int, bytes]]],
+          progress: Callable[[int], None] | None = None, idle_timeout_s: float = 30.0) -> float:
+    """Call ``fetch`` (one poll of some consumer for at most so many records: their offsets
+    and values) until ``records`` records came back, each once and in order; the seconds it
+    took."""
+    check = InOrder(topic)
+    t0 = last_record = time.monotonic()
+    while check.got < records:
+        got = fetch(records - check.got)
+        now = time.monotonic()
+        if not got and now - last_record > idle_timeout_s:
+            raise BenchError(f"{topic}: nothing for {idle_timeout_s:.0f} s after {check.got} "
+                             f"of {records} records")
+        for offset, value in got:
+            check.take(offset, value)
+        if got:
+            last_record = now
+            if progress:
+                progress(check.got)
+    return time.monotonic() - t0
+
+
 def consume_librdkafka(cluster: LocalCluster, topic: str, records: int,
-                       progress: Callable[[int], None] | None = None,
-                       idle_timeout_s: float = 30.0) -> float:
-    """Read partition 0 from offset 0 by assignment (no group) until ``records`` records came
-    back, each once and in order; the seconds it took."""
+                       progress: Callable[[int], None] | None = None) -> float:
+    """Read partition 0 from offset 0 by assignment (no group) until every record came back;
+    the seconds it took."""
     import confluent_kafka
 
     consumer = confluent_kafka.Consumer({**librdkafka_config(cluster), "group.id": "bench",
-                                         "enable.auto.commit": False,
-                                         "enable.partition.eof": False})
+                                         "enable.auto.commit": False})
+
+    def fetch(want: int) -> list[tuple[int, bytes]]:
+        msgs = consumer.consume(num_messages=min(want, 10_000), timeout=0.5)
+        for msg in msgs:
+            if msg.error() is not None:
+                raise BenchError(f"{topic}: {msg.error()}")
+        return [(msg.offset(), msg.value()) for msg in msgs]
+
     try:
         consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
-        got = 0
-        t0 = last_record = time.monotonic()
-        while got < records:
-            msgs = consumer.consume(num_messages=10_000, timeout=0.5)
-            now = time.monotonic()
-            if not msgs and now - last_record > idle_timeout_s:
-                raise BenchError(f"{topic}: nothing for {idle_timeout_s:.0f} s after {got} of {records} records")
-            for msg in msgs:
-                if msg.error() is not None:
-                    raise BenchError(f"{topic}: {msg.error()}")
-                if msg.offset() != got or index_of(msg.value()) != got:
-                    raise BenchError(f"{topic}: record {got} expected, offset {msg.offset()} "
-                                     f"holding record {index_of(msg.value())} came")
-                got += 1
-            if msgs:
-                last_record = now
-                if progress:
-                    progress(got)
-        return time.monotonic() - t0
+        return drain(topic, records, fetch, progress)
     finally:
         consumer.close()
 
