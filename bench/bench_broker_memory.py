@@ -26,17 +26,7 @@ import tempfile
 import threading
 import time
 
-from kafka_load import (
-    MIB,
-    RECORD_BYTES,
-    BenchError,
-    Progress,
-    acks_label,
-    consume_librdkafka,
-    create_topic,
-    produce_librdkafka,
-    require_confluent_kafka,
-)
+import kafka_load as load
 
 from impl.harness.cluster import LocalCluster
 
@@ -100,7 +90,7 @@ class RssSampler(threading.Thread):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
+    ap = load.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[2:6]))
     ap.add_argument("--mib", type=int, default=256, help="MiB of 1 KiB records to produce (default 256)")
@@ -111,28 +101,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--data-dir", default=None, help="where the cluster's data dir goes (default: the system's temp)")
     args = ap.parse_args(argv)
     if args.mib <= 0 or args.bound <= 0:
-        print(f"{PROG}: --mib and --bound must be positive", file=sys.stderr)
-        sys.exit(2)
+        ap.error("--mib and --bound must be positive")
     if args.data_dir is not None and not os.path.isdir(args.data_dir):
-        print(f"{PROG}: --data-dir {args.data_dir}: not a directory", file=sys.stderr)
-        sys.exit(2)
+        ap.error(f"--data-dir {args.data_dir}: not a directory")
+    if load.missing_modules(["confluent_kafka"]):
+        ap.error("confluent-kafka is not installed (the dev extra: pip install -e '.[dev]')")
     return args
 
 
 def run(args: argparse.Namespace, cluster: LocalCluster) -> int:
     acks = -1 if args.acks == "all" else 1
-    records = args.mib * MIB // RECORD_BYTES
-    leader = create_topic(cluster, TOPIC, args.replication)
+    records = args.mib * load.MIB // load.RECORD_BYTES
+    leader = load.create_topic(cluster, TOPIC, args.replication)
     pids = {b: p.pid for b, p in cluster.procs.items()}
     sampler = RssSampler(pids)
     sampler.start()
     try:
         time.sleep(2 * SAMPLE_S)  # the brokers' memory at rest, before the first record
         sampler.switch("produce")
-        produce_s = produce_librdkafka(cluster, TOPIC, records, acks, Progress("produced", records))
+        produce_s = load.produce_librdkafka(cluster, TOPIC, records, acks, load.Progress("produced", records))
         print(f"  produced {args.mib:,} MiB in {produce_s:.1f} s: {args.mib / produce_s:,.1f} MiB/s", flush=True)
         sampler.switch("consume")
-        consume_s = consume_librdkafka(cluster, TOPIC, records, Progress("consumed", records))
+        consume_s = load.consume_librdkafka(cluster, TOPIC, records, load.Progress("consumed", records))
         print(f"  consumed {args.mib:,} MiB in {consume_s:.1f} s: {args.mib / consume_s:,.1f} MiB/s", flush=True)
         sampler.switch("end")
     finally:
@@ -143,14 +133,14 @@ def run(args: argparse.Namespace, cluster: LocalCluster) -> int:
     over = []
     for b in sorted(pids):
         role = f"{b} (leader)" if b == leader else str(b)
-        print(f"{role:<12} " + " ".join(f"{sampler.peak(b, p) / MIB:>{w}.0f}"
+        print(f"{role:<12} " + " ".join(f"{sampler.peak(b, p) / load.MIB:>{w}.0f}"
                                         for p, w in (("rest", 6), ("produce", 8), ("consume", 8)))
-              + f" {sampler.peak(b) / MIB:>6.0f}")
+              + f" {sampler.peak(b) / load.MIB:>6.0f}")
         if sampler.peak(b) > args.bound * MB:
             over.append(b)
     top = max(sampler.peak(b) for b in pids)
-    print(f"\n{args.mib:,} MiB ({records:,} records of {RECORD_BYTES} B), replication {args.replication}, "
-          f"acks={acks_label(acks)}: produce {args.mib / produce_s:,.1f} MiB/s, consume from disk "
+    print(f"\n{args.mib:,} MiB ({records:,} records of {load.RECORD_BYTES} B), replication {args.replication}, "
+          f"acks={load.acks_label(acks)}: produce {args.mib / produce_s:,.1f} MiB/s, consume from disk "
           f"{args.mib / consume_s:,.1f} MiB/s; peak RSS {top / MB:,.0f} MB, "
           f"{'within' if not over else 'OVER'} the bound of {args.bound} MB "
           f"({sampler.samples} samples every {SAMPLE_S} s)")
@@ -162,8 +152,7 @@ def run(args: argparse.Namespace, cluster: LocalCluster) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    require_confluent_kafka(PROG)
-    print(f"{args.mib:,} MiB of {RECORD_BYTES} B records to one partition, replication {args.replication}, "
+    print(f"{args.mib:,} MiB of {load.RECORD_BYTES} B records to one partition, replication {args.replication}, "
           f"acks={args.acks}, confluent-kafka; load average at start {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="epochal-bench-memory-", dir=args.data_dir) as d:
@@ -171,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cluster.start()
             return run(args, cluster)
-        except (BenchError, TimeoutError) as exc:
+        except (load.BenchError, TimeoutError) as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 1
         finally:

@@ -2,7 +2,7 @@
 side with Epochal's own client, on one cluster in one run.
 
     python bench/bench_kafka_clients.py                       # 50,000 records a run, every client
-    python bench/bench_kafka_clients.py --records 5000   # a quick look
+    python bench/bench_kafka_clients.py --records 5000        # a quick look
     python bench/bench_kafka_clients.py --clients confluent-kafka,epochal
 
 A cluster of three real broker processes on an embedded ZooKeeper (``LocalCluster``,
@@ -124,7 +124,7 @@ CLIENTS: dict[str, tuple[str | None, Produce, Consume]] = {
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
+    ap = load.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[3:6]))
     ap.add_argument("--records", type=int, default=50_000,
@@ -136,25 +136,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in args.clients if c not in CLIENTS]
-    error = ("--records and --batch must be positive" if args.records <= 0 or args.batch <= 0
-             else f"--clients: unknown {', '.join(unknown)} (known: {', '.join(CLIENTS)})" if unknown
-             else "--clients: none given" if not args.clients else None)
-    if error is None:
-        missing = [c for c in args.clients if CLIENTS[c][0] and not _importable(str(CLIENTS[c][0]))]
-        if missing:
-            error = f"{', '.join(missing)} not installed (the dev extra: pip install -e '.[dev]')"
-    if error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        sys.exit(2)
+    if args.records <= 0 or args.batch <= 0:
+        ap.error("--records and --batch must be positive")
+    if unknown or not args.clients:
+        ap.error(f"--clients: {', '.join(unknown) or 'none given'} (known: {', '.join(CLIENTS)})")
+    missing = load.missing_modules([m for c in args.clients if (m := CLIENTS[c][0])])
+    if missing:
+        ap.error(f"{', '.join(missing)} not installed (the dev extra: pip install -e '.[dev]')")
     return args
-
-
-def _importable(module: str) -> bool:
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:

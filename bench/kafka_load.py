@@ -10,10 +10,11 @@ consumer checks that it got every record once and in order, not merely enough by
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from impl.harness.cli.client_config import client_properties
 from impl.harness.cluster import LocalCluster
@@ -24,6 +25,15 @@ MIB = 1 << 20
 USER = "bench"  # the Kafka clients' SCRAM user; its password derives from the cluster's secret
 FILLER = b"r" * (RECORD_BYTES - 8)
 PROGRESS_EVERY_S = 5.0
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's, but a bad argument is one line (``prog: what is wrong``) and exit 2, without
+    the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
 
 
 class BenchError(RuntimeError):
@@ -172,11 +182,12 @@ def consume_librdkafka(cluster: LocalCluster, topic: str, records: int,
         consumer.close()
 
 
-def require_confluent_kafka(prog: str) -> None:
-    """A one-line error and exit 2 when librdkafka's Python binding is missing."""
-    try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        print(f"{prog}: confluent-kafka is not installed (the dev extra: pip install -e '.[dev]')",
-              file=sys.stderr)
-        sys.exit(2)
+def missing_modules(modules: list[str]) -> list[str]:
+    """Those of ``modules`` that cannot be imported here (a client library not installed)."""
+    missing = []
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    return missing
