@@ -40,3 +40,37 @@ def three_brokers_and_their_roles(make_cluster: Callable[..., Any]) -> tuple[Any
     ctrl = int(zkl.decode(zk.get(zkl.CONTROLLER)[0])["brokerid"])
     first, second = [b for b in sorted(c.configs) if b != ctrl][:2]
     return c, zk, ctrl, first, second
+
+
+def isr(c: Any) -> tuple[int, ...]:
+    """The ISR ZooKeeper holds for the recordings' topic's partition 0."""
+    from impl.harness.recordings import TOPIC
+
+    zk = c.zk_client()
+    try:
+        data, _ = zk.get(zkl.leader_and_isr_path(TOPIC, 0))
+        return zkl.LeaderAndIsr.from_json(data).isr
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def wait_through_errors(cond: Callable[[], Any], timeout: float, what: str) -> None:
+    """``wait_until`` for a condition that may raise while a znode or a broker is briefly
+    absent: an exception counts as not yet."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if cond():
+                return
+        except Exception:  # noqa: BLE001 - a znode or a broker briefly absent
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{what}: not within {timeout} s")
+
+
+def log_dir(c: Any, broker: int) -> Path:
+    """The recordings' topic's partition 0 on ``broker``."""
+    from impl.harness.recordings import TOPIC
+
+    return c.data_dir / f"broker-{broker}" / "logs" / f"{TOPIC}-0"

@@ -6,45 +6,17 @@ come back from the leader -- the cluster still serves them."""
 from __future__ import annotations
 
 import errno
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from impl_testing import isr, log_dir, wait_through_errors
 
 from impl.harness.recordings import TOPIC, leader_of, wait_for_change
 from impl.node import faults
-from impl.node import zk as zkl
 from impl.node.broker.log_dir import EXIT_LOG_DIR_FAILED
 from impl.node.client import Admin, Consumer, Producer
 from impl.node.log import encode_record, read_segments, segment_header
 from impl.node.wire import ApiKey, ErrorCode, RpcError
-
-
-def _isr(c: Any) -> tuple[int, ...]:
-    zk = c.zk_client()
-    try:
-        data, _ = zk.get(zkl.leader_and_isr_path(TOPIC, 0))
-        return zkl.LeaderAndIsr.from_json(data).isr
-    finally:
-        zk.stop()
-        zk.close()
-
-
-def _wait(cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cond():
-                return
-        except Exception:  # noqa: BLE001 - a znode or a broker briefly absent
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{what}: not within {timeout} s")
-
-
-def _log_dir(c: Any, broker: int) -> Path:
-    return c.data_dir / f"broker-{broker}" / "logs" / f"{TOPIC}-0"
 
 
 def _consume(c: Any) -> list[bytes]:
@@ -63,7 +35,7 @@ def test_a_full_disk_mid_append_is_never_acknowledged_leaves_no_fragment_and_los
         for v in before:
             p.send(TOPIC, v, partition=0)
         leader = leader_of(c)
-        segment = sorted(_log_dir(c, leader).glob("*.log"))[-1]
+        segment = sorted(log_dir(c, leader).glob("*.log"))[-1]
         size = segment.stat().st_size
         faults.arm_disk_fault(c.data_dir, leader, errno.ENOSPC, after_bytes=30)
         with pytest.raises(RpcError) as refused:  # one attempt, straight to the leader
@@ -72,17 +44,17 @@ def test_a_full_disk_mid_append_is_never_acknowledged_leaves_no_fragment_and_los
         assert refused.value.code == ErrorCode.KAFKA_STORAGE_ERROR
         assert c.procs[leader].wait(15) == EXIT_LOG_DIR_FAILED  # the broker halted
         assert segment.stat().st_size == size  # no fragment: the segment ends at a whole record
-        assert [r.value for r in read_segments(_log_dir(c, leader))] == before
+        assert [r.value for r in read_segments(log_dir(c, leader))] == before
         # the producer goes on at the new leader, elected at once (the session was closed)
         after = [f"after-{i}".encode() for i in range(5)]
         for v in after:
             p.send(TOPIC, v, partition=0)
-    assert leader not in _isr(c)
+    assert leader not in isr(c)
     out = (c.data_dir / f"broker-{leader}" / "broker.out").read_text()
     assert "log directory" in out and "halts" in out
     c.restart(leader)  # the disk has room again
-    _wait(lambda: leader in _isr(c), 30, "the restarted broker back in the ISR")
-    assert [r.value for r in read_segments(_log_dir(c, leader))] == before + after
+    wait_through_errors(lambda: leader in isr(c), 30, "the restarted broker back in the ISR")
+    assert [r.value for r in read_segments(log_dir(c, leader))] == before + after
     assert _consume(c) == before + after
     traces = "".join(f.read_text() for f in (c.data_dir / "traces").glob("*.jsonl"))
     assert "handle_fetch" in traces and "before-" not in traces and "xxxxx" not in traces  # digests only
@@ -99,21 +71,21 @@ def test_a_corrupted_byte_early_in_a_segment_drops_nothing_the_cluster_committed
         for v in values:
             p.send(TOPIC, v, partition=0)
     victim = leader_of(c)  # the leader: the replica a naive restart would trust most
-    _wait(lambda: len(read_segments(_log_dir(c, victim))) == 9, 10, "all nine on the leader")
+    wait_through_errors(lambda: len(read_segments(log_dir(c, victim))) == 9, 10, "all nine on the leader")
     c.kill(victim)
-    segment = sorted(_log_dir(c, victim).glob("*.log"))[0]
+    segment = sorted(log_dir(c, victim).glob("*.log"))[0]
     data = bytearray(segment.read_bytes())
-    one = len(encode_record(next(iter(read_segments(_log_dir(c, victim))))))
+    one = len(encode_record(next(iter(read_segments(log_dir(c, victim))))))
     data[len(segment_header()) + one + 25] ^= 0x40  # one bit of record 1's value
     segment.write_bytes(bytes(data))
     wait_for_change(lambda: leader_of(c), victim, "leader", timeout=30)
     c.restart(victim)
-    _wait(lambda: victim in _isr(c), 30, "the corrupted broker back in the ISR")
+    wait_through_errors(lambda: victim in isr(c), 30, "the corrupted broker back in the ISR")
     out = (c.data_dir / f"broker-{victim}" / "broker.out").read_text()
     line = next(x for x in out.splitlines() if x.startswith("log recovery:"))
     assert str(segment) in line and "at offset 1" in line and "7 whole record(s) beyond" in line
     # it rejoined as a follower and fetched the eight records back from the new leader
-    assert [r.value for r in read_segments(_log_dir(c, victim))] == values
+    assert [r.value for r in read_segments(log_dir(c, victim))] == values
     assert _consume(c) == values
 
 
@@ -131,7 +103,7 @@ def test_a_follower_whose_disk_fills_halts_and_catches_up_after_its_restart(make
         for v in values[1:]:  # acknowledged by the leader and the other follower
             p.send(TOPIC, v, partition=0)
         assert c.procs[follower].wait(15) == EXIT_LOG_DIR_FAILED
-    assert [r.value for r in read_segments(_log_dir(c, follower))] == values[:1]  # no fragment
+    assert [r.value for r in read_segments(log_dir(c, follower))] == values[:1]  # no fragment
     c.restart(follower)
-    _wait(lambda: follower in _isr(c), 30, "the restarted follower back in the ISR")
-    assert [r.value for r in read_segments(_log_dir(c, follower))] == values
+    wait_through_errors(lambda: follower in isr(c), 30, "the restarted follower back in the ISR")
+    assert [r.value for r in read_segments(log_dir(c, follower))] == values

@@ -6,48 +6,21 @@ consumer from the beginning goes on from the log start offset."""
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from impl_testing import isr, log_dir, wait_through_errors
 
 from impl.harness.recordings import TOPIC, leader_of, wait_for_change
-from impl.node import zk as zkl
 from impl.node.client import Admin, Consumer, Producer
 from impl.node.log import PartitionLog
 
 RETENTION = {"segment_bytes": 4096, "retention_bytes": 12288, "min_insync_replicas": 2}
 
 
-def _isr(c: Any) -> tuple[int, ...]:
-    zk = c.zk_client()
-    try:
-        data, _ = zk.get(zkl.leader_and_isr_path(TOPIC, 0))
-        return zkl.LeaderAndIsr.from_json(data).isr
-    finally:
-        zk.stop()
-        zk.close()
-
-
-def _wait(cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if cond():
-                return
-        except Exception:  # noqa: BLE001 - a znode or a broker briefly absent
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(f"{what}: not within {timeout} s")
-
-
-def _log_dir(c: Any, broker: int) -> Path:
-    return c.data_dir / f"broker-{broker}" / "logs" / f"{TOPIC}-0"
-
 
 def _log_start(c: Any, broker: int) -> int:
-    checkpoint = _log_dir(c, broker) / "log-start-offset-checkpoint"
+    checkpoint = log_dir(c, broker) / "log-start-offset-checkpoint"
     return int(checkpoint.read_text()) if checkpoint.exists() else 0
 
 
@@ -71,24 +44,24 @@ def test_retention_deletes_old_segments_and_keeps_every_acknowledged_write_insid
         follower_leo = len(acked)
         c.kill(follower)
         acked += _produce(p, "b", 200)  # ~47 KiB: retention deletes what the follower lacks
-        _wait(lambda: _log_start(c, leader) > follower_leo, 20, "the leader's log start past the follower")
+        wait_through_errors(lambda: _log_start(c, leader) > follower_leo, 20, "the leader's log start past the follower")
         c.restart(follower)  # it starts at the leader's log start and catches up
-        _wait(lambda: follower in _isr(c), 30, "the restarted follower back in the ISR")
+        wait_through_errors(lambda: follower in isr(c), 30, "the restarted follower back in the ISR")
         c.kill(leader)
         wait_for_change(lambda: leader_of(c), leader, "a new leader")
         acked += _produce(p, "c", 60)
         c.restart(leader)
-        _wait(lambda: leader in _isr(c), 30, "the old leader back in the ISR")
+        wait_through_errors(lambda: leader in isr(c), 30, "the old leader back in the ISR")
     with Consumer(c.bootstrap) as consumer:
         consumed = [v for _p, _o, v in consumer.consume(TOPIC, True, 2.0)]
     assert consumed and consumed == acked[len(acked) - len(consumed):]  # a suffix, in order
     assert len(consumed) * 220 >= RETENTION["retention_bytes"] - RETENTION["segment_bytes"]
     for broker in (0, 1, 2):
-        _wait(lambda b=broker: _log_start(c, b) > 0, 20, f"retention on broker {broker}")
-        assert not (_log_dir(c, broker) / f"{0:020d}.log").exists()
+        wait_through_errors(lambda b=broker: _log_start(c, b) > 0, 20, f"retention on broker {broker}")
+        assert not (log_dir(c, broker) / f"{0:020d}.log").exists()
     c.stop(graceful=True)
     for broker in (0, 1, 2):
-        log = PartitionLog.open(_log_dir(c, broker))
+        log = PartitionLog.open(log_dir(c, broker))
         assert log.leo == len(acked) and log.log_start_offset > follower_leo
         assert [r.value for r in log.read(log.log_start_offset, len(acked))] == \
             acked[log.log_start_offset:]
