@@ -143,14 +143,30 @@ def _faults(run_dir: Path) -> list[tuple[float, str, int]]:
     return faults
 
 
+def _down(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, the intervals its process was gone: from a kill or stop to its next start
+    (or forever)."""
+    path = run_dir / "faults.jsonl"
+    down: dict[int, list[tuple[float, float]]] = {}
+    for text in path.read_text().splitlines() if path.exists() else ():
+        f = json.loads(text)
+        spans = down.setdefault(int(f["broker"]), [])
+        if f["fault"] in ("kill", "stop"):
+            spans.append((float(f["time"]), float("inf")))
+        elif f["fault"] == "start" and spans and spans[-1][1] == float("inf"):
+            spans[-1] = (spans[-1][0], float(f["time"]))
+    return down
+
+
 def _values(run_dir: Path) -> list[str]:
     path = run_dir / "produced.jsonl"
     return [json.loads(t)["value"] for t in path.read_text().splitlines()] if path.exists() else []
 
 
 class _Adapter:
-    def __init__(self, values: list[str]) -> None:
+    def __init__(self, values: list[str], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = values
+        self.down = down or {}
         self.produced = 0
         self.replicas: dict[tuple[str, int, int], _Replica] = {}
         self.assigned: dict[tuple[str, int], list[int]] = {}
@@ -297,18 +313,18 @@ class _Adapter:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         records = [list(x) for x in r.log[offset:]] if pd and pd.get("recordsSizeInBytes", 0) > 0 else []
-        leader_hw = pd["highWatermark"] if pd else r.hw
+        leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later
         if read or r.read_answer.pop(follower, None) != answer:
             self.out.add(ts, leader, events.handle_fetch(
                 topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
                 leader_epoch=r.leader_epoch, records=records, leader_hw=leader_hw, error=error,
-                post={"hw": r.hw, "leo": len(r.log), "isr": list(r.isr)}))
+                post={"hw": r.hw if pd else leader_hw, "leo": len(r.log), "isr": list(r.isr)}))
         if read:
             r.read_answer[follower] = answer
-        if pd is None:
-            return  # nothing new for the follower: its receipt is silent
+        if pd is None or self._gone(follower, ts):
+            return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
         if len(fr.log) == offset:
             fr.log.extend(records)
@@ -316,6 +332,21 @@ class _Adapter:
         self.out.add(ts + 1e-6, follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
+
+    def _gone(self, broker: int, ts: float) -> bool:
+        """Whether the broker's process was gone at ``ts``: the leader's request log writes
+        the answer to a fetch that a killed follower sent before it died, and nobody got it."""
+        return any(start <= ts < end for start, end in self.down.get(broker, ()))
+
+    @staticmethod
+    def _hw_as_read(r: _Replica, leader: int) -> int:
+        """The leader's HW as a fetch is read: the last one its partition.log wrote, but no
+        higher than the offsets its ISR followers are known to have fetched from.  Kafka's
+        lines carry the millisecond, the request log's step times are reconstructed from
+        millisecond durations: two followers' fetches read in one millisecond may sort
+        after the HW update the second one made, and the first would seem to see it."""
+        known = [r.fetch_offset[f] for f in r.isr if f != leader and f in r.fetch_offset]
+        return min([r.hw, *known])
 
     def note_assignments(self, lines: list[tuple[float, int, int, Line]]) -> None:
         """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
@@ -330,7 +361,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
-    adapter = _Adapter(_values(run_dir))
+    adapter = _Adapter(_values(run_dir), _down(run_dir))
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
                    key=lambda x: x[:4])
     adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])
