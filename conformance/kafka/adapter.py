@@ -38,6 +38,10 @@ from traces.events import Event
 HARNESS = -1
 FAULTS = {"kill": "broker_crash", "pause": "broker_pause", "resume": "broker_resume", "stop": "broker_stop"}
 FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", 74: "FENCED_LEADER_EPOCH"}
+NOT_LEADING_YET = frozenset({3, 6, 100})
+"""UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID: a fetch the broker read before it
+applied the LeaderAndIsr making it leader (the follower applied its own first).  It is no
+step of the leader's partition: the follower fetches again, as the model's does silently."""
 LOG_FILES = ("server.log", "controller.log", "state-change.log", "partition.log", "kafka-request.log")
 
 OBSERVED = {
@@ -128,6 +132,13 @@ def _steps(line: Line) -> list[Line]:
     return [read, answered]
 
 
+def _fetching_replica(req: dict[str, Any]) -> int:
+    """The follower that sent a Fetch (-1 for a consumer): ``replicaId``, in
+    ``replicaState`` from v15 (IBP 3.5) on."""
+    body = req["request"]
+    return int(body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1)))
+
+
 def _carries_records(req: dict[str, Any]) -> bool:
     return any(pd.get("recordsSizeInBytes", 0) > 0 for t in req["response"].get("responses", ())
                for pd in t.get("partitions", ()))
@@ -173,6 +184,7 @@ class _Adapter:
         self.out = _Out()
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
+        self.topic_names: dict[str, str] = {}  # topic id -> name
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -231,6 +243,8 @@ class _Adapter:
             "log_end_epoch": r.log_end_epoch()}))
 
     def _became_leader(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        # Fetch v13 and later (IBP 3.1 on) name topics by id: the leader's line says which
+        self.topic_names[f["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(f["tp"])[0]
         self._became(broker, ts, f, "leader")
 
     def _became_follower(self, broker: int, ts: float, f: dict[str, Any]) -> None:
@@ -270,8 +284,12 @@ class _Adapter:
         api = req["requestHeader"]["requestApiKeyName"]
         if api == "PRODUCE":
             self._produce(broker, ts, req)
-        elif api == "FETCH" and req["request"].get("replicaId", -1) >= 0:
+        elif api == "FETCH" and _fetching_replica(req) >= 0:
             self._fetch(broker, ts, req, f.get("read", False))
+
+    def _topic(self, t: dict[str, Any]) -> str:
+        """A Fetch request's or response's topic: its name, or (v13 on) its id's."""
+        return t["topic"] if "topic" in t else self.topic_names.get(t.get("topicId", ""), "")
 
     def _produce(self, broker: int, ts: float, req: dict[str, Any]) -> None:
         for t in req["response"]["responses"]:
@@ -290,12 +308,12 @@ class _Adapter:
                                                  leader_epoch=r.leader_epoch, post={"hw": r.hw, "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
-        follower = req["request"]["replicaId"]
+        follower = _fetching_replica(req)
         moved: dict[tuple[str, int], int] = {}
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
-                moved[(t["topic"], pd["partition"])] = pd["fetchOffset"]
-        answered = {} if read else {(t["topic"], pd["partitionIndex"]): pd
+                moved[(self._topic(t), pd["partition"])] = pd["fetchOffset"]
+        answered = {} if read else {(self._topic(t), pd["partitionIndex"]): pd
                                     for t in req["response"].get("responses", ()) for pd in t["partitions"]}
         if not read:
             moved = {}  # taken when the request was read
@@ -306,6 +324,9 @@ class _Adapter:
                 continue
             r.fetch_offset[follower] = offset
             pd = answered.get(key)
+            if pd is not None and pd["errorCode"] in NOT_LEADING_YET:
+                r.read_answer.pop(follower, None)
+                continue
             self._fetch_round_trip(broker, follower, key, offset, pd, ts, read)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
