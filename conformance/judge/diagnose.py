@@ -35,7 +35,7 @@ def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -
     (the verdict's columns) for the best such variant -- one that accepts the whole trace
     first, else the one whose run goes furthest -- or None when no variant explains it.
     """
-    if answer.get("conforms") or answer.get("property") or config not in VARIANTS:
+    if answer.get("conforms") or answer.get("property") or answer.get("inconclusive") or config not in VARIANTS:
         return None
     best: tuple[tuple[int, int], str, dict[str, Any]] | None = None
     for other in VARIANTS:

@@ -38,6 +38,7 @@ conformance tool, and so that the judge can be tested on traces whose truth is k
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -82,7 +83,7 @@ from traces.events import RETENTION_MARK
 from traces.vocabulary import KINDS
 
 __all__ = [
-    "DEFAULT_BOUND", "FREEZING", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
+    "DEFAULT_BOUND", "FREEZING", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
     "SHOWN_STATES", "Event", "Hypothesis", "Memo", "Speculation", "TraceJudge", "Verdict", "actor", "broker_ids",
     "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_unmemoized",
     "may_break", "model_view", "observe", "prelife_state", "replay_config",
@@ -111,9 +112,32 @@ class Verdict(NamedTuple):
     property: str | None  # the property every surviving state broke, if that is why
     possible_states: list[str]  # up to SHOWN_STATES model states (state_text) beside the observation
     bound: int  # unobserved internal steps searched before each observed one
+    inconclusive: bool = False  # the budget ran out at event ``matched``: neither conforming nor not
 
     def as_dict(self) -> dict[str, Any]:
         return self._asdict()
+
+
+class Budget(NamedTuple):
+    """What one judgement may spend before it answers *inconclusive* instead of going on.
+
+    ``bound`` and ``limit`` bound the work per event; a long trace with many possible
+    states still adds up.  ``states`` caps the possible states carried into the model
+    events, summed over the trace (deterministic: the same trace runs out at the same
+    event on every machine); ``seconds`` caps the wall-clock time.  Each is checked before
+    each model event, so a judgement overruns by at most one event's search.  None: no cap."""
+
+    seconds: float | None = None
+    states: int | None = None
+
+    def spent(self, started: float, states: int) -> str | None:
+        """What ran out, given the judgement's start (``time.monotonic``) and the states
+        carried so far; None while the budget lasts."""
+        if self.states is not None and states > self.states:
+            return f"{states} possible states carried, over the budget of {self.states}"
+        if self.seconds is not None and time.monotonic() - started > self.seconds:
+            return f"over the budget of {self.seconds:g}s"
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -132,7 +156,8 @@ def _describe_event(e: Event) -> str:
 
 def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUND,
           limit: int = MAX_STATES, fast: bool = True, memo: bool = True,
-          on_states: Callable[[list[Hypothesis]], None] | None = None) -> dict[str, Any]:
+          on_states: Callable[[list[Hypothesis]], None] | None = None,
+          budget: Budget | None = None) -> dict[str, Any]:
     """Judge one causally ordered (run, topic, partition) group of events against the named
     model configuration.  See the module docstring for the method and ``Verdict`` for the
     answer's fields.
@@ -148,8 +173,12 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     test holds too; ``MEMO_STATS`` counts how often it answered.
 
     ``on_states``, if given, sees the possible states after each model event: the model
-    states a trace reached, as ``bench/bench_guided_fuzz.py`` counts them."""
-    return TraceJudge(events, config, bound, limit, fast, memo, on_states).verdict().as_dict()
+    states a trace reached, as ``bench/bench_guided_fuzz.py`` counts them.
+
+    ``budget``, if given, caps the judgement (``Budget``): when it runs out the answer is
+    *inconclusive* (``inconclusive`` true, ``conforms`` false, ``first_bad`` None,
+    ``matched`` the events judged before it ran out) -- not a verdict either way."""
+    return TraceJudge(events, config, bound, limit, fast, memo, on_states, budget).verdict().as_dict()
 
 
 class Speculation:
@@ -208,8 +237,9 @@ class TraceJudge:
     speculation the search may rest on is the ``Speculation``'s to track."""
 
     def __init__(self, events: list[Event], config: str, bound: int, limit: int, fast: bool, memo: bool,
-                 on_states: Callable[[list[Hypothesis]], None] | None) -> None:
+                 on_states: Callable[[list[Hypothesis]], None] | None, budget: Budget | None = None) -> None:
         self.events = events
+        self.budget, self.started, self.carried = budget, time.monotonic(), 0
         self.bound, self.limit, self.on_states = bound, limit, on_states
         self.ids = broker_ids(events)
         self.shown = sorted(self.ids, key=self.ids.__getitem__)  # model broker b is the trace's broker shown[b]
@@ -238,6 +268,11 @@ class TraceJudge:
                                    "retention_bytes and retention_ms at -1")
             if kind.model_action is None or (e["kind"] in _SCOPED and not _concerns(e, key)):
                 continue  # informational (validated and ordered upstream), or another partition's change
+            if self.budget is not None:
+                self.carried += len(self.hyps)
+                spent = self.budget.spent(self.started, self.carried)
+                if spent is not None:
+                    return self._inconclusive(i, spent)
             if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
                 shift = _renumbering(self.hyps[0].state, e, shift)
             if shift != _NO_SHIFT:
@@ -307,6 +342,13 @@ class TraceJudge:
             reason = (f"{_describe_event(e)} is not enabled in any of the {len(res.frontier)} possible model states "
                       f"(searching up to {res.depth} unobserved internal steps)")
         return self._fails(i, reason, None, res.frontier[:SHOWN_STATES])
+
+    def _inconclusive(self, i: int, spent: str) -> Verdict:
+        """The budget ran out before event ``i``: the events before it matched, no more is known."""
+        return Verdict(False, i, len(self.events), None,
+                       f"inconclusive: {spent} before event {i} ({self.events[i]['kind']})", None,
+                       [state_text(h.state, self.shown) for h in ordered(self.hyps)[:SHOWN_STATES]],
+                       self.bound, inconclusive=True)
 
     def _fails(self, i: int, reason: str, prop: str | None = None, states: Sequence[Hypothesis] = ()) -> Verdict:
         """Event ``i`` does not conform, for ``reason``, beside (some of) the possible ``states``."""

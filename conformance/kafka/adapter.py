@@ -38,6 +38,10 @@ from traces.events import Event
 HARNESS = -1
 FAULTS = {"kill": "broker_crash", "pause": "broker_pause", "resume": "broker_resume", "stop": "broker_stop"}
 FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", 74: "FENCED_LEADER_EPOCH"}
+NOT_LEADING_YET = frozenset({3, 6, 100})
+"""UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID: a fetch the broker read before it
+applied the LeaderAndIsr making it leader (the follower applied its own first).  It is no
+step of the leader's partition: the follower fetches again, as the model's does silently."""
 LOG_FILES = ("server.log", "controller.log", "state-change.log", "partition.log", "kafka-request.log")
 
 OBSERVED = {
@@ -128,6 +132,13 @@ def _steps(line: Line) -> list[Line]:
     return [read, answered]
 
 
+def _fetching_replica(req: dict[str, Any]) -> int:
+    """The follower that sent a Fetch (-1 for a consumer): ``replicaId``, in
+    ``replicaState`` from v15 (IBP 3.5) on."""
+    body = req["request"]
+    return int(body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1)))
+
+
 def _carries_records(req: dict[str, Any]) -> bool:
     return any(pd.get("recordsSizeInBytes", 0) > 0 for t in req["response"].get("responses", ())
                for pd in t.get("partitions", ()))
@@ -143,20 +154,37 @@ def _faults(run_dir: Path) -> list[tuple[float, str, int]]:
     return faults
 
 
+def _down(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, the intervals its process was gone: from a kill or stop to its next start
+    (or forever)."""
+    path = run_dir / "faults.jsonl"
+    down: dict[int, list[tuple[float, float]]] = {}
+    for text in path.read_text().splitlines() if path.exists() else ():
+        f = json.loads(text)
+        spans = down.setdefault(int(f["broker"]), [])
+        if f["fault"] in ("kill", "stop"):
+            spans.append((float(f["time"]), float("inf")))
+        elif f["fault"] == "start" and spans and spans[-1][1] == float("inf"):
+            spans[-1] = (spans[-1][0], float(f["time"]))
+    return down
+
+
 def _values(run_dir: Path) -> list[str]:
     path = run_dir / "produced.jsonl"
     return [json.loads(t)["value"] for t in path.read_text().splitlines()] if path.exists() else []
 
 
 class _Adapter:
-    def __init__(self, values: list[str]) -> None:
+    def __init__(self, values: list[str], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = values
+        self.down = down or {}
         self.produced = 0
         self.replicas: dict[tuple[str, int, int], _Replica] = {}
         self.assigned: dict[tuple[str, int], list[int]] = {}
         self.out = _Out()
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
+        self.topic_names: dict[str, str] = {}  # topic id -> name
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -215,6 +243,8 @@ class _Adapter:
             "log_end_epoch": r.log_end_epoch()}))
 
     def _became_leader(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        # Fetch v13 and later (IBP 3.1 on) name topics by id: the leader's line says which
+        self.topic_names[f["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(f["tp"])[0]
         self._became(broker, ts, f, "leader")
 
     def _became_follower(self, broker: int, ts: float, f: dict[str, Any]) -> None:
@@ -254,8 +284,12 @@ class _Adapter:
         api = req["requestHeader"]["requestApiKeyName"]
         if api == "PRODUCE":
             self._produce(broker, ts, req)
-        elif api == "FETCH" and req["request"].get("replicaId", -1) >= 0:
+        elif api == "FETCH" and _fetching_replica(req) >= 0:
             self._fetch(broker, ts, req, f.get("read", False))
+
+    def _topic(self, t: dict[str, Any]) -> str:
+        """A Fetch request's or response's topic: its name, or (v13 on) its id's."""
+        return t["topic"] if "topic" in t else self.topic_names.get(t.get("topicId", ""), "")
 
     def _produce(self, broker: int, ts: float, req: dict[str, Any]) -> None:
         for t in req["response"]["responses"]:
@@ -274,12 +308,12 @@ class _Adapter:
                                                  leader_epoch=r.leader_epoch, post={"hw": r.hw, "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
-        follower = req["request"]["replicaId"]
+        follower = _fetching_replica(req)
         moved: dict[tuple[str, int], int] = {}
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
-                moved[(t["topic"], pd["partition"])] = pd["fetchOffset"]
-        answered = {} if read else {(t["topic"], pd["partitionIndex"]): pd
+                moved[(self._topic(t), pd["partition"])] = pd["fetchOffset"]
+        answered = {} if read else {(self._topic(t), pd["partitionIndex"]): pd
                                     for t in req["response"].get("responses", ()) for pd in t["partitions"]}
         if not read:
             moved = {}  # taken when the request was read
@@ -290,6 +324,9 @@ class _Adapter:
                 continue
             r.fetch_offset[follower] = offset
             pd = answered.get(key)
+            if pd is not None and pd["errorCode"] in NOT_LEADING_YET:
+                r.read_answer.pop(follower, None)
+                continue
             self._fetch_round_trip(broker, follower, key, offset, pd, ts, read)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
@@ -297,18 +334,18 @@ class _Adapter:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         records = [list(x) for x in r.log[offset:]] if pd and pd.get("recordsSizeInBytes", 0) > 0 else []
-        leader_hw = pd["highWatermark"] if pd else r.hw
+        leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later
         if read or r.read_answer.pop(follower, None) != answer:
             self.out.add(ts, leader, events.handle_fetch(
                 topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
                 leader_epoch=r.leader_epoch, records=records, leader_hw=leader_hw, error=error,
-                post={"hw": r.hw, "leo": len(r.log), "isr": list(r.isr)}))
+                post={"hw": r.hw if pd else leader_hw, "leo": len(r.log), "isr": list(r.isr)}))
         if read:
             r.read_answer[follower] = answer
-        if pd is None:
-            return  # nothing new for the follower: its receipt is silent
+        if pd is None or self._gone(follower, ts):
+            return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
         if len(fr.log) == offset:
             fr.log.extend(records)
@@ -316,6 +353,21 @@ class _Adapter:
         self.out.add(ts + 1e-6, follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
+
+    def _gone(self, broker: int, ts: float) -> bool:
+        """Whether the broker's process was gone at ``ts``: the leader's request log writes
+        the answer to a fetch that a killed follower sent before it died, and nobody got it."""
+        return any(start <= ts < end for start, end in self.down.get(broker, ()))
+
+    @staticmethod
+    def _hw_as_read(r: _Replica, leader: int) -> int:
+        """The leader's HW as a fetch is read: the last one its partition.log wrote, but no
+        higher than the offsets its ISR followers are known to have fetched from.  Kafka's
+        lines carry the millisecond, the request log's step times are reconstructed from
+        millisecond durations: two followers' fetches read in one millisecond may sort
+        after the HW update the second one made, and the first would seem to see it."""
+        known = [r.fetch_offset[f] for f in r.isr if f != leader and f in r.fetch_offset]
+        return min([r.hw, *known])
 
     def note_assignments(self, lines: list[tuple[float, int, int, Line]]) -> None:
         """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
@@ -330,7 +382,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
-    adapter = _Adapter(_values(run_dir))
+    adapter = _Adapter(_values(run_dir), _down(run_dir))
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
                    key=lambda x: x[:4])
     adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])

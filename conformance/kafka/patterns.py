@@ -49,7 +49,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"partitionEpoch=(?P<version>\d+), replicas=\[(?P<replicas>[\d, ]*)\]"),
     # ... applied: the broker leads from its log end offset ...
     "became_leader": re.compile(
-        r"\[Broker id=(?P<broker>\d+)\] Leader (?P<tp>\S+) with topic id \S+ starts at leader epoch "
+        r"\[Broker id=(?P<broker>\d+)\] Leader (?P<tp>\S+) with topic id (?P<topic_id>\S+) starts at leader epoch "
         r"(?P<epoch>\d+) from offset (?P<leo>\d+) with partition epoch (?P<version>\d+), high watermark "
         r"(?P<hw>\d+), ISR \[(?P<isr>[\d,]*)\]"),
     # ... or follows

@@ -176,6 +176,7 @@ def _run(spark, paths, out, config, judge, strict, keep_verdicts, log, t0, read_
                           quarantined=dict(sorted(counts.items())), out_of_order=tally.out_of_order,
                           groups=sum(status.values()), conforming=status.get("conforms", 0),
                           violating=status.get("violates", 0), errors=status.get("error", 0),
+                          inconclusive=status.get("inconclusive", 0),
                           runs=tally.runs, scenarios=tally.scenarios())
         seconds["judge"] = time.perf_counter() - t
         log(f"{outcome.records} records in {seconds['judge']:.1f}s: {n_events} events, {malformed} quarantined"

@@ -25,6 +25,7 @@ class Outcome:
     conforming: int = 0
     violating: int = 0
     errors: int = 0
+    inconclusive: int = 0  # groups whose judge ran out of its budget
     runs: int = 0
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     """Non-conforming verdicts first, then conforming; at most ``keep_verdicts`` of them."""
@@ -50,12 +51,13 @@ because the job runs under ``spark-submit`` without ``impl``."""
 
 def exit_code(outcome: Outcome, strict: bool) -> int:
     """1 a group does not conform (or, with ``strict``, a record was quarantined); else 3 if
-    some group could not be judged (the judge raised) or there was no group to judge --
+    some group could not be judged (the judge raised or ran out of its budget) or there was
+    no group to judge --
     nothing says those traces conform; else 0.  Unusable input (no file, no readable
     record) is 2, raised before there is an outcome."""
     if outcome.violating or (strict and sum(outcome.quarantined.values())):
         return NOT_CONFORMING
-    if outcome.errors or not outcome.groups:
+    if outcome.errors or outcome.inconclusive or not outcome.groups:
         return INCONCLUSIVE
     return CONFORMS
 
@@ -226,8 +228,9 @@ def render(outcome: Outcome, max_rows: int = 25, width: int = 120) -> str:
         + (f" ({', '.join(f'{k} {v}' for k, v in outcome.quarantined.items())})" if malformed else "")
         + f", {outcome.out_of_order} out of order")
     lines.append(f"{outcome.groups} groups in {outcome.runs} runs: {outcome.conforming} conform, "
-                 f"{outcome.violating} do not, {outcome.errors} judge errors "
-                 f"-> exit {outcome.exit_code}")
+                 f"{outcome.violating} do not, {outcome.errors} judge errors"
+                 + (f", {outcome.inconclusive} inconclusive" if outcome.inconclusive else "")
+                 + f" -> exit {outcome.exit_code}")
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ CONTEXT_EVENTS = 5  # events shown before the first non-conforming one
 
 VERDICT_FIELDS: tuple[tuple[str, str], ...] = (
     ("run", "string"), ("topic", "string"), ("partition", "long"),
-    ("status", "string"),  # conforms | violates | error
+    ("status", "string"),  # conforms | violates | inconclusive (the judge's budget ran out) | error
     ("conforms", "boolean"), ("matched", "long"), ("total", "long"), ("out_of_order", "long"),
     ("first_bad", "long"), ("first_bad_file", "string"), ("first_bad_line", "long"),
     ("first_bad_node", "long"), ("first_bad_seq", "long"), ("first_bad_kind", "string"),
@@ -74,7 +74,8 @@ def judge_group(run: str, key: tuple[str | None, int | None], events: list[Event
         answer = judge(events, config)
         conforms = bool(answer["conforms"])
         verdict.update(
-            status="conforms" if conforms else "violates", conforms=conforms,
+            status="conforms" if conforms else "inconclusive" if answer.get("inconclusive") else "violates",
+            conforms=conforms,
             matched=int(answer.get("matched", len(events) if conforms else 0)),
             total=int(answer.get("total", len(events))),
             reason=answer.get("reason"), property=answer.get("property"),
@@ -123,6 +124,8 @@ def summary_line(v: dict[str, Any]) -> str:
         return f"conforms ({v['total']} events)"
     if v["status"] == "error":
         return f"error: {v['reason']}"
+    if v["status"] == "inconclusive":
+        return str(v["reason"])  # "inconclusive: what ran out before which event"
     line = f"matched {v['matched']} of {v['total']} events: {v['reason'] or 'not conforming'}"
     if v.get("explained_by"):
         where = "" if v.get("explained_at") is None else f" at event {v['explained_at']}"

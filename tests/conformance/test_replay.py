@@ -93,7 +93,8 @@ def test_exported_happy_path_conforms_with_every_event_matched() -> None:
     v = judge(events, "kip320")
     _verdict_ok(v)
     assert v["total"] == len(events)
-    assert set(v) == {"conforms", "matched", "total", "first_bad", "reason", "property", "possible_states", "bound"}
+    assert set(v) == {"conforms", "matched", "total", "first_bad", "reason", "property", "possible_states", "bound",
+                      "inconclusive"}
 
 
 @pytest.mark.parametrize("scenario,config", [("kip279_divergence", "kip279"), ("kip279_divergence", "kip320"),

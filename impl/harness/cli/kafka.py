@@ -30,7 +30,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_kafka_fetch)
     r = ksub.add_parser("record", help="run a scenario on real Kafka and adapt its logs into a trace "
                                       "that `epochal conform` judges (docs/kafka.md)")
-    r.add_argument("--scenario", choices=("leader-kill", "controller-failover"), required=True)
+    from impl.harness.kafka.scenarios import SCENARIOS
+
+    r.add_argument("--scenario", choices=SCENARIOS, required=True, help="whom kill -9 hits: the leader, the controller, or one broker that is both")
     r.add_argument("--profile", choices=("ibp-2.6", "3.9"), default="ibp-2.6")
     r.add_argument("--out", required=True, metavar="DIR",
                    help="the trace (broker-N.jsonl, harness.jsonl) goes here, the Kafka run under DIR/_kafka-run")

@@ -319,9 +319,13 @@ class KafkaCluster:
 
     # -- topics ---------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 1, replication_factor: int | None = None,
-                     timeout: float = 60.0) -> dict[int, PartitionState]:
+                     timeout: float = 60.0, assignment: list[list[int]] | None = None) -> dict[int, PartitionState]:
         """Create ``topic`` through the controller (CreateTopics) and wait until every
-        partition's state is in ZooKeeper with its whole replica set in the ISR."""
+        partition's state is in ZooKeeper with its whole replica set in the ISR.  With
+        ``assignment`` (partition p's replicas, preferred leader first) the topic has
+        ``len(assignment)`` partitions placed so; without it Kafka places them."""
+        if assignment is not None:
+            partitions, replication_factor = len(assignment), len(assignment[0])
         rf = replication_factor or self.n
 
         def created() -> bool:
@@ -330,7 +334,8 @@ class KafkaCluster:
                 return False
             try:
                 create_topic(self.brokers[ctrl.broker].settings.host,
-                             self.brokers[ctrl.broker].settings.port, topic, partitions, rf)
+                             self.brokers[ctrl.broker].settings.port, topic, partitions, rf,
+                             assignment=assignment)
             except KafkaRequestError as exc:
                 # the controller moved, or its metadata does not list every registered
                 # broker yet (it learns of them a moment after ZooKeeper does)

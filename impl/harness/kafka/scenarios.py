@@ -1,11 +1,16 @@
 """Recorded scenarios on real Kafka: a small acks=all produce workload around a fault, with
 the logs the trace adapter (``conformance.kafka``) turns into a trace.
 
-``leader-kill``: three brokers, a topic with one partition replicated three ways, values
-written, the partition's leader killed with kill -9 (a broker other than the controller
-where the first election allows it), more values written to the new leader, the victim
-restarted until it is back in the ISR.  ``controller-failover``: the same workload around
-a kill -9 of the controller.
+Three brokers, a topic with one partition replicated three ways, values written, one broker
+killed with kill -9, more values written to the partition's leader then, the victim
+restarted until it is back in the ISR.  Who leads is not left to Kafka: the topic is created
+with an explicit replica assignment whose first replica -- the leader Kafka elects at
+creation -- is chosen against the controller read from ``/controller``, so each scenario
+kills the same role in every run (``ROLES``):
+
+* ``leader-kill``: the victim leads the partition and is not the controller;
+* ``controller-failover``: the victim is the controller and a follower of the partition;
+* ``leader-controller-kill``: the victim is both the controller and the leader.
 
 Values are written by Kafka's own Java console producer (``kafka.tools.ConsoleProducer``,
 acks=all), one process per batch of lines, so each value is acknowledged by the whole ISR.
@@ -23,7 +28,10 @@ from impl.harness.kafka.cluster import KafkaCluster, PartitionState
 from impl.harness.kafka.fetch import KafkaJars, fetch
 
 TOPIC = "orders"
-SCENARIOS = ("leader-kill", "controller-failover")
+ROLES = {"leader-kill": (False, "leader"), "controller-failover": (False, "controller"),
+         "leader-controller-kill": (True, "controller")}
+"""scenario -> (whether the controller leads the partition, whom kill -9 hits)."""
+SCENARIOS = tuple(ROLES)
 WAIT_S = 90.0
 PRODUCER_TIMEOUT_S = 120.0
 PRODUCED = "produced.jsonl"
@@ -71,14 +79,18 @@ def run_scenario(scenario: str, data_dir: Path, profile: str, values: int = 3,
     cluster = KafkaCluster(data_dir, brokers=3, profile=profile, jars=jars)
     cluster.start()
     try:
-        first = cluster.create_topic(TOPIC, partitions=1, replication_factor=3)[0]
-        produce(cluster, jars, [f"v{i}" for i in range(values)])
         ctrl = cluster.controller()
-        assert ctrl is not None
-        if scenario == "leader-kill":
-            victim = first.leader
-        else:
-            victim = ctrl.broker
+        assert ctrl is not None  # start() waited for one
+        controller_leads, role = ROLES[scenario]
+        leader = ctrl.broker if controller_leads else min(b for b in cluster.brokers if b != ctrl.broker)
+        replicas = [leader, *sorted(b for b in cluster.brokers if b != leader)]
+        first = cluster.create_topic(TOPIC, assignment=[replicas])[0]
+        now = cluster.controller()
+        if first.leader != leader or now is None or now.broker != ctrl.broker:
+            raise ScenarioError(f"{scenario}: wanted leader {leader} under controller {ctrl.broker}, "
+                                f"got leader {first.leader} under controller {now and now.broker}")
+        produce(cluster, jars, [f"v{i}" for i in range(values)])
+        victim = leader if role == "leader" else ctrl.broker
         cluster.kill(victim)
         if scenario == "controller-failover":
             cluster.wait_until(lambda: (c := cluster.controller()) and c.broker != victim and c,

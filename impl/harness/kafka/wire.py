@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 
 CREATE_TOPICS = 19
 CREATE_TOPICS_VERSION = 2
@@ -36,13 +37,22 @@ def _string(text: str) -> bytes:
 
 
 def create_topics_request(topic: str, partitions: int, replication_factor: int,
-                          correlation_id: int = 1, timeout_ms: int = 10_000) -> bytes:
-    """The framed request: one topic, brokers chosen by Kafka, no configs, not validate-only."""
+                          correlation_id: int = 1, timeout_ms: int = 10_000,
+                          assignment: Sequence[Sequence[int]] | None = None) -> bytes:
+    """The framed request: one topic, no configs, not validate-only.  Without ``assignment``
+    Kafka chooses the brokers; with it, partition p's replicas are ``assignment[p]`` in that
+    order -- the first is the preferred replica, the leader Kafka elects at creation -- and
+    the request carries -1 as its partition count and replication factor, as Kafka requires."""
     header = struct.pack(">hhi", CREATE_TOPICS, CREATE_TOPICS_VERSION, correlation_id) + \
         _string("epochal-harness")
-    body = (struct.pack(">i", 1) + _string(topic)
-            + struct.pack(">ihii", partitions, replication_factor, 0, 0)
-            + struct.pack(">i?", timeout_ms, False))
+    if assignment is None:
+        counts, assignments = struct.pack(">ihi", partitions, replication_factor, 0), b""
+    else:
+        counts = struct.pack(">ihi", -1, -1, len(assignment))
+        assignments = b"".join(struct.pack(">ii", p, len(replicas)) + struct.pack(f">{len(replicas)}i", *replicas)
+                               for p, replicas in enumerate(assignment))
+    body = (struct.pack(">i", 1) + _string(topic) + counts + assignments
+            + struct.pack(">i", 0) + struct.pack(">i?", timeout_ms, False))
     payload = header + body
     return struct.pack(">i", len(payload)) + payload
 
@@ -64,11 +74,11 @@ def parse_create_topics_response(payload: bytes) -> dict[str, tuple[int, str | N
 
 
 def create_topic(host: str, port: int, topic: str, partitions: int, replication_factor: int,
-                 timeout: float = 15.0) -> None:
+                 timeout: float = 15.0, assignment: Sequence[Sequence[int]] | None = None) -> None:
     """Ask the broker at host:port (the controller) to create ``topic``; raises
     :class:`KafkaRequestError` with Kafka's error code unless it did (or it existed)."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(create_topics_request(topic, partitions, replication_factor))
+        sock.sendall(create_topics_request(topic, partitions, replication_factor, assignment=assignment))
         (size,) = struct.unpack(">i", _read(sock, 4))
         result = parse_create_topics_response(_read(sock, size))
     code, message = result.get(topic, (-1, "no answer for the topic"))

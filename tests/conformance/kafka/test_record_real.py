@@ -1,10 +1,9 @@
-"""A leader kill on real Kafka 3.9 (ibp-2.6), recorded, adapted and judged end to end.
+"""Each scenario on real Kafka 3.9, recorded, adapted and judged end to end, at each profile.
 
-Which broker leads the topic, and whether it is also the controller, is Kafka's choice.
-When the leader was the controller the new controller's failover first writes the
-partition leaderless (docs/kafka.md, Divergences, 1) and the judge stops there; the test
-accepts that verdict; when the leader was not the controller, the restarted victim's
-become_follower (docs/kafka.md, Divergences, 4); no other divergence."""
+The scenarios place the leader by replica assignment, so each kills the same role in every
+run and the judge stops at the same divergence of docs/kafka.md (Divergences) every time:
+which event kind, taken by whom.  Everything before it -- the three values, their
+replication, the crash -- matched."""
 
 from __future__ import annotations
 
@@ -21,20 +20,31 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration,
               pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
                                  reason="needs mvn and java (docs/kafka.md)")]
 
+VERDICTS = {
+    # (scenario, profile): (first refused kind, who took it, what the reason says)
+    ("leader-kill", "ibp-2.6"): ("become_follower", "victim", "is not enabled"),  # divergence 4
+    ("controller-failover", "ibp-2.6"): ("become_follower", "victim", "is not enabled"),  # divergence 4
+    ("leader-controller-kill", "ibp-2.6"): ("elect_leader", "controller", "observed leader=-1"),  # divergence 1
+    ("leader-kill", "3.9"): ("handle_fetch", "leader", ""),  # divergence 5
+    ("controller-failover", "3.9"): ("handle_fetch", "leader", ""),  # divergence 6
+}
 
-def test_leader_kill_at_ibp_2_6_is_judged(tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("scenario,profile", sorted(VERDICTS))
+def test_the_scenario_stops_at_its_divergence(tmp_path: Path, scenario: str, profile: str) -> None:
     from impl.harness.kafka.scenarios import run_scenario
 
-    run_dir = run_scenario("leader-kill", tmp_path / "run", "ibp-2.6")
+    run_dir = run_scenario(scenario, tmp_path / "run", profile)
     records = to_records(adapt(run_dir), "kafka")
     (verdict,) = judge_run("kafka", records, judge, "kip320")
-    produced = [r for r in records if r["kind"] == "produce"]
-    assert len(produced) == 6
-    if verdict["status"] != "conforms":
-        leaderless = verdict["first_bad_kind"] == "elect_leader" and "observed leader=-1" in verdict["reason"]
-        rejoin = verdict["first_bad_kind"] == "become_follower" and verdict["first_bad_node"] == \
-            next(r["params"]["broker"] for r in records if r["kind"] == "broker_crash")
-        assert leaderless or rejoin, verdict["reason"]  # divergence 1 or 4 of docs/kafka.md
-        # everything before the failover matched: the three values, their replication, the crash
-        crash = next(i for i, r in enumerate(records) if r["kind"] == "broker_crash")
-        assert verdict["matched"] > crash
+    assert len([r for r in records if r["kind"] == "produce"]) == 6
+    kind, who, says = VERDICTS[(scenario, profile)]
+    crash = next(i for i, r in enumerate(records) if r["kind"] == "broker_crash")
+    victim = records[crash]["params"]["broker"]
+    actor = {"victim": victim,
+             "controller": next((r["node"] for r in records[crash:] if r["kind"] == "controller_elect"), None),
+             "leader": next((r["node"] for r in records[crash:] if r["kind"] == "become_leader"), None)}[who]
+    assert verdict["status"] == "violates", verdict["reason"]
+    assert (verdict["first_bad_kind"], verdict["first_bad_node"]) == (kind, actor), verdict["reason"]
+    assert says in verdict["reason"]
+    assert verdict["matched"] > crash

@@ -99,6 +99,15 @@ def test_create_topics_request_is_kafkas_v2_frame() -> None:
                     + struct.pack(">i?", 500, False))
 
 
+def test_create_topics_request_with_an_assignment_places_each_replica() -> None:
+    frame = create_topics_request("t", 1, 3, correlation_id=7, timeout_ms=500, assignment=[[2, 1, 3]])
+    client = b"epochal-harness"
+    body = frame[4 + 8 + 2 + len(client):]
+    assert body == (struct.pack(">ih", 1, 1) + b"t" + struct.pack(">ihi", -1, -1, 1)
+                    + struct.pack(">iiiii", 0, 3, 2, 1, 3) + struct.pack(">i", 0)
+                    + struct.pack(">i?", 500, False))
+
+
 def test_create_topics_response_names_each_topics_error() -> None:
     payload = (struct.pack(">iii", 7, 0, 2) + struct.pack(">h", 1) + b"a" + struct.pack(">hh", 0, -1)
                + struct.pack(">h", 1) + b"b" + struct.pack(">hh", 41, 3) + b"not")
