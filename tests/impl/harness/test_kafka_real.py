@@ -105,8 +105,9 @@ def test_pause_resume_and_controlled_shutdown(kafka: KafkaCluster) -> None:
     assert back.leader == before.leader
     # who wrote the expanded ISR is what the profiles differ in: the leader itself, to
     # ZooKeeper (below 2.7-IV2), or the controller, on the leader's AlterPartition
-    threads = isr_update_threads(kafka, back.leader)
-    assert threads
+    # (the line follows the ZooKeeper write it reports: wait for it rather than read once)
+    threads = kafka.wait_until(lambda: isr_update_threads(kafka, back.leader), FAILOVER_S,
+                               "the leader's partition.log line for the ISR update")
     by_alter_partition = "alter-partition" in threads[-1]
     assert by_alter_partition != kafka.profile.leader_writes_isr, threads
 
