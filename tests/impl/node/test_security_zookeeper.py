@@ -18,8 +18,7 @@ import struct
 from typing import Any
 
 import pytest
-from impl_testing import wait_until
-from kazoo.client import KazooClient
+from impl_testing import wait_until, zk_session_reads
 from kazoo.protocol.serialization import Auth, Connect, Create, Exists, GetData
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -112,21 +111,6 @@ def test_a_stranger_can_neither_read_nor_write_nor_watch(zookeeper: zkl.Embedded
     assert int(_mntr(zookeeper)["zk_watch_count"]) == watches_before
 
 
-def _sasl_session_opens(hosts: str, sasl_options: dict[str, str]) -> bool:
-    """Whether a kazoo client signing in with ``sasl_options`` opens a session and reads."""
-    zk = KazooClient(hosts=hosts, timeout=3.0, connection_retry={"max_tries": 0},
-                     sasl_options=sasl_options)
-    try:
-        zk.start(timeout=5.0)
-        zk.get("/")
-        return True
-    except Exception:  # noqa: BLE001 - kazoo ends a refused sign-in in several ways
-        return False
-    finally:
-        zk.stop()
-        zk.close()
-
-
 # kazoo's connection thread ends a refused SASL exchange by raising
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_sasl_sign_in_with_a_wrong_password_is_refused(zookeeper: zkl.EmbeddedZooKeeper) -> None:
@@ -134,8 +118,8 @@ def test_a_sasl_sign_in_with_a_wrong_password_is_refused(zookeeper: zkl.Embedded
     name with a made-up password opens no session; the cluster's own password does."""
     assert zookeeper.acl is not None
     right = zookeeper.acl.client_kwargs()["sasl_options"]
-    assert not _sasl_session_opens(zookeeper.hosts, {**right, "password": "a-guess"})
-    assert _sasl_session_opens(zookeeper.hosts, right)
+    assert not zk_session_reads(zookeeper.hosts, sasl_options={**right, "password": "a-guess"})
+    assert zk_session_reads(zookeeper.hosts, sasl_options=right)
 
 
 def test_a_flood_of_strangers_watches_leaves_zookeeper_serving_and_failover_working(
