@@ -25,6 +25,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from impl.node import zk as zkl
 from impl.node.auth.zookeeper import SERVER_LIMITS
 from impl.node.client import Admin
+from impl.node.layout import ZooKeeperDir
 
 pytestmark = pytest.mark.integration
 
@@ -115,8 +116,10 @@ def test_a_stranger_can_neither_read_nor_write_nor_watch(zookeeper: zkl.Embedded
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_sasl_sign_in_with_a_wrong_password_is_refused(zookeeper: zkl.EmbeddedZooKeeper) -> None:
     """The server checks the password against its JAAS user list at sign-in: the cluster's
-    name with a made-up password opens no session; the cluster's own password does."""
+    name with a made-up password opens no session; the cluster's own password does.  The
+    user list is readable by its owner only."""
     assert zookeeper.acl is not None
+    assert ZooKeeperDir(zookeeper.data_dir).jaas.stat().st_mode & 0o777 == 0o600
     right = zookeeper.acl.client_kwargs()["sasl_options"]
     assert not zk_session_reads(zookeeper.hosts, sasl_options={**right, "password": "a-guess"})
     assert zk_session_reads(zookeeper.hosts, sasl_options=right)
