@@ -31,7 +31,7 @@ from typing import Any
 from impl.node.auth import credentials as auth
 from impl.node.auth import tls
 from impl.node.auth.scram import MECHANISM as SCRAM_MECHANISM
-from impl.node.auth.zookeeper import ZkAcl
+from impl.node.auth.zookeeper import ZkAcl, acl_of
 from impl.node.config import BrokerConfig
 from impl.node.layout import DataDir, private_dir, private_opener, write_atomic
 from impl.node.tracing import observe_node, open_harness_recorder
@@ -189,14 +189,16 @@ def wait_stopped(pid: int, timeout: float = 2.0) -> None:
         time.sleep(0.001)
 
 
-def session_end_zxid(zookeeper: str, broker: int, timeout: float) -> int | None:
+def session_end_zxid(zookeeper: str, broker: int, timeout: float,
+                     acl: ZkAcl | None) -> int | None:
     """The zxid at which a killed or frozen broker's ZooKeeper session ended (its
     ``/brokers/ids/N`` vanished), or None if it did not within ``timeout``.
 
     The model's ``broker_crash`` / ``broker_pause`` include the session's end, and the
     controller reacts to exactly that ZooKeeper change, so the harness's event carries its
-    zxid: that orders the fault before the controller's reaction (SCHEMA.md section 4)."""
-    zk = connect(zookeeper, session_timeout=10.0)
+    zxid: that orders the fault before the controller's reaction (SCHEMA.md section 4).
+    ``acl``: the cluster's ZooKeeper sign-in (None: an insecure cluster's)."""
+    zk = connect(zookeeper, session_timeout=10.0, acl=acl)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -260,7 +262,7 @@ def signal_broker(data_dir: str | os.PathLike[str], broker: int, action: str,
                 wait_stopped(pid)
 
         stop_then_observe(rec, data_dir, [int(b) for b in state["brokers"]], stop)
-        zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s)
+        zxid = session_end_zxid(state["zookeeper"], broker, wait_session_s, acl_of(data_dir))
         rec.emit(events.CONSTRUCTORS[kind](zxid=zxid, broker=broker, informational={"pid": pid}))
     rec.close()
     return pid
@@ -329,8 +331,10 @@ class LocalCluster:
         elif self.tls:  # TLS without authentication
             self.keyring = auth.Keyring(auth.OPERATOR, tls=tls.client_context(self.data_dir))
         if not self.external_zk:
+            # a secure cluster's own ZooKeeper admits only the cluster (impl.node.auth.zookeeper)
+            secret = None if self.insecure else auth.ClusterSecret.load(self.data_dir)
             self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.files.zookeeper.path,
-                                               tick_time_ms=self.tick_time_ms).start()
+                                               tick_time_ms=self.tick_time_ms, secret=secret).start()
         for i in range(self.n):
             port = self.port_base + i if self.port_base else free_port()
             # the Kafka listener (docs/kafka-protocol.md): the n ports after the brokers'
@@ -450,7 +454,7 @@ class LocalCluster:
             proc.wait(10)
 
         rec = self.stop_then_observe(stop)
-        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker))
+        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker), self.zk_acl)
         rec.emit(events.broker_crash(zxid=zxid, broker=broker, informational={"pid": proc.pid}))
 
     def stop_then_observe(self, stop: Callable[[], None]) -> Any:
@@ -473,7 +477,7 @@ class LocalCluster:
     def pause(self, broker: int, wait_for_expiry: bool = True) -> None:
         """SIGSTOP; by default returns once its session has expired (broker_pause)."""
         rec = self.sigstop(broker)
-        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker)) \
+        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker), self.zk_acl) \
             if wait_for_expiry else None
         rec.emit(events.broker_pause(zxid=zxid, broker=broker))
 
@@ -496,7 +500,7 @@ class LocalCluster:
             # recorded after the exit so the event follows the broker's own last events; its
             # zxid (the session's end) orders it before the controller's reaction to it
             try:
-                zxid = session_end_zxid(self.zookeeper, broker, 5.0)
+                zxid = session_end_zxid(self.zookeeper, broker, 5.0, self.zk_acl)
             except Exception:  # noqa: BLE001 - ZooKeeper already gone: order by clock alone
                 zxid = None
             # a stop whose controlled shutdown did not complete (exit code 3: it still led

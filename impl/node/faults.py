@@ -197,12 +197,13 @@ def expire_session(zookeeper: str, data_dir: str | os.PathLike[str], broker: int
     session and close it (ZooKeeper then ends the session for both).  Returns the session id."""
     from kazoo.client import KazooClient
 
-    from impl.node.auth.zookeeper import client_kwargs
+    from impl.node.auth.zookeeper import acl_of, client_kwargs
 
     session_id, password = read_session(data_dir, broker)
-    # any request of a session that has not signed in closes it (impl.node.auth.zookeeper)
+    # any request of a session that has not signed in closes it, and a secure cluster's
+    # ZooKeeper admits only the cluster (impl.node.auth.zookeeper)
     zk = KazooClient(hosts=zookeeper, client_id=(session_id, password), timeout=timeout,
-                     **client_kwargs(None))
+                     **client_kwargs(acl_of(data_dir)))
     zk.start(timeout=timeout)
     try:
         zk.stop()

@@ -56,6 +56,7 @@ ZOO_CFG = "zoo.cfg"
 ZK_DATA = "data"
 ZK_LOG_CONFIG = "log4j2.xml"
 ZK_OUT = "zookeeper.out"
+ZK_JAAS = "jaas.conf"
 
 _B = BROKER
 _P = f"{_B}/{LOGS}/{PARTITION}"
@@ -68,7 +69,7 @@ LAYOUT: tuple[tuple[str, str], ...] = (
     (f"{VERDICTS}/", "the judge's verdicts of a chaos run"),
     (f"{SECURITY}/{CLUSTER_SECRET}", "the cluster secret every credential derives from"),
     (f"{SECURITY}/{TLS}/", "the TLS CA, certificate and key"),
-    (f"{ZOOKEEPER}/", f"the embedded ZooKeeper: `{ZOO_CFG}`, `{ZK_DATA}/`, `{ZK_LOG_CONFIG}`, `{ZK_OUT}`"),
+    (f"{ZOOKEEPER}/", f"the embedded ZooKeeper: `{ZOO_CFG}`, `{ZK_DATA}/`, `{ZK_LOG_CONFIG}`, `{ZK_OUT}`, `{ZK_JAAS}` (its SASL user list, 0600)"),
     (f"{_B}/{BROKER_OUT}", "the broker's stdout and stderr"),
     (f"{_B}/{BROKER_CONFIG}", "every setting of the broker, for a port's broker (`{config_json}`)"),
     (f"{_B}/{ZK_SESSION}", "the broker's ZooKeeper session (id, password), for session expiry"),
@@ -224,6 +225,11 @@ class ZooKeeperDir:
     @property
     def out(self) -> Path:
         return self.path / ZK_OUT
+
+    @property
+    def jaas(self) -> Path:
+        """The server's SASL user list (impl.node.auth.zookeeper.server_jaas), mode 0600."""
+        return self.path / ZK_JAAS
 
 
 def node_name(node: int) -> str:

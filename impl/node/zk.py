@@ -38,7 +38,14 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import NoNodeError
 
-from impl.node.auth.zookeeper import SERVER_LIMITS, ZkAcl, client_kwargs, secure_root
+from impl.node.auth.credentials import ClusterSecret
+from impl.node.auth.zookeeper import (
+    SERVER_LIMITS,
+    ZkAcl,
+    client_kwargs,
+    secure_root,
+    write_server_jaas,
+)
 from impl.node.layout import PRIVATE_UMASK, ZooKeeperDir, private_dir
 
 CONTROLLER = "/controller"
@@ -155,8 +162,9 @@ def ensure_layout(zk: KazooClient, acl: ZkAcl | None = None) -> None:
 def connect(hosts: str, timeout: float = 6.0, session_timeout: float = 3.0,
             acl: ZkAcl | None = None) -> KazooClient:
     """A started client, signed in (the server refuses every session that is not:
-    :data:`SERVER_LIMITS`); with ``acl``, signed in as the cluster and creating every znode
-    with the cluster's ACL, else as :data:`~impl.node.auth.zookeeper.GUEST`."""
+    :data:`SERVER_LIMITS`); with ``acl``, signed in by SASL as the cluster and creating every
+    znode with the cluster's ACL, else (an insecure cluster's ZooKeeper) as
+    :data:`~impl.node.auth.zookeeper.GUEST`."""
     zk = KazooClient(hosts=hosts, timeout=session_timeout, **client_kwargs(acl))
     zk.start(timeout=timeout)
     return zk
@@ -253,13 +261,18 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> s
 
 
 class EmbeddedZooKeeper:
-    """A real standalone ZooKeeper (``ZooKeeperServerMain``) from the PySpark wheel's jars."""
+    """A real standalone ZooKeeper (``ZooKeeperServerMain``) from the PySpark wheel's jars.
+
+    With ``secret`` (a cluster's), it admits only sessions that sign in by SASL as the
+    cluster (:attr:`acl`; impl.node.auth.zookeeper); without, any digest sign-in (an
+    insecure cluster's)."""
 
     def __init__(self, port: int | None = None, data_dir: str | os.PathLike[str] | None = None,
                  tick_time_ms: int = 200, host: str = "127.0.0.1",
-                 jvm_options: tuple[str, ...] = ()) -> None:
+                 secret: ClusterSecret | None = None) -> None:
         self.host = host
-        self.jvm_options = jvm_options  # e.g. SASL sign-in for real Kafka (impl.harness.kafka)
+        self.secret = secret
+        self.acl = ZkAcl.from_secret(secret) if secret is not None else None
         self.port = port or free_port()
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="epochal-zk-"))
@@ -289,13 +302,14 @@ class EmbeddedZooKeeper:
         )
         log_cfg = files.log_config
         log_cfg.write_text(_LOG4J2)
+        jaas = write_server_jaas(files.jaas, self.secret) if self.secret is not None else None
         java = shutil.which("java") or "java"
         cmd = [
-            java, *SERVER_LIMITS.jvm_options(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            java, *SERVER_LIMITS.jvm_options(jaas), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Dzookeeper.admin.enableServer=false",
             "-Dzookeeper.4lw.commands.whitelist=srvr,ruok,stat,mntr",
             f"-Dlog4j2.configurationFile={log_cfg}", "-Dlog4j.configurationFile=" + str(log_cfg),
-            *self.jvm_options, "-cp", str(pyspark_jars() / "*"),
+            "-cp", str(pyspark_jars() / "*"),
             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg),
         ]
         self.log_path = files.out

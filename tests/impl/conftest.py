@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from impl.harness.cluster import LocalCluster
+from impl.node.auth.credentials import ClusterSecret
 from impl.node.zk import EmbeddedZooKeeper, connect
 
 # short timeouts so failures are detected in ~2 s (ZooKeeper tickTime 200 ms)
@@ -26,10 +27,14 @@ FAST = {
 
 
 @pytest.fixture
-def zk_chroot(zookeeper: EmbeddedZooKeeper) -> str:
-    """A fresh ``host:port/chroot`` per test, so tests never see each other's znodes."""
+def zk_chroot(zookeeper: EmbeddedZooKeeper, zookeeper_key: bytes,
+              monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh ``host:port/chroot`` per test, so tests never see each other's znodes.  A
+    cluster this test starts over it gets the session ZooKeeper's secret: the ensemble
+    admits only that secret's SASL user (impl.node.auth.zookeeper)."""
+    monkeypatch.setattr(ClusterSecret, "new_key", staticmethod(lambda: zookeeper_key))
     root = f"/test-{uuid.uuid4().hex[:8]}"
-    zk = connect(zookeeper.hosts)
+    zk = connect(zookeeper.hosts, acl=zookeeper.acl)
     zk.ensure_path(root)
     zk.stop()
     zk.close()
@@ -41,8 +46,11 @@ def make_cluster(tmp_path: Path, zk_chroot: str) -> Iterator[Callable[..., Local
     clusters: list[LocalCluster] = []
 
     def make(brokers: int = 3, **settings: Any) -> LocalCluster:
+        # an insecure cluster (no secret) runs its own ZooKeeper: the session's admits only
+        # its secret's SASL user
         c = LocalCluster(tmp_path / f"cluster{len(clusters)}", brokers=brokers,
-                         zookeeper=zk_chroot, **{**FAST, **settings})
+                         zookeeper=None if settings.get("insecure") else zk_chroot,
+                         **{**FAST, **settings})
         clusters.append(c)
         return c.start()
 

@@ -74,3 +74,20 @@ def log_dir(c: Any, broker: int) -> Path:
     from impl.harness.recordings import TOPIC
 
     return c.data_dir / f"broker-{broker}" / "logs" / f"{TOPIC}-0"
+
+
+def zk_session_reads(hosts: str, **sign_in: Any) -> bool:
+    """Whether a kazoo client signing in with ``sign_in`` (``auth_data=``, ``sasl_options=``,
+    or nothing) opens a session on ``hosts`` and reads ``/``."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=hosts, timeout=3.0, connection_retry={"max_tries": 0}, **sign_in)
+    try:
+        zk.start(timeout=5.0)
+        zk.get("/")
+        return True
+    except Exception:  # noqa: BLE001 - kazoo ends a refused sign-in in several ways
+        return False
+    finally:
+        zk.stop()
+        zk.close()

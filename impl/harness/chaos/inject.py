@@ -103,7 +103,7 @@ class FaultInjector:
         rec = self.cluster.sigstop(b)
         self.paused.add(b)
         expire_session(self.cluster.zookeeper, self.cluster.data_dir, b)
-        zxid = session_end_zxid(self.cluster.zookeeper, b, 10.0)
+        zxid = session_end_zxid(self.cluster.zookeeper, b, 10.0, self.cluster.zk_acl)
         rec.emit(events.broker_pause(zxid=zxid, broker=b))
 
     # -- one fault ------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ def _print_ready(args: argparse.Namespace, cluster: Any, endpoints: dict[int, tu
         print(f"broker {b}   {host}:{port}  pid {cluster.procs[b].pid}")
     print(f"data dir   {cluster.data_dir}  (traces in {cluster.files.traces})")
     print("security   " + ("NONE (--insecure): anyone who can connect can change the cluster"
-                           if args.insecure else "SCRAM-SHA-256 and ZooKeeper digest ACLs; secret in "
+                           if args.insecure else "SCRAM-SHA-256, ZooKeeper SASL sign-in and ACLs; secret in "
                            f"{cluster.files.security} (docs/security.md)")
           + ("; TLS with the cluster CA" if args.tls else ""))
     print(f"ready in {seconds:.1f}s; run id {cluster.run_id}; Ctrl-C to stop", flush=True)

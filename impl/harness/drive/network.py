@@ -21,7 +21,7 @@ from impl.harness.cluster import LocalCluster, cluster_keyring
 from impl.harness.relay import MODEL_MESSAGES, Relay
 from impl.node import step_gate
 from impl.node import zk as zkl
-from impl.node.auth.credentials import broker_principal
+from impl.node.auth.credentials import ClusterSecret, broker_principal
 from impl.node.auth.credentials import register as register_keyring
 from impl.node.client import Admin
 from impl.node.config import BrokerConfig
@@ -71,7 +71,8 @@ class SteerableCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         c.keyring, c.zk_acl = cluster_keyring(self.data_dir, create=True)
         c.zk_server = EmbeddedZooKeeper(data_dir=DataDir(self.data_dir).zookeeper.path,
-                                        tick_time_ms=c.tick_time_ms).start()
+                                        tick_time_ms=c.tick_time_ms,
+                                        secret=ClusterSecret.load(self.data_dir)).start()
         ports = {b: free_port() for b in range(self.n)}
         self.relay = Relay({b: ("127.0.0.1", p) for b, p in ports.items()}).start()
         # a client told the brokers' advertised (relay) ports signs in as the operator there too

@@ -187,17 +187,12 @@ class KafkaCluster:
     def start(self, timeout: float = 120.0) -> KafkaCluster:
         self.jars = self.jars or fetch(self.version)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        password = ClusterSecret.ensure(self.data_dir).zk_password()
-        zk_dir = self.data_dir / "zookeeper"
-        zk_dir.mkdir(parents=True, exist_ok=True)
-        zk_jaas = zk_dir / "jaas.conf"
-        zk_jaas.write_text(config.server_jaas(ZK_USER, password))
-        zk_jaas.chmod(0o600)
+        secret = ClusterSecret.ensure(self.data_dir)
+        password = secret.zk_password()
         try:
-            self.zk_server = EmbeddedZooKeeper(
-                port=self.zk_port, data_dir=zk_dir,
-                jvm_options=(f"-Djava.security.auth.login.config={zk_jaas}",
-                             *config.ZK_SASL_JVM_OPTIONS)).start()
+            # the same ZooKeeper as the project's clusters: only the cluster's SASL user gets in
+            self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper",
+                                               secret=secret).start()
             for i in range(1, self.n + 1):
                 port = self.port_base + i - 1 if self.port_base else free_port()
                 s = config.KafkaBrokerSettings(
@@ -270,12 +265,12 @@ class KafkaCluster:
         return self.zk_server.hosts + config.CHROOT
 
     def zk(self) -> Any:
-        """A kazoo client of the ensemble, signed in as nobody: Kafka's znodes are
-        world-readable, and writable only by the brokers' SASL identity.  Not chrooted
+        """A kazoo client of the ensemble, signed in as the cluster (the ensemble admits no
+        one else): Kafka's znodes are writable by that SASL identity only.  Not chrooted
         (kazoo warns about a chroot Kafka has not created yet): paths take :data:`CHROOT`."""
         if self._zk is None:
             assert self.zk_server is not None
-            self._zk = connect(self.zk_server.hosts, session_timeout=10.0)
+            self._zk = connect(self.zk_server.hosts, session_timeout=10.0, acl=self.zk_server.acl)
         return self._zk
 
     def _read(self, path: str) -> tuple[bytes, Any] | None:

@@ -199,21 +199,6 @@ def client_jaas(user: str, password: str) -> str:
             f'  username="{user}"\n  password="{password}";\n}};\n')
 
 
-def server_jaas(user: str, password: str) -> str:
-    """The embedded ZooKeeper's JAAS file: the one identity it accepts over SASL."""
-    return ("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
-            f'  user_{user}="{password}";\n}};\n')
-
-
-ZK_SASL_JVM_OPTIONS = ("-Dzookeeper.authProvider.sasl="
-                       "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-                       # the server refuses every session not signed in by a scheme it names
-                       # (impl.node.auth.zookeeper.SERVER_LIMITS): Kafka's brokers sign in by SASL
-                       "-Dzookeeper.enforce.auth.schemes=digest,sasl")
-"""What makes ZooKeeper accept SASL sign-ins (with ``java.security.auth.login.config``), as
-well as the digest sign-ins of Epochal's own clients."""
-
-
 def broker_jvm_args(s: KafkaBrokerSettings, classpath: str, heap_mb: int = 256) -> list[str]:
     """The ``java`` arguments that run the broker (``kafka.Kafka server.properties``)."""
     return [

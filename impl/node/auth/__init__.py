@@ -13,7 +13,8 @@
 * :mod:`.session` -- one connection's authentication state, as the broker's server uses it;
 * :mod:`.connections` -- the connection cap, the idle and authentication timeouts, and one
   rate-limited log line in place of one per refused connection;
-* :mod:`.zookeeper` -- the digest ACLs the cluster's znodes are written with.
+* :mod:`.zookeeper` -- the SASL sign-in by which ZooKeeper admits the cluster, and the ACLs
+  its znodes are written with.
 
 docs/security.md gives the threat model and what is and is not authenticated.
 """

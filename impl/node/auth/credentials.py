@@ -131,6 +131,11 @@ class ClusterSecret:
         except ValueError as exc:
             raise ValueError(f"{cls.path(data_dir)} is not a cluster secret: {exc}") from None
 
+    @staticmethod
+    def new_key() -> bytes:
+        """A fresh cluster key: 32 random bytes."""
+        return secrets.token_bytes(32)
+
     @classmethod
     def ensure(cls, data_dir: str | os.PathLike[str]) -> ClusterSecret:
         """The data directory's secret, generated (32 random bytes, mode 0600) if absent: a
@@ -140,7 +145,7 @@ class ClusterSecret:
             return cls.load(data_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(path.parent, 0o700)
-        key = secrets.token_bytes(32)
+        key = cls.new_key()
         fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(key.hex() + "\n")

@@ -28,6 +28,7 @@ from impl.harness.chaos.schedule import (
 from impl.harness.chaos.verdict import Election, judge
 from impl.harness.chaos.workload import Ack, Ledger
 from impl.harness.cli.main import main
+from impl.node.auth.credentials import ClusterSecret
 from impl.node.log import PartitionLog
 from impl.node.zk import EmbeddedZooKeeper, connect
 
@@ -319,16 +320,19 @@ def _safe(report: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def restarts_and_partitions(tmp_path_factory: pytest.TempPathFactory,
-                            zookeeper: EmbeddedZooKeeper, spark: Any) -> Any:
+def restarts_and_partitions(tmp_path_factory: pytest.TempPathFactory, zookeeper: EmbeddedZooKeeper,
+                            zookeeper_key: bytes, spark: Any) -> Any:
     """Seed 5, 12 s: a controlled shutdown and restart, then two leader-follower partitions;
-    the traces judged by the Spark conformance job.  One run, two tests."""
-    zk = connect(zookeeper.hosts)
+    the traces judged by the Spark conformance job.  One run, two tests.  The run's cluster
+    takes the session ZooKeeper's secret (as zk_chroot's clusters do)."""
+    zk = connect(zookeeper.hosts, acl=zookeeper.acl)
     root = f"/chaos-{uuid.uuid4().hex[:8]}"
     zk.ensure_path(root)
     zk.stop()
     zk.close()
-    return _run(tmp_path_factory.mktemp("chaos"), zookeeper.hosts + root, 5, 12, spark=spark)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ClusterSecret, "new_key", staticmethod(lambda: zookeeper_key))
+        return _run(tmp_path_factory.mktemp("chaos"), zookeeper.hosts + root, 5, 12, spark=spark)
 
 
 @pytest.mark.integration

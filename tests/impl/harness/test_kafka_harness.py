@@ -14,6 +14,7 @@ from impl.harness.kafka import PROFILES, KafkaFetchError, fetch
 from impl.harness.kafka import config as kc
 from impl.harness.kafka.fetch import MANIFEST, POM_DIGEST, cached, pom_digest
 from impl.harness.kafka.wire import create_topics_request, parse_create_topics_response
+from impl.node.auth.zookeeper import ZK_USER, server_jaas
 from impl.node.zk import free_port
 
 
@@ -73,7 +74,7 @@ def test_log4j_routes_each_trace_logger_to_its_own_file_at_its_level() -> None:
 
 
 def test_jaas_files_name_one_identity_on_both_sides() -> None:
-    client, server = kc.client_jaas("epochal-cluster", "pw1"), kc.server_jaas("epochal-cluster", "pw1")
+    client, server = kc.client_jaas(ZK_USER, "pw1"), server_jaas("pw1")
     assert client.startswith("Client {") and 'username="epochal-cluster"' in client and 'password="pw1"' in client
     assert server.startswith("Server {") and 'user_epochal-cluster="pw1"' in server
 

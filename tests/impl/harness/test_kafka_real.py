@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kazoo.exceptions import NoAuthError
+from impl_testing import zk_session_reads
 
 from impl.harness.kafka import KafkaCluster, fetch
-from impl.node.auth.zookeeper import ZK_USER
+from impl.node.auth.zookeeper import GUEST, ZK_USER
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration,
               pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
@@ -47,14 +47,17 @@ def leader_and_isr_received(cluster: KafkaCluster, broker: int, leader: int, lea
 def test_leader_and_controller_failover(kafka: KafkaCluster) -> None:
     before = kafka.create_topic(TOPIC, partitions=1, replication_factor=3)[0]
     assert before.isr == (1, 2, 3) and before.leader in (1, 2, 3)
-    assert leader_and_isr_received(kafka, before.leader, before.leader, before.leader_epoch)
+    # the controller sends LeaderAndIsr after it wrote the partition's state: wait for its log line
+    kafka.wait_until(lambda: leader_and_isr_received(kafka, before.leader, before.leader, before.leader_epoch),
+                     FAILOVER_S, f"broker {before.leader}'s first LeaderAndIsr")
 
     # ZooKeeper's ACLs are on: Kafka's znodes are the cluster identity's, readable by all
     path = f"/kafka/brokers/topics/{TOPIC}"
     acls, _ = kafka.zk().get_acls(path)
     assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {("sasl", ZK_USER, 31), ("world", "anyone", 1)}
-    with pytest.raises(NoAuthError):
-        kafka.zk().delete(path, recursive=True)
+    # and ZooKeeper admits that identity only: a digest sign-in opens no session
+    assert kafka.zk_server is not None
+    assert not zk_session_reads(kafka.zk_server.hosts, auth_data=[GUEST])
 
     # kill -9 the leader: the controller elects another replica, with a higher leader epoch
     kafka.kill(before.leader)

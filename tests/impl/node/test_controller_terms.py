@@ -18,6 +18,7 @@ import pytest
 from impl_testing import wait_until
 
 from impl.node import zk as zkl
+from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
 from impl.node.controller import Controller
 from impl.node.wire import ApiKey, EncodedBody, decode_value
@@ -40,11 +41,12 @@ class RecordingChannel:
         pass
 
 
-def make_controller(zk_chroot: str, tmp_path: Path, broker_id: int, **settings: Any) -> Controller:
+def make_controller(zk_chroot: str, acl: ZkAcl | None, tmp_path: Path, broker_id: int,
+                    **settings: Any) -> Controller:
     config = BrokerConfig(broker_id=broker_id, port=1, zookeeper=zk_chroot, data_dir=tmp_path,
                           reassign_interval_s=0.2, **settings)
-    zk = zkl.connect(zk_chroot, session_timeout=4.0)
-    zkl.ensure_layout(zk)
+    zk = zkl.connect(zk_chroot, session_timeout=4.0, acl=acl)
+    zkl.ensure_layout(zk, acl)
     elected: list[int] = []  # the epochs its broker was told it won
     host = SimpleNamespace(zk=zk, id=broker_id, config=config, elected=elected,
                            recorder=TraceRecorder(tmp_path / f"broker-{broker_id}.jsonl", "t", broker_id),
@@ -58,11 +60,11 @@ def controller_id(zk: Any) -> int:
 
 
 @pytest.fixture
-def controllers(zk_chroot: str, tmp_path: Path) -> Any:
+def controllers(zk_chroot: str, zookeeper: zkl.EmbeddedZooKeeper, tmp_path: Path) -> Any:
     made: list[Controller] = []
 
     def make(broker_id: int, **settings: Any) -> Controller:
-        c = make_controller(zk_chroot, tmp_path, broker_id, **settings)
+        c = make_controller(zk_chroot, zookeeper.acl, tmp_path, broker_id, **settings)
         made.append(c)
         return c
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from impl.node import faults
+from impl.node.auth.credentials import ClusterSecret
 from impl.node.faults import FaultLayer, FaultPlan, expire_session, publish_session, write_plan
 from impl.node.wire import (
     ApiKey,
@@ -190,11 +191,14 @@ def test_outside_a_broker_process_nothing_is_refused(tmp_path: Path, responder: 
 
 @pytest.mark.integration
 def test_expire_session_ends_a_live_clients_session(zookeeper: EmbeddedZooKeeper,
-                                                     tmp_path: Path) -> None:
+                                                     zookeeper_key: bytes, tmp_path: Path) -> None:
     """The published credentials let a second client close the session: the victim's
-    ephemeral node vanishes although the victim never stopped."""
-    victim = connect(zookeeper.hosts, session_timeout=10)
-    observer = connect(zookeeper.hosts)
+    ephemeral node vanishes although the victim never stopped.  The fault signs in with
+    the secret of the data directory (ZooKeeper admits nobody else)."""
+    ClusterSecret.path(tmp_path).parent.mkdir(mode=0o700)
+    ClusterSecret.path(tmp_path).write_text(zookeeper_key.hex() + "\n")
+    victim = connect(zookeeper.hosts, session_timeout=10, acl=zookeeper.acl)
+    observer = connect(zookeeper.hosts, acl=zookeeper.acl)
     try:
         path = f"/expire-test-{time.time_ns()}"
         victim.create(path, b"", ephemeral=True)
