@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from impl.harness.cli.client_config import client_properties
-from impl.harness.cluster import LocalCluster
+from impl.harness.cluster import LocalCluster, kafka_client_properties
 from impl.node.client import Admin
 
 RECORD_BYTES = 1024
@@ -92,7 +91,7 @@ def create_topic(cluster: LocalCluster, topic: str, replication: int) -> int:
 
 def librdkafka_config(cluster: LocalCluster) -> dict[str, str]:
     """The properties ``epochal cluster client-config`` prints for this cluster."""
-    return dict(client_properties(str(cluster.data_dir), USER))
+    return dict(kafka_client_properties(str(cluster.data_dir), USER))
 
 
 def produce_librdkafka(cluster: LocalCluster, topic: str, records: int, acks: int,
