@@ -33,6 +33,7 @@ from kazoo.exceptions import NoNodeError
 from impl.harness.cluster import wait_stopped
 from impl.harness.kafka import config
 from impl.harness.kafka.fetch import DEFAULT_VERSION, KafkaJars, fetch
+from impl.harness.kafka.relay import KafkaRelay
 from impl.harness.kafka.wire import (
     INVALID_REPLICATION_FACTOR,
     NOT_CONTROLLER,
@@ -45,6 +46,8 @@ from impl.node.zk import EmbeddedZooKeeper, connect, free_port
 
 STATE_FILE = "kafka-cluster.json"
 FAULTS_FILE = "faults.jsonl"
+RELAY_DIR = "relay"
+"""Where the relays (``relay=True``) log the inter-broker messages: ``broker-N.jsonl``."""
 T = TypeVar("T")
 
 
@@ -164,7 +167,7 @@ class KafkaCluster:
     def __init__(self, data_dir: str | os.PathLike[str], brokers: int = 3,
                  profile: str = config.DEFAULT_PROFILE, version: str = DEFAULT_VERSION,
                  jars: KafkaJars | None = None, heap_mb: int = 256,
-                 zk_port: int | None = None, port_base: int | None = None,
+                 zk_port: int | None = None, port_base: int | None = None, relay: bool = False,
                  **settings: Any) -> None:
         if profile not in config.PROFILES:
             raise ValueError(f"unknown Kafka profile {profile!r} (known: {', '.join(config.PROFILES)})")
@@ -179,6 +182,7 @@ class KafkaCluster:
         self.zk_port = zk_port
         self.port_base = port_base
         self.settings = settings
+        self.relay: KafkaRelay | None = KafkaRelay(self.data_dir / RELAY_DIR) if relay else None
         self.zk_server: EmbeddedZooKeeper | None = None
         self.brokers: dict[int, KafkaBroker] = {}
         self._zk: Any = None
@@ -198,12 +202,15 @@ class KafkaCluster:
                 port=self.zk_port, data_dir=zk_dir,
                 jvm_options=(f"-Djava.security.auth.login.config={zk_jaas}",
                              *config.ZK_SASL_JVM_OPTIONS)).start()
+            if self.relay is not None:
+                self.relay.start()
             for i in range(1, self.n + 1):
                 port = self.port_base + i - 1 if self.port_base else free_port()
+                relay_port = self.relay.add(i, port) if self.relay is not None else None
                 s = config.KafkaBrokerSettings(
                     broker_id=i, port=port, zookeeper=self.zk_server.hosts,
                     broker_dir=self.data_dir / f"broker-{i}", cluster_size=self.n,
-                    profile=self.profile, **self.settings)
+                    profile=self.profile, advertised_port=relay_port, **self.settings)
                 self.brokers[i] = KafkaBroker(s, self.jars.classpath, password, self.heap_mb)
             for broker in self.brokers.values():
                 broker.start()
@@ -219,6 +226,7 @@ class KafkaCluster:
         state = {"kafka_version": self.jars.version, "profile": self.profile.name,
                  "zookeeper": self.zk_server.hosts + config.CHROOT, "data_dir": str(self.data_dir),
                  "brokers": {str(b): {"pid": k.pid, "host": k.settings.host, "port": k.settings.port,
+                                      "advertised_port": k.settings.advertised_port or k.settings.port,
                                       "dir": str(k.settings.broker_dir), "argv": k.argv}
                              for b, k in self.brokers.items()}}
         tmp = self.data_dir / (STATE_FILE + ".tmp")
@@ -254,6 +262,8 @@ class KafkaCluster:
         if self.zk_server is not None:
             self.zk_server.stop()
             self.zk_server = None
+        if self.relay is not None:
+            self.relay.stop()
         (self.data_dir / STATE_FILE).unlink(missing_ok=True)
 
     def __enter__(self) -> KafkaCluster:
