@@ -9,8 +9,8 @@ versions that carry it); :func:`entity` turns one version of a table into a froz
 dataclass kio's native reader and writer take, exactly as kio's generated classes.  So
 :mod:`.relay` decodes these messages, and a test encodes them, with kio itself.
 
-UpdateMetadata, the control responses and AlterPartition's response are described only as
-far as the relay reads them (a *prefix*: kio's reader stops where the table ends).
+UpdateMetadata's request is described only as far as the relay reads it, its opening fixed
+fields (:data:`PREFIXES`, :func:`read_prefix`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import uuid
 from dataclasses import field, make_dataclass
 from typing import Any, ClassVar, NamedTuple
 
+from kio.serial import readers
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
 
@@ -88,8 +89,19 @@ UPDATE_METADATA_PREFIX = (
     Field("controller_epoch", "int32"),
     Field("broker_epoch", "int64", 5),
 )
-CONTROL_RESPONSE_PREFIX = (Field("error_code", "int16"),)
-"""LeaderAndIsr's, StopReplica's and UpdateMetadata's responses all open with the error."""
+LEADER_AND_ISR_RESPONSE = (
+    Field("error_code", "int16"),
+    Field("partition_errors", (Field("topic_name", "string"), Field("partition_index", "int32"),
+                               Field("error_code", "int16")), 0, 4),
+    Field("topics", (Field("topic_id", "uuid"),
+                     Field("partition_errors", (Field("partition_index", "int32"), Field("error_code", "int16")))), 5),
+)
+STOP_REPLICA_RESPONSE = (
+    Field("error_code", "int16"),
+    Field("partition_errors", (Field("topic_name", "string"), Field("partition_index", "int32"),
+                               Field("error_code", "int16"))),
+)
+UPDATE_METADATA_RESPONSE = (Field("error_code", "int16"),)
 
 ALTER_PARTITION_V0_REQUEST = (
     Field("broker_id", "int32"),
@@ -115,8 +127,11 @@ VERSIONS = {LEADER_AND_ISR: 7, STOP_REPLICA: 4, UPDATE_METADATA: 8, ALTER_PARTIT
 """The newest version of each API described here (AlterPartition's later ones are kio's)."""
 _REQUESTS = {LEADER_AND_ISR: LEADER_AND_ISR_REQUEST, STOP_REPLICA: STOP_REPLICA_REQUEST,
              UPDATE_METADATA: UPDATE_METADATA_PREFIX, ALTER_PARTITION: ALTER_PARTITION_V0_REQUEST}
-_RESPONSES = {LEADER_AND_ISR: CONTROL_RESPONSE_PREFIX, STOP_REPLICA: CONTROL_RESPONSE_PREFIX,
-              UPDATE_METADATA: CONTROL_RESPONSE_PREFIX, ALTER_PARTITION: ALTER_PARTITION_V0_RESPONSE}
+_RESPONSES = {LEADER_AND_ISR: LEADER_AND_ISR_RESPONSE, STOP_REPLICA: STOP_REPLICA_RESPONSE,
+              UPDATE_METADATA: UPDATE_METADATA_RESPONSE, ALTER_PARTITION: ALTER_PARTITION_V0_RESPONSE}
+PREFIXES = {UPDATE_METADATA: UPDATE_METADATA_PREFIX}
+"""Requests described only up to the fields the relay reads: :func:`read_prefix` reads them
+field by field (an entity's reader would read on, into what it takes for tagged fields)."""
 
 
 def described(api_key: int, version: int) -> bool:
@@ -161,3 +176,20 @@ def entity(name: str, fields: tuple[Field, ...], api_key: int, version: int,
         "__type__": entity_type, "__version__": i16(version),
         "__flexible__": flexible(api_key, version), "__api_key__": i16(api_key)}
     return make_dataclass(name, spec, namespace=namespace, frozen=True, slots=True, kw_only=True)
+
+
+_PREFIX_READERS = {"int8": readers.read_int8, "int16": readers.read_int16, "int32": readers.read_int32,
+                   "int64": readers.read_int64, "bool": readers.read_boolean}
+
+
+def read_prefix(api_key: int, version: int, buffer: bytes, offset: int) -> Any:
+    """The fixed-size fields of a request in :data:`PREFIXES` at ``version``, read from
+    ``offset`` one after the other with kio's primitive readers, as an entity of them."""
+    fields = PREFIXES[api_key]
+    values: dict[str, Any] = {}
+    for f in fields:
+        if f.low <= version <= f.high:
+            assert isinstance(f.kind, str), "a prefix holds fixed-size fields only"
+            values[f.name], size = _PREFIX_READERS[f.kind](buffer, offset)
+            offset += size
+    return entity(f"Api{api_key}Prefix", fields, api_key, version)(**values)

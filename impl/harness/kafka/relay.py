@@ -145,6 +145,8 @@ def response_correlation_id(payload: bytes) -> int:
 def decode_request(payload: bytes, header: Header) -> Any:
     if header.body_at is None:
         return None
+    if header.api_key in control.PREFIXES:
+        return control.read_prefix(header.api_key, header.version, payload, header.body_at)
     schema = body_schema(header.api_key, header.version, request=True)
     return entity_reader(schema)(payload, header.body_at)[0]
 

@@ -171,7 +171,8 @@ def answer(request: bytes) -> bytes:
     :func:`fetch_v11_answer`, under the request's correlation id."""
     api_key, version, correlation_id = struct.unpack_from(">hhi", request, 4)
     if api_key == control.LEADER_AND_ISR:
-        return response_frame(correlation_id, control.response_schema(api_key, version)(error_code=0))
+        return response_frame(correlation_id, build(control.response_schema(api_key, version), error_code=0,
+                                                         partition_errors=[], topics=[]))
     return fetch_v11_answer(correlation_id)
 
 
@@ -232,3 +233,15 @@ def test_the_relay_forwards_bytes_unchanged_and_logs_in_order(tmp_path: Path,
     assert [e["seq"] for e in entries] == sorted(e["seq"] for e in entries)
     (failed,) = [e for e in entries if "decode_error" in e]
     assert failed["correlation_id"] == 77 and failed["api_key"] == 1
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_update_metadata_is_read_as_far_as_its_controller_epoch(version: int) -> None:
+    fixed = struct.pack(">i", 1) + (b"\x00" if version >= 8 else b"") + struct.pack(">iq", 4, 99)
+    header = RequestHeaderV2 if version >= 7 else RequestHeaderV1
+    head = io.BytesIO()
+    entity_writer(header)(head, build(header, request_api_key=6, request_api_version=version,
+                                      correlation_id=3, client_id="1"))
+    payload = head.getvalue() + fixed + b"\x00\x01\x02"  # the rest (topics, brokers) is not read
+    body = decode_request(payload, decode_request_header(payload))
+    assert summarize_request(6, body, {}) == {"src": 1, "controller_epoch": 4}
