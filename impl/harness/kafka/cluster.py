@@ -4,7 +4,9 @@
 project's own clusters run on, made to accept SASL sign-ins, then N ``kafka.Kafka``
 JVMs (broker ids 1..N, each listening on 127.0.0.1 at a :func:`~impl.node.zk.free_port`),
 each in ``<data-dir>/broker-<id>/`` with its server.properties, log4j.properties, JAAS
-file, ``kafka-logs/`` and ``logs/`` (:mod:`.config` says what is logged where).
+file, ``kafka-logs/`` and ``logs/`` (:mod:`.config` says what is logged where).  With
+``relay=True`` each broker advertises a :class:`~.relay.KafkaRelay` port instead of its own,
+and the inter-broker messages are logged to ``<data-dir>/relay/broker-<id>.jsonl``.
 
 Faults are real signals, as for the project's brokers: :meth:`KafkaCluster.kill`
 (SIGKILL), :meth:`pause` / :meth:`resume` (SIGSTOP / SIGCONT), :meth:`stop_broker`
