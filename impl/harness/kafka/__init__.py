@@ -8,6 +8,8 @@
   ZooKeeper, their faults (kill -9, SIGSTOP/SIGCONT, SIGTERM, restart), and who is
   controller and leader, read from ZooKeeper.
 * :mod:`.wire` -- CreateTopics in Kafka's own wire format, the one request the harness sends.
+* :mod:`.relay` -- a Kafka-protocol relay per broker (``KafkaCluster(relay=True)``) that logs
+  the inter-broker messages; :mod:`.control` describes the ZooKeeper-era ones kio lacks.
 
 docs/kafka.md says how to run it and what it costs.
 """

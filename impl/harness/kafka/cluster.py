@@ -4,7 +4,9 @@
 project's own clusters run on, made to accept SASL sign-ins, then N ``kafka.Kafka``
 JVMs (broker ids 1..N, each listening on 127.0.0.1 at a :func:`~impl.node.zk.free_port`),
 each in ``<data-dir>/broker-<id>/`` with its server.properties, log4j.properties, JAAS
-file, ``kafka-logs/`` and ``logs/`` (:mod:`.config` says what is logged where).
+file, ``kafka-logs/`` and ``logs/`` (:mod:`.config` says what is logged where).  With
+``relay=True`` each broker advertises a :class:`~.relay.KafkaRelay` port instead of its own,
+and the inter-broker messages are logged to ``<data-dir>/relay/broker-<id>.jsonl``.
 
 Faults are real signals, as for the project's brokers: :meth:`KafkaCluster.kill`
 (SIGKILL), :meth:`pause` / :meth:`resume` (SIGSTOP / SIGCONT), :meth:`stop_broker`
@@ -33,6 +35,7 @@ from kazoo.exceptions import NoNodeError
 from impl.harness.cluster import wait_stopped
 from impl.harness.kafka import config
 from impl.harness.kafka.fetch import DEFAULT_VERSION, KafkaJars, fetch
+from impl.harness.kafka.relay import KafkaRelay
 from impl.harness.kafka.wire import (
     INVALID_REPLICATION_FACTOR,
     NOT_CONTROLLER,
@@ -45,6 +48,8 @@ from impl.node.zk import EmbeddedZooKeeper, connect, free_port
 
 STATE_FILE = "kafka-cluster.json"
 FAULTS_FILE = "faults.jsonl"
+RELAY_DIR = "relay"
+"""Where the relays (``relay=True``) log the inter-broker messages: ``broker-N.jsonl``."""
 T = TypeVar("T")
 
 
@@ -164,7 +169,7 @@ class KafkaCluster:
     def __init__(self, data_dir: str | os.PathLike[str], brokers: int = 3,
                  profile: str = config.DEFAULT_PROFILE, version: str = DEFAULT_VERSION,
                  jars: KafkaJars | None = None, heap_mb: int = 256,
-                 zk_port: int | None = None, port_base: int | None = None,
+                 zk_port: int | None = None, port_base: int | None = None, relay: bool = False,
                  **settings: Any) -> None:
         if profile not in config.PROFILES:
             raise ValueError(f"unknown Kafka profile {profile!r} (known: {', '.join(config.PROFILES)})")
@@ -179,6 +184,7 @@ class KafkaCluster:
         self.zk_port = zk_port
         self.port_base = port_base
         self.settings = settings
+        self.relay: KafkaRelay | None = KafkaRelay(self.data_dir / RELAY_DIR) if relay else None
         self.zk_server: EmbeddedZooKeeper | None = None
         self.brokers: dict[int, KafkaBroker] = {}
         self._zk: Any = None
@@ -193,12 +199,15 @@ class KafkaCluster:
             # the same ZooKeeper as the project's clusters: only the cluster's SASL user gets in
             self.zk_server = EmbeddedZooKeeper(port=self.zk_port, data_dir=self.data_dir / "zookeeper",
                                                secret=secret).start()
+            if self.relay is not None:
+                self.relay.start()
             for i in range(1, self.n + 1):
                 port = self.port_base + i - 1 if self.port_base else free_port()
+                relay_port = self.relay.add(i, port) if self.relay is not None else None
                 s = config.KafkaBrokerSettings(
                     broker_id=i, port=port, zookeeper=self.zk_server.hosts,
                     broker_dir=self.data_dir / f"broker-{i}", cluster_size=self.n,
-                    profile=self.profile, **self.settings)
+                    profile=self.profile, advertised_port=relay_port, **self.settings)
                 self.brokers[i] = KafkaBroker(s, self.jars.classpath, password, self.heap_mb)
             for broker in self.brokers.values():
                 broker.start()
@@ -214,6 +223,7 @@ class KafkaCluster:
         state = {"kafka_version": self.jars.version, "profile": self.profile.name,
                  "zookeeper": self.zk_server.hosts + config.CHROOT, "data_dir": str(self.data_dir),
                  "brokers": {str(b): {"pid": k.pid, "host": k.settings.host, "port": k.settings.port,
+                                      "advertised_port": k.settings.advertised_port or k.settings.port,
                                       "dir": str(k.settings.broker_dir), "argv": k.argv}
                              for b, k in self.brokers.items()}}
         tmp = self.data_dir / (STATE_FILE + ".tmp")
@@ -249,6 +259,8 @@ class KafkaCluster:
         if self.zk_server is not None:
             self.zk_server.stop()
             self.zk_server = None
+        if self.relay is not None:
+            self.relay.stop()
         (self.data_dir / STATE_FILE).unlink(missing_ok=True)
 
     def __enter__(self) -> KafkaCluster:

@@ -82,6 +82,7 @@ class KafkaBrokerSettings:
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
     host: str = "127.0.0.1"
+    advertised_port: int | None = None  # a relay's port (impl.harness.kafka.relay), else ``port``
 
     @property
     def log_dir(self) -> Path:
@@ -112,7 +113,8 @@ def server_properties(s: KafkaBrokerSettings) -> dict[str, str]:
     props = {
         "broker.id": str(s.broker_id),
         "listeners": f"PLAINTEXT://{s.host}:{s.port}",
-        "advertised.listeners": f"PLAINTEXT://{s.host}:{s.port}",
+        # what other brokers and clients connect to: a relay in front of the broker, if any
+        "advertised.listeners": f"PLAINTEXT://{s.host}:{s.advertised_port or s.port}",
         "log.dirs": str(s.log_dir),
         "zookeeper.connect": f"{s.zookeeper}{CHROOT}",
         "zookeeper.session.timeout.ms": str(s.session_timeout_ms),

@@ -166,3 +166,13 @@ def test_an_unserved_version_and_unparseable_bytes_are_told_apart() -> None:
         decode_request(struct.pack(">hhi", 11, 0, 3))  # JoinGroup: no groups here
     with pytest.raises(MalformedRequest):
         decode_request(struct.pack(">hhi", KafkaApi.METADATA, 1, 3) + b"\x00")
+
+
+def test_the_pinned_codec_carries_the_zookeeper_era_inter_broker_messages() -> None:
+    """The pin in pyproject.toml stops below the kio release that dropped them: the relay
+    between real Kafka brokers, and Kafka's protocol between Epochal's own, need them."""
+    import importlib
+
+    for message in ("leader_and_isr", "stop_replica", "update_metadata", "controlled_shutdown"):
+        importlib.import_module(f"kio.schema.{message}")
+    importlib.import_module("kio.schema.fetch.v17")
