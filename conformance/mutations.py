@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 
 from conformance.spark.order import Event
-from traces.vocabulary import KINDS
+from model.registry import REPLAYED
 
 Mutation = Callable[[list[Event], random.Random], list[Event] | None]
 
@@ -24,7 +24,7 @@ def _clean(events: list[Event]) -> list[Event]:
 
 
 def _replayed(events: list[Event]) -> list[int]:
-    return [i for i, e in enumerate(events) if KINDS[e["kind"]].model_action is not None]
+    return [i for i, e in enumerate(events) if e["kind"] in REPLAYED]
 
 
 def _renumber(events: list[Event]) -> list[Event]:

@@ -610,8 +610,7 @@ def _json_kind(name: str) -> dict[str, Any]:
         required.append("zxid")
     elif rule == ZXID_ABSENT:
         props["zxid"] = {"type": "null"}
-    action = kind.model_action or "none (informational)"
-    return {"description": f"{kind.meaning}. Scope: {kind.scope}. Model action: {action}. zxid: {rule}.",
+    return {"description": f"{kind.meaning}. Scope: {kind.scope}. zxid: {rule}.",
             "properties": props, "required": required}
 
 
@@ -656,7 +655,6 @@ def describe() -> dict[str, Any]:
         "fields": [f.__dict__ for f in FIELDS],
         "kinds": {
             name: {
-                "model_action": k.model_action,
                 "scope": k.scope,
                 "params": [p.__dict__ for p in PARAMS.get(name, ())],
                 "post": [p.__dict__ for p in POST.get(name, ())],

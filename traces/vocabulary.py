@@ -1,9 +1,11 @@
-"""Event kinds of the trace format, one per model action (plus a few informational kinds).
+"""Event kinds of the trace format: each kind's name, scope and meaning.
 
-Every kind maps to the name of the function in ``model.actions`` that the conformance job
-replays it through, or to ``None`` for informational events the model does not describe
-(they are validated and ordered, but not replayed).  Keep this table, ``traces/SCHEMA.md``
-and ``model.registry.ACTIONS`` in step: tests hold them together.
+The format knows no model: which model action replays a kind is declared once, by the
+action's registry entry (``Entry.trace``), and ``model.registry.REPLAYED`` derives the kind
+-> action table from those entries; a kind no action traces is informational (validated and
+ordered, not replayed).  ``tests/model/test_registry.py`` and
+``tests/traces/test_trace_schema_doc.py`` hold this table, the registry and
+``traces/SCHEMA.md`` together.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from typing import NamedTuple
 
 class Kind(NamedTuple):
     name: str
-    model_action: str | None  # name in model.actions, or None if informational
     scope: str  # "cluster" (affects every partition) or "partition"
     meaning: str
 
@@ -22,41 +23,41 @@ KINDS: dict[str, Kind] = {
     k.name: k
     for k in [
         # -- broker lifecycle and ZooKeeper sessions (cluster-level) --
-        Kind("broker_crash", "broker_crash", "cluster", "broker process died (kill -9); its ZK session ends"),
-        Kind("broker_restart", "broker_restart", "cluster", "broker started and registered /brokers/ids/N (new broker epoch = czxid); startup recovery from ZK (seed 000 E)"),
-        Kind("broker_pause", "broker_pause", "cluster", "broker frozen (SIGSTOP / GC pause); its ZK session expires while it is frozen"),
-        Kind("broker_resume", "broker_resume", "cluster", "a paused broker runs again, still believing its old state"),
-        Kind("broker_stop", "broker_stop", "cluster", "broker exited cleanly after its controlled shutdown (SIGTERM)"),
-        Kind("broker_reregister", "broker_reregister", "cluster", "a resumed/expired broker opened a new ZK session and re-created /brokers/ids/N"),
+        Kind("broker_crash", "cluster", "broker process died (kill -9); its ZK session ends"),
+        Kind("broker_restart", "cluster", "broker started and registered /brokers/ids/N (new broker epoch = czxid); startup recovery from ZK (seed 000 E)"),
+        Kind("broker_pause", "cluster", "broker frozen (SIGSTOP / GC pause); its ZK session expires while it is frozen"),
+        Kind("broker_resume", "cluster", "a paused broker runs again, still believing its old state"),
+        Kind("broker_stop", "cluster", "broker exited cleanly after its controlled shutdown (SIGTERM)"),
+        Kind("broker_reregister", "cluster", "a resumed/expired broker opened a new ZK session and re-created /brokers/ids/N"),
         # -- controller (cluster-level) --
-        Kind("controller_elect", "controller_elect", "cluster", "broker created /controller and bumped /controller_epoch (seed 002); sends INIT LeaderAndISR"),
-        Kind("controller_resign", "controller_resign", "cluster", "a broker stopped acting as controller (its epoch is stale or it lost its session)"),
+        Kind("controller_elect", "cluster", "broker created /controller and bumped /controller_epoch (seed 002); sends INIT LeaderAndISR"),
+        Kind("controller_resign", "cluster", "a broker stopped acting as controller (its epoch is stale or it lost its session)"),
         # -- controller per partition --
-        Kind("elect_leader", "elect_leader", "partition", "controller wrote leader/leader_epoch/isr conditionally on zk_version (seed 000 A 3.3 / init_leaders) and sent LeaderAndISR"),
-        Kind("reassignment", "reassign_start", "partition", "reassignment agent state change (seed 000 F: INIT / IN_PROGRESS / DONE); IN_PROGRESS is replayed as reassign_start (AR := AR+RAR written, LeaderAndISR sent to RAR), the others are informational (DONE follows the elect_leader with reason reassign, replayed as reassign_complete)"),
+        Kind("elect_leader", "partition", "controller wrote leader/leader_epoch/isr conditionally on zk_version (seed 000 A 3.3 / init_leaders) and sent LeaderAndISR"),
+        Kind("reassignment", "partition", "reassignment agent state change (seed 000 F: INIT / IN_PROGRESS / DONE); IN_PROGRESS is replayed as reassign_start (AR := AR+RAR written, LeaderAndISR sent to RAR), the others are informational (DONE follows the elect_leader with reason reassign, replayed as reassign_complete)"),
         # -- broker acting on controller requests (seed 000 C) --
-        Kind("become_leader", "become_leader", "partition", "broker accepted a LeaderAndISR naming it leader"),
-        Kind("become_follower", "become_follower", "partition", "broker accepted a LeaderAndISR naming another leader; truncation per configuration"),
-        Kind("reject_leader_and_isr", "reject_leader_and_isr", "partition", "broker refused a LeaderAndISR with a stale controller epoch or leader epoch"),
-        Kind("truncate", "truncate", "partition", "follower truncated its log after an epoch lookup at the leader (KIP-101/279/320)"),
+        Kind("become_leader", "partition", "broker accepted a LeaderAndISR naming it leader"),
+        Kind("become_follower", "partition", "broker accepted a LeaderAndISR naming another leader; truncation per configuration"),
+        Kind("reject_leader_and_isr", "partition", "broker refused a LeaderAndISR with a stale controller epoch or leader epoch"),
+        Kind("truncate", "partition", "follower truncated its log after an epoch lookup at the leader (KIP-101/279/320)"),
         # -- replication (seed 000 G) --
-        Kind("produce", "produce", "partition", "leader appended a client record in its current leader epoch"),
-        Kind("send_fetch", "send_fetch", "partition", "follower sent a fetch request from its LEO"),
-        Kind("handle_fetch", "handle_fetch", "partition", "leader recorded the follower's LEO, advanced HW = min LEO of ISR, answered with records and HW"),
-        Kind("receive_fetch", "receive_fetch", "partition", "follower appended the fetched records and took the leader's HW"),
-        Kind("shrink_isr", "shrink_isr", "partition", "leader removed a lagging follower from the ISR by a conditional ZK update"),
-        Kind("expand_isr", "expand_isr", "partition", "leader added a caught-up follower to the ISR by a conditional ZK update"),
-        Kind("isr_update_failed", "isr_update_failed", "partition", "leader's conditional ISR update failed (zk_version moved): it stops acting as leader"),
+        Kind("produce", "partition", "leader appended a client record in its current leader epoch"),
+        Kind("send_fetch", "partition", "follower sent a fetch request from its LEO"),
+        Kind("handle_fetch", "partition", "leader recorded the follower's LEO, advanced HW = min LEO of ISR, answered with records and HW"),
+        Kind("receive_fetch", "partition", "follower appended the fetched records and took the leader's HW"),
+        Kind("shrink_isr", "partition", "leader removed a lagging follower from the ISR by a conditional ZK update"),
+        Kind("expand_isr", "partition", "leader added a caught-up follower to the ISR by a conditional ZK update"),
+        Kind("isr_update_failed", "partition", "leader's conditional ISR update failed (zk_version moved): it stops acting as leader"),
         # -- informational (recorded, validated, ordered, not replayed), or replayed only in part (the controller's StopReplica; seed 000 B, H) --
-        Kind("stop_replica", "stop_replica", "partition", "broker stopped (and possibly deleted) a replica on StopReplica; the controller's (reason stop_replica: a topic deletion's or a partition removal's with delete, a controlled shutdown's without) is replayed as stop_replica, the others are informational"),
-        Kind("update_metadata", None, "cluster", "broker applied an UpdateMetadata request"),
-        Kind("topic_created", None, "cluster", "controller initialised a new topic's partitions (each one's creation is its elect_leader with reason init, replayed as create_topic)"),
-        Kind("topic_deleted", "delete_topic", "cluster", "controller finished deleting a topic (znodes removed after StopReplica(delete) to its replicas); replayed as delete_topic of the group's own topic"),
-        Kind("partitions_added", "add_partitions", "cluster", "controller added partitions to a topic (seed 000 H); each added partition's life starts at its elect_leader with reason init, and this event is the same step seen again"),
-        Kind("partitions_removed", "remove_partitions", "cluster", "controller removed partitions from a topic (seed 000 H; znodes removed after StopReplica(delete) to their replicas); replayed as remove_partitions of the group's own partition"),
-        Kind("consumer_fetch", None, "partition", "leader served a consumer fetch (empty between HW and LEO)"),
-        Kind("request_rejected", None, "cluster", "a request was rejected with an error code"),
-        Kind("note", None, "cluster", "free-form harness annotation (fault injected, etc.)"),
+        Kind("stop_replica", "partition", "broker stopped (and possibly deleted) a replica on StopReplica; the controller's (reason stop_replica: a topic deletion's or a partition removal's with delete, a controlled shutdown's without) is replayed as stop_replica, the others are informational"),
+        Kind("update_metadata", "cluster", "broker applied an UpdateMetadata request"),
+        Kind("topic_created", "cluster", "controller initialised a new topic's partitions (each one's creation is its elect_leader with reason init, replayed as create_topic)"),
+        Kind("topic_deleted", "cluster", "controller finished deleting a topic (znodes removed after StopReplica(delete) to its replicas); replayed as delete_topic of the group's own topic"),
+        Kind("partitions_added", "cluster", "controller added partitions to a topic (seed 000 H); each added partition's life starts at its elect_leader with reason init, and this event is the same step seen again"),
+        Kind("partitions_removed", "cluster", "controller removed partitions from a topic (seed 000 H; znodes removed after StopReplica(delete) to their replicas); replayed as remove_partitions of the group's own partition"),
+        Kind("consumer_fetch", "partition", "leader served a consumer fetch (empty between HW and LEO)"),
+        Kind("request_rejected", "cluster", "a request was rejected with an error code"),
+        Kind("note", "cluster", "free-form harness annotation (fault injected, etc.)"),
     ]
 }
 

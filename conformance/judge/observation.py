@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from model.actions.views import HARNESS
 from model.config import Config, named
-from model.registry import ACTIONS
+from model.registry import ACTIONS, REPLAYED
 from model.state import (
     DOWN,
     IDLE,
@@ -28,7 +28,6 @@ from model.state import (
 )
 from model.text import value_text
 from traces.schema import PARAMS, POST
-from traces.vocabulary import KINDS
 
 Event = dict[str, Any]
 
@@ -100,7 +99,7 @@ def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, 
     registration is recorded."""
     first: dict[int, str] = {}
     for e in events:
-        if KINDS[e["kind"]].model_action is None:
+        if e["kind"] not in REPLAYED:
             continue
         b = e["params"].get("broker") if e["node"] == HARNESS else e["node"]
         if isinstance(b, int) and b in ids and ids[b] not in first:
@@ -217,7 +216,7 @@ def _fields(kind: str, params: dict[str, Any], post: dict[str, Any], ids: dict[i
 
 def _action(kind: str, params: dict[str, Any]) -> str:
     """The model action an event of ``kind`` is, or "" if it is no step of its own."""
-    action = KINDS[kind].model_action or ""
+    action = REPLAYED.get(kind, "")
     if kind in _BY_REASON:  # a kind several actions share: its reason says which (model.registry)
         reason = params.get("reason")
         if isinstance(reason, str):

@@ -76,6 +76,7 @@ from conformance.judge.search import (
     ordered,
     violations,
 )
+from model.registry import REPLAYED
 from model.state import State
 from model.text import state_text
 from properties.safety import all_violations
@@ -266,7 +267,7 @@ class TraceJudge:
                 return self._fails(i, "recorded with log retention on (a follower started at its leader's log "
                                    "start offset): the model knows no retention, so a judged run keeps "
                                    "retention_bytes and retention_ms at -1")
-            if kind.model_action is None or (e["kind"] in _SCOPED and not _concerns(e, key)):
+            if e["kind"] not in REPLAYED or (e["kind"] in _SCOPED and not _concerns(e, key)):
                 continue  # informational (validated and ordered upstream), or another partition's change
             if self.budget is not None:
                 self.carried += len(self.hyps)

@@ -12,8 +12,8 @@ from conformance.kafka.adapter import adapt, to_records
 from conformance.spark.order import causal_order, split_groups
 from conformance.spark.report import INCONCLUSIVE, Outcome, exit_code
 from conformance.spark.verdict import judge_group, summary_line
+from model.registry import REPLAYED
 from tests.conformance.kafka.test_adapter import RUN
-from traces.vocabulary import KINDS
 
 
 def _group() -> list[dict[str, Any]]:
@@ -49,7 +49,7 @@ def test_a_budget_large_enough_changes_nothing() -> None:
 def test_a_spent_clock_is_inconclusive_at_the_first_model_event() -> None:
     events = _group()
     answer = judge(events, budget=Budget(seconds=0.0))
-    first_model = next(i for i, e in enumerate(events) if KINDS[e["kind"]].model_action is not None)
+    first_model = next(i for i, e in enumerate(events) if e["kind"] in REPLAYED)
     assert answer["inconclusive"] and answer["matched"] == first_model
     assert "over the budget of 0s" in answer["reason"]
 

@@ -205,8 +205,6 @@ def test_trace_kinds_agree_with_the_vocabulary() -> None:
             continue
         assert e.trace.kind in KINDS, f"{name}: trace kind {e.trace.kind!r} is not in traces.vocabulary"
     assert set(REPLAYED) <= set(KINDS) and set(REPLAYED.values()) <= set(ACTIONS)
-    # the vocabulary still names each kind's action; it must be the registry's
-    assert REPLAYED == {k.name: k.model_action for k in KINDS.values() if k.model_action}
 
 
 def test_the_judge_accepts_exported_runs_of_every_judged_action() -> None:
