@@ -6,8 +6,9 @@ trimmed to the first 400 events of its group ``chaos-admin/0``) was refused at b
 first fetch of the re-created topic (event 282, node 1 seq 313, ``broker-1.jsonl:314`` of the full recording): "send_fetch ... is
 not enabled in any of the 1 possible model states".  The judge was wrong, not the broker.
 Broker 1's last fetch of the deleted incarnation (offset 17, recorded at event 266) was an
-empty long poll that the leader, broker 0, answered without a trace line, as it answers
-every fetch that changes nothing.  The judge places such silent steps as late as the next
+empty long poll that the leader, broker 0, took on its arrival without a trace line, as it
+takes every fetch that changes nothing (its answer after the deletion, an error, went to a
+follower that had dropped the partition too).  The judge places such silent steps as late as the next
 event that needs them, and none did before broker 0's StopReplica(delete) at event 270.
 After it broker 0 has no replica and can answer nothing, so in the one state left the
 request was still in flight. The model's fetcher keeps one request to a leader outstanding
