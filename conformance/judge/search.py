@@ -162,10 +162,11 @@ seed 6), is seen by everyone though its own trace never says so."""
 
 FREEZING = tuple(name for name, e in ACTIONS.items() if e.freezing)
 """Events after which their broker cannot take the silent steps it might have taken just
-before: it is paused or dead until it resumes or restarts, or its fetcher of the old
-leader is gone (a role change).  Such steps cannot be placed after the event, so for these
-events the judge also keeps the states where the broker took some first
-(``_before_freeze``)."""
+before: it is paused or dead until it resumes or restarts, its fetcher of the old
+leader is gone (a role change), or its replica is (a StopReplica: a leader answers no
+fetch after it, chaos seed 404 with ``--admin``).  Such steps cannot be placed after the
+event, so for these events the judge also keeps the states where the broker took some
+first (``_before_freeze``)."""
 
 
 # ---------------------------------------------------------------------------------------

@@ -216,6 +216,9 @@ STOP_REPLICA = Entry(
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS, actor=request_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
+    # a leader answers no fetch of the replica once it is stopped, so the judge must be able
+    # to place the fetches it answered silently before the StopReplica (the search's FREEZING)
+    freezing=True,
 )
 
 
