@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from impl.node import zk as zkl
 
@@ -91,3 +95,21 @@ def zk_session_reads(hosts: str, **sign_in: Any) -> bool:
     finally:
         zk.stop()
         zk.close()
+
+
+REAL_KAFKA = [pytest.mark.slow, pytest.mark.integration,
+              pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
+                                 reason="needs mvn and java (docs/kafka.md)")]
+"""The marks of a test that runs real Kafka: slow (the jars come from Maven Central, once)."""
+
+
+@contextlib.contextmanager
+def real_kafka(directory: Path, profile: str, **settings: Any) -> Iterator[Any]:
+    """Three real Kafka brokers at ``profile``, stopped however the test ends."""
+    from impl.harness.kafka import KafkaCluster, fetch
+
+    cluster = KafkaCluster(directory, brokers=3, profile=profile, jars=fetch(), **settings)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from impl_testing import zk_session_reads
+from impl_testing import REAL_KAFKA, real_kafka, zk_session_reads
 
-from impl.harness.kafka import KafkaCluster, fetch
+from impl.harness.kafka import KafkaCluster
 from impl.node.auth.zookeeper import GUEST, ZK_USER
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
-                                 reason="needs mvn and java (docs/kafka.md)")]
+pytestmark = REAL_KAFKA
 
 TOPIC = "replicated"
 FAILOVER_S = 60.0
@@ -28,11 +25,8 @@ FAILOVER_S = 60.0
 
 @pytest.fixture(params=["ibp-2.6", "3.9"])
 def kafka(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path / "kafka", brokers=3, profile=request.param, jars=fetch())
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with real_kafka(tmp_path / "kafka", request.param) as cluster:
+        yield cluster
 
 
 def leader_and_isr_received(cluster: KafkaCluster, broker: int, leader: int, leader_epoch: int) -> bool:

@@ -6,19 +6,17 @@ Fetches the jars with Maven (once; cached), so it is slow and needs Maven Centra
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from impl_testing import REAL_KAFKA, real_kafka
 
-from impl.harness.kafka import KafkaCluster, fetch
+from impl.harness.kafka import KafkaCluster
 from impl.harness.kafka.relay import read_log
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
-                                 reason="needs mvn and java (docs/kafka.md)")]
+pytestmark = REAL_KAFKA
 
 TOPIC = "relayed"
 WAIT_S = 60.0
@@ -26,11 +24,8 @@ WAIT_S = 60.0
 
 @pytest.fixture(params=["ibp-2.6", "3.9"])
 def kafka(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path / "kafka", brokers=3, profile=request.param, jars=fetch(), relay=True)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    with real_kafka(tmp_path / "kafka", request.param, relay=True) as cluster:
+        yield cluster
 
 
 def relay_log(cluster: KafkaCluster) -> list[dict[str, Any]]:

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from impl_testing import REAL_KAFKA
 
 from impl.harness.cli.main import main
 from impl.harness.cluster import LocalCluster
 from impl.harness.kafka import fetch
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
-                                 reason="needs mvn and java (docs/kafka.md)")]
+pytestmark = REAL_KAFKA
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"
