@@ -21,7 +21,7 @@ from impl.harness.cli.main import main
 from impl.harness.cluster import LocalCluster
 from impl.harness.kafka import fetch
 
-pytestmark = REAL_KAFKA
+pytestmark = [*REAL_KAFKA, pytest.mark.integration]  # (integration also in REAL_KAFKA: the marker scan reads it here)
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"
