@@ -9,6 +9,7 @@ import contextlib
 import io
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -92,7 +93,11 @@ def _end_offset(c: LocalCluster, password: str, topic: str) -> int:
         consumer.close()
 
 
-def _produce_librdkafka(c: LocalCluster, password: str, topic: str) -> list[int]:
+def _send_librdkafka(c: LocalCluster, password: str, topic: str, records: int,
+                     before_each: Callable[[int], None] = lambda i: None,
+                     timeout_s: float = 30) -> list[int]:
+    """``records`` keyed acks=all idempotent records through confluent-kafka: the offsets its
+    delivery reports give, in order; every report must be a success."""
     offsets: list[int] = []
     errors: list[Any] = []
 
@@ -103,13 +108,20 @@ def _produce_librdkafka(c: LocalCluster, password: str, topic: str) -> list[int]
             offsets.append(msg.offset())
 
     producer = confluent_kafka.Producer({**_librdkafka_config(c, password), "acks": "all",
-                                         "enable.idempotence": True})
-    for i in range(RECORDS):
+                                         "enable.idempotence": True,
+                                         "message.timeout.ms": int(timeout_s * 1000)})
+    for i in range(records):
+        before_each(i)
         producer.produce(topic, key=f"k{i}".encode(), value=f"librdkafka {i}".encode(),
                          partition=0, on_delivery=delivered)
-    assert producer.flush(30) == 0
+        producer.poll(0)
+    assert producer.flush(timeout_s) == 0
     assert errors == []
     return offsets
+
+
+def _produce_librdkafka(c: LocalCluster, password: str, topic: str) -> list[int]:
+    return _send_librdkafka(c, password, topic, RECORDS)
 
 
 def _consume_librdkafka(c: LocalCluster, password: str, topic: str,
@@ -227,26 +239,8 @@ def _failover_send_kafka_python(c: LocalCluster, password: str, topic: str,
 def _failover_send_librdkafka(c: LocalCluster, password: str, topic: str,
                               leader_killed: threading.Event,
                               controller_killed: threading.Event) -> list[int]:
-    offsets: list[int] = []
-    errors: list[Any] = []
-
-    def delivered(err: Any, msg: Any) -> None:
-        if err is not None:
-            errors.append(err)
-        else:
-            offsets.append(msg.offset())
-
-    producer = confluent_kafka.Producer({**_librdkafka_config(c, password), "acks": "all",
-                                         "enable.idempotence": True,
-                                         "message.timeout.ms": 120_000})
-    for i in range(FAILOVER_RECORDS):
-        _paced(i, leader_killed, controller_killed)
-        producer.produce(topic, key=f"k{i}".encode(), value=f"librdkafka {i}".encode(),
-                         partition=0, on_delivery=delivered)
-        producer.poll(0)
-    assert producer.flush(120) == 0
-    assert errors == []
-    return offsets
+    return _send_librdkafka(c, password, topic, FAILOVER_RECORDS,
+                            lambda i: _paced(i, leader_killed, controller_killed), timeout_s=120)
 
 
 @pytest.mark.slow
