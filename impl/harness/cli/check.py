@@ -104,6 +104,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=_positive, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
     p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/, built with the machine's C compiler on first use; held to the Python model by tests/properties/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
+    p.add_argument("--spark", action="store_true", help="breadth-first search on Spark: the compiled search's expansion inside mapPartitions, the level and the seen-set partitioned by fingerprint across executors and spilled to disk (local[*] by default, the submitter's master under spark-submit); the same counts and verdicts as --native")
+    p.add_argument("--master", metavar="URL", help="with --spark: the Spark master (default local[*])")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
     p.add_argument("--max-seconds", type=_positive_number, help="stop after this many seconds and report the depth checked (the result is then inconclusive beyond it)")
@@ -250,18 +252,13 @@ def run(args: argparse.Namespace) -> int:
     for cfg in cfgs:
         if not args.quiet:
             print(f"checking {cfg.describe()}", file=sys.stderr, flush=True)
-        search = check
-        if args.native:
-            from properties.checkers.native import NativeUnavailable, check_native, unsupported
-
-            reason = unsupported(cfg)
-            if reason is not None:
-                raise UsageError(f"--native: {reason} (drop --native to use the Python search)")
-            search = check_native
+        search = _search_for(args, cfg)
         try:
             r = search(cfg, options)
         except Exception as exc:
-            if args.native and isinstance(exc, NativeUnavailable | RuntimeError):
+            from properties.checkers.native import NativeUnavailable
+
+            if (args.native or args.spark) and isinstance(exc, NativeUnavailable | RuntimeError):
                 raise UsageError(str(exc)) from None
             raise
         results.append(r)
@@ -279,6 +276,29 @@ def run(args: argparse.Namespace) -> int:
         for n in not_checked:
             print(f"  {n['config']}: {n['why']}")
     return code
+
+
+def _search_for(args: argparse.Namespace, cfg: Any) -> Any:
+    """The search ``args`` ask for: the Python checker, the compiled one, or the compiled
+    expansion on Spark (``properties.checkers.distributed``; one session for every config)."""
+    if not (args.native or args.spark):
+        return check
+    from properties.checkers.native import check_native, unsupported
+
+    reason = unsupported(cfg)
+    if reason is not None:
+        flag = "--spark" if args.spark else "--native"
+        raise UsageError(f"{flag}: {reason} (drop {flag} to use the Python search)")
+    if not args.spark:
+        return check_native
+    from conformance.spark.session import spark_session
+    from properties.checkers.distributed import check_spark
+
+    import os
+
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's master stands
+    session = spark_session(args.master or (None if submitted else "local[*]"), app="epochal-check")
+    return lambda c, options: check_spark(c, session.sparkContext, options)
 
 
 def html_report(path: Any, results: list[Result], not_checked: list[dict[str, str]] | None = None) -> Any:
