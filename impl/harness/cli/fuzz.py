@@ -18,7 +18,8 @@ from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, INCONCLUSIVE
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
-from impl.harness.cli.output import add_json_flag, print_json
+from impl.harness.cli.output import add_json_flag
+from impl.harness.cli.verdict import config_object, model_violation, print_results, result_entry
 from model.config import NAMED
 from model.registry import EXPLORED
 
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     code = INCONCLUSIVE if r.violation is None else FOUND
     write_html(args, lambda path: html_report(path, r, budget, steps, args.shrink))
     if args.json:
-        return print_json(args, code, results=[result_json(r, budget, steps, args.shrink)])
+        return print_results(args, code, [result_json(r, budget, steps, args.shrink)])
     if r.violation is None:
         print(f"INCONCLUSIVE: no property violation found within the budget ({r.runs} runs of up to {steps} steps, "
               f"{r.seconds:.1f} s); a random search cannot show there is none -- epochal check can")
@@ -127,24 +128,9 @@ def html_report(path: Any, r: Any, budget: int, steps: int, shrunk: bool) -> Any
 
 
 def result_json(r: Any, budget: int, steps: int, shrunk: bool) -> dict[str, Any]:
-    from impl.harness.cli.check import plain
-
-    v = r.violation
-    return {
-        "config": {"name": r.config.name, **{k: val for k, val in vars(r.config).items() if k != "name"}},
-        "profile": r.profile,
-        "seed": r.seed,
-        "budget": {"max_examples": budget, "steps": steps},
-        "shrunk": r.violation is not None and shrunk,
-        "found": v is not None,
-        "runs": r.runs,
-        "seconds": round(r.seconds, 3),
-        "first_seconds": None if r.first_seconds is None else round(r.first_seconds, 3),
-        "violation": None if v is None else {
-            "property": v.property,
-            "message": v.message,
-            "also": [{"property": n, "message": m} for n, m in v.also],
-            "steps": [{"n": i, "action": s.action, "args": plain(s.args), "description": d}
-                      for i, (s, d) in enumerate(v.steps, 1)],
-        },
-    }
+    """The run's entry of ``results`` (the verdict object, ``impl.harness.cli.verdict``)."""
+    return result_entry(config_object(r.config), INCONCLUSIVE if r.violation is None else FOUND,
+                        model_violation(r.violation), profile=r.profile, seed=r.seed,
+                        budget={"max_examples": budget, "steps": steps}, shrunk=r.violation is not None and shrunk,
+                        found=r.violation is not None, runs=r.runs, seconds=round(r.seconds, 3),
+                        first_seconds=None if r.first_seconds is None else round(r.first_seconds, 3))

@@ -26,8 +26,23 @@ def command_name(args: argparse.Namespace) -> str:
     return f"{args.command} {action}" if action else str(args.command)
 
 
+SCHEMA_VERSION = 1
+"""The version of every ``--json`` object's shape: raised when a documented field is renamed
+or removed (docs/cli.md says which); fields are added without it."""
+
+
 def document(args: argparse.Namespace, exit_code: int, **fields: Any) -> dict[str, Any]:
-    return {"command": command_name(args), "exit_code": exit_code, **fields}
+    return {"command": command_name(args), "schema_version": SCHEMA_VERSION, "exit_code": exit_code, **fields}
+
+
+def error_document(command: str, exit_code: int, error: str) -> dict[str, Any]:
+    """What ``--json`` prints for a command that could not run: a usage error (2), or a
+    Ctrl-C before it had anything to report (3)."""
+    from impl.harness.cli.exits import INCONCLUSIVE
+
+    verdict = "inconclusive" if exit_code == INCONCLUSIVE else "bad_input"
+    return {"command": command, "schema_version": SCHEMA_VERSION, "exit_code": exit_code, "verdict": verdict,
+            "error": error}
 
 
 def print_json(args: argparse.Namespace, exit_code: int, **fields: Any) -> int:

@@ -64,7 +64,7 @@ def test_a_path_file_that_is_not_a_counterexample_is_bad_input(tmp_path: Path,
 
 
 def test_a_check_json_counterexample_reads_back_as_the_same_steps(tmp_path: Path) -> None:
-    from impl.harness.cli.check import plain
+    from impl.harness.cli.verdict import plain
 
     cfg = named("design")
     outcome = play("kafka_1211", cfg)
