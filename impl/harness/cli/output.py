@@ -52,17 +52,6 @@ def print_json(args: argparse.Namespace, exit_code: int, **fields: Any) -> int:
     return exit_code
 
 
-def print_report(args: argparse.Namespace, report: Any, render: Any) -> int:
-    """End a command that produced a report (``as_dict()`` and ``exit_code``): its JSON
-    object with ``--json``, else its rendering; returns the report's exit code."""
-    if wants_json(args):
-        fields = report.as_dict()
-        fields.pop("exit_code", None)  # print_json writes the exit code itself
-        return print_json(args, report.exit_code, **fields)
-    print(render(report))
-    return report.exit_code
-
-
 def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true",
                    help=f"print {what} as one JSON object on stdout (shape: docs/cli.md)")

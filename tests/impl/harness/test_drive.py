@@ -97,7 +97,8 @@ def test_kafka_1211_loses_the_committed_record_on_real_brokers_under_the_design(
                  "--data-dir", str(tmp_path / "cluster")])
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and report["exit_code"] == 1 and report["command"] == "drive"
-    assert report["verdict"] == "reproduced" and report["property"] == "committed_durable"
+    assert report["outcome"] == "reproduced" and report["property"] == "committed_durable"
+    assert report["verdict"] == "violated" and report["violation"]["property"] == "committed_durable"
     steps = report["steps"]
     assert [s["outcome"] for s in steps][:-1] == ["followed"] * (len(steps) - 1)
     assert steps[-1]["action"] == "elect_leader" and steps[-1]["n"] == len(scenario("kafka_1211").steps)
@@ -217,7 +218,7 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
                           capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
                           timeout=600)
     report = json.loads(proc.stdout)
-    assert proc.returncode == 1 and report["verdict"] == "diverged"
+    assert proc.returncode == 1 and report["outcome"] == "diverged"
     d = report["divergence"]
     assert d["action"] == "handle_fetch" and d["step"] == 23
     assert "handle_fetch by broker 0" in d["implementation_did"] and "FENCED_LEADER_EPOCH" in d["model_allowed"]
