@@ -17,6 +17,7 @@ from typing import Any
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE
 from impl.harness.cli.verdict import (
+    FOLLOWS_MODEL,
     config_object,
     label_of,
     print_verdict,
@@ -26,10 +27,6 @@ from impl.harness.cli.verdict import (
 from impl.harness.drive import DriveReport, ModelRun
 from impl.harness.drive.paths import step_of
 from model.config import Config, named
-
-FOLLOWS_MODEL = "follows_model"
-"""The property a divergence breaks where the judge names none: the implementation does
-only what the model allows, step by step (docs/drive.md)."""
 
 
 def _walk(run: ModelRun, cfg: Config, upto: int | None = None) -> list[tuple[Any, str]]:
