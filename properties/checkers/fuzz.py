@@ -380,7 +380,9 @@ class FuzzOptions:
     * ``shrink``: shrink a counterexample (Hypothesis, then ``minimize``); off, the first
       one is reported as found.
     * ``quiet``: keep Hypothesis's own output off.
-    * ``progress``: called as ``progress(runs, seconds)`` at most every ``every`` seconds.
+    * ``progress``: called as ``progress(runs, seconds, phase)`` at most every ``every``
+      seconds; ``phase`` is ``searching`` until the first counterexample, then ``shrinking``
+      (Hypothesis's runs), then once ``minimizing`` (``minimize``) before it returns.
     """
 
     profile: str = "ci"
@@ -389,7 +391,7 @@ class FuzzOptions:
     steps: int | None = None
     shrink: bool = True
     quiet: bool = True
-    progress: Callable[[int, float], None] | None = None
+    progress: Callable[[int, float, str], None] | None = None
     every: float = 10.0
 
 
@@ -424,7 +426,7 @@ def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
             now = time.perf_counter()
             if now - last[0] >= o.every:
                 last[0] = now
-                report(runs, now - started)
+                report(runs, now - started, "searching" if machine.first_found is None else "shrinking")
 
         machine.progress = tick
     found: PropertyViolation | None = None
@@ -433,6 +435,8 @@ def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
         first = None if machine.first_found is None else machine.first_found - started
+        if o.shrink and o.progress is not None:
+            o.progress(machine.runs, time.perf_counter() - started, "minimizing")
         found = minimize(cfg, v) if o.shrink else v
     return FuzzResult(cfg, o.profile, o.seed, time.perf_counter() - started, found, first, machine.runs)
 

@@ -28,6 +28,17 @@ FUZZ_KNOBS = tuple(dict.fromkeys(e.knob for e in EXPLORED if e.knob is not None)
 never fire in a fuzz run, so it takes no flag for them."""
 
 
+PROGRESS_SECONDS = 5.0
+"""How often a fuzz run says which phase it is in and how far it got."""
+
+PHASES = {
+    "searching": "searching: {runs} runs so far, budget {budget} valid runs",
+    "shrinking": "shrinking the counterexample found: {runs} runs in all so far",
+    "minimizing": "minimizing the shrunk counterexample (each step left out in turn): {runs} runs in all",
+}
+"""The progress line of each phase of ``properties.checkers.fuzz.run``."""
+
+
 def _defaults() -> dict[str, str]:
     from properties.checkers.fuzz import FUZZ_SCALE, SCALES
 
@@ -93,11 +104,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'}; "
           f"{budget} runs of up to {steps} steps)", file=out, flush=True)
 
-    def progress(runs: int, seconds: float) -> None:
-        print(f"  ... {runs} runs so far, budget {budget} valid runs ({seconds:.0f} s)", file=sys.stderr, flush=True)
+    def progress(runs: int, seconds: float, phase: str) -> None:
+        print(f"  ... {PHASES[phase].format(runs=runs, budget=budget)} ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
     r = fuzz(cfg, FuzzOptions(args.profile, seed=args.seed, max_examples=budget, steps=steps, shrink=args.shrink,
-                              progress=progress))
+                              progress=progress, every=PROGRESS_SECONDS))
     code = INCONCLUSIVE if r.violation is None else FOUND
     write_html(args, lambda path: html_report(path, r, budget, steps, args.shrink))
     if args.json:

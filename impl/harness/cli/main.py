@@ -64,12 +64,17 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentsRefused(self.prog, message)
 
 
-def _refused_command(prog: str, argv: list[str]) -> str:
-    """The command a refused command line asked for: the refusing parser's own (``topics
-    create``), or, where the top-level parser refused it (an unknown flag), the first word."""
-    words = prog.split()[1:]
-    if not words:
-        words = [w for w in argv if not w.startswith("-")][:1]
+def _refused_command(parser: argparse.ArgumentParser, argv: list[str]) -> str:
+    """The command a refused command line asked for (``check``, ``topics create``): its
+    leading words, as far as they name commands -- the top-level parser refuses an unknown
+    flag of any command, so the refusing parser's name does not tell."""
+    words: list[str] = []
+    for word in argv:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        words.append(word)
+        parser = sub.choices[word]
     return " ".join(words) or "epochal"
 
 
@@ -80,7 +85,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         return parser.parse_args(argv)
     except ArgumentsRefused as exc:
         if "--json" in argv:
-            print(json.dumps(error_document(_refused_command(exc.prog, argv), USAGE, exc.message), indent=2))
+            print(json.dumps(error_document(_refused_command(parser, argv), USAGE, exc.message), indent=2))
         return USAGE
 
 
