@@ -27,7 +27,15 @@ from impl.harness.cli.exits import INCONCLUSIVE
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
 from impl.harness.cli.output import add_json_flag
-from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
+from impl.harness.drive import (
+    DriveError,
+    Driver,
+    DriveReport,
+    ModelRun,
+    PathError,
+    from_json,
+    scenario,
+)
 from impl.harness.drive.driver import INTERRUPTED
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
@@ -104,12 +112,7 @@ def run_drive(args: argparse.Namespace) -> int:
         return run_guided(args, data_dir, progress)
     if args.generate:
         return _generate(args, data_dir, progress)
-    try:
-        model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
-    except PathError as exc:
-        raise UsageError(str(exc)) from None
-    if args.path:
-        check_path_fits(model_run, args.config, knobs)
+    model_run = _model_run(args)
     driver = Driver(args.config, data_dir=data_dir, step_timeout=args.step_timeout, progress=progress,
                     knobs=args.knobs)
     try:
@@ -125,6 +128,18 @@ def run_drive(args: argparse.Namespace) -> int:
         return print_drive(args, report, model_run)
     print(render(report))
     return report.exit_code
+
+
+def _model_run(args: argparse.Namespace) -> ModelRun:
+    """The run to drive: the named scenario, or the path read and walked through the model
+    (a step whose arguments do not fit its action is bad input, before any process starts)."""
+    try:
+        model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
+    except PathError as exc:
+        raise UsageError(str(exc)) from None
+    if args.path:
+        check_path_fits(model_run, args.config, args.knobs)
+    return model_run
 
 
 def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:
