@@ -362,6 +362,7 @@ class FuzzResult:
     violation: PropertyViolation | None
     first_seconds: float | None = None  # to the first counterexample, before shrinking
     runs: int = 0  # runs started (shrinking's included)
+    interrupted: bool = False  # Ctrl-C stopped the search (a counterexample still shrinking is lost)
 
     @property
     def found(self) -> bool:
@@ -431,6 +432,7 @@ def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
         machine.progress = tick
     found: PropertyViolation | None = None
     first: float | None = None
+    interrupted = False
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
@@ -438,7 +440,9 @@ def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
         if o.shrink and o.progress is not None:
             o.progress(machine.runs, time.perf_counter() - started, "minimizing")
         found = minimize(cfg, v) if o.shrink else v
-    return FuzzResult(cfg, o.profile, o.seed, time.perf_counter() - started, found, first, machine.runs)
+    except KeyboardInterrupt:  # the caller reports how far the search got
+        interrupted = True
+    return FuzzResult(cfg, o.profile, o.seed, time.perf_counter() - started, found, first, machine.runs, interrupted)
 
 
 def _first_violation(cfg: Config, steps: list[Step], prop: str) -> tuple[int, State, State, str] | None:

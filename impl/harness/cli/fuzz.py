@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         return print_results(args, code, [result_json(r, budget, steps, args.shrink)])
     if r.violation is None:
-        print(f"INCONCLUSIVE: no property violation found within the budget ({r.runs} runs of up to {steps} steps, "
+        within = "before Ctrl-C stopped it" if r.interrupted else "within the budget"
+        print(f"INCONCLUSIVE: no property violation found {within} ({r.runs} runs of up to {steps} steps, "
               f"{r.seconds:.1f} s); a random search cannot show there is none -- epochal check can")
         return code
     print(r.violation.text())
@@ -143,5 +144,5 @@ def result_json(r: Any, budget: int, steps: int, shrunk: bool) -> dict[str, Any]
     return result_entry(config_object(r.config), INCONCLUSIVE if r.violation is None else FOUND,
                         model_violation(r.violation), profile=r.profile, seed=r.seed,
                         budget={"max_examples": budget, "steps": steps}, shrunk=r.violation is not None and shrunk,
-                        found=r.violation is not None, runs=r.runs, seconds=round(r.seconds, 3),
+                        found=r.violation is not None, interrupted=r.interrupted, runs=r.runs, seconds=round(r.seconds, 3),
                         first_seconds=None if r.first_seconds is None else round(r.first_seconds, 3))

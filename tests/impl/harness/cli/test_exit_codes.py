@@ -87,3 +87,14 @@ def test_ctrl_c_in_drive_reports_the_steps_driven_and_exits_3(tmp_path: Path) ->
     assert doc["verdict"] == "inconclusive" and doc["outcome"] == "interrupted" and doc["violation"] is None
     assert [s["n"] for s in doc["steps"]][:2] == [1, 2]
     assert json.loads(out)["exit_code"] == 3 and "Traceback" not in err
+
+
+def test_ctrl_c_ends_a_fuzz_run_with_the_runs_so_far() -> None:
+    from properties.checkers.fuzz import FuzzOptions, fuzz_config, run
+
+    def progress(runs: int, _seconds: float, _phase: str) -> None:
+        if runs == 2:
+            raise KeyboardInterrupt  # as Ctrl-C would, during the second run
+
+    r = run(fuzz_config("kip320", brokers=2, partitions=1), FuzzOptions(max_examples=50, progress=progress, every=0.0))
+    assert r.interrupted and r.violation is None and r.runs == 2
