@@ -2,11 +2,13 @@
 
 Every command's ``--json`` prints exactly one JSON object on stdout (progress and messages go
 to stderr).  It always carries ``command`` (the subcommand, e.g. ``"check"`` or ``"topics
-describe"``) and ``exit_code`` (the process's own, ``impl.harness.cli.exits``); what else it carries
-is the command's, documented in docs/cli.md.  Results about several configurations are a list
-inside the object (``results``), never a bare list, so a reader never has to ask which of the
-two it got.  A usage error under ``--json`` is the object ``{"command", "exit_code": 2,
-"error"}`` on stdout as well as the one line on stderr.
+describe"``), ``schema_version`` and ``exit_code`` (the process's own, ``impl.harness.cli.exits``);
+what else it carries is the command's, documented in docs/cli.md -- for the commands that
+judge, the verdict object (``impl.harness.cli.verdict``).  Results about several
+configurations are a list inside the object (``results``), never a bare list, so a reader
+never has to ask which of the two it got.  A command that cannot run prints the error object
+(``error_document``: ``{"command", "schema_version", "exit_code": 2, "verdict": "bad_input",
+"error"}``) on stdout as well as the one line on stderr.
 """
 
 from __future__ import annotations
