@@ -18,6 +18,7 @@ from typing import Any
 
 from conformance.spark.cli import DESCRIPTION, add_arguments
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.heartbeat import Heartbeat
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
 from impl.harness.cli.output import print_json
@@ -55,9 +56,13 @@ def report(args: argparse.Namespace, outcome: Any) -> None:
     out = _local(args.out) if args.out else None
     if out is not None:
         written = writer(Path(out) / REPORT)
-        # in the job's own progress format: one more stage of the run, not a stray line
-        print(f"[conform {time.strftime('%H:%M:%S')}] report written to {written}", file=sys.stderr)
+        _log(f"report written to {written}")
     write_html(args, writer)
+
+
+def _log(message: str) -> None:
+    """In the job's own progress format: one more stage of the run, not a stray line."""
+    print(f"[conform {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def readable_input(paths: list[str]) -> None:
@@ -118,8 +123,14 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args)
     try:
         readable_input(args.paths)
-        outcome = conform(args.paths, args.out, master=args.master, config=args.config, judge=args.judge,
-                          strict=args.strict)
+        with Heartbeat(_log) as beat:  # a stage of a large corpus may say nothing for minutes
+
+            def stage(message: str) -> None:
+                _log(message)
+                beat.phase(message)
+
+            outcome = conform(args.paths, args.out, master=args.master, config=args.config, judge=args.judge,
+                              strict=args.strict, log=stage)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

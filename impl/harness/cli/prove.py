@@ -22,6 +22,7 @@ from typing import Any
 
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
+from impl.harness.cli.heartbeat import Heartbeat
 from impl.harness.cli.output import add_json_flag
 from impl.harness.cli.verdict import (
     config_object,
@@ -77,25 +78,28 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the symbolic encoding does not cover: {'; '.join(beyond)}")
     stream = sys.stderr if args.json else sys.stdout
     print(f"encoding: 1 partition, {args.brokers} brokers; actions: {', '.join(COVERED)}", file=stream)
-    results = [_prove_one(args, cfg, stream) for cfg in cfgs]
+    with Heartbeat(lambda m: print(f"  ... {m}", file=sys.stderr, flush=True)) as beat:
+        results = [_prove_one(args, cfg, stream, beat) for cfg in cfgs]
     code = combined([r["exit_code"] for r in results])
     if args.json:
         return print_results(args, code, results)
     return code
 
 
-def _prove_one(args: argparse.Namespace, cfg: Any, stream: Any) -> dict[str, Any]:
+def _prove_one(args: argparse.Namespace, cfg: Any, stream: Any, beat: Heartbeat) -> dict[str, Any]:
     """One configuration's proofs and BMC, printed as each finishes; its entry of ``results``."""
     from properties.checkers.symbolic import prove
 
     print(f"== {cfg.describe()}", file=stream)
+    beat.phase(f"proving {cfg.name} by induction (z3, one action at a time)")
 
     def show(v: Any) -> None:  # printed as each proof finishes, not at the end
         print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", file=stream, flush=True)
+        beat.said()
 
     proofs = prove(cfg, args.brokers, progress=show)
     proved = {v.name for v in proofs if v.status == "proved"}
-    bmc_json, violation = (None, None) if args.no_bmc else _bmc(args, cfg, stream)
+    bmc_json, violation = (None, None) if args.no_bmc else _bmc(args, cfg, stream, beat)
     not_proved = [v.name for v in proofs if v.status != "proved"] + [p for p in BOUNDED_ONLY if p not in proved]
     if violation is not None:
         code = FOUND
@@ -111,7 +115,8 @@ def _prove_one(args: argparse.Namespace, cfg: Any, stream: Any) -> dict[str, Any
                         not_proved=not_proved, bmc=bmc_json)
 
 
-def _bmc(args: argparse.Namespace, cfg: Any, stream: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _bmc(args: argparse.Namespace, cfg: Any, stream: Any,
+         beat: Heartbeat) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Bounded model checking of durability (after the explicit prefix, or from the initial
     state): its report, and the violation of the counterexample it found, replayed in the
     explicit model (None: none within the depth)."""
@@ -127,10 +132,12 @@ def _bmc(args: argparse.Namespace, cfg: Any, stream: Any) -> tuple[dict[str, Any
         prefix = [s for s, _ in out.steps[:PREFIX_STEPS]]
         start = out.states[PREFIX_STEPS]
     started = time.perf_counter()
+    beat.phase(f"bounded model checking of durability, depth 1 of {args.depth}")
 
     def depth_done(depth: int, seconds: float, found: bool) -> None:
         print(f"  ... bmc depth {depth}: {seconds:.2f} s{' (counterexample)' if found else ''}",
               file=sys.stderr, flush=True)
+        beat.phase(f"bounded model checking of durability, depth {depth + 1} of {args.depth}")
 
     k, steps, times = bmc(cfg, args.depth, progress=depth_done, start=start)
     secs = time.perf_counter() - started

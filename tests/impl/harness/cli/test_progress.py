@@ -56,3 +56,21 @@ def test_record_traces_ends_with_a_summary_of_what_it_recorded(capsys: pytest.Ca
     assert head.startswith(f"recorded 1 scenario(s) under {tmp_path} in ")
     name, records, _, _, files, *_ = row.split()  # leader-kill 163 records in 4 files DIR
     assert name == "leader-kill" and int(records) > 0 and int(files) == len(list((tmp_path / name).iterdir()))
+
+
+def test_the_heartbeat_names_the_phase_while_the_work_is_silent_and_only_then() -> None:
+    from impl.harness.cli.heartbeat import Heartbeat
+
+    said: list[str] = []
+    with Heartbeat(said.append, every=0.1) as beat:
+        beat.phase("judging 4 files")
+        time.sleep(0.35)
+        assert said and all(line.startswith("still judging 4 files (") for line in said)
+        quiet = len(said)
+        for _ in range(6):  # the work speaks for itself: no heartbeat between its lines
+            beat.said()
+            time.sleep(0.03)
+        assert len(said) == quiet
+    ended = len(said)
+    time.sleep(0.2)
+    assert len(said) == ended  # stopped with the work
