@@ -20,6 +20,10 @@ INCONCLUSIVE = 3
 time, memory, runs) ran out, a property was only bounded-checked, pairs were left
 uncovered, or Ctrl-C stopped the command -- always after it reported how far it got."""
 
+VERDICTS = {HOLDS: "holds", FOUND: "violated", USAGE: "bad_input", INCONCLUSIVE: "inconclusive"}
+"""The one vocabulary of ``--json``'s ``verdict``: the word of each exit code, the same in
+every command (docs/verdict.schema.json)."""
+
 EXIT_CODES = f"""exit codes: the same meaning in every command (docs/cli.md)
   {HOLDS}  holds, followed or conforms
   {FOUND}  a violation, divergence or non-conformance found

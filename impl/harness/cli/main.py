@@ -48,12 +48,11 @@ SUBCOMMAND_MODULES = [
 
 
 class ArgumentsRefused(SystemExit):
-    """The command line does not parse (exit 2): the parser that refused it (its ``prog``,
-    e.g. ``epochal topics create``) and why."""
+    """The command line does not parse (exit 2), and why."""
 
-    def __init__(self, prog: str, message: str) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(USAGE)
-        self.prog, self.message = prog, message
+        self.message = message
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
         """One line, as every usage error (the usage is one ``--help`` away); :func:`main`
         adds the error object under ``--json``."""
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise ArgumentsRefused(self.prog, message)
+        raise ArgumentsRefused(message)
 
 
 def _refused_command(parser: argparse.ArgumentParser, argv: list[str]) -> str:

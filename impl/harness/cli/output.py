@@ -17,6 +17,8 @@ import argparse
 import json
 from typing import Any
 
+from impl.harness.cli.exits import VERDICTS
+
 
 def wants_json(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "json", False))
@@ -40,11 +42,8 @@ def document(args: argparse.Namespace, exit_code: int, **fields: Any) -> dict[st
 def error_document(command: str, exit_code: int, error: str) -> dict[str, Any]:
     """What ``--json`` prints for a command that could not run: a usage error (2), or a
     Ctrl-C before it had anything to report (3)."""
-    from impl.harness.cli.exits import INCONCLUSIVE
-
-    verdict = "inconclusive" if exit_code == INCONCLUSIVE else "bad_input"
-    return {"command": command, "schema_version": SCHEMA_VERSION, "exit_code": exit_code, "verdict": verdict,
-            "error": error}
+    return {"command": command, "schema_version": SCHEMA_VERSION, "exit_code": exit_code,
+            "verdict": VERDICTS[exit_code], "error": error}
 
 
 def print_json(args: argparse.Namespace, exit_code: int, **fields: Any) -> int:

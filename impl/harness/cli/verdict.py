@@ -19,15 +19,11 @@ import argparse
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, USAGE
+from impl.harness.cli.exits import VERDICTS
 from impl.harness.cli.output import SCHEMA_VERSION, print_json
 
-__all__ = ["FOLLOWS_MODEL", "SCHEMA_VERSION", "VERDICTS", "config_object", "label_of", "model_violation", "plain", "print_results",
-           "print_verdict", "result_entry", "step_objects", "verdict_of", "violation_object"]
-
-VERDICTS = {HOLDS: "holds", FOUND: "violated", USAGE: "bad_input", INCONCLUSIVE: "inconclusive"}
-"""The one vocabulary: the verdict word of each exit code, the same in every command."""
-
+__all__ = ["FOLLOWS_MODEL", "SCHEMA_VERSION", "VERDICTS", "config_object", "label_of", "model_violation", "plain",
+           "print_results", "print_verdict", "result_entry", "step_objects", "verdict_of", "violation_object"]
 
 FOLLOWS_MODEL = "follows_model"
 """The property an implementation breaks where it does what the model does not allow and
@@ -35,6 +31,7 @@ no safety property names the break (a divergence, a non-conforming trace)."""
 
 
 def verdict_of(exit_code: int) -> str:
+    """The verdict word of an exit code (``impl.harness.cli.exits.VERDICTS``)."""
     return VERDICTS[exit_code]
 
 
