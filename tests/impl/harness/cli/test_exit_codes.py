@@ -98,3 +98,21 @@ def test_ctrl_c_ends_a_fuzz_run_with_the_runs_so_far() -> None:
 
     r = run(fuzz_config("kip320", brokers=2, partitions=1), FuzzOptions(max_examples=50, progress=progress, every=0.0))
     assert r.interrupted and r.violation is None and r.runs == 2
+
+
+@pytest.mark.parametrize("step, why", [
+    ({"action": "produce", "args": [0, 1, 2, 3]}, "it takes 2 (b, p), the step gives 4"),
+    ({"action": "produce", "args": [7, 0]}, "IndexError"),
+], ids=["too many", "no such broker"])
+def test_a_path_step_whose_arguments_do_not_fit_is_one_line_and_exit_2_before_any_process(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, step: dict, why: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([{"action": "produce", "args": [0, 0]}, step]))
+    assert main(["drive", "--config", "design", "--path", str(path), "--data-dir", str(tmp_path / "cluster"),
+                 "--json"]) == 2
+    out, err = capsys.readouterr()
+    doc = verdict_object(out)
+    assert err.strip() == f"epochal drive: error: {doc['error']}" and "Traceback" not in err
+    assert doc["error"].startswith(f"bad.json: step 2: the arguments {step['args']} do not fit produce: ")
+    assert why in doc["error"]
+    assert not (tmp_path / "cluster").exists()  # refused before a cluster started
