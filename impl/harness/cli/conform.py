@@ -3,9 +3,9 @@
 The arguments and the run are the job's own (:mod:`conformance.spark.cli`, shared with
 ``spark-submit``); here local input is looked at before Spark starts (``readable_input``),
 unusable input is the command's one-line usage error, ``--json`` prints the verdict object
-(``impl.harness.cli.verdict``), and the HTML report is written: ``report.html`` under ``--out`` (a local directory) and
-``--html FILE`` -- every group's verdict, and each non-conforming group drawn up to its
-first divergence (``impl.harness.report``).
+(``impl.harness.cli.verdict``), and the HTML report is written: ``report.html`` under
+``--out`` (a local directory) and ``--html FILE`` -- every group's verdict, and each
+non-conforming group drawn up to its first divergence (``impl.harness.report``).
 """
 
 from __future__ import annotations
@@ -18,11 +18,16 @@ from typing import Any
 
 from conformance.spark.cli import DESCRIPTION, add_arguments
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.exits import FOUND
 from impl.harness.cli.heartbeat import Heartbeat
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
 from impl.harness.cli.output import print_json
 from impl.harness.cli.verdict import FOLLOWS_MODEL, verdict_of, violation_object
+
+WELL_FORMED = "records_well_formed"
+"""What ``--strict`` holds a corpus to besides conformance: every record is one the trace
+schema accepts (none quarantined)."""
 
 REPORT = "report.html"
 """The report's name under ``--out``, beside verdicts.parquet and summary.json."""
@@ -113,6 +118,9 @@ def conform_document(args: argparse.Namespace, outcome: Any) -> dict[str, Any]:
         label = f"{first['scenario']} {first['topic']}-{first['partition']}"
         message = first.get("reason") or f"the trace breaks the model after {first.get('matched')} events"
         violation = violation_object(first.get("property") or FOLLOWS_MODEL, message, label, [])
+    elif code == FOUND:  # every group conforms, but --strict fails the quarantined records
+        violation = violation_object(WELL_FORMED, f"{fields['malformed']} records quarantined: {fields['quarantined']}",
+                                     "--strict", [])
     config = {"name": args.config, "judge": args.judge, "strict": args.strict, "paths": list(args.paths)}
     return {"exit_code": code, "verdict": verdict_of(code), "config": config, "violation": violation, **fields}
 

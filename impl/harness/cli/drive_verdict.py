@@ -119,6 +119,8 @@ def generate_exit_code(report: Any) -> int:
 
 
 def print_generated(args: argparse.Namespace, report: Any, code: int) -> int:
+    """``--generate transitions``: the violation is the first failed case's, its path replayed
+    in the model up to the step that failed."""
     from model.export.render import describe
     from model.registry import apply
     from model.state import initial

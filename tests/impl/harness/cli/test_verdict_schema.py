@@ -127,6 +127,10 @@ def test_conform_names_the_first_group_that_breaks_as_the_violation() -> None:
     assert doc["verdict"] == "violated" and doc["config"]["paths"] == ["traces"]
     assert doc["violation"] == {"property": "follows_model", "label": "leader-kill t-0",
                                 "message": "broker 1 appended at offset 3 with hw 4", "also": [], "steps": []}
+    # --strict: every group conforms, a quarantined record is the violation
+    strict = Outcome(1, files=1, groups=1, conforming=1, quarantined={"bad_json": 2}, verdicts=verdicts[1:])
+    doc = verdict_object(json.dumps({"command": "conform", "schema_version": 1, **conform_document(args, strict)}))
+    assert doc["violation"]["property"] == "records_well_formed" and doc["violation"]["label"] == "--strict"
 
 
 @pytest.mark.slow  # Spark's start: 15-25 s
