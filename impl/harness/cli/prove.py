@@ -44,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prove",
         help="prove invariants by induction with z3 and bounded-model-check durability",
-        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability.",
+        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability. "
+                    "Exit 1: a counterexample; 3: something not proved -- durability, which BMC checks only to "
+                    "--depth, included, so 3 is the answer where nothing breaks.",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
                         "covers -- kip320)")
