@@ -16,6 +16,7 @@ from impl_testing import verdict_object
 from impl.harness.cli.drive_verdict import generate_exit_code
 from impl.harness.cli.main import main
 from impl.harness.drive.generate import GenerateReport
+from tests.ctrl_c import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -75,7 +76,8 @@ def test_ctrl_c_in_drive_reports_the_steps_driven_and_exits_3(tmp_path: Path) ->
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", "design",
                              "--scenario", "kafka_1211", "--json", "--data-dir", str(tmp_path / "cluster")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                            preexec_fn=as_from_a_terminal)
     assert proc.stderr is not None
     for line in proc.stderr:
         if line.startswith("step 2/"):  # two steps followed: Ctrl-C now
