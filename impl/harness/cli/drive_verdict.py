@@ -115,6 +115,8 @@ def generate_exit_code(report: Any) -> int:
     a case stopped short, Ctrl-C), 0 only for every pair covered."""
     if report.exit_code == FOUND:
         return FOUND
+    if report.interrupted:
+        return INCONCLUSIVE
     return HOLDS if set(map(tuple, report.covered_pairs)) >= set(map(tuple, report.pairs)) else INCONCLUSIVE
 
 

@@ -144,13 +144,14 @@ class GenerateReport:
     seconds: float = 0.0
     exit_code: int = 0
     paths: list[list[Step]] = field(default_factory=list)  # each driven case's model steps, as ``cases``
+    interrupted: bool = False  # Ctrl-C stopped the search or a case: the report covers what ran before
 
     def as_dict(self) -> dict[str, Any]:
         return {"config": self.config, "budget_s": self.budget_s, "states": self.states,
                 "transitions": self.transitions, "pairs": [list(p) for p in self.pairs],
                 "covered_pairs": [list(p) for p in self.covered_pairs],
                 "covered_transitions": self.covered_transitions, "cases": self.cases,
-                "seconds": round(self.seconds, 1),
+                "seconds": round(self.seconds, 1), "interrupted": self.interrupted,
                 "transitions_per_minute": round(60 * self.covered_transitions / self.seconds, 1)
                 if self.seconds else 0.0}
 
@@ -241,7 +242,11 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
     knobs = dict(knobs or {})
     cfg = named(config, brokers=brokers, **knobs)
     say(f"generate: searching the model's states of {config} at {brokers} brokers for every (action, outcome) pair")
-    cases, states, transitions = search(cfg, max_states, progress=progress)
+    try:
+        cases, states, transitions = search(cfg, max_states, progress=progress)
+    except KeyboardInterrupt:
+        say("generate: interrupted by Ctrl-C while searching the model: no case driven")
+        return GenerateReport(config, budget_s, 0, 0, [], seconds=time.monotonic() - start, interrupted=True)
     say(f"generate: {len(cases)} (action, outcome) pairs over {states} states and "
         f"{transitions} transitions of {config} at {brokers} brokers")
     report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases])
@@ -274,6 +279,7 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
             report.exit_code = 1
         if r.verdict == INTERRUPTED:
             say(f"generate: interrupted by Ctrl-C in case {i + 1}; the report covers the cases driven so far")
+            report.interrupted = True
             break
     report.covered_pairs = sorted(covered)
     report.covered_transitions = len(driven)

@@ -34,6 +34,8 @@ def test_generate_is_inconclusive_when_it_covers_fewer_pairs_than_its_search_fou
     assert generate_exit_code(report) == 3
     report.covered_pairs = sorted(pairs)
     assert generate_exit_code(report) == 0
+    report.interrupted = True  # Ctrl-C: inconclusive, however much was covered
+    assert generate_exit_code(report) == 3
     report.exit_code = 1  # a case diverged: that is the answer, whatever was covered
     assert generate_exit_code(report) == 1
 
@@ -118,3 +120,18 @@ def test_a_path_step_whose_arguments_do_not_fit_is_one_line_and_exit_2_before_an
     assert doc["error"].startswith(f"bad.json: step 2: the arguments {step['args']} do not fit produce: ")
     assert why in doc["error"]
     assert not (tmp_path / "cluster").exists()  # refused before a cluster started
+
+
+def test_ctrl_c_while_generate_searches_is_a_report_of_nothing_driven_and_inconclusive(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import impl.harness.drive.generate as generate
+
+    monkeypatch.setattr(generate, "SEARCH_PROGRESS_SECONDS", 0.0)
+
+    def progress(line: str) -> None:
+        if line.startswith("generate: searching: "):
+            raise KeyboardInterrupt  # as Ctrl-C would, during the search
+
+    report = generate.generate("kip320", 60.0, data_dir=tmp_path, progress=progress, max_states=300)
+    assert report.interrupted and report.cases == [] and not any(tmp_path.iterdir())
+    assert generate_exit_code(report) == 3
