@@ -113,3 +113,18 @@ def real_kafka(directory: Path, profile: str, **settings: Any) -> Iterator[Any]:
         yield cluster.start()
     finally:
         cluster.stop()
+
+
+VERDICT_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "verdict.schema.json"
+
+
+def verdict_object(text: str) -> dict[str, Any]:
+    """A command's ``--json`` output, held to docs/verdict.schema.json (the verdict object,
+    or the error object of a command that could not run); the document, parsed."""
+    import jsonschema
+
+    schema = json.loads(VERDICT_SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    doc = json.loads(text)
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    return doc

@@ -21,7 +21,8 @@ from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
-from impl.harness.cli.output import add_json_flag, print_json
+from impl.harness.cli.output import add_json_flag
+from impl.harness.cli.verdict import config_object, model_violation, print_results, result_entry
 from model.config import NAMED, named
 from model.registry import KNOBS, Knob
 from properties.checkers.bfs import Result, SearchOptions, check
@@ -177,42 +178,13 @@ def bound_overrides(args: argparse.Namespace) -> dict[str, int | None]:
     return {name: getattr(args, name, None) for name in BOUNDS + tuple(k.field for k in KNOBS)}
 
 
-def plain(x: Any) -> Any:
-    if hasattr(x, "_asdict"):
-        return {k: plain(v) for k, v in x._asdict().items()}
-    if isinstance(x, tuple | list):
-        return [plain(v) for v in x]
-    return x
-
-
 def result_json(r: Result) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "config": {"name": r.config.name, **{k: v for k, v in vars(r.config).items() if k != "name"}},
-        "symmetry": r.symmetry,
-        "reduction": r.reduction,
-        "native": r.native,
-        "holds": r.holds,
-        "complete": r.complete,
-        "stopped_by": r.stopped_by,
-        "states": r.states,
-        "transitions": r.transitions,
-        "depth": r.depth,
-        "checked_depth": r.checked_depth,
-        "peak_memory_bytes": r.peak_memory,
-        "seconds": round(r.seconds, 3),
-        "states_per_second": round(r.states_per_second, 1),
-        "violation": None,
-    }
-    if r.violation is not None:
-        v = r.violation
-        out["violation"] = {
-            "property": v.property,
-            "message": v.message,
-            "label": v.label,
-            "also": [{"property": n, "message": m} for n, m in v.also],
-            "steps": [{"n": i, "action": s.action, "args": plain(s.args), "description": d} for i, (s, d) in enumerate(v.steps, 1)],
-        }
-    return out
+    """One configuration's entry of ``results`` (the verdict object, ``impl.harness.cli.verdict``)."""
+    return result_entry(config_object(r.config), exit_code(r), model_violation(r.violation),
+                        symmetry=r.symmetry, reduction=r.reduction, native=r.native, holds=r.holds,
+                        complete=r.complete, stopped_by=r.stopped_by, states=r.states, transitions=r.transitions,
+                        depth=r.depth, checked_depth=r.checked_depth, peak_memory_bytes=r.peak_memory,
+                        seconds=round(r.seconds, 3), states_per_second=round(r.states_per_second, 1))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -270,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     code = combined([exit_code(r) for r in results])
     write_html(args, lambda path: html_report(path, results, not_checked))
     if args.json:
-        return print_json(args, code, results=[result_json(r) for r in results], not_checked=not_checked)
+        return print_results(args, code, [result_json(r) for r in results], not_checked=not_checked)
     if not_checked:
         print("not checked (known to break; check one with --config NAME):")
         for n in not_checked:

@@ -48,6 +48,8 @@ from model.state import LeaderAndIsr, State, StopReplica, initial
 from properties.safety import all_violations
 
 FOLLOWED, DIVERGED, REPRODUCED, REFUSED = "followed", "diverged", "reproduced", "model_refused"
+INTERRUPTED = "interrupted"
+"""Ctrl-C stopped the run: the report covers the steps driven before it (exit 3, inconclusive)."""
 
 
 class DriveError(ValueError):
@@ -74,7 +76,7 @@ class DriveReport:
     config: str
     brokers: int
     truncation: str
-    verdict: str  # followed, diverged, reproduced, model_refused
+    verdict: str  # followed, diverged, reproduced, model_refused, interrupted
     exit_code: int
     steps: list[StepReport] = field(default_factory=list)
     divergence: dict[str, Any] | None = None  # step, implementation_did, model_allowed
@@ -199,6 +201,9 @@ class Driver:
             report.setup_seconds = time.monotonic() - start
             self.say(f"cluster ready in {report.setup_seconds:.1f}s: the model's initial state")
             self._drive(run, report)
+        except KeyboardInterrupt:
+            report.verdict, report.exit_code = INTERRUPTED, 3
+            self.say(f"interrupted by Ctrl-C after {len(report.steps)} steps; the report covers those")
         finally:
             report.seconds = time.monotonic() - start
             self.cluster.stop()

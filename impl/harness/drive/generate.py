@@ -31,6 +31,7 @@ from typing import Any
 
 from impl.harness.drive.driver import (
     DIVERGED,
+    INTERRUPTED,
     REPRODUCED,
     Driver,
     DriveReport,
@@ -142,21 +143,29 @@ class GenerateReport:
     covered_transitions: int = 0
     seconds: float = 0.0
     exit_code: int = 0
+    paths: list[list[Step]] = field(default_factory=list)  # each driven case's model steps, as ``cases``
+    interrupted: bool = False  # Ctrl-C stopped the search or a case: the report covers what ran before
 
     def as_dict(self) -> dict[str, Any]:
         return {"config": self.config, "budget_s": self.budget_s, "states": self.states,
                 "transitions": self.transitions, "pairs": [list(p) for p in self.pairs],
                 "covered_pairs": [list(p) for p in self.covered_pairs],
                 "covered_transitions": self.covered_transitions, "cases": self.cases,
-                "seconds": round(self.seconds, 1),
+                "seconds": round(self.seconds, 1), "interrupted": self.interrupted,
                 "transitions_per_minute": round(60 * self.covered_transitions / self.seconds, 1)
                 if self.seconds else 0.0}
 
 
-def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]:
+SEARCH_PROGRESS_SECONDS = 5.0
+"""How often the search, which takes a minute or two at the default bound, says how far it got."""
+
+
+def search(cfg: Config, max_states: int = 50_000,
+           progress: Callable[[str], None] | None = None) -> tuple[list[Case], int, int]:
     """Breadth-first over the driven actions: the shortest path to the first transition
     of every (action, outcome) pair; and the states and transitions visited."""
     s0 = initial(cfg)
+    started = last = time.monotonic()
     parent: dict[State, tuple[State, Step] | None] = {s0: None}
     queue = deque([s0])
     found: dict[Pair, list[Step]] = {}
@@ -170,6 +179,10 @@ def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]
         return out[::-1]
 
     while queue:
+        if progress is not None and time.monotonic() - last >= SEARCH_PROGRESS_SECONDS:
+            last = time.monotonic()
+            progress(f"generate: searching: {len(parent):,} of at most {max_states:,} states, {len(found)} "
+                     f"(action, outcome) pairs so far ({last - started:.0f} s)")
         s = queue.popleft()
         steps = list(successors(s, cfg))
         electing = any(st.action == "elect_leader" for st, _ in steps)
@@ -228,7 +241,12 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
     start = time.monotonic()
     knobs = dict(knobs or {})
     cfg = named(config, brokers=brokers, **knobs)
-    cases, states, transitions = search(cfg, max_states)
+    say(f"generate: searching the model's states of {config} at {brokers} brokers for every (action, outcome) pair")
+    try:
+        cases, states, transitions = search(cfg, max_states, progress=progress)
+    except KeyboardInterrupt:
+        say("generate: interrupted by Ctrl-C while searching the model: no case driven")
+        return GenerateReport(config, budget_s, 0, 0, [], seconds=time.monotonic() - start, interrupted=True)
     say(f"generate: {len(cases)} (action, outcome) pairs over {states} states and "
         f"{transitions} transitions of {config} at {brokers} brokers")
     report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases])
@@ -255,9 +273,14 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
         covered_now = len(covered)
         say(f"case {i + 1}: {r.verdict}; {covered_now} of {len(cases)} pairs covered so far")
         report.cases.append({"pair": list(case.pair), "steps": len(case.steps), "verdict": r.verdict,
-                             "divergence": r.divergence, "seconds": round(r.seconds, 1)})
+                             "divergence": r.divergence, "property": r.property, "seconds": round(r.seconds, 1)})
+        report.paths.append(case.steps)
         if r.verdict in (DIVERGED, REPRODUCED):
             report.exit_code = 1
+        if r.verdict == INTERRUPTED:
+            say(f"generate: interrupted by Ctrl-C in case {i + 1}; the report covers the cases driven so far")
+            report.interrupted = True
+            break
     report.covered_pairs = sorted(covered)
     report.covered_transitions = len(driven)
     report.seconds = time.monotonic() - start

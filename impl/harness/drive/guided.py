@@ -42,7 +42,7 @@ from typing import Any
 
 from conformance.judge.replay import judge
 from conformance.spark.order import causal_order, split_groups
-from impl.harness.drive.driver import DIVERGED, REPRODUCED, Driver, DriveReport
+from impl.harness.drive.driver import DIVERGED, INTERRUPTED, REPRODUCED, Driver, DriveReport
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
 from impl.node.layout import DataDir
@@ -337,6 +337,11 @@ def fuzz(config: str, budget_s: float, seed: int = 0, brokers: int = 2, steps: i
             say(f"run {n}: its schedule is saved: epochal drive --config {config} --path {saved}")
         elif not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if r.verdict == INTERRUPTED:
+            say(f"run {n}: interrupted by Ctrl-C; the report covers the runs so far")
+            if report.exit_code != 1:  # a failure found before is still the answer
+                report.exit_code = 3
+            break
         if not chosen.taken:
             break  # the model has no step the driver runs: nothing more to steer
     report.states = len(steer.visited)
