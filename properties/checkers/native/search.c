@@ -356,7 +356,9 @@ int search(const Opts *o) {
         char st[32], mem[32];
         commas(seen_count, st);
         size_text(peak, mem, sizeof mem);
-        fprintf(stderr, "  done: every run of up to %ld steps tried  states %10s  %9.0f states/s  peak %s\n", depth, st,
+        /* as the Python search's last line (bfs.py ``final``): Ctrl-C is not "done" */
+        const char *word = stopped_by && !strcmp(stopped_by, "interrupted") ? "interrupted" : "done";
+        fprintf(stderr, "  %s: every run of up to %ld steps tried  states %10s  %9.0f states/s  peak %s\n", word, depth, st,
                 seen_count / (seconds > 0 ? seconds : 1e-9), mem);
     }
     if (dump) fclose(dump);
