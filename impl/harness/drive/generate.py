@@ -38,6 +38,13 @@ from impl.harness.drive.driver import (
 )
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
+from impl.harness.drive.zombie import (
+    Waiting,
+    waiting_after,
+    with_own_steps,
+    write_refused,
+    writes_unfenced,
+)
 from model.actions import Step
 from model.actions.common import shutting_down
 from model.config import Config, named
@@ -48,9 +55,12 @@ from properties.safety import all_violations
 Pair = tuple[str, str]  # (action, outcome)
 
 
-def outcome(step: Step, s: State, t: State) -> str:
-    """The distinct outcome of one step, in the model's terms."""
+def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = frozenset()) -> str:
+    """The distinct outcome of one step, in the model's terms; ``waiting``, the controllers
+    frozen inside an election on the path to ``s`` (``drive.zombie``)."""
     a = step.action
+    if a in ("broker_pause", "broker_resume", "controller_resign"):
+        return _zombie_outcome(step, s, t, cfg, waiting)
     if a == "handle_fetch":
         m = step.args[0]
         new = [x for x in t.fetches if x.kind == FETCH_RESPONSE and x.follower == m.follower and x not in s.fetches]
@@ -92,6 +102,21 @@ def outcome(step: Step, s: State, t: State) -> str:
             return "refused"
         return "deleted" if after.role == DELETED else "stopped"
     return "taken"
+
+
+def _zombie_outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting) -> str:
+    """A pause of a controller in the middle of an election, of a controller, of another
+    broker; a resume of a controller another has replaced (a zombie); a zombie's resignation
+    after its election's write was refused by the controller-epoch check."""
+    b = step.args[0]
+    if step.action == "broker_pause":
+        if b in waiting_after(step, s, cfg, waiting):
+            return "controller_electing"
+        return "controller" if s.brokers[b].is_controller else "broker"
+    if step.action == "broker_resume":
+        zombie = t.brokers[b].is_controller and t.brokers[b].controller_epoch < t.zk.controller_epoch
+        return "zombie_controller" if zombie else "taken"
+    return "write_refused" if b in waiting and write_refused(s, b, cfg) else "taken"
 
 
 WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic", "controlled_shutdown",
@@ -153,48 +178,73 @@ class GenerateReport:
                 if self.seconds else 0.0}
 
 
+Node = tuple[State, Waiting]
+"""A state of the search: the model's state and the zombies frozen inside an election on the
+path to it (``drive.zombie``: a fact of the path the implementation acts on)."""
+
+
+def moves(node: Node, cfg: Config) -> list[tuple[Step, Node, str]]:
+    """Every step from ``node`` the driver takes, to the node it leads to, with its outcome:
+    a step's successor is taken with the steps the implementation takes on its own right
+    after it (``zombie.with_own_steps``: a resumed broker re-registers)."""
+    s, waiting = node
+    steps = list(successors(s, cfg))
+    electing = any(st.action == "elect_leader" for st, _ in steps)
+    out = []
+    for step, t in steps:
+        if (electing and step.action in WAIT_FOR_ELECTIONS) or not drivable(step, s, t):
+            continue
+        if step.action == "controller_resign" and step.args[0] in waiting and writes_unfenced(s, step.args[0], cfg):
+            continue
+        result = outcome(step, s, t, cfg, waiting)
+        out.append((step, (with_own_steps(step, t, cfg, waiting), waiting_after(step, s, cfg, waiting)), result))
+    return out
+
+
 def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]:
     """Breadth-first over the driven actions: the shortest path to the first transition
     of every (action, outcome) pair; and the states and transitions visited."""
-    s0 = initial(cfg)
-    parent: dict[State, tuple[State, Step] | None] = {s0: None}
-    queue = deque([s0])
+    n0: Node = (initial(cfg), frozenset())
+    parent: dict[Node, tuple[Node, Step] | None] = {n0: None}
+    queue = deque([n0])
     found: dict[Pair, list[Step]] = {}
     transitions = 0
 
-    def path_to(s: State) -> list[Step]:
+    def path_to(n: Node) -> list[Step]:
         out: list[Step] = []
-        while (p := parent[s]) is not None:
-            s, step = p
+        while (p := parent[n]) is not None:
+            n, step = p
             out.append(step)
         return out[::-1]
 
     while queue:
-        s = queue.popleft()
-        steps = list(successors(s, cfg))
-        electing = any(st.action == "elect_leader" for st, _ in steps)
-        for step, t in steps:
-            if (electing and step.action in WAIT_FOR_ELECTIONS) or not drivable(step, s, t):
-                continue
+        n = queue.popleft()
+        for step, m, result in moves(n, cfg):
             transitions += 1
-            pair = (step.action, outcome(step, s, t))
+            pair = (step.action, result)
             if pair not in found:
-                found[pair] = path_to(s) + [step]
-            if t not in parent and len(parent) < max_states:
-                parent[t] = (s, step)
-                if not all_violations(s, t):  # as the checker does: a run ends at a violation
-                    queue.append(t)
+                found[pair] = path_to(n) + [step]
+            if m not in parent and len(parent) < max_states:
+                parent[m] = (n, step)
+                if not all_violations(n[0], m[0]):  # as the checker does: a run ends at a violation
+                    queue.append(m)
     return _cover(cfg, [Case(p, steps) for p, steps in found.items()]), len(parent), transitions
+
+
+def walk(cfg: Config, steps: list[Step]) -> list[tuple[Node, Step, str]]:
+    """A path's steps, each with the node it is taken in and its outcome."""
+    n: Node = (initial(cfg), frozenset())
+    out = []
+    for step in steps:
+        _, m, result = next(x for x in moves(n, cfg) if x[0] == step)
+        out.append((n, step, result))
+        n = m
+    return out
 
 
 def pairs_along(cfg: Config, steps: list[Step]) -> set[Pair]:
     """The (action, outcome) pairs a path takes, every step of it."""
-    s, out = initial(cfg), set()
-    for step in steps:
-        t = next(t for st, t in successors(s, cfg) if st == step)
-        out.add((step.action, outcome(step, s, t)))
-        s = t
-    return out
+    return {(step.action, result) for _, step, result in walk(cfg, steps)}
 
 
 def _cover(cfg: Config, cases: list[Case]) -> list[Case]:
@@ -233,7 +283,7 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
         f"{transitions} transitions of {config} at {brokers} brokers")
     report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases])
     covered: set[Pair] = set()
-    driven: set[tuple[State, Step]] = set()
+    driven: set[tuple[Node, Step]] = set()
     for i, case in enumerate(cases):
         if time.monotonic() - start >= budget_s:
             say(f"generate: budget spent after {i} of {len(cases)} cases")
@@ -245,13 +295,10 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
         sub = None if data_dir is None else Path(data_dir) / f"case-{i + 1}"
         r: DriveReport = Driver(config, data_dir=sub, step_timeout=step_timeout, knobs=knobs).run(run)
         # the steps the implementation followed, and the pairs they took
-        s = initial(cfg)
         done = len([st for st in r.steps if st.n and st.outcome in ("followed", REPRODUCED)])
-        for step in case.steps[:done]:
-            t = next(t for st, t in successors(s, cfg) if st == step)
-            covered.add((step.action, outcome(step, s, t)))
-            driven.add((s, step))
-            s = t
+        for n, step, result in walk(cfg, case.steps[:done]):
+            covered.add((step.action, result))
+            driven.add((n, step))
         covered_now = len(covered)
         say(f"case {i + 1}: {r.verdict}; {covered_now} of {len(cases)} pairs covered so far")
         report.cases.append({"pair": list(case.pair), "steps": len(case.steps), "verdict": r.verdict,
