@@ -162,6 +162,7 @@ class GenerateReport:
     states: int  # model states the search visited
     transitions: int  # model transitions among them (over the driven actions)
     pairs: list[Pair]  # every (action, outcome) pair the search found
+    focus: list[Pair] = field(default_factory=list)  # a sample's: the pairs it drove paths for
     cases: list[dict[str, Any]] = field(default_factory=list)  # one per driven path
     covered_pairs: list[Pair] = field(default_factory=list)
     covered_transitions: int = 0
@@ -171,7 +172,7 @@ class GenerateReport:
     def as_dict(self) -> dict[str, Any]:
         return {"config": self.config, "budget_s": self.budget_s, "states": self.states,
                 "transitions": self.transitions, "pairs": [list(p) for p in self.pairs],
-                "covered_pairs": [list(p) for p in self.covered_pairs],
+                "covered_pairs": [list(p) for p in self.covered_pairs], "focus": [list(p) for p in self.focus],
                 "covered_transitions": self.covered_transitions, "cases": self.cases,
                 "seconds": round(self.seconds, 1),
                 "transitions_per_minute": round(60 * self.covered_transitions / self.seconds, 1)
@@ -269,11 +270,14 @@ def _fixed(step: Step) -> Callable[[State], tuple]:
 
 def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers: int = 2,
              step_timeout: float = 20.0, progress: Callable[[str], None] | None = None,
-             max_states: int = 50_000, knobs: dict[str, int] | None = None) -> GenerateReport:
+             max_states: int = 50_000, knobs: dict[str, int] | None = None,
+             focus: frozenset[Pair] | None = None, first_only: bool = False) -> GenerateReport:
     """Search, then drive the cases, shortest first, until ``budget_s`` is spent (a case
     is started only while the budget lasts).  ``knobs`` are the model's admin knobs
     (``deletions``, ``preferred_elections``, ...): with them the search takes the admin
-    actions they allow, and the cases drive them."""
+    actions they allow, and the cases drive them.  A sample (``drive.targets``): with
+    ``focus``, only the paths that take a pair of it not yet covered; ``first_only``, the
+    first path alone."""
     say = progress or (lambda m: None)
     start = time.monotonic()
     knobs = dict(knobs or {})
@@ -281,15 +285,19 @@ def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers
     cases, states, transitions = search(cfg, max_states)
     say(f"generate: {len(cases)} (action, outcome) pairs over {states} states and "
         f"{transitions} transitions of {config} at {brokers} brokers")
-    report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases])
+    report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases],
+                            focus=sorted(focus) if focus is not None else [])
     covered: set[Pair] = set()
     driven: set[tuple[Node, Step]] = set()
     for i, case in enumerate(cases):
         if time.monotonic() - start >= budget_s:
             say(f"generate: budget spent after {i} of {len(cases)} cases")
             break
-        if case.pair in covered and not pairs_along(cfg, case.steps) - covered:
+        along = pairs_along(cfg, case.steps)
+        if case.pair in covered and not along - covered:
             continue  # earlier cases' paths took every pair of this one already
+        if (focus is not None and not along & (focus - covered)) or (first_only and report.cases):
+            continue  # a sample: this path takes none of the pairs it is after
         run = ModelRun(f"{case.pair[0]}/{case.pair[1]}", [(s.action, _fixed(s)) for s in case.steps], brokers)
         say(f"case {i + 1}/{len(cases)}: {run.name} ({len(case.steps)} steps)")
         sub = None if data_dir is None else Path(data_dir) / f"case-{i + 1}"

@@ -166,7 +166,7 @@ def test_generated_cases_each_end_in_their_pair_and_together_cover_every_pair() 
         for step in case.steps:
             t = apply(s, cfg, step)
             assert t is not None
-            last = (step.action, outcome(step, s, t))
+            last = (step.action, outcome(step, s, t, cfg))
             s = t
         assert last == case.pair
     taken: set = set()
