@@ -9,13 +9,10 @@ zombie's resignation."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from impl_testing import drive_mutant
 
 from impl.harness.drive import Driver, from_json
 from impl.harness.drive.generate import search, walk
@@ -100,18 +97,9 @@ def test_without_the_controller_epoch_check_the_zombie_run_diverges_at_its_resig
     """The one-line mutant: the check taken out of a copy of the source, the brokers started
     from the copy.  The zombie's write goes through (conditional on the zk_version it has just
     read), and it resigns for its session, not for the epoch."""
-    root = Path(__file__).resolve().parents[3]
-    src = tmp_path / "src"
-    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "data"))
-    context = src / "impl" / "node" / "controller" / "context.py"
-    assert EPOCH_CHECK in context.read_text()
-    context.write_text(context.read_text().replace(EPOCH_CHECK, "", 1))
-    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", "zombie",
-                           "--path", str(_path(tmp_path)), "--json", "--quiet"],
-                          capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
-                          timeout=600)
-    report = json.loads(proc.stdout)
-    assert proc.returncode == 1 and report["verdict"] == "diverged"
+    code, report = drive_mutant(tmp_path, "impl/node/controller/context.py", EPOCH_CHECK, "",
+                                "--config", "zombie", "--path", str(_path(tmp_path)))
+    assert code == 1 and report["verdict"] == "diverged"
     d = report["divergence"]
     assert d["step"] == 5 and d["action"] == "controller_resign"
     assert "not refused by the controller-epoch check" in d["implementation_did"]
