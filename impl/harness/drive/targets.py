@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from impl.harness.drive.generate import GenerateReport, Pair, generate, search
-from model.config import named
+from impl.harness.drive.guided import GuidedReport, fuzz
+from model.config import NAMED, named
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,15 @@ class EveryReport:
                        f"{r.seconds:>6.1f}s, {len(bad)} diverged"
                        + (f"; not covered: {', '.join(f'{a}/{o}' for a, o in missing)}" if missing else ""))
         return out
+
+
+def guided_every(budget_s: float, seed: int = 0, data_dir: Path | None = None, step_timeout: float = 20.0,
+                 progress: Callable[[str], None] | None = None) -> list[GuidedReport]:
+    """``--generate guided`` on every named configuration in turn, ``budget_s`` seconds each
+    (guided fuzzing takes no knobs: each configuration as it is named, at two brokers)."""
+    return [fuzz(name, budget_s, seed=seed, step_timeout=step_timeout, progress=progress,
+                 data_dir=None if data_dir is None else Path(data_dir) / f"guided-{name}")
+            for name in NAMED]
 
 
 def generate_every(budget_s: float, sample: bool = False, data_dir: Path | None = None,

@@ -44,3 +44,12 @@ def test_a_sample_of_the_generated_cases_of_every_configuration_follows_the_mode
         assert r.cases and all(c["verdict"] in ("followed", "model_refused") for c in r.cases), (target.name, r.cases)
         assert set(r.focus) <= set(r.covered_pairs), (target.name, set(r.focus) - set(r.covered_pairs))
     assert every.exit_code == 0
+
+
+def test_guided_fuzzing_runs_every_named_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    from impl.harness.drive import targets
+
+    calls: list[tuple[str, float, int]] = []
+    monkeypatch.setattr(targets, "fuzz", lambda name, budget, seed, **_: calls.append((name, budget, seed)) or name)
+    assert targets.guided_every(30, seed=4) == list(NAMED)
+    assert calls == [(name, 30, 4) for name in NAMED]
