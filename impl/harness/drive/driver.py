@@ -383,6 +383,23 @@ class Driver:
         return self.relay_wait("fetch_request", follower, leader, at,
                                f"a fetch from broker {follower} at offset {offset} in flight to {leader}")
 
+    def relay_wait_behind(self, kind: str, src: int, dst: int, match: Callable[[Frame], bool], what: str) -> Frame:
+        """Wait for a new control request to ``dst`` to be held, as :meth:`relay_wait`; an
+        older request to ``dst`` still held holds up the controller's channel (one request at a
+        time), so it is delivered first and its model steps taken, as for a delivery."""
+        relay = self.cluster.relay
+        for _ in range(max(1, int(self.step_timeout))):
+            f = relay.wait_held(kind, src, dst, match, timeout=1.0)
+            if f is not None:
+                return f
+            older = [x for x in relay.held("leader_and_isr", dst=dst) + relay.held("stop_replica", dst=dst)
+                     if not match(x)]
+            if older:
+                first = min(older, key=lambda x: x.id)
+                relay.release(first.id)
+                self._take_delivered(first)
+        raise Divergence(f"no {kind} from {src} to {dst} held within {self.step_timeout:.0f}s", what)
+
     def lost_with(self, broker: int) -> None:
         """Messages on their way to a broker that stopped are lost (the model drops them)."""
         relay = self.cluster.relay

@@ -122,8 +122,8 @@ def _controlled_shutdown(d: Driver, step: Step, s: State, t: State) -> None:
     if t.zk.partitions[p] != s.zk.partitions[p]:
         d.expect("elect_leader", c, f"controller {c} takes broker {b} out of partition {p}'s ISR")
     else:  # a follower outside the ISR: its StopReplica (no delete) only, nothing written
-        d.relay_wait("stop_replica", c, b, lambda f: f.id > mark and not f.summary.get("delete"),
-                     f"controller {c} sends broker {b} StopReplica (no delete) for its controlled shutdown")
+        d.relay_wait_behind("stop_replica", c, b, lambda f: f.id > mark and not f.summary.get("delete"),
+                            f"controller {c} sends broker {b} StopReplica (no delete) for its controlled shutdown")
 
 
 def _stop(d: Driver, step: Step, s: State, t: State) -> None:
