@@ -43,10 +43,12 @@ from model.config import NAMED, named
 from model.registry import ACTIONS
 from model.scenarios import SCENARIOS
 
-DRIVE_KNOBS = tuple(dict.fromkeys(e.knob for e in ACTIONS.values()
-                                  if e.knob is not None and e.knob.default == 0 and e.coverage.driver.supported))
+DRIVE_KNOBS = tuple(dict.fromkeys([ACTIONS["broker_crash"].knob] + [
+    e.knob for e in ACTIONS.values() if e.knob is not None and e.knob.default == 0 and e.coverage.driver.supported]))
 """The knobs that turn on actions the driver runs (those off by default): a path's or a
-scenario's steps may need them, and --generate transitions then searches and drives them."""
+scenario's steps may need them, and --generate transitions then searches and drives them;
+and the crashes, which the zombie configuration has none of (a zombie controller frozen
+inside an election needs a broker to have crashed: --config zombie --max-crashes 1)."""
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -72,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--brokers", type=int, choices=[2, 3], default=2,
                    help="with --generate: the model's (and the cluster's) broker count (default 2)")
     p.add_argument("--seed", type=int, metavar="N", help="with --generate guided: the choices' seed (default 0)")
-    add_knob_arguments(p, DRIVE_KNOBS, {k.field: "default: the configuration's, 0" for k in DRIVE_KNOBS})
+    add_knob_arguments(p, DRIVE_KNOBS, {k.field: "default: the configuration's" + ("" if k.failure else ", 0")
+                                        for k in DRIVE_KNOBS})
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")

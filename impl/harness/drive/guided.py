@@ -45,6 +45,7 @@ from conformance.spark.order import causal_order, split_groups
 from impl.harness.drive.driver import DIVERGED, INTERRUPTED, REPRODUCED, Driver, DriveReport
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
+from impl.harness.drive.zombie import with_own_steps
 from impl.node.layout import DataDir
 from model.actions import Step
 from model.config import Config, named
@@ -86,7 +87,10 @@ class Steering:
         self.tried: set[State] = set()
 
     def _driven(self, s: State) -> Iterable[Choice]:
-        return ((step, t) for step, t in successors(s, self.cfg)
+        # a step's successor with the steps the implementation takes on its own after it (a
+        # resumed broker re-registers); a named configuration freezes no controller inside an
+        # election (its one pause is its only failure), so no zombie waits (drive.zombie)
+        return ((step, with_own_steps(step, t, self.cfg, frozenset())) for step, t in successors(s, self.cfg)
                 if step.action in OPERATIONS and drivable(step, s))
 
     def candidates(self, s: State) -> list[Choice]:

@@ -171,7 +171,7 @@ def test_generated_cases_each_end_in_their_pair_and_together_cover_every_pair() 
         for step in case.steps:
             t = apply(s, cfg, step)
             assert t is not None
-            last = (step.action, outcome(step, s, t))
+            last = (step.action, outcome(step, s, t, cfg))
             s = t
         assert last == case.pair
     taken: set = set()
@@ -205,24 +205,12 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
     """A copy of the source with KIP-320's fence seeded wrong (a stale fetch epoch passes),
     its brokers started from the copy: the story that follows the model against the real
     rule diverges where the rule matters."""
-    import os
-    import shutil
-    import subprocess
-    import sys
+    from impl_testing import drive_mutant
 
-    root = Path(__file__).resolve().parents[3]
-    src = tmp_path / "src"
-    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "data"))
-    fencing = src / "impl" / "node" / "fencing.py"
     line = "    if fetch_epoch >= 0 and fetch_epoch != r.leader_epoch:"
-    assert line in fencing.read_text()
-    fencing.write_text(fencing.read_text().replace(line, line.replace("!=", ">"), 1))
-    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", "kip320",
-                           "--scenario", "kip320_stale_fetch", "--json", "--quiet"],
-                          capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
-                          timeout=600)
-    report = json.loads(proc.stdout)
-    assert proc.returncode == 1 and report["outcome"] == "diverged"
+    code, report = drive_mutant(tmp_path, "impl/node/fencing.py", line, line.replace("!=", ">"),
+                                "--config", "kip320", "--scenario", "kip320_stale_fetch")
+    assert code == 1 and report["outcome"] == "diverged"
     d = report["divergence"]
     assert d["action"] == "handle_fetch" and d["step"] == 23
     assert "handle_fetch by broker 0" in d["implementation_did"] and "FENCED_LEADER_EPOCH" in d["model_allowed"]

@@ -96,7 +96,7 @@ def _generated_pairs(cfg, max_states: int) -> set:
         for step in case.steps:
             t = apply(s, cfg, step)
             assert t is not None and controller_would_choose(step, s)
-            last = (step.action, outcome(step, s, t))
+            last = (step.action, outcome(step, s, t, cfg))
             s = t
         assert last == case.pair
     return {c.pair for c in cases}
