@@ -8,6 +8,9 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``kip320`` -- additionally fenced fetching, KIP-320: requests carry the leader epoch.
 * ``unclean`` -- ``kip320`` with unclean leader election enabled.
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
+* ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
+  KIP-497; KIP-841's eligibility): Apache Kafka 3.9 in ZooKeeper mode at its default
+  inter-broker protocol.  Its ``ibp-2.6`` profile is ``kip320``.
 
 ``Config`` is the protocol's settings and the search's bounds written here, plus one field
 per action knob (``model.actions.KNOBS``: ``max_crashes``, ``deletions`` ...), each declared
@@ -98,6 +101,7 @@ NAMED: dict[str, Config] = {
     "kip320": Config("kip320", "kip320", max_crashes=2),
     "unclean": Config("unclean", "kip320", unclean=True),
     "zombie": Config("zombie", "kip320", max_crashes=0, max_pauses=1),
+    "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1),
 }
 
 

@@ -47,6 +47,7 @@ WALKED = [  # configurations whose random walks take every explored action betwe
     named("unclean"),
     named("kip320", brokers=3, records=2, max_shutdowns=1),
     named("kip320", brokers=3, replication_factor=2, records=2, reassignments=1),
+    named("kafka39", brokers=3, records=2),
 ]
 
 
