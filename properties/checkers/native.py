@@ -258,6 +258,8 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
+    if cfg.startup_from_controller:
+        reasons.append("a restarted broker that reads ZooKeeper itself (seed 000 E, not Kafka's start)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 

@@ -18,9 +18,11 @@ from model.state import (
     ALTER_REQUEST,
     ALTER_RESPONSE,
     FENCED_LEADER_EPOCH,
+    FOLLOWER,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
     LEADER,
+    NONE,
     OK,
     STALE_BROKER_EPOCH,
     AlterPartition,
@@ -157,3 +159,24 @@ def test_without_the_maximal_isr_the_checker_finds_a_committed_record_lost(monke
     actions = [step.action for step, _ in r.violation.steps]
     assert "alter_partition" in actions and "broker_crash" in actions
     assert actions.index("produce") < max(i for i, a in enumerate(actions) if a == "alter_partition")
+
+
+def test_a_restarted_broker_waits_for_the_controller_with_its_checkpointed_hw() -> None:
+    """Kafka's broker start (``startup_from_controller``): no partition state read from
+    ZooKeeper; the controller's startup LeaderAndISR, of the epoch the broker's log already
+    knows, is applied; the HW is the checkpoint's, at most the one it had."""
+    s = _fetch(_fetch(_fetch(_lagging(), 2), 2), 1)  # every replica has the record, the HW is 1
+    assert replica(s, 1, 0).hw == 1
+    s = _step(s, "broker_crash", 1)
+    assert apply(s, CFG, Step("broker_restart", (1,))) is None
+    t = _step(s, "broker_restart", 1, 0)
+    r = replica(t, 1, 0)
+    assert (r.role, r.hw, r.leo, r.leader_epoch) == (NONE, 0, 1, 1)
+    t = _step(t, "on_broker_startup", 0, 1)
+    [m] = [m for m in t.leader_and_isr if m.to == 1]
+    assert m.leader_epoch == r.leader_epoch
+    t = _step(t, "become_follower", m)
+    assert replica(t, 1, 0).role == FOLLOWER and replica(t, 1, 0).leader == 0
+    kip320 = named("kip320", brokers=3, records=1, max_crashes=1)
+    u = apply(s, kip320, Step("broker_restart", (1,)))
+    assert u is not None and replica(u, 1, 0).role == FOLLOWER, "seed 000 E: the broker reads ZooKeeper itself"

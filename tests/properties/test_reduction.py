@@ -26,15 +26,16 @@ from tests.pinned import pinned
 PINNED_REDUCED = {name: pinned(name, "default, reduced", "states") for name in ("kip320", "zombie")}
 # the full search's verdicts at the default bounds (test_checker.py pins them)
 FULL_VERDICTS = {"design": "committed_durable", "kip101": "holds", "kip279": "holds", "kip320": "holds",
-                 "unclean": "committed_durable", "zombie": "holds", "kafka39": "holds"}
+                 "unclean": "committed_durable", "zombie": "holds", "kafka26": "holds",
+                 "kafka39": "holds"}
 
 
 def _verdict(r) -> str:
     return r.violation.property if r.violation else ("holds" if r.complete else "incomplete")
 
 
-# kip101, kip279 and kafka39 search the most states of the named configurations: the slow suite's
-SLOW_REDUCED = {"kip101", "kip279", "kip320", "kafka39"}
+# kip101, kip279, kip320 and the kafka configurations search the most states of the named configurations: the slow suite's
+SLOW_REDUCED = {"kip101", "kip279", "kip320", "kafka26", "kafka39"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_REDUCED else n
