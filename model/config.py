@@ -8,7 +8,8 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``kip320`` -- additionally fenced fetching, KIP-320: requests carry the leader epoch.
 * ``unclean`` -- ``kip320`` with unclean leader election enabled.
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
-* ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``): Apache
+* ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``) and its
+  controller's leaderless write before an election (``leaderless_first``): Apache
   Kafka 3.9 in ZooKeeper mode at inter-broker protocol 2.6, whose leaders write the ISR.
 * ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
   KIP-497; KIP-841's eligibility) and Kafka's broker start (``startup_from_controller``):
@@ -53,6 +54,9 @@ class Settings:
     # each replica waits for the controller's LeaderAndISR, with the HW its checkpoint held.
     # False is seed 000 E as written: the broker reads the leader and ISR from ZooKeeper itself
     startup_from_controller: bool = False
+    # Kafka's controller: a dead leader may be written out (leader -1, the live ISR) before the
+    # election that replaces it, a second write (model.actions.controller.election_outcomes)
+    leaderless_first: bool = False
 
     @property
     def partition_ids(self) -> int:
@@ -107,8 +111,9 @@ NAMED: dict[str, Config] = {
     "kip320": Config("kip320", "kip320", max_crashes=2),
     "unclean": Config("unclean", "kip320", unclean=True),
     "zombie": Config("zombie", "kip320", max_crashes=0, max_pauses=1),
-    "kafka26": Config("kafka26", "kip320", max_crashes=2, startup_from_controller=True),
-    "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1, startup_from_controller=True),
+    "kafka26": Config("kafka26", "kip320", max_crashes=2, startup_from_controller=True, leaderless_first=True),
+    "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1, startup_from_controller=True,
+                      leaderless_first=True),
 }
 
 

@@ -154,7 +154,13 @@ def _steps(line: Line) -> list[Line]:
     that moves its offset is two steps: the leader takes the new offset (and moves its HW)
     as it reads the request -- its answer then, with nothing new, is never sent -- and
     answers up to replica.fetch.wait.max.ms later with what it has then, as a fetch round
-    trip at the same offset would."""
+    trip at the same offset would.
+
+    A leader expanding its ISR itself (IBP 2.6: on the request handler that reads the
+    follower's fetch) does so after it took the fetch's offset; its line, stamped to the
+    millisecond, is placed at the end of that millisecond, after the fetch read in it."""
+    if line.name == "isr_updated" and "request-handler" in line.thread:
+        return [line._replace(ts=line.ts + 0.000999)]
     if line.name != "request":
         return [line]
     req = line.fields["request"]

@@ -260,6 +260,8 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("fencing on")
     if cfg.startup_from_controller:
         reasons.append("a restarted broker that reads ZooKeeper itself (seed 000 E, not Kafka's start)")
+    if cfg.leaderless_first:
+        reasons.append("one write per election (not Kafka's leaderless write first)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 

@@ -20,4 +20,6 @@ def unsupported(cfg: Config) -> str | None:
         missing.append("a replication factor below the broker count")
     if cfg.startup_from_controller:
         missing.append("Kafka's broker start (a restart that waits for the controller)")
+    if cfg.leaderless_first:
+        missing.append("Kafka's leaderless write before an election")
     return ", ".join(missing) or None

@@ -51,3 +51,12 @@ def test_the_run_conforms_to_kafka39_and_not_to_the_seeds_restart() -> None:
         next(j for j, x in enumerate(records) if x["kind"] == "broker_crash")]["ts"])
     victim = records[restart]["params"]["broker"]
     assert (seed["first_bad_kind"], seed["first_bad_node"]) == ("become_follower", victim), seed["reason"]
+
+
+def test_the_leader_and_controller_kill_at_ibp26_conforms_to_kafka26() -> None:
+    """The committed ibp-2.6 run: the new controller's leaderless write, then its election
+    (two writes where the seed's controller makes one), and the restarted victim's return."""
+    records = to_records(adapt(RUN_26), "kafka")
+    (verdict,) = judge_run("kafka", records, judge, "kafka26")
+    assert verdict["status"] == "conforms", verdict["reason"]
+    assert any(r["kind"] == "elect_leader" and r["params"]["leader"] == -1 for r in records)
