@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
-from traces import SCHEMA_VERSION, events
+from traces import SCHEMA_ID, events
 from traces.events import Event
 
 HARNESS = -1
@@ -511,7 +511,7 @@ def to_records(adapted: list[tuple[int, Event, float]], run: str) -> list[dict[s
         if e.zxid is not None:
             zxid += 1
             z = zxid
-        records.append({"schema": SCHEMA_VERSION, "run": run, "node": node, "seq": seq, "clock": clock, "zxid": z,
+        records.append({"schema": SCHEMA_ID, "run": run, "node": node, "seq": seq, "clock": clock, "zxid": z,
                         "kind": e.kind, "topic": e.topic, "partition": e.partition, "params": dict(e.params),
                         "post": dict(e.post or {}), "ts": ts})
     return records
