@@ -154,13 +154,7 @@ def _steps(line: Line) -> list[Line]:
     that moves its offset is two steps: the leader takes the new offset (and moves its HW)
     as it reads the request -- its answer then, with nothing new, is never sent -- and
     answers up to replica.fetch.wait.max.ms later with what it has then, as a fetch round
-    trip at the same offset would.
-
-    A leader expanding its ISR itself (IBP 2.6: on the request handler that reads the
-    follower's fetch) does so after it took the fetch's offset; its line, stamped to the
-    millisecond, is placed at the end of that millisecond, after the fetch read in it."""
-    if line.name == "isr_updated" and "request-handler" in line.thread:
-        return [line._replace(ts=line.ts + 0.000999)]
+    trip at the same offset would."""
     if line.name != "request":
         return [line]
     req = line.fields["request"]
@@ -228,6 +222,8 @@ class _Adapter:
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
         self.topic_names: dict[str, str] = {}  # topic id -> name
+        # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
+        self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -319,12 +315,30 @@ class _Adapter:
         changed = set(isr) ^ set(r.isr)
         if len(changed) != 1:
             raise AdapterError(f"broker {broker}: ISR of {f['tp']} from {r.isr} to {isr} is not one change")
+        follower = changed.pop()
+        if len(isr) > len(r.isr) and r.fetch_offset.get(follower, -1) < r.hw:
+            # expanded while handling the follower's fetch that reached the HW, whose read
+            # step -- rebuilt from millisecond durations -- sorts after this line: it goes there
+            self.expansions[(topic, p, broker)] = (ts, follower, isr, int(f["version"]))
+            return
+        self._write_isr(broker, ts, topic, p, follower, isr, int(f["version"]))
+
+    def _write_isr(self, leader: int, ts: float, topic: str, p: int, follower: int, isr: list[int],
+                   version: int) -> None:
+        """The leader's own conditional ISR write (IBP 2.6): an expansion or a shrink."""
+        r = self.replica(topic, p, leader)
         make = events.expand_isr if len(isr) > len(r.isr) else events.shrink_isr
-        r.isr, r.zk_version = isr, int(f["version"])
+        r.isr, r.zk_version = isr, version
         self.known_isr[(topic, p)] = isr
-        self.known_version[(topic, p)] = r.zk_version
-        self.out.add(ts, broker, make(topic=topic, partition=p, zxid=0, follower=changed.pop(), isr=isr,
-                                      zk_version=r.zk_version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
+        self.known_version[(topic, p)] = version
+        self.out.add(ts, leader, make(topic=topic, partition=p, zxid=0, follower=follower, isr=isr,
+                                      zk_version=version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
+
+    def flush_expansions(self) -> None:
+        """Expansions whose fetch never showed (none expected): at their own time."""
+        for (topic, p, leader), (ts, follower, isr, version) in sorted(self.expansions.items()):
+            self._write_isr(leader, ts, topic, p, follower, isr, version)
+        self.expansions.clear()
 
     def _hw_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         topic, p = topic_partition(f["tp"])
@@ -424,6 +438,10 @@ class _Adapter:
                 post={"hw": r.hw if pd else leader_hw, "leo": len(r.log), "isr": list(r.isr)}))
         if read:
             r.read_answer[follower] = answer
+            pending = self.expansions.get((*key, leader))
+            if pending is not None and pending[1] == follower and offset >= r.hw:
+                del self.expansions[(*key, leader)]
+                self._write_isr(leader, ts + 1e-7, key[0], key[1], follower, pending[2], pending[3])
         if pd is None or self._gone(follower, ts):
             return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
@@ -487,6 +505,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])
     for _, _, broker, _, line in lines:
         adapter.on_line(broker, line)
+    adapter.flush_expansions()
     for ts, kind, broker in _faults(run_dir):
         adapter.out.add(ts, HARNESS, events.CONSTRUCTORS[kind](broker=broker), 0)
     ordered = sorted(enumerate(adapter.out.events), key=lambda x: (x[1][0], x[1][1], x[0]))
