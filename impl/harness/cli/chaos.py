@@ -94,11 +94,12 @@ def run_kafka(args: argparse.Namespace) -> int:
         report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log)
     except (OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not run the Kafka cluster: {exc}") from None
+    code = 0 if report.passed else 1
     if args.json:
-        print(json.dumps({"command": "chaos", **report.as_dict()}, indent=2, default=str))
+        print(json.dumps({"command": "chaos", "exit_code": code, **report.as_dict()}, indent=2, default=str))
     else:
         log(kafka_run.render(report))
-    return 0 if report.passed else 1
+    return code
 
 
 def add_broker_cmd_args(p: argparse.ArgumentParser) -> None:
