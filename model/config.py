@@ -96,6 +96,8 @@ class Settings:
             + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
             + knobs(failures=False)
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
+            + (" startup_from_controller=True" if self.startup_from_controller else "")
+            + (" leaderless_first=True" if self.leaderless_first else "")
         )
 
 
