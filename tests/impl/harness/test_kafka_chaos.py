@@ -32,12 +32,12 @@ def test_what_the_kafka_engine_does_not_run_is_refused(argv: list[str]) -> None:
 @pytest.mark.integration  # (also in REAL_KAFKA, applied below: the marker scan reads it here)
 def test_a_real_kafka_run_loses_no_acknowledged_write(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       profile: str) -> None:
-    code = main(["chaos", "--engine", "kafka", "--seed", "3", "--duration", "16", "--kafka-profile", profile,
+    code = main(["chaos", "--engine", "kafka", "--seed", "2", "--duration", "24", "--kafka-profile", profile,
                  "--out", str(tmp_path / "run"), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report
     assert report["passed"] and report["lost"] == [] and report["misplaced"] == []
-    assert len(report["faults"]) == 2 and report["acknowledged"] > 100
+    assert len(report["faults"]) == 3 and report["acknowledged"] > 100  # a leader kill, a controller kill, a pause
     assert report["read"] >= report["acknowledged"]
 
 
