@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.judge.replay import judge as replay_judge
+from conformance.judge.words import REFINEMENT
 
 # The truncation variants of one protocol, oldest first (Kafka's history): a trace that is
 # not a run of one of them may be a run of another.
@@ -26,30 +27,36 @@ VARIANTS = ("design", "kip101", "kip279", "kip320")
 
 
 def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -> dict[str, Any] | None:
-    """For a verdict that failed on a step ``config`` does not allow (no property named),
-    the variant of which the trace is a longer run, and what that run breaks.
+    """For a refusal, the configuration of which the trace is a run, and what that run breaks.
 
-    A variant explains the trace when every event is one of its steps (it conforms) or
-    every event up to a property violation is (a valid run of that variant in which the
-    property breaks).  Returns ``{"explained_by", "explained_property", "explained_at"}``
-    (the verdict's columns) for the best such variant -- one that accepts the whole trace
-    first, else the one whose run goes furthest -- or None when no variant explains it.
+    A refusal for a safety property is explained by ``config`` itself. A refusal for a step
+    ``config`` does not allow (``REFINEMENT``) is explained by another variant when every
+    event is one of its steps (it conforms) or every event up to a property violation is (a
+    valid run of that variant in which the property breaks); the best such variant -- one
+    that accepts the whole trace first, else the one whose run goes furthest -- and else by
+    ``config``, whose rule the trace breaks. Returns ``{"explained_by",
+    "explained_property", "explained_at"}`` (the verdict's columns); None for a trace that
+    conforms or is inconclusive, which needs no explanation.
     """
-    if answer.get("conforms") or answer.get("property") or answer.get("inconclusive") or config not in VARIANTS:
+    if answer.get("conforms") or answer.get("inconclusive"):
         return None
+    own = {"explained_by": config, "explained_property": answer.get("property") or REFINEMENT,
+           "explained_at": answer.get("first_bad")}
+    if answer.get("property") != REFINEMENT or config not in VARIANTS:
+        return own
     best: tuple[tuple[int, int], str, dict[str, Any]] | None = None
     for other in VARIANTS:
         if other == config:
             continue
         v = replay_judge(events, other)
-        if not (v["conforms"] or v.get("property")):
+        if not (v["conforms"] or v.get("property") not in (None, REFINEMENT)):
             continue  # not a run of this variant either
         # every step up to its end (or its property violation) is a step of ``other``
         score = (1 if v["conforms"] else 0, int(v.get("first_bad") or 0))
         if best is None or score > best[0]:
             best = (score, other, v)
     if best is None:
-        return None
+        return own
     _, other, v = best
     return {"explained_by": other, "explained_property": v.get("property"),
             "explained_at": None if v["conforms"] else v.get("first_bad")}

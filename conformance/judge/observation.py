@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from conformance.judge.words import field_mismatch_words
 from model.actions.views import HARNESS
 from model.config import Config, named
 from model.registry import ACTIONS, REPLAYED
@@ -250,27 +251,24 @@ def value_key(v: Any) -> Any:
 
 def mismatch(obs: Observation, view: dict[str, Any], values: dict[Any, set[int]]) -> str | None:
     """None if the model step agrees with everything observed, else every disagreement."""
-    seen_bad: list[str] = []
-    want_bad: list[str] = []
+    bad: list[str] = []
     for key, seen in obs.fields.items():
         if key not in view or key == "value":
             continue  # the model's produce writes a fresh value by construction; mapped after
         want = view[key]
         if key == "records":
             if not _same_records(seen, want, values):
-                seen_bad.append(f"records={seen}")
-                want_bad.append(f"records={[[o, ep, _show(v, values)] for o, ep, v in want]}")
+                bad.append(field_mismatch_words(key, seen, [[o, ep, _show(v, values)] for o, ep, v in want]))
             continue
         if key == "truncated_to" and seen is None:
             continue  # "not truncated" is also what an implementation says before a lookup
         if key in ("isr", "post.isr") and isinstance(want, list):
             want = sorted(want)
         if seen != want:
-            seen_bad.append(f"{key}={seen!r}")
-            want_bad.append(f"{key}={want!r}")
-    if not seen_bad:
+            bad.append(field_mismatch_words(key, seen, want))
+    if not bad:
         return None
-    return f"observed {', '.join(seen_bad)} where the model has {', '.join(want_bad)}"
+    return "; ".join(bad)
 
 
 def _show(value: int, values: dict[Any, set[int]]) -> Any:

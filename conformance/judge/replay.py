@@ -76,6 +76,7 @@ from conformance.judge.search import (
     ordered,
     violations,
 )
+from conformance.judge.words import DIFFERS, REFINEMENT, event_words, rule_words
 from model.registry import REPLAYED
 from model.state import State
 from model.text import state_text
@@ -110,7 +111,8 @@ class Verdict(NamedTuple):
     total: int  # events in the group, informational ones included
     first_bad: int | None  # index into the events of the first non-conforming one
     reason: str | None  # what was observed there, and what the model allowed instead
-    property: str | None  # the property every surviving state broke, if that is why
+    property: str | None  # why not: the safety property every surviving state broke, or REFINEMENT
+    # (no step of the model matches the event); None only for a trace that conforms or is inconclusive
     possible_states: list[str]  # up to SHOWN_STATES model states (state_text) beside the observation
     bound: int  # unobserved internal steps searched before each observed one
     inconclusive: bool = False  # the budget ran out at event ``matched``: neither conforming nor not
@@ -146,13 +148,7 @@ class Budget(NamedTuple):
 # ---------------------------------------------------------------------------------------
 
 
-def _describe_event(e: Event) -> str:
-    node = e["node"]
-    who = f"harness (broker {e['params'].get('broker')})" if node == HARNESS else f"broker {node}"
-    shown = dict(e.get("params") or {})
-    if e.get("post"):
-        shown["post"] = e["post"]
-    return f"{e['kind']} by {who} {shown}"
+_describe_event = event_words
 
 
 def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUND,
@@ -334,15 +330,17 @@ class TraceJudge:
         return kept, broken
 
     def _no_step(self, i: int, e: Event, obs: Observation, res: Search) -> Verdict:
+        broken = f"{rule_words(e['kind'])} broken: {_describe_event(e)}"
         if res.misses:
-            allowed = "; ".join(list(dict.fromkeys(res.misses))[:3])
-            reason = f"{_describe_event(e)} does not match any step the model allows: {allowed}"
+            allowed = " -- or ".join(list(dict.fromkeys(res.misses))[:3])
+            reason = f"{broken}{DIFFERS}{allowed}"
         elif obs.actor < 0:
-            reason = f"{_describe_event(e)} names no broker"
+            reason = f"{broken} names no broker"
         else:
-            reason = (f"{_describe_event(e)} is not enabled in any of the {len(res.frontier)} possible model states "
-                      f"(searching up to {res.depth} unobserved internal steps)")
-        return self._fails(i, reason, None, res.frontier[:SHOWN_STATES])
+            reason = (f"{broken} is not enabled in any of the {len(res.frontier)} possible model states: "
+                      f"the rule's guard holds in none of them (searching up to {res.depth} unobserved "
+                      "internal steps before it)")
+        return self._fails(i, reason, REFINEMENT, res.frontier[:SHOWN_STATES])
 
     def _inconclusive(self, i: int, spent: str) -> Verdict:
         """The budget ran out before event ``i``: the events before it matched, no more is known."""
@@ -351,8 +349,9 @@ class TraceJudge:
                        [state_text(h.state, self.shown) for h in ordered(self.hyps)[:SHOWN_STATES]],
                        self.bound, inconclusive=True)
 
-    def _fails(self, i: int, reason: str, prop: str | None = None, states: Sequence[Hypothesis] = ()) -> Verdict:
-        """Event ``i`` does not conform, for ``reason``, beside (some of) the possible ``states``."""
+    def _fails(self, i: int, reason: str, prop: str = REFINEMENT, states: Sequence[Hypothesis] = ()) -> Verdict:
+        """Event ``i`` does not conform, for ``reason``, beside (some of) the possible ``states``:
+        it breaks ``prop``, a safety property, or ``REFINEMENT`` when no step matches it."""
         return Verdict(False, i, len(self.events), i, reason, prop,
                        [state_text(h.state, self.shown) for h in states], self.bound)
 

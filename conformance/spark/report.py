@@ -8,6 +8,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.judge.words import property_words
 from conformance.spark.verdict import summary_line
 
 
@@ -212,7 +213,7 @@ def render(outcome: Outcome, max_rows: int = 25, width: int = 120) -> str:
                 lines.append(f"  at {first['first_bad_file']}:{first['first_bad_line']} "
                              f"(node {first['first_bad_node']} seq {first['first_bad_seq']} {first['first_bad_kind']})")
             if first.get("property"):
-                lines.append(f"  property violated: {first['property']}")
+                lines.append(f"  property violated: {property_words(first['property'])}")
             for b in first.get("before") or []:
                 lines.extend(_wrap(f"before: {_spaced(b)}", width - 2, "    "))
             if first.get("observed"):

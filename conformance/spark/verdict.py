@@ -127,7 +127,7 @@ def summary_line(v: dict[str, Any]) -> str:
     if v["status"] == "inconclusive":
         return str(v["reason"])  # "inconclusive: what ran out before which event"
     line = f"matched {v['matched']} of {v['total']} events: {v['reason'] or 'not conforming'}"
-    if v.get("explained_by"):
+    if v.get("explained_by") and v["explained_by"] != v.get("config"):
         where = "" if v.get("explained_at") is None else f" at event {v['explained_at']}"
         then = (f"breaks {v['explained_property']}{where}" if v.get("explained_property")
                 else "conforms")

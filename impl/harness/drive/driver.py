@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.judge.replay import judge
+from conformance.judge.words import DIFFERS, REFINEMENT
 from conformance.spark.order import causal_order, split_groups
 from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster
 from impl.harness.drive.operations import OPERATIONS, Divergence
@@ -532,9 +533,10 @@ class JudgeSaysNo(Exception):
 
     def __init__(self, verdict: dict[str, Any]) -> None:
         super().__init__(verdict.get("reason") or "non-conforming")
-        self.property = verdict.get("property")
+        # a step no model step matches is a divergence, not a property the implementation broke
+        self.property = None if verdict.get("property") == REFINEMENT else verdict.get("property")
         reason = str(verdict.get("reason") or "")
-        self.did, _, rest = reason.partition(" does not match any step the model allows: ")
+        self.did, _, rest = reason.partition(DIFFERS)
         if rest:
             self.allowed = rest
         elif self.property:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
 
+from conformance.judge.words import property_words
 from impl.harness.report.diagram import Arrow, Diagram, Row
 from impl.harness.report.model_run import GLYPH, is_controller_action
 from impl.harness.report.page import Section, Snapshot
@@ -214,10 +215,10 @@ def section(group: TraceGroup, ident: str) -> Section:
     status = v.get("status")
     if status == "violates":
         explained = ""
-        if v.get("explained_by"):
+        if v.get("explained_by") and v["explained_by"] != v.get("config"):
             then = (f"breaks {v['explained_property']}" if v.get("explained_property") else "conforms")
             explained = f"<br>as a run of <b>{escape(v['explained_by'])}</b> it {escape(then)}"
-        prop = f"<br>property violated: <b class=\"property\">{escape(v['property'])}</b>" if v.get("property") else ""
+        prop = f"<br>property violated: <b class=\"property\">{escape(property_words(v['property']))}</b>" if v.get("property") else ""
         summary.append(f'<div class="verdict bad">does not conform: matched {v.get("matched")} of {v.get("total")} '
                        f"events; {escape(v.get('reason') or '')}{prop}{explained}</div>")
     elif status == "conforms":

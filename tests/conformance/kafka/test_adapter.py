@@ -65,7 +65,7 @@ def test_the_judge_follows_the_run_to_the_documented_divergence() -> None:
     (verdict,) = judge_run("kafka", to_records(adapt(RUN), "kafka"), judge, "kip320")
     assert verdict["status"] == "violates"
     assert verdict["first_bad_kind"] == "elect_leader"
-    assert "observed leader=-1" in verdict["reason"]
+    assert "leader is -1 where the model's step gives" in verdict["reason"]
     assert verdict["matched"] == 39  # every produce, fetch and the crash before it conform
 
 

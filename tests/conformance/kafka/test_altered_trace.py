@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from conformance.judge.replay import judge
+from conformance.judge.words import REFINEMENT
 from conformance.kafka.adapter import adapt, to_records
 from conformance.spark.order import causal_order, split_groups
 from tests.conformance.kafka.test_adapter import RUN
@@ -53,4 +54,5 @@ def test_the_judge_refuses_the_altered_event(name: str) -> None:
     v = judge(altered)
     assert not v["conforms"] and not v.get("inconclusive")
     assert v["first_bad"] == at and v["matched"] == at  # the prefix before it still matched
-    assert v["reason"].startswith(f"{events[at]['kind']} by broker {events[at]['node']}")
+    assert f"broken: {events[at]['kind']} by broker {events[at]['node']} (" in v["reason"]
+    assert v["property"] == REFINEMENT and v["reason"].startswith("rule ")

@@ -1,0 +1,166 @@
+"""Every shell command the README and ``docs/`` give runs as written, from a fresh clone.
+
+The commands are read from the pages' fenced ``sh`` blocks (a ``\\``-continued line is one
+command), so a command added to a page is held here without a line of this file changing --
+except that each must match one rule of ``RULES``, which says where it runs: the default
+suite (a few seconds each), the slow suite, or nowhere, with the reason.  A command runs in a
+directory that looks like a fresh clone set up as the README says (the checkout's files and a
+``.venv`` that is this interpreter's environment, never activated: the virtualenv's ``bin/``
+is not on ``PATH``), and must exit with the code its comment gives (``exit 1``), 0 if none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL_FENCE = re.compile(r"^```(sh|bash|shell)\s*$")
+EXPECTED_EXIT = re.compile(r"#.*?\bexit (\d)\b")
+
+DEFAULT, SLOW = "default", "slow"
+
+# (pattern searched in the command, where it runs or why it does not); the first match decides
+RULES: list[tuple[str, str]] = [
+    (r"\[--|\bNAME\b|PATH\.\.\.", "a synopsis with placeholders, not a command"),
+    (r"^\./\.ci/run$", "the whole test command: it runs this file"),
+    (r"epochal demo$", "the demo: tests/impl/test_demo.py runs it"),
+    (r"^\.venv/bin/lint-imports$", "the import contract: .ci/run runs it before the tests"),
+    (r"^python3 -m venv", "creates the virtualenv this suite runs in"),
+    (r"bench/", "a benchmark: minutes each, its numbers go to docs/benchmarks.md"),
+    (r"epochal cluster start", "a cluster that runs until Ctrl-C"),
+    (r"epochal (topics|produce|consume|broker|quotas)\b|cluster client-config|^java |^CP=|"
+     r"^printf .* java", "needs the cluster the page starts in the block above"),
+    (r"epochal kafka (fetch|record)|kafka-lk", "real Kafka from Maven Central: tests/impl/test_kafka_*.py"),
+    (r"epochal chaos --seed 1 --duration (60|35)", "a chaos run of a minute: tests/impl/test_chaos*.py"),
+    (r"epochal check --config design\s+#", DEFAULT),
+    (r"epochal package-job --out dist/job$", DEFAULT),
+    (r"--native|--brokers 3", "a three-broker search: tests/properties/test_*three* (slow)"),
+    (r"--budget (300|600)|--partition-changes 2", "a generated drive of five minutes or more"),
+    (r".", SLOW),
+]
+
+
+class Command(NamedTuple):
+    page: str
+    line: int
+    text: str
+
+    @property
+    def where(self) -> str:
+        return next(where for pattern, where in RULES if re.search(pattern, self.text))
+
+    @property
+    def expected_exit(self) -> int:
+        found = EXPECTED_EXIT.search(self.text)
+        return int(found.group(1)) if found else 0
+
+
+def documented_commands() -> Iterator[Command]:
+    """Each command of each page's fenced shell blocks, comment-only lines left out."""
+    for page in PAGES:
+        in_block, pending, start = False, "", 0
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                in_block = bool(SHELL_FENCE.match(line)) and not in_block
+                continue
+            if not in_block or (not pending and (not line.strip() or line.lstrip().startswith("#"))):
+                continue
+            if not pending:
+                start = number
+            if line.rstrip().endswith("\\"):
+                pending += line.rstrip()[:-1] + " "
+                continue
+            yield Command(str(page.relative_to(ROOT)), start, " ".join((pending + line).split()))
+            pending = ""
+
+
+COMMANDS = list(documented_commands())
+WRITES = re.compile(r"(?:--out|>) (\S+)")
+
+
+def chain(command: Command) -> list[Command]:
+    """The commands of its page that ``command`` reads the output of (``--out X``, ``> X``),
+    each after what it reads in turn, then ``command``: what it needs to run as written."""
+    earlier = COMMANDS[:COMMANDS.index(command)]
+    own = set(WRITES.findall(command.text))
+    for writer in reversed(earlier):
+        written = set(WRITES.findall(writer.text)) - own
+        if writer.page == command.page and any(re.search(rf"(^|\s){re.escape(w)}(/|\s|$)", command.text)
+                                               for w in written):
+            return [*chain(writer), command]
+    return [command]
+
+
+def _id(c: Command) -> str:
+    return f"{c.page}:{c.line}"
+
+
+@pytest.fixture
+def fresh_clone(tmp_path: Path) -> Path:
+    """The checkout's top-level entries linked into an empty directory, and ``.venv`` the
+    environment running these tests: what the README's first command leaves behind."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in {".venv", ".git", "dist", "runs", "out"}:
+            (clone / entry.name).symlink_to(entry)
+    (clone / ".venv").symlink_to(Path(sys.prefix))
+    return clone
+
+
+def run_as_written(command: Command, clone: Path) -> None:
+    venv_bin = str(Path(sys.prefix) / "bin")
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "SPARK_HOME", "PYSPARK_PYTHON"}}
+    env.update(PATH=path, PWD=str(clone), PYTHONPATH=str(ROOT))
+    done = subprocess.run(["bash", "-c", command.text], cwd=clone, env=env, capture_output=True,
+                          text=True, timeout=900, check=False)
+    assert done.returncode == command.expected_exit, (
+        f"{_id(command)}: `{command.text}` exited {done.returncode}, the page says "
+        f"{command.expected_exit}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def test_the_pages_give_commands_and_each_has_a_rule() -> None:
+    assert len(COMMANDS) > 40, [c.text for c in COMMANDS]
+    assert any(c.page == "README.md" and "spark-submit" in c.text for c in COMMANDS)
+    assert {c.where for c in COMMANDS} >= {DEFAULT, SLOW}
+    # a command that reads what an earlier one writes runs after it
+    assert [c.text for c in chain(next(c for c in COMMANDS if "--path cex.json" in c.text))][0].endswith("> cex.json")
+    # the catch-all rule is the last: every rule before it matches some command
+    for pattern, _ in RULES[:-1]:
+        assert any(re.search(pattern, c.text) for c in COMMANDS), f"rule {pattern!r} matches no command"
+
+
+def test_no_page_writes_build_output_into_the_checkout() -> None:
+    """A page's ``--out`` is ``dist/...`` or outside the checkout, and no two commands of one
+    page write the same ``--out``."""
+    outs: dict[tuple[str, str], str] = {}
+    for c in COMMANDS:
+        for out in re.findall(r"--out (\S+)", c.text):
+            assert out.startswith(("/", "dist/", "runs/", "DIR")), f"{_id(c)}: --out {out}"
+            earlier = outs.setdefault((c.page, out), _id(c))
+            assert earlier == _id(c) or out == "DIR", f"{_id(c)} writes {out} as {earlier} does"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.where == DEFAULT], ids=_id)
+def test_quick_command_runs_as_written(command: Command, fresh_clone: Path) -> None:
+    for step in chain(command):
+        run_as_written(step, fresh_clone)
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.where == SLOW], ids=_id)
+def test_command_runs_as_written(command: Command, fresh_clone: Path) -> None:
+    for step in chain(command):
+        run_as_written(step, fresh_clone)
