@@ -14,6 +14,7 @@ because the design's own loss is in the set.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -265,8 +266,6 @@ def _search_for(args: argparse.Namespace, cfg: Any) -> Any:
         return check_native
     from conformance.spark.session import spark_session
     from properties.checkers.distributed import check_spark
-
-    import os
 
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's master stands
     session = spark_session(args.master or (None if submitted else "local[*]"), app="epochal-check")
