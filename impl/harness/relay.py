@@ -47,6 +47,7 @@ from impl.node.wire import (
 )
 
 _U32 = struct.Struct(">I")
+_CID = struct.Struct(">i")  # the correlation id that starts every response
 
 REQUEST_KINDS = {ApiKey.LEADER_AND_ISR: "leader_and_isr", ApiKey.STOP_REPLICA: "stop_replica",
                  ApiKey.UPDATE_METADATA: "update_metadata", ApiKey.FETCH: "fetch_request",
@@ -110,7 +111,8 @@ class _Conn:
     dst: int
     client: asyncio.StreamWriter  # towards the connecting peer
     server: asyncio.StreamWriter  # towards the broker
-    requests: dict[int, tuple[str, int | None]] = field(default_factory=dict)  # cid -> (kind, src)
+    # cid -> (kind, src, api key): the api key says how to read the answer
+    requests: dict[int, tuple[str, int | None, int]] = field(default_factory=dict)
     swallow: dict[int, int] = field(default_factory=dict)  # cid -> answers to duplicates to drop
     closed: bool = False
     server_ended: bool = False  # the broker's side ended while answers were held for the client
@@ -318,13 +320,17 @@ class Relay:
                 else:
                     cid_ = body.get("controller_id")
                     src = cid_ if isinstance(cid_, int) else None
-            c.requests[cid] = (kind, src)
+            c.requests[cid] = (kind, src, api)
             return Frame(next(self._ids), c.id, kind, src, c.dst, cid, summarize(kind, body), data)
-        cid, _, error, body = decode_response(payload)
+        if len(payload) < _CID.size:
+            raise ProtocolError("frame shorter than a correlation id")
+        (cid,) = _CID.unpack_from(payload)
         if c.swallow.get(cid, 0) > 0:
             c.swallow[cid] -= 1
             return None
-        req_kind, req_src = c.requests.pop(cid, ("client", None))
+        asked = c.requests.get(cid)
+        cid, _, error, body = decode_response(payload, asked[2] if asked else None)
+        req_kind, req_src, _ = c.requests.pop(cid, ("client", None, -1))
         kind = RESPONSE_KINDS.get(req_kind, "client_response")
         summary = summarize(kind, body)
         if error:

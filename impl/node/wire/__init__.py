@@ -36,11 +36,13 @@ from impl.node.wire.connection import AsyncConnection, AuthenticationError, Bloc
 from impl.node.wire.fields import ERROR_BODY, MESSAGES, Field, Message, undeclared_fields
 from impl.node.wire.frames import (
     EncodedBody,
+    decode_encoded_body,
     decode_request_body,
     decode_request_header,
     decode_response,
     encode_request,
     encode_response,
+    encoded_body,
     read_frame,
     request_frame_parts,
 )
@@ -50,7 +52,7 @@ __all__ = [
     "API_VERSIONS", "CONTROLLER_VERSIONS", "ERROR_BODY", "KEYED_RECORD", "MAX_DEPTH", "MAX_FRAME",
     "MESSAGES", "ApiKey", "AsyncConnection", "AuthenticationError", "BlockingConnection",
     "EncodedBody", "ErrorCode", "Field", "Message", "ProtocolError", "RpcError",
-    "decode_request_body", "decode_request_header", "decode_response", "decode_value",
-    "encode_request", "encode_response", "encode_value", "error_name", "keyed_record",
+    "decode_encoded_body", "decode_request_body", "decode_request_header", "decode_response", "decode_value",
+    "encode_request", "encode_response", "encode_value", "encoded_body", "error_name", "keyed_record",
     "read_frame", "record_key", "request_frame_parts", "undeclared_fields",
 ]

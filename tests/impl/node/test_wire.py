@@ -35,11 +35,11 @@ def test_values_round_trip(value: object) -> None:
 
 
 def test_request_frame_round_trips_header_and_body() -> None:
-    frame = encode_request(ApiKey.FETCH, 0, 42, 7, {"topic": "t", "partition": 1})
+    frame = encode_request(ApiKey.METADATA, 0, 42, 7, {"topic": "t", "partition": 1})
     (length,) = struct.unpack(">I", frame[:4])
     payload = frame[4:]
     assert length == len(payload)
-    assert decode_request_header(payload) == (ApiKey.FETCH, 0, 42, 7)
+    assert decode_request_header(payload) == (ApiKey.METADATA, 0, 42, 7)
     assert decode_request_body(payload) == {"topic": "t", "partition": 1}
 
 

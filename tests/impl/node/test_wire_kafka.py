@@ -1,0 +1,147 @@
+"""The APIs that travel as Kafka's messages: every body Epochal sends and answers comes
+back as it was sent, in Kafka's frames (request header v2, response header v1, kio's
+entities), the clock and the fields Kafka lacks in the header's one tagged field; a Kafka
+reader that knows nothing of that tag reads the same frames."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader
+
+from impl.node.codes import KAFKA_VERSIONS
+from impl.node.kafka.translate import EPOCHAL_TAG, TRANSLATIONS
+from impl.node.wire import (
+    API_VERSIONS,
+    ApiKey,
+    ErrorCode,
+    ProtocolError,
+    decode_encoded_body,
+    decode_request_body,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    encoded_body,
+)
+
+_FENCE = {"controller_id": 1, "controller_epoch": 3}
+_STATE = {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 2, "isr": [1, 2],
+          "replicas": [1, 2, 3], "zk_version": 5}
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while data[pos] & 0x80:
+        value, shift, pos = value | (data[pos] & 0x7F) << shift, shift + 7, pos + 1
+    return value | data[pos] << shift, pos + 1
+
+
+def _skip_tags(data: bytes, pos: int) -> tuple[list[int], int]:
+    """A tagged-field section read as any Kafka reader does: each tag skipped by its size."""
+    count, pos = _varint(data, pos)
+    tags = []
+    for _ in range(count):
+        tag, pos = _varint(data, pos)
+        size, pos = _varint(data, pos)
+        tags.append(tag)
+        pos += size
+    return tags, pos
+
+
+REQUESTS: list[tuple[ApiKey, dict[str, Any]]] = [
+    (ApiKey.LEADER_AND_ISR, {**_FENCE, "max_broker_epoch": 77, "init": True, "leaders": {"1": ["h", 9]},
+                             "partitions": [{**_STATE, "topic_id": 9}, {**_STATE, "topic": "u"}]}),
+    (ApiKey.LEADER_AND_ISR, {**_FENCE, "broker_epoch": 12, "partitions": [_STATE], "leaders": {}}),
+    (ApiKey.LEADER_AND_ISR, {**_FENCE, "broker_epoch": -1, "partitions": [], "leaders": {}}),
+    (ApiKey.STOP_REPLICA, {**_FENCE, "broker_epoch": 7, "delete": True, "partitions": [["t", 0, 4], ["u", 1]]}),
+    (ApiKey.STOP_REPLICA, {**_FENCE, "max_broker_epoch": 7, "delete": False, "partitions": []}),
+    (ApiKey.UPDATE_METADATA, {**_FENCE, "max_broker_epoch": 5, "partial": True, "brokers": {"1": ["h", 1]},
+                              "topics": {"t": {"0": {"leader": 1, "leader_epoch": 0, "isr": [1],
+                                                     "replicas": [1]}}, "gone": {}}}),
+    (ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": 2, "broker_epoch": 99}),
+    (ApiKey.FETCH, {"topic": "t", "partition": 0, "fetch_offset": 5, "max_records": 10, "max_wait_ms": 100}),
+    (ApiKey.FETCH, {"replica_id": 2, "broker_epoch": 99, "max_records": 1000, "max_bytes": 100000,
+                    "partition_max_bytes": 5000, "max_wait_ms": 500, "partitions": [
+                        {"topic": "t", "partition": 0, "fetch_offset": 3, "hw": 2, "leader_epoch": 1,
+                         "topic_id": 7}, {"topic": "u", "partition": 1, "fetch_offset": 0}]}),
+    (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0, "leader_epoch": 3,
+                                       "current_leader_epoch": 4, "replica_id": 1, "topic_id": 3}),
+]
+
+ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
+    (ApiKey.LEADER_AND_ISR, {}, 0, {"partitions": [["t", 0, int(ErrorCode.FENCED_LEADER_EPOCH)]]}),
+    (ApiKey.LEADER_AND_ISR, {}, ErrorCode.STALE_CONTROLLER_EPOCH, {"message": "stale"}),
+    (ApiKey.STOP_REPLICA, {}, 0, {}),
+    (ApiKey.UPDATE_METADATA, {}, ErrorCode.STALE_BROKER_EPOCH, {"message": "older"}),
+    (ApiKey.CONTROLLED_SHUTDOWN, {}, 0, {"remaining_leaderships": [["t", 1]], "remaining_isr": [["u", 0]]}),
+    (ApiKey.FETCH, {"topic": "t", "partition": 0, "fetch_offset": 0}, 0,
+     {"records": [[0, 1, b"a"], [1, 1, b"\xffKb"], [2, 2, b"c"]], "hw": 3, "leo": 3, "leader_epoch": 2,
+      "log_start_offset": 0}),
+    (ApiKey.FETCH, {"topic": "t", "partition": 0, "fetch_offset": 9}, ErrorCode.OFFSET_OUT_OF_RANGE,
+     {"message": "beyond", "leo": 3, "hw": 3, "log_start_offset": 0}),
+    (ApiKey.FETCH, {"replica_id": 1}, 0, {"partitions": [
+        {"topic": "t", "partition": 0, "error": 0, "hw": 3, "leo": 4, "leader_epoch": 2, "topic_id": 7,
+         "records": [[0, 1, b"a"], [1, 1, b"b"], [2, 1, b"c"], [3, 2, b"d"]],
+         "producers": [[0, 5, 0], [1, 5, 1], [3, 5, 2]]},
+        {"topic": "t", "partition": 1, "error": int(ErrorCode.NOT_LEADER), "leader": 2}]}),
+    (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0}, 0, {"leader_epoch": 3, "end_offset": 10}),
+    (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0}, ErrorCode.FENCED_LEADER_EPOCH,
+     {"message": "x", "leader_epoch": 5}),
+]
+
+
+def test_every_kafka_api_has_a_translation_and_a_sample() -> None:
+    assert set(TRANSLATIONS) == set(KAFKA_VERSIONS)
+    assert {api for api, _ in REQUESTS} == set(KAFKA_VERSIONS)
+    assert {api for api, *_ in ANSWERS} == set(KAFKA_VERSIONS)
+
+
+@pytest.mark.parametrize(("api", "body"), REQUESTS, ids=lambda x: getattr(x, "name", ""))
+def test_a_request_comes_back_as_sent_and_a_kafka_reader_reads_it(api: ApiKey, body: dict[str, Any]) -> None:
+    payload = encode_request(api, API_VERSIONS[api], 42, 1234, body)[4:]
+    assert decode_request_header(payload) == (api, KAFKA_VERSIONS[api], 42, 1234)
+    assert decode_request_body(payload) == body
+    # request header v2: api key, version, correlation id, client id, tagged fields
+    assert int.from_bytes(payload[:2], "big") == api and int.from_bytes(payload[4:8], "big") == 42
+    tags, size = _skip_tags(payload, 8 + 2 + int.from_bytes(payload[8:10], "big"))
+    assert tags == [EPOCHAL_TAG]
+    _, body_size = entity_reader(load_request_schema(api, KAFKA_VERSIONS[api]))(payload, size)
+    assert size + body_size == len(payload)
+
+
+@pytest.mark.parametrize(("api", "request_body", "error", "body"), ANSWERS,
+                         ids=lambda x: getattr(x, "name", ""))
+def test_an_answer_comes_back_as_sent_and_a_kafka_reader_reads_it(
+        api: ApiKey, request_body: dict[str, Any], error: int, body: dict[str, Any]) -> None:
+    payload = encode_response(7, 99, error, body, api, request_body)[4:]
+    assert decode_response(payload, api) == (7, 99, error, body)
+    assert int.from_bytes(payload[:4], "big") == 7  # response header v1: correlation id, tags
+    tags, size = _skip_tags(payload, 4)
+    assert tags == [EPOCHAL_TAG]
+    _, body_size = entity_reader(load_response_schema(api, KAFKA_VERSIONS[api]))(payload, size)
+    assert size + body_size == len(payload)
+
+
+def test_a_body_encoded_once_is_what_its_recipients_read() -> None:
+    api, body = REQUESTS[5]
+    shared = encoded_body(api, body)
+    assert decode_encoded_body(api, shared) == body
+    assert decode_request_body(encode_request(api, API_VERSIONS[api], 1, 0, shared)[4:]) == body
+
+
+def test_a_version_epochal_does_not_speak_is_unsupported() -> None:
+    payload = bytearray(encode_request(ApiKey.STOP_REPLICA, 3, 1, 0, REQUESTS[3][1])[4:])
+    payload[2:4] = (1).to_bytes(2, "big")
+    with pytest.raises(ProtocolError) as exc:
+        decode_request_body(bytes(payload))
+    assert exc.value.code == ErrorCode.UNSUPPORTED_VERSION
+
+
+@pytest.mark.parametrize("cut", [1, 5, 20])
+def test_a_truncated_kafka_body_is_an_invalid_request(cut: int) -> None:
+    payload = encode_request(ApiKey.LEADER_AND_ISR, 4, 1, 0, REQUESTS[0][1])[4:]
+    with pytest.raises(ProtocolError) as exc:
+        decode_request_body(payload[:-cut])
+    assert exc.value.code == ErrorCode.INVALID_REQUEST
