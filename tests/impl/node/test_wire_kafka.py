@@ -68,6 +68,13 @@ REQUESTS: list[tuple[ApiKey, dict[str, Any]]] = [
                          "topic_id": 7}, {"topic": "u", "partition": 1, "fetch_offset": 0}]}),
     (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0, "leader_epoch": 3,
                                        "current_leader_epoch": 4, "replica_id": 1, "topic_id": 3}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 1, "values": [b"a", b"\xffK\x06b"], "acks": -1,
+                      "timeout_ms": 5000, "producer_id": 7, "base_sequence": 10}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 0, "values": [b"x"], "acks": 1, "timeout_ms": 100}),
+    (ApiKey.METADATA, {}),
+    (ApiKey.INIT_PRODUCER_ID, {"client_id": "c"}),
+    (ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
+    (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"n,,n=alice,r=abc"}),
 ]
 
 ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
@@ -89,24 +96,43 @@ ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
     (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0}, 0, {"leader_epoch": 3, "end_offset": 10}),
     (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0}, ErrorCode.FENCED_LEADER_EPOCH,
      {"message": "x", "leader_epoch": 5}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 0}, 0, {"base_offset": 4, "leader_epoch": 2, "duplicate": True}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 0}, ErrorCode.NOT_LEADER, {"message": "no", "leader": 2}),
+    (ApiKey.METADATA, {}, 0, {"brokers": {"0": ["h", 1], "1": ["h", 2]}, "controller_id": 1,
+                              "controller_epoch": 4, "topics": {"t": {"0": {
+                                  "leader": 1, "leader_epoch": 3, "isr": [1, 0], "replicas": [0, 1]}}, "e": {}}}),
+    (ApiKey.METADATA, {}, ErrorCode.ILLEGAL_SASL_STATE, {"message": "sign in first"}),
+    (ApiKey.INIT_PRODUCER_ID, {}, 0, {"producer_id": 1000, "producer_epoch": 0}),
+    (ApiKey.INIT_PRODUCER_ID, {}, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {"message": "no"}),
+    (ApiKey.SASL_AUTHENTICATE, {}, 0, {"auth_bytes": b"r=abc,s=x,i=4096", "principal": "alice"}),
+    (ApiKey.SASL_AUTHENTICATE, {}, ErrorCode.SASL_AUTHENTICATION_FAILED, {"message": "bad proof"}),
+]
+
+# SaslHandshake has no flexible version: no tag, so no clock and no error message
+UNTAGGED: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
+    (ApiKey.SASL_HANDSHAKE, {}, 0, {"mechanisms": ["SCRAM-SHA-256"]}),
+    (ApiKey.SASL_HANDSHAKE, {}, ErrorCode.UNSUPPORTED_SASL_MECHANISM, {}),
 ]
 
 
 def test_every_kafka_api_has_a_translation_and_a_sample() -> None:
     assert set(TRANSLATIONS) == set(KAFKA_VERSIONS)
     assert {api for api, _ in REQUESTS} == set(KAFKA_VERSIONS)
-    assert {api for api, *_ in ANSWERS} == set(KAFKA_VERSIONS)
+    assert {api for api, *_ in ANSWERS + UNTAGGED} == set(KAFKA_VERSIONS)
 
 
 @pytest.mark.parametrize(("api", "body"), REQUESTS, ids=lambda x: getattr(x, "name", ""))
 def test_a_request_comes_back_as_sent_and_a_kafka_reader_reads_it(api: ApiKey, body: dict[str, Any]) -> None:
+    flexible = TRANSLATIONS[api].flexible
     payload = encode_request(api, API_VERSIONS[api], 42, 1234, body)[4:]
-    assert decode_request_header(payload) == (api, KAFKA_VERSIONS[api], 42, 1234)
+    assert decode_request_header(payload) == (api, KAFKA_VERSIONS[api], 42, 1234 if flexible else 0)
     assert decode_request_body(payload) == body
-    # request header v2: api key, version, correlation id, client id, tagged fields
+    # request header v2 (v1: no tagged fields): api key, version, correlation id, client id
     assert int.from_bytes(payload[:2], "big") == api and int.from_bytes(payload[4:8], "big") == 42
-    tags, size = _skip_tags(payload, 8 + 2 + int.from_bytes(payload[8:10], "big"))
-    assert tags == [EPOCHAL_TAG]
+    size = 8 + 2 + int.from_bytes(payload[8:10], "big")
+    if flexible:
+        tags, size = _skip_tags(payload, size)
+        assert tags == [EPOCHAL_TAG]
     _, body_size = entity_reader(load_request_schema(api, KAFKA_VERSIONS[api]))(payload, size)
     assert size + body_size == len(payload)
 
@@ -122,6 +148,16 @@ def test_an_answer_comes_back_as_sent_and_a_kafka_reader_reads_it(
     assert tags == [EPOCHAL_TAG]
     _, body_size = entity_reader(load_response_schema(api, KAFKA_VERSIONS[api]))(payload, size)
     assert size + body_size == len(payload)
+
+
+@pytest.mark.parametrize(("api", "request_body", "error", "body"), UNTAGGED,
+                         ids=lambda x: getattr(x, "name", ""))
+def test_an_untagged_answer_loses_the_clock_and_keeps_kafkas_fields(
+        api: ApiKey, request_body: dict[str, Any], error: int, body: dict[str, Any]) -> None:
+    payload = encode_response(7, 99, error, {**body, "message": "lost"}, api, request_body)[4:]
+    assert decode_response(payload, api) == (7, 0, error, body)
+    _, size = entity_reader(load_response_schema(api, KAFKA_VERSIONS[api]))(payload, 4)
+    assert 4 + size == len(payload)
 
 
 def test_a_body_encoded_once_is_what_its_recipients_read() -> None:

@@ -68,6 +68,12 @@ class Translation:
     def request_schema(self) -> type:
         return load_request_schema(int(self.api), self.version)
 
+    @property
+    def flexible(self) -> bool:
+        """Whether its headers have tagged fields (request header v2, response header v1):
+        the clock and the extras travel only then."""
+        return bool(self.request_schema().__flexible__)
+
     def response_schema(self) -> type:
         return load_response_schema(int(self.api), self.version)
 
@@ -207,7 +213,8 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
     buf.write(_HEAD.pack(api, version, cid))
     client = CLIENT_ID.encode()
     buf.write(_I16.pack(len(client)) + client)
-    _write_tags(buf, {"clock": clock, **encoded.extras})
+    if TRANSLATIONS[ApiKey(api)].flexible:  # request header v2; v1 has no tagged fields
+        _write_tags(buf, {"clock": clock, **encoded.extras})
     header = buf.getvalue()
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
@@ -221,7 +228,7 @@ def decode_request_header(payload: bytes) -> tuple[int, int, int, int, Body, int
     pos = _HEAD.size + _I16.size + max(n, 0)
     if pos > len(payload):
         raise ProtocolError("truncated client id", ErrorCode.INVALID_REQUEST)
-    extras, pos = _read_tags(payload, pos)
+    extras, pos = _read_tags(payload, pos) if TRANSLATIONS[ApiKey(api)].flexible else ({}, pos)
     clock = extras.pop("clock", 0)
     return api, version, cid, int(clock) if isinstance(clock, int) else 0, extras, pos
 
@@ -264,7 +271,8 @@ def encode_response(api: ApiKey, cid: int, clock: int, error: int, body: Body,
     buf = io.BytesIO()
     buf.write(_I32.pack(0))
     buf.write(_I32.pack(cid))
-    _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
+    if t.flexible:  # response header v1; v0 has no tagged fields
+        _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
     entity_writer(schema)(buf, build(schema, **values))
     frame = buf.getbuffer()
     _I32.pack_into(frame, 0, len(frame) - _I32.size)
@@ -277,7 +285,7 @@ def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
     if len(payload) < _I32.size:
         raise ProtocolError("frame shorter than the response header")
     (cid,) = _I32.unpack_from(payload)
-    extras, pos = _read_tags(payload, _I32.size)
+    extras, pos = _read_tags(payload, _I32.size) if t.flexible else ({}, _I32.size)
     clock = extras.pop("clock", 0)
     entity = _read_entity(t.response_schema(), payload, pos, f"{t.api.name} response")
     error, body = t.from_response(entity, extras)  # takes back its own extras
@@ -285,9 +293,9 @@ def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
 
 
 def _register_all() -> None:
-    from impl.node.kafka.translate import control, replication
+    from impl.node.kafka.translate import clients, control, replication
 
-    register(*control.TRANSLATIONS, *replication.TRANSLATIONS)
+    register(*control.TRANSLATIONS, *replication.TRANSLATIONS, *clients.TRANSLATIONS)
 
 
 _register_all()
