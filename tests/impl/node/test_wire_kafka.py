@@ -5,14 +5,22 @@ reader that knows nothing of that tag reads the same frames."""
 
 from __future__ import annotations
 
+import datetime
+import io
 from typing import Any
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch
+from kio.records.schema import Record as KafkaRecord
+from kio.records.writers import write_new_batch
 from kio.serial import entity_reader
 
 from impl.node.codes import KAFKA_VERSIONS
 from impl.node.kafka.translate import EPOCHAL_TAG, TRANSLATIONS
+from impl.node.kafka.translate.batches import Batch, read_batches
+from impl.node.kafka.translate.replication import read_records, write_records
 from impl.node.wire import (
     API_VERSIONS,
     ApiKey,
@@ -181,3 +189,37 @@ def test_a_truncated_kafka_body_is_an_invalid_request(cut: int) -> None:
     with pytest.raises(ProtocolError) as exc:
         decode_request_body(payload[:-cut])
     assert exc.value.code == ErrorCode.INVALID_REQUEST
+
+
+# -- record batches: the hand-written writer and reader against kio's -----------------------
+
+def test_epochals_batches_read_as_kio_reads_them_and_kios_as_epochal_reads_them() -> None:
+    records = [[5, 2, b"a"], [6, 2, b""], [7, 3, b"\xffK" + b"v" * 300], [9, 3, b"z"]]
+    producers = [[7, 40, 11], [9, 40, 13]]
+    data = write_records(records, producers)
+    pos, seen = 0, []
+    while pos < len(data):  # kio checks the CRC, the lengths and the varints
+        batch, size = read_batch(data, pos)
+        seen += [[r.offset, batch.partition_leader_epoch, r.value, batch.producer_id,
+                  batch.base_sequence] for r in batch.records]
+        pos += size
+    assert seen == [[5, 2, b"a", -1, -1], [6, 2, b"", -1, -1], [7, 3, records[2][2], 40, 11],
+                    [9, 3, b"z", 40, 13]]
+    assert read_records(data) == (records, producers)
+    buf = io.BytesIO()
+    write_new_batch(buf, NewRecordBatch(producer_id=8, producer_epoch=0, partition_leader_epoch=4,
+                                        base_sequence=2, attributes=0, records=tuple(
+        KafkaRecord(attributes=0, timestamp=datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC),
+                    offset=o, key=k, value=v, headers=()) for o, k, v in
+        ((10, None, b"p"), (11, b"key", b"q")))))
+    (batch,) = read_batches(buf.getvalue())
+    assert batch == Batch(4, 8, 2, [(10, None, b"p"), (11, b"key", b"q")])
+
+
+@pytest.mark.parametrize("damage", ["crc", "truncated"])
+def test_a_damaged_batch_is_a_protocol_error(damage: str) -> None:
+    data = bytearray(write_records([[0, 1, b"abc"]]))
+    if damage == "crc":
+        data[-2] ^= 0xFF
+    with pytest.raises(ProtocolError):
+        read_records(bytes(data if damage == "crc" else data[:-3]))

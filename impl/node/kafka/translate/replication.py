@@ -17,25 +17,16 @@ its own.
 
 from __future__ import annotations
 
-import datetime
-import io
 import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from kio.records.readers import read_batch
-from kio.records.schema import NewRecordBatch
-from kio.records.schema import Record as KafkaRecord
-from kio.records.writers import write_new_batch
-
-from impl.node.codes import ApiKey, ProtocolError
+from impl.node.codes import ApiKey
 from impl.node.kafka.translate import NOTHING, Body, Fields, Translation
+from impl.node.kafka.translate.batches import read_batches, write_batch
 
 NO_LIMIT = 2**31 - 1  # Kafka's default max_bytes: no limit asked for
 NO_PRODUCER = -1
-# the log keeps no timestamps: every record carries the epoch, 0 ms (kio's batch reader
-# cannot read back Kafka's NO_TIMESTAMP, -1, which the Kafka listener's consumers get)
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _REPLICA_PARTITION = frozenset({"topic", "partition", "fetch_offset", "leader_epoch"})
 _ANSWERED_PARTITION = frozenset({"topic", "partition", "error", "records", "producers", "hw",
                                  "log_start_offset", "leader_epoch", "leader"})
@@ -54,35 +45,24 @@ def write_records(records: Sequence[Sequence[Any]], producers: Sequence[Sequence
         # records of one producer in one batch keep sequence - position constant
         return int(epoch), pid, seq - i if pid != NO_PRODUCER else 0
 
-    buf = io.BytesIO()
+    out = bytearray()
     for (epoch, pid, _), run in itertools.groupby(enumerate(records), key=run_key):
         batch = [r for _, r in run]
         first = by_offset.get(int(batch[0][0]), (NO_PRODUCER, -1))
-        write_new_batch(buf, NewRecordBatch(
-            producer_id=pid, producer_epoch=0 if pid != NO_PRODUCER else -1,
-            partition_leader_epoch=epoch, base_sequence=first[1] if pid != NO_PRODUCER else -1,
-            records=tuple(KafkaRecord(attributes=0, timestamp=EPOCH, offset=int(o),
-                                      key=None, value=bytes(v), headers=()) for o, _, v in batch),
-            attributes=0))
-    return buf.getvalue()
+        write_batch(out, epoch, pid, 0 if pid != NO_PRODUCER else -1,
+                    first[1] if pid != NO_PRODUCER else -1, [(int(o), bytes(v)) for o, _, v in batch])
+    return bytes(out)
 
 
 def read_records(data: bytes | None) -> tuple[list[list[Any]], list[list[int]]]:
     """(records, producers) of :func:`write_records`' batches."""
     records: list[list[Any]] = []
     producers: list[list[int]] = []
-    pos = 0
-    data = data or b""
-    while pos < len(data):
-        try:
-            batch, size = read_batch(data, pos)
-        except Exception as exc:  # noqa: BLE001 - bad CRC, bad lengths, truncated varints
-            raise ProtocolError(f"record batch: {exc}") from None
-        pos += size
-        for i, rec in enumerate(batch.records):
-            records.append([int(rec.offset), int(batch.partition_leader_epoch), bytes(rec.value or b"")])
+    for batch in read_batches(bytes(data or b"")):
+        for i, (offset, _, value) in enumerate(batch.records):
+            records.append([offset, batch.leader_epoch, value or b""])
             if batch.producer_id != NO_PRODUCER:
-                producers.append([int(rec.offset), int(batch.producer_id), int(batch.base_sequence) + i])
+                producers.append([offset, batch.producer_id, batch.base_sequence + i])
     return records, producers
 
 
