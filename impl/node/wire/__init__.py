@@ -1,5 +1,10 @@
 """The broker RPC protocol: binary, versioned, length-prefixed frames with typed error codes.
 
+Most APIs now travel as Apache Kafka's messages (:mod:`impl.node.kafka.translate`,
+docs/wire.md section 2.1: Kafka's headers and bodies, the clock and Epochal's extra fields
+in one tagged field); the admin requests still travel in the frames below.  Callers build
+and read the same body dicts either way.
+
 Seed 000 gives the requests (LeaderAndISRRequest, StopReplicaRequest, ReplicaFetchRequest)
 as a request-type id, a version id and typed fields.  Every frame here is::
 

@@ -30,6 +30,7 @@ from kio.serial.writers import write_unsigned_varint
 
 from impl.node.codes import KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
 from impl.node.kafka.codec import build
+from impl.node.kafka.translate.batches import read_uvarint
 from impl.node.wire.values import decode_value, encode_value
 
 EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
@@ -127,26 +128,13 @@ def _write_tags(buf: io.BytesIO, extras: Body) -> None:
     buf.write(raw)
 
 
-def _uvarint(payload: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(payload) or shift > 28:
-            raise ProtocolError("truncated or overlong varint in tagged fields")
-        byte = payload[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
 def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
     """The extras of a tagged-field section (other tags are skipped, as Kafka does)."""
     extras: Body = {}
-    count, pos = _uvarint(payload, pos)
+    count, pos = read_uvarint(payload, pos, 32)
     for _ in range(count):
-        tag, pos = _uvarint(payload, pos)
-        size, pos = _uvarint(payload, pos)
+        tag, pos = read_uvarint(payload, pos, 32)
+        size, pos = read_uvarint(payload, pos, 32)
         if pos + size > len(payload):
             raise ProtocolError("truncated tagged field")
         if tag == EPOCHAL_TAG:

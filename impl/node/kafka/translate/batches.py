@@ -64,18 +64,24 @@ def write_batch(out: bytearray, leader_epoch: int, producer_id: int, producer_ep
     out += batch
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint (or varlong) at ``pos``: (value, position after it)."""
+def read_uvarint(data: bytes, pos: int, bits: int = 64) -> tuple[int, int]:
+    """An unsigned varint of at most ``bits`` bits at ``pos``: (value, position after it)."""
     raw = shift = 0
     while True:
-        if pos >= len(data) or shift > 63:
-            raise ProtocolError("truncated varint in a record")
+        if pos >= len(data) or shift >= bits:
+            raise ProtocolError("truncated or overlong varint")
         byte = data[pos]
         pos += 1
         raw |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
+            return raw, pos
         shift += 7
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint (or varlong) at ``pos``: (value, position after it)."""
+    raw, pos = read_uvarint(data, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
 
 
 def _bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
