@@ -18,6 +18,7 @@ bytes.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 from collections.abc import Callable
@@ -67,7 +68,7 @@ class Translation:
         return KAFKA_VERSIONS[self.api]
 
     def request_schema(self) -> type:
-        return load_request_schema(int(self.api), self.version)
+        return _request_schema(int(self.api), self.version)
 
     @property
     def flexible(self) -> bool:
@@ -76,8 +77,12 @@ class Translation:
         return bool(self.request_schema().__flexible__)
 
     def response_schema(self) -> type:
-        return load_response_schema(int(self.api), self.version)
+        return _response_schema(int(self.api), self.version)
 
+
+# kio resolves a schema's module by name on every call: once per API and version here
+_request_schema = functools.cache(load_request_schema)
+_response_schema = functools.cache(load_response_schema)
 
 TRANSLATIONS: dict[ApiKey, Translation] = {}
 
