@@ -5,7 +5,10 @@ advertised_port``), so every connection another broker opens to it -- the contro
 channel, a follower's fetcher -- goes through the relay, over real TCP on 127.0.0.1.
 Clients that read the metadata do too; the relay passes their traffic straight through.
 
-The relay reads whole frames (``impl.node.wire``'s framing) and classifies each one:
+The relay reads whole frames (``impl.node.wire``'s framing: the messages it classifies
+are Kafka's -- LeaderAndIsr, StopReplica, UpdateMetadata, Fetch, OffsetForLeaderEpoch, read
+through :mod:`impl.node.kafka.translate` -- and each answer is read as the request it
+answers, by correlation id) and classifies each one:
 
 * requests: ``leader_and_isr``, ``stop_replica``, ``update_metadata`` (from the controller,
   ``src`` is its id), ``fetch_request`` (from a follower, ``src`` is its ``replica_id``),
