@@ -121,7 +121,7 @@ async def _serve(zk_hosts: str, broker_id: int) -> None:
                 api, _version, cid, _clock = decode_request_header(payload)
                 body = decode_request_body(payload)
                 state.record(api, body, time.monotonic())
-                writer.write(encode_response(cid, 0, ErrorCode.NONE, {}))
+                writer.write(encode_response(cid, 0, ErrorCode.NONE, {}, api, body))
                 await writer.drain()
         except (ProtocolError, OSError, ConnectionError):
             pass

@@ -5,7 +5,10 @@ advertised_port``), so every connection another broker opens to it -- the contro
 channel, a follower's fetcher -- goes through the relay, over real TCP on 127.0.0.1.
 Clients that read the metadata do too; the relay passes their traffic straight through.
 
-The relay reads whole frames (``impl.node.wire``'s framing) and classifies each one:
+The relay reads whole frames (``impl.node.wire``'s framing: the messages it classifies
+are Kafka's -- LeaderAndIsr, StopReplica, UpdateMetadata, Fetch, OffsetForLeaderEpoch, read
+through :mod:`impl.node.kafka.translate` -- and each answer is read as the request it
+answers, by correlation id) and classifies each one:
 
 * requests: ``leader_and_isr``, ``stop_replica``, ``update_metadata`` (from the controller,
   ``src`` is its id), ``fetch_request`` (from a follower, ``src`` is its ``replica_id``),
@@ -47,6 +50,7 @@ from impl.node.wire import (
 )
 
 _U32 = struct.Struct(">I")
+_CID = struct.Struct(">i")  # the correlation id that starts every response
 
 REQUEST_KINDS = {ApiKey.LEADER_AND_ISR: "leader_and_isr", ApiKey.STOP_REPLICA: "stop_replica",
                  ApiKey.UPDATE_METADATA: "update_metadata", ApiKey.FETCH: "fetch_request",
@@ -110,7 +114,8 @@ class _Conn:
     dst: int
     client: asyncio.StreamWriter  # towards the connecting peer
     server: asyncio.StreamWriter  # towards the broker
-    requests: dict[int, tuple[str, int | None]] = field(default_factory=dict)  # cid -> (kind, src)
+    # cid -> (kind, src, api key): the api key says how to read the answer
+    requests: dict[int, tuple[str, int | None, int]] = field(default_factory=dict)
     swallow: dict[int, int] = field(default_factory=dict)  # cid -> answers to duplicates to drop
     closed: bool = False
     server_ended: bool = False  # the broker's side ended while answers were held for the client
@@ -318,13 +323,17 @@ class Relay:
                 else:
                     cid_ = body.get("controller_id")
                     src = cid_ if isinstance(cid_, int) else None
-            c.requests[cid] = (kind, src)
+            c.requests[cid] = (kind, src, api)
             return Frame(next(self._ids), c.id, kind, src, c.dst, cid, summarize(kind, body), data)
-        cid, _, error, body = decode_response(payload)
+        if len(payload) < _CID.size:
+            raise ProtocolError("frame shorter than a correlation id")
+        (cid,) = _CID.unpack_from(payload)
         if c.swallow.get(cid, 0) > 0:
             c.swallow[cid] -= 1
             return None
-        req_kind, req_src = c.requests.pop(cid, ("client", None))
+        asked = c.requests.get(cid)
+        cid, _, error, body = decode_response(payload, asked[2] if asked else None)
+        req_kind, req_src, _ = c.requests.pop(cid, ("client", None, -1))
         kind = RESPONSE_KINDS.get(req_kind, "client_response")
         summary = summarize(kind, body)
         if error:

@@ -49,9 +49,20 @@ CONTROLLER_VERSIONS: dict[ApiKey, int] = {
     ApiKey.ALTER_CLIENT_QUOTAS: 1,
 }
 
-# highest version each API speaks: the admin writes above at their controller version,
-# everything else at version 0
-API_VERSIONS: dict[ApiKey, int] = {**dict.fromkeys(ApiKey, 0), **CONTROLLER_VERSIONS}
+# the APIs that travel as Apache Kafka's messages (impl.node.kafka.translate), each at the
+# one flexible version Epochal sends and answers: the ZooKeeper-era inter-broker messages,
+# replication, reads, writes and authentication
+KAFKA_VERSIONS: dict[ApiKey, int] = {
+    ApiKey.LEADER_AND_ISR: 4, ApiKey.STOP_REPLICA: 3, ApiKey.UPDATE_METADATA: 6,
+    ApiKey.CONTROLLED_SHUTDOWN: 3, ApiKey.FETCH: 12, ApiKey.OFFSETS_FOR_LEADER_EPOCH: 4,
+    ApiKey.PRODUCE: 9, ApiKey.METADATA: 9, ApiKey.INIT_PRODUCER_ID: 2, ApiKey.SASL_HANDSHAKE: 1,
+    ApiKey.SASL_AUTHENTICATE: 2,
+}
+
+# highest version each API speaks: the admin writes above at their controller version, the
+# Kafka messages at theirs, everything else at version 0
+API_VERSIONS: dict[ApiKey, int] = {**dict.fromkeys(ApiKey, 0), **CONTROLLER_VERSIONS,
+                                   **KAFKA_VERSIONS}
 
 
 class ErrorCode(enum.IntEnum):

@@ -133,8 +133,14 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                 if self.security.log.log("handler_error", f"{api.name}: {exc!r}"):
                     traceback.print_exc()
                 error, rbody = ErrorCode.UNKNOWN_SERVER_ERROR, {"message": repr(exc)}
+            try:
+                frame = encode_response(cid, self.recorder.tick(), error, rbody, api, body)
+            except (KeyError, TypeError, ValueError) as exc:  # a handler's answer Kafka cannot carry
+                self.security.log.log("handler_error", f"{api.name} answer: {exc!r}")
+                frame = encode_response(cid, self.recorder.tick(), ErrorCode.UNKNOWN_SERVER_ERROR,
+                                        {"message": repr(exc)}, api, body)
             async with write_lock:
-                writer.write(encode_response(cid, self.recorder.tick(), error, rbody))
+                writer.write(frame)
                 await writer.drain()
             throttle_ms = int(rbody.get("throttle_time_ms", 0) or 0) if api in ADMIN_APIS else 0
             if throttle_ms > 0 and body.get("forwarded_by") is None:
@@ -166,7 +172,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                     return
                 early = session.screen_header(f"api key {api_key}", api_key in SASL_APIS)
                 if early is not None:  # not authenticated: the body stays undecoded
-                    writer.write(encode_response(cid, 0, early.error, early.body))
+                    writer.write(encode_response(cid, 0, early.error, early.body, api_key))
                     await writer.drain()
                     return
                 try:
@@ -180,17 +186,17 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                     await writer.drain()
                     return
                 except ProtocolError as exc:
-                    writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}))
+                    writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}, api_key))
                     await writer.drain()
                     return
                 except RequestError as exc:
-                    writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}))
+                    writer.write(encode_response(cid, 0, exc.code, {"message": str(exc)}, api_key))
                     await writer.drain()
                     continue
                 screened = session.screen(api, body)  # authentication, then who may send what
                 if isinstance(screened, Answer):  # answered here: never reaches a handler
                     async with write_lock:
-                        writer.write(encode_response(cid, 0, screened.error, screened.body))
+                        writer.write(encode_response(cid, 0, screened.error, screened.body, api, body))
                         await writer.drain()
                     if screened.close:
                         return

@@ -35,7 +35,7 @@ from kazoo.exceptions import NoNodeError
 from impl.node import zk as zkl
 from impl.node.controller.context import ControllerContext, Key
 from impl.node.controller.responses import response_actions
-from impl.node.wire import ApiKey, BlockingConnection, EncodedBody, encode_value
+from impl.node.wire import ApiKey, BlockingConnection, EncodedBody, encoded_body
 
 
 class ControllerChannel:
@@ -197,7 +197,7 @@ class ControlRequestSender(ControllerContext):
                 self._send(b, ApiKey.UPDATE_METADATA, body)
             return
         # seed 003: one payload per metadata change, encoded once, the same bytes to all
-        payload = EncodedBody(encode_value(dict(body, **self._control_fields(None))))
+        payload = encoded_body(ApiKey.UPDATE_METADATA, dict(body, **self._control_fields(None)))
         for b in self.live:
             ch = self.channels.get(b)
             if ch is not None:

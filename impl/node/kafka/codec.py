@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import functools
 import io
 import struct
 import types
@@ -172,26 +173,48 @@ def build(entity_type: type, **values: Any) -> Any:
     from ints, millisecond durations from ints.  Values for fields this version of the
     schema lacks are dropped; a field without a value takes its schema default (one
     without a default is a TypeError: the translation forgot it)."""
-    kwargs = {f.name: _field_value(f.type, values[f.name]) for f in fields(entity_type)
-              if f.name in values}
+    kwargs = {name: _field_value(field_type, values[name])
+              for name, field_type in _fields(entity_type) if name in values}
     return entity_type(**kwargs)
+
+
+@functools.cache
+def _fields(entity_type: type) -> tuple[tuple[str, Any], ...]:
+    return tuple((f.name, f.type) for f in fields(entity_type))
+
+
+@functools.cache
+def _kind(field_type: Any) -> tuple[str, Any]:
+    """How a plain value becomes a value of ``field_type`` (read once per type: every
+    request of Epochal's own connections builds entities)."""
+    origin = typing.get_origin(field_type)
+    if origin in (types.UnionType, typing.Union):  # X | None
+        (inner,) = [t for t in typing.get_args(field_type) if t is not type(None)]
+        return "optional", inner
+    if origin is tuple:
+        return "tuple", typing.get_args(field_type)[0]
+    if is_dataclass(field_type):
+        return "entity", field_type
+    if field_type is KafkaError:
+        return "error", None
+    if isinstance(field_type, type) and issubclass(field_type, datetime.timedelta):
+        return "millis", None
+    return "plain", None
 
 
 def _field_value(field_type: Any, value: Any) -> Any:
     if value is None:
         return None
-    origin = typing.get_origin(field_type)
-    if origin in (types.UnionType, typing.Union):  # X | None
-        (inner,) = [t for t in typing.get_args(field_type) if t is not type(None)]
-        return _field_value(inner, value)
-    if origin is tuple:
-        item_type = typing.get_args(field_type)[0]
-        return tuple(_field_value(item_type, v) for v in value)
-    if is_dataclass(field_type):
-        return value if is_dataclass(value) else build(field_type, **value)  # type: ignore[arg-type]
-    if field_type is KafkaError:
+    kind, arg = _kind(field_type)
+    if kind == "optional":
+        return _field_value(arg, value)
+    if kind == "tuple":
+        return tuple(_field_value(arg, v) for v in value)
+    if kind == "entity":
+        return value if is_dataclass(value) else build(arg, **value)
+    if kind == "error":
         return KafkaError(int(value))
-    if isinstance(field_type, type) and issubclass(field_type, datetime.timedelta):
+    if kind == "millis":
         return datetime.timedelta(milliseconds=int(value))
     return value
 

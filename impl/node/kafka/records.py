@@ -34,7 +34,7 @@ from kio.records.writers import write_new_batch
 from kio.schema.errors import ErrorCode as KafkaError
 
 from impl.node.kafka.codec import Refused
-from impl.node.wire import keyed_record, record_key
+from impl.node.wire.values import keyed_record, record_key
 
 NO_TIMESTAMP_MS = -1
 # kio's writer encodes a record's timestamp as int(timestamp() * 1000): the instant one

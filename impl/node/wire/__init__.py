@@ -1,5 +1,10 @@
 """The broker RPC protocol: binary, versioned, length-prefixed frames with typed error codes.
 
+Most APIs now travel as Apache Kafka's messages (:mod:`impl.node.kafka.translate`,
+docs/wire.md section 2.1: Kafka's headers and bodies, the clock and Epochal's extra fields
+in one tagged field); the admin requests still travel in the frames below.  Callers build
+and read the same body dicts either way.
+
 Seed 000 gives the requests (LeaderAndISRRequest, StopReplicaRequest, ReplicaFetchRequest)
 as a request-type id, a version id and typed fields.  Every frame here is::
 
@@ -36,11 +41,13 @@ from impl.node.wire.connection import AsyncConnection, AuthenticationError, Bloc
 from impl.node.wire.fields import ERROR_BODY, MESSAGES, Field, Message, undeclared_fields
 from impl.node.wire.frames import (
     EncodedBody,
+    decode_encoded_body,
     decode_request_body,
     decode_request_header,
     decode_response,
     encode_request,
     encode_response,
+    encoded_body,
     read_frame,
     request_frame_parts,
 )
@@ -50,7 +57,7 @@ __all__ = [
     "API_VERSIONS", "CONTROLLER_VERSIONS", "ERROR_BODY", "KEYED_RECORD", "MAX_DEPTH", "MAX_FRAME",
     "MESSAGES", "ApiKey", "AsyncConnection", "AuthenticationError", "BlockingConnection",
     "EncodedBody", "ErrorCode", "Field", "Message", "ProtocolError", "RpcError",
-    "decode_request_body", "decode_request_header", "decode_response", "decode_value",
-    "encode_request", "encode_response", "encode_value", "error_name", "keyed_record",
+    "decode_encoded_body", "decode_request_body", "decode_request_header", "decode_response", "decode_value",
+    "encode_request", "encode_response", "encode_value", "encoded_body", "error_name", "keyed_record",
     "read_frame", "record_key", "request_frame_parts", "undeclared_fields",
 ]

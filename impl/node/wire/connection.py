@@ -127,7 +127,7 @@ class BlockingConnection:
             return ErrorCode.NONE, 0, {}
         while True:
             length = frame_length(_recv_exact(self.sock, 4))
-            rcid, rclock, error, rbody = decode_response(_recv_exact(self.sock, length))
+            rcid, rclock, error, rbody = decode_response(_recv_exact(self.sock, length), api)
             if rcid == cid:
                 return error, rclock, rbody
             if rcid == -1:
@@ -149,6 +149,7 @@ class AsyncConnection:
         self.reader, self.writer = reader, writer
         self._cid = 0
         self._pending: dict[int, asyncio.Future[tuple[int, int, dict[str, Any]]]] = {}
+        self._apis: dict[int, ApiKey] = {}  # what each request in flight asked: how to read its answer
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
         self.closed = False
         self.peer: tuple[str, int] | None = None  # set by open(): the fault layer's key
@@ -191,7 +192,8 @@ class AsyncConnection:
                 payload = await read_frame(self.reader)
                 if payload is None:
                     break
-                rcid, rclock, err, rbody = decode_response(payload)
+                rcid = int.from_bytes(payload[:4], "big", signed=True) if len(payload) >= 4 else -1
+                rcid, rclock, err, rbody = decode_response(payload, self._apis.get(rcid))
                 fut = self._pending.pop(rcid, None)
                 if fut is not None and not fut.done():
                     fut.set_result((err, rclock, rbody))
@@ -218,6 +220,7 @@ class AsyncConnection:
         fut: asyncio.Future[tuple[int, int, dict[str, Any]]] = \
             asyncio.get_running_loop().create_future()
         self._pending[cid] = fut
+        self._apis[cid] = api
         try:
             self.writer.write(encode_request(api, API_VERSIONS[api] if version is None
                                              else version, cid, clock, body))
@@ -225,6 +228,7 @@ class AsyncConnection:
             return await asyncio.wait_for(fut, timeout)
         finally:
             self._pending.pop(cid, None)
+            self._apis.pop(cid, None)
 
     def close(self) -> None:
         self.closed = True

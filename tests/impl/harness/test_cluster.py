@@ -18,7 +18,14 @@ from impl_testing import trace_events, wait_until
 from impl.harness.cluster import LocalCluster
 from impl.node import zk as zkl
 from impl.node.client import Admin, Consumer, Producer
-from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, encode_request
+from impl.node.wire import (
+    API_VERSIONS,
+    ApiKey,
+    BlockingConnection,
+    ErrorCode,
+    decode_response,
+    encode_request,
+)
 from traces.schema import validate
 
 pytestmark = pytest.mark.integration
@@ -378,16 +385,18 @@ def test_garbage_bytes_get_an_error_or_a_closed_connection_and_the_broker_keeps_
         make_cluster: Any) -> None:
     c = make_cluster(1)
     host, port = c.endpoint(0)
-    attacks = [
-        os.urandom(64),
-        struct.pack(">I", 1 << 31) + b"\x00" * 16,  # oversized frame
-        struct.pack(">I", 3) + b"abc",  # shorter than a header
-        encode_request(ApiKey.METADATA, 0, 1, 0, {})[:-1] + b"\x09",  # bad body tag
-        struct.pack(">I", 17) + struct.pack(">hhiq", 999, 0, 5, 0) + b"\x07",  # unknown api
-        encode_request(ApiKey.METADATA, 7, 1, 0, {}),  # unsupported version
-        encode_request(ApiKey.PRODUCE, 0, 1, 0, {"nonsense": True}),  # missing fields
+    metadata = encode_request(ApiKey.METADATA, API_VERSIONS[ApiKey.METADATA], 1, 0, {})
+    attacks: list[tuple[bytes, ApiKey | None]] = [  # the bytes, and how to read an answer
+        (os.urandom(64), None),
+        (struct.pack(">I", 1 << 31) + b"\x00" * 16, None),  # oversized frame
+        (struct.pack(">I", 3) + b"abc", None),  # shorter than a header
+        (metadata[:-1] + b"\x09", ApiKey.METADATA),  # a body that does not parse
+        (struct.pack(">I", 17) + struct.pack(">hhiq", 999, 0, 5, 0) + b"\x07", None),  # unknown api
+        (encode_request(ApiKey.METADATA, 7, 1, 0, {}), ApiKey.METADATA),  # unsupported version
+        (encode_request(ApiKey.PRODUCE, API_VERSIONS[ApiKey.PRODUCE], 1, 0,  # no record at all
+                        {"topic": "t", "partition": 0, "values": []}), ApiKey.PRODUCE),
     ]
-    for payload in attacks:
+    for payload, api in attacks:
         with socket.create_connection((host, port), timeout=5) as s:
             s.sendall(payload)
             s.shutdown(socket.SHUT_WR)
@@ -398,7 +407,7 @@ def test_garbage_bytes_get_an_error_or_a_closed_connection_and_the_broker_keeps_
             except ConnectionResetError:
                 data = b""
             if data:  # an error response, never a success
-                _, _, error = struct.unpack(">iqh", data[4:18])
+                _, _, error, _ = decode_response(data[4:], api)
                 assert error != 0, payload
         meta = c.metadata(0)
         assert meta is not None and meta["controller_id"] == 0, payload

@@ -34,10 +34,10 @@ class EchoBroker:
     def _run(self) -> None:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             while (payload := await read_frame(reader)) is not None:
-                _, _, cid, _ = decode_request_header(payload)
+                api, _, cid, _ = decode_request_header(payload)
                 body = decode_request_body(payload)
                 self.received.append(body)
-                writer.write(encode_response(cid, 0, 0, body))
+                writer.write(encode_response(cid, 0, 0, body, api, body))
                 await writer.drain()
 
         async def main() -> None:
@@ -108,7 +108,7 @@ def test_a_released_request_can_be_delivered_again() -> None:
     with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"leader_and_isr"})) as relay:
         conn = BlockingConnection("127.0.0.1", relay.ports[1], timeout=10)  # the sender stays connected
         out: list = []
-        t = threading.Thread(target=lambda: out.append(conn.send(ApiKey.LEADER_AND_ISR, {"controller_id": 0})))
+        t = threading.Thread(target=lambda: out.append(conn.send(ApiKey.LEADER_AND_ISR, {"controller_id": 0, "controller_epoch": 1, "partitions": []})))
         t.start()
         f = relay.wait_held("leader_and_isr")
         assert f is not None
@@ -124,7 +124,7 @@ def test_a_released_request_can_be_delivered_again() -> None:
 
 def test_a_dropped_frame_never_arrives_and_its_connection_breaks() -> None:
     with EchoBroker() as broker, Relay({1: ("127.0.0.1", broker.port)}, hold=frozenset({"stop_replica"})) as relay:
-        t, out = _send_async(relay.ports[1], ApiKey.STOP_REPLICA, {"controller_id": 0, "partitions": []})
+        t, out = _send_async(relay.ports[1], ApiKey.STOP_REPLICA, {"controller_id": 0, "controller_epoch": 1, "partitions": []})
         f = relay.wait_held("stop_replica")
         assert f is not None
         relay.drop(f.id)

@@ -21,7 +21,7 @@ from impl.node import zk as zkl
 from impl.node.auth.zookeeper import ZkAcl
 from impl.node.config import BrokerConfig
 from impl.node.controller import Controller
-from impl.node.wire import ApiKey, EncodedBody, decode_value
+from impl.node.wire import ApiKey, EncodedBody, decode_encoded_body
 from traces.recorder import TraceRecorder
 
 pytestmark = pytest.mark.integration
@@ -144,7 +144,7 @@ def test_update_metadata_is_encoded_once_and_the_same_bytes_go_to_every_broker(
     c._send_update_metadata({("t", 0): None})
     payloads = [ch.sent[0][1] for ch in c.channels.values()]  # type: ignore[attr-defined]
     assert all(p is payloads[0] for p in payloads) and isinstance(payloads[0], EncodedBody)
-    body = decode_value(bytes(payloads[0]))
+    body = decode_encoded_body(ApiKey.UPDATE_METADATA, payloads[0])
     assert body["max_broker_epoch"] == 128 and "broker_epoch" not in body
     assert (body["controller_id"], body["controller_epoch"]) == (1, 4)
 
@@ -249,7 +249,7 @@ def test_a_new_topic_costs_one_read_and_a_partial_update_metadata_of_its_own_par
     wait_until(lambda: any(api == ApiKey.UPDATE_METADATA for api, _ in c.channels[5].sent), 10, "UM")
     assert zkl.topic_path("old") not in reads and zkl.topic_path("new") in reads
     [um] = [b for api, b in c.channels[5].sent if api == ApiKey.UPDATE_METADATA]  # type: ignore[attr-defined]
-    body = decode_value(bytes(um))
+    body = decode_encoded_body(ApiKey.UPDATE_METADATA, um)
     assert body["partial"] is True and set(body["topics"]) == {"new"}
     assert body["topics"]["new"]["0"]["leader"] == 6
 
@@ -276,7 +276,7 @@ def test_an_isr_change_notice_rereads_only_the_partitions_it_names(
     wait_until(lambda: any(api == ApiKey.UPDATE_METADATA for api, _ in c.channels[6].sent), 10, "UM")
     assert [r for r in reads if r.endswith("leaderAndISR")] == [zkl.leader_and_isr_path("t", 2)]
     [um] = [b for api, b in c.channels[6].sent if api == ApiKey.UPDATE_METADATA]  # type: ignore[attr-defined]
-    body = decode_value(bytes(um))
+    body = decode_encoded_body(ApiKey.UPDATE_METADATA, um)
     assert body["partial"] is True and body["topics"] == {"t": {"2": {
         "leader": 5, "leader_epoch": st.leader_epoch, "isr": [5], "replicas": [5, 6]}}}
     assert c.states[("t", 2)][0].isr == (5,)

@@ -59,8 +59,8 @@ class _Responder:
                     if not chunk:
                         return
                     payload += chunk
-                _api, _v, cid, _clock = decode_request_header(payload)
-                conn.sendall(encode_response(cid, 0, ErrorCode.NONE, {}))
+                api, _v, cid, _clock = decode_request_header(payload)
+                conn.sendall(encode_response(cid, 0, ErrorCode.NONE, {}, api))
 
     def close(self) -> None:
         self.sock.close()
@@ -157,12 +157,12 @@ def test_async_fetcher_connections_obey_the_same_plan(as_broker: Path, responder
         write_plan(as_broker, FaultPlan(eps).with_delay(0, 1, 0.3))
         conn = await AsyncConnection.open("127.0.0.1", responder.port)
         t0 = time.perf_counter()
-        await conn.request(ApiKey.FETCH, {}, 0, timeout=3)
+        await conn.request(ApiKey.FETCH, {"replica_id": 1, "partitions": []}, 0, timeout=3)
         delayed = time.perf_counter() - t0
         write_plan(as_broker, FaultPlan(eps).with_partition(0, 1))
         refused_open = refused_new = False
         try:
-            await conn.request(ApiKey.FETCH, {}, 0, timeout=3)
+            await conn.request(ApiKey.FETCH, {"replica_id": 1, "partitions": []}, 0, timeout=3)
         except ConnectionRefusedError:
             refused_open = True
         try:

@@ -10,6 +10,7 @@ controller epoch, a control request without a broker epoch; and that an abnormal
 from __future__ import annotations
 
 import json
+import struct
 from typing import Any
 
 import pytest
@@ -18,7 +19,14 @@ from impl_testing import trace_events, wait_until
 from impl.harness.cluster import LocalCluster
 from impl.node import zk as zkl
 from impl.node.client import Admin, Producer
-from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
+from impl.node.wire import (
+    API_VERSIONS,
+    ApiKey,
+    BlockingConnection,
+    ErrorCode,
+    decode_response,
+    encode_request,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +38,22 @@ def _send(c: LocalCluster, broker: int, api: ApiKey, body: dict[str, Any]) -> tu
     try:
         error, _, resp = conn.send(api, body)
         return error, resp
+    finally:
+        conn.close()
+
+
+def _send_cut(c: LocalCluster, broker: int, api: ApiKey, body: dict[str, Any]) -> int:
+    """Send ``body``'s frame with its last byte cut off (its Kafka body no longer parses);
+    the error code answered."""
+    conn = BlockingConnection(*c.endpoint(broker), timeout=5.0)
+    try:
+        frame = encode_request(api, API_VERSIONS[api], 1, 0, body)
+        conn.sock.sendall(struct.pack(">I", len(frame) - 5) + frame[4:-1])
+        length = struct.unpack(">I", conn.sock.recv(4))[0]
+        payload = b""
+        while len(payload) < length:
+            payload += conn.sock.recv(length - len(payload))
+        return decode_response(payload, api)[2]
     finally:
         conn.close()
 
@@ -152,11 +176,12 @@ def test_a_malformed_control_request_raises_no_epoch_and_the_broker_epoch_is_man
     target = 1 - holder
     mbe = _max_broker_epoch(zk, c)
     newer = {"controller_id": 7, "controller_epoch": epoch + 5, "max_broker_epoch": mbe}
-    for api, body in ((ApiKey.UPDATE_METADATA, {"brokers": {}, "topics": "garbage"}),
-                      (ApiKey.UPDATE_METADATA, {"brokers": {"1": ["h"]}, "topics": {}}),
-                      (ApiKey.LEADER_AND_ISR, {"partitions": [{"topic": TOPIC}], "leaders": {}}),
-                      (ApiKey.STOP_REPLICA, {"delete": True, "partitions": [[TOPIC]]})):
-        err, _ = _send(c, target, api, dict(newer, **body))
+    state = {"topic": TOPIC, "partition": 0, "leader": 0, "leader_epoch": 99, "isr": [0],
+             "replicas": [0, 1], "zk_version": 99}
+    for api, body in ((ApiKey.UPDATE_METADATA, {"brokers": {"1": ["h", 1]}, "topics": {}}),
+                      (ApiKey.LEADER_AND_ISR, {"partitions": [state], "leaders": {}}),
+                      (ApiKey.STOP_REPLICA, {"delete": True, "partitions": [[TOPIC, 0]]})):
+        err = _send_cut(c, target, api, dict(newer, **body))
         assert err == ErrorCode.INVALID_REQUEST, (api, body)
     # a control request must carry a broker epoch, and -1 is older than any registration
     current = {"controller_id": holder, "controller_epoch": epoch, "brokers": {}, "topics": {},

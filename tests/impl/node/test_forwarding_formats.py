@@ -11,9 +11,9 @@ from impl.node.quota import ANONYMOUS
 from impl.node.wire import API_VERSIONS, CONTROLLER_VERSIONS, ApiKey, ErrorCode
 
 
-def test_admin_writes_are_bumped_and_everything_else_stays_at_version_zero():
+def test_admin_writes_are_bumped_and_the_kafka_messages_are_at_kafkas_versions():
     assert all(API_VERSIONS[api] == v == 1 for api, v in CONTROLLER_VERSIONS.items())
-    assert API_VERSIONS[ApiKey.METADATA] == 0 and API_VERSIONS[ApiKey.LEADER_AND_ISR] == 0
+    assert API_VERSIONS[ApiKey.REMOVE_PARTITIONS] == 1 and API_VERSIONS[ApiKey.LEADER_AND_ISR] == 4  # Kafka's
     assert ErrorCode.THROTTLING_QUOTA_EXCEEDED == 89 and ErrorCode.NOT_CONTROLLER == 41
 
 

@@ -170,8 +170,10 @@ class _Acker(socketserver.BaseRequestHandler):
             if len(head) < 4:
                 return
             payload = sock.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)
+            api = int.from_bytes(payload[:2], "big", signed=True)
             cid = int.from_bytes(payload[4:8], "big", signed=True)
-            sock.sendall(encode_response(cid, 0, ErrorCode.NONE, {"auth_bytes": b"", "base_offset": 0}))
+            sock.sendall(encode_response(cid, 0, ErrorCode.NONE, {
+                "mechanisms": ["SCRAM-SHA-256"], "auth_bytes": b"", "base_offset": 0}, api))
 
 
 def test_a_listener_without_the_cluster_secret_cannot_pass_for_a_broker(tmp_path: Any) -> None:
@@ -456,7 +458,8 @@ def test_the_authentication_timeout_counts_from_the_connection_start(make_cluste
         with pytest.raises(OSError):
             for _ in range(10):  # a handshake of an unsupported version: answered, and the
                 # connection stays (any other API before authentication closes it at once)
-                assert conn.send(ApiKey.SASL_HANDSHAKE, {}, version=9)[0] == ErrorCode.UNSUPPORTED_VERSION
+                assert conn.send(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"},
+                                 version=9)[0] == ErrorCode.UNSUPPORTED_VERSION
                 time.sleep(0.5)
     finally:
         conn.close()

@@ -19,7 +19,8 @@ import pytest
 from impl_testing import wait_until
 
 from impl.node.codes import MAX_FRAME, PRE_AUTH_MAX_FRAME
-from impl.node.wire import ApiKey, ErrorCode, decode_response, encode_request
+from impl.node.kafka.translate import decode_request_header as kafka_header
+from impl.node.wire import API_VERSIONS, ApiKey, ErrorCode, decode_response, encode_request
 
 pytestmark = pytest.mark.integration
 
@@ -92,22 +93,27 @@ def test_a_pre_auth_frame_announcing_8_mib_is_refused_from_its_length(make_clust
     assert _rss_kib(pid) - rss_before < 32 * 1024  # 100 x 8 MiB would be 800 MiB
 
 
+def kafka_header_size(payload: bytes) -> int:
+    return kafka_header(payload)[5]
+
+
 def test_a_pre_auth_produce_is_refused_on_its_header_alone(make_cluster: Any) -> None:
     """A Produce before authentication gets the same refusal whether its body decodes or
     not: the body is never decoded (it once was, before the check)."""
     c = make_cluster(1)
     answers = []
-    for body in ({"topic": "t", "partition": 0, "acks": 1, "records": ["x"]}, None):
-        frame = encode_request(int(ApiKey.PRODUCE), 0, 9, 0, body if body is not None else {})
+    sent = {"topic": "t", "partition": 0, "acks": 1, "values": ["x"]}
+    for body in (sent, None):
+        frame = encode_request(int(ApiKey.PRODUCE), API_VERSIONS[ApiKey.PRODUCE], 9, 0, sent)
         if body is None:  # the same header, a body no decoder accepts
-            header = frame[4:4 + 16]
+            header = frame[4:4 + kafka_header_size(frame[4:])]
             payload = header + UNDECODABLE
             frame = struct.pack(">I", len(payload)) + payload
         with socket.create_connection(c.endpoint(0), timeout=5.0) as s:
             s.sendall(frame)
             reply = _read_reply(s)
             assert reply is not None
-            answers.append(decode_response(reply)[2:])
+            answers.append(decode_response(reply, ApiKey.PRODUCE)[2:])
             assert _closed(s)
     assert answers[0] == answers[1]
     assert answers[0][0] == ErrorCode.ILLEGAL_SASL_STATE

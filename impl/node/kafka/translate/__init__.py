@@ -1,0 +1,294 @@
+"""Epochal's own connections in Kafka's frames: each API's body dict <-> kio entity.
+
+Every broker, the controller and Epochal's own clients build and read request and
+response bodies as plain dicts (the field tables of docs/wire.md).  For each API listed in
+:data:`TRANSLATIONS` those dicts travel as Kafka's messages of one flexible version
+(:class:`Translation`): the request header v2 and response header v1 each carry one
+reserved tagged field, :data:`EPOCHAL_TAG`, holding what Kafka's schema has no field for
+-- the sender's Lamport clock (``clock``, for traces) and the body fields the translation
+leaves over (seed fields such as ``max_broker_epoch``, an error answer's ``message`` and
+hints).  A real Kafka peer skips the unknown tag.  The tag's value is a map in Epochal's
+typed value encoding (:mod:`impl.node.wire.values`).
+
+An error answer is the API's response entity with its top-level ``error_code`` set and
+every other field at its default; the error body (``message``, ``leader``, ...) rides in
+the tag.  Nothing here raises anything but :class:`impl.node.codes.ProtocolError` on bad
+bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.writers import write_unsigned_varint
+
+from impl.node.codes import KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
+from impl.node.kafka.codec import build
+from impl.node.kafka.translate.batches import read_uvarint
+from impl.node.wire.values import decode_value, encode_value
+
+EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
+CLIENT_ID = "epochal"
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+Body = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One API's dict <-> Kafka mapping, at the one version Epochal sends
+    (:data:`impl.node.codes.KAFKA_VERSIONS`).
+
+    ``request`` turns a body dict into the kio entity's field values and gives back the
+    keys it consumed and what it adds to the tag (nested fields Kafka lacks);
+    ``from_request`` turns an entity back into the dict, taking back from the tag's extras
+    what ``request`` put there.  ``response`` turns an answer (its error code, its body, the
+    request it answers) into field values, the keys consumed and what it adds to the tag,
+    putting the error code where Kafka's schema has it; ``from_response`` gives back (error
+    code, body), taking back its own extras.  Keys a translation does not consume ride in
+    the header's tag."""
+
+    api: ApiKey
+    request: Callable[[Body], tuple[Body, frozenset[str], Body]]
+    from_request: Callable[[Any, Body], Body]
+    response: Callable[[int, Body, Body], tuple[Body, frozenset[str], Body]]
+    from_response: Callable[[Any, Body], tuple[int, Body]]
+
+    @property
+    def version(self) -> int:
+        return KAFKA_VERSIONS[self.api]
+
+    def request_schema(self) -> type:
+        return _request_schema(int(self.api), self.version)
+
+    @property
+    def flexible(self) -> bool:
+        """Whether its headers have tagged fields (request header v2, response header v1):
+        the clock and the extras travel only then."""
+        return bool(self.request_schema().__flexible__)
+
+    def response_schema(self) -> type:
+        return _response_schema(int(self.api), self.version)
+
+
+# kio resolves a schema's module by name on every call: once per API and version here
+_request_schema = functools.cache(load_request_schema)
+_response_schema = functools.cache(load_response_schema)
+
+TRANSLATIONS: dict[ApiKey, Translation] = {}
+
+
+def register(*translations: Translation) -> None:
+    for t in translations:
+        TRANSLATIONS[t.api] = t
+
+
+def speaks_kafka(api: int | None) -> bool:
+    return api in TRANSLATIONS
+
+
+NOTHING: frozenset[str] = frozenset()
+
+
+Fields = tuple[Body, frozenset[str], Body]  # (field values, keys consumed, extras for the tag)
+
+
+def top_level_error(success: Callable[[Body, Body], tuple[Body, frozenset[str]]]
+                    ) -> Callable[[int, Body, Body], Fields]:
+    """The ``response`` of an API whose Kafka response has a top-level ``error_code``: an
+    error answer is the entity at its defaults with that code, its body all in the tag."""
+    def response(error: int, body: Body, request: Body) -> Fields:
+        values, used = success({} if error else body, request)
+        return {**values, "error_code": error}, NOTHING if error else used, {}
+    return response
+
+
+def read_top_level_error(success: Callable[[Any], Body]) -> Callable[[Any, Body], tuple[int, Body]]:
+    """The ``from_response`` that goes with :func:`top_level_error`."""
+    def from_response(entity: Any, _extras: Body) -> tuple[int, Body]:
+        error = int(entity.error_code)
+        return error, {} if error else success(entity)
+    return from_response
+
+
+# -- the tag ---------------------------------------------------------------------------------
+
+def _write_tags(buf: io.BytesIO, extras: Body) -> None:
+    if not extras:
+        write_unsigned_varint(buf, 0)
+        return
+    raw = encode_value(extras)
+    write_unsigned_varint(buf, 1)
+    write_unsigned_varint(buf, EPOCHAL_TAG)
+    write_unsigned_varint(buf, len(raw))
+    buf.write(raw)
+
+
+def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
+    """The extras of a tagged-field section (other tags are skipped, as Kafka does)."""
+    extras: Body = {}
+    count, pos = read_uvarint(payload, pos, 32)
+    for _ in range(count):
+        tag, pos = read_uvarint(payload, pos, 32)
+        size, pos = read_uvarint(payload, pos, 32)
+        if pos + size > len(payload):
+            raise ProtocolError("truncated tagged field")
+        if tag == EPOCHAL_TAG:
+            value = decode_value(payload[pos:pos + size])
+            if not isinstance(value, dict):
+                raise ProtocolError("the Epochal tag is not a map")
+            extras = value
+        pos += size
+    return extras, pos
+
+
+# -- bodies ----------------------------------------------------------------------------------
+
+class EncodedBody(bytes):
+    """A request body already encoded (a kio entity's bytes), with the extras its header's
+    tag carries.  The controller encodes one UpdateMetadata payload per metadata change and
+    hands this same object to every broker's channel (seed 003), so its memory does not grow
+    with the number of brokers."""
+
+    extras: Body
+
+    def __new__(cls, data: bytes, extras: Body | None = None) -> EncodedBody:
+        obj = super().__new__(cls, data)
+        obj.extras = dict(extras or {})
+        return obj
+
+
+def _leftover(body: Body, used: frozenset[str]) -> Body:
+    return {k: v for k, v in body.items() if k not in used}
+
+
+def encode_body(api: ApiKey, body: Body) -> EncodedBody:
+    """A request body as Kafka's message of ``api`` (its extras kept beside it)."""
+    t = TRANSLATIONS[api]
+    try:
+        values, used, extras = t.request(body)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{api.name} request cannot be sent as Kafka's: {exc!r}") from None
+    schema = t.request_schema()
+    buf = io.BytesIO()
+    entity_writer(schema)(buf, build(schema, **values))
+    return EncodedBody(buf.getvalue(), {**_leftover(body, used), **extras})
+
+
+def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
+    try:
+        entity, size = entity_reader(schema)(payload, pos)
+    except Exception as exc:  # noqa: BLE001 - kio's reader raises several kinds
+        raise ProtocolError(f"{what}: {exc}", ErrorCode.INVALID_REQUEST) from None
+    if pos + size != len(payload):
+        raise ProtocolError(f"{what}: {len(payload) - pos - size} bytes after the body",
+                            ErrorCode.INVALID_REQUEST)
+    return entity
+
+
+# -- request frames --------------------------------------------------------------------------
+
+def request_frame_parts(api: int, version: int, cid: int, clock: int,
+                        body: Body | EncodedBody) -> tuple[bytes, bytes]:
+    """(length + header, body): Kafka's request header v2 with the clock and the extras in
+    the tag; a pre-encoded body is written as it is, never copied per recipient."""
+    encoded = body if isinstance(body, EncodedBody) else encode_body(ApiKey(api), body)
+    buf = io.BytesIO()
+    buf.write(_HEAD.pack(api, version, cid))
+    client = CLIENT_ID.encode()
+    buf.write(_I16.pack(len(client)) + client)
+    if TRANSLATIONS[ApiKey(api)].flexible:  # request header v2; v1 has no tagged fields
+        _write_tags(buf, {"clock": clock, **encoded.extras})
+    header = buf.getvalue()
+    return _I32.pack(len(header) + len(encoded)) + header, encoded
+
+
+def decode_request_header(payload: bytes) -> tuple[int, int, int, int, Body, int]:
+    """(api key, version, correlation id, clock, extras, where the body starts)."""
+    if len(payload) < _HEAD.size + _I16.size:
+        raise ProtocolError("frame shorter than the request header", ErrorCode.INVALID_REQUEST)
+    api, version, cid = _HEAD.unpack_from(payload)
+    (n,) = _I16.unpack_from(payload, _HEAD.size)
+    pos = _HEAD.size + _I16.size + max(n, 0)
+    if pos > len(payload):
+        raise ProtocolError("truncated client id", ErrorCode.INVALID_REQUEST)
+    extras, pos = _read_tags(payload, pos) if TRANSLATIONS[ApiKey(api)].flexible else ({}, pos)
+    clock = extras.pop("clock", 0)
+    return api, version, cid, int(clock) if isinstance(clock, int) else 0, extras, pos
+
+
+def decode_request_body(payload: bytes) -> Body:
+    api, version, _, _, extras, pos = decode_request_header(payload)
+    t = TRANSLATIONS[ApiKey(api)]
+    if version != t.version:
+        raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
+                            ErrorCode.UNSUPPORTED_VERSION)
+    entity = _read_entity(t.request_schema(), payload, pos, f"{t.api.name} v{version}")
+    try:
+        return _from_request(t, entity, extras)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"{t.api.name}: {exc!r}", ErrorCode.INVALID_REQUEST) from None
+
+
+def decode_encoded_body(api: ApiKey, body: EncodedBody) -> Body:
+    """The dict a pre-encoded request body stands for (what its recipient reads)."""
+    t = TRANSLATIONS[api]
+    entity = _read_entity(t.request_schema(), bytes(body), 0, t.api.name)
+    return _from_request(t, entity, body.extras)
+
+
+def _from_request(t: Translation, entity: Any, extras: Body) -> Body:
+    rest = dict(extras)
+    out = t.from_request(entity, rest)  # takes back its own extras from ``rest``
+    return {**out, **rest}
+
+
+# -- response frames -------------------------------------------------------------------------
+
+def encode_response(api: ApiKey, cid: int, clock: int, error: int, body: Body,
+                    request: Body | None = None) -> bytes:
+    """Kafka's response header v1 (the clock and extras in its tag) and the response to
+    ``request`` (its topics and partitions name the answer's; None: unknown)."""
+    t = TRANSLATIONS[api]
+    schema = t.response_schema()
+    values, used, extras = t.response(error, body, request or {})
+    buf = io.BytesIO()
+    buf.write(_I32.pack(0))
+    buf.write(_I32.pack(cid))
+    if t.flexible:  # response header v1; v0 has no tagged fields
+        _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
+    entity_writer(schema)(buf, build(schema, **values))
+    frame = buf.getbuffer()
+    _I32.pack_into(frame, 0, len(frame) - _I32.size)
+    return bytes(frame)
+
+
+def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
+    """(correlation id, clock, error code, body) of a response to ``api``."""
+    t = TRANSLATIONS[api]
+    if len(payload) < _I32.size:
+        raise ProtocolError("frame shorter than the response header")
+    (cid,) = _I32.unpack_from(payload)
+    extras, pos = _read_tags(payload, _I32.size) if t.flexible else ({}, _I32.size)
+    clock = extras.pop("clock", 0)
+    entity = _read_entity(t.response_schema(), payload, pos, f"{t.api.name} response")
+    error, body = t.from_response(entity, extras)  # takes back its own extras
+    return cid, int(clock) if isinstance(clock, int) else 0, error, {**body, **extras}
+
+
+def _register_all() -> None:
+    from impl.node.kafka.translate import clients, control, replication
+
+    register(*control.TRANSLATIONS, *replication.TRANSLATIONS, *clients.TRANSLATIONS)
+
+
+_register_all()

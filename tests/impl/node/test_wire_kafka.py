@@ -1,0 +1,225 @@
+"""The APIs that travel as Kafka's messages: every body Epochal sends and answers comes
+back as it was sent, in Kafka's frames (request header v2, response header v1, kio's
+entities), the clock and the fields Kafka lacks in the header's one tagged field; a Kafka
+reader that knows nothing of that tag reads the same frames."""
+
+from __future__ import annotations
+
+import datetime
+import io
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch
+from kio.records.schema import Record as KafkaRecord
+from kio.records.writers import write_new_batch
+from kio.serial import entity_reader
+
+from impl.node.codes import KAFKA_VERSIONS
+from impl.node.kafka.translate import EPOCHAL_TAG, TRANSLATIONS
+from impl.node.kafka.translate.batches import Batch, read_batches
+from impl.node.kafka.translate.replication import read_records, write_records
+from impl.node.wire import (
+    API_VERSIONS,
+    ApiKey,
+    ErrorCode,
+    ProtocolError,
+    decode_encoded_body,
+    decode_request_body,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    encoded_body,
+)
+
+_FENCE = {"controller_id": 1, "controller_epoch": 3}
+_STATE = {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 2, "isr": [1, 2],
+          "replicas": [1, 2, 3], "zk_version": 5}
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while data[pos] & 0x80:
+        value, shift, pos = value | (data[pos] & 0x7F) << shift, shift + 7, pos + 1
+    return value | data[pos] << shift, pos + 1
+
+
+def _skip_tags(data: bytes, pos: int) -> tuple[list[int], int]:
+    """A tagged-field section read as any Kafka reader does: each tag skipped by its size."""
+    count, pos = _varint(data, pos)
+    tags = []
+    for _ in range(count):
+        tag, pos = _varint(data, pos)
+        size, pos = _varint(data, pos)
+        tags.append(tag)
+        pos += size
+    return tags, pos
+
+
+REQUESTS: list[tuple[ApiKey, dict[str, Any]]] = [
+    (ApiKey.LEADER_AND_ISR, {**_FENCE, "max_broker_epoch": 77, "init": True, "leaders": {"1": ["h", 9]},
+                             "partitions": [{**_STATE, "topic_id": 9}, {**_STATE, "topic": "u"}]}),
+    (ApiKey.LEADER_AND_ISR, {**_FENCE, "broker_epoch": 12, "partitions": [_STATE], "leaders": {}}),
+    (ApiKey.LEADER_AND_ISR, {**_FENCE, "broker_epoch": -1, "partitions": [], "leaders": {}}),
+    (ApiKey.STOP_REPLICA, {**_FENCE, "broker_epoch": 7, "delete": True, "partitions": [["t", 0, 4], ["u", 1]]}),
+    (ApiKey.STOP_REPLICA, {**_FENCE, "max_broker_epoch": 7, "delete": False, "partitions": []}),
+    (ApiKey.UPDATE_METADATA, {**_FENCE, "max_broker_epoch": 5, "partial": True, "brokers": {"1": ["h", 1]},
+                              "topics": {"t": {"0": {"leader": 1, "leader_epoch": 0, "isr": [1],
+                                                     "replicas": [1]}}, "gone": {}}}),
+    (ApiKey.CONTROLLED_SHUTDOWN, {"broker_id": 2, "broker_epoch": 99}),
+    (ApiKey.FETCH, {"topic": "t", "partition": 0, "fetch_offset": 5, "max_records": 10, "max_wait_ms": 100}),
+    (ApiKey.FETCH, {"replica_id": 2, "broker_epoch": 99, "max_records": 1000, "max_bytes": 100000,
+                    "partition_max_bytes": 5000, "max_wait_ms": 500, "partitions": [
+                        {"topic": "t", "partition": 0, "fetch_offset": 3, "hw": 2, "leader_epoch": 1,
+                         "topic_id": 7}, {"topic": "u", "partition": 1, "fetch_offset": 0}]}),
+    (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0, "leader_epoch": 3,
+                                       "current_leader_epoch": 4, "replica_id": 1, "topic_id": 3}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 1, "values": [b"a", b"\xffK\x06b"], "acks": -1,
+                      "timeout_ms": 5000, "producer_id": 7, "base_sequence": 10}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 0, "values": [b"x"], "acks": 1, "timeout_ms": 100}),
+    (ApiKey.METADATA, {}),
+    (ApiKey.INIT_PRODUCER_ID, {"client_id": "c"}),
+    (ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
+    (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"n,,n=alice,r=abc"}),
+]
+
+ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
+    (ApiKey.LEADER_AND_ISR, {}, 0, {"partitions": [["t", 0, int(ErrorCode.FENCED_LEADER_EPOCH)]]}),
+    (ApiKey.LEADER_AND_ISR, {}, ErrorCode.STALE_CONTROLLER_EPOCH, {"message": "stale"}),
+    (ApiKey.STOP_REPLICA, {}, 0, {}),
+    (ApiKey.UPDATE_METADATA, {}, ErrorCode.STALE_BROKER_EPOCH, {"message": "older"}),
+    (ApiKey.CONTROLLED_SHUTDOWN, {}, 0, {"remaining_leaderships": [["t", 1]], "remaining_isr": [["u", 0]]}),
+    (ApiKey.FETCH, {"topic": "t", "partition": 0, "fetch_offset": 0}, 0,
+     {"records": [[0, 1, b"a"], [1, 1, b"\xffKb"], [2, 2, b"c"]], "hw": 3, "leo": 3, "leader_epoch": 2,
+      "log_start_offset": 0}),
+    (ApiKey.FETCH, {"topic": "t", "partition": 0, "fetch_offset": 9}, ErrorCode.OFFSET_OUT_OF_RANGE,
+     {"message": "beyond", "leo": 3, "hw": 3, "log_start_offset": 0}),
+    (ApiKey.FETCH, {"replica_id": 1}, 0, {"partitions": [
+        {"topic": "t", "partition": 0, "error": 0, "hw": 3, "leo": 4, "leader_epoch": 2, "topic_id": 7,
+         "records": [[0, 1, b"a"], [1, 1, b"b"], [2, 1, b"c"], [3, 2, b"d"]],
+         "producers": [[0, 5, 0], [1, 5, 1], [3, 5, 2]]},
+        {"topic": "t", "partition": 1, "error": int(ErrorCode.NOT_LEADER), "leader": 2}]}),
+    (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0}, 0, {"leader_epoch": 3, "end_offset": 10}),
+    (ApiKey.OFFSETS_FOR_LEADER_EPOCH, {"topic": "t", "partition": 0}, ErrorCode.FENCED_LEADER_EPOCH,
+     {"message": "x", "leader_epoch": 5}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 0}, 0, {"base_offset": 4, "leader_epoch": 2, "duplicate": True}),
+    (ApiKey.PRODUCE, {"topic": "t", "partition": 0}, ErrorCode.NOT_LEADER, {"message": "no", "leader": 2}),
+    (ApiKey.METADATA, {}, 0, {"brokers": {"0": ["h", 1], "1": ["h", 2]}, "controller_id": 1,
+                              "controller_epoch": 4, "topics": {"t": {"0": {
+                                  "leader": 1, "leader_epoch": 3, "isr": [1, 0], "replicas": [0, 1]}}, "e": {}}}),
+    (ApiKey.METADATA, {}, ErrorCode.ILLEGAL_SASL_STATE, {"message": "sign in first"}),
+    (ApiKey.INIT_PRODUCER_ID, {}, 0, {"producer_id": 1000, "producer_epoch": 0}),
+    (ApiKey.INIT_PRODUCER_ID, {}, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {"message": "no"}),
+    (ApiKey.SASL_AUTHENTICATE, {}, 0, {"auth_bytes": b"r=abc,s=x,i=4096", "principal": "alice"}),
+    (ApiKey.SASL_AUTHENTICATE, {}, ErrorCode.SASL_AUTHENTICATION_FAILED, {"message": "bad proof"}),
+]
+
+# SaslHandshake has no flexible version: no tag, so no clock and no error message
+UNTAGGED: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
+    (ApiKey.SASL_HANDSHAKE, {}, 0, {"mechanisms": ["SCRAM-SHA-256"]}),
+    (ApiKey.SASL_HANDSHAKE, {}, ErrorCode.UNSUPPORTED_SASL_MECHANISM, {}),
+]
+
+
+def test_every_kafka_api_has_a_translation_and_a_sample() -> None:
+    assert set(TRANSLATIONS) == set(KAFKA_VERSIONS)
+    assert {api for api, _ in REQUESTS} == set(KAFKA_VERSIONS)
+    assert {api for api, *_ in ANSWERS + UNTAGGED} == set(KAFKA_VERSIONS)
+
+
+@pytest.mark.parametrize(("api", "body"), REQUESTS, ids=lambda x: getattr(x, "name", ""))
+def test_a_request_comes_back_as_sent_and_a_kafka_reader_reads_it(api: ApiKey, body: dict[str, Any]) -> None:
+    flexible = TRANSLATIONS[api].flexible
+    payload = encode_request(api, API_VERSIONS[api], 42, 1234, body)[4:]
+    assert decode_request_header(payload) == (api, KAFKA_VERSIONS[api], 42, 1234 if flexible else 0)
+    assert decode_request_body(payload) == body
+    # request header v2 (v1: no tagged fields): api key, version, correlation id, client id
+    assert int.from_bytes(payload[:2], "big") == api and int.from_bytes(payload[4:8], "big") == 42
+    size = 8 + 2 + int.from_bytes(payload[8:10], "big")
+    if flexible:
+        tags, size = _skip_tags(payload, size)
+        assert tags == [EPOCHAL_TAG]
+    _, body_size = entity_reader(load_request_schema(api, KAFKA_VERSIONS[api]))(payload, size)
+    assert size + body_size == len(payload)
+
+
+@pytest.mark.parametrize(("api", "request_body", "error", "body"), ANSWERS,
+                         ids=lambda x: getattr(x, "name", ""))
+def test_an_answer_comes_back_as_sent_and_a_kafka_reader_reads_it(
+        api: ApiKey, request_body: dict[str, Any], error: int, body: dict[str, Any]) -> None:
+    payload = encode_response(7, 99, error, body, api, request_body)[4:]
+    assert decode_response(payload, api) == (7, 99, error, body)
+    assert int.from_bytes(payload[:4], "big") == 7  # response header v1: correlation id, tags
+    tags, size = _skip_tags(payload, 4)
+    assert tags == [EPOCHAL_TAG]
+    _, body_size = entity_reader(load_response_schema(api, KAFKA_VERSIONS[api]))(payload, size)
+    assert size + body_size == len(payload)
+
+
+@pytest.mark.parametrize(("api", "request_body", "error", "body"), UNTAGGED,
+                         ids=lambda x: getattr(x, "name", ""))
+def test_an_untagged_answer_loses_the_clock_and_keeps_kafkas_fields(
+        api: ApiKey, request_body: dict[str, Any], error: int, body: dict[str, Any]) -> None:
+    payload = encode_response(7, 99, error, {**body, "message": "lost"}, api, request_body)[4:]
+    assert decode_response(payload, api) == (7, 0, error, body)
+    _, size = entity_reader(load_response_schema(api, KAFKA_VERSIONS[api]))(payload, 4)
+    assert 4 + size == len(payload)
+
+
+def test_a_body_encoded_once_is_what_its_recipients_read() -> None:
+    api, body = REQUESTS[5]
+    shared = encoded_body(api, body)
+    assert decode_encoded_body(api, shared) == body
+    assert decode_request_body(encode_request(api, API_VERSIONS[api], 1, 0, shared)[4:]) == body
+
+
+def test_a_version_epochal_does_not_speak_is_unsupported() -> None:
+    payload = bytearray(encode_request(ApiKey.STOP_REPLICA, 3, 1, 0, REQUESTS[3][1])[4:])
+    payload[2:4] = (1).to_bytes(2, "big")
+    with pytest.raises(ProtocolError) as exc:
+        decode_request_body(bytes(payload))
+    assert exc.value.code == ErrorCode.UNSUPPORTED_VERSION
+
+
+@pytest.mark.parametrize("cut", [1, 5, 20])
+def test_a_truncated_kafka_body_is_an_invalid_request(cut: int) -> None:
+    payload = encode_request(ApiKey.LEADER_AND_ISR, 4, 1, 0, REQUESTS[0][1])[4:]
+    with pytest.raises(ProtocolError) as exc:
+        decode_request_body(payload[:-cut])
+    assert exc.value.code == ErrorCode.INVALID_REQUEST
+
+
+# -- record batches: the hand-written writer and reader against kio's -----------------------
+
+def test_epochals_batches_read_as_kio_reads_them_and_kios_as_epochal_reads_them() -> None:
+    records = [[5, 2, b"a"], [6, 2, b""], [7, 3, b"\xffK" + b"v" * 300], [9, 3, b"z"]]
+    producers = [[7, 40, 11], [9, 40, 13]]
+    data = write_records(records, producers)
+    pos, seen = 0, []
+    while pos < len(data):  # kio checks the CRC, the lengths and the varints
+        batch, size = read_batch(data, pos)
+        seen += [[r.offset, batch.partition_leader_epoch, r.value, batch.producer_id,
+                  batch.base_sequence] for r in batch.records]
+        pos += size
+    assert seen == [[5, 2, b"a", -1, -1], [6, 2, b"", -1, -1], [7, 3, records[2][2], 40, 11],
+                    [9, 3, b"z", 40, 13]]
+    assert read_records(data) == (records, producers)
+    buf = io.BytesIO()
+    write_new_batch(buf, NewRecordBatch(producer_id=8, producer_epoch=0, partition_leader_epoch=4,
+                                        base_sequence=2, attributes=0, records=tuple(
+        KafkaRecord(attributes=0, timestamp=datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC),
+                    offset=o, key=k, value=v, headers=()) for o, k, v in
+        ((10, None, b"p"), (11, b"key", b"q")))))
+    (batch,) = read_batches(buf.getvalue())
+    assert batch == Batch(4, 8, 2, [(10, None, b"p"), (11, b"key", b"q")])
+
+
+@pytest.mark.parametrize("damage", ["crc", "truncated"])
+def test_a_damaged_batch_is_a_protocol_error(damage: str) -> None:
+    data = bytearray(write_records([[0, 1, b"abc"]]))
+    if damage == "crc":
+        data[-2] ^= 0xFF
+    with pytest.raises(ProtocolError):
+        read_records(bytes(data if damage == "crc" else data[:-3]))
