@@ -119,6 +119,17 @@ NAMED: dict[str, Config] = {
 }
 
 
+def of_apache_kafka(cfg: Config) -> bool:
+    """Whether ``cfg`` has rules of Apache Kafka's own brokers that Epochal's brokers do not
+    follow (Kafka's broker start, the leaderless write, AlterPartition): such a configuration
+    judges Kafka's traces, and no Epochal cluster can be driven by it."""
+    return bool(cfg.startup_from_controller or cfg.leaderless_first or cfg.alter_partition)
+
+
+DRIVABLE: tuple[str, ...] = tuple(name for name, cfg in NAMED.items() if not of_apache_kafka(cfg))
+"""The named configurations whose rules Epochal's brokers follow: what ``drive`` runs."""
+
+
 def named(name: str, **overrides: object) -> Config:
     """The named configuration with the given bounds overridden (``None`` values ignored)."""
     if name not in NAMED:

@@ -39,7 +39,7 @@ from impl.harness.drive import (
 from impl.harness.drive.driver import INTERRUPTED
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
-from model.config import NAMED, named
+from model.config import DRIVABLE, NAMED, named
 from model.registry import ACTIONS
 from model.scenarios import SCENARIOS
 
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the model judges every step (docs/drive.md).",
     )
     p.add_argument("--config", required=True, metavar="NAME",
-                   help=f"the model configuration: its truncation rule is the cluster's ({', '.join(NAMED)})")
+                   help=f"the model configuration: its truncation rule is the cluster's ({', '.join(DRIVABLE)})")
     run = p.add_mutually_exclusive_group(required=True)
     run.add_argument("--scenario", metavar="NAME", help=f"a named scenario ({', '.join(SCENARIOS)})")
     run.add_argument("--path", metavar="FILE.json", help="a counterexample exported by 'epochal check --json' "
@@ -87,7 +87,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_drive(args: argparse.Namespace) -> int:
     if args.config not in NAMED:
-        raise UsageError(f"unknown configuration {args.config!r}; choose one of {', '.join(NAMED)}")
+        raise UsageError(f"unknown configuration {args.config!r}; choose one of {', '.join(DRIVABLE)}")
+    if args.config not in DRIVABLE:
+        raise UsageError(f"{args.config} has Apache Kafka's own rules, which Epochal's brokers do not follow: "
+                         f"it judges Kafka's traces (epochal kafka record, conform); drive one of {', '.join(DRIVABLE)}")
     if args.step_timeout <= 0:
         raise UsageError("--step-timeout must be positive")
     if args.generate and (args.budget is None or args.budget <= 0):

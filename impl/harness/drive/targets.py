@@ -25,7 +25,7 @@ from typing import Any
 
 from impl.harness.drive.generate import GenerateReport, Pair, generate, search
 from impl.harness.drive.guided import GuidedReport, fuzz
-from model.config import NAMED, named
+from model.config import DRIVABLE, named
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def guided_every(budget_s: float, seed: int = 0, data_dir: Path | None = None, s
     (guided fuzzing takes no knobs: each configuration as it is named, at two brokers)."""
     return [fuzz(name, budget_s, seed=seed, step_timeout=step_timeout, progress=progress,
                  data_dir=None if data_dir is None else Path(data_dir) / f"guided-{name}")
-            for name in NAMED]
+            for name in DRIVABLE]
 
 
 def generate_every(budget_s: float, sample: bool = False, data_dir: Path | None = None,

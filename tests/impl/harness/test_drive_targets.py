@@ -11,13 +11,14 @@ import pytest
 
 from impl.harness.cli.drive import DRIVE_KNOBS
 from impl.harness.drive.targets import TARGETS, generate_every, sample_focus
-from model.config import NAMED
+from model.config import DRIVABLE, NAMED
 
 SAMPLE_STATES = 10_000  # the preferred election's path (10 steps) is past 3,000 states
 
 
 def test_every_named_configuration_and_every_admin_knob_the_driver_runs_is_generated() -> None:
-    assert set(NAMED) <= {t.config for t in TARGETS if not t.knobs or t.config == "zombie"}
+    assert set(DRIVABLE) <= {t.config for t in TARGETS if not t.knobs or t.config == "zombie"}
+    assert {"kafka26", "kafka39"} <= set(NAMED) - set(DRIVABLE)  # Kafka's own rules: judged, not driven
     admin = {k.field for k in DRIVE_KNOBS} - {"max_crashes", "max_pauses"}  # the failures the configurations bound
     assert admin == {k for t in TARGETS for k in t.knobs if t.config == "kip320"}
     assert len({t.name for t in TARGETS}) == len(TARGETS)
@@ -46,10 +47,18 @@ def test_a_sample_of_the_generated_cases_of_every_configuration_follows_the_mode
     assert every.exit_code == 0
 
 
-def test_guided_fuzzing_runs_every_named_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_guided_fuzzing_runs_every_drivable_named_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     from impl.harness.drive import targets
 
     calls: list[tuple[str, float, int]] = []
     monkeypatch.setattr(targets, "fuzz", lambda name, budget, seed, **_: calls.append((name, budget, seed)) or name)
-    assert targets.guided_every(30, seed=4) == list(NAMED)
-    assert calls == [(name, 30, 4) for name in NAMED]
+    assert targets.guided_every(30, seed=4) == list(DRIVABLE)
+    assert calls == [(name, 30, 4) for name in DRIVABLE]
+
+
+def test_drive_refuses_a_configuration_of_apache_kafkas_own_rules_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from impl.harness.cli.main import main
+
+    assert main(["drive", "--config", "kafka39", "--scenario", "kafka_1211"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Apache Kafka's own rules" in err[0] and "kip320" in err[0]

@@ -178,7 +178,7 @@ def test_cli_fetch_without_maven_is_one_line_and_exit_2(tmp_path: Path, monkeypa
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert main(["kafka", "fetch", "--version", "3.9.0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == ("epochal kafka: error: mvn not found on PATH: install Maven 3.8 or later "
+    assert err[-1] == ("epochal kafka fetch: error: mvn not found on PATH: install Maven 3.8 or later "
                        "(Debian: apt-get install maven) to fetch Kafka's jars")
 
 
