@@ -392,8 +392,11 @@ class _Adapter:
                 offset = pr["baseOffset"]
                 del r.log[offset:]
                 r.log.append([offset, r.leader_epoch, value])
+                # at the append the HW is at most the record's offset: a later HW line (the
+                # followers' fetches of it, sorted before the step rebuilt from durations) is not yet
                 self.out.add(ts, broker, events.produce(topic=t["name"], partition=pr["index"], offset=offset, value=value,
-                                                 leader_epoch=r.leader_epoch, post={"hw": r.hw, "leo": len(r.log)}))
+                                                 leader_epoch=r.leader_epoch,
+                                                 post={"hw": min(r.hw, offset), "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
         follower = _fetching_replica(req)

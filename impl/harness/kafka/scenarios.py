@@ -33,6 +33,7 @@ ROLES = {"leader-kill": (False, "leader"), "controller-failover": (False, "contr
 """scenario -> (whether the controller leads the partition, whom kill -9 hits)."""
 SCENARIOS = tuple(ROLES)
 WAIT_S = 90.0
+QUIET_S = 1.0  # seconds between the last acknowledged write and a kill
 PRODUCER_TIMEOUT_S = 120.0
 PRODUCED = "produced.jsonl"
 """Each value the workload wrote, in order, once acknowledged (the adapter's record values)."""
@@ -90,6 +91,10 @@ def run_scenario(scenario: str, data_dir: Path, profile: str, values: int = 3,
             raise ScenarioError(f"{scenario}: wanted leader {leader} under controller {ctrl.broker}, "
                                 f"got leader {first.leader} under controller {now and now.broker}")
         produce(cluster, jars, [f"v{i}" for i in range(values)])
+        # the followers' fetches that moved the HW over the last value are long polls
+        # (replica.fetch.wait.max.ms): let them be answered, and so logged, before the kill --
+        # a request in flight at a kill -9 never reaches the request log
+        time.sleep(QUIET_S)
         victim = leader if role == "leader" else ctrl.broker
         cluster.kill(victim)
         if scenario == "controller-failover":
