@@ -69,13 +69,13 @@ def drive(run: str, config: str, tmp: Path, source: Path = ROOT) -> tuple[dict, 
     try:
         return json.loads(proc.stdout), seconds
     except json.JSONDecodeError:
-        return {"exit_code": proc.returncode, "verdict": "error",
+        return {"exit_code": proc.returncode, "outcome": "error",
                 "error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}, seconds
 
 
 def row(run: str, config: str, r: dict, seconds: float) -> str:
     steps = len([s for s in r.get("steps", []) if s.get("n")])
-    return (f"{run:<20} {config:<8} {r.get('verdict', '?'):<14} {r.get('exit_code')!s:>4} {steps:>5} "
+    return (f"{run:<20} {config:<8} {r.get('outcome', '?'):<14} {r.get('exit_code')!s:>4} {steps:>5} "
             f"{r.get('transitions', 0):>5} {r.get('setup_seconds', 0):>6.1f} {seconds:>6.1f} "
             f"{r.get('transitions_per_minute', 0):>7.1f}")
 
@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         for run, config, want in RUNS:
             r, seconds = drive(run, config, tmp)
-            print(row(run, config, r, seconds), "" if r.get("verdict") == want else f"  EXPECTED {want}", flush=True)
-            bad += r.get("verdict") != want
+            print(row(run, config, r, seconds), "" if r.get("outcome") == want else f"  EXPECTED {want}", flush=True)
+            bad += r.get("outcome") != want
         if args.mutants:
             print("\nseeded bugs (each must turn a run that follows the model into one that diverges):")
             for name, (file, line, wrong, (run, config)) in MUTANTS.items():

@@ -8,6 +8,12 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``kip320`` -- additionally fenced fetching, KIP-320: requests carry the leader epoch.
 * ``unclean`` -- ``kip320`` with unclean leader election enabled.
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
+* ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``) and its
+  controller's leaderless write before an election (``leaderless_first``): Apache
+  Kafka 3.9 in ZooKeeper mode at inter-broker protocol 2.6, whose leaders write the ISR.
+* ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
+  KIP-497; KIP-841's eligibility) and Kafka's broker start (``startup_from_controller``):
+  Apache Kafka 3.9 in ZooKeeper mode at its default inter-broker protocol.
 
 ``Config`` is the protocol's settings and the search's bounds written here, plus one field
 per action knob (``model.actions.KNOBS``: ``max_crashes``, ``deletions`` ...), each declared
@@ -44,6 +50,13 @@ class Settings:
     # seed 000 question 5: a topic id in the topic znode, LeaderAndISR, StopReplica and beside
     # the log (KIP-516).  False is the design as written: "no partition version is needed"
     topic_ids: bool = True
+    # Kafka's broker start: the logs are loaded and no partition state is read from ZooKeeper;
+    # each replica waits for the controller's LeaderAndISR, with the HW its checkpoint held.
+    # False is seed 000 E as written: the broker reads the leader and ISR from ZooKeeper itself
+    startup_from_controller: bool = False
+    # Kafka's controller: a dead leader may be written out (leader -1, the live ISR) before the
+    # election that replaces it, a second write (model.actions.controller.election_outcomes)
+    leaderless_first: bool = False
 
     @property
     def partition_ids(self) -> int:
@@ -83,6 +96,8 @@ class Settings:
             + (f" replication_factor={self.replication_factor}" if self.replication_factor else "")
             + knobs(failures=False)
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
+            + (" startup_from_controller=True" if self.startup_from_controller else "")
+            + (" leaderless_first=True" if self.leaderless_first else "")
         )
 
 
@@ -98,6 +113,9 @@ NAMED: dict[str, Config] = {
     "kip320": Config("kip320", "kip320", max_crashes=2),
     "unclean": Config("unclean", "kip320", unclean=True),
     "zombie": Config("zombie", "kip320", max_crashes=0, max_pauses=1),
+    "kafka26": Config("kafka26", "kip320", max_crashes=2, startup_from_controller=True, leaderless_first=True),
+    "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1, startup_from_controller=True,
+                      leaderless_first=True),
 }
 
 

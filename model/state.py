@@ -180,6 +180,31 @@ class Fetch(NamedTuple):
     topic_id: int = 0  # the sender's incarnation of the topic (KIP-516's Fetch v13)
 
 
+# AlterPartition.kind, and the controller's answers (KIP-497, Kafka's error names)
+ALTER_REQUEST, ALTER_RESPONSE = 0, 1
+FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, STALE_BROKER_EPOCH, UNKNOWN_TOPIC_ID = 2, 3, 4, 5, 6
+
+
+class AlterPartition(NamedTuple):
+    """An ISR change the leader proposes to the controller (KIP-497's AlterPartition, the
+    ZooKeeper-mode controller from IBP 2.7), or the controller's answer.
+
+    The request carries the ISR the leader wants, its leader epoch and the partition epoch
+    (the znode version) it knows, and its broker epoch; the answer, the znode as the
+    controller left it (``isr``, ``zk_version``) or an error.  Like the fetches, a message
+    is in flight once and consumed by its one receiver."""
+
+    kind: int  # ALTER_REQUEST or ALTER_RESPONSE
+    leader: int  # the proposing leader: the request's sender, the answer's receiver
+    partition: int
+    leader_epoch: int
+    isr: tuple[int, ...]  # request: the proposed ISR; answer: the ISR written (or current)
+    zk_version: int  # request: the version the leader knows; answer: the znode's
+    broker_epoch: int  # request: the leader's broker epoch; answer: the same, echoed
+    error: int = 0  # answer only: OK or one of the errors above
+    topic_id: int = 0  # the leader's incarnation of the topic (AlterPartition v2 names topics by id)
+
+
 class Ghost(NamedTuple):
     """History the properties need and no process can see."""
 
@@ -212,6 +237,7 @@ class State(NamedTuple):
     fetches: tuple[Fetch, ...]  # in flight, sorted
     ghost: Ghost
     stop_replica: tuple[StopReplica, ...] = ()  # in flight, sorted (only with reassignment)
+    alter_partition: tuple[AlterPartition, ...] = ()  # in flight, sorted (only with Config.alter_partition)
 
 
 def assigned(cfg: Config, p: int) -> tuple[int, ...]:

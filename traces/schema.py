@@ -178,6 +178,24 @@ PARAMS: dict[str, tuple[FieldSpec, ...]] = {
     "shrink_isr": _ISR_CHANGE,
     "expand_isr": _ISR_CHANGE,
     "isr_update_failed": (_p("expected_zk_version", "int", True, "zkVersion the conditional update expected"),),
+    "propose_isr": (
+        _p("isr", "list<int>", True, "the ISR the leader proposes"),
+        _p("leader_epoch", "int", True, "the leader's epoch the proposal carries"),
+        _p("zk_version", "int", True, "the partition epoch (zkVersion) the leader knows"),
+        _p("follower", "int", False, "the replica the proposal removes or adds"),
+    ),
+    "alter_partition": (
+        _p("leader", "int", True, "the proposing leader"),
+        _p("isr", "list<int>", True, "the ISR in ZooKeeper after the step (the proposal's, if it was written)"),
+        _p("leader_epoch", "int", True, "the leader epoch the proposal carried"),
+        _p("zk_version", "int", True, "zkVersion of the partition state znode after the step"),
+        _p("error", "string", False, "the refusal (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, "
+           "STALE_BROKER_EPOCH, UNKNOWN_TOPIC_ID); null or absent: accepted"),
+    ),
+    "apply_isr": (
+        _p("isr", "list<int>", True, "the leader's ISR after taking the answer"),
+        _p("zk_version", "int", True, "the zkVersion it now knows"),
+    ),
     # only what the judge reads (optional: a new required field would be a new major version, section 7)
     "stop_replica": (
         _p("delete", "bool", False, "whether the replica's log was deleted (a topic deletion, a reassignment "
@@ -236,6 +254,9 @@ ZXID: dict[str, str] = {
     "shrink_isr": ZXID_REQUIRED,  # the conditional ISR write
     "expand_isr": ZXID_REQUIRED,
     "isr_update_failed": ZXID_OPTIONAL,  # observed: the mzxid of the write that moved the znode on
+    "propose_isr": ZXID_ABSENT,
+    "alter_partition": ZXID_OPTIONAL,  # the controller's conditional ISR write, when it made one
+    "apply_isr": ZXID_ABSENT,
     "stop_replica": ZXID_ABSENT,
     "update_metadata": ZXID_ABSENT,
     "topic_created": ZXID_OPTIONAL,

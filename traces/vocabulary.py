@@ -48,6 +48,10 @@ KINDS: dict[str, Kind] = {
         Kind("shrink_isr", "partition", "leader removed a lagging follower from the ISR by a conditional ZK update"),
         Kind("expand_isr", "partition", "leader added a caught-up follower to the ISR by a conditional ZK update"),
         Kind("isr_update_failed", "partition", "leader's conditional ISR update failed (zk_version moved): it stops acting as leader"),
+        # -- ISR changes through the controller (AlterPartition, KIP-497; inter-broker protocol 2.7+) --
+        Kind("propose_isr", "partition", "leader sent the controller an AlterPartition proposing an ISR, with its leader epoch and the zk_version it knows"),
+        Kind("alter_partition", "partition", "controller validated a leader's AlterPartition and wrote the ISR conditionally on zk_version (or refused it: error) and answered"),
+        Kind("apply_isr", "partition", "leader took the ISR and zk_version of the controller's AlterPartition answer"),
         # -- informational (recorded, validated, ordered, not replayed), or replayed only in part (the controller's StopReplica; seed 000 B, H) --
         Kind("stop_replica", "partition", "broker stopped (and possibly deleted) a replica on StopReplica; the controller's (reason stop_replica: a topic deletion's or a partition removal's with delete, a controlled shutdown's without) is replayed as stop_replica, the others are informational"),
         Kind("update_metadata", "cluster", "broker applied an UpdateMetadata request"),

@@ -26,22 +26,25 @@ named way (``OBSERVED``), and what no log shows is derived in one named way too:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
-from traces import SCHEMA_VERSION, events
+from traces import SCHEMA_ID, events
 from traces.events import Event
 
 HARNESS = -1
 FAULTS = {"kill": "broker_crash", "pause": "broker_pause", "resume": "broker_resume", "stop": "broker_stop"}
 FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", 74: "FENCED_LEADER_EPOCH"}
-NOT_LEADING_YET = frozenset({3, 6, 100})
-"""UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_ID: a fetch the broker read before it
-applied the LeaderAndIsr making it leader (the follower applied its own first).  It is no
-step of the leader's partition: the follower fetches again, as the model's does silently."""
+NOT_LEADING_YET = frozenset({3, 6, 75, 100})
+"""UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID: a fetch
+the broker read before it applied the LeaderAndIsr making it leader (the follower applied its
+own first, and asks in an epoch the leader does not know yet).  It is no step of the leader's
+partition, neither as it is read nor as it is answered: the follower fetches again, as the
+model's does silently."""
 LOG_FILES = ("server.log", "controller.log", "state-change.log", "partition.log", "kafka-request.log")
 
 OBSERVED = {
@@ -52,14 +55,48 @@ OBSERVED = {
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
     "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
     "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
-    "shrink_isr": "partition.log, the leader: ISR updated to ... and version updated to V (one fewer)",
-    "expand_isr": "partition.log, the leader: ISR updated to ... and version updated to V (one more)",
+    "shrink_isr": "partition.log, the leader (IBP 2.6, a request handler): ISR updated to ... and version updated "
+                  "to V (one fewer)",
+    "expand_isr": "partition.log, the leader (IBP 2.6, a request handler): ISR updated to ... and version updated "
+                  "to V (one more)",
+    "alter_partition": "kafka-request.log, the controller (IBP 2.7 on): ALTER_PARTITION, its request (leader, "
+                       "leader epoch, proposed ISR) and answer (ISR, partition epoch, error)",
+    "apply_isr": "partition.log, the leader (IBP 2.7 on, the AlterPartition channel's thread): ISR updated to ... "
+                 "and version updated to V",
     "produce": "kafka-request.log, the leader: PRODUCE response's baseOffset; the value, the next written",
     "handle_fetch": "kafka-request.log, the leader: FETCH from replicaId F that moved its offset or carried news",
     "receive_fetch": "derived: right after the handle_fetch whose response it is",
     "broker_crash": "faults.jsonl: kill", "broker_stop": "faults.jsonl: stop",
     "broker_pause": "faults.jsonl: pause", "broker_resume": "faults.jsonl: resume",
 }
+
+
+ALTER_ERRORS = {0: None, 74: "FENCED_LEADER_EPOCH", 108: "INVALID_UPDATE_VERSION", 77: "STALE_BROKER_EPOCH",
+                107: "INELIGIBLE_REPLICA", 100: "UNKNOWN_TOPIC_ID", 6: "NOT_LEADER_OR_FOLLOWER"}
+"""An AlterPartition answer's error codes, by the names the model's answers use."""
+
+ALTER_CHANNEL = "alter-partition-channel"
+"""In the thread name of a leader's AlterPartition channel: its partition.log lines there are the
+controller's answers applied, not ZooKeeper writes of its own."""
+
+CONFIGS = {"ibp-2.6": "kafka26", "3.9": "kafka39"}
+"""The model configuration that judges each profile's runs (``model.config``)."""
+
+_IBP = re.compile(r"inter\.broker\.protocol\.version = (?P<major>\d+)\.(?P<minor>\d+)")
+
+
+def model_config(run_dir: str | Path) -> str:
+    """The configuration to judge a run with: ``kafka39`` when its brokers ran at inter-broker
+    protocol 2.7 or later (the leader proposes ISR changes by AlterPartition), ``kafka26``
+    otherwise -- as each broker's server.log states its configuration at start (a log without
+    it, as the trimmed fixtures of earlier runs: ``kafka26``)."""
+    for path in sorted(Path(run_dir).glob("broker-*/logs/server.log")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for text in f:
+                m = _IBP.search(text)
+                if m is not None:
+                    return CONFIGS["3.9" if (int(m["major"]), int(m["minor"])) >= (2, 7) else "ibp-2.6"]
+    return CONFIGS["ibp-2.6"]
 
 
 class AdapterError(ValueError):
@@ -185,11 +222,16 @@ class _Adapter:
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
         self.topic_names: dict[str, str] = {}  # topic id -> name
+        # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
+        self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
 
     def on_line(self, broker: int, line: Line) -> None:
+        if line.name == "isr_updated":
+            self._isr_updated(broker, line.ts, line.fields, line.thread)
+            return
         getattr(self, "_" + line.name)(broker, line.ts, line.fields)
 
     # -- registrations and the controller ---------------------------------------------------
@@ -261,19 +303,42 @@ class _Adapter:
         self.out.add(ts, broker, events.truncate(topic=topic, partition=p, leader=int(f["leader"]),
                                           truncated_to=len(r.log)))
 
-    def _isr_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+    def _isr_updated(self, broker: int, ts: float, f: dict[str, Any], thread: str = "") -> None:
         topic, p = topic_partition(f["tp"])
         r = self.replica(topic, p, broker)
         isr = ints(f["isr"])
+        if ALTER_CHANNEL in thread:  # the controller wrote it: the leader applies its answer
+            r.isr, r.zk_version = isr, int(f["version"])
+            self.out.add(ts, broker, events.apply_isr(topic=topic, partition=p, isr=isr, zk_version=r.zk_version,
+                                                      post={"hw": r.hw, "leo": len(r.log)}))
+            return
         changed = set(isr) ^ set(r.isr)
         if len(changed) != 1:
             raise AdapterError(f"broker {broker}: ISR of {f['tp']} from {r.isr} to {isr} is not one change")
+        follower = changed.pop()
+        if len(isr) > len(r.isr) and r.fetch_offset.get(follower, -1) < r.hw:
+            # expanded while handling the follower's fetch that reached the HW, whose read
+            # step -- rebuilt from millisecond durations -- sorts after this line: it goes there
+            self.expansions[(topic, p, broker)] = (ts, follower, isr, int(f["version"]))
+            return
+        self._write_isr(broker, ts, topic, p, follower, isr, int(f["version"]))
+
+    def _write_isr(self, leader: int, ts: float, topic: str, p: int, follower: int, isr: list[int],
+                   version: int) -> None:
+        """The leader's own conditional ISR write (IBP 2.6): an expansion or a shrink."""
+        r = self.replica(topic, p, leader)
         make = events.expand_isr if len(isr) > len(r.isr) else events.shrink_isr
-        r.isr, r.zk_version = isr, int(f["version"])
+        r.isr, r.zk_version = isr, version
         self.known_isr[(topic, p)] = isr
-        self.known_version[(topic, p)] = r.zk_version
-        self.out.add(ts, broker, make(topic=topic, partition=p, zxid=0, follower=changed.pop(), isr=isr,
-                                      zk_version=r.zk_version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
+        self.known_version[(topic, p)] = version
+        self.out.add(ts, leader, make(topic=topic, partition=p, zxid=0, follower=follower, isr=isr,
+                                      zk_version=version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
+
+    def flush_expansions(self) -> None:
+        """Expansions whose fetch never showed (none expected): at their own time."""
+        for (topic, p, leader), (ts, follower, isr, version) in sorted(self.expansions.items()):
+            self._write_isr(leader, ts, topic, p, follower, isr, version)
+        self.expansions.clear()
 
     def _hw_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         topic, p = topic_partition(f["tp"])
@@ -286,6 +351,29 @@ class _Adapter:
             self._produce(broker, ts, req)
         elif api == "FETCH" and _fetching_replica(req) >= 0:
             self._fetch(broker, ts, req, f.get("read", False))
+        elif api == "ALTER_PARTITION":
+            self._alter_partition(broker, ts, req)
+
+    def _alter_partition(self, controller: int, ts: float, req: dict[str, Any]) -> None:
+        """The controller's handling of a leader's AlterPartition: its ISR written (a
+        ZooKeeper write, when the version moved) or refused, and answered."""
+        leader = int(req["request"]["brokerId"])
+        proposed = {(self._topic(t), pd["partitionIndex"]): pd for t in req["request"]["topics"] for pd in t["partitions"]}
+        for t in req["response"].get("topics", ()):
+            for pd in t["partitions"]:
+                key = (self._topic(t), pd["partitionIndex"])
+                asked = proposed.get(key)
+                if asked is None:
+                    continue
+                error = ALTER_ERRORS.get(pd["errorCode"], "UNKNOWN")
+                isr = list(pd["isr"]) if error is None else [b["brokerId"] for b in asked.get("newIsrWithEpochs", ())]
+                version = int(pd["partitionEpoch"]) if error is None else self.known_version.get(key, -1)
+                wrote = error is None and version > self.known_version.get(key, -1)
+                if wrote:
+                    self.known_isr[key], self.known_version[key] = isr, version
+                self.out.add(ts, controller, events.alter_partition(
+                    topic=key[0], partition=key[1], zxid=0 if wrote else None, leader=leader, isr=isr,
+                    leader_epoch=int(asked["leaderEpoch"]), zk_version=version, error=error), 0)
 
     def _topic(self, t: dict[str, Any]) -> str:
         """A Fetch request's or response's topic: its name, or (v13 on) its id's."""
@@ -313,8 +401,9 @@ class _Adapter:
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
                 moved[(self._topic(t), pd["partition"])] = pd["fetchOffset"]
-        answered = {} if read else {(self._topic(t), pd["partitionIndex"]): pd
-                                    for t in req["response"].get("responses", ()) for pd in t["partitions"]}
+        answers = {(self._topic(t), pd["partitionIndex"]): pd
+                   for t in req["response"].get("responses", ()) for pd in t["partitions"]}
+        answered = {} if read else answers
         if not read:
             moved = {}  # taken when the request was read
         for key in sorted(set(moved) | set(answered)):
@@ -322,28 +411,37 @@ class _Adapter:
             offset = moved.get(key, r.fetch_offset.get(follower))
             if offset is None or r.leader != broker:
                 continue
-            r.fetch_offset[follower] = offset
-            pd = answered.get(key)
-            if pd is not None and pd["errorCode"] in NOT_LEADING_YET:
+            if key in answers and answers[key]["errorCode"] in NOT_LEADING_YET:
                 r.read_answer.pop(follower, None)
                 continue
+            r.fetch_offset[follower] = offset
+            pd = answered.get(key)
             self._fetch_round_trip(broker, follower, key, offset, pd, ts, read)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
                           pd: dict[str, Any] | None, ts: float, read: bool) -> None:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
-        records = [list(x) for x in r.log[offset:]] if pd and pd.get("recordsSizeInBytes", 0) > 0 else []
+        has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
+        records = [list(x) for x in r.log[offset:]] if has_records else []
         leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
-        # an answer equal to the one made when the request was read is that one, sent later
-        if read or r.read_answer.pop(follower, None) != answer:
+        # an answer equal to the one made when the request was read is that one, sent later;
+        # another one is a second round trip at the same offset, after the follower took the first
+        made = None if read else r.read_answer.pop(follower, None)
+        if made is not None and made != answer and not self._gone(follower, ts):
+            self._receive_read_answer(leader, follower, key, offset, made, ts - 2e-6)
+        if read or made != answer:
             self.out.add(ts, leader, events.handle_fetch(
                 topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
                 leader_epoch=r.leader_epoch, records=records, leader_hw=leader_hw, error=error,
                 post={"hw": r.hw if pd else leader_hw, "leo": len(r.log), "isr": list(r.isr)}))
         if read:
             r.read_answer[follower] = answer
+            pending = self.expansions.get((*key, leader))
+            if pending is not None and pending[1] == follower and offset >= r.hw:
+                del self.expansions[(*key, leader)]
+                self._write_isr(leader, ts + 1e-7, key[0], key[1], follower, pending[2], pending[3])
         if pd is None or self._gone(follower, ts):
             return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
@@ -351,6 +449,25 @@ class _Adapter:
             fr.log.extend(records)
         fr.hw = min(leader_hw, len(fr.log))
         self.out.add(ts + 1e-6, follower, events.receive_fetch(
+            topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
+            records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
+
+    def _receive_read_answer(self, leader: int, follower: int, key: tuple[str, int], offset: int,
+                             answer: tuple[list[Any], int, str | None], ts: float) -> None:
+        """The follower's receipt of the answer its fetch had as it was read, when the one
+        sent later differs (records appended, the HW moved while it waited): derived, the
+        first of two round trips at the same offset (``_steps``).  None when it changes
+        nothing a trace shows: the judge's silent step."""
+        records, leader_hw, error = answer
+        fr = self.replica(*key, follower)
+        if len(fr.log) != offset:
+            return
+        hw = min(leader_hw, offset + len(records))
+        if not records and hw == fr.hw:
+            return
+        fr.log.extend(records)
+        fr.hw = hw
+        self.out.add(ts, follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
 
@@ -388,6 +505,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])
     for _, _, broker, _, line in lines:
         adapter.on_line(broker, line)
+    adapter.flush_expansions()
     for ts, kind, broker in _faults(run_dir):
         adapter.out.add(ts, HARNESS, events.CONSTRUCTORS[kind](broker=broker), 0)
     ordered = sorted(enumerate(adapter.out.events), key=lambda x: (x[1][0], x[1][1], x[0]))
@@ -412,7 +530,7 @@ def to_records(adapted: list[tuple[int, Event, float]], run: str) -> list[dict[s
         if e.zxid is not None:
             zxid += 1
             z = zxid
-        records.append({"schema": SCHEMA_VERSION, "run": run, "node": node, "seq": seq, "clock": clock, "zxid": z,
+        records.append({"schema": SCHEMA_ID, "run": run, "node": node, "seq": seq, "clock": clock, "zxid": z,
                         "kind": e.kind, "topic": e.topic, "partition": e.partition, "params": dict(e.params),
                         "post": dict(e.post or {}), "ts": ts})
     return records

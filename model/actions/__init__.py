@@ -19,6 +19,7 @@ assembled from it.
 * ``topics``             -- topic deletion and re-creation (000 B)
 * ``preferred_election`` -- preferred-replica elections
 * ``partitions``         -- partitions added and removed (000 H)
+* ``controller_isr``     -- ISR changes proposed by the leader, written by the controller (000 G at IBP 2.7+, KIP-497/841)
 
 Shared by the sections: ``common`` (immutable-update helpers, the rules on one replica),
 ``entry`` (the shape of an entry, knob and decision), ``views`` (the judge's views and
@@ -45,6 +46,7 @@ from model.actions import (
     brokers,
     commands,
     controller,
+    controller_isr,
     partitions,
     reassignment,
     replication,
@@ -85,6 +87,7 @@ from model.actions.controller import (
     on_broker_startup,
     write_and_send,
 )
+from model.actions.controller_isr import alter_partition, apply_isr, propose_isr
 from model.actions.entry import Entry, Knob
 from model.actions.partitions import add_partitions, partition_adds_args, remove_partitions
 from model.actions.preferred_election import preferred_election
@@ -104,14 +107,15 @@ from model.actions.replication import (
 from model.actions.shutdown import broker_stop, controlled_shutdown
 from model.actions.topics import create_topic, delete_topic
 
-SECTIONS = (brokers, controller, shutdown, commands, replication, reassignment, topics, preferred, partitions)
+SECTIONS = (brokers, controller, shutdown, commands, replication, reassignment, topics, preferred, partitions,
+            controller_isr)
 """The section modules, in the order a search tries their actions."""
 
 ENTRIES: tuple[Entry, ...] = tuple(e for section in SECTIONS for e in section.ENTRIES)
 KNOBS: tuple[Knob, ...] = tuple(k for section in SECTIONS for k in section.KNOBS)
 
 __all__ = [
-    "ENTRIES", "KNOBS", "SECTIONS", "Step", "add_partitions", "advance_hw", "become_follower", "become_leader",
+    "ENTRIES", "KNOBS", "SECTIONS", "Step", "add_partitions", "advance_hw", "alter_partition", "apply_isr", "propose_isr", "become_follower", "become_leader",
     "broker_crash", "broker_partitions_args", "brokers_args", "fetch_messages_args", "isr_changes_args", "requests_args", "broker_pause", "broker_reregister", "broker_restart", "broker_resume", "broker_stop",
     "controlled_shutdown", "controller_elect", "controller_resign", "create_topic", "delete_topic",
     "elect_leader", "election_outcomes", "expand_isr", "forget_stale_requests", "handle_fetch",

@@ -7,6 +7,7 @@ harness, so their implementation is the harness's and their events are the harne
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from model.actions.common import (
@@ -159,11 +160,29 @@ def _register(zk: Zk, b: int) -> Zk:
     return zk._replace(live=added(zk.live, b), zxid=zxid, broker_epochs=put_at(zk.broker_epochs, b, zxid))
 
 
-def broker_restart(s: State, cfg: Config, b: int) -> State | None:
+def restarts_args(s: State, cfg: Config) -> Iterator[tuple]:
+    """Each crashed broker; with ``Config.startup_from_controller`` also the high watermark
+    its checkpoint may hold at most (0 .. the highest HW it had)."""
+    for b, broker in enumerate(s.brokers):
+        if broker.status != DOWN:
+            continue
+        if not cfg.startup_from_controller:
+            yield (b,)
+        else:
+            yield from ((b, h) for h in range(max((r.hw for r in broker.replicas), default=0) + 1))
+
+
+def broker_restart(s: State, cfg: Config, b: int, checkpointed_hw: int | None = None) -> State | None:
     """Seed 000 E, ``on_broker_startup``: register, read the leader and ISR of each assigned
-    partition from ZK, and become leader (shouldn't happen in general) or follower."""
+    partition from ZK, and become leader (shouldn't happen in general) or follower.
+
+    With ``Config.startup_from_controller`` (Kafka's broker): register and load each log,
+    and nothing more -- no partition state is read from ZooKeeper; each replica waits, with
+    no role, for the controller's LeaderAndISR (``on_broker_startup``).  Its HW is the one
+    the replication-offset checkpoint held, written every few seconds: any value up to the
+    HW it had (``checkpointed_hw``; a lower HW is safe)."""
     broker = s.brokers[b]
-    if broker.status != DOWN:
+    if broker.status != DOWN or (checkpointed_hw is not None) != cfg.startup_from_controller:
         return None
     zk = _register(s.zk, b)
     # a new incarnation fetches over new connections: what its previous one still had in
@@ -190,6 +209,11 @@ def broker_restart(s: State, cfg: Config, b: int) -> State | None:
             s = set_replica(s, b, p, deleted_replica(cfg, replica(s, b, p)))
             continue
         r = for_incarnation(cfg, replica(s, b, p), zn.topic_id)
+        if checkpointed_hw is not None:
+            s = set_replica(s, b, p, r._replace(role=NONE, leader=NO_LEADER, isr=(), zk_version=-1,
+                                                hw=min(r.hw, checkpointed_hw), fetch_state=IDLE,
+                                                follower_leo=unknown_leos(cfg), epoch_start=0))
+            continue
         epoch = max(r.leader_epoch, zn.leader_epoch)
         if zn.leader == b:
             r = Replica(LEADER, b, epoch, zn.isr, zn.zk_version, r.log, r.hw, IDLE, unknown_leos(cfg), r.leo, zn.topic_id)
@@ -250,6 +274,10 @@ NO_PAUSES_IN_Z3 = Unsupported("GC pauses are not encoded (no named configuration
 
 def _restart_text(args: Args, before: State, after: State) -> str:
     b = args[0]
+    if len(args) > 1:
+        hws = ", ".join(f"p{p} hw={r.hw}" for p, r in enumerate(after.brokers[b].replicas) if r.log or r.hw)
+        return (f"broker {b} restarts and registers (broker epoch {after.brokers[b].broker_epoch}); loads its logs "
+                f"({hws or 'all empty'}, checkpointed HW at most {args[1]}) and waits for the controller's LeaderAndISR")
     parts = [f"broker {b} restarts and registers (broker epoch {after.brokers[b].broker_epoch}); recovers from ZK:"]
     for p, (rb, ra) in enumerate(zip(before.brokers[b].replicas, after.brokers[b].replicas, strict=True)):
         role = ROLE_NAMES[ra.role]
@@ -270,7 +298,7 @@ CRASH = Entry(
 
 
 RESTART = Entry(
-    "broker_restart", broker_restart, brokers_args,
+    "broker_restart", broker_restart, restarts_args,
     section="000 E", impl="impl.node.broker.Broker.register", trace=Traced("broker_restart"),
     describe=_restart_text, view=nothing_observed, event=registration_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),

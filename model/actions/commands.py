@@ -40,6 +40,7 @@ from model.state import (
     IDLE,
     LEADER,
     NO_LEADER,
+    NONE,
     TRUNCATING,
     UP,
     LeaderAndIsr,
@@ -90,9 +91,18 @@ def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
     r = broker.replicas[m.partition]
     if cfg.topic_ids and (m.topic_id < r.topic_id or (m.topic_id == r.topic_id and r.role == DELETED)):
         return "stale topic id"
-    if m.leader_epoch <= for_incarnation(cfg, r, m.topic_id).leader_epoch:
+    known = for_incarnation(cfg, r, m.topic_id).leader_epoch
+    if m.leader_epoch < known or (m.leader_epoch == known and not _waiting_since_startup(cfg, r)):
         return "stale leader epoch"
     return None
+
+
+def _waiting_since_startup(cfg: Config, r: Replica) -> bool:
+    """A replica of a broker that started without reading ZooKeeper
+    (``Config.startup_from_controller``) and has no role yet: Kafka holds no partition state
+    for it in memory, so the controller's LeaderAndISR of the epoch its log already knows is
+    news to it, and it applies it."""
+    return cfg.startup_from_controller and r.role == NONE and r.leader == NO_LEADER
 
 
 def _accept(s: State, cfg: Config, m: LeaderAndIsr) -> State:
@@ -280,9 +290,12 @@ def _truncate_event(args: Args, before: State, after: State) -> Emitted:
     return Emitted(f, {"leader": before.brokers[f].replicas[p].leader, "truncated_to": after.brokers[f].replicas[p].leo})
 
 
-def _nothing_to_look_up(args: Args, before: State, after: State) -> bool:
-    """An epoch lookup on an empty log: implementations (like Kafka) send none."""
-    return before.brokers[args[0]].replicas[0].leo == 0
+def _nothing_cut(args: Args, before: State, after: State) -> bool:
+    """An epoch lookup that cuts nothing: on an empty log implementations (like Kafka) send
+    none, and from inter-broker protocol 2.7 Kafka looks up no epoch at all -- the Fetch
+    carries the last fetched epoch and the leader answers a diverging epoch in it (KIP-595's
+    truncation inside Fetch), so a follower whose log agrees logs no truncation."""
+    return before.brokers[args[0]].replicas[0].log == after.brokers[args[0]].replicas[0].log
 
 
 TRUNCATE = Entry(
@@ -294,7 +307,7 @@ TRUNCATE = Entry(
                                                        "state tells from the rounds (model.truncation.single_round)"),
                       judge=Supported(),
                       driver=DRIVEN),
-    silent=_nothing_to_look_up,
+    silent=_nothing_cut,
 )
 
 

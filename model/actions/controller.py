@@ -102,6 +102,12 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     * else the leader becomes -1 and the ISR is kept, so the last in-sync replica can lead
       again when it returns.
 
+    With ``Config.leaderless_first`` (Kafka's controller) a dead leader may first be written
+    out as such -- leader -1, the live ISR, its own epoch bump -- and the leader elected by a
+    second write: Kafka's replica state machine takes a dead replica offline (out of the ISR
+    and out of leadership) before its partition state machine elects, as a new controller
+    does after a failover.
+
     ``stopping`` are the brokers shutting down (``shutting_down``): a new leader is never one
     of them, nor does one stay in the new ISR (Kafka 2.7's ``liveBrokerIds`` leaves them
     out); a live leader stays even if it is stopping -- it could not leave.
@@ -117,7 +123,8 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
         return [(zn.leader, live_isr, False)]
     electable = tuple(b for b in live_isr if b not in stopping)
     if electable:
-        return [(b, electable, False) for b in electable]
+        leaderless = [(NO_LEADER, live_isr, False)] if cfg.leaderless_first and zn.leader != NO_LEADER else []
+        return [(b, electable, False) for b in electable] + leaderless
     if cfg.unclean:
         live_ar = [b for b in zn.ar if b in live and b not in stopping]
         if live_ar:

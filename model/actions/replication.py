@@ -32,6 +32,7 @@ from model.state import (
     UNKNOWN,
     UP,
     Fetch,
+    Replica,
     State,
 )
 from model.state import Entry as LogEntry
@@ -58,7 +59,7 @@ def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
     producers if the ISR still has ``min.insync.replicas`` members.
     """
     r = replica(s, b, p)
-    new_hw = min(r.leo if x == b else r.follower_leo[x] for x in r.isr)
+    new_hw = min(r.leo if x == b else r.follower_leo[x] for x in maximal_isr(s, b, p, r))
     if new_hw <= r.hw:
         return s
     if not is_current(s, p, r):  # a leader of a deleted incarnation: nothing it does counts
@@ -75,6 +76,20 @@ def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
             zombie_commits = added(zombie_commits, (p, entry.value))
     s = s._replace(ghost=ghost._replace(committed=committed, acked=acked, zombie_commits=zombie_commits))
     return set_replica(s, b, p, r._replace(hw=new_hw))
+
+
+def maximal_isr(s: State, b: int, p: int, r: Replica) -> tuple[int, ...]:
+    """The replicas the leader's HW waits for: its ISR, and while an ISR change it proposed
+    to the controller is unanswered (``model.actions.alter_partition``), every member of the
+    ISR it proposed too -- Kafka's ``maximalIsr`` (KIP-497): a follower being added may
+    already be in the ISR ZooKeeper holds, so a record committed without it could be lost
+    to its election.  With no proposal in flight (every configuration whose leaders write
+    the ISR themselves) it is the ISR."""
+    isr = r.isr
+    for m in s.alter_partition:
+        if m.leader == b and m.partition == p and m.leader_epoch == r.leader_epoch:
+            isr = tuple(sorted(set(isr) | set(m.isr)))
+    return isr
 
 
 def produce(s: State, cfg: Config, b: int, p: int) -> State | None:
@@ -167,7 +182,7 @@ def _conditional_isr_write(s: State, cfg: Config, b: int, p: int, isr: tuple[int
     still at the version it knows; then adopts it locally and retries the HW."""
     lr = replica(s, b, p)
     zn = s.zk.partitions[p]
-    if zn.zk_version != lr.zk_version:
+    if cfg.alter_partition or zn.zk_version != lr.zk_version:  # with AlterPartition only the controller writes
         return None
     s = set_znode(s, p, zn._replace(isr=isr, zk_version=zn.zk_version + 1))
     s = set_replica(s, b, p, lr._replace(isr=isr, zk_version=zn.zk_version + 1))
@@ -179,31 +194,42 @@ def shrink_isr(s: State, cfg: Config, b: int, p: int, f: int) -> State | None:
     this term) is taken out of the ISR, so the leader can commit without it.  A follower at
     the leader's LEO is never out of sync, however long it has been silent: Kafka's
     ``isFollowerOutOfSync`` requires both ``leo != leader leo`` and the lag time passed."""
+    if not out_of_sync(s, b, p, f):
+        return None
+    return _conditional_isr_write(s, cfg, b, p, removed(replica(s, b, p).isr, f))
+
+
+def out_of_sync(s: State, b: int, p: int, f: int) -> bool:
+    """Whether leader b may take follower f out of p's ISR: f is in it and behind b's LEO."""
     lr = replica(s, b, p)
     if s.brokers[b].status != UP or lr.role != LEADER or f == b or f not in lr.isr:
-        return None
-    if lr.follower_leo[f] >= lr.leo:
-        return None
-    return _conditional_isr_write(s, cfg, b, p, removed(lr.isr, f))
+        return False
+    return lr.follower_leo[f] < lr.leo
 
 
 def expand_isr(s: State, cfg: Config, b: int, p: int, f: int) -> State | None:
     """A follower that has caught up to the HW rejoins the ISR -- with fenced fetching only
     once it has also reached the start of the leader's epoch (KIP-320)."""
+    if not caught_up(s, cfg, b, p, f):
+        return None
+    return _conditional_isr_write(s, cfg, b, p, added(replica(s, b, p).isr, f))
+
+
+def caught_up(s: State, cfg: Config, b: int, p: int, f: int) -> bool:
+    """Whether leader b may add assigned replica f to p's ISR: f has fetched up to b's HW
+    (and, with fenced fetching, to the start of b's epoch)."""
     lr = replica(s, b, p)
     if s.brokers[b].status != UP or lr.role != LEADER or f in lr.isr or f not in s.zk.partitions[p].ar:
-        return None
+        return False
     leo = lr.follower_leo[f]
-    if leo == UNKNOWN or leo < lr.hw or (cfg.fenced_fetch and leo < lr.epoch_start):
-        return None
-    return _conditional_isr_write(s, cfg, b, p, added(lr.isr, f))
+    return not (leo == UNKNOWN or leo < lr.hw or (cfg.fenced_fetch and leo < lr.epoch_start))
 
 
 def isr_update_failed(s: State, cfg: Config, b: int, p: int) -> State | None:
     """The conditional update fails because the znode moved on: "broker A will realize that
     it's no longer the leader any more" (seed 000, question 3) -- it stops acting as leader."""
     lr = replica(s, b, p)
-    if s.brokers[b].status != UP or lr.role != LEADER or s.zk.partitions[p].zk_version == lr.zk_version:
+    if cfg.alter_partition or s.brokers[b].status != UP or lr.role != LEADER or s.zk.partitions[p].zk_version == lr.zk_version:
         return None
     r = lr._replace(role=NONE, leader=NO_LEADER, isr=(), zk_version=-1, follower_leo=unknown_leos(cfg), epoch_start=0)
     return set_replica(s, b, p, r)

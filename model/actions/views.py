@@ -32,6 +32,7 @@ class _Fenced(NamedTuple):
     fence_controller_epoch: bool = True
     fence_broker_epoch: bool = True
     topic_ids: bool = True
+    startup_from_controller: bool = False  # a refusal's reason is the same either way
     brokers: int = 0  # the LEOs a newer incarnation's replica starts with: not part of any reason
 
 

@@ -402,14 +402,16 @@ class _Progress:
         mem = f"  {size_text(memory):>8}" if memory else ""
         self.out(f"  depth {depth:3d}  states {states:>10,}  frontier {frontier:>9,}  {rate:>9,.0f} states/s{mem}")
 
-    def final(self, checked_depth: int, states: int, memory: int = 0) -> None:
-        """The last line: how deep every run has been tried, and at what cost."""
+    def final(self, checked_depth: int, states: int, memory: int = 0, stopped_by: str | None = None) -> None:
+        """The last line: how deep every run has been tried, and at what cost -- ``done``
+        for a search that finished or reached its bound, ``interrupted`` after Ctrl-C."""
         if self.out is None:
             return
         now = time.monotonic()
         rate = states / max(now - self.start, 1e-9)
         mem = f"  peak {size_text(memory)}" if memory else ""
-        self.out(f"  done: every run of up to {checked_depth} steps tried  states {states:>10,}  {rate:>9,.0f} states/s{mem}")
+        word = "interrupted" if stopped_by == "interrupted" else "done"
+        self.out(f"  {word}: every run of up to {checked_depth} steps tried  states {states:>10,}  {rate:>9,.0f} states/s{mem}")
 
 
 def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
@@ -508,7 +510,7 @@ def check(cfg: Config, options: SearchOptions = DEFAULT_SEARCH) -> Result:
     if max_memory is not None:
         budget.exceeded(force=True)  # the peak, for the report
     complete = stopped_by is None
-    meter.final(depth, len(parent), memory=budget.peak)
+    meter.final(depth, len(parent), memory=budget.peak, stopped_by=stopped_by)
     seconds = time.perf_counter() - started
     violation = _counterexample(cfg, symmetry, reduction, parent, found, hash(root)) if found else None
     reported_depth = depth + (1 if found else 0)

@@ -362,6 +362,7 @@ class FuzzResult:
     violation: PropertyViolation | None
     first_seconds: float | None = None  # to the first counterexample, before shrinking
     runs: int = 0  # runs started (shrinking's included)
+    interrupted: bool = False  # Ctrl-C stopped the search (a counterexample still shrinking is lost)
 
     @property
     def found(self) -> bool:
@@ -380,7 +381,9 @@ class FuzzOptions:
     * ``shrink``: shrink a counterexample (Hypothesis, then ``minimize``); off, the first
       one is reported as found.
     * ``quiet``: keep Hypothesis's own output off.
-    * ``progress``: called as ``progress(runs, seconds)`` at most every ``every`` seconds.
+    * ``progress``: called as ``progress(runs, seconds, phase)`` at most every ``every``
+      seconds; ``phase`` is ``searching`` until the first counterexample, then ``shrinking``
+      (Hypothesis's runs), then once ``minimizing`` (``minimize``) before it returns.
     """
 
     profile: str = "ci"
@@ -389,7 +392,7 @@ class FuzzOptions:
     steps: int | None = None
     shrink: bool = True
     quiet: bool = True
-    progress: Callable[[int, float], None] | None = None
+    progress: Callable[[int, float, str], None] | None = None
     every: float = 10.0
 
 
@@ -424,17 +427,22 @@ def run(cfg: Config, options: FuzzOptions = FuzzOptions()) -> FuzzResult:
             now = time.perf_counter()
             if now - last[0] >= o.every:
                 last[0] = now
-                report(runs, now - started)
+                report(runs, now - started, "searching" if machine.first_found is None else "shrinking")
 
         machine.progress = tick
     found: PropertyViolation | None = None
     first: float | None = None
+    interrupted = False
     try:
         run_state_machine_as_test(machine, settings=chosen)
     except PropertyViolation as v:
         first = None if machine.first_found is None else machine.first_found - started
+        if o.shrink and o.progress is not None:
+            o.progress(machine.runs, time.perf_counter() - started, "minimizing")
         found = minimize(cfg, v) if o.shrink else v
-    return FuzzResult(cfg, o.profile, o.seed, time.perf_counter() - started, found, first, machine.runs)
+    except KeyboardInterrupt:  # the caller reports how far the search got
+        interrupted = True
+    return FuzzResult(cfg, o.profile, o.seed, time.perf_counter() - started, found, first, machine.runs, interrupted)
 
 
 def _first_violation(cfg: Config, steps: list[Step], prop: str) -> tuple[int, State, State, str] | None:

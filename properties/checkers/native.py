@@ -88,10 +88,11 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9, Broker: 6}
+_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9, Broker: 6, State: 6}
 """How many leading fields of each state tuple the native search holds (``native/state.h``).
 The fields after them (topic identity and deletions, seed 000 B; partitions added and
-removed, H; the brokers a controller knows to be shutting down) belong to actions the
+removed, H; the brokers a controller knows to be shutting down; AlterPartition messages in
+flight) belong to actions the
 native search does not run (``unsupported``): they are at their defaults in every state it
 can be given, and are left out of the encoding, so that ``decode`` (which rebuilds them
 from the defaults) round-trips."""
@@ -104,7 +105,7 @@ def _native_part(x: tuple) -> tuple:
     defaults = type(x)._field_defaults  # type: ignore[attr-defined]
     for name, value in zip(x._fields[n:], x[n:], strict=True):  # type: ignore[attr-defined]
         if value != defaults[name]:
-            raise ValueError(f"{type(x).__name__}.{name}={value!r}: the native search has no topic deletion")
+            raise ValueError(f"{type(x).__name__}.{name}={value!r}: the native search does not run the action behind it")
     return x[:n]
 
 
@@ -257,6 +258,10 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
+    if cfg.startup_from_controller:
+        reasons.append("a restarted broker that reads ZooKeeper itself (seed 000 E, not Kafka's start)")
+    if cfg.leaderless_first:
+        reasons.append("one write per election (not Kafka's leaderless write first)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 

@@ -189,7 +189,7 @@ def visible(s: State) -> State:
     """``s`` without its messages in flight -- what is left (ZooKeeper, the brokers, the ghost
     history) is everything a property reads.  The reduction's claim is that the reduced
     search reaches every visible state the full one does."""
-    return s._replace(fetches=(), leader_and_isr=(), stop_replica=())
+    return s._replace(fetches=(), leader_and_isr=(), stop_replica=(), alter_partition=())
 
 
 def normal_form(s: State, cfg: Config) -> State:

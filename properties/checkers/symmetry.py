@@ -74,10 +74,13 @@ def permute(s: State, perm: tuple[int, ...]) -> State:
     lai = tuple(sorted(LeaderAndIsr(perm[m.to], m.partition, _map(perm, m.leader), m.leader_epoch, _map_set(perm, m.isr), m.zk_version, m.controller_epoch, m.max_broker_epoch, m.topic_id) for m in s.leader_and_isr))
     fetches = tuple(sorted(Fetch(m.kind, perm[m.follower], perm[m.leader], m.partition, m.offset, m.epoch, m.records, m.hw, m.error, m.topic_id) for m in s.fetches))
     ghost = s.ghost._replace(led=tuple(sorted((p, e, perm[b]) for p, e, b in s.ghost.led)))
-    if not s.stop_replica:
+    if not s.stop_replica and not s.alter_partition:
         return State(zk, brokers, lai, fetches, ghost)
     stops = tuple(sorted(StopReplica(perm[m.to], m.partition, m.leader_epoch, m.controller_epoch, m.topic_id, m.delete) for m in s.stop_replica))
-    return State(zk, brokers, lai, fetches, ghost, stops)
+    if not s.alter_partition:
+        return State(zk, brokers, lai, fetches, ghost, stops)
+    alters = tuple(sorted(m._replace(leader=perm[m.leader], isr=_map_set(perm, m.isr)) for m in s.alter_partition))
+    return State(zk, brokers, lai, fetches, ghost, stops, alters)
 
 
 def _signature(s: State, b: int) -> tuple:
@@ -126,8 +129,10 @@ def rename_versions(s: State) -> State:
     versions = {zn.zk_version for zn in s.zk.partitions}
     versions.update(r.zk_version for br in s.brokers for r in br.replicas if r.zk_version >= 0)
     versions.update(m.zk_version for m in s.leader_and_isr)
+    versions.update(m.zk_version for m in s.alter_partition)
     vmap = {v: i for i, v in enumerate(sorted(versions))}
     zxids = set(s.zk.broker_epochs) | {br.broker_epoch for br in s.brokers} | {m.max_broker_epoch for m in s.leader_and_isr}
+    zxids.update(m.broker_epoch for m in s.alter_partition)
     zxids.add(s.zk.zxid)
     zmap = {z: i + 1 for i, z in enumerate(sorted(zxids))}
     if all(k == v for k, v in vmap.items()) and all(k == v for k, v in zmap.items()):
@@ -145,7 +150,10 @@ def rename_versions(s: State) -> State:
         for br in s.brokers
     )
     lai = tuple(sorted(m._replace(zk_version=vmap[m.zk_version], max_broker_epoch=zmap[m.max_broker_epoch]) for m in s.leader_and_isr))
-    return s._replace(zk=zk, brokers=brokers, leader_and_isr=lai)
+    if not s.alter_partition:
+        return s._replace(zk=zk, brokers=brokers, leader_and_isr=lai)
+    alters = tuple(sorted(m._replace(zk_version=vmap[m.zk_version], broker_epoch=zmap[m.broker_epoch]) for m in s.alter_partition))
+    return s._replace(zk=zk, brokers=brokers, leader_and_isr=lai, alter_partition=alters)
 
 
 def canonical(s: State) -> State:

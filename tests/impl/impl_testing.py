@@ -113,3 +113,39 @@ def real_kafka(directory: Path, profile: str, **settings: Any) -> Iterator[Any]:
         yield cluster.start()
     finally:
         cluster.stop()
+
+
+VERDICT_SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "verdict.schema.json"
+
+
+def verdict_object(text: str) -> dict[str, Any]:
+    """A command's ``--json`` output, held to docs/verdict.schema.json (the verdict object,
+    or the error object of a command that could not run); the document, parsed."""
+    import jsonschema
+
+    schema = json.loads(VERDICT_SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    doc = json.loads(text)
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    return doc
+
+
+
+def drive_mutant(tmp_path: Path, file: str, line: str, seeded: str, *drive_args: str) -> tuple[int, dict[str, Any]]:
+    """``epochal drive`` against a copy of the source with one line seeded wrong (``line``,
+    which must be there, replaced by ``seeded``), its brokers started from the copy: the exit
+    code and the JSON report."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "src"
+    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "data"))
+    target = src / file
+    assert line in target.read_text(), line
+    target.write_text(target.read_text().replace(line, seeded, 1))
+    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "drive", *drive_args, "--json", "--quiet"],
+                          capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
+                          timeout=600)
+    return proc.returncode, json.loads(proc.stdout)

@@ -357,4 +357,4 @@ def test_ctrl_c_stops_a_native_search_which_reports_how_deep_it_got():
     assert p.returncode == 3, err
     assert "INCONCLUSIVE: stopped by Ctrl-C" in out and "every run that long was tried" in out and "native search" in out
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
-    assert "done: every run of up to" in err
+    assert "interrupted: every run of up to" in err and "done:" not in err

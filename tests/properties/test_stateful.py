@@ -130,11 +130,17 @@ def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
 
 def test_long_searches_report_progress_and_count_their_runs():
     seen: list[tuple[int, float]] = []
-    r = run(fuzz_config("kip320", brokers=2, partitions=1),
-            FuzzOptions(max_examples=5, progress=lambda runs, seconds: seen.append((runs, seconds)), every=0.0))
+    phases: set[str] = set()
+
+    def progress(runs: int, seconds: float, phase: str) -> None:
+        seen.append((runs, seconds))
+        phases.add(phase)
+
+    r = run(fuzz_config("kip320", brokers=2, partitions=1), FuzzOptions(max_examples=5, progress=progress, every=0.0))
     assert r.violation is None and r.runs >= 5
     assert [runs for runs, _ in seen] == list(range(1, r.runs + 1))
     assert all(b >= a for (_, a), (_, b) in zip(seen, seen[1:], strict=False))
+    assert phases == {"searching"}  # nothing found: nothing to shrink
 
 
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")

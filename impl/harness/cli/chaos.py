@@ -51,8 +51,55 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "clients through the brokers' Kafka listeners -- confluent "
                         "(confluent-kafka) or kafka-python, idempotent, acks=all, retrying as "
                         "they do (docs/chaos.md)")
+    p.add_argument("--engine", choices=("epochal", "kafka"), default="epochal",
+                   help="the brokers: epochal (default) or real Apache Kafka 3.9 in ZooKeeper mode "
+                        "(docs/kafka.md; three brokers, a confluent-kafka producer, kills and pauses)")
+    p.add_argument("--kafka-profile", choices=("ibp-2.6", "3.9"), default="3.9",
+                   help="with --engine kafka: the inter-broker protocol (default 3.9)")
     add_broker_cmd_args(p)
     p.set_defaults(func=run)
+
+
+KAFKA_REFUSES = (("--admin", "admin"), ("--insecure", "insecure"), ("--tls", "tls"), ("--broker-cmd", "broker_cmd"))
+
+
+def run_kafka(args: argparse.Namespace) -> int:
+    """``--engine kafka``: :mod:`impl.harness.chaos.kafka_run` on real Kafka brokers."""
+    import tempfile
+
+    from impl.harness.chaos import kafka_run
+    from impl.harness.chaos.clients import client_missing
+    from impl.harness.kafka import KafkaCluster
+
+    for flag, name in KAFKA_REFUSES:
+        if getattr(args, name):
+            raise UsageError(f"{flag} does not apply to --engine kafka")
+    if args.acks != "all" or args.brokers != kafka_run.BROKERS or args.client not in ("epochal", "confluent"):
+        raise UsageError(f"--engine kafka runs {kafka_run.BROKERS} brokers, acks=all and the confluent client")
+    if (missing := client_missing("confluent")) is not None:
+        raise UsageError(missing)
+    stream = sys.stderr if args.json else sys.stdout
+
+    def log(msg: str) -> None:
+        print(msg, file=stream, flush=True)
+
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="epochal-kafka-chaos-"))
+    log(f"epochal chaos --engine kafka: seed {args.seed}, {args.duration:g} s, profile {args.kafka_profile}, "
+        f"unclean election {'on' if args.unclean else 'off'}, min.insync.replicas={kafka_run.MIN_INSYNC}, "
+        f"client confluent, under {out}")
+    for wait, kind in kafka_run.schedule(args.seed, args.duration):
+        log(f"  after {wait:.1f} s: {kind}")
+    try:
+        cluster = KafkaCluster(out, profile=args.kafka_profile, **kafka_run.cluster_settings(args.unclean))
+        report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log)
+    except (OSError, TimeoutError, RuntimeError) as exc:
+        raise UsageError(f"could not run the Kafka cluster: {exc}") from None
+    code = 0 if report.passed else 1
+    if args.json:
+        print(json.dumps({"command": "chaos", "exit_code": code, **report.as_dict()}, indent=2, default=str))
+    else:
+        log(kafka_run.render(report))
+    return code
 
 
 def add_broker_cmd_args(p: argparse.ArgumentParser) -> None:
@@ -80,6 +127,8 @@ def broker_command(args: argparse.Namespace, brokers: int) -> BrokerCommand | No
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.engine == "kafka":
+        return run_kafka(args)
     if args.acks not in ACKS:
         raise UsageError(f"--acks must be all or 1, got {args.acks!r}")
     acks = ACKS[args.acks]

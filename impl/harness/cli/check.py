@@ -14,6 +14,7 @@ because the design's own loss is in the set.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -21,7 +22,8 @@ from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
-from impl.harness.cli.output import add_json_flag, print_json
+from impl.harness.cli.output import add_json_flag
+from impl.harness.cli.verdict import config_object, model_violation, print_results, result_entry
 from model.config import NAMED, named
 from model.registry import KNOBS, Knob
 from properties.checkers.bfs import Result, SearchOptions, check
@@ -104,6 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reduction", action="store_true", help="partial-order reduction of fetch bookkeeping (properties.checkers.reduction; counterexamples are then shortest in the reduced graph)")
     p.add_argument("--workers", type=_positive, default=1, help="worker processes for large frontiers (default 1; with --native, threads)")
     p.add_argument("--native", action="store_true", help="run the compiled search (properties/checkers/native/, built with the machine's C compiler on first use; held to the Python model by tests/properties/test_native.py): the same states, verdicts and counterexamples, x31 faster on one core in bench_checker.py")
+    p.add_argument("--spark", action="store_true", help="breadth-first search on Spark: the compiled search's expansion inside mapPartitions, the level and the seen-set partitioned by fingerprint across executors and spilled to disk (local[*] by default, the submitter's master under spark-submit); the same counts and verdicts as --native")
+    p.add_argument("--master", metavar="URL", help="with --spark: the Spark master (default local[*])")
     p.add_argument("--max-states", type=_positive, help="stop after this many distinct states (the result is then inconclusive)")
     p.add_argument("--max-depth", type=_positive, help="check every state within this many steps and stop there (the result is then inconclusive beyond that depth)")
     p.add_argument("--max-seconds", type=_positive_number, help="stop after this many seconds and report the depth checked (the result is then inconclusive beyond it)")
@@ -175,42 +179,13 @@ def bound_overrides(args: argparse.Namespace) -> dict[str, int | None]:
     return {name: getattr(args, name, None) for name in BOUNDS + tuple(k.field for k in KNOBS)}
 
 
-def plain(x: Any) -> Any:
-    if hasattr(x, "_asdict"):
-        return {k: plain(v) for k, v in x._asdict().items()}
-    if isinstance(x, tuple | list):
-        return [plain(v) for v in x]
-    return x
-
-
 def result_json(r: Result) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "config": {"name": r.config.name, **{k: v for k, v in vars(r.config).items() if k != "name"}},
-        "symmetry": r.symmetry,
-        "reduction": r.reduction,
-        "native": r.native,
-        "holds": r.holds,
-        "complete": r.complete,
-        "stopped_by": r.stopped_by,
-        "states": r.states,
-        "transitions": r.transitions,
-        "depth": r.depth,
-        "checked_depth": r.checked_depth,
-        "peak_memory_bytes": r.peak_memory,
-        "seconds": round(r.seconds, 3),
-        "states_per_second": round(r.states_per_second, 1),
-        "violation": None,
-    }
-    if r.violation is not None:
-        v = r.violation
-        out["violation"] = {
-            "property": v.property,
-            "message": v.message,
-            "label": v.label,
-            "also": [{"property": n, "message": m} for n, m in v.also],
-            "steps": [{"n": i, "action": s.action, "args": plain(s.args), "description": d} for i, (s, d) in enumerate(v.steps, 1)],
-        }
-    return out
+    """One configuration's entry of ``results`` (the verdict object, ``impl.harness.cli.verdict``)."""
+    return result_entry(config_object(r.config), exit_code(r), model_violation(r.violation),
+                        symmetry=r.symmetry, reduction=r.reduction, native=r.native, holds=r.holds,
+                        complete=r.complete, stopped_by=r.stopped_by, states=r.states, transitions=r.transitions,
+                        depth=r.depth, checked_depth=r.checked_depth, peak_memory_bytes=r.peak_memory,
+                        seconds=round(r.seconds, 3), states_per_second=round(r.states_per_second, 1))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,18 +225,13 @@ def run(args: argparse.Namespace) -> int:
     for cfg in cfgs:
         if not args.quiet:
             print(f"checking {cfg.describe()}", file=sys.stderr, flush=True)
-        search = check
-        if args.native:
-            from properties.checkers.native import NativeUnavailable, check_native, unsupported
-
-            reason = unsupported(cfg)
-            if reason is not None:
-                raise UsageError(f"--native: {reason} (drop --native to use the Python search)")
-            search = check_native
+        search = _search_for(args, cfg)
         try:
             r = search(cfg, options)
         except Exception as exc:
-            if args.native and isinstance(exc, NativeUnavailable | RuntimeError):
+            from properties.checkers.native import NativeUnavailable
+
+            if (args.native or args.spark) and isinstance(exc, NativeUnavailable | RuntimeError):
                 raise UsageError(str(exc)) from None
             raise
         results.append(r)
@@ -273,12 +243,33 @@ def run(args: argparse.Namespace) -> int:
     code = combined([exit_code(r) for r in results])
     write_html(args, lambda path: html_report(path, results, not_checked))
     if args.json:
-        return print_json(args, code, results=[result_json(r) for r in results], not_checked=not_checked)
+        return print_results(args, code, [result_json(r) for r in results], not_checked=not_checked)
     if not_checked:
         print("not checked (known to break; check one with --config NAME):")
         for n in not_checked:
             print(f"  {n['config']}: {n['why']}")
     return code
+
+
+def _search_for(args: argparse.Namespace, cfg: Any) -> Any:
+    """The search ``args`` ask for: the Python checker, the compiled one, or the compiled
+    expansion on Spark (``properties.checkers.distributed``; one session for every config)."""
+    if not (args.native or args.spark):
+        return check
+    from properties.checkers.native import check_native, unsupported
+
+    reason = unsupported(cfg)
+    if reason is not None:
+        flag = "--spark" if args.spark else "--native"
+        raise UsageError(f"{flag}: {reason} (drop {flag} to use the Python search)")
+    if not args.spark:
+        return check_native
+    from conformance.spark.session import spark_session
+    from properties.checkers.distributed import check_spark
+
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit's master stands
+    session = spark_session(args.master or (None if submitted else "local[*]"), app="epochal-check")
+    return lambda c, options: check_spark(c, session.sparkContext, options)
 
 
 def html_report(path: Any, results: list[Result], not_checked: list[dict[str, str]] | None = None) -> Any:

@@ -3,7 +3,9 @@ judge every step (:mod:`impl.harness.drive`, docs/drive.md).
 
 Exit 0: the implementation followed the model to the end of the run (or to the step the
 model itself refuses); 1: it diverged, or it reproduced a property violation of the model's
-run; 2: bad input (one line)."""
+run; 2: bad input (one line), a path's step whose arguments do not fit its action included;
+3: inconclusive -- Ctrl-C stopped the run (after the report of the steps driven), or
+``--generate transitions`` covered fewer (action, outcome) pairs than its search found."""
 
 from __future__ import annotations
 
@@ -14,28 +16,46 @@ from pathlib import Path
 
 from impl.harness.cli.check import add_knob_arguments
 from impl.harness.cli.drive_guided import run_guided
+from impl.harness.cli.drive_verdict import (
+    check_path_fits,
+    generate_exit_code,
+    print_drive,
+    print_generated,
+)
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.exits import INCONCLUSIVE
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
-from impl.harness.cli.output import add_json_flag, print_json, print_report
-from impl.harness.drive import DriveError, Driver, DriveReport, PathError, from_json, scenario
+from impl.harness.cli.output import add_json_flag
+from impl.harness.drive import (
+    DriveError,
+    Driver,
+    DriveReport,
+    ModelRun,
+    PathError,
+    from_json,
+    scenario,
+)
+from impl.harness.drive.driver import INTERRUPTED
 from impl.harness.drive.generate import generate
 from impl.harness.drive.network import SetupError
 from model.config import NAMED, named
 from model.registry import ACTIONS
 from model.scenarios import SCENARIOS
 
-DRIVE_KNOBS = tuple(dict.fromkeys(e.knob for e in ACTIONS.values()
-                                  if e.knob is not None and e.knob.default == 0 and e.coverage.driver.supported))
+DRIVE_KNOBS = tuple(dict.fromkeys([ACTIONS["broker_crash"].knob] + [
+    e.knob for e in ACTIONS.values() if e.knob is not None and e.knob.default == 0 and e.coverage.driver.supported]))
 """The knobs that turn on actions the driver runs (those off by default): a path's or a
-scenario's steps may need them, and --generate transitions then searches and drives them."""
+scenario's steps may need them, and --generate transitions then searches and drives them;
+and the crashes, which the zombie configuration has none of (a zombie controller frozen
+inside an election needs a broker to have crashed: --config zombie --max-crashes 1)."""
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "drive",
         help="execute a model run (a scenario or a check --json counterexample) step by step "
         "against a real cluster behind the harness's relay; judge every step (exit 0 followed, "
-        "1 diverged or reproduced a violation, 2 bad input)",
+        "1 diverged or reproduced a violation, 2 bad input, 3 not every pair covered or Ctrl-C)",
         description="Model-driven testing: the model chooses the schedule, real brokers run it, "
         "the model judges every step (docs/drive.md).",
     )
@@ -54,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--brokers", type=int, choices=[2, 3], default=2,
                    help="with --generate: the model's (and the cluster's) broker count (default 2)")
     p.add_argument("--seed", type=int, metavar="N", help="with --generate guided: the choices' seed (default 0)")
-    add_knob_arguments(p, DRIVE_KNOBS, {k.field: "default: the configuration's, 0" for k in DRIVE_KNOBS})
+    add_knob_arguments(p, DRIVE_KNOBS, {k.field: "default: the configuration's" + ("" if k.failure else ", 0")
+                                        for k in DRIVE_KNOBS})
     p.add_argument("--data-dir", metavar="DIR", help="where the cluster runs (default: a new temporary directory)")
     p.add_argument("--step-timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long a step waits for the implementation (default 20)")
@@ -94,10 +115,7 @@ def run_drive(args: argparse.Namespace) -> int:
         return run_guided(args, data_dir, progress)
     if args.generate:
         return _generate(args, data_dir, progress)
-    try:
-        model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
-    except PathError as exc:
-        raise UsageError(str(exc)) from None
+    model_run = _model_run(args)
     driver = Driver(args.config, data_dir=data_dir, step_timeout=args.step_timeout, progress=progress,
                     knobs=args.knobs)
     try:
@@ -109,7 +127,22 @@ def run_drive(args: argparse.Namespace) -> int:
     from impl.harness.report import write_drive_report
 
     write_html(args, lambda path: write_drive_report(path, model_run, report))
-    return print_report(args, report, render)
+    if args.json:
+        return print_drive(args, report, model_run)
+    print(render(report))
+    return report.exit_code
+
+
+def _model_run(args: argparse.Namespace) -> ModelRun:
+    """The run to drive: the named scenario, or the path read and walked through the model
+    (a step whose arguments do not fit its action is bad input, before any process starts)."""
+    try:
+        model_run = scenario(args.scenario) if args.scenario else from_json(Path(args.path))
+    except PathError as exc:
+        raise UsageError(str(exc)) from None
+    if args.path:
+        check_path_fits(model_run, args.config, args.knobs)
+    return model_run
 
 
 def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:
@@ -118,8 +151,9 @@ def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callabl
                           step_timeout=args.step_timeout, progress=progress, knobs=args.knobs)
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not start the cluster: {exc}") from None
+    code = generate_exit_code(report)
     if args.json:
-        return print_json(args, report.exit_code, **report.as_dict())
+        return print_generated(args, report, code)
     d = report.as_dict()
     print(f"generated {len(report.pairs)} cases of {report.config} ({report.states} states, "
           f"{report.transitions} transitions searched); drove {len(report.cases)} in {d['seconds']}s")
@@ -133,7 +167,9 @@ def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callabl
     missing = sorted(set(report.pairs) - set(report.covered_pairs))
     if missing:
         print("not covered: " + ", ".join(f"{a}/{o}" for a, o in missing))
-    return report.exit_code
+    if code == INCONCLUSIVE:
+        print(f"INCONCLUSIVE: {len(missing)} of {len(report.pairs)} pairs not covered")
+    return code
 
 
 def render(r: DriveReport) -> str:
@@ -149,6 +185,8 @@ def render(r: DriveReport) -> str:
         lines.append("verdict: the implementation followed the model to the end of the run")
     elif r.verdict == "model_refused":
         lines.append("verdict: the implementation followed the model up to the step the model refuses")
+    elif r.verdict == INTERRUPTED:
+        lines.append(f"verdict: INCONCLUSIVE: interrupted by Ctrl-C after {len(r.steps)} steps")
     elif r.verdict == "reproduced":
         lines.append(f"verdict: reproduced the model's violation at step {r.steps[-1].n}: {r.model_violation}")
     else:

@@ -2,7 +2,8 @@
 (:mod:`impl.harness.drive.guided`, docs/drive.md "Model-guided fuzzing").
 
 Exit 0: every run followed the model; 1: a run diverged or reproduced a property violation
-(each such run's schedule is saved as a path ``epochal drive --path`` replays); 2: bad input."""
+(each such run's schedule is saved as a path ``epochal drive --path`` replays); 2: bad input;
+3: Ctrl-C stopped the campaign (after the report of its runs so far)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from impl.harness.cli.drive_verdict import print_guided
 from impl.harness.cli.errors import UsageError
-from impl.harness.cli.output import print_report
+from impl.harness.cli.exits import INCONCLUSIVE
 from impl.harness.drive.guided import GuidedReport, fuzz
 from impl.harness.drive.network import SetupError
 
@@ -23,7 +25,10 @@ def run_guided(args: argparse.Namespace, data_dir: Path | None, progress: Callab
                       progress=progress)
     except (SetupError, OSError, TimeoutError, RuntimeError) as exc:  # no free port, a broker that exited
         raise UsageError(f"could not start the cluster: {exc}") from None
-    return print_report(args, report, render)
+    if args.json:
+        return print_guided(args, report)
+    print(render(report))
+    return report.exit_code
 
 
 def render(r: GuidedReport) -> str:
@@ -42,6 +47,10 @@ def render(r: GuidedReport) -> str:
     lines.append(f"{r.states} distinct model states reached ({r.states_per_minute()} per minute), "
                  f"{sum(x.transitions for x in r.runs)} transitions driven")
     failed = [x for x in r.runs if x.path]
-    lines.append(f"verdict: {len(failed)} run(s) diverged or reproduced a violation" if failed
-                 else "verdict: every run followed the model")
+    if failed:
+        lines.append(f"verdict: {len(failed)} run(s) diverged or reproduced a violation")
+    elif r.exit_code == INCONCLUSIVE:
+        lines.append("verdict: INCONCLUSIVE: interrupted by Ctrl-C")
+    else:
+        lines.append("verdict: every run followed the model")
     return "\n".join(lines)

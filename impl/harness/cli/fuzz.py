@@ -18,13 +18,25 @@ from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, INCONCLUSIVE
 from impl.harness.cli.html import add_html_flag, check_writable
 from impl.harness.cli.html import write as write_html
-from impl.harness.cli.output import add_json_flag, print_json
+from impl.harness.cli.output import add_json_flag
+from impl.harness.cli.verdict import config_object, model_violation, print_results, result_entry
 from model.config import NAMED
 from model.registry import EXPLORED
 
 FUZZ_KNOBS = tuple(dict.fromkeys(e.knob for e in EXPLORED if e.knob is not None))
 """The knobs of the actions the Hypothesis machine runs (``EXPLORED``): the others' actions
 never fire in a fuzz run, so it takes no flag for them."""
+
+
+PROGRESS_SECONDS = 5.0
+"""How often a fuzz run says which phase it is in and how far it got."""
+
+PHASES = {
+    "searching": "searching: {runs} runs so far, budget {budget} valid runs",
+    "shrinking": "shrinking the counterexample found: {runs} runs in all so far",
+    "minimizing": "minimizing the shrunk counterexample (each step left out in turn): {runs} runs in all",
+}
+"""The progress line of each phase of ``properties.checkers.fuzz.run``."""
 
 
 def _defaults() -> dict[str, str]:
@@ -92,17 +104,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"fuzzing {cfg.describe()} (profile {args.profile}{'' if args.seed is None else f', seed {args.seed}'}; "
           f"{budget} runs of up to {steps} steps)", file=out, flush=True)
 
-    def progress(runs: int, seconds: float) -> None:
-        print(f"  ... {runs} runs so far, budget {budget} valid runs ({seconds:.0f} s)", file=sys.stderr, flush=True)
+    def progress(runs: int, seconds: float, phase: str) -> None:
+        print(f"  ... {PHASES[phase].format(runs=runs, budget=budget)} ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
     r = fuzz(cfg, FuzzOptions(args.profile, seed=args.seed, max_examples=budget, steps=steps, shrink=args.shrink,
-                              progress=progress))
+                              progress=progress, every=PROGRESS_SECONDS))
     code = INCONCLUSIVE if r.violation is None else FOUND
     write_html(args, lambda path: html_report(path, r, budget, steps, args.shrink))
     if args.json:
-        return print_json(args, code, results=[result_json(r, budget, steps, args.shrink)])
+        return print_results(args, code, [result_json(r, budget, steps, args.shrink)])
     if r.violation is None:
-        print(f"INCONCLUSIVE: no property violation found within the budget ({r.runs} runs of up to {steps} steps, "
+        within = "before Ctrl-C stopped it" if r.interrupted else "within the budget"
+        print(f"INCONCLUSIVE: no property violation found {within} ({r.runs} runs of up to {steps} steps, "
               f"{r.seconds:.1f} s); a random search cannot show there is none -- epochal check can")
         return code
     print(r.violation.text())
@@ -127,24 +140,9 @@ def html_report(path: Any, r: Any, budget: int, steps: int, shrunk: bool) -> Any
 
 
 def result_json(r: Any, budget: int, steps: int, shrunk: bool) -> dict[str, Any]:
-    from impl.harness.cli.check import plain
-
-    v = r.violation
-    return {
-        "config": {"name": r.config.name, **{k: val for k, val in vars(r.config).items() if k != "name"}},
-        "profile": r.profile,
-        "seed": r.seed,
-        "budget": {"max_examples": budget, "steps": steps},
-        "shrunk": r.violation is not None and shrunk,
-        "found": v is not None,
-        "runs": r.runs,
-        "seconds": round(r.seconds, 3),
-        "first_seconds": None if r.first_seconds is None else round(r.first_seconds, 3),
-        "violation": None if v is None else {
-            "property": v.property,
-            "message": v.message,
-            "also": [{"property": n, "message": m} for n, m in v.also],
-            "steps": [{"n": i, "action": s.action, "args": plain(s.args), "description": d}
-                      for i, (s, d) in enumerate(v.steps, 1)],
-        },
-    }
+    """The run's entry of ``results`` (the verdict object, ``impl.harness.cli.verdict``)."""
+    return result_entry(config_object(r.config), INCONCLUSIVE if r.violation is None else FOUND,
+                        model_violation(r.violation), profile=r.profile, seed=r.seed,
+                        budget={"max_examples": budget, "steps": steps}, shrunk=r.violation is not None and shrunk,
+                        found=r.violation is not None, interrupted=r.interrupted, runs=r.runs, seconds=round(r.seconds, 3),
+                        first_seconds=None if r.first_seconds is None else round(r.first_seconds, 3))

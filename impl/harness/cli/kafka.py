@@ -87,7 +87,7 @@ def cmd_kafka_record(args: argparse.Namespace) -> int:
     """``kafka record``: the scenario on a fresh cluster, then its logs as a trace."""
     from pathlib import Path
 
-    from conformance.kafka.adapter import AdapterError, adapt, to_records, write_trace
+    from conformance.kafka.adapter import AdapterError, adapt, model_config, to_records, write_trace
     from impl.harness.kafka.scenarios import ScenarioError, run_scenario
 
     out = Path(args.out)
@@ -101,7 +101,8 @@ def cmd_kafka_record(args: argparse.Namespace) -> int:
     except (ScenarioError, AdapterError) as exc:
         raise UsageError(str(exc)) from None
     written = write_trace(records, out)
-    print(f"{len(records)} events in {len(written)} files under {out}; judge with: epochal conform {out}")
+    print(f"{len(records)} events in {len(written)} files under {out}; "
+          f"judge with: epochal conform {out} --config {model_config(run_dir)}")
     return 0
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from impl.harness.cli.errors import UsageError
-from impl.harness.cli.exits import EXIT_CODES, USAGE
+from impl.harness.cli.exits import EXIT_CODES, INCONCLUSIVE, USAGE
 from impl.harness.cli.numbers import bound_numbers
-from impl.harness.cli.output import print_json, wants_json
+from impl.harness.cli.output import command_name, error_document, wants_json
 
 # the commands that act on a running cluster (reached as impl.harness.cli.cluster_access says)
 CLUSTER_COMMAND_MODULES = [
@@ -46,11 +47,45 @@ SUBCOMMAND_MODULES = [
 ]
 
 
+class ArgumentsRefused(SystemExit):
+    """The command line does not parse (exit 2), and why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(USAGE)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        """One line, as every usage error (the usage is one ``--help`` away)."""
+        """One line, as every usage error (the usage is one ``--help`` away); :func:`main`
+        adds the error object under ``--json``."""
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(USAGE)
+        raise ArgumentsRefused(message)
+
+
+def _refused_command(parser: argparse.ArgumentParser, argv: list[str]) -> str:
+    """The command a refused command line asked for (``check``, ``topics create``): its
+    leading words, as far as they name commands -- the top-level parser refuses an unknown
+    flag of any command, so the refusing parser's name does not tell."""
+    words: list[str] = []
+    for word in argv:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        words.append(word)
+        parser = sub.choices[word]
+    return " ".join(words) or "epochal"
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code of a command line that does not parse (after
+    the one line on stderr, and the error object on stdout under ``--json``)."""
+    try:
+        return parser.parse_args(argv)
+    except ArgumentsRefused as exc:
+        if "--json" in argv:
+            print(json.dumps(error_document(_refused_command(parser, argv), USAGE, exc.message), indent=2))
+        return USAGE
 
 
 def _version() -> str:
@@ -72,19 +107,28 @@ def build_parser() -> argparse.ArgumentParser:
     return bound_numbers(parser)  # every numeric option's range (impl.harness.cli.numbers)
 
 
+def _stopped(args: argparse.Namespace, code: int, message: str) -> int:
+    """A command that ended without its report: the one line, and its error object under ``--json``."""
+    print(f"epochal {command_name(args)}: {'error: ' if code == USAGE else ''}{message}", file=sys.stderr)
+    if wants_json(args):
+        print(json.dumps(error_document(command_name(args), code, message), indent=2))
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parse(parser, argv)
+    if isinstance(args, int):
+        return args
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
-        print(f"epochal {args.command}: error: {exc}", file=sys.stderr)
-        if wants_json(args):
-            return print_json(args, USAGE, error=str(exc))
-        return USAGE
+        return _stopped(args, USAGE, str(exc))
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        # the commands that can report how far they got catch Ctrl-C themselves; the rest
+        # have nothing to report but that they were stopped: inconclusive, as for the others
+        return _stopped(args, INCONCLUSIVE, "interrupted by Ctrl-C before there was anything to report")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,13 @@
 
 Every command's ``--json`` prints exactly one JSON object on stdout (progress and messages go
 to stderr).  It always carries ``command`` (the subcommand, e.g. ``"check"`` or ``"topics
-describe"``) and ``exit_code`` (the process's own, ``impl.harness.cli.exits``); what else it carries
-is the command's, documented in docs/cli.md.  Results about several configurations are a list
-inside the object (``results``), never a bare list, so a reader never has to ask which of the
-two it got.  A usage error under ``--json`` is the object ``{"command", "exit_code": 2,
-"error"}`` on stdout as well as the one line on stderr.
+describe"``), ``schema_version`` and ``exit_code`` (the process's own, ``impl.harness.cli.exits``);
+what else it carries is the command's, documented in docs/cli.md -- for the commands that
+judge, the verdict object (``impl.harness.cli.verdict``).  Results about several
+configurations are a list inside the object (``results``), never a bare list, so a reader
+never has to ask which of the two it got.  A command that cannot run prints the error object
+(``error_document``: ``{"command", "schema_version", "exit_code": 2, "verdict": "bad_input",
+"error"}``) on stdout as well as the one line on stderr.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
+
+from impl.harness.cli.exits import VERDICTS
 
 
 def wants_json(args: argparse.Namespace) -> bool:
@@ -26,8 +30,20 @@ def command_name(args: argparse.Namespace) -> str:
     return f"{args.command} {action}" if action else str(args.command)
 
 
+SCHEMA_VERSION = 1
+"""The version of every ``--json`` object's shape: raised when a documented field is renamed
+or removed (docs/cli.md says which); fields are added without it."""
+
+
 def document(args: argparse.Namespace, exit_code: int, **fields: Any) -> dict[str, Any]:
-    return {"command": command_name(args), "exit_code": exit_code, **fields}
+    return {"command": command_name(args), "schema_version": SCHEMA_VERSION, "exit_code": exit_code, **fields}
+
+
+def error_document(command: str, exit_code: int, error: str) -> dict[str, Any]:
+    """What ``--json`` prints for a command that could not run: a usage error (2), or a
+    Ctrl-C before it had anything to report (3)."""
+    return {"command": command, "schema_version": SCHEMA_VERSION, "exit_code": exit_code,
+            "verdict": VERDICTS[exit_code], "error": error}
 
 
 def print_json(args: argparse.Namespace, exit_code: int, **fields: Any) -> int:
@@ -35,17 +51,6 @@ def print_json(args: argparse.Namespace, exit_code: int, **fields: Any) -> int:
     ``return print_json(args, code, ...)``."""
     print(json.dumps(document(args, exit_code, **fields), indent=2, default=str))
     return exit_code
-
-
-def print_report(args: argparse.Namespace, report: Any, render: Any) -> int:
-    """End a command that produced a report (``as_dict()`` and ``exit_code``): its JSON
-    object with ``--json``, else its rendering; returns the report's exit code."""
-    if wants_json(args):
-        fields = report.as_dict()
-        fields.pop("exit_code", None)  # print_json writes the exit code itself
-        return print_json(args, report.exit_code, **fields)
-    print(render(report))
-    return report.exit_code
 
 
 def add_json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:

@@ -7,9 +7,10 @@ replayed through the explicit model).
 
 Exit codes (``impl.harness.cli.exits``): 0 every property proved (induction covers every reachable
 state, so it holds), 1 BMC found a counterexample (a concrete run that breaks durability), 2
-bad arguments, 3 inconclusive -- some proof failed or was undecided and BMC found nothing
-within its depth.  A failed induction step is not a violation: the state it starts from may
-be unreachable; only a counterexample is.
+bad arguments, 3 inconclusive -- something is not proved: a proof failed or was undecided,
+or the durability properties (``BOUNDED_ONLY``), which BMC checks to a depth and no
+induction proves, found unbroken within that depth.  A failed induction step is not a
+violation: the state it starts from may be unreachable; only a counterexample is.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from typing import Any
 
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
-from impl.harness.cli.output import add_json_flag, print_json
+from impl.harness.cli.heartbeat import Heartbeat
+from impl.harness.cli.output import add_json_flag
+from impl.harness.cli.verdict import (
+    config_object,
+    label_of,
+    print_results,
+    result_entry,
+    step_objects,
+    violation_object,
+)
 from model.config import NAMED
 
 # The explicit prefix BMC starts from: the record is replicated and committed (6 steps of
@@ -34,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prove",
         help="prove invariants by induction with z3 and bounded-model-check durability",
-        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability.",
+        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability. "
+                    "Exit 1: a counterexample; 3: something not proved -- durability, which BMC checks only to "
+                    "--depth, included, so 3 is the answer where nothing breaks.",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
                         "covers -- kip320)")
@@ -46,13 +58,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+BOUNDED_ONLY = ("committed_durable", "acked_durable")
+"""The durability properties: BMC looks for their violations to a depth, and no induction
+proves them -- so a run that finds none is inconclusive about them, never "holds"."""
+
+
 def run(args: argparse.Namespace) -> int:
     from model.config import named
-    from model.export.render import describe
-    from properties.checkers.bfs import replay
-    from properties.checkers.scenarios import play
-    from properties.checkers.symbolic import COVERED, bmc, prove, unsupported
-    from properties.safety import all_violations
+    from properties.checkers.symbolic import COVERED, unsupported
 
     if args.brokers not in (2, 3):
         raise UsageError("--brokers must be 2 or 3")
@@ -66,58 +79,87 @@ def run(args: argparse.Namespace) -> int:
     if beyond:
         raise UsageError(f"the symbolic encoding does not cover: {'; '.join(beyond)}")
     stream = sys.stderr if args.json else sys.stdout
-    codes, results = [], []
     print(f"encoding: 1 partition, {args.brokers} brokers; actions: {', '.join(COVERED)}", file=stream)
-    for cfg in cfgs:
-        print(f"== {cfg.describe()}", file=stream)
-        def show(v: Any) -> None:  # printed as each proof finishes, not at the end
-            print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", file=stream, flush=True)
-
-        proofs = prove(cfg, args.brokers, progress=show)
-        proved = all(v.status == "proved" for v in proofs)
-        result: dict[str, Any] = {
-            "config": cfg.name,
-            "brokers": args.brokers,
-            "proofs": [{"name": v.name, "kind": v.kind, "status": v.status, "seconds": round(v.seconds, 3),
-                        "detail": v.detail} for v in proofs],
-            "bmc": None,
-        }
-        results.append(result)
-        if args.no_bmc:
-            codes.append(HOLDS if proved else INCONCLUSIVE)
-            continue
-        prefix, start = [], None
-        if not args.from_initial:
-            out = play("kafka_1211", cfg)
-            prefix = [s for s, _ in out.steps[:PREFIX_STEPS]]
-            start = out.states[PREFIX_STEPS]
-        started = time.perf_counter()
-        def depth_done(depth: int, seconds: float, found: bool) -> None:
-            print(f"  ... bmc depth {depth}: {seconds:.2f} s{' (counterexample)' if found else ''}",
-                  file=sys.stderr, flush=True)
-
-        k, steps, times = bmc(cfg, args.depth, progress=depth_done, start=start)
-        secs = time.perf_counter() - started
-        per = ", ".join(f"{t:.2f}" for t in times)
-        where = "from the initial state" if args.from_initial else f"after a {PREFIX_STEPS}-step explicit prefix"
-        bmc_json: dict[str, Any] = {"depth": args.depth, "from_initial": args.from_initial,
-                                     "prefix_steps": len(prefix), "seconds": round(secs, 3),
-                                     "seconds_per_depth": [round(t, 3) for t in times], "counterexample": None}
-        result["bmc"] = bmc_json
-        if k is None:
-            print(f"  {'holds to depth ' + str(args.depth):<16} bmc       {'durability':<24} {secs:6.2f} s  ({where}; s per depth: {per})", file=stream)
-            codes.append(HOLDS if proved else INCONCLUSIVE)
-            continue
-        codes.append(FOUND)
-        states = replay(cfg, prefix + steps)
-        bad = all_violations(states[-2], states[-1])
-        texts = [describe(step, states[i - 1], states[i]) for i, step in enumerate(prefix + steps, 1)]
-        bmc_json["counterexample"] = {"depth": k, "violations": [n for n, _ in bad], "steps": texts}
-        print(f"  {'counterexample':<16} bmc       {'durability':<24} {secs:6.2f} s  (depth {k} {where}; s per depth: {per})", file=stream)
-        print(f"    replayed in the explicit model: {', '.join(n for n, _ in bad) or 'NO VIOLATION (encoding bug)'}", file=stream)
-        for i, text in enumerate(texts, 1):
-            print(f"    {i:3d}. {text}", file=stream)
-    code = combined(codes)
+    with Heartbeat(lambda m: print(f"  ... {m}", file=sys.stderr, flush=True)) as beat:
+        results = [_prove_one(args, cfg, stream, beat) for cfg in cfgs]
+    code = combined([r["exit_code"] for r in results])
     if args.json:
-        return print_json(args, code, results=results)
+        return print_results(args, code, results)
     return code
+
+
+def _prove_one(args: argparse.Namespace, cfg: Any, stream: Any, beat: Heartbeat) -> dict[str, Any]:
+    """One configuration's proofs and BMC, printed as each finishes; its entry of ``results``."""
+    from properties.checkers.symbolic import prove
+
+    print(f"== {cfg.describe()}", file=stream)
+    beat.phase(f"proving {cfg.name} by induction (z3, one action at a time)")
+
+    def show(v: Any) -> None:  # printed as each proof finishes, not at the end
+        print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", file=stream, flush=True)
+        beat.said()
+
+    proofs = prove(cfg, args.brokers, progress=show)
+    proved = {v.name for v in proofs if v.status == "proved"}
+    bmc_json, violation = (None, None) if args.no_bmc else _bmc(args, cfg, stream, beat)
+    not_proved = [v.name for v in proofs if v.status != "proved"] + [p for p in BOUNDED_ONLY if p not in proved]
+    if violation is not None:
+        code = FOUND
+    elif not_proved:
+        code = INCONCLUSIVE
+        how = "not checked (--no-bmc)" if args.no_bmc else f"bounded-checked to depth {args.depth} only"
+        print(f"  INCONCLUSIVE: not proved: {', '.join(not_proved)} (durability {how})", file=stream)
+    else:
+        code = HOLDS
+    return result_entry(config_object(cfg), code, violation, brokers=args.brokers,
+                        proofs=[{"name": v.name, "kind": v.kind, "status": v.status, "seconds": round(v.seconds, 3),
+                                 "detail": v.detail} for v in proofs],
+                        not_proved=not_proved, bmc=bmc_json)
+
+
+def _bmc(args: argparse.Namespace, cfg: Any, stream: Any,
+         beat: Heartbeat) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Bounded model checking of durability (after the explicit prefix, or from the initial
+    state): its report, and the violation of the counterexample it found, replayed in the
+    explicit model (None: none within the depth)."""
+    from model.export.render import describe
+    from properties.checkers.bfs import replay
+    from properties.checkers.scenarios import play
+    from properties.checkers.symbolic import bmc
+    from properties.safety import all_violations
+
+    prefix, start = [], None
+    if not args.from_initial:
+        out = play("kafka_1211", cfg)
+        prefix = [s for s, _ in out.steps[:PREFIX_STEPS]]
+        start = out.states[PREFIX_STEPS]
+    started = time.perf_counter()
+    beat.phase(f"bounded model checking of durability, depth 1 of {args.depth}")
+
+    def depth_done(depth: int, seconds: float, found: bool) -> None:
+        print(f"  ... bmc depth {depth}: {seconds:.2f} s{' (counterexample)' if found else ''}",
+              file=sys.stderr, flush=True)
+        beat.phase(f"bounded model checking of durability, depth {depth + 1} of {args.depth}")
+
+    k, steps, times = bmc(cfg, args.depth, progress=depth_done, start=start)
+    secs = time.perf_counter() - started
+    per = ", ".join(f"{t:.2f}" for t in times)
+    where = "from the initial state" if args.from_initial else f"after a {PREFIX_STEPS}-step explicit prefix"
+    bmc_json: dict[str, Any] = {"depth": args.depth, "from_initial": args.from_initial,
+                                "prefix_steps": len(prefix), "seconds": round(secs, 3),
+                                "seconds_per_depth": [round(t, 3) for t in times], "counterexample": None}
+    if k is None:
+        print(f"  {'holds to depth ' + str(args.depth):<16} bmc       {'durability':<24} {secs:6.2f} s  ({where}; s per depth: {per})", file=stream)
+        return bmc_json, None
+    path = prefix + steps
+    states = replay(cfg, path)
+    bad = all_violations(states[-2], states[-1])
+    described = [(step, describe(step, states[i - 1], states[i])) for i, step in enumerate(path, 1)]
+    bmc_json["counterexample"] = {"depth": k, "violations": [n for n, _ in bad], "steps": step_objects(described)}
+    print(f"  {'counterexample':<16} bmc       {'durability':<24} {secs:6.2f} s  (depth {k} {where}; s per depth: {per})", file=stream)
+    print(f"    replayed in the explicit model: {', '.join(n for n, _ in bad) or 'NO VIOLATION (encoding bug)'}", file=stream)
+    for i, (_, text) in enumerate(described, 1):
+        print(f"    {i:3d}. {text}", file=stream)
+    prop, message = bad[0] if bad else ("durability", "BMC's counterexample breaks nothing in the explicit model")
+    violation = violation_object(prop, message, label_of(message), step_objects(described), bad[1:])
+    return bmc_json, violation

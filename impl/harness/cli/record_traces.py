@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from impl.harness.cli.chaos import add_broker_cmd_args, broker_command
 from impl.harness.cli.errors import UsageError
@@ -26,16 +29,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)  # progress: stdout is the summary's (or --json's)
+
+
+def _recorded(name: str, directory: Path) -> dict[str, Any]:
+    """What one scenario left: its directory, trace files and records (lines)."""
+    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    records = sum(sum(1 for line in p.read_bytes().splitlines() if line.strip()) for p in files)
+    return {"scenario": name, "dir": str(directory), "files": len(files), "records": records}
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     names = args.scenario or list(SCENARIOS)
     broker_cmd = broker_command(args, RECORDING_BROKERS)
+    started = time.monotonic()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            record(name, out, broker_cmd=broker_cmd)
+        recorded = [_recorded(name, record(name, out, log=_say, broker_cmd=broker_cmd)) for name in names]
     except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, no free port, unwritable --out, a hung failover, a broker that exited
         raise UsageError(f"could not record traces: {exc}") from None
+    seconds = round(time.monotonic() - started, 1)
     if args.json:
-        return print_json(args, 0, out=str(out), scenarios=[{"scenario": n, "dir": str(out / n)} for n in names])
+        return print_json(args, 0, out=str(out), scenarios=recorded, seconds=seconds)
+    print(f"recorded {len(recorded)} scenario(s) under {out} in {seconds} s:")
+    for r in recorded:
+        print(f"  {r['scenario']:<22} {r['records']:>6} records in {r['files']} files  {r['dir']}")
     return 0

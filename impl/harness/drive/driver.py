@@ -40,6 +40,7 @@ from conformance.spark.order import causal_order, split_groups
 from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster
 from impl.harness.drive.operations import OPERATIONS, Divergence
 from impl.harness.drive.paths import ModelRun, brokers_needed, step_of
+from impl.harness.drive.zombie import Waiting, on_its_own, waiting_after
 from impl.harness.relay import Frame
 from model.actions import Step
 from model.config import Config, named
@@ -49,6 +50,8 @@ from model.state import LeaderAndIsr, State, StopReplica, initial
 from properties.safety import all_violations
 
 FOLLOWED, DIVERGED, REPRODUCED, REFUSED = "followed", "diverged", "reproduced", "model_refused"
+INTERRUPTED = "interrupted"
+"""Ctrl-C stopped the run: the report covers the steps driven before it (exit 3, inconclusive)."""
 
 
 class DriveError(ValueError):
@@ -75,7 +78,7 @@ class DriveReport:
     config: str
     brokers: int
     truncation: str
-    verdict: str  # followed, diverged, reproduced, model_refused
+    verdict: str  # followed, diverged, reproduced, model_refused, interrupted
     exit_code: int
     steps: list[StepReport] = field(default_factory=list)
     divergence: dict[str, Any] | None = None  # step, implementation_did, model_allowed
@@ -174,6 +177,7 @@ class Driver:
         self._seen: set[tuple[int, int]] = set()
         self._consumed: set[tuple[int, int]] = set()  # events an expectation matched
         self._zk_last: dict[str, Any] = {}
+        self.waiting: Waiting = frozenset()  # controllers frozen inside an election (drive.zombie)
 
     # -- the run -------------------------------------------------------------------------------
     def run(self, run: ModelRun) -> DriveReport:
@@ -200,6 +204,9 @@ class Driver:
             report.setup_seconds = time.monotonic() - start
             self.say(f"cluster ready in {report.setup_seconds:.1f}s: the model's initial state")
             self._drive(run, report)
+        except KeyboardInterrupt:
+            report.verdict, report.exit_code = INTERRUPTED, 3
+            self.say(f"interrupted by Ctrl-C after {len(report.steps)} steps; the report covers those")
         finally:
             report.seconds = time.monotonic() - start
             self.cluster.stop()
@@ -226,6 +233,7 @@ class Driver:
             sr = StepReport(i, action, _args_text(step), describe(step, s, t), op.name, FOLLOWED)
             began = time.monotonic()
             self.inserted = []
+            then: list[StepReport] = []
             try:
                 op.run(self, step, s, t)
                 if self.s is not s:  # older requests delivered first: re-take the step after them
@@ -234,6 +242,12 @@ class Driver:
                         raise Divergence(f"after delivering older requests first ({len(self.inserted)}), "
                                          f"{action}{_args_text(step)} is no longer enabled",
                                          f"{action} before them")
+                for own in on_its_own(step, t, self.cfg, self.waiting):  # taken at once, after the step
+                    after = apply(t, self.cfg, own)
+                    then.append(StepReport(0, own.action, _args_text(own), describe(own, t, after),
+                                           OPERATIONS[own.action].name, "inserted",
+                                           note=f"taken on its own at once after {action}"))
+                    t = after
                 sr.events = [_event_text(e) for e in self._events_since()]
                 self._compare(t)
             except Divergence as exc:
@@ -262,8 +276,9 @@ class Driver:
                 self._diverged(report, sr, exc.did, exc.allowed)
                 return
             sr.seconds = time.monotonic() - began
-            report.steps += self.inserted + [sr]
-            report.transitions += len(self.inserted) + 1
+            report.steps += self.inserted + [sr] + then
+            report.transitions += len(self.inserted) + 1 + len(then)
+            self.waiting = waiting_after(step, s, self.cfg, self.waiting)
             self.s = t
             sr.zookeeper = self._zk_last
             self.say(f"step {i}/{len(run.steps)} {action}{sr.args}: followed ({sr.seconds:.1f}s)"
@@ -373,6 +388,23 @@ class Driver:
             return parts[0].get("fetch_offset") == offset
         return self.relay_wait("fetch_request", follower, leader, at,
                                f"a fetch from broker {follower} at offset {offset} in flight to {leader}")
+
+    def relay_wait_behind(self, kind: str, src: int, dst: int, match: Callable[[Frame], bool], what: str) -> Frame:
+        """Wait for a new control request to ``dst`` to be held, as :meth:`relay_wait`; an
+        older request to ``dst`` still held holds up the controller's channel (one request at a
+        time), so it is delivered first and its model steps taken, as for a delivery."""
+        relay = self.cluster.relay
+        for _ in range(max(1, int(self.step_timeout))):
+            f = relay.wait_held(kind, src, dst, match, timeout=1.0)
+            if f is not None:
+                return f
+            older = [x for x in relay.held("leader_and_isr", dst=dst) + relay.held("stop_replica", dst=dst)
+                     if not match(x)]
+            if older:
+                first = min(older, key=lambda x: x.id)
+                relay.release(first.id)
+                self._take_delivered(first)
+        raise Divergence(f"no {kind} from {src} to {dst} held within {self.step_timeout:.0f}s", what)
 
     def lost_with(self, broker: int) -> None:
         """Messages on their way to a broker that stopped are lost (the model drops them)."""

@@ -31,6 +31,7 @@ from typing import Any
 
 from impl.harness.drive.driver import (
     DIVERGED,
+    INTERRUPTED,
     REPRODUCED,
     Driver,
     DriveReport,
@@ -38,6 +39,13 @@ from impl.harness.drive.driver import (
 )
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
+from impl.harness.drive.zombie import (
+    Waiting,
+    waiting_after,
+    with_own_steps,
+    write_refused,
+    writes_unfenced,
+)
 from model.actions import Step
 from model.actions.common import shutting_down
 from model.config import Config, named
@@ -48,9 +56,12 @@ from properties.safety import all_violations
 Pair = tuple[str, str]  # (action, outcome)
 
 
-def outcome(step: Step, s: State, t: State) -> str:
-    """The distinct outcome of one step, in the model's terms."""
+def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = frozenset()) -> str:
+    """The distinct outcome of one step, in the model's terms; ``waiting``, the controllers
+    frozen inside an election on the path to ``s`` (``drive.zombie``)."""
     a = step.action
+    if a in ("broker_pause", "broker_resume", "controller_resign"):
+        return _zombie_outcome(step, s, t, cfg, waiting)
     if a == "handle_fetch":
         m = step.args[0]
         new = [x for x in t.fetches if x.kind == FETCH_RESPONSE and x.follower == m.follower and x not in s.fetches]
@@ -92,6 +103,21 @@ def outcome(step: Step, s: State, t: State) -> str:
             return "refused"
         return "deleted" if after.role == DELETED else "stopped"
     return "taken"
+
+
+def _zombie_outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting) -> str:
+    """A pause of a controller in the middle of an election, of a controller, of another
+    broker; a resume of a controller another has replaced (a zombie); a zombie's resignation
+    after its election's write was refused by the controller-epoch check."""
+    b = step.args[0]
+    if step.action == "broker_pause":
+        if b in waiting_after(step, s, cfg, waiting):
+            return "controller_electing"
+        return "controller" if s.brokers[b].is_controller else "broker"
+    if step.action == "broker_resume":
+        zombie = t.brokers[b].is_controller and t.brokers[b].controller_epoch < t.zk.controller_epoch
+        return "zombie_controller" if zombie else "taken"
+    return "write_refused" if b in waiting and write_refused(s, b, cfg) else "taken"
 
 
 WAIT_FOR_ELECTIONS = frozenset({"preferred_election", "delete_topic", "create_topic", "controlled_shutdown",
@@ -137,64 +163,102 @@ class GenerateReport:
     states: int  # model states the search visited
     transitions: int  # model transitions among them (over the driven actions)
     pairs: list[Pair]  # every (action, outcome) pair the search found
+    focus: list[Pair] = field(default_factory=list)  # a sample's: the pairs it drove paths for
     cases: list[dict[str, Any]] = field(default_factory=list)  # one per driven path
     covered_pairs: list[Pair] = field(default_factory=list)
     covered_transitions: int = 0
     seconds: float = 0.0
     exit_code: int = 0
+    paths: list[list[Step]] = field(default_factory=list)  # each driven case's model steps, as ``cases``
+    interrupted: bool = False  # Ctrl-C stopped the search or a case: the report covers what ran before
 
     def as_dict(self) -> dict[str, Any]:
         return {"config": self.config, "budget_s": self.budget_s, "states": self.states,
                 "transitions": self.transitions, "pairs": [list(p) for p in self.pairs],
-                "covered_pairs": [list(p) for p in self.covered_pairs],
+                "covered_pairs": [list(p) for p in self.covered_pairs], "focus": [list(p) for p in self.focus],
                 "covered_transitions": self.covered_transitions, "cases": self.cases,
-                "seconds": round(self.seconds, 1),
+                "seconds": round(self.seconds, 1), "interrupted": self.interrupted,
                 "transitions_per_minute": round(60 * self.covered_transitions / self.seconds, 1)
                 if self.seconds else 0.0}
 
 
-def search(cfg: Config, max_states: int = 50_000) -> tuple[list[Case], int, int]:
+SEARCH_PROGRESS_SECONDS = 5.0
+"""How often the search, which takes a minute or two at the default bound, says how far it got."""
+
+
+Node = tuple[State, Waiting]
+"""A state of the search: the model's state and the zombies frozen inside an election on the
+path to it (``drive.zombie``: a fact of the path the implementation acts on)."""
+
+
+def moves(node: Node, cfg: Config) -> list[tuple[Step, Node, str]]:
+    """Every step from ``node`` the driver takes, to the node it leads to, with its outcome:
+    a step's successor is taken with the steps the implementation takes on its own right
+    after it (``zombie.with_own_steps``: a resumed broker re-registers)."""
+    s, waiting = node
+    steps = list(successors(s, cfg))
+    electing = any(st.action == "elect_leader" for st, _ in steps)
+    out = []
+    for step, t in steps:
+        if (electing and step.action in WAIT_FOR_ELECTIONS) or not drivable(step, s, t):
+            continue
+        if step.action == "controller_resign" and step.args[0] in waiting and writes_unfenced(s, step.args[0], cfg):
+            continue
+        result = outcome(step, s, t, cfg, waiting)
+        out.append((step, (with_own_steps(step, t, cfg, waiting), waiting_after(step, s, cfg, waiting)), result))
+    return out
+
+
+def search(cfg: Config, max_states: int = 50_000,
+           progress: Callable[[str], None] | None = None) -> tuple[list[Case], int, int]:
     """Breadth-first over the driven actions: the shortest path to the first transition
     of every (action, outcome) pair; and the states and transitions visited."""
-    s0 = initial(cfg)
-    parent: dict[State, tuple[State, Step] | None] = {s0: None}
-    queue = deque([s0])
+    n0: Node = (initial(cfg), frozenset())
+    started = last = time.monotonic()
+    parent: dict[Node, tuple[Node, Step] | None] = {n0: None}
+    queue = deque([n0])
     found: dict[Pair, list[Step]] = {}
     transitions = 0
 
-    def path_to(s: State) -> list[Step]:
+    def path_to(n: Node) -> list[Step]:
         out: list[Step] = []
-        while (p := parent[s]) is not None:
-            s, step = p
+        while (p := parent[n]) is not None:
+            n, step = p
             out.append(step)
         return out[::-1]
 
     while queue:
-        s = queue.popleft()
-        steps = list(successors(s, cfg))
-        electing = any(st.action == "elect_leader" for st, _ in steps)
-        for step, t in steps:
-            if (electing and step.action in WAIT_FOR_ELECTIONS) or not drivable(step, s, t):
-                continue
+        if progress is not None and time.monotonic() - last >= SEARCH_PROGRESS_SECONDS:
+            last = time.monotonic()
+            progress(f"generate: searching: {len(parent):,} of at most {max_states:,} states, {len(found)} "
+                     f"(action, outcome) pairs so far ({last - started:.0f} s)")
+        n = queue.popleft()
+        for step, m, result in moves(n, cfg):
             transitions += 1
-            pair = (step.action, outcome(step, s, t))
+            pair = (step.action, result)
             if pair not in found:
-                found[pair] = path_to(s) + [step]
-            if t not in parent and len(parent) < max_states:
-                parent[t] = (s, step)
-                if not all_violations(s, t):  # as the checker does: a run ends at a violation
-                    queue.append(t)
+                found[pair] = path_to(n) + [step]
+            if m not in parent and len(parent) < max_states:
+                parent[m] = (n, step)
+                if not all_violations(n[0], m[0]):  # as the checker does: a run ends at a violation
+                    queue.append(m)
     return _cover(cfg, [Case(p, steps) for p, steps in found.items()]), len(parent), transitions
+
+
+def walk(cfg: Config, steps: list[Step]) -> list[tuple[Node, Step, str]]:
+    """A path's steps, each with the node it is taken in and its outcome."""
+    n: Node = (initial(cfg), frozenset())
+    out = []
+    for step in steps:
+        _, m, result = next(x for x in moves(n, cfg) if x[0] == step)
+        out.append((n, step, result))
+        n = m
+    return out
 
 
 def pairs_along(cfg: Config, steps: list[Step]) -> set[Pair]:
     """The (action, outcome) pairs a path takes, every step of it."""
-    s, out = initial(cfg), set()
-    for step in steps:
-        t = next(t for st, t in successors(s, cfg) if st == step)
-        out.add((step.action, outcome(step, s, t)))
-        s = t
-    return out
+    return {(step.action, result) for _, step, result in walk(cfg, steps)}
 
 
 def _cover(cfg: Config, cases: list[Case]) -> list[Case]:
@@ -219,45 +283,59 @@ def _fixed(step: Step) -> Callable[[State], tuple]:
 
 def generate(config: str, budget_s: float, data_dir: Path | None = None, brokers: int = 2,
              step_timeout: float = 20.0, progress: Callable[[str], None] | None = None,
-             max_states: int = 50_000, knobs: dict[str, int] | None = None) -> GenerateReport:
+             max_states: int = 50_000, knobs: dict[str, int] | None = None,
+             focus: frozenset[Pair] | None = None, first_only: bool = False) -> GenerateReport:
     """Search, then drive the cases, shortest first, until ``budget_s`` is spent (a case
     is started only while the budget lasts).  ``knobs`` are the model's admin knobs
     (``deletions``, ``preferred_elections``, ...): with them the search takes the admin
-    actions they allow, and the cases drive them."""
+    actions they allow, and the cases drive them.  A sample (``drive.targets``): with
+    ``focus``, only the paths that take a pair of it not yet covered; ``first_only``, the
+    first path alone."""
     say = progress or (lambda m: None)
     start = time.monotonic()
     knobs = dict(knobs or {})
     cfg = named(config, brokers=brokers, **knobs)
-    cases, states, transitions = search(cfg, max_states)
+    say(f"generate: searching the model's states of {config} at {brokers} brokers for every (action, outcome) pair")
+    try:
+        cases, states, transitions = search(cfg, max_states, progress=progress)
+    except KeyboardInterrupt:
+        say("generate: interrupted by Ctrl-C while searching the model: no case driven")
+        return GenerateReport(config, budget_s, 0, 0, [], seconds=time.monotonic() - start, interrupted=True)
     say(f"generate: {len(cases)} (action, outcome) pairs over {states} states and "
         f"{transitions} transitions of {config} at {brokers} brokers")
-    report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases])
+    report = GenerateReport(config, budget_s, states, transitions, [c.pair for c in cases],
+                            focus=sorted(focus) if focus is not None else [])
     covered: set[Pair] = set()
-    driven: set[tuple[State, Step]] = set()
+    driven: set[tuple[Node, Step]] = set()
     for i, case in enumerate(cases):
         if time.monotonic() - start >= budget_s:
             say(f"generate: budget spent after {i} of {len(cases)} cases")
             break
-        if case.pair in covered and not pairs_along(cfg, case.steps) - covered:
+        along = pairs_along(cfg, case.steps)
+        if case.pair in covered and not along - covered:
             continue  # earlier cases' paths took every pair of this one already
+        if (focus is not None and not along & (focus - covered)) or (first_only and report.cases):
+            continue  # a sample: this path takes none of the pairs it is after
         run = ModelRun(f"{case.pair[0]}/{case.pair[1]}", [(s.action, _fixed(s)) for s in case.steps], brokers)
         say(f"case {i + 1}/{len(cases)}: {run.name} ({len(case.steps)} steps)")
         sub = None if data_dir is None else Path(data_dir) / f"case-{i + 1}"
         r: DriveReport = Driver(config, data_dir=sub, step_timeout=step_timeout, knobs=knobs).run(run)
         # the steps the implementation followed, and the pairs they took
-        s = initial(cfg)
         done = len([st for st in r.steps if st.n and st.outcome in ("followed", REPRODUCED)])
-        for step in case.steps[:done]:
-            t = next(t for st, t in successors(s, cfg) if st == step)
-            covered.add((step.action, outcome(step, s, t)))
-            driven.add((s, step))
-            s = t
+        for n, step, result in walk(cfg, case.steps[:done]):
+            covered.add((step.action, result))
+            driven.add((n, step))
         covered_now = len(covered)
         say(f"case {i + 1}: {r.verdict}; {covered_now} of {len(cases)} pairs covered so far")
         report.cases.append({"pair": list(case.pair), "steps": len(case.steps), "verdict": r.verdict,
-                             "divergence": r.divergence, "seconds": round(r.seconds, 1)})
+                             "divergence": r.divergence, "property": r.property, "seconds": round(r.seconds, 1)})
+        report.paths.append(case.steps)
         if r.verdict in (DIVERGED, REPRODUCED):
             report.exit_code = 1
+        if r.verdict == INTERRUPTED:
+            say(f"generate: interrupted by Ctrl-C in case {i + 1}; the report covers the cases driven so far")
+            report.interrupted = True
+            break
     report.covered_pairs = sorted(covered)
     report.covered_transitions = len(driven)
     report.seconds = time.monotonic() - start

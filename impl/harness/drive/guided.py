@@ -42,9 +42,10 @@ from typing import Any
 
 from conformance.judge.replay import judge
 from conformance.spark.order import causal_order, split_groups
-from impl.harness.drive.driver import DIVERGED, REPRODUCED, Driver, DriveReport
+from impl.harness.drive.driver import DIVERGED, INTERRUPTED, REPRODUCED, Driver, DriveReport
 from impl.harness.drive.operations import OPERATIONS
 from impl.harness.drive.paths import ModelRun
+from impl.harness.drive.zombie import with_own_steps
 from impl.node.layout import DataDir
 from model.actions import Step
 from model.config import Config, named
@@ -86,7 +87,10 @@ class Steering:
         self.tried: set[State] = set()
 
     def _driven(self, s: State) -> Iterable[Choice]:
-        return ((step, t) for step, t in successors(s, self.cfg)
+        # a step's successor with the steps the implementation takes on its own after it (a
+        # resumed broker re-registers); a named configuration freezes no controller inside an
+        # election (its one pause is its only failure), so no zombie waits (drive.zombie)
+        return ((step, with_own_steps(step, t, self.cfg, frozenset())) for step, t in successors(s, self.cfg)
                 if step.action in OPERATIONS and drivable(step, s))
 
     def candidates(self, s: State) -> list[Choice]:
@@ -337,6 +341,11 @@ def fuzz(config: str, budget_s: float, seed: int = 0, brokers: int = 2, steps: i
             say(f"run {n}: its schedule is saved: epochal drive --config {config} --path {saved}")
         elif not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if r.verdict == INTERRUPTED:
+            say(f"run {n}: interrupted by Ctrl-C; the report covers the runs so far")
+            if report.exit_code != 1:  # a failure found before is still the answer
+                report.exit_code = 3
+            break
         if not chosen.taken:
             break  # the model has no step the driver runs: nothing more to steer
     report.states = len(steer.visited)

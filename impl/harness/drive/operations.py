@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from impl.harness.drive.zombie import on_its_own, write_refused
 from impl.node.step_gate import permit_name
 from impl.node.wire import RpcError
 from model.actions import Step
@@ -93,7 +94,10 @@ def _pause(d: Driver, step: Step, s: State, t: State) -> None:
 
 
 def _resume(d: Driver, step: Step, s: State, t: State) -> None:
-    d.cluster.cluster.resume(step.args[0])
+    b = step.args[0]
+    d.cluster.cluster.resume(b)
+    for follow in on_its_own(step, t, d.cfg, d.waiting):  # its session expired while it was frozen
+        d.expect(follow.action, b, f"broker {b} takes {follow.action} at once, its session gone")
     time.sleep(0.2)
 
 
@@ -118,8 +122,8 @@ def _controlled_shutdown(d: Driver, step: Step, s: State, t: State) -> None:
     if t.zk.partitions[p] != s.zk.partitions[p]:
         d.expect("elect_leader", c, f"controller {c} takes broker {b} out of partition {p}'s ISR")
     else:  # a follower outside the ISR: its StopReplica (no delete) only, nothing written
-        d.relay_wait("stop_replica", c, b, lambda f: f.id > mark and not f.summary.get("delete"),
-                     f"controller {c} sends broker {b} StopReplica (no delete) for its controlled shutdown")
+        d.relay_wait_behind("stop_replica", c, b, lambda f: f.id > mark and not f.summary.get("delete"),
+                            f"controller {c} sends broker {b} StopReplica (no delete) for its controlled shutdown")
 
 
 def _stop(d: Driver, step: Step, s: State, t: State) -> None:
@@ -325,6 +329,23 @@ def _await(kind: str, actor: Callable[[Step], int]) -> Callable[[Driver, Step, S
     return run
 
 
+def _resign(d: Driver, step: Step, s: State, t: State) -> None:
+    c = step.args[0]
+    if c not in d.waiting:
+        _await("controller_resign", _first)(d, step, s, t)
+        return
+    # a zombie frozen inside an election (drive.zombie): it resumes there, and given its
+    # permit attempts the write; only the controller-epoch check refuses it, and it resigns
+    due = write_refused(s, c, d.cfg)
+    d.cluster.grant(c, "elect_leader")
+    e = d.expect("controller_resign", c, f"zombie controller {c} attempts its election's write, which the "
+                                         f"/controller_epoch check refuses, and resigns")
+    reason = (e.get("params") or {}).get("reason")
+    if due and reason != "epoch_fenced":
+        raise Divergence(f"zombie controller {c} resigned for {reason!r}, its election's write not refused by "
+                         f"the controller-epoch check", f"controller {c}'s write refused (epoch_fenced)")
+
+
 def _silent(d: Driver, step: Step, s: State, t: State) -> None:
     d.settle()  # the controller takes it as soon as it sees the registration; nothing is recorded
 
@@ -374,7 +395,9 @@ OPERATIONS: dict[str, Operation] = {
     "controller_elect": Operation("permit(controller_elect)", "let the broker campaign for /controller", _permit("controller_elect", _first, "broker {b} becomes controller")),
     "elect_leader": Operation("permit(elect_leader)", "let the controller elect", _permit("elect_leader", _first, "controller {b} writes a new leader and ISR")),
     "on_broker_startup": Operation("(none: the controller's own)", "nothing: the controller reacts to the registration", _silent),
-    "controller_resign": Operation("(awaited)", "wait for the broker to resign", _await("controller_resign", _first)),
+    "controller_resign": Operation("(awaited)",
+                                    "wait for the broker to resign; a zombie frozen inside an election first gets its "
+                                    "permit, and its write must be refused by the controller-epoch check", _resign),
     "broker_reregister": Operation("(awaited)", "wait for the resumed broker to register again", _await("broker_reregister", _first)),
 }
 """Every model action the driver can execute, by name."""

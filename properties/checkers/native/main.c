@@ -35,7 +35,7 @@ static void emit_key(void *ctx, const S *t) {
     for (int i = 0; i < n; i++) printf("%02x", enc[i]);
 }
 
-static int unhex(const char *line, u8 *out) {
+int unhex(const char *line, u8 *out) {
     int n = 0;
     for (const char *c = line; c[0] && c[1] && c[0] != '\n'; c += 2) {
         unsigned v;
@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
     C.refollow = C.truncation == T_KIP320;
     if (!strcmp(mode, "search")) return search(&o);
     if (!strcmp(mode, "successors")) return successors_mode();
+    if (!strcmp(mode, "expand")) return expand_mode();
     fprintf(stderr, "epochal-search: unknown mode %s\n", mode);
     return 2;
 }

@@ -43,6 +43,19 @@ typedef struct {
     uint64_t parent;
 } Ctx;
 
+/* A task emptied for its next batch, its output buffers kept for reuse. */
+static void task_reset(Task *t) {
+    Level keep = t->out;
+    uint64_t *kp = t->parents, *kf = t->fps, kc = t->capout;
+    memset(t, 0, sizeof *t);
+    t->out = keep;
+    t->out.len = 0;
+    t->out.count = 0;
+    t->parents = kp;
+    t->fps = kf;
+    t->capout = kc;
+}
+
 static void task_out(Task *t, uint64_t parent, uint64_t fp, const u8 *enc, int n) {
     if (t->nout == t->capout) {
         t->capout = t->capout ? t->capout * 2 : 4096;
@@ -248,15 +261,7 @@ int search(const Opts *o) {
             int ntasks = 0;
             while (ntasks < BATCH_TASKS && index < cur.count) {
                 Task *t = &tasks[ntasks++];
-                Level keep = t->out;
-                uint64_t *kp = t->parents, *kf = t->fps, kc = t->capout;
-                memset(t, 0, sizeof *t);
-                t->out = keep;
-                t->out.len = 0;
-                t->out.count = 0;
-                t->parents = kp;
-                t->fps = kf;
-                t->capout = kc;
+                task_reset(t);
                 t->at = at;
                 t->first = index;
                 uint64_t k = 0;
@@ -351,7 +356,9 @@ int search(const Opts *o) {
         char st[32], mem[32];
         commas(seen_count, st);
         size_text(peak, mem, sizeof mem);
-        fprintf(stderr, "  done: every run of up to %ld steps tried  states %10s  %9.0f states/s  peak %s\n", depth, st,
+        /* as the Python search's last line (bfs.py ``final``): Ctrl-C is not "done" */
+        const char *word = stopped_by && !strcmp(stopped_by, "interrupted") ? "interrupted" : "done";
+        fprintf(stderr, "  %s: every run of up to %ld steps tried  states %10s  %9.0f states/s  peak %s\n", word, depth, st,
                 seen_count / (seconds > 0 ? seconds : 1e-9), mem);
     }
     if (dump) fclose(dump);
@@ -382,5 +389,42 @@ int search(const Opts *o) {
             snprintf(path, sizeof path, "%s/level-%ld", o->workdir, d);
             unlink(path);
         }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Expand mode: expand_task on one state at a time, the seen-set empty (state.h)
+ * ------------------------------------------------------------------------------------- */
+
+int expand_mode(void) {
+    static char line[2 * MAXENC + 16];
+    Level in = {0};
+    Task task;
+    memset(&task, 0, sizeof task);
+    while (fgets(line, sizeof line, stdin)) {
+        u8 enc[MAXENC];
+        int n = unhex(line, enc);
+        in.len = 0;
+        in.count = 0;
+        level_add(&in, enc, n);
+        task_reset(&task);
+        task.count = 1;
+        expand_task(&task, in.data);
+        printf("%" PRIu64 " ", task.transitions);
+        if (task.violation) printf("%016" PRIx64, task.bad_fp);
+        else printf("-");
+        size_t p = 0;
+        for (uint64_t j = 0; j < task.nout; j++) {
+            int m = task.out.data[p] | (task.out.data[p + 1] << 8);
+            printf(" %016" PRIx64 ":", task.fps[j]);
+            for (int i = 0; i < m; i++) printf("%02x", task.out.data[p + 2 + i]);
+            p += (size_t)m + 2;
+        }
+        printf("\n");
+    }
+    free(in.data);
+    free(task.out.data);
+    free(task.parents);
+    free(task.fps);
     return 0;
 }

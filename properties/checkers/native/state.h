@@ -248,5 +248,11 @@ typedef struct {
 } Opts;
 
 int search(const Opts *o);
+/* The search's expansion of single states, for a search whose level and seen-set live
+ * elsewhere (properties/checkers/distributed.py): stdin one key (hex) a line; stdout, a line
+ * each, "TRANSITIONS BAD FP:KEY ...": the transitions taken, the fingerprint of the successor
+ * that broke a property (or -), and the candidates the search would add, in order. */
+int expand_mode(void);
+int unhex(const char *line, u8 *out);
 
 #endif

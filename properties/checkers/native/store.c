@@ -22,6 +22,7 @@ double seen_budget;
 volatile int seen_full;
 
 int seen_has(uint64_t fp) {
+    if (!seen_cap) return 0; /* expand mode: no seen-set, every candidate is new */
     uint64_t mask = seen_cap - 1;
     for (uint64_t i = fp & mask;; i = (i + 1) & mask) {
         if (seen[i] == fp) return 1;

@@ -18,4 +18,8 @@ def unsupported(cfg: Config) -> str | None:
     missing += unsupported_features("z3", cfg)
     if cfg.replication_factor:
         missing.append("a replication factor below the broker count")
+    if cfg.startup_from_controller:
+        missing.append("Kafka's broker start (a restart that waits for the controller)")
+    if cfg.leaderless_first:
+        missing.append("Kafka's leaderless write before an election")
     return ", ".join(missing) or None

@@ -70,7 +70,7 @@ def test_produce_json_counts_the_records_per_partition(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", _Stdin(b"a\nb\nc\n"))
     assert main(["produce", "t", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data == {"command": "produce", "exit_code": 0, "topic": "t", "acks": "all", "produced": 3,
+    assert data == {"command": "produce", "schema_version": 1, "exit_code": 0, "topic": "t", "acks": "all", "produced": 3,
                     "partitions": {"0": 2, "1": 1}}
 
 

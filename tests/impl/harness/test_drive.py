@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from impl_testing import verdict_object
 
 from impl.harness.cli.main import main
 from impl.harness.drive import OPERATIONS, Driver, from_json, scenario
@@ -64,7 +65,7 @@ def test_a_path_file_that_is_not_a_counterexample_is_bad_input(tmp_path: Path,
 
 
 def test_a_check_json_counterexample_reads_back_as_the_same_steps(tmp_path: Path) -> None:
-    from impl.harness.cli.check import plain
+    from impl.harness.cli.verdict import plain
 
     cfg = named("design")
     outcome = play("kafka_1211", cfg)
@@ -95,9 +96,13 @@ def test_kafka_1211_loses_the_committed_record_on_real_brokers_under_the_design(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["drive", "--config", "design", "--scenario", "kafka_1211", "--json", "--quiet",
                  "--data-dir", str(tmp_path / "cluster")])
-    report = json.loads(capsys.readouterr().out)
+    report = verdict_object(capsys.readouterr().out)  # the verdict object (docs/verdict.schema.json)
     assert code == 1 and report["exit_code"] == 1 and report["command"] == "drive"
-    assert report["verdict"] == "reproduced" and report["property"] == "committed_durable"
+    assert report["outcome"] == "reproduced" and report["property"] == "committed_durable"
+    assert report["verdict"] == "violated" and report["violation"]["property"] == "committed_durable"
+    # the violation's steps are the scenario's model steps, as drive --path reads them back
+    assert [s["action"] for s in report["violation"]["steps"]] == [a for a, _ in scenario("kafka_1211").steps]
+    assert report["config"]["name"] == "design" and report["config"]["brokers"] == 2
     steps = report["steps"]
     assert [s["outcome"] for s in steps][:-1] == ["followed"] * (len(steps) - 1)
     assert steps[-1]["action"] == "elect_leader" and steps[-1]["n"] == len(scenario("kafka_1211").steps)
@@ -166,7 +171,7 @@ def test_generated_cases_each_end_in_their_pair_and_together_cover_every_pair() 
         for step in case.steps:
             t = apply(s, cfg, step)
             assert t is not None
-            last = (step.action, outcome(step, s, t))
+            last = (step.action, outcome(step, s, t, cfg))
             s = t
         assert last == case.pair
     taken: set = set()
@@ -200,24 +205,12 @@ def test_a_seeded_bug_is_a_divergence_naming_the_step_what_was_done_and_what_the
     """A copy of the source with KIP-320's fence seeded wrong (a stale fetch epoch passes),
     its brokers started from the copy: the story that follows the model against the real
     rule diverges where the rule matters."""
-    import os
-    import shutil
-    import subprocess
-    import sys
+    from impl_testing import drive_mutant
 
-    root = Path(__file__).resolve().parents[3]
-    src = tmp_path / "src"
-    shutil.copytree(root, src, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "data"))
-    fencing = src / "impl" / "node" / "fencing.py"
     line = "    if fetch_epoch >= 0 and fetch_epoch != r.leader_epoch:"
-    assert line in fencing.read_text()
-    fencing.write_text(fencing.read_text().replace(line, line.replace("!=", ">"), 1))
-    proc = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "drive", "--config", "kip320",
-                           "--scenario", "kip320_stale_fetch", "--json", "--quiet"],
-                          capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
-                          timeout=600)
-    report = json.loads(proc.stdout)
-    assert proc.returncode == 1 and report["verdict"] == "diverged"
+    code, report = drive_mutant(tmp_path, "impl/node/fencing.py", line, line.replace("!=", ">"),
+                                "--config", "kip320", "--scenario", "kip320_stale_fetch")
+    assert code == 1 and report["outcome"] == "diverged"
     d = report["divergence"]
     assert d["action"] == "handle_fetch" and d["step"] == 23
     assert "handle_fetch by broker 0" in d["implementation_did"] and "FENCED_LEADER_EPOCH" in d["model_allowed"]

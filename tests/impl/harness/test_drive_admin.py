@@ -96,7 +96,7 @@ def _generated_pairs(cfg, max_states: int) -> set:
         for step in case.steps:
             t = apply(s, cfg, step)
             assert t is not None and controller_would_choose(step, s)
-            last = (step.action, outcome(step, s, t))
+            last = (step.action, outcome(step, s, t, cfg))
             s = t
         assert last == case.pair
     return {c.pair for c in cases}
@@ -138,7 +138,7 @@ def test_a_replica_down_while_its_topic_is_deleted_and_created_again_discards_it
     code = main(["drive", "--config", "kip320", "--scenario", "topic_recreation", "--deletions", "1",
                  "--json", "--quiet", "--data-dir", str(tmp_path / "cluster")])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["verdict"] == "model_refused", report["divergence"]
+    assert code == 0 and report["outcome"] == "model_refused", report["divergence"]
     followed = [s["action"] for s in report["steps"] if s["outcome"] == "followed"]
     assert {"delete_topic", "stop_replica", "create_topic", "broker_restart"} <= set(followed)
 

@@ -161,7 +161,7 @@ def test_the_generated_cases_add_a_partition_with_one_replica_and_remove_the_las
         for step in case.steps:
             t = apply(s, cfg, step)
             assert t is not None and one_follower_partition(t) is None
-            last = (step.action, outcome(step, s, t))
+            last = (step.action, outcome(step, s, t, cfg))
             s = t
         assert last == case.pair
     # with one change only, the removal the model allows is of the topic's last partition,

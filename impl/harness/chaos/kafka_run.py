@@ -1,0 +1,170 @@
+"""``epochal chaos --engine kafka``: a seeded fault schedule against real Apache Kafka brokers
+(:mod:`impl.harness.kafka`), a real Kafka client writing through it, and a verdict on every
+acknowledged write.
+
+The command starts the cluster (``impl.harness.kafka.KafkaCluster``, a sibling of this layer:
+the run takes it as an argument): three brokers, ``min.insync.replicas=2``, one topic
+replicated three ways; a
+confluent-kafka producer (idempotent, acks=all, :class:`ConfluentClient`) sends a numbered
+value every few tens of milliseconds while the schedule, drawn from the seed, takes one fault
+at a time: kill -9 of the partition's leader (restarted once a new leader is elected), kill -9
+of the controller (restarted once another one is), or a pause of a follower longer than
+``replica.lag.time.max.ms`` (resumed after it). Then every broker is back, the ISR whole, the
+producer flushed, and the partition is read back from its start: an acknowledged value that
+is not there is *lost*. With unclean election off none may be.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from impl.harness.chaos.clients import ConfluentClient, Delivery
+
+TOPIC = "chaos"
+BROKERS = 3
+MIN_INSYNC = 2
+SEND_EVERY = 0.03  # seconds between two values
+FAULT_KINDS = ("kill-leader", "kill-controller", "pause-follower")
+PAUSE_FOR = 6.0  # longer than the cluster's replica.lag.time.max.ms (4 s): the follower leaves the ISR
+SETTLE = 60.0  # seconds a fault's recovery may take (a new leader, a restart, a whole ISR)
+
+
+@dataclass
+class KafkaChaosReport:
+    seed: int
+    profile: str
+    unclean: bool
+    faults: list[str] = field(default_factory=list)
+    sent: int = 0
+    acked: list[Delivery] = field(default_factory=list)
+    failed: int = 0  # sends the client reported failed: never acknowledged, so never owed
+    read: int = 0
+    lost: list[str] = field(default_factory=list)  # acknowledged values not read back
+    misplaced: list[str] = field(default_factory=list)  # read back at another offset than acknowledged
+    problems: list[str] = field(default_factory=list)  # the read-back could not reach the high watermark
+
+    @property
+    def passed(self) -> bool:
+        return not self.lost and not self.misplaced and not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"engine": "kafka", "seed": self.seed, "profile": self.profile, "unclean": self.unclean,
+                "faults": self.faults, "sent": self.sent, "acknowledged": len(self.acked), "failed": self.failed,
+                "read": self.read, "lost": self.lost, "misplaced": self.misplaced, "problems": self.problems,
+                "passed": self.passed}
+
+
+def schedule(seed: int, duration: float) -> list[tuple[float, str]]:
+    """The faults of a run, from its seed: (seconds to wait before it, kind), one about every
+    eight seconds of ``duration`` and at least one."""
+    rnd = random.Random(seed)
+    return [(rnd.uniform(1.0, 3.0), rnd.choice(FAULT_KINDS)) for _ in range(max(1, int(duration // 8)))]
+
+
+class _Workload:
+    """A thread sending numbered values until stopped; the client's reports collected."""
+
+    def __init__(self, client: ConfluentClient, seed: int) -> None:
+        self.client, self.seed = client, seed
+        self.deliveries: list[Delivery] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kafka-chaos-workload", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.client.send(TOPIC, 0, f"s{self.seed}-{self.sent}", self.deliveries.append)
+            self.sent += 1
+            self._stop.wait(SEND_EVERY)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, flush_timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.client.flush(flush_timeout)
+        self.client.close()
+
+
+def _inject(kafka: Any, kind: str, log: Callable[[str], None]) -> str:
+    """Take one fault and wait until the cluster has recovered from it; what was done."""
+    state = kafka.partition_state(TOPIC)
+    ctrl = kafka.controller()
+    if state is None or ctrl is None:
+        raise RuntimeError("no partition state or controller in ZooKeeper")
+    if kind == "pause-follower":
+        victim = next(b for b in state.isr if b != state.leader)
+        kafka.pause(victim)
+        time.sleep(PAUSE_FOR)
+        kafka.resume(victim)
+        done = f"paused follower {victim} for {PAUSE_FOR:g} s"
+    else:
+        victim = state.leader if kind == "kill-leader" else ctrl.broker
+        kafka.kill(victim)
+        if kind == "kill-leader":
+            kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) is not None and s.leader not in (victim, -1),
+                             SETTLE, "a new leader")
+        else:
+            kafka.wait_until(lambda: (c := kafka.controller()) is not None and c.broker != victim, SETTLE,
+                             "a new controller")
+        kafka.restart(victim, SETTLE)
+        done = f"killed {'leader' if kind == 'kill-leader' else 'controller'} {victim} (kill -9), restarted it"
+    kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) is not None and len(s.isr) == BROKERS, SETTLE,
+                     "the whole ISR back")
+    log(f"  {done}; the ISR is whole again")
+    return done
+
+
+def cluster_settings(unclean: bool) -> dict[str, Any]:
+    """What the cluster of a run is started with (``KafkaCluster``'s keyword arguments)."""
+    return {"brokers": BROKERS, "min_insync_replicas": MIN_INSYNC, "unclean_leader_election": unclean}
+
+
+def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
+        log: Callable[[str], None] = print) -> KafkaChaosReport:
+    """One run on ``cluster``, a ``KafkaCluster`` built with ``cluster_settings`` and not yet
+    started: started here, and stopped at the end whatever happens."""
+    report = KafkaChaosReport(seed, profile, unclean)
+    with cluster as kafka:
+        kafka.create_topic(TOPIC, partitions=1, replication_factor=BROKERS)
+        bootstrap = ",".join(f"{b.settings.host}:{b.settings.port}" for b in kafka.brokers.values())
+        properties = {"bootstrap.servers": bootstrap}
+        workload = _Workload(ConfluentClient(properties), seed)
+        workload.start()
+        try:
+            for wait, kind in schedule(seed, duration):
+                time.sleep(wait)
+                report.faults.append(_inject(kafka, kind, log))
+            time.sleep(1.0)
+        finally:
+            workload.stop()
+        report.sent = workload.sent
+        report.acked = [d for d in workload.deliveries if d.error is None]
+        report.failed = sum(1 for d in workload.deliveries if d.error is not None)
+        reader = ConfluentClient(properties)
+        records, report.problems = reader.read_all(TOPIC, 1)
+        reader.close()
+    log_values = {value: offset for offset, _epoch, value in records[0]}
+    report.read = len(records[0])
+    for d in report.acked:
+        if d.value not in log_values:
+            report.lost.append(f"{d.value} (acknowledged at offset {d.offset})")
+        elif d.offset >= 0 and log_values[d.value] != d.offset:  # -1: a retry answered as a duplicate
+            report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {log_values[d.value]}")
+    return report
+
+
+def render(report: KafkaChaosReport) -> str:
+    """The report as the command prints it."""
+    lines = [f"faults: {len(report.faults)}", *(f"  {f}" for f in report.faults),
+             f"sent {report.sent}, acknowledged {len(report.acked)}, failed {report.failed}, read back {report.read}",
+             f"lost: {len(report.lost)}" + "".join(f"\n  {x}" for x in report.lost[:20]),
+             *(f"misplaced: {x}" for x in report.misplaced[:20]), *(f"problem: {x}" for x in report.problems),
+             "PASS: every acknowledged write was read back" if report.passed else "FAIL"]
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""Long work says every few seconds which phase it is in (searching, shrinking, driving), ends
+with a summary, and refuses bad input before the long part starts."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from impl.harness.cli.main import main
+
+
+def test_fuzz_progress_names_its_phase(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import impl.harness.cli.fuzz as fuzz
+
+    monkeypatch.setattr(fuzz, "PROGRESS_SECONDS", 0.0)
+    assert main(["fuzz", "--config", "kip320", "--max-examples", "3", "--steps", "5"]) == 3
+    lines = [line.strip() for line in capsys.readouterr().err.splitlines()]
+    assert "... searching: 1 runs so far, budget 3 valid runs (0 s)" in lines
+    assert fuzz.PHASES.keys() == {"searching", "shrinking", "minimizing"}
+
+
+def test_the_generate_search_says_how_far_it_got(monkeypatch: pytest.MonkeyPatch) -> None:
+    import impl.harness.drive.generate as generate
+    from model.config import named
+
+    monkeypatch.setattr(generate, "SEARCH_PROGRESS_SECONDS", 0.0)
+    said: list[str] = []
+    cases, states, _ = generate.search(named("kip320", brokers=2), max_states=300, progress=said.append)
+    assert cases and len(said) >= states // 2  # a line per state taken from the queue, at no interval
+    assert said[-1].startswith("generate: searching: ") and "of at most 300 states" in said[-1]
+
+
+def test_conform_refuses_input_without_a_trace_record_before_spark_starts(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text("not json\n{\"also\": \"not a trace event\"}\n")
+    started = time.monotonic()
+    assert main(["conform", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - started < 10 and "Spark" not in err
+    assert err.strip().splitlines() == [f"epochal conform: error: no readable trace records in 1 files (malformed: "
+                                        f"{err.split('(malformed: ')[1].strip()}"]
+    (tmp_path / "a.jsonl").unlink()
+    assert main(["conform", str(tmp_path)]) == 2
+    assert "no trace files under" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_record_traces_ends_with_a_summary_of_what_it_recorded(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    assert main(["record-traces", "--out", str(tmp_path), "--scenario", "leader-kill"]) == 0
+    out, err = capsys.readouterr()
+    assert "recording leader-kill" in err  # progress on stderr, the summary on stdout
+    head, row = out.strip().splitlines()
+    assert head.startswith(f"recorded 1 scenario(s) under {tmp_path} in ")
+    name, records, _, _, files, *_ = row.split()  # leader-kill 163 records in 4 files DIR
+    assert name == "leader-kill" and int(records) > 0 and int(files) == len(list((tmp_path / name).iterdir()))
+
+
+def test_the_heartbeat_names_the_phase_while_the_work_is_silent_and_only_then() -> None:
+    from impl.harness.cli.heartbeat import Heartbeat
+
+    said: list[str] = []
+    with Heartbeat(said.append, every=0.1) as beat:
+        beat.phase("judging 4 files")
+        time.sleep(0.35)
+        assert said and all(line.startswith("still judging 4 files (") for line in said)
+        quiet = len(said)
+        for _ in range(6):  # the work speaks for itself: no heartbeat between its lines
+            beat.said()
+            time.sleep(0.03)
+        assert len(said) == quiet
+    ended = len(said)
+    time.sleep(0.2)
+    assert len(said) == ended  # stopped with the work

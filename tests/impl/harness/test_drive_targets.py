@@ -1,0 +1,55 @@
+"""Generated cases over every configuration and knob (``impl.harness.drive.targets``): every
+named configuration and every admin knob the driver runs is a target, each sample is after the
+pairs its configuration adds, and -- on real brokers, in the slow suite -- the sample of every
+target follows the model and covers those pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from impl.harness.cli.drive import DRIVE_KNOBS
+from impl.harness.drive.targets import TARGETS, generate_every, sample_focus
+from model.config import NAMED
+
+SAMPLE_STATES = 10_000  # the preferred election's path (10 steps) is past 3,000 states
+
+
+def test_every_named_configuration_and_every_admin_knob_the_driver_runs_is_generated() -> None:
+    assert set(NAMED) <= {t.config for t in TARGETS if not t.knobs or t.config == "zombie"}
+    admin = {k.field for k in DRIVE_KNOBS} - {"max_crashes", "max_pauses"}  # the failures the configurations bound
+    assert admin == {k for t in TARGETS for k in t.knobs if t.config == "kip320"}
+    assert len({t.name for t in TARGETS}) == len(TARGETS)
+
+
+def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
+    focus = {t.name: sample_focus(t, SAMPLE_STATES) for t in TARGETS}
+    assert focus["kip320"] is None and focus["design"] is None  # a rule changed, not the steps
+    assert ("controller_resign", "write_refused") in focus["zombie"]
+    assert ("elect_leader", "unclean") in focus["unclean"]
+    assert ("delete_topic", "taken") in focus["deletion"]
+    assert ("add_partitions", "taken") in focus["partition-change"]
+    assert ("controlled_shutdown", "moved") in focus["shutdown"]
+    assert ("preferred_election", "taken") in focus["preferred-election"]
+    assert ("reassign_complete", "taken") in focus["reassignment"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_sample_of_the_generated_cases_of_every_configuration_follows_the_model(tmp_path: Path) -> None:
+    every = generate_every(90, sample=True, data_dir=tmp_path, max_states=SAMPLE_STATES)
+    assert [t.name for t, _ in every.reports] == [t.name for t in TARGETS]
+    for target, r in every.reports:
+        assert r.cases and all(c["verdict"] in ("followed", "model_refused") for c in r.cases), (target.name, r.cases)
+        assert set(r.focus) <= set(r.covered_pairs), (target.name, set(r.focus) - set(r.covered_pairs))
+    assert every.exit_code == 0
+
+
+def test_guided_fuzzing_runs_every_named_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    from impl.harness.drive import targets
+
+    calls: list[tuple[str, float, int]] = []
+    monkeypatch.setattr(targets, "fuzz", lambda name, budget, seed, **_: calls.append((name, budget, seed)) or name)
+    assert targets.guided_every(30, seed=4) == list(NAMED)
+    assert calls == [(name, 30, 4) for name in NAMED]

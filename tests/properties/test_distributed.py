@@ -1,0 +1,78 @@
+"""The search on Spark (``properties.checkers.distributed``) is the compiled search spread
+over executors: on every configuration both finish it reaches the same distinct states,
+takes the same transitions and stops at the same depth; a violation is found at the same
+depth and its counterexample replays through the Python model; a budget makes it
+inconclusive as it does the compiled search."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from model.config import named
+from properties.checkers.bfs import SearchOptions
+from properties.checkers.distributed import check_spark
+from properties.checkers.native import check_native
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+SMALL = {"records": 1, "max_crashes": 1}
+"""Bounds at which a whole space is 1,457 states in 21 levels: Spark's jobs per level, not
+the states, are what a test here pays for (about a second a level)."""
+SMALLER = {"records": 1, "max_crashes": 0}
+"""37 states in 9 levels, for the default suite."""
+
+
+@pytest.fixture(scope="module")
+def sc() -> Iterator[Any]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from conformance.spark.session import spark_session
+
+    yield spark_session("local[2]", app="epochal-distributed-tests").sparkContext
+
+
+def _counts(r: Any) -> tuple:
+    return r.states, r.transitions, r.depth, r.checked_depth, r.complete, r.stopped_by
+
+
+@pytest.mark.parametrize(("bounds", "reduction"), [
+    (SMALLER, True),
+    pytest.param(SMALL, False, marks=pytest.mark.slow),
+])
+def test_spark_search_reaches_the_compiled_searchs_states(sc: Any, bounds: dict, reduction: bool) -> None:
+    cfg = named("kip320", **bounds)
+    options = SearchOptions(reduction=reduction)
+    native, spread = check_native(cfg, options), check_spark(cfg, sc, options, partitions=3)
+    assert native.complete and native.violation is None
+    assert _counts(spread) == _counts(native)
+
+
+def test_spark_search_finds_the_designs_loss_at_the_same_depth_and_it_replays(sc: Any) -> None:
+    cfg = named("design")
+    native, spread = check_native(cfg), check_spark(cfg, sc)
+    assert spread.violation is not None and native.violation is not None
+    assert spread.violation.property == native.violation.property == "committed_durable"
+    assert spread.depth == native.depth == len(spread.violation.steps)
+    # replayed through the Python model: each state is the model's successor of the one before
+    assert len(spread.violation.states) == len(spread.violation.steps) + 1
+
+
+def test_spark_search_stops_inconclusive_at_max_depth_with_the_compiled_searchs_counts(sc: Any) -> None:
+    cfg = named("kip320")
+    options = SearchOptions(max_depth=4)
+    native, spread = check_native(cfg, options), check_spark(cfg, sc, options)
+    assert not spread.complete and spread.stopped_by == "max_depth" and spread.checked_depth == 4
+    assert _counts(spread) == _counts(native)
+
+
+def test_check_spark_refuses_what_the_compiled_search_cannot_run_in_one_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--spark", "--config", "kip320",
+                           "--partitions", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--spark:" in done.stderr and "one partition only" in done.stderr
+    assert "Traceback" not in done.stderr
