@@ -330,15 +330,15 @@ class TraceJudge:
         return kept, broken
 
     def _no_step(self, i: int, e: Event, obs: Observation, res: Search) -> Verdict:
-        broken = f"{rule_words(e['kind'])} broken: {_describe_event(e)}"
+        broken = f"{_describe_event(e)} breaks {rule_words(e['kind'])}"
         if res.misses:
             allowed = " -- or ".join(list(dict.fromkeys(res.misses))[:3])
             reason = f"{broken}{DIFFERS}{allowed}"
         elif obs.actor < 0:
-            reason = f"{broken} names no broker"
+            reason = f"{broken}: it names no broker"
         else:
-            reason = (f"{broken} is not enabled in any of the {len(res.frontier)} possible model states: "
-                      f"the rule's guard holds in none of them (searching up to {res.depth} unobserved "
+            reason = (f"{broken}: it is not enabled in any of the {len(res.frontier)} possible model states "
+                      f"(the rule's guard holds in none of them, searching up to {res.depth} unobserved "
                       "internal steps before it)")
         return self._fails(i, reason, REFINEMENT, res.frontier[:SHOWN_STATES])
 

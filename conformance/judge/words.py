@@ -1,8 +1,9 @@
 """The judge's explanations in words: an event, a field's value, the rule an event is a step of.
 
-A refusal says which rule the event broke, which field and which values -- never a Python
-repr a reader has to parse: ``produce by broker 3 (offset 4, value "stale", leader_epoch 0;
-afterwards hw 5, leo 5)``, not ``produce by broker 3 {'offset': 4, ...}``.
+A refusal says the event, the rule it broke, which field and which values -- never a Python
+repr a reader has to parse: ``send_fetch by broker 2 (leader 1, fetch_offset 1, leader_epoch
+0; afterwards hw 2, leo 1) breaks rule send_fetch (design section 000 G): it does not match
+any step the model allows -- post.hw is 2 where the model's step gives 0``.
 
 ``REFINEMENT`` is the property a refusal for a step names when no safety property is why:
 every event of a trace is a step the model allows (the trace *refines* the model).
@@ -19,7 +20,7 @@ REFINEMENT = "refinement"
 """Every event is a step the model allows: the property a trace breaks at an event no
 step of the model matches (the rule named in the reason)."""
 
-DIFFERS = " does not match any step the model allows: "
+DIFFERS = ": it does not match any step the model allows -- "
 """Between a refused event and how the model's steps differ from it (the driver reads it)."""
 
 

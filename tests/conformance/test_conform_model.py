@@ -62,4 +62,4 @@ def test_the_design_bug_trace_fails_and_names_the_property(spark, tmp_path):
     # ... and the verdict names the property: read as a run of the design, it loses data
     [v] = [v for v in fixed.verdicts if v["status"] == "violates"]
     assert (v["explained_by"], v["explained_property"]) == ("design", "committed_durable")
-    assert "as a run of design, it breaks committed_durable" in render(fixed)
+    assert "as a run of design, it breaks committed_durable" in " ".join(render(fixed).split())  # (wrapped)

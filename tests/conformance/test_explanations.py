@@ -22,7 +22,7 @@ from conformance.judge.words import REFINEMENT, event_words, rule_words, value_w
 from conformance.mutations import MUTATIONS
 from conformance.spark.order import causal_order, split_groups
 from conformance.spark.verdict import judge_group, summary_line
-from model.registry import ACTIONS
+from model.registry import ACTIONS, REPLAYED
 from properties.safety import BY_NAME
 from traces.synthetic import generate_run
 
@@ -68,8 +68,9 @@ def test_each_refusal_names_the_rule_the_field_and_the_values_in_words(name: str
         assert not REPR.search(reason), f"{name}: a repr in {reason!r}"
         kind = v["first_bad_kind"]
         if v["property"] == REFINEMENT:
-            assert reason.startswith(f"{rule_words(kind)} broken: {kind} by "), reason
-            assert ACTIONS[reason.split()[1]].section in reason
+            assert reason.startswith(f"{kind} by ") and f" breaks {rule_words(kind)}: " in reason, reason
+            action = REPLAYED[kind]
+            assert f"rule {action} (design section {ACTIONS[action].section})" in reason, reason
         # every field of the refused event, by name and value
         for field, value in json.loads(v["observed"]).get("params", {}).items():
             assert f"{field} {value_words(value)}" in reason, (field, reason)

@@ -43,8 +43,8 @@ def _verdicts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_the_run_is_refused_at_the_election_that_follows_an_unrecorded_controller_stop() -> None:
     [v] = _verdicts(_events())
     assert not v["conforms"]
-    assert v["reason"].startswith("rule controller_elect (design section 000 D) broken: "
-                               "controller_elect by broker 1 (broker 1, controller_epoch 3) is not enabled")
+    assert v["reason"].startswith("controller_elect by broker 1 (broker 1, controller_epoch 3) breaks rule "
+                               "controller_elect (design section 000 D): it is not enabled")
 
 
 def test_the_same_run_passes_the_election_once_the_controllers_stop_is_recorded_at_its_session_end() -> None:

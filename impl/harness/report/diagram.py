@@ -21,6 +21,9 @@ TOP = 48  # room for the lane names
 LEFT = 16
 TEXT_W = 400  # the column of step texts, right of the lanes: at least this wide, wider for long texts
 CHAR_W = 7.0  # about one character of the step text, for sizing that column (it scrolls)
+LABEL_H = 13  # one line of an arrow's label (10.5 px text), and the stagger between labels
+LABEL_CHAR_W = 6.2  # about one character of a label, for sizing its background
+LABEL_GAP = 10  # from the sending lane's line to a label's first letter
 
 GLYPHS = ("dot", "crash", "pause", "resume", "restart", "stop")
 """How a step is marked on its lane: a dot for an ordinary step; faults and their ends
@@ -89,6 +92,12 @@ def _glyph(kind: str, x: float, y: float, bad: bool) -> str:
     return f'<circle class="{cls}" cx="{x}" cy="{y}" r="{6 if bad else 4.5}"/>'
 
 
+def breaking_anchor(ident: str) -> str:
+    """The id of the step where the run breaks (the property, or the first event the model
+    does not allow) in the diagram ``ident``: the page opens scrolled to it."""
+    return f"{ident}-breaking-step"
+
+
 def svg(d: Diagram, ident: str) -> str:
     """The diagram as one ``<svg>`` element; ``ident`` makes its marker ids unique on a page
     that holds several diagrams."""
@@ -114,8 +123,9 @@ def svg(d: Diagram, ident: str) -> str:
         n = i + d.first_number
         cls = "step bad" if row.bad else "step"
         note = f' <tspan class="note">{escape(row.note)}</tspan>' if row.note else ""
+        anchor = f' id="{breaking_anchor(ident)}"' if row.bad else ""
         out.append(
-            f'<g class="{cls}" data-step="{n}" tabindex="0">'
+            f'<g class="{cls}"{anchor} data-step="{n}" tabindex="0">'
             f'<rect class="hit" x="0" y="{y - ROW_H / 2}" width="{width}" height="{ROW_H}"/>'
             f'<text class="num" x="{lanes_w + 4}" y="{y + 4}">{n}.</text>'
             f'<text class="text" x="{lanes_w + 36}" y="{y + 4}">{escape(row.text)}{note}</text>'
@@ -134,8 +144,12 @@ def svg(d: Diagram, ident: str) -> str:
         x2s, y2s = x2 - dx / length * shrink, y2 - dy / length * shrink
         marker = "" if a.lost else f' marker-end="url(#{ident}-{a.kind})"'
         # labels stand above their sending step, one line each, so a step's arrows never
-        # write over each other; they show only while a step they touch is selected
-        lx, ly = min(x1, x2) + 8, y1 - 6 - 12 * k
+        # write over each other; they show only while a step they touch is selected.  Each
+        # starts past the sending lane's line and sits on a background of its own, so the
+        # lines it crosses (lanes, other arrows) run behind it, not through its letters
+        lx, ly = min(x1, x2) + LABEL_GAP, y1 - 7 - LABEL_H * k
+        bg = (f'<rect class="label-bg" x="{lx - 2:.1f}" y="{ly - LABEL_H + 2:.1f}" '
+              f'width="{LABEL_CHAR_W * len(a.label) + 4:.1f}" height="{LABEL_H}" rx="2"/>')
         cross = (f'<path class="lost-x" d="M{x2 - 5},{y2 - 5}L{x2 + 5},{y2 + 5}M{x2 - 5},{y2 + 5}L{x2 + 5},{y2 - 5}"/>'
                  if a.lost else "")
         out.append(
@@ -143,6 +157,6 @@ def svg(d: Diagram, ident: str) -> str:
             f'data-to="{"" if a.dst is None else a.dst + d.first_number}">'
             f"<title>{escape(a.label)}</title>"
             f'<line x1="{x1}" y1="{y1}" x2="{x2s:.1f}" y2="{y2s:.1f}"{marker}/>{cross}'
-            f'<text class="label" x="{lx:.1f}" y="{ly:.1f}">{escape(a.label)}</text></g>')
+            f'{bg}<text class="label" x="{lx:.1f}" y="{ly:.1f}">{escape(a.label)}</text></g>')
     out.append("</svg>")
     return "".join(out)

@@ -105,6 +105,8 @@ svg .arrow .label { font-size: 10.5px; fill: var(--muted); opacity: 0; paint-ord
   stroke-width: 3px; stroke-linejoin: round; }
 svg .arrow.hot line { stroke-width: 2.6; opacity: 1; }
 svg .arrow.hot .label { opacity: 1; fill: var(--ink); }
+svg .arrow .label-bg { fill: #fff; opacity: 0; stroke: var(--line); stroke-width: .8; }
+svg .arrow.hot .label-bg { opacity: .92; }
 svg .head.message { fill: var(--accent); }
 svg .head.zk, svg .head.session { fill: var(--zk); }
 table.index { border-collapse: collapse; margin: 8px 0; }
@@ -148,7 +150,21 @@ SCRIPT = """
       });
     });
     show(selected);
+    // open at the breaking step: its row in the middle of the diagram's scrolling box
+    var breaking = run.querySelector('g.step.bad');
+    var box = run.querySelector('div.diagram');
+    if (breaking && box) {
+      var hit = breaking.querySelector('rect.hit');
+      var y = hit ? Number(hit.getAttribute('y')) : 0;
+      box.scrollTop = Math.max(0, y - box.clientHeight / 2);
+    }
   });
+  // a page of one run opens at it when it breaks (a page of several keeps its index in
+  // view), unless a link named a place to open at
+  var first = document.querySelector('g.step.bad');
+  if (first && document.querySelectorAll('section.run').length === 1 && !window.location.hash) {
+    first.closest('section.run').scrollIntoView({block: 'start'});
+  }
 })();
 """
 

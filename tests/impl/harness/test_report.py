@@ -54,7 +54,7 @@ class Page(HTMLParser):
         if tag == "text" and "lane-name" in classes:
             self._lane_name = True
         elif tag == "g" and "step" in classes and s is not None:
-            s["steps"].append({"n": int(a["data-step"]), "bad": "bad" in classes})
+            s["steps"].append({"n": int(a["data-step"]), "bad": "bad" in classes, "id": a.get("id")})
         elif tag == "g" and "arrow" in classes and s is not None:
             s["arrows"].append({"kind": a["data-kind"], "from": a["data-from"], "to": a["data-to"],
                                 "state": classes[2]})
@@ -203,6 +203,30 @@ def test_conformance_report_draws_each_failing_group_up_to_its_first_divergence(
             assert a["kind"] != "message" or not a["to"] or int(a["from"]) < int(a["to"])  # sends before receipts
     assert {1, 2, 3} <= {int(lane.split()[1]) for s in page.sections for lane in s["lanes"] if lane.startswith("broker")}
     assert_self_contained(path, page)
+
+
+def test_a_failing_trace_opens_at_its_breaking_step_with_labels_off_the_arrows(tmp_path):
+    """Each failing group's breaking step is the diagram's anchor, the page's script scrolls
+    the diagram to it, and every arrow label has a background and starts clear of its lane."""
+    from impl.harness.report import write_conformance_report
+    from impl.harness.report.diagram import LABEL_GAP, breaking_anchor
+    from impl.harness.report.page import SCRIPT
+
+    verdicts, scenarios = _judged_groups()
+    path = write_conformance_report(tmp_path / "report.html", [str(NONCONFORMING)], verdicts, scenarios, "counts")
+    page = parse(path)
+    assert page.sections
+    for section in page.sections:
+        [bad] = [s for s in section["steps"] if s["bad"]]
+        assert bad["id"] == breaking_anchor(section["id"])
+        assert all(s["id"] is None for s in section["steps"] if not s["bad"])
+    html = path.read_text()
+    assert SCRIPT in html and "querySelector('g.step.bad')" in SCRIPT and "scrollTop" in SCRIPT
+    labels = [a for tag, a in page.tags if tag == "text" and a.get("class") == "label"]
+    backgrounds = [a for tag, a in page.tags if tag == "rect" and a.get("class") == "label-bg"]
+    assert labels and len(backgrounds) == len(labels)
+    lanes = {float(a["x1"]) for tag, a in page.tags if tag == "line" and "y1" in a and a.get("x1") == a.get("x2")}
+    assert all(min(abs(float(t["x"]) - x) for x in lanes) >= LABEL_GAP - 0.1 for t in labels)
 
 
 @pytest.mark.slow
