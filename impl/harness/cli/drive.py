@@ -85,12 +85,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_drive)
 
 
-def run_drive(args: argparse.Namespace) -> int:
-    if args.config not in NAMED:
-        raise UsageError(f"unknown configuration {args.config!r}; choose one of {', '.join(DRIVABLE)}")
-    if args.config not in DRIVABLE:
-        raise UsageError(f"{args.config} has Apache Kafka's own rules, which Epochal's brokers do not follow: "
+def _drivable_config(name: str) -> None:
+    """A configuration drive can run, else the one-line reason (bad input)."""
+    if name not in NAMED:
+        raise UsageError(f"unknown configuration {name!r}; choose one of {', '.join(DRIVABLE)}")
+    if name not in DRIVABLE:
+        raise UsageError(f"{name} has Apache Kafka's own rules, which Epochal's brokers do not follow: "
                          f"it judges Kafka's traces (epochal kafka record, conform); drive one of {', '.join(DRIVABLE)}")
+
+
+def run_drive(args: argparse.Namespace) -> int:
+    _drivable_config(args.config)
     if args.step_timeout <= 0:
         raise UsageError("--step-timeout must be positive")
     if args.generate and (args.budget is None or args.budget <= 0):
