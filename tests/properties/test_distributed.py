@@ -76,3 +76,12 @@ def test_check_spark_refuses_what_the_compiled_search_cannot_run_in_one_line() -
     assert done.returncode == 2
     assert "--spark:" in done.stderr and "one partition only" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_spark_search_gives_kip320s_pinned_count_at_two_brokers(sc: Any) -> None:
+    from pinned import pinned
+
+    r = check_spark(named("kip320"), sc)
+    assert r.complete and r.violation is None
+    assert r.states == pinned("kip320", "default", "states")
