@@ -21,6 +21,14 @@ PREFERRED_ELECTIONS = Knob("preferred_elections", "preferred-replica elections",
                            help="preferred-replica elections an admin may ask for")
 
 
+def reads_broker_order(s: State, cfg: Config) -> bool:
+    """Whether a preferred-replica election may still happen from s.  The preferred replica
+    is the lowest broker id of the (sorted) AR, so while one may happen broker ids are not
+    interchangeable: renaming brokers changes which replica an election moves the
+    leadership to, and a symmetry reduction must keep the naming as it is."""
+    return s.ghost.preferred_elections < cfg.preferred_elections
+
+
 def preferred_elections_args(s: State, cfg: Config) -> Iterator[tuple]:
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.preferred_elections >= cfg.preferred_elections:

@@ -286,7 +286,7 @@ def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tup
                 # messages) tell them apart t is canonical as it stands.
                 transitions += 1
                 t = normal_form(pair[1], _CFG)
-                c = t if not _SYM or len(candidate_permutations(s)) == 1 else canonical(t)
+                c = t if not _SYM or len(candidate_permutations(s, _CFG)) == 1 else canonical(t, _CFG)
                 h = hash(c)
                 if h not in local:
                     local.add(h)
@@ -302,7 +302,7 @@ def _expand_chunk(chunk: list[State]) -> tuple[list[tuple[int, int, State]], tup
                 h = memo.get(ht)
                 if h is not None and (h in local or h in _SEEN):
                     continue  # seen before: no need to canonicalise it again
-                c = canonical(normal_form(t, _CFG) if _RED else t)
+                c = canonical(normal_form(t, _CFG) if _RED else t, _CFG)
                 h = hash(c)
                 if len(memo) >= MEMO_LIMIT:
                     memo.clear()
@@ -523,7 +523,7 @@ def search_key(s: State, cfg: Config, symmetry: bool, reduction: bool) -> State:
     canonical (with symmetry)."""
     if reduction:
         s = normal_form(s, cfg)
-    return canonical(s) if symmetry else s
+    return canonical(s, cfg) if symmetry else s
 
 
 def _counterexample(cfg: Config, symmetry: bool, reduction: bool, parent: dict[int, int], found: tuple, root_fp: int) -> Violation:

@@ -6,13 +6,21 @@ are ordered by a signature that does not mention broker ids, and only the permut
 consistent with that order (all of them within groups of equal signatures) are tried; the
 smallest permuted state wins.  Two states in one orbit have the same sorted signatures and
 the same candidate set, hence the same representative -- the reduction is exact.
+
+Brokers are interchangeable only while no action can read the order of their ids: a
+preferred-replica election moves the leadership to the lowest id of the AR
+(``model.actions.preferred_election.reads_broker_order``).  While one may still happen, the
+only renaming tried is the identity, so the reduction never merges states that a
+preferred election tells apart; after the last one the full reduction applies again.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from itertools import permutations, product
+from typing import TYPE_CHECKING
 
+from model.actions.preferred_election import reads_broker_order
 from model.state import (
     NO_LEADER,
     Broker,
@@ -24,6 +32,9 @@ from model.state import (
     StopReplica,
     Zk,
 )
+
+if TYPE_CHECKING:
+    from model.config import Config
 
 
 def _map(perm: tuple[int, ...], b: int) -> int:
@@ -101,8 +112,12 @@ def _signature(s: State, b: int) -> tuple:
     )
 
 
-def candidate_permutations(s: State) -> list[tuple[int, ...]]:
+def candidate_permutations(s: State, cfg: Config | None = None) -> list[tuple[int, ...]]:
+    """The renamings ``canonical`` tries: those that order brokers by signature, or only the
+    identity while ``cfg`` lets an action read the order of broker ids."""
     n = len(s.brokers)
+    if cfg is not None and reads_broker_order(s, cfg):
+        return [tuple(range(n))]
     sigs = [_signature(s, b) for b in range(n)]
     order = sorted(range(n), key=sigs.__getitem__)  # order[new position] = old id
     groups: list[list[int]] = []
@@ -156,10 +171,11 @@ def rename_versions(s: State) -> State:
     return s._replace(zk=zk, brokers=brokers, leader_and_isr=lai, alter_partition=alters)
 
 
-def canonical(s: State) -> State:
-    """The representative of s's orbit under renaming of brokers (and of version counters)."""
+def canonical(s: State, cfg: Config | None = None) -> State:
+    """The representative of s's orbit under renaming of brokers (and of version counters);
+    with ``cfg``, under the renamings its actions cannot tell apart (see the module doc)."""
     s = rename_versions(s)
-    perms = candidate_permutations(s)
+    perms = candidate_permutations(s, cfg)
     if len(perms) == 1:
         perm = perms[0]
         return s if perm == tuple(range(len(perm))) else permute(s, perm)
