@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.writers import write_unsigned_varint
 
 from impl.node.codes import KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
-from impl.node.kafka.codec import build
 from impl.node.kafka.translate.batches import read_uvarint
+from impl.node.kafka.translate.writer import write_values
 from impl.node.wire.values import decode_value, encode_value
 
 EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
@@ -178,10 +178,7 @@ def encode_body(api: ApiKey, body: Body) -> EncodedBody:
         values, used, extras = t.request(body)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{api.name} request cannot be sent as Kafka's: {exc!r}") from None
-    schema = t.request_schema()
-    buf = io.BytesIO()
-    entity_writer(schema)(buf, build(schema, **values))
-    return EncodedBody(buf.getvalue(), {**_leftover(body, used), **extras})
+    return EncodedBody(write_values(t.request_schema(), values), {**_leftover(body, used), **extras})
 
 
 def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
@@ -266,7 +263,7 @@ def encode_response(api: ApiKey, cid: int, clock: int, error: int, body: Body,
     buf.write(_I32.pack(cid))
     if t.flexible:  # response header v1; v0 has no tagged fields
         _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
-    entity_writer(schema)(buf, build(schema, **values))
+    buf.write(write_values(schema, values))
     frame = buf.getbuffer()
     _I32.pack_into(frame, 0, len(frame) - _I32.size)
     return bytes(frame)
