@@ -12,8 +12,9 @@ from kio.serial import entity_writer
 
 from impl.node.codes import ApiKey
 from impl.node.kafka.codec import build
-from impl.node.kafka.translate import TRANSLATIONS
+from impl.node.kafka.translate import TRANSLATIONS, _decode_extras, _encode_extras
 from impl.node.kafka.translate.writer import write_values
+from impl.node.wire.values import encode_value
 from tests.impl.node.test_wire_kafka import ANSWERS, REQUESTS
 
 
@@ -95,3 +96,11 @@ def test_offset_for_leader_epoch_is_written_as_kio_writes_it(t: str, partition: 
                "replica_id": replica}
     _same_request(ApiKey.OFFSETS_FOR_LEADER_EPOCH, request)
     _same_response(ApiKey.OFFSETS_FOR_LEADER_EPOCH, request, error, {"leader_epoch": epoch, "end_offset": end})
+
+
+@given(st.dictionaries(st.sampled_from(["clock", "message", "broker_epoch"]),
+                       st.one_of(i64, st.booleans(), st.text(max_size=5)), max_size=3))
+def test_the_tag_is_the_value_encoding_of_its_map(extras: dict[str, Any]) -> None:
+    raw = _encode_extras(extras)
+    assert raw == encode_value(extras)
+    assert _decode_extras(raw) == extras

@@ -122,11 +122,30 @@ def read_top_level_error(success: Callable[[Any], Body]) -> Callable[[Any, Body]
 
 # -- the tag ---------------------------------------------------------------------------------
 
+# A tag that holds the clock alone (most answers, the clients' requests): its bytes are
+# encode_value({"clock": n}), written and read here without walking the value encoding.
+_CLOCK_ONLY = encode_value({"clock": 0})[:-8]
+_I64 = struct.Struct(">q")
+
+
+def _encode_extras(extras: Body) -> bytes:
+    clock = extras.get("clock")
+    if len(extras) == 1 and type(clock) is int:
+        return _CLOCK_ONLY + _I64.pack(clock)
+    return encode_value(extras)
+
+
+def _decode_extras(raw: bytes) -> Any:
+    if len(raw) == len(_CLOCK_ONLY) + _I64.size and raw.startswith(_CLOCK_ONLY):
+        return {"clock": _I64.unpack_from(raw, len(_CLOCK_ONLY))[0]}
+    return decode_value(raw)
+
+
 def _write_tags(buf: io.BytesIO, extras: Body) -> None:
     if not extras:
         write_unsigned_varint(buf, 0)
         return
-    raw = encode_value(extras)
+    raw = _encode_extras(extras)
     write_unsigned_varint(buf, 1)
     write_unsigned_varint(buf, EPOCHAL_TAG)
     write_unsigned_varint(buf, len(raw))
@@ -143,7 +162,7 @@ def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
         if pos + size > len(payload):
             raise ProtocolError("truncated tagged field")
         if tag == EPOCHAL_TAG:
-            value = decode_value(payload[pos:pos + size])
+            value = _decode_extras(payload[pos:pos + size])
             if not isinstance(value, dict):
                 raise ProtocolError("the Epochal tag is not a map")
             extras = value
@@ -194,6 +213,9 @@ def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
 
 # -- request frames --------------------------------------------------------------------------
 
+RequestHeader = tuple[int, int, int, int, Body, int]
+"""(api key, version, correlation id, clock, extras, where the body starts)."""
+
 def request_frame_parts(api: int, version: int, cid: int, clock: int,
                         body: Body | EncodedBody) -> tuple[bytes, bytes]:
     """(length + header, body): Kafka's request header v2 with the clock and the extras in
@@ -209,7 +231,7 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
 
-def decode_request_header(payload: bytes) -> tuple[int, int, int, int, Body, int]:
+def decode_request_header(payload: bytes) -> RequestHeader:
     """(api key, version, correlation id, clock, extras, where the body starts)."""
     if len(payload) < _HEAD.size + _I16.size:
         raise ProtocolError("frame shorter than the request header", ErrorCode.INVALID_REQUEST)
@@ -223,8 +245,11 @@ def decode_request_header(payload: bytes) -> tuple[int, int, int, int, Body, int
     return api, version, cid, int(clock) if isinstance(clock, int) else 0, extras, pos
 
 
-def decode_request_body(payload: bytes) -> Body:
-    api, version, _, _, extras, pos = decode_request_header(payload)
+def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> Body:
+    """The body dict of a request frame; ``header``: what :func:`decode_request_header`
+    already read from this payload (the server reads the header first, to screen it, and
+    its tag is not decoded twice)."""
+    api, version, _, _, extras, pos = header or decode_request_header(payload)
     t = TRANSLATIONS[ApiKey(api)]
     if version != t.version:
         raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
