@@ -307,13 +307,14 @@ class Relay:
     def _classify(self, c: _Conn, payload: bytes, request: bool) -> Frame | None:
         data = _U32.pack(len(payload)) + payload
         if request:
-            api, _, cid, _ = decode_request_header(payload)
+            header = decode_request_header(payload)
+            api, _, cid, _ = header
             kind = REQUEST_KINDS.get(api, "client")
             body: dict[str, Any] = {}
             src: int | None = None
             if kind != "client":
                 with contextlib.suppress(ProtocolError):
-                    body = decode_request_body(payload)
+                    body = decode_request_body(payload, header)
                 if kind == "fetch_request" or kind == "epoch_lookup":
                     rid = body.get("replica_id", -1)
                     if not isinstance(rid, int) or rid < 0:

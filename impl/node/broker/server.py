@@ -165,7 +165,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                 if payload is None:
                     return
                 try:
-                    api_key, version, cid, clock = decode_request_header(payload)
+                    header = decode_request_header(payload)
+                    api_key, version, cid, clock = header
                 except ProtocolError as exc:
                     writer.write(encode_response(-1, 0, exc.code, {"message": str(exc)}))
                     await writer.drain()
@@ -179,7 +180,7 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                     api = ApiKey(api_key)
                     if version > API_VERSIONS[api] or version < 0:
                         raise RequestError(ErrorCode.UNSUPPORTED_VERSION)
-                    body = decode_request_body(payload)
+                    body = decode_request_body(payload, header)
                 except ValueError:
                     writer.write(encode_response(cid, 0, ErrorCode.INVALID_REQUEST,
                                                  {"message": f"unknown api key {api_key}"}))

@@ -73,18 +73,28 @@ def _api_key(payload: bytes) -> int | None:
     return _API_KEY.unpack_from(payload)[0] if len(payload) >= _API_KEY.size else None
 
 
-def decode_request_header(payload: bytes) -> tuple[int, int, int, int]:
-    """(api key, version, correlation id, clock)."""
+class RequestHeader(tuple[int, int, int, int]):
+    """(api key, version, correlation id, clock); for a Kafka message also everything its
+    header held (``kafka``), so that reading the body does not read the header again."""
+
+    kafka: kafka.RequestHeader | None = None
+
+
+def decode_request_header(payload: bytes) -> RequestHeader:
     if kafka.speaks_kafka(_api_key(payload)):
-        return kafka.decode_request_header(payload)[:4]
+        full = kafka.decode_request_header(payload)
+        header = RequestHeader(full[:4])
+        header.kafka = full
+        return header
     if len(payload) < _REQ_HEADER.size:
         raise ProtocolError("frame shorter than the request header", ErrorCode.INVALID_REQUEST)
-    return _REQ_HEADER.unpack_from(payload, 0)
+    return RequestHeader(_REQ_HEADER.unpack_from(payload, 0))
 
 
-def decode_request_body(payload: bytes) -> dict[str, Any]:
+def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> dict[str, Any]:
+    """The body of a request frame (``header``: its header, already read)."""
     if kafka.speaks_kafka(_api_key(payload)):
-        return kafka.decode_request_body(payload)
+        return kafka.decode_request_body(payload, header.kafka if header is not None else None)
     body = decode_value(payload[_REQ_HEADER.size:])
     if not isinstance(body, dict):
         raise ProtocolError("request body is not a map", ErrorCode.INVALID_REQUEST)

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.writers import write_unsigned_varint
 
 from impl.node.codes import KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
-from impl.node.kafka.codec import build
 from impl.node.kafka.translate.batches import read_uvarint
+from impl.node.kafka.translate.writer import write_values
 from impl.node.wire.values import decode_value, encode_value
 
 EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
@@ -122,11 +122,30 @@ def read_top_level_error(success: Callable[[Any], Body]) -> Callable[[Any, Body]
 
 # -- the tag ---------------------------------------------------------------------------------
 
+# A tag that holds the clock alone (most answers, the clients' requests): its bytes are
+# encode_value({"clock": n}), written and read here without walking the value encoding.
+_CLOCK_ONLY = encode_value({"clock": 0})[:-8]
+_I64 = struct.Struct(">q")
+
+
+def _encode_extras(extras: Body) -> bytes:
+    clock = extras.get("clock")
+    if len(extras) == 1 and type(clock) is int:
+        return _CLOCK_ONLY + _I64.pack(clock)
+    return encode_value(extras)
+
+
+def _decode_extras(raw: bytes) -> Any:
+    if len(raw) == len(_CLOCK_ONLY) + _I64.size and raw.startswith(_CLOCK_ONLY):
+        return {"clock": _I64.unpack_from(raw, len(_CLOCK_ONLY))[0]}
+    return decode_value(raw)
+
+
 def _write_tags(buf: io.BytesIO, extras: Body) -> None:
     if not extras:
         write_unsigned_varint(buf, 0)
         return
-    raw = encode_value(extras)
+    raw = _encode_extras(extras)
     write_unsigned_varint(buf, 1)
     write_unsigned_varint(buf, EPOCHAL_TAG)
     write_unsigned_varint(buf, len(raw))
@@ -143,7 +162,7 @@ def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
         if pos + size > len(payload):
             raise ProtocolError("truncated tagged field")
         if tag == EPOCHAL_TAG:
-            value = decode_value(payload[pos:pos + size])
+            value = _decode_extras(payload[pos:pos + size])
             if not isinstance(value, dict):
                 raise ProtocolError("the Epochal tag is not a map")
             extras = value
@@ -178,10 +197,7 @@ def encode_body(api: ApiKey, body: Body) -> EncodedBody:
         values, used, extras = t.request(body)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{api.name} request cannot be sent as Kafka's: {exc!r}") from None
-    schema = t.request_schema()
-    buf = io.BytesIO()
-    entity_writer(schema)(buf, build(schema, **values))
-    return EncodedBody(buf.getvalue(), {**_leftover(body, used), **extras})
+    return EncodedBody(write_values(t.request_schema(), values), {**_leftover(body, used), **extras})
 
 
 def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
@@ -196,6 +212,9 @@ def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
 
 
 # -- request frames --------------------------------------------------------------------------
+
+RequestHeader = tuple[int, int, int, int, Body, int]
+"""(api key, version, correlation id, clock, extras, where the body starts)."""
 
 def request_frame_parts(api: int, version: int, cid: int, clock: int,
                         body: Body | EncodedBody) -> tuple[bytes, bytes]:
@@ -212,7 +231,7 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
 
-def decode_request_header(payload: bytes) -> tuple[int, int, int, int, Body, int]:
+def decode_request_header(payload: bytes) -> RequestHeader:
     """(api key, version, correlation id, clock, extras, where the body starts)."""
     if len(payload) < _HEAD.size + _I16.size:
         raise ProtocolError("frame shorter than the request header", ErrorCode.INVALID_REQUEST)
@@ -226,8 +245,11 @@ def decode_request_header(payload: bytes) -> tuple[int, int, int, int, Body, int
     return api, version, cid, int(clock) if isinstance(clock, int) else 0, extras, pos
 
 
-def decode_request_body(payload: bytes) -> Body:
-    api, version, _, _, extras, pos = decode_request_header(payload)
+def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> Body:
+    """The body dict of a request frame; ``header``: what :func:`decode_request_header`
+    already read from this payload (the server reads the header first, to screen it, and
+    its tag is not decoded twice)."""
+    api, version, _, _, extras, pos = header or decode_request_header(payload)
     t = TRANSLATIONS[ApiKey(api)]
     if version != t.version:
         raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
@@ -266,7 +288,7 @@ def encode_response(api: ApiKey, cid: int, clock: int, error: int, body: Body,
     buf.write(_I32.pack(cid))
     if t.flexible:  # response header v1; v0 has no tagged fields
         _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
-    entity_writer(schema)(buf, build(schema, **values))
+    buf.write(write_values(schema, values))
     frame = buf.getbuffer()
     _I32.pack_into(frame, 0, len(frame) - _I32.size)
     return bytes(frame)

@@ -1,0 +1,106 @@
+"""The translations' own writer is held to kio's entity writer byte for byte: every
+example of the wire tests, then generated Produce, Fetch and OffsetForLeaderEpoch bodies."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.serial import entity_writer
+
+from impl.node.codes import ApiKey
+from impl.node.kafka.codec import build
+from impl.node.kafka.translate import TRANSLATIONS, _decode_extras, _encode_extras
+from impl.node.kafka.translate.writer import write_values
+from impl.node.wire.values import encode_value
+from tests.impl.node.test_wire_kafka import ANSWERS, REQUESTS
+
+
+def _kio(schema: type, values: dict[str, Any]) -> bytes:
+    buf = io.BytesIO()
+    entity_writer(schema)(buf, build(schema, **values))
+    return buf.getvalue()
+
+
+def _same_request(api: ApiKey, body: dict[str, Any]) -> None:
+    t = TRANSLATIONS[api]
+    values, _, _ = t.request(body)
+    assert write_values(t.request_schema(), values) == _kio(t.request_schema(), values)
+
+
+def _same_response(api: ApiKey, request: dict[str, Any], error: int, body: dict[str, Any]) -> None:
+    t = TRANSLATIONS[api]
+    values, _, _ = t.response(error, body, request)
+    assert write_values(t.response_schema(), values) == _kio(t.response_schema(), values)
+
+
+def test_every_wire_example_is_written_as_kio_writes_it() -> None:
+    for api, body in REQUESTS:
+        _same_request(api, body)
+    for api, request, error, body in ANSWERS:
+        _same_response(api, request, error, body)
+
+
+i32 = st.integers(-(2**31), 2**31 - 1)
+i64 = st.integers(-(2**63), 2**63 - 1)
+offset = st.integers(0, 2**40)
+topic = st.text(min_size=1, max_size=20)
+values = st.lists(st.binary(max_size=40), min_size=1, max_size=5)
+errors = st.sampled_from([0, 1, 6, 74])
+
+
+@settings(max_examples=150, deadline=None)
+@given(topic, st.integers(0, 2**31 - 1), values, st.sampled_from([-1, 0, 1]), st.integers(0, 2**31 - 1),
+       st.integers(-1, 2**40), st.integers(0, 2**31 - 1000), errors, offset)
+def test_produce_is_written_as_kio_writes_it(t: str, partition: int, vs: list[bytes], acks: int, timeout: int,
+                                            producer_id: int, sequence: int, error: int, base: int) -> None:
+    request = {"topic": t, "partition": partition, "values": vs, "acks": acks, "timeout_ms": timeout,
+               "producer_id": producer_id, "base_sequence": sequence}
+    _same_request(ApiKey.PRODUCE, request)
+    _same_response(ApiKey.PRODUCE, request, error, {"base_offset": base, "leader_epoch": 2})
+
+
+fetch_partitions = st.lists(st.fixed_dictionaries({
+    "topic": topic, "partition": st.integers(0, 2**31 - 1), "fetch_offset": offset,
+    "leader_epoch": st.integers(-1, 2**31 - 1)}), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(-1, 100), i32, st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1), fetch_partitions,
+       st.lists(st.tuples(errors, offset, st.integers(-1, 99), st.integers(-1, 99), offset,
+                          st.lists(st.binary(max_size=20), max_size=3)), min_size=4, max_size=4))
+def test_fetch_is_written_as_kio_writes_it(replica: int, epoch: int, max_bytes: int, wait: int,
+                                          parts: list[dict[str, Any]], answers: list[Any]) -> None:
+    request = {"replica_id": replica, "broker_epoch": epoch, "max_bytes": max_bytes, "max_wait_ms": wait,
+               "partitions": parts}
+    _same_request(ApiKey.FETCH, request)
+    answered = [{"topic": p["topic"], "partition": p["partition"], "error": error, "hw": hw,
+                 "leader": leader, "leader_epoch": leader_epoch, "log_start_offset": start,
+                 "records": [[hw + i, 1, v] for i, v in enumerate(vs)] if hw >= 0 else []}
+                for p, (error, hw, leader, leader_epoch, start, vs) in zip(parts, answers, strict=False)]
+    _same_response(ApiKey.FETCH, request, 0, {"partitions": answered})
+    single = {"topic": "t", "partition": 0, "fetch_offset": 0}
+    _same_request(ApiKey.FETCH, single)
+    _same_response(ApiKey.FETCH, single, 0, {"records": [[0, 1, b"a"]], "hw": answers[0][1],
+                                            "leo": 1, "leader_epoch": 0, "log_start_offset": 0})
+
+
+@settings(max_examples=100, deadline=None)
+@given(topic, st.integers(0, 2**31 - 1), st.integers(-1, 2**31 - 1), st.integers(-1, 2**31 - 1),
+       st.integers(-1, 100), errors, offset)
+def test_offset_for_leader_epoch_is_written_as_kio_writes_it(t: str, partition: int, epoch: int, current: int,
+                                                            replica: int, error: int, end: int) -> None:
+    request = {"topic": t, "partition": partition, "leader_epoch": epoch, "current_leader_epoch": current,
+               "replica_id": replica}
+    _same_request(ApiKey.OFFSETS_FOR_LEADER_EPOCH, request)
+    _same_response(ApiKey.OFFSETS_FOR_LEADER_EPOCH, request, error, {"leader_epoch": epoch, "end_offset": end})
+
+
+@given(st.dictionaries(st.sampled_from(["clock", "message", "broker_epoch"]),
+                       st.one_of(i64, st.booleans(), st.text(max_size=5)), max_size=3))
+def test_the_tag_is_the_value_encoding_of_its_map(extras: dict[str, Any]) -> None:
+    raw = _encode_extras(extras)
+    assert raw == encode_value(extras)
+    assert _decode_extras(raw) == extras
