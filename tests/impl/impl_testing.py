@@ -27,9 +27,13 @@ def wait_until(cond: Callable[[], Any], timeout: float, what: str, every: float 
 
 
 def trace_events(data_dir: Path) -> list[dict[str, Any]]:
+    """Every complete event of a running cluster's traces: a broker may be writing a line as
+    they are read, so a last line without its newline is not an event yet."""
     events = []
     for f in sorted((data_dir / "traces").glob("*.jsonl")):
-        for line in f.read_text().splitlines():
+        text = f.read_text()
+        complete = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
+        for line in complete.splitlines():
             if line.strip():
                 events.append(json.loads(line))
     return events
