@@ -14,7 +14,7 @@ from impl.node import zk as zkl
 from impl.node.client import Admin, Consumer, Producer
 from impl.node.config import BrokerConfig
 from impl.node.log import Record
-from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, RpcError
+from impl.node.wire import ApiKey, BlockingConnection, ErrorCode, ProtocolError, RpcError
 
 MiB = 1024 * 1024
 
@@ -87,13 +87,14 @@ def test_three_acks_all_values_of_3_mib_reach_a_restarted_follower_and_a_consume
         producer.send("big", b"z" * (4 * MiB + 1), partition=0)
     assert refused.value.code == ErrorCode.RECORD_TOO_LARGE
     # and a value that is not bytes (an integer once became a 16 MiB record of zeros)
+    # is refused by the client's record batch writer before anything is sent
     conn = BlockingConnection(*c.endpoint(0), timeout=5)
     try:
-        err, _, _ = conn.send(ApiKey.PRODUCE, {"topic": "big", "partition": 0, "acks": 1,
-                                               "values": [16 * MiB]})
+        with pytest.raises(ProtocolError) as not_bytes:
+            conn.send(ApiKey.PRODUCE, {"topic": "big", "partition": 0, "acks": 1, "values": [16 * MiB]})
     finally:
         conn.close()
-    assert err == ErrorCode.INVALID_REQUEST
+    assert not_bytes.value.code == ErrorCode.INVALID_REQUEST
     with Consumer(c.bootstrap) as consumer:
         assert len(list(consumer.consume("big", True, 1.0))) == 3
     zk.stop()

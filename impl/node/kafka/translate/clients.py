@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.node.codes import ApiKey
+from impl.node.codes import ApiKey, ErrorCode, ProtocolError
 from impl.node.kafka.translate import (
     NOTHING,
     Body,
@@ -34,7 +34,14 @@ NO_PRODUCER = -1
 # -- Produce ---------------------------------------------------------------------------------
 
 def _value(v: Any) -> bytes:
-    return v.encode() if isinstance(v, str) else bytes(v)
+    """A record's value as bytes: a string in UTF-8, bytes as they are; anything else is
+    refused before it is sent (``bytes(16 * MiB)`` would be 16 MiB of zeros)."""
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v)
+    raise ProtocolError(f"a record value must be bytes or a string, not {type(v).__name__}",
+                        ErrorCode.INVALID_REQUEST)
 
 
 def _produce_request(body: Body) -> tuple[Body, frozenset[str], Body]:
