@@ -417,7 +417,7 @@ def test_malformed_and_out_of_order_authentication_frames_are_refused_and_close_
                      (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"\xff\x00garbage"})],
          ErrorCode.SASL_AUTHENTICATION_FAILED),
         ("no bytes", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
-                      (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": 7})],
+                      (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b""})],
          ErrorCode.SASL_AUTHENTICATION_FAILED),
         ("bad name", [(ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
                       (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": client_first("a" * 200)})],
