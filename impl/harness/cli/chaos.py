@@ -7,15 +7,17 @@ Exit code 0 on pass, 1 on any finding, 2 on bad arguments or a cluster that cann
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from impl.harness.chaos.clients import CLIENTS
 from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
 from impl.harness.chaos.schedule import MIN_INSYNC, REPLICATION
+from impl.harness.cli.chaos_verdict import chaos_document
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.verdict import print_verdict
 from impl.harness.cluster import PLACEHOLDERS, BrokerCommand, BrokerCommandError
 
 ACKS = {"all": -1, "-1": -1, "1": 1}
@@ -96,10 +98,16 @@ def run_kafka(args: argparse.Namespace) -> int:
         raise UsageError(f"could not run the Kafka cluster: {exc}") from None
     code = 0 if report.passed else 1
     if args.json:
-        print(json.dumps({"command": "chaos", "exit_code": code, **report.as_dict()}, indent=2, default=str))
+        return print_chaos(args, report.as_dict(), code, "kafka")
     else:
         log(kafka_run.render(report))
     return code
+
+
+def print_chaos(args: argparse.Namespace, report: dict[str, Any], code: int, engine: str) -> int:
+    """The run's report as the verdict object (:mod:`impl.harness.cli.chaos_verdict`)."""
+    config, violation, fields = chaos_document(report, engine)
+    return print_verdict(args, code, config, violation, **fields)
 
 
 def add_broker_cmd_args(p: argparse.ArgumentParser) -> None:
@@ -164,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(chaos.data_dir, ignore_errors=True)
         raise UsageError(f"could not run the cluster: {exc}") from None
     if args.json:
-        print(json.dumps({"command": "chaos", **report.as_dict()}, indent=2, default=str))
+        return print_chaos(args, report.as_dict(), report.exit_code, "epochal")
     else:
         log(render_report(report))
     return report.exit_code

@@ -12,8 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from impl.harness.cli.chaos_verdict import demo_violation
 from impl.harness.cli.check import summary
-from impl.harness.cli.output import add_json_flag, print_json
+from impl.harness.cli.output import add_json_flag
+from impl.harness.cli.verdict import print_verdict
 from impl.harness.demo import (
     JUDGED_CONFIG,
     SCENARIO_CRASHES,
@@ -97,6 +99,6 @@ def run(args: argparse.Namespace) -> int:
     _say(f"demo {'PASSED' if ok else 'FAILED'}: every outcome {'is' if ok else 'is not'} the expected one ({seconds:.0f} s)")
     code = 0 if ok else 1
     if args.json:
-        return print_json(args, code, passed=ok, model_as_expected=model_ok, system_conforms=system_ok,
-                          seconds=round(seconds, 1))
+        return print_verdict(args, code, {"name": "demo"}, demo_violation(model_ok, system_ok), passed=ok,
+                             model_as_expected=model_ok, system_conforms=system_ok, seconds=round(seconds, 1))
     return code

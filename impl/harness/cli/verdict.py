@@ -1,5 +1,5 @@
-"""The verdict object: one shape for what ``check``, ``prove``, ``fuzz``, ``drive`` and
-``conform`` print under ``--json``, so a CI job reads any of them the same way.
+"""The verdict object: one shape for what ``check``, ``prove``, ``fuzz``, ``drive``,
+``conform``, ``chaos`` and ``demo`` print under ``--json``, so a CI job reads any of them the same way.
 
 Every verdict document carries ``command``, ``schema_version``, ``exit_code``, ``verdict``
 (one word per exit code, ``VERDICTS``), ``config`` (an object: the configuration judged,
