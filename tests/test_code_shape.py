@@ -59,3 +59,11 @@ def test_the_complexity_check_reports_a_function_one_past_the_limit(tmp_path: Pa
     found = _too_complex(tmp_path)
     assert len(found) == 1
     assert "past_limit.py" in found[0] and f"`branchy` is too complex ({MAX_COMPLEXITY + 1} > {MAX_COMPLEXITY})" in found[0]
+
+
+def test_no_module_of_the_command_line_shadows_the_standard_library() -> None:
+    """``spark-submit impl/harness/cli/main.py`` (and ``python impl/harness/cli/main.py``) put
+    that directory first on ``sys.path``: a ``numbers.py`` there replaced the standard
+    library's, and ``import decimal`` failed before the command parsed its arguments."""
+    cli = ROOT / "impl" / "harness" / "cli"
+    assert sorted(p.name for p in cli.glob("*.py") if p.stem in sys.stdlib_module_names) == []

@@ -85,3 +85,27 @@ def test_spark_search_gives_kip320s_pinned_count_at_two_brokers(sc: Any) -> None
     r = check_spark(named("kip320"), sc)
     assert r.complete and r.violation is None
     assert r.states == pinned("kip320", "default", "states")
+
+
+@pytest.mark.slow  # spark-submit's JVM and a 12-level search: about 30 s
+def test_check_spark_under_spark_submit_prints_the_native_searchs_verdict(tmp_path: Any) -> None:
+    """The command's own file submitted from another directory, as docs/checking.md says:
+    its stdout is one verdict object, the violation the compiled search finds at the same
+    depth."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    bare = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME") and not k.startswith("PYSPARK_")}
+    done = subprocess.run([str(Path(sys.executable).with_name("spark-submit")), "--master", "local[2]",
+                           str(root / "impl" / "harness" / "cli" / "main.py"), "check", "--spark", "--config",
+                           "design", "--json", "--quiet"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**bare, "PYSPARK_PYTHON": sys.executable}, timeout=600)
+    submitted = json.loads(done.stdout)
+    assert done.returncode == submitted["exit_code"] == 1, done.stderr[-2000:]
+    native = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--native", "--config",
+                             "design", "--json", "--quiet"], cwd=root, capture_output=True, text=True, timeout=300)
+    expected = json.loads(native.stdout)
+    assert submitted["config"] == expected["config"]
+    assert submitted["violation"]["property"] == expected["violation"]["property"]
+    assert len(submitted["violation"]["steps"]) == len(expected["violation"]["steps"])

@@ -22,7 +22,7 @@ from impl.harness.cli import client_config
 from impl.harness.cli.cluster_access import DEFAULT_DATA_DIR, friendly, leave_pointers
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.kafka import add_engine_args, run_kafka_cluster
-from impl.harness.cli.numbers import check_port_span
+from impl.harness.cli.option_ranges import check_port_span
 from impl.harness.cli.output import add_json_flag, print_json, wants_json
 
 

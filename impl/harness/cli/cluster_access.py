@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from impl.harness.cli.errors import UsageError
-from impl.harness.cli.numbers import endpoints
+from impl.harness.cli.option_ranges import endpoints
 from impl.harness.cli.output import add_json_flag
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"

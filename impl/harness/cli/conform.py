@@ -20,8 +20,8 @@ from conformance.spark.cli import DESCRIPTION, add_arguments
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND
 from impl.harness.cli.heartbeat import Heartbeat
-from impl.harness.cli.html import add_html_flag, check_writable
-from impl.harness.cli.html import write as write_html
+from impl.harness.cli.html_output import add_html_flag, check_writable
+from impl.harness.cli.html_output import write as write_html
 from impl.harness.cli.output import print_json
 from impl.harness.cli.verdict import FOLLOWS_MODEL, verdict_of, violation_object
 

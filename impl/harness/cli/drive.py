@@ -24,8 +24,8 @@ from impl.harness.cli.drive_verdict import (
 )
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import INCONCLUSIVE
-from impl.harness.cli.html import add_html_flag, check_writable
-from impl.harness.cli.html import write as write_html
+from impl.harness.cli.html_output import add_html_flag, check_writable
+from impl.harness.cli.html_output import write as write_html
 from impl.harness.cli.output import add_json_flag
 from impl.harness.drive import (
     DriveError,

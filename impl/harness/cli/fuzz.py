@@ -16,8 +16,8 @@ from typing import Any
 from impl.harness.cli.check import BOUNDS, add_bound_arguments, add_knob_arguments, bound_overrides
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, INCONCLUSIVE
-from impl.harness.cli.html import add_html_flag, check_writable
-from impl.harness.cli.html import write as write_html
+from impl.harness.cli.html_output import add_html_flag, check_writable
+from impl.harness.cli.html_output import write as write_html
 from impl.harness.cli.output import add_json_flag
 from impl.harness.cli.verdict import config_object, model_violation, print_results, result_entry
 from model.config import NAMED

@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import EXIT_CODES, INCONCLUSIVE, USAGE
-from impl.harness.cli.numbers import bound_numbers
+from impl.harness.cli.option_ranges import bound_numbers
 from impl.harness.cli.output import command_name, error_document, wants_json
 
 # the commands that act on a running cluster (reached as impl.harness.cli.cluster_access says)
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    return bound_numbers(parser)  # every numeric option's range (impl.harness.cli.numbers)
+    return bound_numbers(parser)  # every numeric option's range (impl.harness.cli.option_ranges)
 
 
 def _stopped(args: argparse.Namespace, code: int, message: str) -> int:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from impl.harness.cli.main import build_parser, main
-from impl.harness.cli.numbers import PORT_MAX, FloatRange, IntRange, numeric_options
+from impl.harness.cli.option_ranges import PORT_MAX, FloatRange, IntRange, numeric_options
 
 PARSER = build_parser()
 OPTIONS = list(numeric_options(PARSER))
