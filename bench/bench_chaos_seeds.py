@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for seed, brokers in runs:
         report, seconds = run(seed, args.duration, brokers)
-        v = report.get("verdict") or {}
+        v = report.get("writes") or {}
         c = report.get("conformance") or {}
         groups = f"{c.get('conforming', '?')}/{c.get('groups', '?')}"
         ok = report.get("exit_code") == 0

@@ -418,7 +418,7 @@ def test_cli_prints_schedule_verdict_and_json(tmp_path: Path) -> None:
                           timeout=600, cwd=Path(__file__).resolve().parents[3])
     report = json.loads(proc.stdout)
     assert "schedule (" in proc.stderr and "fault 1/" in proc.stderr
-    assert report["schedule"] and report["verdict"]["lost"] == 0
+    assert report["schedule"] and report["writes"]["lost"] == 0 and report["verdict"] == "holds"
     assert proc.returncode == report["exit_code"]
 
 
