@@ -223,3 +223,35 @@ def test_a_damaged_batch_is_a_protocol_error(damage: str) -> None:
         data[-2] ^= 0xFF
     with pytest.raises(ProtocolError):
         read_records(bytes(data if damage == "crc" else data[:-3]))
+
+
+# -- a replica fetch over several topics -------------------------------------------------------
+
+def _by_partition(parts: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(p["topic"], p["partition"]): p for p in parts}
+
+
+# a follower starts each fetch at the next partition (so none waits behind the others): its
+# partitions interleave topics, while Kafka's message holds them grouped by topic
+_INTERLEAVED = [
+    {"topic": "t", "partition": 1, "fetch_offset": 8, "hw": 8, "leader_epoch": 2, "topic_id": 1},
+    {"topic": "u", "partition": 0, "fetch_offset": 4, "hw": 3, "leader_epoch": 5, "topic_id": 2},
+    {"topic": "t", "partition": 0, "fetch_offset": 6, "hw": 5, "leader_epoch": 2, "topic_id": 1},
+]
+
+
+def test_each_partition_of_a_replica_fetch_keeps_its_own_hw_and_topic_id() -> None:
+    body = {"replica_id": 2, "broker_epoch": 9, "max_records": 1000, "partitions": _INTERLEAVED}
+    payload = encode_request(ApiKey.FETCH, API_VERSIONS[ApiKey.FETCH], 1, 1, body)[4:]
+    read = decode_request_body(payload)
+    assert _by_partition(read["partitions"]) == _by_partition(_INTERLEAVED)
+    assert [p["topic"] for p in read["partitions"]] == ["t", "t", "u"]  # Kafka's order
+
+
+def test_each_partition_of_a_fetch_answer_keeps_its_own_hw_and_leo() -> None:
+    answered = [{"topic": p["topic"], "partition": p["partition"], "error": 0, "records": [],
+                 "hw": p["hw"] + 1, "leo": p["fetch_offset"] + 2, "leader_epoch": p["leader_epoch"],
+                 "topic_id": p["topic_id"]} for p in _INTERLEAVED]
+    payload = encode_response(3, 1, 0, {"partitions": answered}, ApiKey.FETCH, {"replica_id": 2})[4:]
+    _, _, error, read = decode_response(payload, ApiKey.FETCH)
+    assert error == 0 and _by_partition(read["partitions"]) == _by_partition(answered)

@@ -9,10 +9,10 @@ stores, and Epochal's consumer reads keys out of stored values itself (docs/wire
 
 Epochal's fields Kafka's schema lacks ride in the header's tag: a fetch's ``max_records``
 and ``broker_epoch`` (KIP-903's replica epoch arrives only in Fetch v15), each replica
-partition's ``hw`` and ``topic_id`` (``partition_extras``, in partition order), each
-answered partition's ``leo`` and ``topic_id``; an epoch lookup's ``topic_id``.  An error
-answer of a whole request sets Fetch's top-level ``error_code``; a refused partition sets
-its own.
+partition's ``hw`` and ``topic_id`` and each answered partition's ``leo`` and ``topic_id``
+(``partition_extras``, in the order of Kafka's message: grouped by topic); an epoch
+lookup's ``topic_id``.  An error answer of a whole request sets Fetch's top-level
+``error_code``; a refused partition sets its own.
 """
 
 from __future__ import annotations
@@ -68,9 +68,20 @@ def read_records(data: bytes | None) -> tuple[list[list[Any]], list[list[int]]]:
 
 # -- Fetch -----------------------------------------------------------------------------------
 
+def _in_kafka_order(parts: Sequence[Body]) -> list[Body]:
+    """``parts`` in the order Kafka's Fetch holds them: grouped by topic, each topic where it
+    first appears.  A follower starts each fetch at the next partition (so none waits behind
+    the others), and its list interleaves topics; ``partition_extras`` must follow this order,
+    the one the receiver reads the partitions in, or a partition takes another's extras."""
+    topics: dict[str, list[Body]] = {}
+    for p in parts:
+        topics.setdefault(str(p["topic"]), []).append(p)
+    return [p for ps in topics.values() for p in ps]
+
+
 def _fetch_request(body: Body) -> tuple[Body, frozenset[str], Body]:
     if "partitions" in body:  # a replica fetch: every partition the follower fetches here
-        parts = list(body["partitions"])
+        parts = _in_kafka_order(body["partitions"])
         per_partition = int(body.get("partition_max_bytes", NO_LIMIT))
         used = {"partitions", "partition_max_bytes"}
     else:  # a consumer fetch: one partition
@@ -140,7 +151,7 @@ def _fetch_response(error: int, body: Body, request: Body) -> Fields:
             frozenset({"records", "hw", "log_start_offset", "leader_epoch"}), {}
     topics: dict[str, list[Body]] = {}
     extras = []
-    for p in body["partitions"]:
+    for p in _in_kafka_order(body["partitions"]):
         topics.setdefault(str(p["topic"]), []).append(_partition(
             int(p["partition"]), int(p["error"]), int(p.get("hw", -1)),
             int(p.get("log_start_offset", -1)), int(p.get("leader", -1)),
