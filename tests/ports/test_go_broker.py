@@ -22,7 +22,7 @@ PORT = Path(__file__).resolve().parents[2] / "ports" / "go"
 BINARY = PORT / "bin" / "epochal-go-broker"
 TEMPLATE = f"{BINARY} {{id}} {{port}} {{zookeeper}} {{data_dir}} --config {{config_json}}"
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow,
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")]
 
 
