@@ -5,6 +5,7 @@ package main
 // from followers, which long-poll and are answered concurrently.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -59,17 +60,24 @@ func (b *Broker) connection(c net.Conn) {
 		if err != nil {
 			return
 		}
+		if len(p) >= 2 {
+			if _, kafka := kafkaVersions[int16(binary.BigEndian.Uint16(p))]; !kafka {
+				// an admin API, on the frames of docs/wire.md section 2: not served here
+				if frame, keep := b.adminRefusal(p); frame != nil {
+					write(frame)
+					if keep {
+						continue
+					}
+				}
+				return
+			}
+		}
 		h, err := parseRequest(p)
 		if err != nil {
 			return
 		}
 		b.rec.Observe(h.clock)
-		want, known := kafkaVersions[h.api]
-		if !known {
-			// an unknown API (the admin APIs, INIT_PRODUCER_ID is answered below): refused,
-			// and the connection closed (docs/wire.md section 8, INVALID_REQUEST)
-			return
-		}
+		want := kafkaVersions[h.api]
 		if h.version != want {
 			return
 		}
@@ -193,4 +201,30 @@ func errorAnswer(req kmsg.Request, e *reqError) answer {
 		r.Topics = []kmsg.OffsetForLeaderEpochResponseTopic{t}
 	}
 	return answer{resp: resp, extras: extras}
+}
+
+// adminRefusal answers an admin request (docs/wire.md sections 2 and 3): this broker never
+// is the controller, so a version-1 request is answered NOT_CONTROLLER with the controller
+// /controller names (the client resends there) and the connection stays open; any other
+// (a version 0 to forward, DESCRIBE_CLIENT_QUOTAS, an unknown key) is INVALID_REQUEST and
+// the connection is closed.  The frame: u32 length | i32 correlation id | i64 clock |
+// i16 error code | the error body in Epochal's value encoding.
+func (b *Broker) adminRefusal(p []byte) ([]byte, bool) {
+	if len(p) < 16 {
+		return nil, false
+	}
+	version, cid := int16(binary.BigEndian.Uint16(p[2:])), int32(binary.BigEndian.Uint32(p[4:]))
+	b.rec.Observe(int64(binary.BigEndian.Uint64(p[8:])))
+	code, keep := int16(errInvalidRequest), false
+	body := map[string]any{"message": "this broker serves no admin request (a port that is never the controller)"}
+	if version == 1 {
+		code, keep = errNotController, true
+		body = map[string]any{"message": "NOT_CONTROLLER", "controller_id": b.zk.controllerID()}
+	}
+	frame := binary.BigEndian.AppendUint32(make([]byte, 4), uint32(cid))
+	frame = binary.BigEndian.AppendUint64(frame, uint64(b.rec.Tick()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(code))
+	frame = encodeValue(frame, body)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	return frame, keep
 }

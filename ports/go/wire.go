@@ -36,6 +36,7 @@ const (
 	errClusterAuthorization = 31
 	errUnsupportedVersion   = 35
 	errInvalidRequest       = 42
+	errNotController        = 41
 	errKafkaStorage         = 56
 	errFencedLeaderEpoch    = 74
 	errUnknownLeaderEpoch   = 75

@@ -44,6 +44,13 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+def test_the_go_codec_reads_and_writes_the_python_references_bytes(go_broker: Path) -> None:
+    """``go test`` in ports/go: the tag's value encoding and the record batches against bytes
+    the Python codec wrote, and the KIP-320 truncation rounds."""
+    tested = subprocess.run(["go", "test", "./..."], cwd=PORT, capture_output=True, text=True, timeout=600)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
 def test_a_chaos_run_with_the_go_broker_loses_nothing_and_conforms(
         tmp_path: Path, go_broker: Path, spark: Any) -> None:
     """Seed 1, 8 s, insecure (the port does no SCRAM / ZooKeeper SASL): the Go broker leads
