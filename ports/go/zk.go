@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -73,6 +74,7 @@ func connectZK(connect string, sessionTimeout time.Duration, onEvent func(zk.Eve
 		return &sniffConn{Conn: c, z: z}, nil
 	}
 	conn, _, err := zk.Connect(strings.Split(hosts, ","), sessionTimeout, zk.WithDialer(dialer),
+		zk.WithHostProvider(&eagerHosts{}),
 		zk.WithEventCallback(onEvent), zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
 	if err != nil {
 		return nil, err
@@ -82,6 +84,43 @@ func connectZK(connect string, sessionTimeout time.Duration, onEvent func(zk.Eve
 		return nil, fmt.Errorf("zookeeper sign-in: %w", err)
 	}
 	return z, nil
+}
+
+// eagerHosts hands out the servers in turn and lets the client pause (a second) only after
+// several attempts without a session.  go-zookeeper's own provider pauses at every wrap
+// around the list: with one server, a broker whose session expired while it was paused
+// waited two seconds (reconnect, then the new session) before it registered again, where
+// the Python brokers' client re-registers at once.
+type eagerHosts struct {
+	mu       sync.Mutex
+	servers  []string
+	next     int
+	attempts int
+}
+
+func (h *eagerHosts) Init(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("no ZooKeeper server")
+	}
+	h.servers = servers
+	return nil
+}
+
+func (h *eagerHosts) Len() int { return len(h.servers) }
+
+func (h *eagerHosts) Next() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	server := h.servers[h.next%len(h.servers)]
+	h.next++
+	h.attempts++
+	return server, h.attempts > 2*len(h.servers)+1
+}
+
+func (h *eagerHosts) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.attempts = 0
 }
 
 type quietLogger struct{}
