@@ -68,9 +68,20 @@ def read_records(data: bytes | None) -> tuple[list[list[Any]], list[list[int]]]:
 
 # -- Fetch -----------------------------------------------------------------------------------
 
+def _by_topic(parts: Sequence[Body]) -> list[Body]:
+    """Partitions in the order Kafka's message holds them: grouped by topic, the topics in
+    the order they first appear.  The per-partition extras ride in the tag as a list read
+    back in that order, so they must be written in it too: a follower's rotated partitions
+    (a, b, a) were otherwise read back with each other's ``hw`` and ``topic_id``."""
+    first: dict[str, int] = {}
+    for p in parts:
+        first.setdefault(str(p["topic"]), len(first))
+    return sorted(parts, key=lambda p: first[str(p["topic"])])
+
+
 def _fetch_request(body: Body) -> tuple[Body, frozenset[str], Body]:
     if "partitions" in body:  # a replica fetch: every partition the follower fetches here
-        parts = list(body["partitions"])
+        parts = _by_topic(list(body["partitions"]))
         per_partition = int(body.get("partition_max_bytes", NO_LIMIT))
         used = {"partitions", "partition_max_bytes"}
     else:  # a consumer fetch: one partition
@@ -140,7 +151,7 @@ def _fetch_response(error: int, body: Body, request: Body) -> Fields:
             frozenset({"records", "hw", "log_start_offset", "leader_epoch"}), {}
     topics: dict[str, list[Body]] = {}
     extras = []
-    for p in body["partitions"]:
+    for p in _by_topic(list(body["partitions"])):
         topics.setdefault(str(p["topic"]), []).append(_partition(
             int(p["partition"]), int(p["error"]), int(p.get("hw", -1)),
             int(p.get("log_start_offset", -1)), int(p.get("leader", -1)),
