@@ -41,8 +41,9 @@ func defaultConfig() Config {
 		MaxMessageBytes: 4 << 20, FetchMaxBytes: 4 << 20, FetchPartitionMaxBytes: 1 << 20, Insecure: true}
 }
 
+// usage refuses a bad command line or config: one line, exit 2.
 func usage(msg string) {
-	fmt.Fprintf(os.Stderr, "epochal-go-broker: %s\nusage: epochal-go-broker ID PORT ZOOKEEPER DATA_DIR [--config CONFIG_JSON]\n", msg)
+	fmt.Fprintf(os.Stderr, "epochal-go-broker: %s\n", msg)
 	os.Exit(2)
 }
 
@@ -63,7 +64,7 @@ func parseArgs(args []string) Config {
 		pos = append(pos, args[i])
 	}
 	if len(pos) != 4 {
-		usage(fmt.Sprintf("expected 4 positional arguments, got %d", len(pos)))
+		usage(fmt.Sprintf("expected ID PORT ZOOKEEPER DATA_DIR [--config CONFIG_JSON], got %d positional arguments", len(pos)))
 	}
 	if configPath != "" {
 		data, err := os.ReadFile(configPath)
