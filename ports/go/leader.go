@@ -257,10 +257,11 @@ func (b *Broker) spawnISRUpdate(r *Replica, isr []int32, follower int32, kind st
 	}
 	done := make(chan struct{})
 	r.isrWrite = done
+	epoch := r.leaderEpoch
 	go func() {
 		b.isrWriteLock.Lock() // one ISR write at a time, each recorded before the next
 		defer b.isrWriteLock.Unlock()
-		b.writeISR(r, isr, follower, kind)
+		b.writeISR(r, isr, follower, kind, epoch)
 		b.mu.Lock()
 		close(done)
 		if r.isrWrite == done {
@@ -271,9 +272,16 @@ func (b *Broker) spawnISRUpdate(r *Replica, isr []int32, follower int32, kind st
 	}()
 }
 
-func (b *Broker) writeISR(r *Replica, isr []int32, follower int32, kind string) {
+// writeISR writes an ISR decided in leader epoch epoch -- only in that epoch: a change that
+// waited for the lock while the controller made this broker leader again would be taken
+// by ZooKeeper on the new zk_version and shrink a follower the new ISR no longer holds.
+func (b *Broker) writeISR(r *Replica, isr []int32, follower int32, kind string, epoch int32) {
 	b.mu.Lock()
-	epoch, expected := r.leaderEpoch, r.zkVersion
+	if r.role != roleLeader || r.leaderEpoch != epoch {
+		b.mu.Unlock()
+		return
+	}
+	expected := r.zkVersion
 	state := LeaderAndISRZnode{Leader: b.id, LeaderEpoch: epoch, ISR: isr, ControllerEpoch: r.controllerEpoch}
 	path := leaderAndISRPath(r.topic, r.partition)
 	b.mu.Unlock()
