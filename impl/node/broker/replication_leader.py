@@ -221,16 +221,23 @@ class ReplicationLeader(BrokerCore):
         if r.isr_update_in_flight:
             return
         write = r.begin_isr_write()
-        asyncio.create_task(self._update_isr(r, new_isr, follower, kind, write))
+        asyncio.create_task(self._update_isr(r, new_isr, follower, kind, write, r.leader_epoch))
 
     async def _update_isr(self, r: Replica, new_isr: set[int], follower: int | None, kind: str,
-                          write: asyncio.Event) -> None:
+                          write: asyncio.Event, epoch: int) -> None:
         """One ISR write at a time, each recorded before the next is sent: concurrent writes
         (two partitions) would be recorded in thread order, not in ZooKeeper's zxid order,
-        and a trace whose order contradicts its zxids cannot be ordered causally."""
+        and a trace whose order contradicts its zxids cannot be ordered causally.
+
+        ``new_isr`` was decided in leader epoch ``epoch``.  A write that waited for the lock
+        while the controller made this broker leader again in a newer epoch is dropped: the
+        new epoch's ISR is the controller's, and applying the old decision to it (written on
+        the new zk_version, so ZooKeeper takes it) removed a follower the new ISR no longer
+        held -- a shrink the model does not allow.  The next check decides again."""
         try:
             async with self._isr_write_lock:
-                await self._write_isr(r, new_isr, follower, kind)
+                if r.role == LEADER and r.leader_epoch == epoch:
+                    await self._write_isr(r, new_isr, follower, kind)
         finally:
             r.end_isr_write(write)
 

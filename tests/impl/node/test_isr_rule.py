@@ -4,6 +4,7 @@ the leader's LEO *and* has not been caught up for longer than the lag time.  The
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from impl.node.log import PartitionLog
@@ -43,3 +44,32 @@ def test_a_follower_that_never_fetched_in_this_term_is_out_of_sync_after_the_lag
     r.record_follower_fetch(0, r.leo, now=r.last_caught_up[0])
     late = max(r.last_caught_up.values()) + 2 * LAG_S
     assert r.out_of_sync_followers(now=late, lag_time_s=LAG_S, lag_messages=4000) == {2}
+
+
+def test_an_isr_write_decided_in_an_older_epoch_is_dropped(tmp_path: Path) -> None:
+    """A shrink decided in epoch 1 that waited for the ISR write lock while the controller
+    made this broker leader again in epoch 2 (the ISR now the controller's) writes nothing:
+    taken on epoch 2's zk_version it removed a follower epoch 2's ISR no longer held."""
+    from impl.node.broker.replication_leader import ReplicationLeader
+
+    r = _leader(tmp_path)
+    written: list[tuple[set[int], int]] = []
+
+    class Leader(ReplicationLeader):
+        def __init__(self) -> None:  # only what _update_isr touches
+            self._isr_write_lock = asyncio.Lock()
+
+        async def _write_isr(self, r: Replica, new_isr: set[int], follower: int | None, kind: str) -> None:
+            written.append((new_isr, r.leader_epoch))
+
+    async def scenario() -> None:
+        leader = Leader()
+        stale = r.begin_isr_write()
+        r.become_leader(PartitionState("t", 0, 1, 2, [1, 2], [0, 1, 2], 1, 1))  # epoch 2, ISR {1, 2}
+        await leader._update_isr(r, {1, 2}, 0, "shrink_isr", stale, epoch=1)
+        assert written == [] and r.isr_write is None
+        current = r.begin_isr_write()
+        await leader._update_isr(r, {1}, 2, "shrink_isr", current, epoch=2)
+        assert written == [({1}, 2)]
+
+    asyncio.run(scenario())

@@ -168,6 +168,22 @@ def test_an_untagged_answer_loses_the_clock_and_keeps_kafkas_fields(
     assert 4 + size == len(payload)
 
 
+def test_a_replica_fetch_whose_partitions_interleave_topics_keeps_each_partitions_fields() -> None:
+    """A follower rotates its partitions (a, b, a); Kafka's message groups them by topic, and
+    the fields Kafka lacks (the tag's per-partition list) must follow that grouping both ways."""
+    parts = [{"topic": "a", "partition": 2, "fetch_offset": 1, "hw": 10, "topic_id": 100},
+             {"topic": "b", "partition": 0, "fetch_offset": 2, "hw": 20, "topic_id": 200},
+             {"topic": "a", "partition": 0, "fetch_offset": 3, "hw": 30, "topic_id": 100}]
+    request = {"replica_id": 2, "partitions": parts}
+    read = decode_request_body(encode_request(ApiKey.FETCH, API_VERSIONS[ApiKey.FETCH], 1, 0, request)[4:])
+    assert read["partitions"] == [parts[0], parts[2], parts[1]]
+    answer = {"partitions": [{"topic": p["topic"], "partition": p["partition"], "error": 0, "hw": p["hw"],
+                              "leo": p["fetch_offset"], "topic_id": p["topic_id"], "records": []} for p in parts]}
+    _, _, _, got = decode_response(encode_response(7, 1, 0, answer, ApiKey.FETCH, request)[4:], ApiKey.FETCH)
+    expected = answer["partitions"]
+    assert got["partitions"] == [expected[0], expected[2], expected[1]]
+
+
 def test_a_body_encoded_once_is_what_its_recipients_read() -> None:
     api, body = REQUESTS[5]
     shared = encoded_body(api, body)
