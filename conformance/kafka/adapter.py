@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
@@ -97,6 +97,13 @@ def model_config(run_dir: str | Path) -> str:
                 if m is not None:
                     return CONFIGS["3.9" if (int(m["major"]), int(m["minor"])) >= (2, 7) else "ibp-2.6"]
     return CONFIGS["ibp-2.6"]
+
+
+def outside_isr(leader: int, isr: list[int] | None) -> bool:
+    """Whether an election was unclean: Kafka does not log it as such (the controller's line
+    reads as a clean one's), so it is inferred from ZooKeeper's partition state -- a leader
+    elected who was not in the ISR last written (``isr``; None: none written yet)."""
+    return leader >= 0 and isr is not None and leader not in isr
 
 
 class AdapterError(ValueError):
@@ -246,7 +253,7 @@ class _Adapter:
         topic, p = topic_partition(tp)
         self.out.add(ts, controller, events.elect_leader(
             topic=topic, partition=p, zxid=0, leader=leader, leader_epoch=epoch, isr=isr, zk_version=version,
-            controller_epoch=cepoch, reason=reason, unclean=leader >= 0 and leader not in self.known_isr.get((topic, p), [leader]),
+            controller_epoch=cepoch, reason=reason, unclean=outside_isr(leader, self.known_isr.get((topic, p))),
             replicas=self.assigned.get((topic, p), [])), 0)
         self.known_isr[(topic, p)] = isr
         self.known_version[(topic, p)] = version
@@ -489,12 +496,60 @@ class _Adapter:
         known = [r.fetch_offset[f] for f in r.isr if f != leader and f in r.fetch_offset]
         return min([r.hw, *known])
 
-    def note_assignments(self, lines: list[tuple[float, int, int, Line]]) -> None:
+    def note_assignments(self, lines: list[tuple[int, Line]]) -> None:
         """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
-        for _, _, _, line in lines:
+        for _, line in lines:
             if line.name == "leader_and_isr_received":
                 key = (line.fields["topic"], int(line.fields["partition"]))
                 self.assigned.setdefault(key, ints(line.fields["replicas"]))
+
+
+class Elected(NamedTuple):
+    """A leader the controller wrote to a partition's state znode."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    unclean: bool  # outside_isr: elected outside the ISR last written
+
+
+def elections(run_dir: str | Path) -> list[Elected]:
+    """Every leader election of a run, unclean or not, from the partition state writes alone
+    (the controller's elections and ISR removals, an IBP 2.6 leader's own ISR writes, the
+    controller's AlterPartition answers): what ``adapt`` derives, without replaying the
+    replicas' logs -- a chaos run's producer batches many values in one request."""
+    run_dir = Path(run_dir)
+    isr: dict[tuple[str, int], list[int]] = {}
+    names: dict[str, str] = {}  # topic id -> name (AlterPartition from v2 names topics by id)
+    found: list[Elected] = []
+    for _, line in _ordered_lines(run_dir):
+        f = line.fields
+        if line.name == "became_leader":
+            names[f["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(f["tp"])[0]
+        elif line.name in ("leader_elected", "replica_offline", "isr_updated"):
+            if line.name == "isr_updated" and ALTER_CHANNEL in line.thread:
+                continue  # the leader applying the controller's write, counted at the controller
+            key = topic_partition(f["tp"])
+            written = f["isr"] if line.name == "leader_elected" else ints(f["isr"])
+            if line.name == "leader_elected":
+                leader = int(f["leader"])
+                found.append(Elected(*key, leader, int(f["epoch"]), outside_isr(leader, isr.get(key))))
+            isr[key] = written
+        elif line.name == "request" and f["request"]["requestHeader"]["requestApiKeyName"] == "ALTER_PARTITION":
+            for t in f["request"]["response"].get("topics", ()):
+                topic = t.get("topicName") or names.get(t.get("topicId", ""), "")
+                for pd in t["partitions"]:
+                    if pd["errorCode"] == 0:
+                        isr[(topic, pd["partitionIndex"])] = list(pd["isr"])
+    return found
+
+
+def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
+    """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
+    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
+                   key=lambda x: x[:4])
+    return [(broker, line) for _, _, broker, _, line in lines]
 
 
 def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
@@ -503,10 +558,9 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
     adapter = _Adapter(_values(run_dir), _down(run_dir))
-    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
-                   key=lambda x: x[:4])
-    adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])
-    for _, _, broker, _, line in lines:
+    lines = _ordered_lines(run_dir)
+    adapter.note_assignments(lines)
+    for broker, line in lines:
         adapter.on_line(broker, line)
     adapter.flush_expansions()
     for ts, kind, broker in _faults(run_dir):
