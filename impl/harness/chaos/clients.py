@@ -15,6 +15,7 @@ idempotent producer should have prevented.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -173,7 +174,12 @@ class ConfluentClient:
             producer.produce(topic, value=value.encode(), partition=partition, on_delivery=delivered)
         except Exception as exc:  # noqa: BLE001 - refused before it was queued (BufferError, a fatal error)
             on_delivery(Delivery(topic, partition, value, error=f"{type(exc).__name__}: {exc}"))
-        producer.poll(0)  # serve the delivery reports that are in
+        try:
+            producer.poll(0)  # serve the delivery reports that are in
+        except Exception as exc:  # a fatal error is raised here too, once its reports are served
+            if not (exc.args and hasattr(exc.args[0], "fatal") and exc.args[0].fatal()):
+                raise
+            self._fatal = True
 
     def _on_error(self, err: Any) -> None:
         """librdkafka's error reports: it retries every error but a fatal one itself."""
@@ -189,7 +195,8 @@ class ConfluentClient:
             return
         producer, self._producer, self._fatal = self._producer, None, False
         producer.purge()
-        producer.flush(0)
+        with contextlib.suppress(Exception):  # the fatal error, raised again as its reports are served
+            producer.flush(0)
 
     def flush(self, timeout: float) -> int:
         self._drop_if_fatal()

@@ -31,10 +31,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from conformance.kafka.adapter import elections
-from impl.harness.chaos.clients import ConfluentClient, Delivery
+from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
 from impl.harness.chaos.verdict import Election, explain_loss
 from impl.harness.chaos.workload import Ack
 from properties.safety import UNCLEAN_LABEL
@@ -201,9 +202,16 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         reader = ConfluentClient(properties)
         records, report.problems = reader.read_all(TOPIC, 1)
         reader.close()
-    log_values = {value: offset for offset, _epoch, value in records[0]}
-    report.read = len(records[0])
-    report.elections = [Election(*e) for e in elections(cluster.data_dir)]
+    account(report, records[0], cluster.data_dir)
+    return report
+
+
+def account(report: KafkaChaosReport, records: LogRecords, run_dir: Path) -> None:
+    """The verdict on the acknowledged writes against the partition read back (``records``):
+    each one not there lost, labelled with its cause from the elections in ``run_dir``'s logs."""
+    log_values = {value: offset for offset, _epoch, value in records}
+    report.read = len(records)
+    report.elections = [Election(*e) for e in elections(run_dir)]
     causes: Counter[str] = Counter()
     for d in report.acked:
         if d.value not in log_values:
@@ -212,7 +220,6 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         elif d.offset >= 0 and log_values[d.value] != d.offset:  # -1: a retry answered as a duplicate
             report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {log_values[d.value]}")
     report.causes = dict(causes.most_common())
-    return report
 
 
 def _ack(d: Delivery) -> Ack:
