@@ -231,6 +231,8 @@ class _Adapter:
         self.topic_names: dict[str, str] = {}  # topic id -> name
         # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
+        # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
+        self.applies: dict[tuple[str, int, int], tuple[float, list[int], int]] = {}
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -315,9 +317,12 @@ class _Adapter:
         r = self.replica(topic, p, broker)
         isr = ints(f["isr"])
         if ALTER_CHANNEL in thread:  # the controller wrote it: the leader applies its answer
-            r.isr, r.zk_version = isr, int(f["version"])
-            self.out.add(ts, broker, events.apply_isr(topic=topic, partition=p, isr=isr, zk_version=r.zk_version,
-                                                      post={"hw": r.hw, "leo": len(r.log)}))
+            if int(f["version"]) > self.known_version.get((topic, p), -1):
+                # the controller's request log writes its answer once sent, stamped up to a
+                # millisecond after the leader's line applying it: the apply waits for it
+                self.applies[(topic, p, broker)] = (ts, isr, int(f["version"]))
+                return
+            self._apply_isr(broker, ts, topic, p, isr, int(f["version"]))
             return
         changed = set(isr) ^ set(r.isr)
         if len(changed) != 1:
@@ -329,6 +334,13 @@ class _Adapter:
             self.expansions[(topic, p, broker)] = (ts, follower, isr, int(f["version"]))
             return
         self._write_isr(broker, ts, topic, p, follower, isr, int(f["version"]))
+
+    def _apply_isr(self, leader: int, ts: float, topic: str, p: int, isr: list[int], version: int) -> None:
+        """The leader applying the controller's answer to its AlterPartition (IBP 2.7 on)."""
+        r = self.replica(topic, p, leader)
+        r.isr, r.zk_version = isr, version
+        self.out.add(ts, leader, events.apply_isr(topic=topic, partition=p, isr=isr, zk_version=version,
+                                                  post={"hw": r.hw, "leo": len(r.log)}))
 
     def _write_isr(self, leader: int, ts: float, topic: str, p: int, follower: int, isr: list[int],
                    version: int) -> None:
@@ -342,10 +354,14 @@ class _Adapter:
                                       zk_version=version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
 
     def flush_expansions(self) -> None:
-        """Expansions whose fetch never showed (none expected): at their own time."""
+        """Expansions whose fetch never showed, applies whose write never showed (none
+        expected): at their own time."""
         for (topic, p, leader), (ts, follower, isr, version) in sorted(self.expansions.items()):
             self._write_isr(leader, ts, topic, p, follower, isr, version)
         self.expansions.clear()
+        for (topic, p, leader), (ts, isr, version) in sorted(self.applies.items()):
+            self._apply_isr(leader, ts, topic, p, isr, version)
+        self.applies.clear()
 
     def _hw_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         topic, p = topic_partition(f["tp"])
@@ -381,6 +397,10 @@ class _Adapter:
                 self.out.add(ts, controller, events.alter_partition(
                     topic=key[0], partition=key[1], zxid=0 if wrote else None, leader=leader, isr=isr,
                     leader_epoch=int(asked["leaderEpoch"]), zk_version=version, error=error), 0)
+                applied = self.applies.get((*key, leader))
+                if applied is not None and applied[2] <= self.known_version.get(key, -1):
+                    del self.applies[(*key, leader)]
+                    self._apply_isr(leader, ts + 1e-7, key[0], key[1], applied[1], applied[2])
 
     def _topic(self, t: dict[str, Any]) -> str:
         """A Fetch request's or response's topic: its name, or (v13 on) its id's."""

@@ -26,10 +26,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration,
               pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
                                  reason="needs mvn and java (docs/kafka.md)")]
 
-OBSERVATION_GAPS = {"handle_fetch", "receive_fetch", "expand_isr", "produce", "apply_isr"}
-"""The kinds a run may stop at when the adapter's order from millisecond stamps is wrong
-(``apply_isr``: the leader's apply placed before the controller's AlterPartition write it
-answers, seen once at 3.9 in a clean-clone CI run); the relay's forwarding order would fix it."""
+OBSERVATION_GAPS = {"handle_fetch", "receive_fetch", "expand_isr", "produce"}
+"""The kinds a run may stop at when the adapter's order from millisecond stamps is wrong; the
+relay's forwarding order would fix it.  (``apply_isr`` is no longer one: an apply placed before
+the controller's AlterPartition write it answers waits for it, ``test_ordering.py``.)"""
 
 SEED_DIVERGENCE = {
     # (scenario, profile): the first event kip320 refuses, and who took it
