@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from conformance.kafka.ordering import appends_first, fetching_replica
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
 from traces.events import Event
@@ -174,13 +175,6 @@ def _steps(line: Line) -> list[Line]:
         return [answered]
     read = line._replace(ts=started + req["localTimeMs"] / 1000, fields={**line.fields, "read": True})
     return [read, answered]
-
-
-def _fetching_replica(req: dict[str, Any]) -> int:
-    """The follower that sent a Fetch (-1 for a consumer): ``replicaId``, in
-    ``replicaState`` from v15 (IBP 3.5) on."""
-    body = req["request"]
-    return int(body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1)))
 
 
 def _carries_records(req: dict[str, Any]) -> bool:
@@ -372,7 +366,7 @@ class _Adapter:
         api = req["requestHeader"]["requestApiKeyName"]
         if api == "PRODUCE":
             self._produce(broker, ts, req)
-        elif api == "FETCH" and _fetching_replica(req) >= 0:
+        elif api == "FETCH" and fetching_replica(req) >= 0:
             self._fetch(broker, ts, req, f.get("read", False))
         elif api == "ALTER_PARTITION":
             self._alter_partition(broker, ts, req)
@@ -426,7 +420,7 @@ class _Adapter:
                                                  post={"hw": min(r.hw, offset), "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
-        follower = _fetching_replica(req)
+        follower = fetching_replica(req)
         moved: dict[tuple[str, int], int] = {}
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
@@ -567,8 +561,8 @@ def elections(run_dir: str | Path) -> list[Elected]:
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
-    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
-                   key=lambda x: x[:4])
+    steps = appends_first(list(_lines(run_dir)), run_dir)
+    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 
 
