@@ -150,12 +150,12 @@ def _lines(run_dir: Path) -> Iterator[tuple[int, int, Line]]:
                 continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 for line in parse_file(iter(f)):
-                    for step in _steps(line):
+                    for step in steps(line):
                         position += 1
                         yield broker, position, step
 
 
-def _steps(line: Line) -> list[Line]:
+def steps(line: Line) -> list[Line]:
     """The steps a line reports, each at the time it was taken.  The request log writes a
     request when its response is sent.  A produce with acks=all appended its record a
     remote wait earlier (the followers' fetches of it come in between).  A follower's fetch
@@ -173,7 +173,9 @@ def _steps(line: Line) -> list[Line]:
     answered = line._replace(ts=line.ts - (req["responseQueueTimeMs"] + req["sendTimeMs"]) / 1000)
     if api != "FETCH" or not req["request"].get("topics"):
         return [answered]
-    read = line._replace(ts=started + req["localTimeMs"] / 1000, fields={**line.fields, "read": True})
+    # never after its own answer: a fetch answered at once (no remote wait) has both times
+    # rebuilt from the same durations, and their rounding may put the read a hair later
+    read = line._replace(ts=min(started + req["localTimeMs"] / 1000, answered.ts), fields={**line.fields, "read": True})
     return [read, answered]
 
 
@@ -480,7 +482,7 @@ class _Adapter:
                              answer: tuple[list[Any], int, str | None], ts: float) -> None:
         """The follower's receipt of the answer its fetch had as it was read, when the one
         sent later differs (records appended, the HW moved while it waited): derived, the
-        first of two round trips at the same offset (``_steps``).  None when it changes
+        first of two round trips at the same offset (``steps``).  None when it changes
         nothing a trace shows: the judge's silent step."""
         records, leader_hw, error = answer
         fr = self.replica(*key, follower)

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from conformance.judge.replay import judge
-from conformance.kafka.adapter import adapt, to_records
+from conformance.kafka.adapter import adapt, steps, to_records
 from conformance.kafka.ordering import appends_first
 from conformance.kafka.patterns import Line, parse
 from conformance.spark.verdict import judge_run
@@ -73,3 +73,15 @@ def test_without_the_relay_log_an_incremental_fetch_says_nothing_of_its_records(
     says which records it carried, so without it the produce stays where its durations put it."""
     shutil.copytree(LATE / "broker-2", tmp_path / "broker-2")
     assert appends_first(_late_steps(), tmp_path) == _late_steps()
+
+
+def test_a_fetch_answered_at_once_is_read_before_it_is_answered() -> None:
+    """A restarted follower's first fetch (ibp-2.6), answered without a remote wait: its read
+    and its answer are rebuilt from the same durations, and their rounding once put the read
+    a hair after the answer -- the follower's receipt of three records was lost, and its next
+    fetch, at offset 6, was refused."""
+    (text,) = (Path(__file__).parent / "fixtures" / "excerpts" / "fetch-answered-at-once.log").read_text().splitlines()
+    line = parse(text)
+    assert line is not None and line.fields["request"]["remoteTimeMs"] == 0
+    read, answered = steps(line)
+    assert read.fields["read"] and read.ts <= answered.ts
