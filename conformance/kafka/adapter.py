@@ -10,7 +10,10 @@ What Kafka logs is not what Epochal's brokers record, so each event is *observed
 named way (``OBSERVED``), and what no log shows is derived in one named way too:
 
 * the order: every line carries Kafka's wall-clock time (one machine, one clock); events are
-  ordered by it (a controller's write before the receipts of the same millisecond), the
+  ordered by it (a controller's write before the receipts of the same millisecond), where
+  it inverts cause and effect by what caused them (a produce before the fetch answer the
+  relay saw carry its record, ``conformance.kafka.ordering``; a leader's ``apply_isr`` after
+  the controller's write; a fetch read before its answer), the
   Lamport clock of each event is its rank, and the zxid of each ZooKeeper write its rank
   among the writes -- real zxids are logged only for registrations (their ``broker_epoch``);
 * the logs' contents: each replica's log is replayed from the produce responses (offset) and
