@@ -10,7 +10,10 @@ What Kafka logs is not what Epochal's brokers record, so each event is *observed
 named way (``OBSERVED``), and what no log shows is derived in one named way too:
 
 * the order: every line carries Kafka's wall-clock time (one machine, one clock); events are
-  ordered by it (a controller's write before the receipts of the same millisecond), the
+  ordered by it (a controller's write before the receipts of the same millisecond), where
+  it inverts cause and effect by what caused them (a produce before the fetch answer the
+  relay saw carry its record, ``conformance.kafka.ordering``; a leader's ``apply_isr`` after
+  the controller's write; a fetch read before its answer), the
   Lamport clock of each event is its rank, and the zxid of each ZooKeeper write its rank
   among the writes -- real zxids are logged only for registrations (their ``broker_epoch``);
 * the logs' contents: each replica's log is replayed from the produce responses (offset) and
@@ -30,8 +33,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from conformance.kafka.ordering import appends_first, fetching_replica
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
 from traces.events import Event
@@ -99,6 +103,13 @@ def model_config(run_dir: str | Path) -> str:
     return CONFIGS["ibp-2.6"]
 
 
+def outside_isr(leader: int, isr: list[int] | None) -> bool:
+    """Whether an election was unclean: Kafka does not log it as such (the controller's line
+    reads as a clean one's), so it is inferred from ZooKeeper's partition state -- a leader
+    elected who was not in the ISR last written (``isr``; None: none written yet)."""
+    return leader >= 0 and isr is not None and leader not in isr
+
+
 class AdapterError(ValueError):
     """A run directory the adapter cannot read (one line)."""
 
@@ -142,12 +153,12 @@ def _lines(run_dir: Path) -> Iterator[tuple[int, int, Line]]:
                 continue
             with open(path, encoding="utf-8", errors="replace") as f:
                 for line in parse_file(iter(f)):
-                    for step in _steps(line):
+                    for step in steps(line):
                         position += 1
                         yield broker, position, step
 
 
-def _steps(line: Line) -> list[Line]:
+def steps(line: Line) -> list[Line]:
     """The steps a line reports, each at the time it was taken.  The request log writes a
     request when its response is sent.  A produce with acks=all appended its record a
     remote wait earlier (the followers' fetches of it come in between).  A follower's fetch
@@ -165,15 +176,10 @@ def _steps(line: Line) -> list[Line]:
     answered = line._replace(ts=line.ts - (req["responseQueueTimeMs"] + req["sendTimeMs"]) / 1000)
     if api != "FETCH" or not req["request"].get("topics"):
         return [answered]
-    read = line._replace(ts=started + req["localTimeMs"] / 1000, fields={**line.fields, "read": True})
+    # never after its own answer: a fetch answered at once (no remote wait) has both times
+    # rebuilt from the same durations, and their rounding may put the read a hair later
+    read = line._replace(ts=min(started + req["localTimeMs"] / 1000, answered.ts), fields={**line.fields, "read": True})
     return [read, answered]
-
-
-def _fetching_replica(req: dict[str, Any]) -> int:
-    """The follower that sent a Fetch (-1 for a consumer): ``replicaId``, in
-    ``replicaState`` from v15 (IBP 3.5) on."""
-    body = req["request"]
-    return int(body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1)))
 
 
 def _carries_records(req: dict[str, Any]) -> bool:
@@ -224,6 +230,8 @@ class _Adapter:
         self.topic_names: dict[str, str] = {}  # topic id -> name
         # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
+        # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
+        self.applies: dict[tuple[str, int, int], tuple[float, list[int], int]] = {}
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -246,7 +254,7 @@ class _Adapter:
         topic, p = topic_partition(tp)
         self.out.add(ts, controller, events.elect_leader(
             topic=topic, partition=p, zxid=0, leader=leader, leader_epoch=epoch, isr=isr, zk_version=version,
-            controller_epoch=cepoch, reason=reason, unclean=leader >= 0 and leader not in self.known_isr.get((topic, p), [leader]),
+            controller_epoch=cepoch, reason=reason, unclean=outside_isr(leader, self.known_isr.get((topic, p))),
             replicas=self.assigned.get((topic, p), [])), 0)
         self.known_isr[(topic, p)] = isr
         self.known_version[(topic, p)] = version
@@ -308,9 +316,12 @@ class _Adapter:
         r = self.replica(topic, p, broker)
         isr = ints(f["isr"])
         if ALTER_CHANNEL in thread:  # the controller wrote it: the leader applies its answer
-            r.isr, r.zk_version = isr, int(f["version"])
-            self.out.add(ts, broker, events.apply_isr(topic=topic, partition=p, isr=isr, zk_version=r.zk_version,
-                                                      post={"hw": r.hw, "leo": len(r.log)}))
+            if int(f["version"]) > self.known_version.get((topic, p), -1):
+                # the controller's request log writes its answer once sent, stamped up to a
+                # millisecond after the leader's line applying it: the apply waits for it
+                self.applies[(topic, p, broker)] = (ts, isr, int(f["version"]))
+                return
+            self._apply_isr(broker, ts, topic, p, isr, int(f["version"]))
             return
         changed = set(isr) ^ set(r.isr)
         if len(changed) != 1:
@@ -322,6 +333,13 @@ class _Adapter:
             self.expansions[(topic, p, broker)] = (ts, follower, isr, int(f["version"]))
             return
         self._write_isr(broker, ts, topic, p, follower, isr, int(f["version"]))
+
+    def _apply_isr(self, leader: int, ts: float, topic: str, p: int, isr: list[int], version: int) -> None:
+        """The leader applying the controller's answer to its AlterPartition (IBP 2.7 on)."""
+        r = self.replica(topic, p, leader)
+        r.isr, r.zk_version = isr, version
+        self.out.add(ts, leader, events.apply_isr(topic=topic, partition=p, isr=isr, zk_version=version,
+                                                  post={"hw": r.hw, "leo": len(r.log)}))
 
     def _write_isr(self, leader: int, ts: float, topic: str, p: int, follower: int, isr: list[int],
                    version: int) -> None:
@@ -335,10 +353,14 @@ class _Adapter:
                                       zk_version=version, post={"hw": r.hw, "leo": len(r.log), "isr": isr}))
 
     def flush_expansions(self) -> None:
-        """Expansions whose fetch never showed (none expected): at their own time."""
+        """Expansions whose fetch never showed, applies whose write never showed (none
+        expected): at their own time."""
         for (topic, p, leader), (ts, follower, isr, version) in sorted(self.expansions.items()):
             self._write_isr(leader, ts, topic, p, follower, isr, version)
         self.expansions.clear()
+        for (topic, p, leader), (ts, isr, version) in sorted(self.applies.items()):
+            self._apply_isr(leader, ts, topic, p, isr, version)
+        self.applies.clear()
 
     def _hw_updated(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         topic, p = topic_partition(f["tp"])
@@ -349,7 +371,7 @@ class _Adapter:
         api = req["requestHeader"]["requestApiKeyName"]
         if api == "PRODUCE":
             self._produce(broker, ts, req)
-        elif api == "FETCH" and _fetching_replica(req) >= 0:
+        elif api == "FETCH" and fetching_replica(req) >= 0:
             self._fetch(broker, ts, req, f.get("read", False))
         elif api == "ALTER_PARTITION":
             self._alter_partition(broker, ts, req)
@@ -374,6 +396,10 @@ class _Adapter:
                 self.out.add(ts, controller, events.alter_partition(
                     topic=key[0], partition=key[1], zxid=0 if wrote else None, leader=leader, isr=isr,
                     leader_epoch=int(asked["leaderEpoch"]), zk_version=version, error=error), 0)
+                applied = self.applies.get((*key, leader))
+                if applied is not None and applied[2] <= self.known_version.get(key, -1):
+                    del self.applies[(*key, leader)]
+                    self._apply_isr(leader, ts + 1e-7, key[0], key[1], applied[1], applied[2])
 
     def _topic(self, t: dict[str, Any]) -> str:
         """A Fetch request's or response's topic: its name, or (v13 on) its id's."""
@@ -399,7 +425,7 @@ class _Adapter:
                                                  post={"hw": min(r.hw, offset), "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
-        follower = _fetching_replica(req)
+        follower = fetching_replica(req)
         moved: dict[tuple[str, int], int] = {}
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
@@ -459,7 +485,7 @@ class _Adapter:
                              answer: tuple[list[Any], int, str | None], ts: float) -> None:
         """The follower's receipt of the answer its fetch had as it was read, when the one
         sent later differs (records appended, the HW moved while it waited): derived, the
-        first of two round trips at the same offset (``_steps``).  None when it changes
+        first of two round trips at the same offset (``steps``).  None when it changes
         nothing a trace shows: the judge's silent step."""
         records, leader_hw, error = answer
         fr = self.replica(*key, follower)
@@ -489,12 +515,60 @@ class _Adapter:
         known = [r.fetch_offset[f] for f in r.isr if f != leader and f in r.fetch_offset]
         return min([r.hw, *known])
 
-    def note_assignments(self, lines: list[tuple[float, int, int, Line]]) -> None:
+    def note_assignments(self, lines: list[tuple[int, Line]]) -> None:
         """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
-        for _, _, _, line in lines:
+        for _, line in lines:
             if line.name == "leader_and_isr_received":
                 key = (line.fields["topic"], int(line.fields["partition"]))
                 self.assigned.setdefault(key, ints(line.fields["replicas"]))
+
+
+class Elected(NamedTuple):
+    """A leader the controller wrote to a partition's state znode."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    unclean: bool  # outside_isr: elected outside the ISR last written
+
+
+def elections(run_dir: str | Path) -> list[Elected]:
+    """Every leader election of a run, unclean or not, from the partition state writes alone
+    (the controller's elections and ISR removals, an IBP 2.6 leader's own ISR writes, the
+    controller's AlterPartition answers): what ``adapt`` derives, without replaying the
+    replicas' logs -- a chaos run's producer batches many values in one request."""
+    run_dir = Path(run_dir)
+    isr: dict[tuple[str, int], list[int]] = {}
+    names: dict[str, str] = {}  # topic id -> name (AlterPartition from v2 names topics by id)
+    found: list[Elected] = []
+    for _, line in _ordered_lines(run_dir):
+        f = line.fields
+        if line.name == "became_leader":
+            names[f["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(f["tp"])[0]
+        elif line.name in ("leader_elected", "replica_offline", "isr_updated"):
+            if line.name == "isr_updated" and ALTER_CHANNEL in line.thread:
+                continue  # the leader applying the controller's write, counted at the controller
+            key = topic_partition(f["tp"])
+            written = f["isr"] if line.name == "leader_elected" else ints(f["isr"])
+            if line.name == "leader_elected":
+                leader = int(f["leader"])
+                found.append(Elected(*key, leader, int(f["epoch"]), outside_isr(leader, isr.get(key))))
+            isr[key] = written
+        elif line.name == "request" and f["request"]["requestHeader"]["requestApiKeyName"] == "ALTER_PARTITION":
+            for t in f["request"]["response"].get("topics", ()):
+                topic = t.get("topicName") or names.get(t.get("topicId", ""), "")
+                for pd in t["partitions"]:
+                    if pd["errorCode"] == 0:
+                        isr[(topic, pd["partitionIndex"])] = list(pd["isr"])
+    return found
+
+
+def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
+    """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
+    steps = appends_first(list(_lines(run_dir)), run_dir)
+    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
+    return [(broker, line) for _, _, broker, _, line in lines]
 
 
 def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
@@ -503,10 +577,9 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
     adapter = _Adapter(_values(run_dir), _down(run_dir))
-    lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in _lines(run_dir)),
-                   key=lambda x: x[:4])
-    adapter.note_assignments([(ts, pr, b, line) for ts, pr, b, _, line in lines])
-    for _, _, broker, _, line in lines:
+    lines = _ordered_lines(run_dir)
+    adapter.note_assignments(lines)
+    for broker, line in lines:
         adapter.on_line(broker, line)
     adapter.flush_expansions()
     for ts, kind, broker in _faults(run_dir):

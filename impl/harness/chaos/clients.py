@@ -15,6 +15,7 @@ idempotent producer should have prevented.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,6 +147,7 @@ class ConfluentClient:
     def __init__(self, properties: dict[str, str]) -> None:
         self.properties = properties
         self._producer: Any = None
+        self._fatal = False  # the producer had a fatal error (_on_error)
 
     def _open(self) -> Any:
         import confluent_kafka
@@ -154,7 +156,7 @@ class ConfluentClient:
             self._producer = confluent_kafka.Producer({
                 **self.properties, "acks": "all", "enable.idempotence": True,
                 "delivery.timeout.ms": DELIVERY_TIMEOUT_MS, "request.timeout.ms": REQUEST_TIMEOUT_MS,
-                "linger.ms": 0})
+                "linger.ms": 0, "error_cb": self._on_error})
         return self._producer
 
     def send(self, topic: str, partition: int, value: str, on_delivery: OnDelivery) -> None:
@@ -166,14 +168,38 @@ class ConfluentClient:
                 on_delivery(Delivery(topic, partition, value, -1 if offset is None else offset,
                                      -1 if epoch is None else epoch))
 
+        self._drop_if_fatal()
         producer = self._open()
         try:
             producer.produce(topic, value=value.encode(), partition=partition, on_delivery=delivered)
         except Exception as exc:  # noqa: BLE001 - refused before it was queued (BufferError, a fatal error)
             on_delivery(Delivery(topic, partition, value, error=f"{type(exc).__name__}: {exc}"))
-        producer.poll(0)  # serve the delivery reports that are in
+        try:
+            producer.poll(0)  # serve the delivery reports that are in
+        except Exception as exc:  # a fatal error is raised here too, once its reports are served
+            if not (exc.args and hasattr(exc.args[0], "fatal") and exc.args[0].fatal()):
+                raise
+            self._fatal = True
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's error reports: it retries every error but a fatal one itself."""
+        if err.fatal():
+            self._fatal = True
+
+    def _drop_if_fatal(self) -> None:
+        """After a fatal error the producer sends nothing more -- the idempotent producer's
+        sequence desynchronised (OUT_OF_ORDER_SEQUENCE_NUMBER) when an unclean election
+        dropped records it had written -- and an application's remedy is a new one: the
+        values it still held fail (reported as such), and the next send opens another."""
+        if self._producer is None or not self._fatal:
+            return
+        producer, self._producer, self._fatal = self._producer, None, False
+        producer.purge()
+        with contextlib.suppress(Exception):  # the fatal error, raised again as its reports are served
+            producer.flush(0)
 
     def flush(self, timeout: float) -> int:
+        self._drop_if_fatal()
         return 0 if self._producer is None else int(self._producer.flush(timeout))
 
     def read_all(self, topic: str, partitions: int) -> tuple[dict[int, LogRecords], list[str]]:

@@ -12,6 +12,15 @@ of the controller (restarted once another one is), or a pause of a follower long
 ``replica.lag.time.max.ms`` (resumed after it). Then every broker is back, the ISR whole, the
 producer flushed, and the partition is read back from its start: an acknowledged value that
 is not there is *lost*. With unclean election off none may be.
+
+With unclean election on, the run opens with the model's unclean scenario
+(``lag-then-kill-isr``, as the Epochal engine's schedule does): a follower falls out of the
+ISR, the rest of the ISR commits writes without it and is killed, and the follower left is
+elected outside the ISR. Each lost write is labelled with its cause as the Epochal engine's
+verdict labels it (:func:`~impl.harness.chaos.verdict.explain_loss`), from the elections the
+Kafka adapter reads in the brokers' logs (Kafka does not log an election as unclean: it is
+inferred from the partition state writes, :func:`conformance.kafka.adapter.elections`), and
+with the model's label for that loss (``properties.safety.UNCLEAN_LABEL``).
 """
 
 from __future__ import annotations
@@ -19,17 +28,25 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-from impl.harness.chaos.clients import ConfluentClient, Delivery
+from conformance.kafka.adapter import elections
+from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
+from impl.harness.chaos.verdict import Election, explain_loss
+from impl.harness.chaos.workload import Ack
+from properties.safety import UNCLEAN_LABEL
 
 TOPIC = "chaos"
 BROKERS = 3
 MIN_INSYNC = 2
 SEND_EVERY = 0.03  # seconds between two values
 FAULT_KINDS = ("kill-leader", "kill-controller", "pause-follower")
+UNCLEAN_KIND = "lag-then-kill-isr"  # the model's unclean scenario (impl.harness.chaos.schedule)
+LAG_WRITES = 1.0  # seconds the rest of the ISR commits writes the out-of-sync follower never gets
 PAUSE_FOR = 6.0  # longer than the cluster's replica.lag.time.max.ms (4 s): the follower leaves the ISR
 SETTLE = 60.0  # seconds a fault's recovery may take (a new leader, a restart, a whole ISR)
 
@@ -47,6 +64,14 @@ class KafkaChaosReport:
     lost: list[str] = field(default_factory=list)  # acknowledged values not read back
     misplaced: list[str] = field(default_factory=list)  # read back at another offset than acknowledged
     problems: list[str] = field(default_factory=list)  # the read-back could not reach the high watermark
+    causes: dict[str, int] = field(default_factory=dict)  # lost writes by cause (explain_loss)
+    elections: list[Election] = field(default_factory=list)  # as the adapter read them in the logs
+
+    @property
+    def label(self) -> str | None:
+        """The model's label for the loss: every lost write's cause an unclean election."""
+        unclean = [c for c in self.causes if c.startswith("unclean election")]
+        return UNCLEAN_LABEL if unclean and len(unclean) == len(self.causes) else None
 
     @property
     def passed(self) -> bool:
@@ -56,14 +81,17 @@ class KafkaChaosReport:
         return {"engine": "kafka", "seed": self.seed, "profile": self.profile, "unclean": self.unclean,
                 "faults": self.faults, "sent": self.sent, "acknowledged": len(self.acked), "failed": self.failed,
                 "read": self.read, "lost": self.lost, "misplaced": self.misplaced, "problems": self.problems,
-                "passed": self.passed}
+                "causes": self.causes, "label": self.label,
+                "elections": [asdict(e) for e in self.elections], "passed": self.passed}
 
 
-def schedule(seed: int, duration: float) -> list[tuple[float, str]]:
+def schedule(seed: int, duration: float, unclean: bool = False) -> list[tuple[float, str]]:
     """The faults of a run, from its seed: (seconds to wait before it, kind), one about every
-    eight seconds of ``duration`` and at least one."""
+    eight seconds of ``duration`` and at least one; with ``unclean`` the first is the unclean
+    scenario (the rest as without it)."""
     rnd = random.Random(seed)
-    return [(rnd.uniform(1.0, 3.0), rnd.choice(FAULT_KINDS)) for _ in range(max(1, int(duration // 8)))]
+    faults = [(rnd.uniform(1.0, 3.0), rnd.choice(FAULT_KINDS)) for _ in range(max(1, int(duration // 8)))]
+    return [(faults[0][0], UNCLEAN_KIND), *faults[1:]] if unclean else faults
 
 
 class _Workload:
@@ -98,7 +126,9 @@ def _inject(kafka: Any, kind: str, log: Callable[[str], None]) -> str:
     ctrl = kafka.controller()
     if state is None or ctrl is None:
         raise RuntimeError("no partition state or controller in ZooKeeper")
-    if kind == "pause-follower":
+    if kind == UNCLEAN_KIND:
+        done = _lag_then_kill_isr(kafka, state.leader, next(b for b in reversed(state.isr) if b != state.leader))
+    elif kind == "pause-follower":
         victim = next(b for b in state.isr if b != state.leader)
         kafka.pause(victim)
         time.sleep(PAUSE_FOR)
@@ -121,6 +151,28 @@ def _inject(kafka: Any, kind: str, log: Callable[[str], None]) -> str:
     return done
 
 
+def _lag_then_kill_isr(kafka: Any, leader: int, laggard: int) -> str:
+    """The model's unclean scenario: ``laggard`` paused until it is out of the ISR (its
+    ZooKeeper session expires first), writes committed by the rest of the ISR alone, the rest
+    killed, the laggard resumed: the only live replica, elected although out of the ISR (with
+    unclean election on; without it the partition stays leaderless until the rest is back)."""
+    rest = [b for b in kafka.partition_state(TOPIC).isr if b != laggard]
+    kafka.pause(laggard)
+    kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) is not None and laggard not in s.isr, SETTLE,
+                     f"broker {laggard} out of the ISR")
+    time.sleep(LAG_WRITES)
+    for b in rest:
+        kafka.kill(b)
+    kafka.resume(laggard)
+    elected = kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) is not None and s.leader == laggard,
+                               SETTLE, f"broker {laggard} elected") if kafka.settings.get("unclean_leader_election") \
+        else False
+    for b in rest:
+        kafka.restart(b, SETTLE)
+    return (f"paused follower {laggard} until out of the ISR, writes committed by {rest} (leader {leader}), "
+            f"killed {rest}, resumed {laggard}{' (elected outside the ISR)' if elected else ''}, restarted {rest}")
+
+
 def cluster_settings(unclean: bool) -> dict[str, Any]:
     """What the cluster of a run is started with (``KafkaCluster``'s keyword arguments)."""
     return {"brokers": BROKERS, "min_insync_replicas": MIN_INSYNC, "unclean_leader_election": unclean}
@@ -138,7 +190,7 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         workload = _Workload(ConfluentClient(properties), seed)
         workload.start()
         try:
-            for wait, kind in schedule(seed, duration):
+            for wait, kind in schedule(seed, duration, unclean):
                 time.sleep(wait)
                 report.faults.append(_inject(kafka, kind, log))
             time.sleep(1.0)
@@ -150,21 +202,39 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         reader = ConfluentClient(properties)
         records, report.problems = reader.read_all(TOPIC, 1)
         reader.close()
-    log_values = {value: offset for offset, _epoch, value in records[0]}
-    report.read = len(records[0])
+    account(report, records[0], cluster.data_dir)
+    return report
+
+
+def account(report: KafkaChaosReport, records: LogRecords, run_dir: Path) -> None:
+    """The verdict on the acknowledged writes against the partition read back (``records``):
+    each one not there lost, labelled with its cause from the elections in ``run_dir``'s logs."""
+    log_values = {value: offset for offset, _epoch, value in records}
+    report.read = len(records)
+    report.elections = [Election(*e) for e in elections(run_dir)]
+    causes: Counter[str] = Counter()
     for d in report.acked:
         if d.value not in log_values:
             report.lost.append(f"{d.value} (acknowledged at offset {d.offset})")
+            causes[explain_loss(_ack(d), report.elections, [])] += 1
         elif d.offset >= 0 and log_values[d.value] != d.offset:  # -1: a retry answered as a duplicate
             report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {log_values[d.value]}")
-    return report
+    report.causes = dict(causes.most_common())
+
+
+def _ack(d: Delivery) -> Ack:
+    """A client's acknowledgement as the Epochal engine's verdict reads it (acks=all)."""
+    return Ack(partition=d.partition, value=d.value, offset=d.offset, leader_epoch=d.leader_epoch, leader=d.leader,
+               acks=-1, stream="producer", t=0.0, topic=d.topic)
 
 
 def render(report: KafkaChaosReport) -> str:
     """The report as the command prints it."""
     lines = [f"faults: {len(report.faults)}", *(f"  {f}" for f in report.faults),
              f"sent {report.sent}, acknowledged {len(report.acked)}, failed {report.failed}, read back {report.read}",
-             f"lost: {len(report.lost)}" + "".join(f"\n  {x}" for x in report.lost[:20]),
+             f"lost: {len(report.lost)}" + (f" [{report.label}]" if report.label else "")
+             + "".join(f"\n  lost {n}: {cause}" for cause, n in report.causes.items())
+             + "".join(f"\n  {x}" for x in report.lost[:20]),
              *(f"misplaced: {x}" for x in report.misplaced[:20]), *(f"problem: {x}" for x in report.problems),
              "PASS: every acknowledged write was read back" if report.passed else "FAIL"]
     return "\n".join(lines)

@@ -89,7 +89,7 @@ def run_kafka(args: argparse.Namespace) -> int:
     log(f"epochal chaos --engine kafka: seed {args.seed}, {args.duration:g} s, profile {args.kafka_profile}, "
         f"unclean election {'on' if args.unclean else 'off'}, min.insync.replicas={kafka_run.MIN_INSYNC}, "
         f"client confluent, under {out}")
-    for wait, kind in kafka_run.schedule(args.seed, args.duration):
+    for wait, kind in kafka_run.schedule(args.seed, args.duration, args.unclean):
         log(f"  after {wait:.1f} s: {kind}")
     try:
         cluster = KafkaCluster(out, profile=args.kafka_profile, **kafka_run.cluster_settings(args.unclean))

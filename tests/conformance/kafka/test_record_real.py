@@ -6,10 +6,11 @@ applying the controller's LeaderAndIsr (divergence 4), or the new controller's l
 write (divergence 1).
 
 Real timing is not scripted, and the adapter orders steps from Kafka's millisecond stamps
-and request-log durations: in about one run in five, two steps of one millisecond or a
-fetch's rebuilt read time still sort the wrong way (docs/kafka.md, "Still open"; reading the
-relay's forwarding order would close it).  Such a run stops at a replication step
-(``OBSERVATION_GAPS``), never at a model gap's kind; every other run conforms."""
+and request-log durations, a produce before the fetch answer the relay saw carry its record
+(the scenarios run behind relays): two steps of one millisecond or a fetch's rebuilt read
+time may still sort the wrong way (docs/kafka.md, "Still open").  Such a run stops at a
+replication step (``OBSERVATION_GAPS``), never at a model gap's kind; every other run
+conforms."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration,
               pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
                                  reason="needs mvn and java (docs/kafka.md)")]
 
-OBSERVATION_GAPS = {"handle_fetch", "receive_fetch", "expand_isr", "produce", "apply_isr"}
-"""The kinds a run may stop at when the adapter's order from millisecond stamps is wrong
-(``apply_isr``: the leader's apply placed before the controller's AlterPartition write it
-answers, seen once at 3.9 in a clean-clone CI run); the relay's forwarding order would fix it."""
+OBSERVATION_GAPS = {"handle_fetch", "receive_fetch", "expand_isr", "produce"}
+"""The kinds a run may stop at when the adapter's order from millisecond stamps is wrong.
+``apply_isr`` is no longer one (an apply placed before the controller's AlterPartition write
+it answers waits for it), nor is a ``handle_fetch`` or ``receive_fetch`` missing the record of
+a produce logged after the answer that carried it (``test_ordering.py``); the kinds stay for
+the causes not yet closed (docs/kafka.md, "Still open")."""
 
 SEED_DIVERGENCE = {
     # (scenario, profile): the first event kip320 refuses, and who took it

@@ -1,6 +1,7 @@
 """``epochal chaos --engine kafka`` (:mod:`impl.harness.chaos.kafka_run`): its seeded schedule
 and the flags it refuses (default suite), and a run on real Kafka with a confluent-kafka
-producer that loses no acknowledged write with unclean election off (slow)."""
+producer that loses no acknowledged write with unclean election off, and with it on loses
+the writes of the model's unclean scenario, labelled as the model labels them (slow)."""
 
 from __future__ import annotations
 
@@ -41,5 +42,24 @@ def test_a_real_kafka_run_loses_no_acknowledged_write(tmp_path: Path, capsys: py
     assert report["read"] >= report["acknowledged"]
 
 
+@pytest.mark.integration  # (also in REAL_KAFKA, applied below)
+def test_with_unclean_election_the_models_scenario_loses_writes_labelled_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 1 for 8 s: one fault, the model's unclean scenario; every write lost is the
+    unclean election's, as the adapter reads it in the brokers' logs (about 25 s)."""
+    code = main(["chaos", "--engine", "kafka", "--seed", "1", "--duration", "8", "--unclean-leader-election",
+                 "--out", str(tmp_path / "run"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["unclean"] and not report["passed"]
+    assert len(report["faults"]) == 1 and "elected outside the ISR" in report["faults"][0]
+    (unclean,) = [e for e in report["elections"] if e["unclean"]]
+    assert report["lost"] and report["misplaced"] == []
+    assert report["causes"] == {f"unclean election of broker {unclean['leader']} out of the ISR "
+                                f"(leader epoch {unclean['leader_epoch']})": len(report["lost"])}
+    assert report["label"] == "unclean-election loss"
+
+
 for _mark in REAL_KAFKA:
     test_a_real_kafka_run_loses_no_acknowledged_write = _mark(test_a_real_kafka_run_loses_no_acknowledged_write)
+    test_with_unclean_election_the_models_scenario_loses_writes_labelled_so = _mark(
+        test_with_unclean_election_the_models_scenario_loses_writes_labelled_so)

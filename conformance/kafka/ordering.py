@@ -1,0 +1,118 @@
+"""Where Kafka's millisecond stamps put an effect before its cause, the order the relay saw.
+
+The adapter orders steps by Kafka's log times (``conformance.kafka.adapter``), rebuilt from
+millisecond stamps and durations.  A produce is placed where its request started (its
+append happened during its local time, up to tens of milliseconds later), and a follower's
+fetch answered while it was appending may be placed first: the answer carries a record the
+leader's log does not hold yet, and the follower's receipt misses it.  The relay in front
+of each broker (``impl.harness.kafka.relay``, ``<run>/relay/broker-N.jsonl``) logs every
+Fetch answer as it forwards it, with the offsets of the records it carried; an answer that
+carried a record was sent after the record was appended, so the produce goes first
+(:func:`appends_first`).  Without a relay log the request log's own fetch offset says which
+record an answer that carried any began with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from conformance.kafka.patterns import Line, topic_partition
+
+RELAY_DIR = "relay"
+LOG_LAG = 0.5
+"""Seconds a request log line may be written after the request completed, at most (its
+durations are measured to the completion; under load the line comes tens of milliseconds
+later, and the answers that carried the produce's record before it)."""
+MATCH_WINDOW = 2.0
+"""Seconds between the request log's line and the relay's entry of one answer, at most
+(correlation ids start again with each incarnation of a fetcher)."""
+
+Carried = dict[tuple[str, int], tuple[int, int]]
+"""(topic, partition) -> (first, last) offset of the records one Fetch answer carried."""
+
+
+def fetching_replica(req: dict[str, Any]) -> int:
+    """The follower that sent a Fetch (-1 for a consumer): ``replicaId``, in
+    ``replicaState`` from v15 (IBP 3.5) on."""
+    body = req["request"]
+    return int(body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1)))
+
+
+def relay_answers(run_dir: Path) -> dict[tuple[int, str, int], list[tuple[float, Carried]]]:
+    """(leader, fetcher's client id, correlation id) -> (time forwarded, what it carried) of
+    every replica Fetch answer the relays forwarded; empty without relay logs."""
+    out: dict[tuple[int, str, int], list[tuple[float, Carried]]] = defaultdict(list)
+    for path in sorted((run_dir / RELAY_DIR).glob("broker-*.jsonl")):
+        asked: dict[tuple[int, int], str] = {}  # (conn, correlation id) -> client id
+        for text in path.read_text().splitlines():
+            try:
+                e = json.loads(text)
+            except ValueError:
+                continue  # a line the relay was writing as it stopped
+            if e.get("api") != "Fetch" or "decode_error" in e:
+                continue
+            key = (e["conn"], e["correlation_id"])
+            if e["direction"] == "request":
+                asked[key] = e.get("client_id", "")
+            elif key in asked:
+                carried = {(p["topic"], p["partition"]): (p["last_offset"] - p["records"] + 1, p["last_offset"])
+                           for p in e.get("partitions", ()) if p.get("records", 0) > 0 and p.get("last_offset") is not None}
+                out[(e["broker"], asked.pop(key), e["correlation_id"])].append((e["time"], carried))
+    return out
+
+
+def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
+    """``steps`` (broker, position, line) with each produce moved before the first answer of
+    its leader that carried its record, when that answer sorts first (within the produce's
+    own time: the same offset may be written again in another epoch)."""
+    relayed = relay_answers(run_dir)
+    names: dict[str, str] = {}  # topic id -> name (Fetch from v13 names topics by id)
+    for _, _, line in steps:
+        if line.name == "became_leader":
+            names[line.fields["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(line.fields["tp"])[0]
+    sent: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, first, last)
+    for broker, _, line in steps:
+        if _api(line) == "FETCH" and not line.fields.get("read") and fetching_replica(line.fields["request"]) >= 0:
+            for (topic, p), (first, last) in _carried(line, broker, relayed, names).items():
+                sent[(broker, topic, p)].append((line.ts, first, last))
+    out = []
+    written: dict[tuple[int, str, int, int], float] = {}  # (leader, topic, partition, offset) -> last produce
+    for broker, pos, line in sorted(steps, key=lambda x: x[2].ts):
+        if _api(line) == "PRODUCE":
+            req = line.fields["request"]
+            for t in req["response"]["responses"]:
+                for pr in t["partitionResponses"]:
+                    key = (broker, t["name"], pr["index"], pr["baseOffset"])
+                    earliest = max(line.ts - req["totalTimeMs"] / 1000 - LOG_LAG, written.get(key, -1.0))
+                    answers = [ts for ts, first, last in sent.get(key[:3], ())
+                               if first <= key[3] <= last and earliest < ts < line.ts]
+                    written[key] = line.ts
+                    if answers:
+                        line = line._replace(ts=min(answers) - 1e-6)
+        out.append((broker, pos, line))
+    return out
+
+
+def _api(line: Line) -> str | None:
+    return line.fields["request"]["requestHeader"]["requestApiKeyName"] if line.name == "request" else None
+
+
+def _carried(line: Line, leader: int, relayed: dict[tuple[int, str, int], list[tuple[float, Carried]]],
+             names: dict[str, str]) -> Carried:
+    """What one answered Fetch of the request log carried: the relay's entry of it (the one
+    forwarded nearest the line's time), else the records from the fetch offset asked."""
+    req = line.fields["request"]
+    header = req["requestHeader"]
+    entries = relayed.get((leader, header["clientId"], header["correlationId"]), [])
+    near = [(abs(t - line.ts), carried) for t, carried in entries if abs(t - line.ts) <= MATCH_WINDOW]
+    if near:
+        return min(near, key=lambda x: x[0])[1]
+    asked = {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partition"]): pd["fetchOffset"]
+             for t in req["request"].get("topics", ()) for pd in t["partitions"]}
+    return {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partitionIndex"]): (asked[key], asked[key])
+            for t in req["response"].get("responses", ()) for pd in t["partitions"]
+            if pd.get("recordsSizeInBytes", 0) > 0
+            and (key := (t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partitionIndex"])) in asked}
