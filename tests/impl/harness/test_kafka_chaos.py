@@ -57,6 +57,9 @@ def test_with_unclean_election_the_models_scenario_loses_writes_labelled_so(
     assert report["causes"] == {f"unclean election of broker {unclean['leader']} out of the ISR "
                                 f"(leader epoch {unclean['leader_epoch']})": len(report["lost"])}
     assert report["label"] == "unclean-election loss"
+    # the verdict object says the same in the model's words
+    assert report["verdict"] == "violated" and report["violation"]["property"] == "acked_durable"
+    assert report["violation"]["label"] == "unclean-election loss"
 
 
 for _mark in REAL_KAFKA:
