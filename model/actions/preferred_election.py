@@ -69,7 +69,7 @@ PREFERRED_ELECTION = Entry(
     trace=Traced("elect_leader", ("preferred",)),
     describe=_preferred_text, view=leader_write_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "preferred", False),
-    coverage=Coverage(native=Unsupported("preferred-replica election is not ported to native/rules.c (no named configuration asks for one)"),
+    coverage=Coverage(native=Supported(),
                       z3=Unsupported("preferred-replica election is not encoded (no named configuration asks for one)"),
                       judge=Supported(), driver=DRIVEN),
     explored=False, knob=PREFERRED_ELECTIONS,

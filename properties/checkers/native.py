@@ -31,7 +31,8 @@ build step at install time, and an edited unit is rebuilt on its next use.  A so
 does not compile is an error naming the compiler's first error, never a skipped check.
 
 Supported: one partition, up to four brokers, up to six records, no reassignment, no
-controlled shutdown, fencing on -- the shape of every named configuration.  Other
+controlled shutdown, fencing on -- the shape of every named configuration -- and of the
+admin actions, preferred-replica elections (``--preferred-elections``).  Other
 configurations get a clear error naming what is not supported.
 """
 
@@ -88,9 +89,10 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 12, Fetch: 9, Broker: 6, State: 6}
+_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 15, Fetch: 9, Broker: 6, State: 6}
 """How many leading fields of each state tuple the native search holds (``native/state.h``).
-The fields after them (topic identity and deletions, seed 000 B; partitions added and
+The fields after them (topic identity and deletions, seed 000 B -- the ghost's deletions and
+retired ids are written, at their defaults, only to reach its preferred-election count; partitions added and
 removed, H; the brokers a controller knows to be shutting down; AlterPartition messages in
 flight) belong to actions the
 native search does not run (``unsupported``): they are at their defaults in every state it
@@ -197,6 +199,9 @@ def decode(data: bytes) -> State:
         r.int(),
         r.int(),
         r.many(pair),
+        r.int(),
+        r.many(pair),
+        r.int(),
     )
     stops = r.many(lambda: StopReplica(r.int(), r.int(), r.int(), r.int()))
     if r.i != len(data):
@@ -332,6 +337,7 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--max-pauses", str(cfg.max_pauses),
         "--min-insync", str(cfg.min_insync),
         "--unclean", str(int(cfg.unclean)),
+        "--preferred-elections", str(cfg.preferred_elections),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),

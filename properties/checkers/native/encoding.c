@@ -162,7 +162,8 @@ int encode(const S *s, const int *perm, u8 *out) {
     }
     put_items(b, items, s->nfetch);
     /* ghost: committed, acked, led, unclean, stale_accepts, zombie_appends, produced,
-       crashes, pauses, shutdowns, reassignments, zombie_commits */
+       crashes, pauses, shutdowns, reassignments, zombie_commits, deletions, retired,
+       preferred_elections */
     for (int i = 0; i < s->ncommitted; i++) {
         Buf e = {items[i].bytes, 0};
         mark(&e, 1); put(&e, s->committed[i].p);
@@ -195,6 +196,9 @@ int encode(const S *s, const int *perm, u8 *out) {
     put(b, s->shutdowns);
     put(b, s->reassignments);
     put_pvs(b, items, s->zc, s->nzc);
+    put(b, 0); /* deletions */
+    mark(b, 0); /* retired () */
+    put(b, s->preferred_elections);
     mark(b, 0); /* stop_replica () */
     if (b->n > MAXENC) die("encoding overflow");
     return b->n;
@@ -356,6 +360,8 @@ void decode(const u8 *p, int len, S *s) {
     s->shutdowns = (i8)get(r);
     s->reassignments = (i8)get(r);
     s->nzc = (i8)get_pvs(r, s->zc, "zombie commits");
+    if (get(r) != 0 || more(r)) die("topic deletions are not supported by the native search");
+    s->preferred_elections = (i8)get(r);
     if (more(r)) die("StopReplica requests are not supported by the native search");
     if (r->i != len) die("bad state encoding (trailing bytes)");
 }

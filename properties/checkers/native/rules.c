@@ -3,7 +3,7 @@
  * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
  *
  * One partition, up to four brokers, no reassignment and no controlled shutdown: the shape
- * of every named configuration (properties/checkers/native.py rejects anything else with a
+ * of every named configuration, and preferred-replica elections (properties/checkers/native.py rejects anything else with a
  * message naming what is not supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
  * here (the functions taking S *s) off this file and holds them to the registry.
@@ -627,6 +627,18 @@ static int isr_update_failed(S *s, int b) {
     return 1;
 }
 
+/* model/actions/preferred_election.py (the AR is every broker, sorted: its preferred replica
+ * is broker 0; no broker is shutting down) */
+static int preferred_election(S *s, int c) {
+    if (!acting_controller(s, c) || s->preferred_elections >= C.preferred_elections) return 0;
+    if (!s->zn_ar || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
+    int preferred = __builtin_ctz(s->zn_ar);
+    if (preferred == s->zn_leader || !has(s->zn_isr, preferred) || !has(s->live, preferred)) return 0;
+    write_and_send(s, preferred, s->zn_isr);
+    s->preferred_elections++;
+    return 1;
+}
+
 void forget_stale_requests(S *s) {
     for (int i = s->nlai - 1; i >= 0; i--)
         if (stale(s, &s->lai[i])) remove_lai_at(s, i);
@@ -683,4 +695,5 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
         for (int f = 0; f < n; f++)
             if (f != b) TRY(expand_isr(&t, b, f));
     for (int b = 0; b < n; b++) TRY(isr_update_failed(&t, b));
+    if (s->controller != NO_LEADER && s->preferred_elections < C.preferred_elections) TRY(preferred_election(&t, s->controller));
 }

@@ -104,11 +104,13 @@ typedef struct {
     i8 produced, crashes, pauses, shutdowns, reassignments;
     i8 nzc;
     PV zc[MAXSMALL];
+    i8 preferred_elections; /* ghost: preferred-replica elections taken (deletions 0, retired () before it) */
 } S;
 
 typedef struct {
     int brokers, records, max_epoch, max_crashes, max_pauses, min_insync;
     int unclean, truncation, fenced, refollow;
+    int preferred_elections;
     int symmetry, reduction;
 } Cfg;
 

@@ -89,6 +89,10 @@ static int sig_cmp(const Sig *x, const Sig *y) {
 /* candidate_permutations: perms[k][old] = new; returns how many */
 int candidate_permutations(const S *s, int perms[][MAXB]) {
     int n = C.brokers;
+    if (s->preferred_elections < C.preferred_elections) { /* reads_broker_order: the identity only */
+        for (int b = 0; b < n; b++) perms[0][b] = b;
+        return 1;
+    }
     Sig sigs[MAXB];
     for (int b = 0; b < n; b++) signature(s, b, &sigs[b]);
     /* stable insertion sort of broker ids by signature */
