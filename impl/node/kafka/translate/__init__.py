@@ -12,7 +12,9 @@ typed value encoding (:mod:`impl.node.wire.values`).
 
 An error answer is the API's response entity with its top-level ``error_code`` set and
 every other field at its default; the error body (``message``, ``leader``, ...) rides in
-the tag.  Nothing here raises anything but :class:`impl.node.codes.ProtocolError` on bad
+the tag.  (The topic admin requests answer per topic instead, and keep Epochal's own
+version, 0 forwarded or 1 for the controller only, in the tag as :data:`API_VERSION`:
+:mod:`impl.node.kafka.translate.admin`.)  Nothing here raises anything but :class:`impl.node.codes.ProtocolError` on bad
 bytes.
 """
 

@@ -104,10 +104,16 @@ def _give_back(topics: list[Body], extras: Body) -> Body:
 
 # -- CreateTopics ----------------------------------------------------------------------------
 
+def _or_none(spec: Body, key: str) -> int:
+    """A count the spec may leave out (absent or None): Kafka's -1, "none"."""
+    value = spec.get(key)
+    return -1 if value is None else int(value)
+
+
 def _create_topics_request(body: Body) -> Fields:
     specs, extras = _specs(body, ("partitions", "replication_factor", "assignment"))
-    topics = [{"name": str(s["topic"]), "num_partitions": int(s.get("partitions", -1)),
-               "replication_factor": int(s.get("replication_factor", -1)),
+    topics = [{"name": str(s["topic"]), "num_partitions": _or_none(s, "partitions"),
+               "replication_factor": _or_none(s, "replication_factor"),
                "assignments": [{"partition_index": int(p), "broker_ids": [int(b) for b in rs]}
                                for p, rs in dict(s.get("assignment") or {}).items()],
                "configs": []} for s in specs]
