@@ -15,7 +15,7 @@ from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch
 from kio.records.schema import Record as KafkaRecord
 from kio.records.writers import write_new_batch
-from kio.serial import entity_reader
+from kio.serial import entity_reader, entity_writer
 
 from impl.node.codes import KAFKA_VERSIONS
 from impl.node.kafka.translate import EPOCHAL_TAG, TRANSLATIONS
@@ -83,6 +83,17 @@ REQUESTS: list[tuple[ApiKey, dict[str, Any]]] = [
     (ApiKey.INIT_PRODUCER_ID, {"client_id": "c"}),
     (ApiKey.SASL_HANDSHAKE, {"mechanism": "SCRAM-SHA-256"}),
     (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"n,,n=alice,r=abc"}),
+    (ApiKey.CREATE_TOPICS, {"user": "alice", "client_id": "c", "validate_only": True, "topics": [
+        {"topic": "t", "partitions": 3, "replication_factor": 2},
+        {"topic": "u", "assignment": {"0": [1, 2], "1": [2, 0]}}]}),
+    (ApiKey.CREATE_TOPICS, {"topic": "t", "partitions": 1, "replication_factor": 1, "forwarded_by": 2,
+                            "forward_id": "f1", "original_version": 0,
+                            "principal": {"user": "bob", "client_id": "old"}}),
+    (ApiKey.DELETE_TOPICS, {"topics": ["t", "u"], "user": "alice"}),
+    (ApiKey.DELETE_TOPICS, {"topic": "t"}),
+    (ApiKey.CREATE_PARTITIONS, {"validate_only": True, "topics": [
+        {"topic": "t", "count": 4}, {"topic": "u", "count": 3, "assignments": [[1, 2], [2, 0]]}]}),
+    (ApiKey.CREATE_PARTITIONS, {"topic": "t", "count": 2, "client_id": "old"}),
 ]
 
 ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
@@ -114,6 +125,20 @@ ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
     (ApiKey.INIT_PRODUCER_ID, {}, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {"message": "no"}),
     (ApiKey.SASL_AUTHENTICATE, {}, 0, {"auth_bytes": b"r=abc,s=x,i=4096", "principal": "alice"}),
     (ApiKey.SASL_AUTHENTICATE, {}, ErrorCode.SASL_AUTHENTICATION_FAILED, {"message": "bad proof"}),
+    (ApiKey.CREATE_TOPICS, {"topics": [{"topic": "a"}, {"topic": "b"}]}, 0, {"throttle_time_ms": 0, "topics": [
+        {"topic": "a", "error": 0, "assignment": {"0": [1, 2]}},
+        {"topic": "b", "error": int(ErrorCode.THROTTLING_QUOTA_EXCEEDED), "message": "quota",
+         "throttle_time_ms": 300}]}),
+    (ApiKey.CREATE_TOPICS, {"topic": "a"}, 0, {"topic": "a", "assignment": {"0": [1]}, "throttle_time_ms": 50}),
+    (ApiKey.CREATE_TOPICS, {"topics": [{"topic": "a"}]}, ErrorCode.NOT_CONTROLLER,
+     {"message": "broker 1 is not the controller", "throttle_time_ms": 0, "controller_id": 2}),
+    (ApiKey.DELETE_TOPICS, {"topics": ["a"]}, 0, {"throttle_time_ms": 0, "topics": [
+        {"topic": "a", "error": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), "message": "no such topic"}]}),
+    (ApiKey.DELETE_TOPICS, {"topic": "a"}, 0, {"topic": "a", "throttle_time_ms": 0}),
+    (ApiKey.CREATE_PARTITIONS, {"topics": [{"topic": "a", "count": 2}]}, 0, {"throttle_time_ms": 10, "topics": [
+        {"topic": "a", "error": 0, "added": {"1": [0, 1]}}]}),
+    (ApiKey.CREATE_PARTITIONS, {"topic": "a", "count": 2}, ErrorCode.INVALID_PARTITIONS,
+     {"message": "fewer", "throttle_time_ms": 0, "controller_id": 1}),
 ]
 
 # SaslHandshake has no flexible version: no tag, so no clock and no error message
@@ -133,7 +158,7 @@ def test_every_kafka_api_has_a_translation_and_a_sample() -> None:
 def test_a_request_comes_back_as_sent_and_a_kafka_reader_reads_it(api: ApiKey, body: dict[str, Any]) -> None:
     flexible = TRANSLATIONS[api].flexible
     payload = encode_request(api, API_VERSIONS[api], 42, 1234, body)[4:]
-    assert decode_request_header(payload) == (api, KAFKA_VERSIONS[api], 42, 1234 if flexible else 0)
+    assert decode_request_header(payload) == (api, API_VERSIONS[api], 42, 1234 if flexible else 0)
     assert decode_request_body(payload) == body
     # request header v2 (v1: no tagged fields): api key, version, correlation id, client id
     assert int.from_bytes(payload[:2], "big") == api and int.from_bytes(payload[4:8], "big") == 42
@@ -271,3 +296,35 @@ def test_each_partition_of_a_fetch_answer_keeps_its_own_hw_and_leo() -> None:
     payload = encode_response(3, 1, 0, {"partitions": answered}, ApiKey.FETCH, {"replica_id": 2})[4:]
     _, _, error, read = decode_response(payload, ApiKey.FETCH)
     assert error == 0 and _by_partition(read["partitions"]) == _by_partition(answered)
+
+
+@pytest.mark.parametrize("api", [ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS],
+                         ids=lambda a: a.name)
+def test_an_admin_requests_epochal_version_rides_in_the_tag_beside_kafkas(api: ApiKey) -> None:
+    """Kafka's header holds the one Kafka version Epochal speaks; whether the request is
+    forwarded (Epochal's version 0) or not (1) is the tag's, and a request without it (a
+    Kafka peer's) is at the controller version."""
+    body = next(b for a, b in REQUESTS if a == api and "topic" in b)
+    for version in (0, 1):
+        payload = encode_request(api, version, 3, 5, body)[4:]
+        assert int.from_bytes(payload[2:4], "big") == KAFKA_VERSIONS[api]
+        assert decode_request_header(payload) == (api, version, 3, 5)
+        assert decode_request_body(payload) == body
+    schema = load_request_schema(api, KAFKA_VERSIONS[api])
+    kafka_body = io.BytesIO()
+    entity_writer(schema)(kafka_body, entity_reader(schema)(
+        encode_request(api, 0, 3, 5, body)[4:], 8 + 2 + len("epochal") + _tag_size(api, body))[0])
+    plain = api.to_bytes(2, "big") + KAFKA_VERSIONS[api].to_bytes(2, "big") + (9).to_bytes(4, "big") \
+        + (1).to_bytes(2, "big") + b"k" + b"\x00" + kafka_body.getvalue()
+    assert decode_request_header(plain) == (api, API_VERSIONS[api], 9, 0)
+    older = bytearray(plain)
+    older[2:4] = (KAFKA_VERSIONS[api] - 1).to_bytes(2, "big")
+    with pytest.raises(ProtocolError) as exc:
+        decode_request_header(bytes(older))
+    assert exc.value.code == ErrorCode.UNSUPPORTED_VERSION
+
+
+def _tag_size(api: ApiKey, body: dict[str, Any]) -> int:
+    payload = encode_request(api, 0, 3, 5, body)[4:]
+    start = 8 + 2 + len("epochal")
+    return _skip_tags(payload, start)[1] - start

@@ -12,7 +12,9 @@ typed value encoding (:mod:`impl.node.wire.values`).
 
 An error answer is the API's response entity with its top-level ``error_code`` set and
 every other field at its default; the error body (``message``, ``leader``, ...) rides in
-the tag.  Nothing here raises anything but :class:`impl.node.codes.ProtocolError` on bad
+the tag.  (The topic admin requests answer per topic instead, and keep Epochal's own
+version, 0 forwarded or 1 for the controller only, in the tag as :data:`API_VERSION`:
+:mod:`impl.node.kafka.translate.admin`.)  Nothing here raises anything but :class:`impl.node.codes.ProtocolError` on bad
 bytes.
 """
 
@@ -29,12 +31,16 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 from kio.serial.writers import write_unsigned_varint
 
-from impl.node.codes import KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
+from impl.node.codes import CONTROLLER_VERSIONS, KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
 from impl.node.kafka.translate.batches import read_uvarint
 from impl.node.kafka.translate.writer import write_values
 from impl.node.wire.values import decode_value, encode_value
 
 EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
+# the tag's key for Epochal's own version of an admin request that must reach the controller
+# (CONTROLLER_VERSIONS: 0 is forwarded, 1 is not), which Kafka's version number cannot hold:
+# the header has the one Kafka version Epochal speaks
+API_VERSION = "api_version"
 CLIENT_ID = "epochal"
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _I16 = struct.Struct(">h")
@@ -221,12 +227,15 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
     """(length + header, body): Kafka's request header v2 with the clock and the extras in
     the tag; a pre-encoded body is written as it is, never copied per recipient."""
     encoded = body if isinstance(body, EncodedBody) else encode_body(ApiKey(api), body)
+    own: Body = {}
+    if api in CONTROLLER_VERSIONS:  # Epochal's version in the tag, Kafka's in the header
+        own, version = {API_VERSION: version}, TRANSLATIONS[ApiKey(api)].version
     buf = io.BytesIO()
     buf.write(_HEAD.pack(api, version, cid))
     client = CLIENT_ID.encode()
     buf.write(_I16.pack(len(client)) + client)
     if TRANSLATIONS[ApiKey(api)].flexible:  # request header v2; v1 has no tagged fields
-        _write_tags(buf, {"clock": clock, **encoded.extras})
+        _write_tags(buf, {"clock": clock, **own, **encoded.extras})
     header = buf.getvalue()
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
@@ -242,7 +251,24 @@ def decode_request_header(payload: bytes) -> RequestHeader:
         raise ProtocolError("truncated client id", ErrorCode.INVALID_REQUEST)
     extras, pos = _read_tags(payload, pos) if TRANSLATIONS[ApiKey(api)].flexible else ({}, pos)
     clock = extras.pop("clock", 0)
-    return api, version, cid, int(clock) if isinstance(clock, int) else 0, extras, pos
+    return api, _epochal_version(api, version, extras), cid, \
+        int(clock) if isinstance(clock, int) else 0, extras, pos
+
+
+def _epochal_version(api: int, version: int, extras: Body) -> int:
+    """The version Epochal handles a request at: Kafka's, or for an admin request of
+    CONTROLLER_VERSIONS the tag's (a request without it, a Kafka peer's, is at the controller
+    version); a Kafka version other than the one Epochal speaks is UNSUPPORTED_VERSION."""
+    if api not in CONTROLLER_VERSIONS:
+        return version
+    t = TRANSLATIONS[ApiKey(api)]
+    if version != t.version:
+        raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
+                            ErrorCode.UNSUPPORTED_VERSION)
+    own = extras.pop(API_VERSION, CONTROLLER_VERSIONS[ApiKey(api)])
+    if type(own) is not int:
+        raise ProtocolError(f"{t.api.name}: {API_VERSION} is not an int", ErrorCode.INVALID_REQUEST)
+    return own
 
 
 def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> Body:
@@ -251,7 +277,7 @@ def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> 
     its tag is not decoded twice)."""
     api, version, _, _, extras, pos = header or decode_request_header(payload)
     t = TRANSLATIONS[ApiKey(api)]
-    if version != t.version:
+    if version != t.version and api not in CONTROLLER_VERSIONS:  # checked with the header
         raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
                             ErrorCode.UNSUPPORTED_VERSION)
     entity = _read_entity(t.request_schema(), payload, pos, f"{t.api.name} v{version}")
@@ -308,9 +334,10 @@ def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
 
 
 def _register_all() -> None:
-    from impl.node.kafka.translate import clients, control, replication
+    from impl.node.kafka.translate import admin, clients, control, replication
 
-    register(*control.TRANSLATIONS, *replication.TRANSLATIONS, *clients.TRANSLATIONS)
+    register(*control.TRANSLATIONS, *replication.TRANSLATIONS, *clients.TRANSLATIONS,
+             *admin.TRANSLATIONS)
 
 
 _register_all()
