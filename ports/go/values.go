@@ -92,6 +92,17 @@ func decodeValue(data []byte) (any, error) {
 	return v, nil
 }
 
+// readLength reads a u32 count at pos, refused when it is more than the bytes left: an
+// element takes at least one byte, so a larger count can only be a lie.
+func readLength(data []byte, pos int) (int, int, bool) {
+	if pos+4 > len(data) {
+		return 0, 0, false
+	}
+	n := int(binary.BigEndian.Uint32(data[pos:]))
+	pos += 4
+	return n, pos, n <= len(data)-pos
+}
+
 func readValue(data []byte, pos, depth int) (any, int, error) {
 	if depth > maxDepth || pos >= len(data) {
 		return nil, 0, errValue
@@ -116,12 +127,8 @@ func readValue(data []byte, pos, depth int) (any, int, error) {
 		}
 		return math.Float64frombits(raw), pos + 8, nil
 	case tagString, tagBytes:
-		if !need(4) {
-			return nil, 0, errValue
-		}
-		n := int(binary.BigEndian.Uint32(data[pos:]))
-		pos += 4
-		if !need(n) {
+		n, pos, ok := readLength(data, pos)
+		if !ok {
 			return nil, 0, errValue
 		}
 		b := data[pos : pos+n]
@@ -130,12 +137,8 @@ func readValue(data []byte, pos, depth int) (any, int, error) {
 		}
 		return append([]byte(nil), b...), pos + n, nil
 	case tagList:
-		if !need(4) {
-			return nil, 0, errValue
-		}
-		n := int(binary.BigEndian.Uint32(data[pos:]))
-		pos += 4
-		if n > len(data)-pos {
+		n, pos, ok := readLength(data, pos)
+		if !ok {
 			return nil, 0, errValue
 		}
 		out := make([]any, 0, n)
@@ -148,26 +151,18 @@ func readValue(data []byte, pos, depth int) (any, int, error) {
 		}
 		return out, pos, nil
 	case tagMap:
-		if !need(4) {
-			return nil, 0, errValue
-		}
-		n := int(binary.BigEndian.Uint32(data[pos:]))
-		pos += 4
-		if n > len(data)-pos {
+		n, pos, ok := readLength(data, pos)
+		if !ok {
 			return nil, 0, errValue
 		}
 		out := make(map[string]any, n)
 		for i := 0; i < n; i++ {
-			if !need(4) {
+			k, next, ok := readLength(data, pos)
+			if !ok {
 				return nil, 0, errValue
 			}
-			k := int(binary.BigEndian.Uint32(data[pos:]))
-			pos += 4
-			if !need(k) {
-				return nil, 0, errValue
-			}
-			key := string(data[pos : pos+k])
-			pos += k
+			key := string(data[next : next+k])
+			pos = next + k
 			v, next, err := readValue(data, pos, depth+1)
 			if err != nil {
 				return nil, 0, err
