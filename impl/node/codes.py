@@ -51,14 +51,15 @@ CONTROLLER_VERSIONS: dict[ApiKey, int] = {
 
 # the APIs that travel as Apache Kafka's messages (impl.node.kafka.translate), each at the
 # one flexible version Epochal sends and answers: the ZooKeeper-era inter-broker messages,
-# replication, reads, writes, authentication and the topic admin requests (these keep
-# Epochal's own version, CONTROLLER_VERSIONS, in the header's tag: docs/wire.md 2.1)
+# replication, reads, writes, authentication and the admin requests (those of
+# CONTROLLER_VERSIONS keep Epochal's own version in the header's tag: docs/wire.md 2.1)
 KAFKA_VERSIONS: dict[ApiKey, int] = {
     ApiKey.LEADER_AND_ISR: 4, ApiKey.STOP_REPLICA: 3, ApiKey.UPDATE_METADATA: 6,
     ApiKey.CONTROLLED_SHUTDOWN: 3, ApiKey.FETCH: 12, ApiKey.OFFSETS_FOR_LEADER_EPOCH: 4,
     ApiKey.PRODUCE: 9, ApiKey.METADATA: 9, ApiKey.INIT_PRODUCER_ID: 2, ApiKey.SASL_HANDSHAKE: 1,
     ApiKey.SASL_AUTHENTICATE: 2, ApiKey.CREATE_TOPICS: 6, ApiKey.DELETE_TOPICS: 5,
-    ApiKey.CREATE_PARTITIONS: 3,
+    ApiKey.CREATE_PARTITIONS: 3, ApiKey.ELECT_PREFERRED: 2, ApiKey.REASSIGN_PARTITIONS: 0,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: 1, ApiKey.ALTER_CLIENT_QUOTAS: 1,
 }
 
 # highest version each API speaks: the admin writes above at their controller version (also

@@ -168,7 +168,7 @@ def encode_response(api: KafkaApi, correlation_id: int, response: Any) -> bytes:
     return bytes(frame)
 
 
-def build(entity_type: type, **values: Any) -> Any:
+def build(entity_type: type, /, **values: Any) -> Any:
     """A kio entity from plain values: nested entities from dicts, ``ErrorCode`` fields
     from ints, millisecond durations from ints.  Values for fields this version of the
     schema lacks are dropped; a field without a value takes its schema default (one

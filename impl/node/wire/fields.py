@@ -300,8 +300,8 @@ MESSAGES: dict[ApiKey, Message] = {
         request=tuple(_PRINCIPAL),
         response=(
             _F("quotas", "list<map>", True, "every stored quota"),
-            _F("quotas[].user", "string", False, "the entity's user (null: the default entry)"),
-            _F("quotas[].client_id", "string", False, "the entity's client id (null: the default entry)"),
+            _F("quotas[].user", "string", False, "the entity's user (null: not part of the entity; `<default>`: the default)"),
+            _F("quotas[].client_id", "string", False, "the entity's client id (null: not part of the entity; `<default>`: the default)"),
             _F("quotas[].controller_mutation_rate", "float", True, "partition mutations per second (seed 001)"),
             _F("metrics", "map", True, "on the controller: per principal, its rate, tokens and throttle time"),
             _F("controller_id", "int", True, "the controller this broker knows"),
@@ -313,8 +313,8 @@ MESSAGES: dict[ApiKey, Message] = {
             *_ADMIN,
             _F("validate_only", "bool", False, "check, write nothing"),
             _F("entries", "list<map>", True, "the quotas to set"),
-            _F("entries[].user", "string", False, "the entity's user (null: the default entry)"),
-            _F("entries[].client_id", "string", False, "the entity's client id (null: the default entry)"),
+            _F("entries[].user", "string", False, "the entity's user (null: not part of the entity; `<default>`: the default)"),
+            _F("entries[].client_id", "string", False, "the entity's client id (null: not part of the entity; `<default>`: the default)"),
             _F("entries[].rate", "float", False, "partition mutations per second; null removes the quota"),
         ),
         response=(

@@ -35,11 +35,11 @@ def test_values_round_trip(value: object) -> None:
 
 
 def test_request_frame_round_trips_header_and_body() -> None:
-    frame = encode_request(ApiKey.ELECT_PREFERRED, 0, 42, 7, {"topic": "t", "partition": 1})
+    frame = encode_request(ApiKey.REMOVE_PARTITIONS, 0, 42, 7, {"topic": "t", "partition": 1})
     (length,) = struct.unpack(">I", frame[:4])
     payload = frame[4:]
     assert length == len(payload)
-    assert decode_request_header(payload) == (ApiKey.ELECT_PREFERRED, 0, 42, 7)
+    assert decode_request_header(payload) == (ApiKey.REMOVE_PARTITIONS, 0, 42, 7)
     assert decode_request_body(payload) == {"topic": "t", "partition": 1}
 
 
@@ -65,7 +65,7 @@ def test_nesting_deeper_than_the_limit_is_rejected() -> None:
 
 
 def test_non_map_request_body_is_invalid_request() -> None:
-    payload = encode_request(ApiKey.ELECT_PREFERRED, 0, 1, 0, {})[4:]
+    payload = encode_request(ApiKey.REMOVE_PARTITIONS, 0, 1, 0, {})[4:]
     bad = payload[:16] + encode_value([1, 2])
     with pytest.raises(ProtocolError) as exc:
         decode_request_body(bad)

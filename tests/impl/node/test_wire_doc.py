@@ -107,7 +107,7 @@ def test_the_value_tags_are_the_codecs():
 
 
 def test_the_frame_header_sizes_are_the_codecs():
-    frame = wire.encode_request(ApiKey.ELECT_PREFERRED, 0, 1, 5, {})  # still the broker protocol's
+    frame = wire.encode_request(ApiKey.REMOVE_PARTITIONS, 0, 1, 5, {})  # still the broker protocol's
     assert len(frame) - 4 - len(encode_value({})) == 16  # i16 + i16 + i32 + i64
     assert "the 16 bytes of a request header" in DOC
 

@@ -5,6 +5,7 @@ reader that knows nothing of that tag reads the same frames."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 from typing import Any
@@ -94,6 +95,15 @@ REQUESTS: list[tuple[ApiKey, dict[str, Any]]] = [
     (ApiKey.CREATE_PARTITIONS, {"validate_only": True, "topics": [
         {"topic": "t", "count": 4}, {"topic": "u", "count": 3, "assignments": [[1, 2], [2, 0]]}]}),
     (ApiKey.CREATE_PARTITIONS, {"topic": "t", "count": 2, "client_id": "old"}),
+    (ApiKey.ELECT_PREFERRED, {"topic": "t", "partition": 3, "user": "alice", "client_id": "c"}),
+    (ApiKey.REASSIGN_PARTITIONS, {"topic": "t", "partition": 1, "replicas": [2, 0, 1], "forwarded_by": 1,
+                                  "forward_id": "f2", "original_version": 0, "principal": {"user": "bob"}}),
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, {"user": "alice"}),
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, {}),
+    (ApiKey.ALTER_CLIENT_QUOTAS, {"validate_only": True, "entries": [
+        {"user": "alice", "client_id": None, "rate": 2.5}, {"user": "<default>", "client_id": "c", "rate": None},
+        {"user": None, "client_id": "<default>", "rate": 1.0}]}),
+    (ApiKey.ALTER_CLIENT_QUOTAS, {"user": "admin", "entries": [{"user": "u", "client_id": "c", "rate": 10.0}]}),
 ]
 
 ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
@@ -139,6 +149,23 @@ ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
         {"topic": "a", "error": 0, "added": {"1": [0, 1]}}]}),
     (ApiKey.CREATE_PARTITIONS, {"topic": "a", "count": 2}, ErrorCode.INVALID_PARTITIONS,
      {"message": "fewer", "throttle_time_ms": 0, "controller_id": 1}),
+    (ApiKey.ELECT_PREFERRED, {"topic": "a", "partition": 0}, 0, {}),
+    (ApiKey.ELECT_PREFERRED, {"topic": "a", "partition": 0}, ErrorCode.NOT_CONTROLLER,
+     {"message": "broker 1 is not the controller", "throttle_time_ms": 0, "controller_id": 2}),
+    (ApiKey.ELECT_PREFERRED, {}, ErrorCode.INVALID_REQUEST, {"message": "bad request", "throttle_time_ms": 0}),
+    (ApiKey.REASSIGN_PARTITIONS, {"topic": "a", "partition": 1}, 0, {"topic": "a", "partition": 1}),
+    (ApiKey.REASSIGN_PARTITIONS, {"topic": "a", "partition": 1}, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+     {"message": "broker 7 is not registered", "throttle_time_ms": 0, "controller_id": 1}),
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, {}, 0, {"quotas": [
+        {"user": "alice", "client_id": None, "controller_mutation_rate": 2.5},
+        {"user": "<default>", "client_id": "<default>", "controller_mutation_rate": 1.0}],
+        "metrics": {"alice/": {"rate": 0.5}}, "controller_id": 1, "from_controller": True}),
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, {}, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+     {"message": "no", "throttle_time_ms": 0, "controller_id": 1}),
+    (ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [{"user": "u", "client_id": None, "rate": 1.0}]}, 0, {"altered": 1}),
+    (ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [{"user": "u", "client_id": None, "rate": -1.0}]},
+     ErrorCode.INVALID_REQUEST, {"message": "must be positive", "throttle_time_ms": 0, "controller_id": 0}),
+    (ApiKey.ALTER_CLIENT_QUOTAS, {}, ErrorCode.NOT_CONTROLLER, {"message": "no", "throttle_time_ms": 0}),
 ]
 
 # SaslHandshake has no flexible version: no tag, so no clock and no error message
@@ -328,3 +355,47 @@ def _tag_size(api: ApiKey, body: dict[str, Any]) -> int:
     payload = encode_request(api, 0, 3, 5, body)[4:]
     start = 8 + 2 + len("epochal")
     return _skip_tags(payload, start)[1] - start
+
+
+def _kafka_entity(api: ApiKey, body: dict[str, Any]) -> Any:
+    """The request as a Kafka broker's reader sees it (the tag skipped)."""
+    payload = encode_request(api, API_VERSIONS[api], 3, 5, body)[4:]
+    _, pos = _skip_tags(payload, 8 + 2 + int.from_bytes(payload[8:10], "big"))
+    return entity_reader(load_request_schema(api, KAFKA_VERSIONS[api]))(payload, pos)[0]
+
+
+def test_the_admin_requests_say_in_kafkas_fields_what_epochal_asks() -> None:
+    elect = _kafka_entity(ApiKey.ELECT_PREFERRED, {"topic": "t", "partition": 3})
+    assert elect.election_type == 0 and [(t.topic, t.partitions) for t in elect.topic_partitions] == [("t", (3,))]
+    moved = _kafka_entity(ApiKey.REASSIGN_PARTITIONS, {"topic": "t", "partition": 1, "replicas": [2, 0]})
+    assert [(t.name, p.partition_index, p.replicas) for t in moved.topics for p in t.partitions] == [("t", 1, (2, 0))]
+    quotas = _kafka_entity(ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [
+        {"user": "<default>", "client_id": "c", "rate": None}, {"user": "u", "client_id": None, "rate": 2.0}]})
+    assert [([(c.entity_type, c.entity_name) for c in e.entity], [(o.key, o.value, o.remove) for o in e.ops])
+            for e in quotas.entries] == [
+        ([("user", None), ("client-id", "c")], [("controller_mutation_rate", 0.0, True)]),
+        ([("user", "u")], [("controller_mutation_rate", 2.0, False)])]
+
+
+def _ip_quota(e: Any) -> Any:
+    entry = e.entries[0]
+    return dataclasses.replace(e, entries=(dataclasses.replace(
+        entry, entity=(dataclasses.replace(entry.entity[0], entity_type="ip"),)),))
+
+
+@pytest.mark.parametrize(("api", "change"), [
+    (ApiKey.ELECT_PREFERRED, lambda e: dataclasses.replace(e, election_type=1)),  # unclean
+    (ApiKey.ELECT_PREFERRED, lambda e: dataclasses.replace(e, topic_partitions=None)),  # all partitions
+    (ApiKey.ALTER_CLIENT_QUOTAS, _ip_quota),  # Epochal's quotas are per user and client id
+], ids=["unclean", "all-partitions", "ip-quota"])
+def test_a_kafka_admin_request_epochal_cannot_serve_is_an_invalid_request(api: ApiKey, change: Any) -> None:
+    body = {ApiKey.ELECT_PREFERRED: {"topic": "t", "partition": 0},
+            ApiKey.ALTER_CLIENT_QUOTAS: {"entries": [{"user": "u", "client_id": None, "rate": 1.0}]}}[api]
+    schema = load_request_schema(api, KAFKA_VERSIONS[api])
+    raw = io.BytesIO()
+    entity_writer(schema)(raw, change(_kafka_entity(api, body)))
+    plain = api.to_bytes(2, "big") + KAFKA_VERSIONS[api].to_bytes(2, "big") + (9).to_bytes(4, "big") \
+        + (1).to_bytes(2, "big") + b"k" + b"\x00" + raw.getvalue()
+    with pytest.raises(ProtocolError) as exc:
+        decode_request_body(plain)
+    assert exc.value.code == ErrorCode.INVALID_REQUEST
