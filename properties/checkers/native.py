@@ -338,6 +338,7 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--min-insync", str(cfg.min_insync),
         "--unclean", str(int(cfg.unclean)),
         "--preferred-elections", str(cfg.preferred_elections),
+        "--fetch-max-records", str(cfg.fetch_max_records),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),
