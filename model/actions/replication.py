@@ -17,7 +17,17 @@ from model.actions.common import (
     set_znode,
     unknown_leos,
 )
-from model.actions.entry import DRIVEN, Args, Coverage, Emitted, Entry, Knob, Supported, Traced, View
+from model.actions.entry import (
+    DRIVEN,
+    Args,
+    Coverage,
+    Emitted,
+    Entry,
+    Knob,
+    Supported,
+    Traced,
+    View,
+)
 from model.actions.views import ERRORS, FENCED, always, entries, new_response, records
 from model.state import (
     FETCH_REQUEST,

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from impl.harness.drive.network import record_value
 from impl.harness.drive.zombie import on_its_own, write_refused
 from impl.node.step_gate import permit_name
 from impl.node.wire import RpcError
@@ -63,7 +64,7 @@ class Operation:
 
 def _produce(d: Driver, step: Step, s: State, t: State) -> None:
     b, p = step.args
-    value = f"v{t.ghost.produced}"
+    value = record_value(t.ghost.produced)
     d.cluster.produce(b, value, p)
     d.expect("produce", b, f"broker {b} appends {value} to partition {p} as leader", partition=p)
 
