@@ -34,6 +34,7 @@ def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
     assert ("controlled_shutdown", "moved") in focus["shutdown"]
     assert ("preferred_election", "taken") in focus["preferred-election"]
     assert ("reassign_complete", "taken") in focus["reassignment"]
+    assert {("handle_fetch", "answered_hw_ahead"), ("receive_fetch", "appended_hw_capped")} <= focus["fetch-cut-short"]
 
 
 @pytest.mark.integration
