@@ -84,3 +84,13 @@ def _reachable(cfg: Config) -> set[State]:
     while frontier:
         frontier = [t for s in frontier for _, t in successors(s, cfg) if t not in seen and not seen.add(t)]
     return seen
+
+
+def test_the_compiled_search_runs_the_knob_and_the_z3_encoding_refuses_it() -> None:
+    from properties.checkers.native import unsupported as native_unsupported
+    from properties.checkers.symbolic.coverage import unsupported as z3_unsupported
+
+    cfg = named("kip320", fetch_max_records=1)
+    assert native_unsupported(cfg) is None
+    assert z3_unsupported(cfg) == "fetch answers cut short"
+    assert z3_unsupported(named("kip320")) is None
