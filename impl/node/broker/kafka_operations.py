@@ -117,13 +117,22 @@ class KafkaOperations:
             return self._kafka_describe_configs(schema, body)
         if api == KafkaApi.INCREMENTAL_ALTER_CONFIGS:
             return self._kafka_alter_configs(schema, body)
-        return build(schema, throttle_time=0, **_result(KafkaError.none), results=[
-            {"user": u.name, **(_result(KafkaError.none) if valid_name(u.name) else
-                                _result(KafkaError.resource_not_found, "not a user name")),
-             "credential_infos": [{"mechanism": SCRAM_SHA_256, "iterations": ITERATIONS}]
-             if valid_name(u.name) else []} for u in body.users or ()])
+        assert api == KafkaApi.DESCRIBE_USER_SCRAM_CREDENTIALS, api
+        return self._kafka_scram_credentials(schema, body)
 
-    async def _forward(self, api: ApiKey, request: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _kafka_scram_credentials(schema: type, body: Any) -> Any:
+        """Every valid user name has SCRAM-SHA-256 credentials (its password derived from
+        the cluster secret); any other name is RESOURCE_NOT_FOUND."""
+        return build(schema, throttle_time=0, **_result(KafkaError.none), results=[
+            {"user": u.name, **_result(KafkaError.none),
+             "credential_infos": [{"mechanism": SCRAM_SHA_256, "iterations": ITERATIONS}]}
+            if valid_name(u.name) else
+            {"user": u.name, **_result(KafkaError.resource_not_found, "not a user name"),
+             "credential_infos": []} for u in body.users or ()])
+
+    async def _kafka_forward(self, api: ApiKey, request: dict[str, Any]) -> dict[str, Any]:
+        """An admin write at its forwarded version: the controller's answer, from any broker."""
         return dict(await self.admin.handle(api, FORWARDED, request))
 
     def _partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
@@ -161,7 +170,7 @@ class KafkaOperations:
             return _result(KafkaError.preferred_leader_not_available,
                            f"preferred replica {preferred} is not a live ISR member")
         try:
-            await self._forward(ApiKey.ELECT_PREFERRED,
+            await self._kafka_forward(ApiKey.ELECT_PREFERRED,
                                 {"topic": topic, "partition": partition, **principal})
         except AdminError as exc:
             return _result(exc.code, str(exc))
@@ -186,7 +195,7 @@ class KafkaOperations:
                                        "Epochal cannot cancel a reassignment"))
                 else:
                     try:
-                        await self._forward(ApiKey.REASSIGN_PARTITIONS, {
+                        await self._kafka_forward(ApiKey.REASSIGN_PARTITIONS, {
                             "topic": t.name, "partition": int(p.partition_index),
                             "replicas": [int(b) for b in p.replicas], **principal})
                     except AdminError as exc:
@@ -254,7 +263,7 @@ class KafkaOperations:
             else:
                 (op,) = q.ops
                 try:
-                    await self._forward(ApiKey.ALTER_CLIENT_QUOTAS, {
+                    await self._kafka_forward(ApiKey.ALTER_CLIENT_QUOTAS, {
                         "entries": [{**entity, "rate": None if op.remove else float(op.value)}],
                         "validate_only": bool(body.validate_only), **principal})
                 except AdminError as exc:
