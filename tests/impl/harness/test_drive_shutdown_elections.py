@@ -105,6 +105,8 @@ def test_the_model_lets_no_election_choose_the_broker_shutting_down() -> None:
 @pytest.mark.slow  # the default suite keeps to about six minutes
 def test_no_election_on_real_brokers_picks_a_broker_in_controlled_shutdown(tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster", knobs=KNOBS).run(SHUTTING_DOWN_RUN)
-    assert report.verdict == "followed" and report.exit_code == 0, report.divergence
+    d = report.divergence or {}
+    assert report.verdict == "followed" and report.exit_code == 0, \
+        f"step {d.get('step')} {d.get('action')}: {d.get('implementation_did')}; the model allowed: {d.get('model_allowed')}"
     done = [s.action for s in report.steps if s.outcome == "followed"]
     assert all(a in done for a in ELECTIONS)
