@@ -101,8 +101,7 @@ def test_the_model_lets_no_election_choose_the_broker_shutting_down() -> None:
     assert apply(states["elect_leader"], cfg, Step("elect_leader", (0, 0, STOPPING))) is None
 
 
-@pytest.mark.integration
-@pytest.mark.slow  # the default suite keeps to about six minutes
+@pytest.mark.integration  # about 11 s: in the default suite, as the zombie run is
 def test_no_election_on_real_brokers_picks_a_broker_in_controlled_shutdown(tmp_path: Path) -> None:
     report = Driver("kip320", data_dir=tmp_path / "cluster", knobs=KNOBS).run(SHUTTING_DOWN_RUN)
     d = report.divergence or {}
