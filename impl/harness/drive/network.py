@@ -238,6 +238,22 @@ class SteerableCluster:
         return any(json.loads(line).get("kind") == kind
                    for line in path.read_text().splitlines() if line.strip())
 
+    def preferred_request_taken(self, partition: int, timeout: float) -> bool:
+        """Whether the controller took the preferred-replica election request for
+        ``partition`` within ``timeout`` seconds: it deletes the request's znode once it has
+        decided, whether it elected or declined -- the only sign a declined one leaves."""
+        zk = self.cluster.zk_client()
+        try:
+            deadline = time.monotonic() + timeout
+            while zk.exists(f"{zkl.PREFERRED}/{TOPIC}/{partition}") is not None:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+            return True
+        finally:
+            zk.stop()
+            zk.close()
+
     def zk_state(self) -> dict[str, Any]:
         """What ZooKeeper holds of the model's state: the controller, the controller epoch,
         the live brokers, and of every partition of the topic (``partitions``, by id) its

@@ -155,6 +155,11 @@ def _reassign_complete(d: Driver, step: Step, s: State, t: State) -> None:
 def _preferred_election(d: Driver, step: Step, s: State, t: State) -> None:
     c, p = step.args
     _admin(d, c, "elect_preferred", p)
+    if t == s:  # the model's controller declines (its preferred replica cannot lead): no write
+        if not d.cluster.preferred_request_taken(p, d.step_timeout):
+            raise Divergence(f"controller {c} left the preferred-replica election of partition {p} pending "
+                             f"for {d.step_timeout:.0f}s", f"controller {c} declines it and writes nothing")
+        return
     d.expect("elect_leader", c, f"controller {c} moves partition {p} back to its preferred replica")
 
 
