@@ -17,7 +17,11 @@ named way (``OBSERVED``), and what no log shows is derived in one named way too:
   Lamport clock of each event is its rank, and the zxid of each ZooKeeper write its rank
   among the writes -- real zxids are logged only for registrations (their ``broker_epoch``);
 * the logs' contents: each replica's log is replayed from the produce responses (offset) and
-  the values written in order, the leader epoch of the append being the leader's own;
+  the values written in order, the leader epoch of the append being the leader's own -- or,
+  when the workload says where each value landed (a chaos run: ``produced.jsonl`` entries
+  with an ``offset``, each produce request one record), the value placed at that offset
+  (``Placed``); an answer at an offset the leader's log already has is an idempotent
+  producer's retry answered as a duplicate, no append;
 * a follower's ``receive_fetch``: no Kafka log shows a follower appending, so it is taken
   right after the leader's ``handle_fetch`` whose response it is, with the records and the
   high watermark that response carried (the follower's HW is min(leader HW, its LEO), as
@@ -35,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from conformance.kafka.ordering import appends_first, fetching_replica
+from conformance.kafka.ordering import appends_first, fetching_replica, next_fetches
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
 from traces.events import Event
@@ -212,14 +216,34 @@ def _down(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
     return down
 
 
-def _values(run_dir: Path) -> list[str]:
+def _values(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "produced.jsonl"
-    return [json.loads(t)["value"] for t in path.read_text().splitlines()] if path.exists() else []
+    return [json.loads(t) for t in path.read_text().splitlines()] if path.exists() else []
+
+
+class Placed:
+    """Where the workload's values landed, per offset: (leader_epoch, value) as the client's
+    acknowledgements and the read-back saw them (``-1``: epoch unknown).  A value no one saw
+    (appended, never acknowledged, truncated away) is named by its place."""
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.at: dict[int, list[tuple[int, str]]] = {}
+        for e in entries:
+            self.at.setdefault(int(e["offset"]), []).append((int(e.get("leader_epoch", -1)), str(e["value"])))
+
+    def value(self, offset: int, leader_epoch: int) -> str:
+        seen = self.at.get(offset, [])
+        exact = [v for epoch, v in seen if epoch == leader_epoch]
+        unknown = [v for epoch, v in seen if epoch < 0]
+        if exact or unknown:
+            return (exact or unknown)[0]
+        return seen[0][1] if len({v for _, v in seen}) == 1 else f"unseen@{offset}/{leader_epoch}"
 
 
 class _Adapter:
-    def __init__(self, values: list[str], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
-        self.values = values
+    def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
+        self.values = [str(v["value"]) for v in values]
+        self.placed = Placed(values) if values and all("offset" in v for v in values) else None
         self.down = down or {}
         self.produced = 0
         self.replicas: dict[tuple[str, int, int], _Replica] = {}
@@ -228,6 +252,7 @@ class _Adapter:
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
         self.topic_names: dict[str, str] = {}  # topic id -> name
+        self.next_fetch: dict[tuple[int, str, int], int] = {}  # note_next_fetches
         # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
         # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
@@ -411,18 +436,25 @@ class _Adapter:
                 if pr["errorCode"] != 0:
                     continue
                 r = self.replica(t["name"], pr["index"], broker)
-                if self.produced >= len(self.values):
-                    raise AdapterError(f"more produce responses than values written ({len(self.values)})")
-                value = self.values[self.produced]
-                self.produced += 1
                 offset = pr["baseOffset"]
+                if self.placed is not None:
+                    if offset < len(r.log):
+                        continue  # a retry answered as a duplicate: appended before
+                    value = self.placed.value(offset, r.leader_epoch)
+                else:
+                    if self.produced >= len(self.values):
+                        raise AdapterError(f"more produce responses than values written ({len(self.values)})")
+                    value = self.values[self.produced]
+                    self.produced += 1
                 del r.log[offset:]
                 r.log.append([offset, r.leader_epoch, value])
-                # at the append the HW is at most the record's offset: a later HW line (the
-                # followers' fetches of it, sorted before the step rebuilt from durations) is not yet
+                # at the append the HW is at most the record's offset, and at most what the ISR
+                # followers are known to have fetched: a later HW line (the followers' fetches,
+                # sorted before the step rebuilt from durations) is not yet
                 self.out.add(ts, broker, events.produce(topic=t["name"], partition=pr["index"], offset=offset, value=value,
                                                  leader_epoch=r.leader_epoch,
-                                                 post={"hw": min(r.hw, offset), "leo": len(r.log)}))
+                                                 post={"hw": min(self._hw_as_read(r, broker), offset),
+                                                       "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
         follower = fetching_replica(req)
@@ -445,14 +477,14 @@ class _Adapter:
                 continue
             r.fetch_offset[follower] = offset
             pd = answered.get(key)
-            self._fetch_round_trip(broker, follower, key, offset, pd, ts, read)
+            self._fetch_round_trip(broker, follower, key, offset, pd, ts, read, self.next_fetch.get((id(req), *key)))
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
-                          pd: dict[str, Any] | None, ts: float, read: bool) -> None:
+                          pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
-        records = [list(x) for x in r.log[offset:]] if has_records else []
+        records = [list(x) for x in r.log[offset:upto]] if has_records else []
         leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later;
@@ -511,9 +543,24 @@ class _Adapter:
         higher than the offsets its ISR followers are known to have fetched from.  Kafka's
         lines carry the millisecond, the request log's step times are reconstructed from
         millisecond durations: two followers' fetches read in one millisecond may sort
-        after the HW update the second one made, and the first would seem to see it."""
-        known = [r.fetch_offset[f] for f in r.isr if f != leader and f in r.fetch_offset]
-        return min([r.hw, *known])
+        after the HW update the second one made, and the first would seem to see it.  And
+        the other way: the read that moved the HW is sorted before the line that says so."""
+        followers = [f for f in r.isr if f != leader]
+        known = [r.fetch_offset[f] for f in followers if f in r.fetch_offset]
+        hw = min([r.hw, *known])
+        if len(known) == len(followers):
+            # and no lower than the ISR's known offsets make it: the line of the HW update this
+            # read made can carry a later millisecond than the read rebuilt from durations
+            hw = max(hw, min([len(r.log), *known]))
+        return hw
+
+    def note_next_fetches(self, lines: list[tuple[int, Line]]) -> None:
+        """Where each replica Fetch answer's records ended (``ordering.next_fetches``): the
+        leader's log as the adapter rebuilds it may already hold a record appended after the
+        answer was read."""
+        names = {line.fields["topic_id"].removeprefix("Some(").removesuffix(")"): topic_partition(line.fields["tp"])[0]
+                 for _, line in lines if line.name == "became_leader"}
+        self.next_fetch = next_fetches(lines, names)
 
     def note_assignments(self, lines: list[tuple[int, Line]]) -> None:
         """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
@@ -579,6 +626,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     adapter = _Adapter(_values(run_dir), _down(run_dir))
     lines = _ordered_lines(run_dir)
     adapter.note_assignments(lines)
+    adapter.note_next_fetches(lines)
     for broker, line in lines:
         adapter.on_line(broker, line)
     adapter.flush_expansions()

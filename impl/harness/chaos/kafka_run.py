@@ -36,6 +36,7 @@ from typing import Any
 
 from conformance.kafka.adapter import elections
 from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
+from impl.harness.chaos.kafka_judge import configuration, conformance, write_placements
 from impl.harness.chaos.verdict import Election, explain_loss
 from impl.harness.chaos.workload import Ack
 from properties.safety import UNCLEAN_LABEL
@@ -66,6 +67,7 @@ class KafkaChaosReport:
     problems: list[str] = field(default_factory=list)  # the read-back could not reach the high watermark
     causes: dict[str, int] = field(default_factory=dict)  # lost writes by cause (explain_loss)
     elections: list[Election] = field(default_factory=list)  # as the adapter read them in the logs
+    conformance: dict[str, Any] = field(default_factory=lambda: {"skipped": True})  # kafka_judge.conformance
 
     @property
     def label(self) -> str | None:
@@ -74,15 +76,22 @@ class KafkaChaosReport:
         return UNCLEAN_LABEL if unclean and len(unclean) == len(self.causes) else None
 
     @property
-    def passed(self) -> bool:
+    def safe(self) -> bool:
+        """Every acknowledged write read back where it was acknowledged."""
         return not self.lost and not self.misplaced and not self.problems
+
+    @property
+    def passed(self) -> bool:
+        """Safe, and every judged group of the run's trace conforms (none inconclusive)."""
+        return self.safe and not self.conformance.get("problem")
 
     def as_dict(self) -> dict[str, Any]:
         return {"engine": "kafka", "seed": self.seed, "profile": self.profile, "unclean": self.unclean,
                 "faults": self.faults, "sent": self.sent, "acknowledged": len(self.acked), "failed": self.failed,
                 "read": self.read, "lost": self.lost, "misplaced": self.misplaced, "problems": self.problems,
                 "causes": self.causes, "label": self.label,
-                "elections": [asdict(e) for e in self.elections], "passed": self.passed}
+                "elections": [asdict(e) for e in self.elections], "conformance": self.conformance,
+                "passed": self.passed}
 
 
 def schedule(seed: int, duration: float, unclean: bool = False) -> list[tuple[float, str]]:
@@ -179,15 +188,17 @@ def cluster_settings(unclean: bool) -> dict[str, Any]:
 
 
 def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
-        log: Callable[[str], None] = print) -> KafkaChaosReport:
+        log: Callable[[str], None] = print, judge: bool = True) -> KafkaChaosReport:
     """One run on ``cluster``, a ``KafkaCluster`` built with ``cluster_settings`` and not yet
-    started: started here, and stopped at the end whatever happens."""
+    started: started here, and stopped at the end whatever happens; then, with ``judge``,
+    its logs judged against the model (:mod:`impl.harness.chaos.kafka_judge`)."""
     report = KafkaChaosReport(seed, profile, unclean)
     with cluster as kafka:
         kafka.create_topic(TOPIC, partitions=1, replication_factor=BROKERS)
         bootstrap = ",".join(f"{b.settings.host}:{b.settings.port}" for b in kafka.brokers.values())
         properties = {"bootstrap.servers": bootstrap}
-        workload = _Workload(ConfluentClient(properties), seed)
+        # one record per produce request: the trace adapter replays a log record by record
+        workload = _Workload(ConfluentClient({**properties, "batch.num.messages": "1"}), seed)
         workload.start()
         try:
             for wait, kind in schedule(seed, duration, unclean):
@@ -203,6 +214,10 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         records, report.problems = reader.read_all(TOPIC, 1)
         reader.close()
     account(report, records[0], cluster.data_dir)
+    write_placements(cluster.data_dir, report.acked, {TOPIC: records[0]})
+    if judge:
+        log(f"judging the brokers' logs against the model ({configuration(profile, unclean)}) ...")
+        report.conformance = conformance(cluster.data_dir, profile, unclean)
     return report
 
 
@@ -236,5 +251,15 @@ def render(report: KafkaChaosReport) -> str:
              + "".join(f"\n  lost {n}: {cause}" for cause, n in report.causes.items())
              + "".join(f"\n  {x}" for x in report.lost[:20]),
              *(f"misplaced: {x}" for x in report.misplaced[:20]), *(f"problem: {x}" for x in report.problems),
-             "PASS: every acknowledged write was read back" if report.passed else "FAIL"]
+             *_render_conformance(report.conformance),
+             "PASS: every acknowledged write was read back, every group conforming" if report.passed else "FAIL"]
     return "\n".join(lines)
+
+
+def _render_conformance(c: dict[str, Any]) -> list[str]:
+    """The judged trace's lines of the report."""
+    if c.get("skipped"):
+        return ["conformance: not judged"]
+    head = [f"conformance ({c['config']}): {c['conforming']} of {c['groups']} groups conforming"
+            + (f", {c['inconclusive']} inconclusive" if c.get("inconclusive") else "")] if "groups" in c else []
+    return head + [f"  {line}" for line in c.get("summary", ())] + ([f"  - {c['problem']}"] if c.get("problem") else [])
