@@ -201,17 +201,17 @@ def _faults(run_dir: Path) -> list[tuple[float, str, int]]:
     return faults
 
 
-def _down(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
+def _down(run_dir: Path, begins: tuple[str, ...] = ("kill", "stop"), ends: str = "start") -> dict[int, list[tuple[float, float]]]:
     """Per broker, the intervals its process was gone: from a kill or stop to its next start
-    (or forever)."""
+    (or forever); with ``begins=("pause",), ends="resume"``, the intervals it was paused."""
     path = run_dir / "faults.jsonl"
     down: dict[int, list[tuple[float, float]]] = {}
     for text in path.read_text().splitlines() if path.exists() else ():
         f = json.loads(text)
         spans = down.setdefault(int(f["broker"]), [])
-        if f["fault"] in ("kill", "stop"):
+        if f["fault"] in begins:
             spans.append((float(f["time"]), float("inf")))
-        elif f["fault"] == "start" and spans and spans[-1][1] == float("inf"):
+        elif f["fault"] == ends and spans and spans[-1][1] == float("inf"):
             spans[-1] = (spans[-1][0], float(f["time"]))
     return down
 
@@ -222,17 +222,18 @@ def _values(run_dir: Path) -> list[dict[str, Any]]:
 
 
 class Placed:
-    """Where the workload's values landed, per offset: (leader_epoch, value) as the client's
+    """Where the workload's values landed, per topic, partition and offset: (leader_epoch, value) as the client's
     acknowledgements and the read-back saw them (``-1``: epoch unknown).  A value no one saw
     (appended, never acknowledged, truncated away) is named by its place."""
 
     def __init__(self, entries: list[dict[str, Any]]) -> None:
-        self.at: dict[int, list[tuple[int, str]]] = {}
+        self.at: dict[tuple[str, int, int], list[tuple[int, str]]] = {}
         for e in entries:
-            self.at.setdefault(int(e["offset"]), []).append((int(e.get("leader_epoch", -1)), str(e["value"])))
+            key = (str(e.get("topic", "")), int(e.get("partition", 0)), int(e["offset"]))
+            self.at.setdefault(key, []).append((int(e.get("leader_epoch", -1)), str(e["value"])))
 
-    def value(self, offset: int, leader_epoch: int) -> str:
-        seen = self.at.get(offset, [])
+    def value(self, topic: str, partition: int, offset: int, leader_epoch: int) -> str:
+        seen = self.at.get((topic, partition, offset), []) or self.at.get(("", partition, offset), [])
         exact = [v for epoch, v in seen if epoch == leader_epoch]
         unknown = [v for epoch, v in seen if epoch < 0]
         if exact or unknown:
@@ -245,6 +246,7 @@ class _Adapter:
         self.values = [str(v["value"]) for v in values]
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
         self.down = down or {}
+        self.paused: dict[int, list[tuple[float, float]]] = {}  # per broker, its SIGSTOP to SIGCONT
         self.produced = 0
         self.replicas: dict[tuple[str, int, int], _Replica] = {}
         self.assigned: dict[tuple[str, int], list[int]] = {}
@@ -440,7 +442,7 @@ class _Adapter:
                 if self.placed is not None:
                     if offset < len(r.log):
                         continue  # a retry answered as a duplicate: appended before
-                    value = self.placed.value(offset, r.leader_epoch)
+                    value = self.placed.value(t["name"], pr["index"], offset, r.leader_epoch)
                 else:
                     if self.produced >= len(self.values):
                         raise AdapterError(f"more produce responses than values written ({len(self.values)})")
@@ -509,7 +511,7 @@ class _Adapter:
         if len(fr.log) == offset:
             fr.log.extend(records)
         fr.hw = min(leader_hw, len(fr.log))
-        self.out.add(ts + 1e-6, follower, events.receive_fetch(
+        self.out.add(self._awake(follower, ts + 1e-6), follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
 
@@ -528,7 +530,7 @@ class _Adapter:
             return
         fr.log.extend(records)
         fr.hw = hw
-        self.out.add(ts, follower, events.receive_fetch(
+        self.out.add(self._awake(follower, ts), follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
 
@@ -536,6 +538,11 @@ class _Adapter:
         """Whether the broker's process was gone at ``ts``: the leader's request log writes
         the answer to a fetch that a killed follower sent before it died, and nobody got it."""
         return any(start <= ts < end for start, end in self.down.get(broker, ()))
+
+    def _awake(self, broker: int, ts: float) -> float:
+        """When a broker takes in what reached it at ``ts``: then, or -- paused (SIGSTOP) then
+        -- as it is resumed (the answer waited in its socket)."""
+        return next((end + 1e-6 for start, end in self.paused.get(broker, ()) if start <= ts < end), ts)
 
     @staticmethod
     def _hw_as_read(r: _Replica, leader: int) -> int:
@@ -624,6 +631,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
     adapter = _Adapter(_values(run_dir), _down(run_dir))
+    adapter.paused = _down(run_dir, ("pause",), "resume")
     lines = _ordered_lines(run_dir)
     adapter.note_assignments(lines)
     adapter.note_next_fetches(lines)

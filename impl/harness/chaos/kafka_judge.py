@@ -35,13 +35,14 @@ def configuration(profile: str, unclean: bool) -> str:
     return UNCLEAN_OF[config] if unclean else config
 
 
-def write_placements(run_dir: Path, acked: list[Delivery], read: dict[str, LogRecords]) -> Path:
+def write_placements(run_dir: Path, acked: list[Delivery], read: dict[tuple[str, int], LogRecords]) -> Path:
     """``produced.jsonl``: each acknowledged value at its offset and leader epoch, and each
-    value read back (topic by topic) at its own -- what the adapter places the produces by."""
-    lines = [{"topic": d.topic, "value": d.value, "offset": d.offset, "leader_epoch": d.leader_epoch}
-             for d in acked if d.offset >= 0]
-    lines += [{"topic": topic, "value": value, "offset": offset, "leader_epoch": epoch}
-              for topic, records in read.items() for offset, epoch, value in records]
+    value read back (partition by partition) at its own -- what the adapter places the
+    produces by."""
+    lines = [{"topic": d.topic, "partition": d.partition, "value": d.value, "offset": d.offset,
+              "leader_epoch": d.leader_epoch} for d in acked if d.offset >= 0]
+    lines += [{"topic": topic, "partition": p, "value": value, "offset": offset, "leader_epoch": epoch}
+              for (topic, p), records in read.items() for offset, epoch, value in records]
     path = run_dir / "produced.jsonl"
     path.write_text("".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
     return path

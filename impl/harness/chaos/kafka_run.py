@@ -214,7 +214,7 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         records, report.problems = reader.read_all(TOPIC, 1)
         reader.close()
     account(report, records[0], cluster.data_dir)
-    write_placements(cluster.data_dir, report.acked, {TOPIC: records[0]})
+    write_placements(cluster.data_dir, report.acked, {(TOPIC, 0): records[0]})
     if judge:
         log(f"judging the brokers' logs against the model ({configuration(profile, unclean)}) ...")
         report.conformance = conformance(cluster.data_dir, profile, unclean)
