@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from conformance.kafka.ordering import appends_first, fetching_replica, next_fetches
+from conformance.kafka.ordering import answers_after_hw, appends_first, fetching_replica, next_fetches
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
 from traces.events import Event
@@ -620,7 +620,7 @@ def elections(run_dir: str | Path) -> list[Elected]:
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
-    steps = appends_first(list(_lines(run_dir)), run_dir)
+    steps = answers_after_hw(appends_first(list(_lines(run_dir)), run_dir))
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 

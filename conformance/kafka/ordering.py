@@ -149,6 +149,50 @@ def _unseen_reads(steps: list[tuple[int, int, Line]], names: dict[str, str]) -> 
     return out
 
 
+HW_WINDOW = 0.005
+"""Seconds an answer's rebuilt time may fall before the read that moved the HW it carries."""
+
+
+def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int, Line]]:
+    """``steps`` with each replica Fetch answer that carried a HW no read before it had
+    reached moved right after the read that did: another follower's fetch read at an offset
+    at or past that HW, rebuilt a hair later (within :data:`HW_WINDOW`) from millisecond
+    durations."""
+    names = _topic_names(steps)
+    reads: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, follower, offset)
+    for broker, _, line in steps:
+        if _api(line) == "FETCH" and line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for t in line.fields["request"]["request"].get("topics", ()):
+                for pd in t["partitions"]:
+                    reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"]))
+    out = []
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for t in line.fields["request"]["response"].get("responses", ()):
+                for pd in t["partitions"]:
+                    seen = reads.get((broker, _name(t, names), pd["partitionIndex"]), [])
+                    hw = pd["highWatermark"]
+                    movers = [ts for ts, other, offset in seen
+                              if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW]
+                    before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset in seen)
+                    # never past the follower's own next read, which this answer made possible
+                    own = min((ts for ts, other, _ in seen if other == f and ts > line.ts), default=float("inf"))
+                    if movers and not before and min(movers) < own:
+                        line = line._replace(ts=min(movers) + 1e-6)
+        out.append((broker, pos, line))
+    return out
+
+
+def _topic_names(steps: list[tuple[int, int, Line]]) -> dict[str, str]:
+    """Topic id -> name, from the leaders' lines (Fetch from v13 names topics by id)."""
+    return {line.fields["topic_id"].removeprefix("Some(").removesuffix(")"): topic_partition(line.fields["tp"])[0]
+            for _, _, line in steps if line.name == "became_leader"}
+
+
+def _name(t: dict[str, Any], names: dict[str, str]) -> str:
+    return t["topic"] if "topic" in t else names.get(t.get("topicId", ""), "")
+
+
 def _api(line: Line) -> str | None:
     return line.fields["request"]["requestHeader"]["requestApiKeyName"] if line.name == "request" else None
 

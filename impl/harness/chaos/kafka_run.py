@@ -36,7 +36,14 @@ from typing import Any
 
 from conformance.kafka.adapter import elections
 from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
+from impl.harness.chaos.kafka_admin import (
+    ADMIN_KINDS,
+    AdminWorkload,
+    admin_fault,
+    create_admin_topic,
+)
 from impl.harness.chaos.kafka_judge import configuration, conformance, write_placements
+from impl.harness.chaos.schedule import ADMIN_TOPIC
 from impl.harness.chaos.verdict import Election, explain_loss
 from impl.harness.chaos.workload import Ack
 from properties.safety import UNCLEAN_LABEL
@@ -57,6 +64,7 @@ class KafkaChaosReport:
     seed: int
     profile: str
     unclean: bool
+    admin: bool = False  # ADMIN_TOPIC written, and the administrator's operations in the schedule
     faults: list[str] = field(default_factory=list)
     sent: int = 0
     acked: list[Delivery] = field(default_factory=list)
@@ -87,6 +95,7 @@ class KafkaChaosReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"engine": "kafka", "seed": self.seed, "profile": self.profile, "unclean": self.unclean,
+                "admin": self.admin,
                 "faults": self.faults, "sent": self.sent, "acknowledged": len(self.acked), "failed": self.failed,
                 "read": self.read, "lost": self.lost, "misplaced": self.misplaced, "problems": self.problems,
                 "causes": self.causes, "label": self.label,
@@ -94,13 +103,26 @@ class KafkaChaosReport:
                 "passed": self.passed}
 
 
-def schedule(seed: int, duration: float, unclean: bool = False) -> list[tuple[float, str]]:
+def schedule(seed: int, duration: float, unclean: bool = False, admin: bool = False) -> list[tuple[float, str]]:
     """The faults of a run, from its seed: (seconds to wait before it, kind), one about every
     eight seconds of ``duration`` and at least one; with ``unclean`` the first is the unclean
-    scenario (the rest as without it)."""
+    scenario (the rest as without it); with ``admin`` every second entry, until each has
+    come once, one of the administrator's operations (``kafka_admin.ADMIN_KINDS``, in a
+    seeded order; the faults as without it)."""
     rnd = random.Random(seed)
     faults = [(rnd.uniform(1.0, 3.0), rnd.choice(FAULT_KINDS)) for _ in range(max(1, int(duration // 8)))]
-    return [(faults[0][0], UNCLEAN_KIND), *faults[1:]] if unclean else faults
+    if unclean:
+        faults = [(faults[0][0], UNCLEAN_KIND), *faults[1:]]
+    if not admin:
+        return faults
+    ops = random.Random(f"{seed}/admin").sample(ADMIN_KINDS, len(ADMIN_KINDS))
+    mixed: list[tuple[float, str]] = []
+    while faults or ops:
+        for pool in (faults, ops):
+            if pool:
+                wait, kind = pool.pop(0) if pool is faults else (rnd.uniform(1.0, 3.0), pool.pop(0))
+                mixed.append((wait, kind))
+    return mixed
 
 
 class _Workload:
@@ -129,13 +151,16 @@ class _Workload:
         self.client.close()
 
 
-def _inject(kafka: Any, kind: str, log: Callable[[str], None]) -> str:
+def _inject(kafka: Any, kind: str, log: Callable[[str], None], admin: AdminWorkload | None = None) -> str:
     """Take one fault and wait until the cluster has recovered from it; what was done."""
     state = kafka.partition_state(TOPIC)
     ctrl = kafka.controller()
     if state is None or ctrl is None:
         raise RuntimeError("no partition state or controller in ZooKeeper")
-    if kind == UNCLEAN_KIND:
+    if kind in ADMIN_KINDS:
+        assert admin is not None
+        done = admin_fault(kafka, kind, _bootstrap(kafka), admin, TOPIC)
+    elif kind == UNCLEAN_KIND:
         done = _lag_then_kill_isr(kafka, state.leader, next(b for b in reversed(state.isr) if b != state.leader))
     elif kind == "pause-follower":
         victim = next(b for b in state.isr if b != state.leader)
@@ -187,53 +212,72 @@ def cluster_settings(unclean: bool) -> dict[str, Any]:
     return {"brokers": BROKERS, "min_insync_replicas": MIN_INSYNC, "unclean_leader_election": unclean}
 
 
+def _bootstrap(kafka: Any) -> str:
+    return ",".join(f"{b.settings.host}:{b.settings.port}" for b in kafka.brokers.values())
+
+
 def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
-        log: Callable[[str], None] = print, judge: bool = True) -> KafkaChaosReport:
+        log: Callable[[str], None] = print, judge: bool = True, admin: bool = False) -> KafkaChaosReport:
     """One run on ``cluster``, a ``KafkaCluster`` built with ``cluster_settings`` and not yet
     started: started here, and stopped at the end whatever happens; then, with ``judge``,
     its logs judged against the model (:mod:`impl.harness.chaos.kafka_judge`)."""
-    report = KafkaChaosReport(seed, profile, unclean)
+    report = KafkaChaosReport(seed, profile, unclean, admin=admin)
     with cluster as kafka:
         kafka.create_topic(TOPIC, partitions=1, replication_factor=BROKERS)
-        bootstrap = ",".join(f"{b.settings.host}:{b.settings.port}" for b in kafka.brokers.values())
-        properties = {"bootstrap.servers": bootstrap}
+        properties = {"bootstrap.servers": _bootstrap(kafka)}
         # one record per produce request: the trace adapter replays a log record by record
-        workload = _Workload(ConfluentClient({**properties, "batch.num.messages": "1"}), seed)
+        producer = {**properties, "batch.num.messages": "1"}
+        workload = _Workload(ConfluentClient(producer), seed)
+        admin_load = None
+        if admin:
+            create_admin_topic(properties["bootstrap.servers"])
+            admin_load = AdminWorkload(ConfluentClient(producer), seed)
+            admin_load.start()
         workload.start()
         try:
-            for wait, kind in schedule(seed, duration, unclean):
+            for wait, kind in schedule(seed, duration, unclean, admin):
                 time.sleep(wait)
-                report.faults.append(_inject(kafka, kind, log))
+                report.faults.append(_inject(kafka, kind, log, admin_load))
             time.sleep(1.0)
         finally:
             workload.stop()
-        report.sent = workload.sent
-        report.acked = [d for d in workload.deliveries if d.error is None]
-        report.failed = sum(1 for d in workload.deliveries if d.error is not None)
+            if admin_load is not None:
+                admin_load.stop()
+        deliveries = workload.deliveries + ([d for _, d in admin_load.deliveries] if admin_load else [])
+        report.sent = workload.sent + (admin_load.sent if admin_load else 0)
+        report.acked = [d for d in workload.deliveries if d.error is None] + (admin_load.owed() if admin_load else [])
+        report.failed = sum(1 for d in deliveries if d.error is not None)
         reader = ConfluentClient(properties)
-        records, report.problems = reader.read_all(TOPIC, 1)
+        main, report.problems = reader.read_all(TOPIC, 1)
+        records = {(TOPIC, 0): main[0]}
+        if admin_load is not None:
+            read, problems = reader.read_all(ADMIN_TOPIC, admin_load.partitions)
+            records.update({(ADMIN_TOPIC, p): r for p, r in read.items()})
+            report.problems += problems
         reader.close()
-    account(report, records[0], cluster.data_dir)
-    write_placements(cluster.data_dir, report.acked, {(TOPIC, 0): records[0]})
+    account(report, records, cluster.data_dir)
+    write_placements(cluster.data_dir, report.acked, records)
     if judge:
         log(f"judging the brokers' logs against the model ({configuration(profile, unclean)}) ...")
         report.conformance = conformance(cluster.data_dir, profile, unclean)
     return report
 
 
-def account(report: KafkaChaosReport, records: LogRecords, run_dir: Path) -> None:
-    """The verdict on the acknowledged writes against the partition read back (``records``):
-    each one not there lost, labelled with its cause from the elections in ``run_dir``'s logs."""
-    log_values = {value: offset for offset, _epoch, value in records}
-    report.read = len(records)
+def account(report: KafkaChaosReport, records: dict[tuple[str, int], LogRecords], run_dir: Path) -> None:
+    """The verdict on the acknowledged writes against the partitions read back (``records``,
+    by topic and partition): each one not there lost, labelled with its cause from the
+    elections in ``run_dir``'s logs."""
+    log_values = {(topic, p, value): offset for (topic, p), log in records.items() for offset, _epoch, value in log}
+    report.read = len(log_values)
     report.elections = [Election(*e) for e in elections(run_dir)]
     causes: Counter[str] = Counter()
     for d in report.acked:
-        if d.value not in log_values:
+        at = log_values.get((d.topic, d.partition, d.value))
+        if at is None:
             report.lost.append(f"{d.value} (acknowledged at offset {d.offset})")
             causes[explain_loss(_ack(d), report.elections, [])] += 1
-        elif d.offset >= 0 and log_values[d.value] != d.offset:  # -1: a retry answered as a duplicate
-            report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {log_values[d.value]}")
+        elif d.offset >= 0 and at != d.offset:  # -1: a retry answered as a duplicate
+            report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {at}")
     report.causes = dict(causes.most_common())
 
 

@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--admin", action="store_true",
                    help="mix admin operations into the schedule: preferred-replica elections, "
                         "controlled shutdowns, and deletion and re-creation of a second topic "
-                        "the workload also writes to (default off)")
+                        "the workload also writes to; with --engine kafka also partitions added to it, "
+                        "through Kafka's admin client (default off)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
     p.add_argument("--json", action="store_true",
@@ -55,14 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "they do (docs/chaos.md)")
     p.add_argument("--engine", choices=("epochal", "kafka"), default="epochal",
                    help="the brokers: epochal (default) or real Apache Kafka 3.9 in ZooKeeper mode "
-                        "(docs/kafka.md; three brokers, a confluent-kafka producer, kills and pauses)")
+                        "(docs/kafka.md; three brokers, a confluent-kafka producer, kills and pauses, "
+                        "the run's logs judged against the model)")
     p.add_argument("--kafka-profile", choices=("ibp-2.6", "3.9"), default="3.9",
                    help="with --engine kafka: the inter-broker protocol (default 3.9)")
     add_broker_cmd_args(p)
     p.set_defaults(func=run)
 
 
-KAFKA_REFUSES = (("--admin", "admin"), ("--insecure", "insecure"), ("--tls", "tls"), ("--broker-cmd", "broker_cmd"))
+KAFKA_REFUSES = (("--insecure", "insecure"), ("--tls", "tls"), ("--broker-cmd", "broker_cmd"))
 
 
 def run_kafka(args: argparse.Namespace) -> int:
@@ -88,12 +90,13 @@ def run_kafka(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="epochal-kafka-chaos-"))
     log(f"epochal chaos --engine kafka: seed {args.seed}, {args.duration:g} s, profile {args.kafka_profile}, "
         f"unclean election {'on' if args.unclean else 'off'}, min.insync.replicas={kafka_run.MIN_INSYNC}, "
-        f"client confluent, under {out}")
-    for wait, kind in kafka_run.schedule(args.seed, args.duration, args.unclean):
+        f"client confluent{', admin operations on' if args.admin else ''}, under {out}")
+    for wait, kind in kafka_run.schedule(args.seed, args.duration, args.unclean, args.admin):
         log(f"  after {wait:.1f} s: {kind}")
     try:
         cluster = KafkaCluster(out, profile=args.kafka_profile, **kafka_run.cluster_settings(args.unclean))
-        report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log)
+        report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log,
+                               admin=args.admin)
     except (OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not run the Kafka cluster: {exc}") from None
     code = 0 if report.passed else 1
