@@ -255,6 +255,7 @@ class _Adapter:
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
         self.topic_names: dict[str, str] = {}  # topic id -> name
         self.next_fetch: dict[tuple[int, str, int], int] = {}  # note_next_fetches
+        self.read_at: dict[int, float] = {}  # id of a replica Fetch request -> when it was read
         # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
         # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
@@ -479,7 +480,10 @@ class _Adapter:
                 continue
             r.fetch_offset[follower] = offset
             pd = answered.get(key)
-            self._fetch_round_trip(broker, follower, key, offset, pd, ts, read, self.next_fetch.get((id(req), *key)))
+            if read:
+                self.read_at[id(req)] = ts
+            at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
+            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, self.next_fetch.get((id(req), *key)))
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
                           pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:
@@ -538,6 +542,15 @@ class _Adapter:
         """Whether the broker's process was gone at ``ts``: the leader's request log writes
         the answer to a fetch that a killed follower sent before it died, and nobody got it."""
         return any(start <= ts < end for start, end in self.down.get(broker, ()))
+
+    def _before_pause(self, follower: int, ts: float, read: float) -> float:
+        """When a fetch read at ``read`` was answered: at ``ts`` -- or, the follower being
+        paused (SIGSTOP) by then but not yet at the read, just before the pause.  The leader
+        wrote the answer once the follower had stopped; what it carried was there before
+        (the records a long poll waits for are appended within its wait), and the follower,
+        resumed, took it in: a paused broker takes no step, so the round trip goes first."""
+        start = next((start for start, end in self.paused.get(follower, ()) if start <= ts < end), None)
+        return ts if start is None or start - 1e-5 <= read else start - 1e-5
 
     def _awake(self, broker: int, ts: float) -> float:
         """When a broker takes in what reached it at ``ts``: then, or -- paused (SIGSTOP) then

@@ -108,8 +108,8 @@ def create_admin_topic(bootstrap: str, partitions: int = ADMIN_PARTITIONS, patie
 
 def admin_fault(kafka: Any, kind: str, bootstrap: str, workload: AdminWorkload, topic: str) -> str:
     """Perform one administrator's operation and wait until it took; what was done."""
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import ElectionType, NewPartitions
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import NewPartitions
 
     if kind == "restart":
         state = kafka.partition_state(topic)
