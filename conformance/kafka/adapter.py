@@ -39,7 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from conformance.kafka.ordering import answers_after_hw, appends_first, fetching_replica, next_fetches
+from conformance.kafka.ordering import (
+    answers_after_hw,
+    appends_first,
+    fetching_replica,
+    next_fetches,
+)
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
 from traces.events import Event

@@ -1,18 +1,25 @@
-"""``epochal chaos --engine kafka`` (:mod:`impl.harness.chaos.kafka_run`): its seeded schedule
-and the flags it refuses (default suite), and a run on real Kafka with a confluent-kafka
-producer that loses no acknowledged write with unclean election off, and with it on loses
-the writes of the model's unclean scenario, labelled as the model labels them (slow)."""
+"""``epochal chaos --engine kafka`` (:mod:`impl.harness.chaos.kafka_run`): its seeded schedule,
+the flags it refuses and the verdict of a run whose trace the model refuses (default suite),
+and a run on real Kafka with a confluent-kafka producer that loses no acknowledged write with
+unclean election off, and with it on loses the writes of the model's unclean scenario,
+labelled as the model labels them -- each run's logs judged against its profile's
+configuration (slow)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from impl_testing import REAL_KAFKA
 
 from impl.harness.chaos import kafka_run
+from impl.harness.cli.chaos_verdict import chaos_document
 from impl.harness.cli.main import main
+
+REPLICATION_STEPS = ("handle_fetch", "receive_fetch", "produce", "expand_isr", "shrink_isr", "propose_isr",
+                     "alter_partition", "apply_isr")
 
 
 def test_the_schedule_is_the_seeds() -> None:
@@ -23,7 +30,7 @@ def test_the_schedule_is_the_seeds() -> None:
     assert kinds == set(kafka_run.FAULT_KINDS)
 
 
-@pytest.mark.parametrize("argv", [["--admin"], ["--tls"], ["--insecure"], ["--acks", "1"], ["--brokers", "4"],
+@pytest.mark.parametrize("argv", [["--tls"], ["--insecure"], ["--acks", "1"], ["--brokers", "4"],
                                   ["--client", "kafka-python"], ["--broker-cmd", "x {id}"]])
 def test_what_the_kafka_engine_does_not_run_is_refused(argv: list[str]) -> None:
     assert main(["chaos", "--engine", "kafka", "--seed", "1", "--duration", "5", *argv]) == 2
@@ -36,10 +43,21 @@ def test_a_real_kafka_run_loses_no_acknowledged_write(tmp_path: Path, capsys: py
     code = main(["chaos", "--engine", "kafka", "--seed", "2", "--duration", "24", "--kafka-profile", profile,
                  "--out", str(tmp_path / "run"), "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0, report
-    assert report["passed"] and report["lost"] == [] and report["misplaced"] == []
+    assert report["lost"] == [] and report["misplaced"] == [] and report["problems"] == []
     assert len(report["faults"]) == 3 and report["acknowledged"] > 100  # a leader kill, a controller kill, a pause
     assert report["read"] >= report["acknowledged"]
+    judged = report["conformance"]
+    assert judged["config"] == {"3.9": "kafka39", "ibp-2.6": "kafka26"}[profile] and judged["groups"] >= 1
+    assert (code == 0) == report["passed"] == ("problem" not in judged), report
+    if "problem" in judged:
+        # the model's refusal is the verdict's, by event: a replication step whose HW Kafka
+        # holds back for a caught-up follower outside the ISR (docs/kafka.md, Divergences)
+        assert report["violation"]["property"] == "follows_model"
+        assert "inconclusive" not in judged["problem"], judged
+        at = re.search(r"at event \d+ \((\w+) by broker", judged["problem"])
+        step = at.group(1) if at else judged["problem"]
+        assert step in REPLICATION_STEPS, judged["problem"]
+        pytest.xfail(f"the model refuses the run at a {step} ({judged['problem'][:160]})")
 
 
 @pytest.mark.integration  # (also in REAL_KAFKA, applied below)
@@ -60,6 +78,22 @@ def test_with_unclean_election_the_models_scenario_loses_writes_labelled_so(
     # the verdict object says the same in the model's words
     assert report["verdict"] == "violated" and report["violation"]["property"] == "acked_durable"
     assert report["violation"]["label"] == "unclean-election loss"
+    # its logs judged with unclean election allowed, the refusal (if any) in ``also``
+    assert report["conformance"]["config"] == "kafka39-unclean" and report["conformance"]["groups"] >= 1
+
+
+def test_a_trace_the_model_refuses_makes_the_verdict_fail() -> None:
+    """No write lost, a group refused: the verdict is ``follows_model``, naming the event."""
+    report = kafka_run.KafkaChaosReport(1, "3.9", False)
+    report.conformance = {"config": "kafka39", "groups": 1, "conforming": 0, "inconclusive": 0,
+                          "problem": "chaos-0: trace does not conform to the model (kafka39) at event 7 "
+                                     "(handle_fetch by broker 2): ..."}
+    assert report.safe and not report.passed
+    assert "conformance (kafka39): 0 of 1 groups conforming" in kafka_run.render(report)
+    _config, violation, fields = chaos_document(report.as_dict(), "kafka")
+    assert violation is not None and violation["property"] == "follows_model"
+    assert "at event 7 (handle_fetch by broker 2)" in violation["message"]
+    assert fields["conformance"]["config"] == "kafka39"
 
 
 for _mark in REAL_KAFKA:
