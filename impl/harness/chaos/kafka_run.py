@@ -21,6 +21,11 @@ verdict labels it (:func:`~impl.harness.chaos.verdict.explain_loss`), from the e
 Kafka adapter reads in the brokers' logs (Kafka does not log an election as unclean: it is
 inferred from the partition state writes, :func:`conformance.kafka.adapter.elections`), and
 with the model's label for that loss (``properties.safety.UNCLEAN_LABEL``).
+
+Then the brokers' logs are judged against the model, by the configuration of the run's
+profile (:mod:`impl.harness.chaos.kafka_judge`); a group the model refuses, or whose
+judgement runs out of budget, fails the run as a lost write does.  With ``admin`` the
+administrator's operations join the schedule (:mod:`impl.harness.chaos.kafka_admin`).
 """
 
 from __future__ import annotations
