@@ -24,8 +24,8 @@ from impl.harness.chaos.clients import Delivery, LogRecords
 from model.config import UNCLEAN_OF
 
 BUDGET = Budget(seconds=60.0, states=2_000_000)
-"""What judging one run may spend (the states summed over its groups' events, the seconds
-per group): a chaos run's trace is hundreds of events, each matched in a few states."""
+"""What judging one group of a run may spend (the states summed over its events, the
+seconds): a chaos run's trace is thousands of events, each matched in a few states."""
 
 
 def configuration(profile: str, unclean: bool) -> str:

@@ -47,7 +47,7 @@ from impl.harness.chaos.kafka_admin import (
     admin_fault,
     create_admin_topic,
 )
-from impl.harness.chaos.kafka_judge import configuration, conformance, write_placements
+from impl.harness.chaos.kafka_judge import BUDGET, configuration, conformance, write_placements
 from impl.harness.chaos.schedule import ADMIN_TOPIC
 from impl.harness.chaos.verdict import Election, explain_loss
 from impl.harness.chaos.workload import Ack
@@ -62,6 +62,7 @@ UNCLEAN_KIND = "lag-then-kill-isr"  # the model's unclean scenario (impl.harness
 LAG_WRITES = 1.0  # seconds the rest of the ISR commits writes the out-of-sync follower never gets
 PAUSE_FOR = 6.0  # longer than the cluster's replica.lag.time.max.ms (4 s): the follower leaves the ISR
 SETTLE = 60.0  # seconds a fault's recovery may take (a new leader, a restart, a whole ISR)
+JUDGE_SECONDS = BUDGET.seconds  # the default budget of judging one partition's trace
 
 
 @dataclass
@@ -222,10 +223,11 @@ def _bootstrap(kafka: Any) -> str:
 
 
 def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
-        log: Callable[[str], None] = print, judge: bool = True, admin: bool = False) -> KafkaChaosReport:
+        log: Callable[[str], None] = print, judge_seconds: float = 60.0, admin: bool = False) -> KafkaChaosReport:
     """One run on ``cluster``, a ``KafkaCluster`` built with ``cluster_settings`` and not yet
-    started: started here, and stopped at the end whatever happens; then, with ``judge``,
-    its logs judged against the model (:mod:`impl.harness.chaos.kafka_judge`)."""
+    started: started here, and stopped at the end whatever happens; then its logs judged
+    against the model (:mod:`impl.harness.chaos.kafka_judge`), each partition's trace within
+    ``judge_seconds`` (0: not judged)."""
     report = KafkaChaosReport(seed, profile, unclean, admin=admin)
     with cluster as kafka:
         kafka.create_topic(TOPIC, partitions=1, replication_factor=BROKERS)
@@ -262,9 +264,9 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         reader.close()
     account(report, records, cluster.data_dir)
     write_placements(cluster.data_dir, report.acked, records)
-    if judge:
+    if judge_seconds > 0:
         log(f"judging the brokers' logs against the model ({configuration(profile, unclean)}) ...")
-        report.conformance = conformance(cluster.data_dir, profile, unclean)
+        report.conformance = conformance(cluster.data_dir, profile, unclean, BUDGET._replace(seconds=judge_seconds))
     return report
 
 

@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the brokers: epochal (default) or real Apache Kafka 3.9 in ZooKeeper mode "
                         "(docs/kafka.md; three brokers, a confluent-kafka producer, kills and pauses, "
                         "the run's logs judged against the model)")
+    p.add_argument("--judge-seconds", type=float, default=None, metavar="SECONDS",
+                   help="with --engine kafka: the wall-clock budget of judging each partition's trace "
+                        "(default 60; a judgement cut short is inconclusive, no pass; 0: not judged)")
     p.add_argument("--kafka-profile", choices=("ibp-2.6", "3.9"), default="3.9",
                    help="with --engine kafka: the inter-broker protocol (default 3.9)")
     add_broker_cmd_args(p)
@@ -80,6 +83,9 @@ def run_kafka(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} does not apply to --engine kafka")
     if args.acks != "all" or args.brokers != kafka_run.BROKERS or args.client not in ("epochal", "confluent"):
         raise UsageError(f"--engine kafka runs {kafka_run.BROKERS} brokers, acks=all and the confluent client")
+    seconds = kafka_run.JUDGE_SECONDS if args.judge_seconds is None else args.judge_seconds
+    if seconds < 0:
+        raise UsageError(f"--judge-seconds must be 0 or more, got {seconds:g}")
     if (missing := client_missing("confluent")) is not None:
         raise UsageError(missing)
     stream = sys.stderr if args.json else sys.stdout
@@ -96,7 +102,7 @@ def run_kafka(args: argparse.Namespace) -> int:
     try:
         cluster = KafkaCluster(out, profile=args.kafka_profile, **kafka_run.cluster_settings(args.unclean))
         report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log,
-                               admin=args.admin)
+                               judge_seconds=seconds, admin=args.admin)
     except (OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not run the Kafka cluster: {exc}") from None
     code = 0 if report.passed else 1
@@ -140,6 +146,8 @@ def broker_command(args: argparse.Namespace, brokers: int) -> BrokerCommand | No
 def run(args: argparse.Namespace) -> int:
     if args.engine == "kafka":
         return run_kafka(args)
+    if args.judge_seconds is not None:
+        raise UsageError("--judge-seconds applies to --engine kafka (the Epochal engine's traces are judged by Spark)")
     if args.acks not in ACKS:
         raise UsageError(f"--acks must be all or 1, got {args.acks!r}")
     acks = ACKS[args.acks]
