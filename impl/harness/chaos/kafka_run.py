@@ -36,9 +36,8 @@ from typing import Any
 
 from conformance.kafka.adapter import elections
 from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
-from impl.harness.chaos.verdict import Election, explain_loss
+from impl.harness.chaos.verdict import LOST, Election, Finding, Loss, explain_loss, loss_label
 from impl.harness.chaos.workload import Ack
-from properties.safety import UNCLEAN_LABEL
 
 TOPIC = "chaos"
 BROKERS = 3
@@ -66,12 +65,16 @@ class KafkaChaosReport:
     problems: list[str] = field(default_factory=list)  # the read-back could not reach the high watermark
     causes: dict[str, int] = field(default_factory=dict)  # lost writes by cause (explain_loss)
     elections: list[Election] = field(default_factory=list)  # as the adapter read them in the logs
+    label: str | None = None  # the model's label for the loss: every lost write's an unclean election
 
-    @property
-    def label(self) -> str | None:
-        """The model's label for the loss: every lost write's cause an unclean election."""
-        unclean = [c for c in self.causes if c.startswith("unclean election")]
-        return UNCLEAN_LABEL if unclean and len(unclean) == len(self.causes) else None
+    def findings(self) -> list[Finding]:
+        """What the run got wrong as the Epochal engine's verdict says it: the lost values, the
+        values read back at another offset, the read-back's problems."""
+        n = len(self.lost)
+        lost = [Finding(f"lost {n} acknowledged write{'s' if n != 1 else ''}: " + ", ".join(self.lost[:10]),
+                        LOST, self.label)] if self.lost else []
+        return lost + [Finding(f"value {v} read back at another offset than acknowledged") for v in self.misplaced] \
+            + [Finding(problem) for problem in self.problems]
 
     @property
     def passed(self) -> bool:
@@ -212,14 +215,15 @@ def account(report: KafkaChaosReport, records: LogRecords, run_dir: Path) -> Non
     log_values = {value: offset for offset, _epoch, value in records}
     report.read = len(records)
     report.elections = [Election(*e) for e in elections(run_dir)]
-    causes: Counter[str] = Counter()
+    causes: Counter[Loss] = Counter()
     for d in report.acked:
         if d.value not in log_values:
             report.lost.append(f"{d.value} (acknowledged at offset {d.offset})")
             causes[explain_loss(_ack(d), report.elections, [])] += 1
         elif d.offset >= 0 and log_values[d.value] != d.offset:  # -1: a retry answered as a duplicate
             report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {log_values[d.value]}")
-    report.causes = dict(causes.most_common())
+    report.causes = {loss.cause: n for loss, n in causes.most_common()}
+    report.label = loss_label(list(causes))
 
 
 def _ack(d: Delivery) -> Ack:
