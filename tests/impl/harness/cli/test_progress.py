@@ -11,6 +11,18 @@ import pytest
 from impl.harness.cli.main import main
 
 
+def test_check_progress_names_its_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    import properties.checkers.bfs as bfs
+    from model.config import named
+
+    monkeypatch.setattr(bfs, "PROGRESS_SECONDS", 0.0)
+    said: list[str] = []
+    bfs.check(named("kip320"), bfs.SearchOptions(max_depth=4, progress=said.append))
+    *during, last = said
+    assert during and all(line.startswith("  searching: depth ") for line in during), during[:3]
+    assert last.startswith("  done: every run of up to 4 steps tried")
+
+
 def test_fuzz_progress_names_its_phase(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import impl.harness.cli.fuzz as fuzz
 
