@@ -49,9 +49,8 @@ from impl.harness.chaos.kafka_admin import (
 )
 from impl.harness.chaos.kafka_judge import BUDGET, configuration, conformance, write_placements
 from impl.harness.chaos.schedule import ADMIN_TOPIC
-from impl.harness.chaos.verdict import Election, explain_loss
+from impl.harness.chaos.verdict import LOST, Election, Finding, Loss, explain_loss, loss_label
 from impl.harness.chaos.workload import Ack
-from properties.safety import UNCLEAN_LABEL
 
 TOPIC = "chaos"
 BROKERS = 3
@@ -82,12 +81,16 @@ class KafkaChaosReport:
     causes: dict[str, int] = field(default_factory=dict)  # lost writes by cause (explain_loss)
     elections: list[Election] = field(default_factory=list)  # as the adapter read them in the logs
     conformance: dict[str, Any] = field(default_factory=lambda: {"skipped": True})  # kafka_judge.conformance
+    label: str | None = None  # the model's label for the loss: every lost write's an unclean election
 
-    @property
-    def label(self) -> str | None:
-        """The model's label for the loss: every lost write's cause an unclean election."""
-        unclean = [c for c in self.causes if c.startswith("unclean election")]
-        return UNCLEAN_LABEL if unclean and len(unclean) == len(self.causes) else None
+    def findings(self) -> list[Finding]:
+        """What the run got wrong as the Epochal engine's verdict says it: the lost values, the
+        values read back at another offset, the read-back's problems."""
+        n = len(self.lost)
+        lost = [Finding(f"lost {n} acknowledged write{'s' if n != 1 else ''}: " + ", ".join(self.lost[:10]),
+                        LOST, self.label)] if self.lost else []
+        return lost + [Finding(f"value {v} read back at another offset than acknowledged") for v in self.misplaced] \
+            + [Finding(problem) for problem in self.problems]
 
     @property
     def safe(self) -> bool:
@@ -277,7 +280,7 @@ def account(report: KafkaChaosReport, records: dict[tuple[str, int], LogRecords]
     log_values = {(topic, p, value): offset for (topic, p), log in records.items() for offset, _epoch, value in log}
     report.read = len(log_values)
     report.elections = [Election(*e) for e in elections(run_dir)]
-    causes: Counter[str] = Counter()
+    causes: Counter[Loss] = Counter()
     for d in report.acked:
         at = log_values.get((d.topic, d.partition, d.value))
         if at is None:
@@ -285,7 +288,8 @@ def account(report: KafkaChaosReport, records: dict[tuple[str, int], LogRecords]
             causes[explain_loss(_ack(d), report.elections, [])] += 1
         elif d.offset >= 0 and at != d.offset:  # -1: a retry answered as a duplicate
             report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {at}")
-    report.causes = dict(causes.most_common())
+    report.causes = {loss.cause: n for loss, n in causes.most_common()}
+    report.label = loss_label(list(causes))
 
 
 def _ack(d: Delivery) -> Ack:

@@ -10,7 +10,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from impl.harness.chaos.clients import CLIENTS
 from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
@@ -19,6 +19,9 @@ from impl.harness.cli.chaos_verdict import chaos_document
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.verdict import print_verdict
 from impl.harness.cluster import PLACEHOLDERS, BrokerCommand, BrokerCommandError
+
+if TYPE_CHECKING:
+    from impl.harness.chaos.kafka_run import KafkaChaosReport
 
 ACKS = {"all": -1, "-1": -1, "1": 1}
 
@@ -107,15 +110,15 @@ def run_kafka(args: argparse.Namespace) -> int:
         raise UsageError(f"could not run the Kafka cluster: {exc}") from None
     code = 0 if report.passed else 1
     if args.json:
-        return print_chaos(args, report.as_dict(), code, "kafka")
+        return print_chaos(args, report, code)
     else:
         log(kafka_run.render(report))
     return code
 
 
-def print_chaos(args: argparse.Namespace, report: dict[str, Any], code: int, engine: str) -> int:
+def print_chaos(args: argparse.Namespace, report: ChaosReport | KafkaChaosReport, code: int) -> int:
     """The run's report as the verdict object (:mod:`impl.harness.cli.chaos_verdict`)."""
-    config, violation, fields = chaos_document(report, engine)
+    config, violation, fields = chaos_document(report)
     return print_verdict(args, code, config, violation, **fields)
 
 
@@ -183,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(chaos.data_dir, ignore_errors=True)
         raise UsageError(f"could not run the cluster: {exc}") from None
     if args.json:
-        return print_chaos(args, report.as_dict(), report.exit_code, "epochal")
+        return print_chaos(args, report, report.exit_code)
     else:
         log(render_report(report))
     return report.exit_code

@@ -98,7 +98,7 @@ def test_a_trace_the_model_refuses_makes_the_verdict_fail() -> None:
                                      "(handle_fetch by broker 2): ..."}
     assert report.safe and not report.passed
     assert "conformance (kafka39): 0 of 1 groups conforming" in kafka_run.render(report)
-    _config, violation, fields = chaos_document(report.as_dict(), "kafka")
+    _config, violation, fields = chaos_document(report)
     assert violation is not None and violation["property"] == "follows_model"
     assert "at event 7 (handle_fetch by broker 2)" in violation["message"]
     assert fields["conformance"]["config"] == "kafka39"
