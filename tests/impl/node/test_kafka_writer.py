@@ -4,17 +4,19 @@ example of the wire tests, then generated Produce, Fetch and OffsetForLeaderEpoc
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
-from impl.node.codes import ApiKey
+from impl.node.codes import ApiKey, ProtocolError
 from impl.node.kafka.codec import build
 from impl.node.kafka.translate import TRANSLATIONS, _decode_extras, _encode_extras
 from impl.node.kafka.translate.writer import write_values
-from impl.node.wire.values import encode_value
+from impl.node.wire.values import decode_value, encode_value
 from tests.impl.node.test_wire_kafka import ANSWERS, REQUESTS
 
 
@@ -98,9 +100,33 @@ def test_offset_for_leader_epoch_is_written_as_kio_writes_it(t: str, partition: 
     _same_response(ApiKey.OFFSETS_FOR_LEADER_EPOCH, request, error, {"leader_epoch": epoch, "end_offset": end})
 
 
-@given(st.dictionaries(st.sampled_from(["clock", "message", "broker_epoch"]),
-                       st.one_of(i64, st.booleans(), st.text(max_size=5)), max_size=3))
+partition_extras = st.lists(st.dictionaries(st.sampled_from(["hw", "leo", "topic_id", "note"]),
+                                            st.one_of(i64, st.text(max_size=5), st.booleans(), st.none()),
+                                            max_size=3), max_size=3)
+tag_values = st.one_of(i64, st.booleans(), st.text(max_size=5), st.none(), st.binary(max_size=3),
+                       partition_extras, st.lists(i64, max_size=2))
+
+
+@given(st.dictionaries(st.sampled_from(["clock", "message", "broker_epoch", "partition_extras"]),
+                       tag_values, max_size=4))
 def test_the_tag_is_the_value_encoding_of_its_map(extras: dict[str, Any]) -> None:
     raw = _encode_extras(extras)
     assert raw == encode_value(extras)
     assert _decode_extras(raw) == extras
+
+
+@given(st.dictionaries(st.sampled_from(["clock", "partition_extras"]), tag_values, max_size=2),
+       st.data())
+def test_a_damaged_tag_is_read_as_the_value_encoding_reads_it(extras: dict[str, Any], data: st.DataObject) -> None:
+    raw = bytearray(encode_value(extras))
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(0, len(raw) - 1)):]
+    else:
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        expected: Any = decode_value(bytes(raw))
+    except ProtocolError as exc:
+        with pytest.raises(ProtocolError, match=re.escape(str(exc))):
+            _decode_extras(bytes(raw))
+    else:
+        assert _decode_extras(bytes(raw)) == expected

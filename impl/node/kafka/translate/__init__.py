@@ -34,7 +34,7 @@ from kio.serial.writers import write_unsigned_varint
 from impl.node.codes import CONTROLLER_VERSIONS, KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
 from impl.node.kafka.translate.batches import read_uvarint
 from impl.node.kafka.translate.writer import write_values
-from impl.node.wire.values import decode_value, encode_value
+from impl.node.wire.values import decode_shallow_map, encode_shallow_map
 
 EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
 # the tag's key for Epochal's own version of an admin request that must reach the controller
@@ -128,23 +128,14 @@ def read_top_level_error(success: Callable[[Any], Body]) -> Callable[[Any, Body]
 
 # -- the tag ---------------------------------------------------------------------------------
 
-# A tag that holds the clock alone (most answers, the clients' requests): its bytes are
-# encode_value({"clock": n}), written and read here without walking the value encoding.
-_CLOCK_ONLY = encode_value({"clock": 0})[:-8]
-_I64 = struct.Struct(">q")
-
-
 def _encode_extras(extras: Body) -> bytes:
-    clock = extras.get("clock")
-    if len(extras) == 1 and type(clock) is int:
-        return _CLOCK_ONLY + _I64.pack(clock)
-    return encode_value(extras)
+    """The tag's value: the map in Epochal's value encoding (its usual shallow shape
+    written without the general walk, to the same bytes)."""
+    return encode_shallow_map(extras)
 
 
 def _decode_extras(raw: bytes) -> Any:
-    if len(raw) == len(_CLOCK_ONLY) + _I64.size and raw.startswith(_CLOCK_ONLY):
-        return {"clock": _I64.unpack_from(raw, len(_CLOCK_ONLY))[0]}
-    return decode_value(raw)
+    return decode_shallow_map(raw)
 
 
 def _write_tags(buf: io.BytesIO, extras: Body) -> None:
