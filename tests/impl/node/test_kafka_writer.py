@@ -22,7 +22,7 @@ from impl.node.codes import ApiKey, ProtocolError
 from impl.node.kafka.codec import build
 from impl.node.kafka.translate import TRANSLATIONS, _decode_extras, _encode_extras
 from impl.node.kafka.translate.batches import read_batches
-from impl.node.kafka.translate.replication import read_records, write_records
+from impl.node.kafka.translate.replication import read_records, write_produced, write_records
 from impl.node.kafka.translate.writer import write_values
 from impl.node.wire.values import decode_value, encode_value
 from tests.impl.node.test_wire_kafka import ANSWERS, REQUESTS
@@ -167,3 +167,10 @@ def test_generated_batches_read_as_kio_reads_them(base: int, runs: list[tuple[in
         for i, (_, _, v) in enumerate(runs))))
     (batch,) = read_batches(buf.getvalue())
     assert batch.records == [(base + i, v[:3] or None, v) for i, (_, _, v) in enumerate(runs)]
+
+
+@given(st.lists(st.binary(max_size=100), max_size=5), st.integers(-1, 2**40), st.integers(-1, 2**31 - 10))
+def test_a_produces_batch_is_write_records_batch_for_its_values(vs: list[bytes], pid: int, seq: int) -> None:
+    producers = [[i, pid, seq + i] for i in range(len(vs))] if pid != -1 else []
+    assert write_produced(vs, pid, seq if pid != -1 else -1) == \
+        write_records([[i, 0, v] for i, v in enumerate(vs)], producers)

@@ -136,6 +136,9 @@ def _read_records(data: bytes, at: int, count: int, base_offset: int
         b = data[at]
         if b < 0x80:
             size, at = (b >> 1) ^ -(b & 1), at + 1
+        elif data[at + 1] < 0x80:  # two bytes: a record of up to 8191 bytes
+            raw = (b & 0x7F) | data[at + 1] << 7
+            size, at = (raw >> 1) ^ -(raw & 1), at + 2
         else:
             size, at = _varint(data, at)
         record_end = at + size
@@ -151,11 +154,16 @@ def _read_records(data: bytes, at: int, count: int, base_offset: int
         key, at = (None, at + 1) if data[at] == 1 else _bytes(data, at)
         b = data[at]
         if b < 0x80 and b & 1 == 0:  # a value of fewer than 64 bytes
-            n = b >> 1
-            if at + 1 + n > len(data):
+            n, at = b >> 1, at + 1
+        elif b & 0x81 == 0x80 and data[at + 1] < 0x80:  # of fewer than 8192
+            n, at = (b & 0x7F | data[at + 1] << 7) >> 1, at + 2
+        else:
+            n = -1
+        if n >= 0:
+            if at + n > len(data):
                 raise ProtocolError("truncated record field")
-            value: bytes | None = data[at + 1:at + 1 + n]
-            at += 1 + n
+            value: bytes | None = data[at:at + n]
+            at += n
         else:
             value, at = _bytes(data, at)
         headers, at = (0, at + 1) if data[at] == 0 else _varint(data, at)
