@@ -20,7 +20,15 @@ from kio.serial import entity_writer
 
 from impl.node.codes import ApiKey, ProtocolError
 from impl.node.kafka.codec import build
-from impl.node.kafka.translate import TRANSLATIONS, _decode_extras, _encode_extras
+from impl.node.kafka.translate import (
+    EPOCHAL_TAG,
+    TRANSLATIONS,
+    _decode_extras,
+    _encode_extras,
+    _read_tags,
+    _uvarint,
+    _write_tags,
+)
 from impl.node.kafka.translate.batches import read_batches
 from impl.node.kafka.translate.replication import read_records, write_produced, write_records
 from impl.node.kafka.translate.writer import write_values
@@ -174,3 +182,19 @@ def test_a_produces_batch_is_write_records_batch_for_its_values(vs: list[bytes],
     producers = [[i, pid, seq + i] for i in range(len(vs))] if pid != -1 else []
     assert write_produced(vs, pid, seq if pid != -1 else -1) == \
         write_records([[i, 0, v] for i, v in enumerate(vs)], producers)
+
+
+@given(st.dictionaries(st.sampled_from(["clock", "broker_epoch"]), i64, min_size=1, max_size=2),
+       st.lists(st.tuples(st.integers(0, 100), st.binary(max_size=4)), max_size=2), st.booleans())
+def test_a_tag_section_is_read_alike_however_a_peer_lays_it_out(extras: dict[str, Any],
+                                                                 others: list[tuple[int, bytes]],
+                                                                 overlong: bool) -> None:
+    as_written = bytearray()
+    _write_tags(as_written, extras)
+    assert _read_tags(bytes(as_written) + b"rest", 0) == (extras, len(as_written))
+    raw = _encode_extras(extras)
+    fields = sorted([*others, (EPOCHAL_TAG, raw)])  # a Kafka peer's: other tags, any varints
+    section = bytes([len(fields) | 0x80, 0]) if overlong else bytes([len(fields)])
+    for tag, value in fields:
+        section += _uvarint(tag) + _uvarint(len(value)) + value
+    assert _read_tags(section + b"rest", 0) == (extras, len(section))

@@ -21,7 +21,6 @@ bytes.
 from __future__ import annotations
 
 import functools
-import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
-from kio.serial.writers import write_unsigned_varint
 
 from impl.node.codes import CONTROLLER_VERSIONS, KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
 from impl.node.kafka.translate.batches import read_uvarint
@@ -45,6 +43,7 @@ CLIENT_ID = "epochal"
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_CLIENT = _I16.pack(len(CLIENT_ID)) + CLIENT_ID.encode()  # the request header's client id
 
 Body = dict[str, Any]
 
@@ -73,17 +72,21 @@ class Translation:
     def version(self) -> int:
         return KAFKA_VERSIONS[self.api]
 
-    def request_schema(self) -> type:
-        return _request_schema(int(self.api), self.version)
+    @functools.cached_property
+    def _schemas(self) -> tuple[type, type]:
+        return _request_schema(int(self.api), self.version), _response_schema(int(self.api), self.version)
 
-    @property
+    def request_schema(self) -> type:
+        return self._schemas[0]
+
+    @functools.cached_property
     def flexible(self) -> bool:
         """Whether its headers have tagged fields (request header v2, response header v1):
         the clock and the extras travel only then."""
         return bool(self.request_schema().__flexible__)
 
     def response_schema(self) -> type:
-        return _response_schema(int(self.api), self.version)
+        return self._schemas[1]
 
 
 # kio resolves a schema's module by name on every call: once per API and version here
@@ -138,20 +141,35 @@ def _decode_extras(raw: bytes) -> Any:
     return decode_shallow_map(raw)
 
 
-def _write_tags(buf: io.BytesIO, extras: Body) -> None:
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# a tagged-field section of one field, the Epochal tag: its count and tag, then its size
+_ONE_TAG = _uvarint(1) + _uvarint(EPOCHAL_TAG)
+
+
+def _write_tags(out: bytearray, extras: Body) -> None:
     if not extras:
-        write_unsigned_varint(buf, 0)
+        out.append(0)  # no tagged fields
         return
     raw = _encode_extras(extras)
-    write_unsigned_varint(buf, 1)
-    write_unsigned_varint(buf, EPOCHAL_TAG)
-    write_unsigned_varint(buf, len(raw))
-    buf.write(raw)
+    out += _ONE_TAG + _uvarint(len(raw)) + raw
 
 
 def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
     """The extras of a tagged-field section (other tags are skipped, as Kafka does)."""
     extras: Body = {}
+    if payload[pos:pos + len(_ONE_TAG)] == _ONE_TAG:  # as Epochal writes it: read at once
+        size, pos = read_uvarint(payload, pos + len(_ONE_TAG), 32)
+        if pos + size > len(payload):
+            raise ProtocolError("truncated tagged field")
+        return _epochal_tag(payload[pos:pos + size]), pos + size
     count, pos = read_uvarint(payload, pos, 32)
     for _ in range(count):
         tag, pos = read_uvarint(payload, pos, 32)
@@ -159,12 +177,16 @@ def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
         if pos + size > len(payload):
             raise ProtocolError("truncated tagged field")
         if tag == EPOCHAL_TAG:
-            value = _decode_extras(payload[pos:pos + size])
-            if not isinstance(value, dict):
-                raise ProtocolError("the Epochal tag is not a map")
-            extras = value
+            extras = _epochal_tag(payload[pos:pos + size])
         pos += size
     return extras, pos
+
+
+def _epochal_tag(raw: bytes) -> Body:
+    value = _decode_extras(raw)
+    if not isinstance(value, dict):
+        raise ProtocolError("the Epochal tag is not a map")
+    return value
 
 
 # -- bodies ----------------------------------------------------------------------------------
@@ -221,13 +243,9 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
     own: Body = {}
     if api in CONTROLLER_VERSIONS:  # Epochal's version in the tag, Kafka's in the header
         own, version = {API_VERSION: version}, TRANSLATIONS[ApiKey(api)].version
-    buf = io.BytesIO()
-    buf.write(_HEAD.pack(api, version, cid))
-    client = CLIENT_ID.encode()
-    buf.write(_I16.pack(len(client)) + client)
-    if TRANSLATIONS[ApiKey(api)].flexible:  # request header v2; v1 has no tagged fields
-        _write_tags(buf, {"clock": clock, **own, **encoded.extras})
-    header = buf.getvalue()
+    header = bytearray(_HEAD.pack(api, version, cid) + _CLIENT)
+    if TRANSLATIONS[api].flexible:  # request header v2; v1 has no tagged fields
+        _write_tags(header, {"clock": clock, **own, **encoded.extras})
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
 
@@ -240,7 +258,7 @@ def decode_request_header(payload: bytes) -> RequestHeader:
     pos = _HEAD.size + _I16.size + max(n, 0)
     if pos > len(payload):
         raise ProtocolError("truncated client id", ErrorCode.INVALID_REQUEST)
-    extras, pos = _read_tags(payload, pos) if TRANSLATIONS[ApiKey(api)].flexible else ({}, pos)
+    extras, pos = _read_tags(payload, pos) if TRANSLATIONS[api].flexible else ({}, pos)
     clock = extras.pop("clock", 0)
     return api, _epochal_version(api, version, extras), cid, \
         int(clock) if isinstance(clock, int) else 0, extras, pos
@@ -300,13 +318,10 @@ def encode_response(api: ApiKey, cid: int, clock: int, error: int, body: Body,
     t = TRANSLATIONS[api]
     schema = t.response_schema()
     values, used, extras = t.response(error, body, request or {})
-    buf = io.BytesIO()
-    buf.write(_I32.pack(0))
-    buf.write(_I32.pack(cid))
+    frame = bytearray(_I32.pack(0) + _I32.pack(cid))
     if t.flexible:  # response header v1; v0 has no tagged fields
-        _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
-    buf.write(write_values(schema, values))
-    frame = buf.getbuffer()
+        _write_tags(frame, {"clock": clock, **_leftover(body, used), **extras})
+    frame += write_values(schema, values)
     _I32.pack_into(frame, 0, len(frame) - _I32.size)
     return bytes(frame)
 
