@@ -5,7 +5,8 @@ first (:func:`impl.node.kafka.codec.build`); on the hot paths (Produce, Fetch,
 OffsetForLeaderEpoch) that costs more than the rest of a request.  :func:`write_values`
 writes the same bytes from the plain values a :class:`~impl.node.kafka.translate.Translation`
 gives, with one plan per schema read once from kio's field metadata (the Kafka type of each
-field, its tag, its default).  It covers the field kinds of flexible messages that
+field, its tag, its default) and compiled into one function per entity type (a run of
+fixed-width fields packed by one struct).  It covers the field kinds of flexible messages that
 Epochal's translations use; anything else (a non-flexible version, a kind not listed in
 :data:`_PRIMITIVES`) goes through kio, so the bytes are kio's either way -- and a test
 holds the two byte-for-byte over generated values.
