@@ -219,13 +219,15 @@ def encode_body(api: ApiKey, body: Body) -> EncodedBody:
     return EncodedBody(write_values(t.request_schema(), values), {**_leftover(body, used), **extras})
 
 
-def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
+def _read_entity(schema: type, payload: bytes, pos: int, what: Callable[[], str]) -> Any:
+    """The entity at ``pos``, the rest of the payload; ``what`` names it in an error (made
+    only then: most frames are read without one)."""
     try:
         entity, size = entity_reader(schema)(payload, pos)
     except Exception as exc:  # noqa: BLE001 - kio's reader raises several kinds
-        raise ProtocolError(f"{what}: {exc}", ErrorCode.INVALID_REQUEST) from None
+        raise ProtocolError(f"{what()}: {exc}", ErrorCode.INVALID_REQUEST) from None
     if pos + size != len(payload):
-        raise ProtocolError(f"{what}: {len(payload) - pos - size} bytes after the body",
+        raise ProtocolError(f"{what()}: {len(payload) - pos - size} bytes after the body",
                             ErrorCode.INVALID_REQUEST)
     return entity
 
@@ -239,12 +241,13 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
                         body: Body | EncodedBody) -> tuple[bytes, bytes]:
     """(length + header, body): Kafka's request header v2 with the clock and the extras in
     the tag; a pre-encoded body is written as it is, never copied per recipient."""
-    encoded = body if isinstance(body, EncodedBody) else encode_body(ApiKey(api), body)
+    t = TRANSLATIONS[api]
+    encoded = body if isinstance(body, EncodedBody) else encode_body(t.api, body)
     own: Body = {}
     if api in CONTROLLER_VERSIONS:  # Epochal's version in the tag, Kafka's in the header
-        own, version = {API_VERSION: version}, TRANSLATIONS[ApiKey(api)].version
+        own, version = {API_VERSION: version}, t.version
     header = bytearray(_HEAD.pack(api, version, cid) + _CLIENT)
-    if TRANSLATIONS[api].flexible:  # request header v2; v1 has no tagged fields
+    if t.flexible:  # request header v2; v1 has no tagged fields
         _write_tags(header, {"clock": clock, **own, **encoded.extras})
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
@@ -285,11 +288,11 @@ def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> 
     already read from this payload (the server reads the header first, to screen it, and
     its tag is not decoded twice)."""
     api, version, _, _, extras, pos = header or decode_request_header(payload)
-    t = TRANSLATIONS[ApiKey(api)]
+    t = TRANSLATIONS[api]
     if version != t.version and api not in CONTROLLER_VERSIONS:  # checked with the header
         raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
                             ErrorCode.UNSUPPORTED_VERSION)
-    entity = _read_entity(t.request_schema(), payload, pos, f"{t.api.name} v{version}")
+    entity = _read_entity(t.request_schema(), payload, pos, lambda: f"{t.api.name} v{version}")
     try:
         return _from_request(t, entity, extras)
     except (KeyError, TypeError, ValueError) as exc:
@@ -299,7 +302,7 @@ def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> 
 def decode_encoded_body(api: ApiKey, body: EncodedBody) -> Body:
     """The dict a pre-encoded request body stands for (what its recipient reads)."""
     t = TRANSLATIONS[api]
-    entity = _read_entity(t.request_schema(), bytes(body), 0, t.api.name)
+    entity = _read_entity(t.request_schema(), bytes(body), 0, lambda: t.api.name)
     return _from_request(t, entity, body.extras)
 
 
@@ -334,7 +337,7 @@ def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
     (cid,) = _I32.unpack_from(payload)
     extras, pos = _read_tags(payload, _I32.size) if t.flexible else ({}, _I32.size)
     clock = extras.pop("clock", 0)
-    entity = _read_entity(t.response_schema(), payload, pos, f"{t.api.name} response")
+    entity = _read_entity(t.response_schema(), payload, pos, lambda: f"{t.api.name} response")
     error, body = t.from_response(entity, extras)  # takes back its own extras
     return cid, int(clock) if isinstance(clock, int) else 0, error, {**body, **extras}
 
