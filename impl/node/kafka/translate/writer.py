@@ -193,13 +193,14 @@ def _plan(entity_type: type) -> _Write:
     plain = [f for f in fields(entity_type) if "tag" not in f.metadata]
     tags = sorted((int(f.metadata["tag"]), f) for f in fields(entity_type) if "tag" in f.metadata)
     names = [f.name for f in plain] + [f.name for _, f in tags]
-    body = ["    if is_dataclass(values):",
+    body = ["    if type(values) is not dict and is_dataclass(values):",
             f"        values = {{n: getattr(values, n) for n in {names!r}}}",
             "    get = values.get"]
-    for f in plain:
-        if _default(f) is MISSING:
-            body += [f"    if {f.name!r} not in values or values[{f.name!r}] is MISSING:",
-                     f"        raise TypeError(NAME + ' needs {f.name}')"]
+    required = [f.name for f in plain if _default(f) is MISSING]
+    if required:
+        env["REQUIRED"] = frozenset(required)
+        body += ["    if not REQUIRED <= values.keys():",
+                 f"        raise TypeError(NAME + ' needs ' + next(n for n in {required!r} if n not in values))"]
     run: list[tuple[str, str]] = []  # (struct code, the expression of its value)
 
     def flush() -> None:
