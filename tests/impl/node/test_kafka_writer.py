@@ -138,7 +138,7 @@ def test_a_damaged_tag_is_read_as_the_value_encoding_reads_it(extras: dict[str, 
     if data.draw(st.booleans()):
         del raw[data.draw(st.integers(0, len(raw) - 1)):]
     else:
-        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 0xFF))
     try:
         expected: Any = decode_value(bytes(raw))
     except ProtocolError as exc:
