@@ -8,7 +8,9 @@ who takes a step and what it shows, are declared with each action in ``model.reg
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from conformance.judge.observation import Observation, mismatch
@@ -196,11 +198,28 @@ def _actor_args(obs: Observation, s: State, cfg: Config) -> Iterable[tuple] | No
     return None
 
 
+def answer_config(obs: Observation, cfg: Config) -> Config:
+    """The configuration the observed step is taken under: ``cfg``, except that a leader's
+    fetch answer carries what fit in its byte limits (KIP-74: at least one record when it
+    has any), so an answer of k records is the model's answer cut at ``fetch_max_records``
+    = k -- the same answer as ``cfg``'s when the leader had no more to give."""
+    answer = obs.fields.get("records")
+    if obs.action != "handle_fetch" or not isinstance(answer, list) or not answer:
+        return cfg
+    return _cut_at(cfg, len(answer))
+
+
+@functools.lru_cache(maxsize=64)
+def _cut_at(cfg: Config, records: int) -> Config:
+    return replace(cfg, fetch_max_records=records)
+
+
 def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> Iterator[tuple[Step, State | None]]:
     """Steps of the observed action by the observed broker, with their results (None when
     the guard fails).  ``fast`` builds the arguments from the observed broker directly
     (``_actor_args``): the same steps in the same order, so the same misses are reported."""
     entry = ACTIONS[obs.action]
+    cfg = answer_config(obs, cfg)
     if entry.from_event is not None:  # a self-loop the model forgets: its arguments are in the event
         args = entry.from_event(obs.fields, obs.actor, s)
         yield Step(obs.action, args), entry.fn(s, cfg, *args)

@@ -41,7 +41,8 @@ Decision = Supported | Unsupported
 
 
 class Knob(NamedTuple):
-    """The ``Config`` bound that limits an action: how many times, in all, a run may take it.
+    """The ``Config`` bound that limits an action: how many times, in all, a run may take it
+    -- or, for ``fetch_max_records``, how much of its answer one step carries.
 
     ``model.config.Config`` has one field per knob (``field``, with its ``default``), and
     ``model.config.validate`` holds it to ``low`` .. ``high`` (no upper limit when ``high`` is

@@ -43,16 +43,24 @@ def preferred_election(s: State, cfg: Config, c: int, p: int) -> State | None:
     move is a clean election and loses no committed record.  The ISR stays as it is; the
     write is a conditional one with leader_epoch + 1, then LeaderAndISR, like
     ``elect_leader``.  The model's AR is a sorted tuple, so its preferred replica is the
-    lowest broker id assigned.  A broker shutting down is not electable (Kafka 2.7's
-    ``liveBrokerIds``)."""
+    lowest broker id assigned.  A broker shutting down is not electable (Kafka's
+    ``preferredReplicaPartitionLeaderElection`` takes its live replicas without the brokers
+    shutting down).
+
+    A request the controller declines -- its preferred replica leads already, is down, out
+    of the ISR or shutting down -- changes nothing (Kafka answers it
+    PREFERRED_LEADER_NOT_AVAILABLE): a self-loop, which no search takes, but a driven run
+    can, to see the implementation write nothing."""
     if not acting_controller(s, c) or s.ghost.preferred_elections >= cfg.preferred_elections:
         return None
     zn = s.zk.partitions[p]
-    if not zn.ar or zn.leader_epoch + 1 > cfg.max_epoch:
+    if not zn.ar:
         return None
     live = tuple(b for b in s.zk.live if b not in shutting_down(s))
     preferred = preferred_leader(zn.ar, zn.leader, zn.isr, live)
     if preferred is None:
+        return s
+    if zn.leader_epoch + 1 > cfg.max_epoch:
         return None
     s = write_and_send(s, p, preferred, zn.isr)
     return s._replace(ghost=s.ghost._replace(preferred_elections=s.ghost.preferred_elections + 1))
@@ -60,6 +68,8 @@ def preferred_election(s: State, cfg: Config, c: int, p: int) -> State | None:
 
 def _preferred_text(args: Args, before: State, after: State) -> str:
     c, p = args
+    if before == after:
+        return f"controller {c} declines a preferred-replica election of partition {p}: its preferred replica cannot lead"
     return f"controller {c} moves partition {p} back to its preferred replica: {written(after, p)} and sends LeaderAndISR"
 
 

@@ -19,6 +19,7 @@ from model.actions.common import (
     replica,
     set_replica,
     set_znode,
+    shutting_down,
     stopped_replica,
     stops_controlling,
     topic_deleted,
@@ -79,7 +80,7 @@ def reassign_completions_args(s: State, cfg: Config) -> Iterator[tuple]:
         return
     for p, zn in enumerate(s.zk.partitions):
         if zn.rar:
-            yield from ((c, p, b) for b in zn.rar if b in s.zk.live)
+            yield from ((c, p, b) for b in zn.rar if b in s.zk.live and b not in shutting_down(s))
 
 
 def stop_requests_args(s: State, cfg: Config) -> Iterator[tuple]:
@@ -136,14 +137,19 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     leader change needs a new leader epoch, and Kafka bumps it on every controller write of
     the znode, so the write is ``leader_epoch + 1`` with ISR := ISR ∩ RAR, conditional on
     the version read (one step, as ``elect_leader``: the design asks for a retry loop
-    around 3.1-3.2.2, and the topic path is written in the same ZooKeeper multi)."""
+    around 3.1-3.2.2, and the topic path is written in the same ZooKeeper multi).
+
+    A broker shutting down does not lead, nor keep its lead: Kafka's reassignment election
+    takes the first RAR member in the ISR among ``liveReplicas``, which leave out the
+    brokers shutting down (``isReplicaOnline`` without them), and it elects afresh when the
+    current leader is one of them."""
     if not acting_controller(s, c):
         return None
     zn = s.zk.partitions[p]
     rar = zn.rar
     if not rar or not set(rar) <= set(zn.isr) or zn.leader_epoch + 1 > cfg.max_epoch:
         return None
-    live_rar = [b for b in rar if b in s.zk.live]
+    live_rar = [b for b in rar if b in s.zk.live and b not in shutting_down(s)]
     if leader not in live_rar or (zn.leader in live_rar and leader != zn.leader):
         return None
     isr = tuple(b for b in zn.isr if b in rar)

@@ -17,7 +17,17 @@ from model.actions.common import (
     set_znode,
     unknown_leos,
 )
-from model.actions.entry import DRIVEN, Args, Coverage, Emitted, Entry, Supported, Traced, View
+from model.actions.entry import (
+    DRIVEN,
+    Args,
+    Coverage,
+    Emitted,
+    Entry,
+    Knob,
+    Supported,
+    Traced,
+    View,
+)
 from model.actions.views import ERRORS, FENCED, always, entries, new_response, records
 from model.state import (
     FETCH_REQUEST,
@@ -40,6 +50,11 @@ from model.text import brokers_text, log_text, record, value_text
 
 if TYPE_CHECKING:
     from model.config import Config
+
+
+FETCH_MAX_RECORDS = Knob(
+    "fetch_max_records", "fetch answers cut short", default=0,
+    help="the most records a leader's fetch answer carries (Kafka's byte limits), 0: every record from the offset")
 
 
 def isr_changes_args(s: State, cfg: Config) -> Iterator[tuple]:
@@ -124,7 +139,9 @@ def send_fetch(s: State, cfg: Config, f: int, p: int) -> State | None:
 
 def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
     """Seed 000 G ``on_ReplicaFetchRequest``: record the follower's LEO, advance the HW, and
-    answer with the records from the fetch offset and the HW.  With fenced fetching a
+    answer with the records from the fetch offset and the HW.  The answer carries what fits
+    in the fetch's byte limits -- at most ``fetch_max_records`` records when that is set --
+    and the leader's HW regardless, so it may be ahead of the follower's new LEO.  With fenced fetching a
     request from another leader epoch is refused (FENCED/UNKNOWN_LEADER_EPOCH).  With topic
     ids, so is a request from another incarnation of the topic: a re-created topic's epochs
     start again, so a follower's request sent before the deletion carries a current-looking
@@ -146,7 +163,8 @@ def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
     s = set_replica(s, lb, p, lr._replace(follower_leo=put_at(lr.follower_leo, m.follower, m.offset)))
     s = advance_hw(s, cfg, lb, p)
     lr = replica(s, lb, p)
-    resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, lr.log[m.offset :], lr.hw, OK, lr.topic_id)
+    answer = lr.log[m.offset : m.offset + cfg.fetch_max_records] if cfg.fetch_max_records else lr.log[m.offset :]
+    resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, answer, lr.hw, OK, lr.topic_id)
     return s._replace(fetches=added(s.fetches, resp))
 
 
@@ -343,7 +361,7 @@ HANDLE_FETCH = Entry(
     "handle_fetch", handle_fetch, fetch_messages_args,
     section="000 G", impl="impl.node.broker.Broker._replica_fetch", trace=Traced("handle_fetch"),
     describe=_handle_fetch_text, view=_handle_fetch_view, event=_handle_fetch_event, coverage=COVERED_EVERYWHERE,
-    actor=_fetch_leader, silent=_answered_without_news,
+    knob=FETCH_MAX_RECORDS, actor=_fetch_leader, silent=_answered_without_news,
 )
 
 
@@ -449,4 +467,4 @@ ISR_UPDATE_FAILED = Entry(
 
 
 ENTRIES = (PRODUCE, SEND_FETCH, HANDLE_FETCH, RECEIVE_FETCH, SHRINK_ISR, EXPAND_ISR, ISR_UPDATE_FAILED)
-KNOBS = ()
+KNOBS = (FETCH_MAX_RECORDS,)

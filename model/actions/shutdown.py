@@ -50,8 +50,10 @@ def controlled_shutdown(s: State, cfg: Config, c: int, p: int, b: int, leader: i
     leave before -- elects a live ISR member not shutting down in its place: a conditional
     write with leader_epoch + 1, then LeaderAndISR to the replicas not shutting down, like
     ``elect_leader``.  b, now a follower of p, gets StopReplica without delete instead: it
-    stops fetching, so its leader does not put it back into the ISR it has just left.  The
-    last in-sync replica is left in place: moving it would lose the partition.
+    stops fetching, so its leader does not put it back into the ISR it has just left -- unless
+    a reassignment names it (its LeaderAndISR goes to every replica named), and then no
+    election chooses it all the same.  The last in-sync replica is left in place: moving it
+    would lose the partition.
 
     A follower of p outside its ISR is stopped all the same (Kafka 2.7 takes every replica
     the broker follows offline): StopReplica without delete, and nothing to write -- the

@@ -340,6 +340,7 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--unclean", str(int(cfg.unclean)),
         "--preferred-elections", str(cfg.preferred_elections),
         "--max-shutdowns", str(cfg.max_shutdowns),
+        "--fetch-max-records", str(cfg.fetch_max_records),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),

@@ -48,17 +48,24 @@ def test_the_preferred_replica_takes_the_lead_back_with_a_new_leader_epoch_and_t
     assert t.ghost.preferred_elections == 1
 
 
-def test_no_preferred_election_when_the_preferred_replica_leads_is_down_or_out_of_the_isr() -> None:
+def test_a_preferred_replica_that_leads_is_down_out_of_the_isr_or_shutting_down_is_declined() -> None:
+    """The controller takes the request and writes nothing: the step changes nothing (a
+    self-loop no search takes), and it is not the controller's step at all elsewhere."""
     s = initial(CFG)
-    assert apply(s, CFG, Step("preferred_election", (0, 0))) is None  # broker 0 already leads
+    assert apply(s, CFG, Step("preferred_election", (0, 0))) == s  # broker 0 already leads
     drifted = _leader_moved_off_broker_0()
     # broker 0's session gone, before the controller has taken it out of the ISR
     down = drifted._replace(zk=drifted.zk._replace(live=(1,)))
-    assert apply(down, CFG, Step("preferred_election", (1, 0))) is None
+    assert apply(down, CFG, Step("preferred_election", (1, 0))) == down
     out = drifted._replace(zk=drifted.zk._replace(partitions=(drifted.zk.partitions[0]._replace(isr=(1,)),)))
-    assert apply(out, CFG, Step("preferred_election", (1, 0))) is None
+    assert apply(out, CFG, Step("preferred_election", (1, 0))) == out
+    # Kafka's preferredReplicaPartitionLeaderElection: live replicas, less those shutting down
+    brokers = list(drifted.brokers)
+    brokers[1] = brokers[1]._replace(shutting_down=(0,))
+    stopping = drifted._replace(brokers=tuple(brokers))
+    assert apply(stopping, CFG, Step("preferred_election", (1, 0))) == stopping
     assert apply(drifted, CFG, Step("preferred_election", (0, 0))) is None  # 0 is not the controller
-    assert apply(drifted, CFG, Step("preferred_election", (1, 0))) is not None
+    assert apply(drifted, CFG, Step("preferred_election", (1, 0))) not in (None, drifted)
 
 
 def test_the_bound_counts_preferred_elections_and_defaults_to_none() -> None:

@@ -191,6 +191,29 @@ def test_reassign_complete_needs_a_live_member_of_rar():
     assert reassign_complete(s, R, 0, 0, 1) is None and reassign_complete(s, R, 0, 0, 2) is None
 
 
+def _shutting_down(s: State, b: int) -> State:
+    """The controller (0) has noted broker b shutting down (its controlled shutdown began)."""
+    brokers = list(s.brokers)
+    brokers[0] = brokers[0]._replace(shutting_down=(b,))
+    return s._replace(brokers=tuple(brokers))
+
+
+def test_reassign_complete_never_elects_a_broker_shutting_down():
+    """Kafka's reassignPartitionLeaderElection: the first RAR member in the ISR among the live
+    replicas -- which leave out the brokers shutting down."""
+    s = run(R, ("produce", 0, 0), ("reassign_start", 0, 0, (1, 2)))
+    s = _shutting_down(_bootstrap(s, R, 2), 1)
+    assert reassign_complete(s, R, 0, 0, 1) is None
+    assert reassign_complete(s, R, 0, 0, 2).zk.partitions[0].leader == 2
+
+
+def test_reassign_complete_moves_the_lead_off_a_leader_shutting_down():
+    s = run(R, ("reassign_start", 0, 0, (0, 2)))
+    s = _shutting_down(_bootstrap(s, R, 2), 0)
+    assert reassign_complete(s, R, 0, 0, 0) is None  # it stays in RAR, but may not keep the lead
+    assert reassign_complete(s, R, 0, 0, 2).zk.partitions[0].leader == 2
+
+
 # -- StopReplica (seed 000 C) and startup (seed 000 E 4) -----------------------------------------
 
 

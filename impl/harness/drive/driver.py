@@ -37,7 +37,7 @@ from typing import Any
 from conformance.judge.replay import judge
 from conformance.judge.words import DIFFERS, REFINEMENT
 from conformance.spark.order import causal_order, split_groups
-from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster
+from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster, answer_bytes
 from impl.harness.drive.operations import OPERATIONS, Divergence
 from impl.harness.drive.paths import ModelRun, brokers_needed, step_of
 from impl.harness.drive.zombie import Waiting, on_its_own, waiting_after
@@ -194,7 +194,8 @@ class Driver:
         self.say(f"drive {run.name} against config {self.config_name} "
                  f"(truncation {self.cfg.truncation}, {n} brokers) in {data_dir}")
         self.cluster = SteerableCluster(data_dir, n, self.cfg.truncation, self.cfg.min_insync,
-                                        self.cfg.unclean, log=self.say)
+                                        self.cfg.unclean, log=self.say,
+                                        fetch_partition_max_bytes=answer_bytes(self.cfg.fetch_max_records, self.cfg.records))
         try:
             self.cluster.start()
             zk = self.cluster.zk_state()

@@ -5,8 +5,9 @@ clusters within a time budget.
 The graph is searched breadth first from the initial state (over the actions that have a
 harness operation, and, as the checker does, not past a state that breaks a property), so
 the path to the first transition of each (action, outcome) pair is a shortest one.  An *outcome* is what the step did, read off the two states
-(:func:`outcome`): a fetch answered, refused or out of range; an answer appended, taken for
-its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
+(:func:`outcome`): a fetch answered (cut short with the HW ahead of what the follower will
+have, under ``fetch_max_records``), refused or out of range; an answer appended (its HW
+capped at the follower's LEO, or not), taken for its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
 of a new leader, of the same one, of none, or unclean; a truncation that cut or kept; a
 StopReplica that deleted, stopped, or was refused (stale, or for another incarnation of the topic).
 The admin actions (preferred election, topic deletion and creation, partitions added and
@@ -67,12 +68,15 @@ def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = froz
         new = [x for x in t.fetches if x.kind == FETCH_RESPONSE and x.follower == m.follower and x not in s.fetches]
         if not new:
             return "refused"
-        return "out_of_range" if new[0].error == OUT_OF_RANGE else "answered"
+        if new[0].error == OUT_OF_RANGE:
+            return "out_of_range"
+        # cut short (fetch_max_records): the leader's HW ahead of the follower's new LEO
+        return "answered_hw_ahead" if new[0].hw > m.offset + len(new[0].records) else "answered"
     if a == "receive_fetch":
         m = step.args[0]
         before, after = s.brokers[m.follower].replicas[m.partition], t.brokers[m.follower].replicas[m.partition]
         if after.leo > before.leo:
-            return "appended"
+            return "appended_hw_capped" if after.hw < m.hw else "appended"
         if after.leo < before.leo:
             return "truncated"
         return "hw_taken" if after.hw != before.hw else "discarded"

@@ -270,7 +270,8 @@ def path_json(cfg: Config, steps: list[tuple[Step, State]], note: str) -> dict[s
     counterexample steps, with the configuration's bounds)."""
     return {"config": {"name": cfg.name, "brokers": cfg.brokers, "partitions": cfg.partitions,
                        "records": cfg.records, "max_epoch": cfg.max_epoch, "max_crashes": cfg.max_crashes,
-                       "max_pauses": cfg.max_pauses},
+                       "max_pauses": cfg.max_pauses,
+                       **({"fetch_max_records": cfg.fetch_max_records} if cfg.fetch_max_records else {})},
             "note": note,
             "steps": [{"n": i, "action": step.action, "args": _plain(step.args), "description": _text(step, s, cfg)}
                       for i, (step, s) in enumerate(steps, 1)]}

@@ -19,7 +19,7 @@ from typing import Any
 
 from impl.harness.cluster import LocalCluster, cluster_keyring
 from impl.harness.relay import MODEL_MESSAGES, Relay
-from impl.node import step_gate
+from impl.node import limits, step_gate
 from impl.node import zk as zkl
 from impl.node.auth.credentials import ClusterSecret, broker_principal
 from impl.node.auth.credentials import register as register_keyring
@@ -47,6 +47,19 @@ STEP_SETTINGS: dict[str, Any] = {
 # Not TLS: the relay must read each frame to hold the model's messages.
 
 
+def record_value(produced: int) -> str:
+    """The value the driver writes for the model's ``produced``-th record."""
+    return f"v{produced}"
+
+
+def answer_bytes(fetch_max_records: int, records: int) -> int:
+    """The per-partition fetch limit (``fetch_partition_max_bytes``) under which a leader's
+    answer carries at most ``fetch_max_records`` of a run's ``records`` records: every value
+    the run writes is as long as the last (``model.config.validate`` keeps ``records`` to
+    one digit), and the first record of an answer comes whole (KIP-74)."""
+    return fetch_max_records * limits.record_size(record_value(records).encode())
+
+
 class SetupError(RuntimeError):
     """The cluster did not reach the model's initial state."""
 
@@ -55,13 +68,15 @@ class SteerableCluster:
     """ZooKeeper, ``n`` brokers in step mode, and the relay in front of them."""
 
     def __init__(self, data_dir: Path, brokers: int, truncation: str, min_insync: int = 1,
-                 unclean: bool = False, log: Any = None) -> None:
+                 unclean: bool = False, log: Any = None, fetch_partition_max_bytes: int = 0) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.n = brokers
         self.log = log or (lambda m: None)
         self.cluster = LocalCluster(self.data_dir, brokers=brokers)
         self.settings = dict(STEP_SETTINGS, truncation=truncation, min_insync_replicas=min_insync,
                              unclean_leader_election=unclean)
+        if fetch_partition_max_bytes:  # the model's fetch_max_records (answer_bytes)
+            self.settings["fetch_partition_max_bytes"] = fetch_partition_max_bytes
         self.relay: Relay | None = None
         self._produced: list[threading.Thread] = []
 
@@ -222,6 +237,22 @@ class SteerableCluster:
             return False
         return any(json.loads(line).get("kind") == kind
                    for line in path.read_text().splitlines() if line.strip())
+
+    def preferred_request_taken(self, partition: int, timeout: float) -> bool:
+        """Whether the controller took the preferred-replica election request for
+        ``partition`` within ``timeout`` seconds: it deletes the request's znode once it has
+        decided, whether it elected or declined -- the only sign a declined one leaves."""
+        zk = self.cluster.zk_client()
+        try:
+            deadline = time.monotonic() + timeout
+            while zk.exists(f"{zkl.PREFERRED}/{TOPIC}/{partition}") is not None:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+            return True
+        finally:
+            zk.stop()
+            zk.close()
 
     def zk_state(self) -> dict[str, Any]:
         """What ZooKeeper holds of the model's state: the controller, the controller epoch,

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from impl.harness.drive.network import record_value
 from impl.harness.drive.zombie import on_its_own, write_refused
 from impl.node.step_gate import permit_name
 from impl.node.wire import RpcError
@@ -63,7 +64,7 @@ class Operation:
 
 def _produce(d: Driver, step: Step, s: State, t: State) -> None:
     b, p = step.args
-    value = f"v{t.ghost.produced}"
+    value = record_value(t.ghost.produced)
     d.cluster.produce(b, value, p)
     d.expect("produce", b, f"broker {b} appends {value} to partition {p} as leader", partition=p)
 
@@ -154,6 +155,11 @@ def _reassign_complete(d: Driver, step: Step, s: State, t: State) -> None:
 def _preferred_election(d: Driver, step: Step, s: State, t: State) -> None:
     c, p = step.args
     _admin(d, c, "elect_preferred", p)
+    if t == s:  # the model's controller declines (its preferred replica cannot lead): no write
+        if not d.cluster.preferred_request_taken(p, d.step_timeout):
+            raise Divergence(f"controller {c} left the preferred-replica election of partition {p} pending "
+                             f"for {d.step_timeout:.0f}s", f"controller {c} declines it and writes nothing")
+        return
     d.expect("elect_leader", c, f"controller {c} moves partition {p} back to its preferred replica")
 
 

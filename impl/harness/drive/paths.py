@@ -19,11 +19,12 @@ Chooser = Callable[[State], tuple]
 
 
 BOUNDS = ("records", "max_epoch", "max_crashes", "max_pauses", "max_shutdowns", "reassignments", "deletions",
-          "preferred_elections", "partition_changes")
+          "preferred_elections", "partition_changes", "fetch_max_records")
 """The search bounds a counterexample keeps when it is driven under another configuration:
 its steps stay within them (the configuration's own rules -- truncation, unclean election,
 min.insync.replicas -- are the ones driven).  The admin knobs are bounds too: a path with a
-deletion needs ``deletions`` >= 1 to be taken at all."""
+deletion needs ``deletions`` >= 1 to be taken at all; and a path whose answers were cut short
+(``fetch_max_records``) carries those answers as its messages."""
 
 KNOBS = ("deletions", "partition_changes", "preferred_elections", "reassignments", "max_shutdowns")
 """The model's admin knobs ``epochal drive`` takes on its command line, as ``epochal check`` does."""

@@ -53,6 +53,7 @@ TARGETS: tuple[Target, ...] = (
     Target("shutdown", "kip320", {"max_shutdowns": 1}),
     Target("preferred-election", "kip320", {"preferred_elections": 1}),
     Target("reassignment", "kip320", {"reassignments": 1}),
+    Target("fetch-cut-short", "kip320", {"fetch_max_records": 1}),
 )
 BASELINE = TARGETS[0]
 

@@ -21,6 +21,9 @@ back into Kafka's (docs/kafka-protocol.md):
   the connection (ApiVersions excepted, as Kafka's).
 * **CreateTopics / DeleteTopics / CreatePartitions** -- the controller's admin path
   (:mod:`impl.node.broker.kafka_admin`).
+* **ElectLeaders, Alter/ListPartitionReassignments, Describe/AlterClientQuotas,
+  DescribeConfigs, IncrementalAlterConfigs, DescribeUserScramCredentials** -- the operator
+  tools' requests (:mod:`impl.node.broker.kafka_operations`).
 * **FindCoordinator** -- COORDINATOR_NOT_AVAILABLE: there are no consumer groups and no
   transactions; consumers assign partitions themselves.
 
@@ -44,6 +47,7 @@ from impl.node.auth.session import Answer, ConnectionSession
 from impl.node.broker.clients import ClientRequests
 from impl.node.broker.core import RequestError
 from impl.node.broker.kafka_admin import AS_ADMIN, KafkaAdmin
+from impl.node.broker.kafka_operations import OPERATIONS_AS, KafkaOperations
 from impl.node.kafka import (
     SERVED,
     BatchRefused,
@@ -80,7 +84,7 @@ RULES_AS: dict[KafkaApi, ApiKey] = {
     KafkaApi.PRODUCE: ApiKey.PRODUCE, KafkaApi.FETCH: ApiKey.FETCH,
     KafkaApi.LIST_OFFSETS: ApiKey.FETCH, KafkaApi.METADATA: ApiKey.METADATA,
     KafkaApi.INIT_PRODUCER_ID: ApiKey.INIT_PRODUCER_ID,
-    KafkaApi.FIND_COORDINATOR: ApiKey.METADATA, **AS_ADMIN,
+    KafkaApi.FIND_COORDINATOR: ApiKey.METADATA, **AS_ADMIN, **OPERATIONS_AS,
 }
 
 
@@ -88,7 +92,7 @@ def _error(code: int, message: str = "") -> dict[str, Any]:
     return {"error_code": int(code), "error_message": message or None}
 
 
-class KafkaClients(KafkaAdmin, ClientRequests):
+class KafkaClients(KafkaAdmin, KafkaOperations, ClientRequests):
     """The Kafka listener's connections and its translation of each request."""
 
     _kafka_endpoints: dict[int, tuple[str, int] | None] | None = None
@@ -160,6 +164,10 @@ class KafkaClients(KafkaAdmin, ClientRequests):
                          auth_bytes=answer.body.get("auth_bytes", b""),
                          session_lifetime=0), answer.close
         screened = session.screen(RULES_AS[api], {})
+        if isinstance(screened, Answer) and api == KafkaApi.ALTER_CLIENT_QUOTAS \
+                and not screened.close:  # a client's: each entry refused, as Kafka's
+            return self._kafka_quotas_refused(schema, body, screened.error,
+                                              str(screened.body.get("message", ""))), False
         if isinstance(screened, Answer):  # not authenticated: Kafka closes without an answer
             return None, screened.close or screened.error != 0
         if api == KafkaApi.FIND_COORDINATOR:
@@ -167,6 +175,9 @@ class KafkaClients(KafkaAdmin, ClientRequests):
         if api in AS_ADMIN:  # impl.node.broker.kafka_admin: the controller's admin path
             return await self._kafka_admin(api, version, schema, body, screened.get("user"),
                                            request.client_id), False
+        if api in OPERATIONS_AS:  # impl.node.broker.kafka_operations: the operator tools'
+            return await self._kafka_operation(api, schema, body, screened.get("user"),
+                                               request.client_id), False
         handler = {KafkaApi.PRODUCE: self._kafka_produce, KafkaApi.FETCH: self._kafka_fetch,
                    KafkaApi.LIST_OFFSETS: self._kafka_list_offsets,
                    KafkaApi.METADATA: self._kafka_metadata,

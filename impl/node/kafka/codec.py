@@ -51,8 +51,16 @@ class KafkaApi(enum.IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 
 
 SERVED: dict[KafkaApi, tuple[int, int]] = {
@@ -67,6 +75,15 @@ SERVED: dict[KafkaApi, tuple[int, int]] = {
     KafkaApi.CREATE_TOPICS: (2, 7),  # v2 is the first a controller answers (NOT_CONTROLLER)
     KafkaApi.DELETE_TOPICS: (1, 6),  # v6 may name a topic by id: answered UNKNOWN_TOPIC_ID
     KafkaApi.CREATE_PARTITIONS: (0, 3),
+    # the operator tools' requests (impl.node.broker.kafka_operations)
+    KafkaApi.DESCRIBE_CONFIGS: (1, 4),  # v0 has no config_source
+    KafkaApi.ELECT_LEADERS: (1, 2),  # v0 has no election_type
+    KafkaApi.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    KafkaApi.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    KafkaApi.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    KafkaApi.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    KafkaApi.ALTER_CLIENT_QUOTAS: (0, 1),
+    KafkaApi.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 """What ApiVersions lists: API key -> (lowest, highest) version answered.  FindCoordinator
 is answered (with COORDINATOR_NOT_AVAILABLE) but not listed, so that a client knows from

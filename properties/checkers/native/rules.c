@@ -573,6 +573,7 @@ int handle_fetch(S *s, Fetch m) {
     advance_hw(s, lb);
     Fetch resp = make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->hw, OK);
     resp.nrec = (i8)(lr->loglen - m.offset);
+    if (C.fetch_max_records && resp.nrec > C.fetch_max_records) resp.nrec = (i8)C.fetch_max_records;
     for (int k = 0; k < resp.nrec; k++) resp.rec[k] = lr->log[m.offset + k];
     add_fetch(s, resp);
     return 1;

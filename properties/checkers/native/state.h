@@ -120,6 +120,7 @@ typedef struct {
     int brokers, records, max_epoch, max_crashes, max_pauses, min_insync;
     int unclean, truncation, fenced, refollow;
     int preferred_elections, max_shutdowns;
+    int fetch_max_records; /* the most records a fetch answer carries, 0: all */
     int symmetry, reduction;
 } Cfg;
 

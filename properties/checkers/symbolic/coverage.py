@@ -16,6 +16,8 @@ def unsupported(cfg: Config) -> str | None:
     out are the registry's; the rest are limits of the encoding's shape."""
     missing = ["unclean election"] if cfg.unclean else []
     missing += unsupported_features("z3", cfg)
+    if cfg.fetch_max_records:  # the relation answers a fetch with every record from its offset
+        missing.append("fetch answers cut short")
     if cfg.replication_factor:
         missing.append("a replication factor below the broker count")
     if cfg.startup_from_controller:

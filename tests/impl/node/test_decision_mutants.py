@@ -5,6 +5,7 @@ noticing (docs/benchmarks.md, "Mutation testing", lists the survivors and why)."
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +13,9 @@ from impl.node import limits
 from impl.node.auth.credentials import Principal
 from impl.node.auth.rules import Refusal, authorize
 from impl.node.controller.broker_failure import Decision, broker_change_choice
+from impl.node.controller.context import ControllerContext
+from impl.node.controller.preferred_election import preferred_choice
+from impl.node.controller.reassignment import reassignment_switch
 from impl.node.controller.shutdown import shutdown_choice
 from impl.node.fencing import (
     Verdict,
@@ -80,6 +84,33 @@ def test_a_shutdown_never_elects_uncleanly() -> None:
 def test_a_shutdown_excludes_the_broker_itself_even_if_not_listed_as_shutting_down() -> None:
     d = shutdown_choice(3, [1, 2, 3], LeaderAndIsr(3, 4, (1, 3), 1), {1, 2, 3}, frozenset())
     assert d == Decision(1, (1,))
+
+
+def test_the_electable_brokers_are_the_live_ones_less_those_shutting_down() -> None:
+    """The candidate set of the preferred and reassignment elections (Kafka's live replicas
+    without the brokers shutting down); a shutting-down broker that is not live adds none."""
+    context = SimpleNamespace(live={1: ("h", 1, 7), 2: ("h", 2, 8), 3: ("h", 3, 9)}, shutting_down={2, 4})
+    assert ControllerContext._electable(context) == {1, 3}  # type: ignore[arg-type]
+
+
+def test_a_preferred_replica_outside_the_electable_brokers_does_not_lead() -> None:
+    current = LeaderAndIsr(2, 4, (1, 2), 1)
+    assert preferred_choice([1, 2], current, {2}) is None
+    assert preferred_choice([1, 2], current, {1, 2}) == Decision(1, (1, 2))
+
+
+def test_a_reassignment_switch_elects_the_first_electable_rar_member_in_the_isr() -> None:
+    """The leader (0) leaves; RAR's first member (1) is in the ISR but not electable."""
+    current = LeaderAndIsr(0, 4, (0, 1, 2), 1)
+    assert reassignment_switch([1, 2], current, {0, 2}) == Decision(2, (1, 2))
+    assert reassignment_switch([1, 2], current, {0, 1, 2}) == Decision(1, (1, 2))
+
+
+def test_a_reassignment_switch_moves_the_lead_off_a_leader_that_is_not_electable() -> None:
+    current = LeaderAndIsr(1, 4, (1, 2), 1)
+    assert reassignment_switch([1, 2], current, {2}) == Decision(2, (1, 2))
+    assert reassignment_switch([1, 2], current, {1}) == Decision(1, (1, 2))
+    assert reassignment_switch([1, 2], current, set()) is None
 
 
 # -- fencing (KIP-320) ---------------------------------------------------------------------------

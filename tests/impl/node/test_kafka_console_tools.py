@@ -29,10 +29,11 @@ CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 LINES = [f"line {i}" for i in range(50)]
 
 
-def _java_config(c: LocalCluster, path: Path) -> Path:
+def _java_config(c: LocalCluster, path: Path, user: str = "client") -> Path:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["cluster", "client-config", "--data-dir", str(c.data_dir), "--java"]) == 0
+        assert main(["cluster", "client-config", "--data-dir", str(c.data_dir), "--java",
+                     "--user", user]) == 0
     path.write_text(out.getvalue())
     return path
 
