@@ -134,6 +134,18 @@ void unknown_leo(Replica *r) {
     for (int y = 0; y < MAXB; y++) r->follower_leo[y] = y < C.brokers ? UNKNOWN : 0;
 }
 
+/* The replica has no role: no leader, no ISR or zk_version of its own, no fetching; it keeps
+ * its log, HW and leader epoch (a process end and a StopReplica without delete alike). */
+void replica_stops(Replica *r) {
+    r->role = NONE;
+    r->leader = NO_LEADER;
+    r->isr = 0;
+    r->zk_version = -1;
+    r->fetch_state = IDLE;
+    unknown_leo(r);
+    r->epoch_start = 0;
+}
+
 static int superseded(const S *s, int epoch) {
     for (int i = 0; i < s->nled; i++)
         if (s->led[i].p == 0 && s->led[i].epoch > epoch) return 1;
@@ -206,14 +218,7 @@ static int addressee(const Fetch *m) { return m->kind == FETCH_REQUEST ? m->lead
 
 void process_ends(S *s, int b) {
     Broker *br = &s->br[b];
-    Replica *r = &br->r;
-    r->role = NONE;
-    r->leader = NO_LEADER;
-    r->isr = 0;
-    r->zk_version = -1;
-    r->fetch_state = IDLE;
-    unknown_leo(r);
-    r->epoch_start = 0;
+    replica_stops(&br->r);
     br->status = DOWN;
     stop_controlling(br);
     for (int i = s->nfetch - 1; i >= 0; i--)

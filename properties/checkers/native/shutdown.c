@@ -114,13 +114,6 @@ int stop_replica(S *s, Stop m) {
         stop_controlling(br);
     }
     drop_responses_to(s, b);
-    Replica *r = &br->r; /* it stops fetching and keeps its log, HW and leader epoch */
-    r->role = NONE;
-    r->leader = NO_LEADER;
-    r->isr = 0;
-    r->zk_version = -1;
-    r->fetch_state = IDLE;
-    unknown_leo(r);
-    r->epoch_start = 0;
+    replica_stops(&br->r); /* it stops fetching and keeps its log, HW and leader epoch */
     return 1;
 }

@@ -198,6 +198,7 @@ void process_ends(S *s, int b);
 void stop_controlling(Broker *br);
 void drop_responses_to(S *s, int b);
 void unknown_leo(Replica *r);
+void replica_stops(Replica *r);
 /* shutdown.c: controlled shutdown (its arguments in shutdowns_args order), the clean stop,
  * and StopReplica */
 int shutdowns_args(const S *s, int args[][2]);
