@@ -14,6 +14,8 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
   KIP-497; KIP-841's eligibility) and Kafka's broker start (``startup_from_controller``):
   Apache Kafka 3.9 in ZooKeeper mode at its default inter-broker protocol.
+* ``kafka26-unclean``, ``kafka39-unclean`` -- those two with unclean leader election
+  enabled (as ``unclean`` is ``kip320`` with it), and ``unclean``'s one crash.
 
 ``Config`` is the protocol's settings and the search's bounds written here, plus one field
 per action knob (``model.actions.KNOBS``: ``max_crashes``, ``deletions`` ...), each declared
@@ -116,7 +118,16 @@ NAMED: dict[str, Config] = {
     "kafka26": Config("kafka26", "kip320", max_crashes=2, startup_from_controller=True, leaderless_first=True),
     "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1, startup_from_controller=True,
                       leaderless_first=True),
+    # the two with unclean.leader.election.enable, as ``unclean`` is ``kip320`` with it: what
+    # judges a chaos run on Kafka with unclean election on (``epochal chaos --engine kafka``)
+    "kafka26-unclean": Config("kafka26-unclean", "kip320", unclean=True, startup_from_controller=True,
+                              leaderless_first=True),
+    "kafka39-unclean": Config("kafka39-unclean", "kip320", unclean=True, alter_partition=1,
+                              startup_from_controller=True, leaderless_first=True),
 }
+
+UNCLEAN_OF: dict[str, str] = {"kip320": "unclean", "kafka26": "kafka26-unclean", "kafka39": "kafka39-unclean"}
+"""A configuration's twin with unclean leader election on: what judges a run made with it."""
 
 
 def of_apache_kafka(cfg: Config) -> bool:

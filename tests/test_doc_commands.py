@@ -1,7 +1,7 @@
 """Every shell command the README and ``docs/`` give runs as written, from a fresh clone.
 
 The commands are read from the pages' fenced ``sh`` blocks (a ``\\``-continued line is one
-command), so a command added to a page is held here without a line of this file changing --
+command; every fence names its language, so a command block cannot hide in a bare one), so a command added to a page is held here without a line of this file changing --
 except that each must match one rule of ``RULES``, which says where it runs: the default
 suite (a few seconds each), the slow suite, or nowhere, with the reason.  A command runs in a
 directory that looks like a fresh clone set up as the README says (the checkout's files and a
@@ -30,7 +30,12 @@ DEFAULT, SLOW = "default", "slow"
 
 # (pattern searched in the command, where it runs or why it does not); the first match decides
 RULES: list[tuple[str, str]] = [
-    (r"\[--|\bNAME\b|PATH\.\.\.", "a synopsis with placeholders, not a command"),
+    (r"\[--|\bNAME\b|PATH\.\.\.|--out DIR$", "a synopsis with placeholders, not a command"),
+    (r"my-broker", "a template: my-broker is the porter's own binary"),
+    (r"ports/python/stand_in_broker\.py", "a chaos run with the stand-in broker: tests/impl/harness/test_broker_cmd.py"),
+    (r"ports/go/bin/", "the Go broker, built by ports/go/build.sh: tests/ports/test_go_broker.py runs seed 1 with it"),
+    (r"--master (yarn|k8s)|epochal-env", "a YARN or Kubernetes cluster, and the environment packed for it"),
+    (r"^spark-submit ", "the spark-submit of an activated environment: the page's clone form (.venv/bin/) runs"),
     (r"^\./\.ci/run$", "the whole test command: it runs this file"),
     (r"epochal demo$", "the demo: tests/impl/test_demo.py runs it"),
     (r"^\.venv/bin/lint-imports$", "the import contract: .ci/run runs it before the tests"),
@@ -64,6 +69,17 @@ class Command(NamedTuple):
     def expected_exit(self) -> int:
         found = EXPECTED_EXIT.search(self.text)
         return int(found.group(1)) if found else 0
+
+
+def bare_fences() -> Iterator[str]:
+    """Each fence that opens a block without naming its language (``sh``, ``text``, ...)."""
+    for page in PAGES:
+        in_block = False
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                if not in_block and line.strip() == "```":
+                    yield f"{page.relative_to(ROOT)}:{number}"
+                in_block = not in_block
 
 
 def documented_commands() -> Iterator[Command]:
@@ -155,13 +171,19 @@ def test_the_pages_give_commands_and_each_has_a_rule() -> None:
         assert any(re.search(pattern, c.text) for c in COMMANDS), f"rule {pattern!r} matches no command"
 
 
+def test_every_block_names_its_language() -> None:
+    """A command in a bare block would be read by no test: every block says ``sh`` (run
+    here), or what else it holds (``text``, ``json``, ``python``, ``dockerfile``)."""
+    assert list(bare_fences()) == []
+
+
 def test_no_page_writes_build_output_into_the_checkout() -> None:
-    """A page's ``--out`` is ``dist/...`` or outside the checkout, and no two commands of one
-    page write the same ``--out``."""
+    """A page's ``--out`` is ``dist/...``, outside the checkout or on a cluster's file system
+    (``hdfs://``, ``s3a://``), and no two commands of one page write the same ``--out``."""
     outs: dict[tuple[str, str], str] = {}
     for c in COMMANDS:
         for out in re.findall(r"--out (\S+)", c.text):
-            assert out.startswith(("/", "dist/", "runs/", "DIR")), f"{_id(c)}: --out {out}"
+            assert out.startswith(("/", "dist/", "runs/", "DIR")) or "://" in out, f"{_id(c)}: --out {out}"
             earlier = outs.setdefault((c.page, out), _id(c))
             assert earlier == _id(c) or out == "DIR", f"{_id(c)} writes {out} as {earlier} does"
 

@@ -17,7 +17,11 @@ named way (``OBSERVED``), and what no log shows is derived in one named way too:
   Lamport clock of each event is its rank, and the zxid of each ZooKeeper write its rank
   among the writes -- real zxids are logged only for registrations (their ``broker_epoch``);
 * the logs' contents: each replica's log is replayed from the produce responses (offset) and
-  the values written in order, the leader epoch of the append being the leader's own;
+  the values written in order, the leader epoch of the append being the leader's own -- or,
+  when the workload says where each value landed (a chaos run: ``produced.jsonl`` entries
+  with an ``offset``, each produce request one record), the value placed at that offset
+  (``Placed``); an answer at an offset the leader's log already has is an idempotent
+  producer's retry answered as a duplicate, no append;
 * a follower's ``receive_fetch``: no Kafka log shows a follower appending, so it is taken
   right after the leader's ``handle_fetch`` whose response it is, with the records and the
   high watermark that response carried (the follower's HW is min(leader HW, its LEO), as
@@ -35,7 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from conformance.kafka.ordering import appends_first, fetching_replica
+from conformance.kafka.ordering import (
+    answers_after_hw,
+    appends_first,
+    fetching_replica,
+    next_fetches,
+)
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
 from traces.events import Event
@@ -197,30 +206,52 @@ def _faults(run_dir: Path) -> list[tuple[float, str, int]]:
     return faults
 
 
-def _down(run_dir: Path) -> dict[int, list[tuple[float, float]]]:
+def _down(run_dir: Path, begins: tuple[str, ...] = ("kill", "stop"), ends: str = "start") -> dict[int, list[tuple[float, float]]]:
     """Per broker, the intervals its process was gone: from a kill or stop to its next start
-    (or forever)."""
+    (or forever); with ``begins=("pause",), ends="resume"``, the intervals it was paused."""
     path = run_dir / "faults.jsonl"
     down: dict[int, list[tuple[float, float]]] = {}
     for text in path.read_text().splitlines() if path.exists() else ():
         f = json.loads(text)
         spans = down.setdefault(int(f["broker"]), [])
-        if f["fault"] in ("kill", "stop"):
+        if f["fault"] in begins:
             spans.append((float(f["time"]), float("inf")))
-        elif f["fault"] == "start" and spans and spans[-1][1] == float("inf"):
+        elif f["fault"] == ends and spans and spans[-1][1] == float("inf"):
             spans[-1] = (spans[-1][0], float(f["time"]))
     return down
 
 
-def _values(run_dir: Path) -> list[str]:
+def _values(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "produced.jsonl"
-    return [json.loads(t)["value"] for t in path.read_text().splitlines()] if path.exists() else []
+    return [json.loads(t) for t in path.read_text().splitlines()] if path.exists() else []
+
+
+class Placed:
+    """Where the workload's values landed, per topic, partition and offset: (leader_epoch, value) as the client's
+    acknowledgements and the read-back saw them (``-1``: epoch unknown).  A value no one saw
+    (appended, never acknowledged, truncated away) is named by its place."""
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self.at: dict[tuple[str, int, int], list[tuple[int, str]]] = {}
+        for e in entries:
+            key = (str(e.get("topic", "")), int(e.get("partition", 0)), int(e["offset"]))
+            self.at.setdefault(key, []).append((int(e.get("leader_epoch", -1)), str(e["value"])))
+
+    def value(self, topic: str, partition: int, offset: int, leader_epoch: int) -> str:
+        seen = self.at.get((topic, partition, offset), []) or self.at.get(("", partition, offset), [])
+        exact = [v for epoch, v in seen if epoch == leader_epoch]
+        unknown = [v for epoch, v in seen if epoch < 0]
+        if exact or unknown:
+            return (exact or unknown)[0]
+        return seen[0][1] if len({v for _, v in seen}) == 1 else f"unseen@{offset}/{leader_epoch}"
 
 
 class _Adapter:
-    def __init__(self, values: list[str], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
-        self.values = values
+    def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
+        self.values = [str(v["value"]) for v in values]
+        self.placed = Placed(values) if values and all("offset" in v for v in values) else None
         self.down = down or {}
+        self.paused: dict[int, list[tuple[float, float]]] = {}  # per broker, its SIGSTOP to SIGCONT
         self.produced = 0
         self.replicas: dict[tuple[str, int, int], _Replica] = {}
         self.assigned: dict[tuple[str, int], list[int]] = {}
@@ -228,6 +259,8 @@ class _Adapter:
         self.known_isr: dict[tuple[str, int], list[int]] = {}  # the controller's, per partition
         self.known_version: dict[tuple[str, int], int] = {}  # the znode's last version written
         self.topic_names: dict[str, str] = {}  # topic id -> name
+        self.next_fetch: dict[tuple[int, str, int], int] = {}  # note_next_fetches
+        self.read_at: dict[int, float] = {}  # id of a replica Fetch request -> when it was read
         # (topic, partition, leader) -> an ISR expansion waiting for the fetch read that made it
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
         # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
@@ -411,18 +444,25 @@ class _Adapter:
                 if pr["errorCode"] != 0:
                     continue
                 r = self.replica(t["name"], pr["index"], broker)
-                if self.produced >= len(self.values):
-                    raise AdapterError(f"more produce responses than values written ({len(self.values)})")
-                value = self.values[self.produced]
-                self.produced += 1
                 offset = pr["baseOffset"]
+                if self.placed is not None:
+                    if offset < len(r.log):
+                        continue  # a retry answered as a duplicate: appended before
+                    value = self.placed.value(t["name"], pr["index"], offset, r.leader_epoch)
+                else:
+                    if self.produced >= len(self.values):
+                        raise AdapterError(f"more produce responses than values written ({len(self.values)})")
+                    value = self.values[self.produced]
+                    self.produced += 1
                 del r.log[offset:]
                 r.log.append([offset, r.leader_epoch, value])
-                # at the append the HW is at most the record's offset: a later HW line (the
-                # followers' fetches of it, sorted before the step rebuilt from durations) is not yet
+                # at the append the HW is at most the record's offset, and at most what the ISR
+                # followers are known to have fetched: a later HW line (the followers' fetches,
+                # sorted before the step rebuilt from durations) is not yet
                 self.out.add(ts, broker, events.produce(topic=t["name"], partition=pr["index"], offset=offset, value=value,
                                                  leader_epoch=r.leader_epoch,
-                                                 post={"hw": min(r.hw, offset), "leo": len(r.log)}))
+                                                 post={"hw": min(self._hw_as_read(r, broker), offset),
+                                                       "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
         follower = fetching_replica(req)
@@ -445,14 +485,17 @@ class _Adapter:
                 continue
             r.fetch_offset[follower] = offset
             pd = answered.get(key)
-            self._fetch_round_trip(broker, follower, key, offset, pd, ts, read)
+            if read:
+                self.read_at[id(req)] = ts
+            at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
+            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, self.next_fetch.get((id(req), *key)))
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
-                          pd: dict[str, Any] | None, ts: float, read: bool) -> None:
+                          pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
-        records = [list(x) for x in r.log[offset:]] if has_records else []
+        records = [list(x) for x in r.log[offset:upto]] if has_records else []
         leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later;
@@ -477,7 +520,7 @@ class _Adapter:
         if len(fr.log) == offset:
             fr.log.extend(records)
         fr.hw = min(leader_hw, len(fr.log))
-        self.out.add(ts + 1e-6, follower, events.receive_fetch(
+        self.out.add(self._awake(follower, ts + 1e-6), follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
 
@@ -496,7 +539,7 @@ class _Adapter:
             return
         fr.log.extend(records)
         fr.hw = hw
-        self.out.add(ts, follower, events.receive_fetch(
+        self.out.add(self._awake(follower, ts), follower, events.receive_fetch(
             topic=key[0], partition=key[1], leader=leader, fetch_offset=offset, leader_epoch=fr.leader_epoch,
             records=records, leader_hw=leader_hw, error=error, post={"hw": fr.hw, "leo": len(fr.log)}))
 
@@ -505,15 +548,44 @@ class _Adapter:
         the answer to a fetch that a killed follower sent before it died, and nobody got it."""
         return any(start <= ts < end for start, end in self.down.get(broker, ()))
 
+    def _before_pause(self, follower: int, ts: float, read: float) -> float:
+        """When a fetch read at ``read`` was answered: at ``ts`` -- or, the follower being
+        paused (SIGSTOP) by then but not yet at the read, just before the pause.  The leader
+        wrote the answer once the follower had stopped; what it carried was there before
+        (the records a long poll waits for are appended within its wait), and the follower,
+        resumed, took it in: a paused broker takes no step, so the round trip goes first."""
+        start = next((start for start, end in self.paused.get(follower, ()) if start <= ts < end), None)
+        return ts if start is None or start - 1e-5 <= read else start - 1e-5
+
+    def _awake(self, broker: int, ts: float) -> float:
+        """When a broker takes in what reached it at ``ts``: then, or -- paused (SIGSTOP) then
+        -- as it is resumed (the answer waited in its socket)."""
+        return next((end + 1e-6 for start, end in self.paused.get(broker, ()) if start <= ts < end), ts)
+
     @staticmethod
     def _hw_as_read(r: _Replica, leader: int) -> int:
         """The leader's HW as a fetch is read: the last one its partition.log wrote, but no
         higher than the offsets its ISR followers are known to have fetched from.  Kafka's
         lines carry the millisecond, the request log's step times are reconstructed from
         millisecond durations: two followers' fetches read in one millisecond may sort
-        after the HW update the second one made, and the first would seem to see it."""
-        known = [r.fetch_offset[f] for f in r.isr if f != leader and f in r.fetch_offset]
-        return min([r.hw, *known])
+        after the HW update the second one made, and the first would seem to see it.  And
+        the other way: the read that moved the HW is sorted before the line that says so."""
+        followers = [f for f in r.isr if f != leader]
+        known = [r.fetch_offset[f] for f in followers if f in r.fetch_offset]
+        hw = min([r.hw, *known])
+        if len(known) == len(followers):
+            # and no lower than the ISR's known offsets make it: the line of the HW update this
+            # read made can carry a later millisecond than the read rebuilt from durations
+            hw = max(hw, min([len(r.log), *known]))
+        return hw
+
+    def note_next_fetches(self, lines: list[tuple[int, Line]]) -> None:
+        """Where each replica Fetch answer's records ended (``ordering.next_fetches``): the
+        leader's log as the adapter rebuilds it may already hold a record appended after the
+        answer was read."""
+        names = {line.fields["topic_id"].removeprefix("Some(").removesuffix(")"): topic_partition(line.fields["tp"])[0]
+                 for _, line in lines if line.name == "became_leader"}
+        self.next_fetch = next_fetches(lines, names)
 
     def note_assignments(self, lines: list[tuple[int, Line]]) -> None:
         """Each partition's assigned replicas, from any LeaderAndIsr state logged."""
@@ -566,7 +638,7 @@ def elections(run_dir: str | Path) -> list[Elected]:
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
-    steps = appends_first(list(_lines(run_dir)), run_dir)
+    steps = answers_after_hw(appends_first(list(_lines(run_dir)), run_dir))
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 
@@ -577,8 +649,10 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     if not run_dir.is_dir() or not any(run_dir.glob("broker-*/logs")):
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
     adapter = _Adapter(_values(run_dir), _down(run_dir))
+    adapter.paused = _down(run_dir, ("pause",), "resume")
     lines = _ordered_lines(run_dir)
     adapter.note_assignments(lines)
+    adapter.note_next_fetches(lines)
     for broker, line in lines:
         adapter.on_line(broker, line)
     adapter.flush_expansions()

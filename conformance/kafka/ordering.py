@@ -10,12 +10,22 @@ Fetch answer as it forwards it, with the offsets of the records it carried; an a
 carried a record was sent after the record was appended, so the produce goes first
 (:func:`appends_first`).  Without a relay log the request log's own fetch offset says which
 record an answer that carried any began with.
+
+The other way round: a record a replica's fetch did not see as it was read was appended
+after the read.  A fetch that waited in purgatory (``remoteTimeMs`` above 0: a follower's
+fetch waits only while the leader has nothing for it) saw nothing past its fetch offset; one
+answered at once saw the records up to where the same follower's next fetch began
+(:func:`next_fetches`).  A produce of a record such a read did not see, placed at its start
+but with the read within its local time, goes right after the read (:func:`appends_first`;
+a chaos run's producer writes every few tens of milliseconds, and the read and the append
+fall in the same millisecond).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +88,7 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
         if _api(line) == "FETCH" and not line.fields.get("read") and fetching_replica(line.fields["request"]) >= 0:
             for (topic, p), (first, last) in _carried(line, broker, relayed, names).items():
                 sent[(broker, topic, p)].append((line.ts, first, last))
+    unseen = _unseen_reads(steps, names)
     out = []
     written: dict[tuple[int, str, int, int], float] = {}  # (leader, topic, partition, offset) -> last produce
     for broker, pos, line in sorted(steps, key=lambda x: x[2].ts):
@@ -92,8 +103,94 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
                     written[key] = line.ts
                     if answers:
                         line = line._replace(ts=min(answers) - 1e-6)
+                        continue
+                    appended_by = line.ts + req["localTimeMs"] / 1000
+                    reads = [ts for ts, seen in unseen.get(key[:3], ()) if seen <= key[3] and line.ts <= ts <= appended_by]
+                    if reads:
+                        line = line._replace(ts=max(reads) + 1e-6)
         out.append((broker, pos, line))
     return out
+
+
+def next_fetches(lines: Iterable[tuple[int, Line]], names: dict[str, str]) -> dict[tuple[int, str, int], int]:
+    """(id of a replica Fetch request, topic, partition) -> where the same follower's next
+    fetch of the partition from the same leader began, when further on: the answer carried
+    the records up to there.  The request log does not count an answer's records."""
+    last: dict[tuple[int, int, str, int], tuple[int, int]] = {}  # -> (id of the request, its offset)
+    out: dict[tuple[int, str, int], int] = {}
+    for broker, line in lines:
+        if _api(line) != "FETCH" or line.fields.get("read") or (follower := fetching_replica(line.fields["request"])) < 0:
+            continue
+        for t in line.fields["request"]["request"].get("topics", ()):
+            name = t["topic"] if "topic" in t else names.get(t.get("topicId", ""), "")
+            for pd in t["partitions"]:
+                key = (broker, follower, name, pd["partition"])
+                before = last.get(key)
+                if before is not None and pd["fetchOffset"] > before[1]:
+                    out[(before[0], name, pd["partition"])] = pd["fetchOffset"]
+                last[key] = (id(line.fields["request"]), pd["fetchOffset"])
+    return out
+
+
+def _unseen_reads(steps: list[tuple[int, int, Line]], names: dict[str, str]) -> dict[tuple[int, str, int], list[tuple[float, int]]]:
+    """(leader, topic, partition) -> (read time, the offset its log ended at as read) of each
+    replica fetch whose answer says so: one that waited in purgatory read nothing past its
+    fetch offset; one answered at once carried the records up to the follower's next fetch."""
+    upto = next_fetches(((b, line) for b, _, line in steps), names)
+    out: dict[tuple[int, str, int], list[tuple[float, int]]] = defaultdict(list)
+    for broker, _, line in steps:
+        req = line.fields["request"] if _api(line) == "FETCH" else None
+        if req is None or not line.fields.get("read") or fetching_replica(req) < 0:
+            continue
+        for (topic, p), (first, _last) in _carried(line, broker, {}, names).items():
+            seen = first if req["remoteTimeMs"] > 0 else upto.get((id(req), topic, p))
+            if seen is not None:
+                out[(broker, topic, p)].append((line.ts, seen))
+    return out
+
+
+HW_WINDOW = 0.005
+"""Seconds an answer's rebuilt time may fall before the read that moved the HW it carries."""
+
+
+def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int, Line]]:
+    """``steps`` with each replica Fetch answer that carried a HW no read before it had
+    reached moved right after the read that did: another follower's fetch read at an offset
+    at or past that HW, rebuilt a hair later (within :data:`HW_WINDOW`) from millisecond
+    durations."""
+    names = _topic_names(steps)
+    reads: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, follower, offset)
+    for broker, _, line in steps:
+        if _api(line) == "FETCH" and line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for t in line.fields["request"]["request"].get("topics", ()):
+                for pd in t["partitions"]:
+                    reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"]))
+    out = []
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for t in line.fields["request"]["response"].get("responses", ()):
+                for pd in t["partitions"]:
+                    seen = reads.get((broker, _name(t, names), pd["partitionIndex"]), [])
+                    hw = pd["highWatermark"]
+                    movers = [ts for ts, other, offset in seen
+                              if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW]
+                    before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset in seen)
+                    # never past the follower's own next read, which this answer made possible
+                    own = min((ts for ts, other, _ in seen if other == f and ts > line.ts), default=float("inf"))
+                    if movers and not before and min(movers) < own:
+                        line = line._replace(ts=min(movers) + 1e-6)
+        out.append((broker, pos, line))
+    return out
+
+
+def _topic_names(steps: list[tuple[int, int, Line]]) -> dict[str, str]:
+    """Topic id -> name, from the leaders' lines (Fetch from v13 names topics by id)."""
+    return {line.fields["topic_id"].removeprefix("Some(").removesuffix(")"): topic_partition(line.fields["tp"])[0]
+            for _, _, line in steps if line.name == "became_leader"}
+
+
+def _name(t: dict[str, Any], names: dict[str, str]) -> str:
+    return t["topic"] if "topic" in t else names.get(t.get("topicId", ""), "")
 
 
 def _api(line: Line) -> str | None:

@@ -95,9 +95,6 @@ def broker_stop(s: State, cfg: Config, b: int) -> State | None:
     return s._replace(ghost=s.ghost._replace(shutdowns=s.ghost.shutdowns + 1))
 
 
-NO_SHUTDOWN_IN_C = Unsupported("controlled shutdown is not ported to native/rules.c (no named configuration shuts down)")
-
-
 NO_SHUTDOWN_IN_Z3 = Unsupported("controlled shutdown is not encoded (no named configuration shuts down)")
 
 
@@ -106,7 +103,7 @@ STOP = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.stop_broker", trace=Traced("broker_stop"),
     describe=lambda args, before, after: f"broker {args[0]} stops cleanly after its controlled shutdown",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=NO_SHUTDOWN_IN_C, z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=DRIVEN),
     knob=SHUTDOWNS, freezing=True,
 )
 
@@ -130,8 +127,7 @@ CONTROLLED_SHUTDOWN = Entry(
     describe=_shutdown_text, view=leader_write_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "controlled_shutdown",
                                                   unclean_election(args[1], before, after)),
-    coverage=Coverage(native=Unsupported("controlled shutdown is not ported to native/rules.c (no named configuration shuts down)"),
-                      z3=Unsupported("controlled shutdown is not encoded (no named configuration shuts down)"),
+    coverage=Coverage(native=Supported(), z3=NO_SHUTDOWN_IN_Z3,
                       judge=Supported(), driver=DRIVEN),
     knob=SHUTDOWNS,
     silent=_nothing_written,  # a follower outside the ISR: no elect_leader to record

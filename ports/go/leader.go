@@ -212,10 +212,7 @@ func (b *Broker) onOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest, e
 		}
 		return answer{}, refuse(code, "leader epoch mismatch", map[string]any{"leader_epoch": r.leaderEpoch})
 	}
-	found, end := q.LeaderEpoch, r.leo()
-	if q.LeaderEpoch != r.leaderEpoch {
-		found, end = r.log.endOffsetFor(q.LeaderEpoch, r.leo())
-	}
+	found, end := r.log.epochAnswer(q.LeaderEpoch, r.leaderEpoch)
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	resp.SetVersion(req.Version)
 	rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -224,6 +221,15 @@ func (b *Broker) onOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest, e
 	rt.Partitions = []kmsg.OffsetForLeaderEpochResponseTopicPartition{rp}
 	resp.Topics = []kmsg.OffsetForLeaderEpochResponseTopic{rt}
 	return answer{resp: resp}, nil
+}
+
+// epochAnswer is the leader's answer to an epoch lookup: (largest epoch <= requested, its
+// end offset); its current epoch ends at the log's end.
+func (l *PartitionLog) epochAnswer(requested, current int32) (int32, int64) {
+	if requested == current {
+		return requested, l.leo()
+	}
+	return l.endOffsetFor(requested, l.leo())
 }
 
 // -- the ISR -----------------------------------------------------------------------------------

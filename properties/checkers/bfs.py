@@ -387,6 +387,10 @@ def _own(ranges: list[int]) -> Iterator:
         yield found, None, violation, n
 
 
+PROGRESS_SECONDS = 2.0
+"""How often a search says how far it has got."""
+
+
 class _Progress:
     def __init__(self, out: Callable[[str], None] | None) -> None:
         self.out = out
@@ -395,12 +399,12 @@ class _Progress:
 
     def tick(self, depth: int, states: int, frontier: int, memory: int = 0) -> None:
         now = time.monotonic()
-        if self.out is None or now - self.last < 2.0:
+        if self.out is None or now - self.last < PROGRESS_SECONDS:
             return
         self.last = now
         rate = states / max(now - self.start, 1e-9)
         mem = f"  {size_text(memory):>8}" if memory else ""
-        self.out(f"  depth {depth:3d}  states {states:>10,}  frontier {frontier:>9,}  {rate:>9,.0f} states/s{mem}")
+        self.out(f"  searching: depth {depth:3d}  states {states:>10,}  frontier {frontier:>9,}  {rate:>9,.0f} states/s{mem}")
 
     def final(self, checked_depth: int, states: int, memory: int = 0, stopped_by: str | None = None) -> None:
         """The last line: how deep every run has been tried, and at what cost -- ``done``

@@ -30,9 +30,10 @@ binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``
 build step at install time, and an edited unit is rebuilt on its next use.  A source that
 does not compile is an error naming the compiler's first error, never a skipped check.
 
-Supported: one partition, up to four brokers, up to six records, no reassignment, no
-controlled shutdown, fencing on -- the shape of every named configuration -- and of the
-admin actions, preferred-replica elections (``--preferred-elections``).  Other
+Supported: one partition, up to four brokers, up to six records, no reassignment, fencing
+on -- the shape of every named configuration -- and of the admin actions, preferred-replica
+elections (``--preferred-elections``) and controlled shutdowns with the clean stop after
+them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``).  Other
 configurations get a clear error naming what is not supported.
 """
 
@@ -89,15 +90,15 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 4, Ghost: 15, Fetch: 9, Broker: 6, State: 6}
+_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 6, Ghost: 15, Fetch: 9, Broker: 7, State: 6}
 """How many leading fields of each state tuple the native search holds (``native/state.h``).
-The fields after them (topic identity and deletions, seed 000 B -- the ghost's deletions and
-retired ids are written, at their defaults, only to reach its preferred-election count; partitions added and
-removed, H; the brokers a controller knows to be shutting down; AlterPartition messages in
-flight) belong to actions the
-native search does not run (``unsupported``): they are at their defaults in every state it
-can be given, and are left out of the encoding, so that ``decode`` (which rebuilds them
-from the defaults) round-trips."""
+The fields after them (topic identity and deletions, seed 000 B; partitions added and
+removed, H; AlterPartition messages in flight) belong to actions the native search does not
+run (``unsupported``): they are at their defaults in every state it can be given, and are
+left out of the encoding, so that ``decode`` (which rebuilds them from the defaults)
+round-trips.  A few defaults are written all the same, to reach a field after them: the
+ghost's deletions and retired ids (before its preferred-election count) and a StopReplica's
+topic id and delete flag (0 and False, a controlled shutdown's -- the C rejects others)."""
 
 
 def _native_part(x: tuple) -> tuple:
@@ -182,7 +183,7 @@ def decode(data: bytes) -> State:
     entry = lambda: Entry(r.int(), r.int())  # noqa: E731 - small readers, read in order
     zk = Zk(r.int(), r.int(), r.ints(), r.ints(), r.int(), r.many(lambda: PartitionZnode(r.int(), r.int(), r.ints(), r.int(), r.ints(), r.ints())))
     replica = lambda: Replica(r.int(), r.int(), r.int(), r.ints(), r.int(), r.many(entry), r.int(), r.int(), r.ints(), r.int())  # noqa: E731
-    brokers = r.many(lambda: Broker(r.int(), bool(r.int()), r.int(), r.int(), r.many(replica), r.ints()))
+    brokers = r.many(lambda: Broker(r.int(), bool(r.int()), r.int(), r.int(), r.many(replica), r.ints(), r.ints()))
     lai = r.many(lambda: LeaderAndIsr(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int()))
     fetches = r.many(lambda: Fetch(r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.many(entry), r.int(), r.int()))
     pair = lambda: r.fixed(r.int, r.int)  # noqa: E731
@@ -203,7 +204,7 @@ def decode(data: bytes) -> State:
         r.many(pair),
         r.int(),
     )
-    stops = r.many(lambda: StopReplica(r.int(), r.int(), r.int(), r.int()))
+    stops = r.many(lambda: StopReplica(r.int(), r.int(), r.int(), r.int(), r.int(), bool(r.int())))
     if r.i != len(data):
         raise ValueError("bad state encoding: trailing bytes")
     return State(zk, brokers, lai, fetches, ghost, stops)
@@ -338,6 +339,7 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--min-insync", str(cfg.min_insync),
         "--unclean", str(int(cfg.unclean)),
         "--preferred-elections", str(cfg.preferred_elections),
+        "--max-shutdowns", str(cfg.max_shutdowns),
         "--fetch-max-records", str(cfg.fetch_max_records),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),

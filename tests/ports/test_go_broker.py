@@ -4,7 +4,9 @@ acknowledged write and every trace group conforms -- judged like any other run."
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +55,26 @@ def test_the_go_codec_reads_and_writes_the_python_references_bytes(go_broker: Pa
     the Python codec wrote, and the KIP-320 truncation rounds."""
     tested = subprocess.run(["go", "test", "./..."], cwd=PORT, capture_output=True, text=True, timeout=600)
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_the_go_broker_passes_the_rule_vectors_it_has_rules_for(tmp_path: Path, go_broker: Path) -> None:
+    """``go test -run Vectors`` in ports/go on the vectors ``epochal vectors`` writes: the
+    KIP-320 truncation rounds, the high watermark and the ISR through the port's own code,
+    every case of those families (the truncation family's KIP-279 and KIP-320 cases)."""
+    out = tmp_path / "vectors"
+    made = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "vectors", "--out", str(out)],
+                          cwd=PORT.parents[1], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    truncation = json.loads((out / "truncation.json").read_text())["cases"]
+    index = json.loads((out / "index.json").read_text())["families"]
+    expected = {"truncation": sum(c["input"]["rule"] in ("kip279", "kip320") for c in truncation),
+                "hw_advance": index["hw_advance"]["cases"], "isr": index["isr"]["cases"]}
+    tested = subprocess.run(["go", "test", "-run", "Vectors", "-v", "./..."], cwd=PORT, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, "EPOCHAL_VECTORS": str(out)})
+    assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-2000:]
+    ran = dict(re.findall(r"vectors (\w+): (\d+) cases", tested.stdout))
+    assert {family: int(n) for family, n in ran.items()} == expected, tested.stdout[-2000:]
+    assert all(expected.values()) and "--- SKIP" not in tested.stdout
 
 
 def test_a_chaos_run_with_the_go_broker_loses_nothing_and_conforms(

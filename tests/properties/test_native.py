@@ -215,7 +215,11 @@ def test_native_and_python_searches_agree(name, reduction):
 # knob's family is a second copy of its rules, held to the model by these searches
 ADMIN_FAMILIES = [("design", {"preferred_elections": 1}), ("zombie", {"preferred_elections": 1}),
                   # not an action but its answer: a fetch answered one record at a time
-                  ("kip320", {"fetch_max_records": 1})]
+                  ("kip320", {"fetch_max_records": 1}),
+                  # a controlled shutdown, its StopReplica and the clean stop after it; with a
+                  # preferred election, which must pass over the broker shutting down
+                  ("design", {"max_shutdowns": 1}), ("unclean", {"max_shutdowns": 1}),
+                  pytest.param("design", {"max_shutdowns": 1, "preferred_elections": 1}, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize(("name", "knobs"), ADMIN_FAMILIES, ids=lambda v: v if isinstance(v, str) else "+".join(v))

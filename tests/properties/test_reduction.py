@@ -27,7 +27,8 @@ PINNED_REDUCED = {name: pinned(name, "default, reduced", "states") for name in (
 # the full search's verdicts at the default bounds (test_checker.py pins them)
 FULL_VERDICTS = {"design": "committed_durable", "kip101": "holds", "kip279": "holds", "kip320": "holds",
                  "unclean": "committed_durable", "zombie": "holds", "kafka26": "holds",
-                 "kafka39": "holds"}
+                 "kafka39": "holds", "kafka26-unclean": "committed_durable",
+                 "kafka39-unclean": "committed_durable"}
 
 
 def _verdict(r) -> str:

@@ -21,6 +21,11 @@ verdict labels it (:func:`~impl.harness.chaos.verdict.explain_loss`), from the e
 Kafka adapter reads in the brokers' logs (Kafka does not log an election as unclean: it is
 inferred from the partition state writes, :func:`conformance.kafka.adapter.elections`), and
 with the model's label for that loss (``properties.safety.UNCLEAN_LABEL``).
+
+Then the brokers' logs are judged against the model, by the configuration of the run's
+profile (:mod:`impl.harness.chaos.kafka_judge`); a group the model refuses, or whose
+judgement runs out of budget, fails the run as a lost write does.  With ``admin`` the
+administrator's operations join the schedule (:mod:`impl.harness.chaos.kafka_admin`).
 """
 
 from __future__ import annotations
@@ -36,9 +41,16 @@ from typing import Any
 
 from conformance.kafka.adapter import elections
 from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
-from impl.harness.chaos.verdict import Election, explain_loss
+from impl.harness.chaos.kafka_admin import (
+    ADMIN_KINDS,
+    AdminWorkload,
+    admin_fault,
+    create_admin_topic,
+)
+from impl.harness.chaos.kafka_judge import BUDGET, configuration, conformance, write_placements
+from impl.harness.chaos.schedule import ADMIN_TOPIC
+from impl.harness.chaos.verdict import LOST, Election, Finding, Loss, explain_loss, loss_label
 from impl.harness.chaos.workload import Ack
-from properties.safety import UNCLEAN_LABEL
 
 TOPIC = "chaos"
 BROKERS = 3
@@ -49,6 +61,7 @@ UNCLEAN_KIND = "lag-then-kill-isr"  # the model's unclean scenario (impl.harness
 LAG_WRITES = 1.0  # seconds the rest of the ISR commits writes the out-of-sync follower never gets
 PAUSE_FOR = 6.0  # longer than the cluster's replica.lag.time.max.ms (4 s): the follower leaves the ISR
 SETTLE = 60.0  # seconds a fault's recovery may take (a new leader, a restart, a whole ISR)
+JUDGE_SECONDS = BUDGET.seconds  # the default budget of judging one partition's trace
 
 
 @dataclass
@@ -56,6 +69,7 @@ class KafkaChaosReport:
     seed: int
     profile: str
     unclean: bool
+    admin: bool = False  # ADMIN_TOPIC written, and the administrator's operations in the schedule
     faults: list[str] = field(default_factory=list)
     sent: int = 0
     acked: list[Delivery] = field(default_factory=list)
@@ -66,32 +80,58 @@ class KafkaChaosReport:
     problems: list[str] = field(default_factory=list)  # the read-back could not reach the high watermark
     causes: dict[str, int] = field(default_factory=dict)  # lost writes by cause (explain_loss)
     elections: list[Election] = field(default_factory=list)  # as the adapter read them in the logs
+    conformance: dict[str, Any] = field(default_factory=lambda: {"skipped": True})  # kafka_judge.conformance
+    label: str | None = None  # the model's label for the loss: every lost write's an unclean election
+
+    def findings(self) -> list[Finding]:
+        """What the run got wrong as the Epochal engine's verdict says it: the lost values, the
+        values read back at another offset, the read-back's problems."""
+        n = len(self.lost)
+        lost = [Finding(f"lost {n} acknowledged write{'s' if n != 1 else ''}: " + ", ".join(self.lost[:10]),
+                        LOST, self.label)] if self.lost else []
+        return lost + [Finding(f"value {v} read back at another offset than acknowledged") for v in self.misplaced] \
+            + [Finding(problem) for problem in self.problems]
 
     @property
-    def label(self) -> str | None:
-        """The model's label for the loss: every lost write's cause an unclean election."""
-        unclean = [c for c in self.causes if c.startswith("unclean election")]
-        return UNCLEAN_LABEL if unclean and len(unclean) == len(self.causes) else None
+    def safe(self) -> bool:
+        """Every acknowledged write read back where it was acknowledged."""
+        return not self.lost and not self.misplaced and not self.problems
 
     @property
     def passed(self) -> bool:
-        return not self.lost and not self.misplaced and not self.problems
+        """Safe, and every judged group of the run's trace conforms (none inconclusive)."""
+        return self.safe and not self.conformance.get("problem")
 
     def as_dict(self) -> dict[str, Any]:
         return {"engine": "kafka", "seed": self.seed, "profile": self.profile, "unclean": self.unclean,
+                "admin": self.admin,
                 "faults": self.faults, "sent": self.sent, "acknowledged": len(self.acked), "failed": self.failed,
                 "read": self.read, "lost": self.lost, "misplaced": self.misplaced, "problems": self.problems,
                 "causes": self.causes, "label": self.label,
-                "elections": [asdict(e) for e in self.elections], "passed": self.passed}
+                "elections": [asdict(e) for e in self.elections], "conformance": self.conformance,
+                "passed": self.passed}
 
 
-def schedule(seed: int, duration: float, unclean: bool = False) -> list[tuple[float, str]]:
+def schedule(seed: int, duration: float, unclean: bool = False, admin: bool = False) -> list[tuple[float, str]]:
     """The faults of a run, from its seed: (seconds to wait before it, kind), one about every
     eight seconds of ``duration`` and at least one; with ``unclean`` the first is the unclean
-    scenario (the rest as without it)."""
+    scenario (the rest as without it); with ``admin`` every second entry, until each has
+    come once, one of the administrator's operations (``kafka_admin.ADMIN_KINDS``, in a
+    seeded order; the faults as without it)."""
     rnd = random.Random(seed)
     faults = [(rnd.uniform(1.0, 3.0), rnd.choice(FAULT_KINDS)) for _ in range(max(1, int(duration // 8)))]
-    return [(faults[0][0], UNCLEAN_KIND), *faults[1:]] if unclean else faults
+    if unclean:
+        faults = [(faults[0][0], UNCLEAN_KIND), *faults[1:]]
+    if not admin:
+        return faults
+    ops = random.Random(f"{seed}/admin").sample(ADMIN_KINDS, len(ADMIN_KINDS))
+    mixed: list[tuple[float, str]] = []
+    while faults or ops:
+        for pool in (faults, ops):
+            if pool:
+                wait, kind = pool.pop(0) if pool is faults else (rnd.uniform(1.0, 3.0), pool.pop(0))
+                mixed.append((wait, kind))
+    return mixed
 
 
 class _Workload:
@@ -120,13 +160,16 @@ class _Workload:
         self.client.close()
 
 
-def _inject(kafka: Any, kind: str, log: Callable[[str], None]) -> str:
+def _inject(kafka: Any, kind: str, log: Callable[[str], None], admin: AdminWorkload | None = None) -> str:
     """Take one fault and wait until the cluster has recovered from it; what was done."""
     state = kafka.partition_state(TOPIC)
     ctrl = kafka.controller()
     if state is None or ctrl is None:
         raise RuntimeError("no partition state or controller in ZooKeeper")
-    if kind == UNCLEAN_KIND:
+    if kind in ADMIN_KINDS:
+        assert admin is not None
+        done = admin_fault(kafka, kind, _bootstrap(kafka), admin, TOPIC)
+    elif kind == UNCLEAN_KIND:
         done = _lag_then_kill_isr(kafka, state.leader, next(b for b in reversed(state.isr) if b != state.leader))
     elif kind == "pause-follower":
         victim = next(b for b in state.isr if b != state.leader)
@@ -178,48 +221,75 @@ def cluster_settings(unclean: bool) -> dict[str, Any]:
     return {"brokers": BROKERS, "min_insync_replicas": MIN_INSYNC, "unclean_leader_election": unclean}
 
 
+def _bootstrap(kafka: Any) -> str:
+    return ",".join(f"{b.settings.host}:{b.settings.port}" for b in kafka.brokers.values())
+
+
 def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
-        log: Callable[[str], None] = print) -> KafkaChaosReport:
+        log: Callable[[str], None] = print, judge_seconds: float = 60.0, admin: bool = False) -> KafkaChaosReport:
     """One run on ``cluster``, a ``KafkaCluster`` built with ``cluster_settings`` and not yet
-    started: started here, and stopped at the end whatever happens."""
-    report = KafkaChaosReport(seed, profile, unclean)
+    started: started here, and stopped at the end whatever happens; then its logs judged
+    against the model (:mod:`impl.harness.chaos.kafka_judge`), each partition's trace within
+    ``judge_seconds`` (0: not judged)."""
+    report = KafkaChaosReport(seed, profile, unclean, admin=admin)
     with cluster as kafka:
         kafka.create_topic(TOPIC, partitions=1, replication_factor=BROKERS)
-        bootstrap = ",".join(f"{b.settings.host}:{b.settings.port}" for b in kafka.brokers.values())
-        properties = {"bootstrap.servers": bootstrap}
-        workload = _Workload(ConfluentClient(properties), seed)
+        properties = {"bootstrap.servers": _bootstrap(kafka)}
+        # one record per produce request: the trace adapter replays a log record by record
+        producer = {**properties, "batch.num.messages": "1"}
+        workload = _Workload(ConfluentClient(producer), seed)
+        admin_load = None
+        if admin:
+            create_admin_topic(properties["bootstrap.servers"])
+            admin_load = AdminWorkload(ConfluentClient(producer), seed)
+            admin_load.start()
         workload.start()
         try:
-            for wait, kind in schedule(seed, duration, unclean):
+            for wait, kind in schedule(seed, duration, unclean, admin):
                 time.sleep(wait)
-                report.faults.append(_inject(kafka, kind, log))
+                report.faults.append(_inject(kafka, kind, log, admin_load))
             time.sleep(1.0)
         finally:
             workload.stop()
-        report.sent = workload.sent
-        report.acked = [d for d in workload.deliveries if d.error is None]
-        report.failed = sum(1 for d in workload.deliveries if d.error is not None)
+            if admin_load is not None:
+                admin_load.stop()
+        deliveries = workload.deliveries + ([d for _, d in admin_load.deliveries] if admin_load else [])
+        report.sent = workload.sent + (admin_load.sent if admin_load else 0)
+        report.acked = [d for d in workload.deliveries if d.error is None] + (admin_load.owed() if admin_load else [])
+        report.failed = sum(1 for d in deliveries if d.error is not None)
         reader = ConfluentClient(properties)
-        records, report.problems = reader.read_all(TOPIC, 1)
+        main, report.problems = reader.read_all(TOPIC, 1)
+        records = {(TOPIC, 0): main[0]}
+        if admin_load is not None:
+            read, problems = reader.read_all(ADMIN_TOPIC, admin_load.partitions)
+            records.update({(ADMIN_TOPIC, p): r for p, r in read.items()})
+            report.problems += problems
         reader.close()
-    account(report, records[0], cluster.data_dir)
+    account(report, records, cluster.data_dir)
+    write_placements(cluster.data_dir, report.acked, records)
+    if judge_seconds > 0:
+        log(f"judging the brokers' logs against the model ({configuration(profile, unclean)}) ...")
+        report.conformance = conformance(cluster.data_dir, profile, unclean, BUDGET._replace(seconds=judge_seconds))
     return report
 
 
-def account(report: KafkaChaosReport, records: LogRecords, run_dir: Path) -> None:
-    """The verdict on the acknowledged writes against the partition read back (``records``):
-    each one not there lost, labelled with its cause from the elections in ``run_dir``'s logs."""
-    log_values = {value: offset for offset, _epoch, value in records}
-    report.read = len(records)
+def account(report: KafkaChaosReport, records: dict[tuple[str, int], LogRecords], run_dir: Path) -> None:
+    """The verdict on the acknowledged writes against the partitions read back (``records``,
+    by topic and partition): each one not there lost, labelled with its cause from the
+    elections in ``run_dir``'s logs."""
+    log_values = {(topic, p, value): offset for (topic, p), log in records.items() for offset, _epoch, value in log}
+    report.read = len(log_values)
     report.elections = [Election(*e) for e in elections(run_dir)]
-    causes: Counter[str] = Counter()
+    causes: Counter[Loss] = Counter()
     for d in report.acked:
-        if d.value not in log_values:
+        at = log_values.get((d.topic, d.partition, d.value))
+        if at is None:
             report.lost.append(f"{d.value} (acknowledged at offset {d.offset})")
             causes[explain_loss(_ack(d), report.elections, [])] += 1
-        elif d.offset >= 0 and log_values[d.value] != d.offset:  # -1: a retry answered as a duplicate
-            report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {log_values[d.value]}")
-    report.causes = dict(causes.most_common())
+        elif d.offset >= 0 and at != d.offset:  # -1: a retry answered as a duplicate
+            report.misplaced.append(f"{d.value}: acknowledged at offset {d.offset}, read at {at}")
+    report.causes = {loss.cause: n for loss, n in causes.most_common()}
+    report.label = loss_label(list(causes))
 
 
 def _ack(d: Delivery) -> Ack:
@@ -236,5 +306,15 @@ def render(report: KafkaChaosReport) -> str:
              + "".join(f"\n  lost {n}: {cause}" for cause, n in report.causes.items())
              + "".join(f"\n  {x}" for x in report.lost[:20]),
              *(f"misplaced: {x}" for x in report.misplaced[:20]), *(f"problem: {x}" for x in report.problems),
-             "PASS: every acknowledged write was read back" if report.passed else "FAIL"]
+             *_render_conformance(report.conformance),
+             "PASS: every acknowledged write was read back, every group conforming" if report.passed else "FAIL"]
     return "\n".join(lines)
+
+
+def _render_conformance(c: dict[str, Any]) -> list[str]:
+    """The judged trace's lines of the report."""
+    if c.get("skipped"):
+        return ["conformance: not judged"]
+    head = [f"conformance ({c['config']}): {c['conforming']} of {c['groups']} groups conforming"
+            + (f", {c['inconclusive']} inconclusive" if c.get("inconclusive") else "")] if "groups" in c else []
+    return head + [f"  {line}" for line in c.get("summary", ())] + ([f"  - {c['problem']}"] if c.get("problem") else [])

@@ -28,7 +28,7 @@ from impl.harness.chaos.schedule import (
     admin_assignment,
     make_schedule,
 )
-from impl.harness.chaos.verdict import LogRecords, Verdict, judge, merge
+from impl.harness.chaos.verdict import Finding, LogRecords, Verdict, judge, merge
 from impl.harness.chaos.workload import FLUSH_TIMEOUT, Ledger, Workload
 from impl.node.layout import DataDir
 
@@ -83,6 +83,7 @@ class ChaosReport:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["verdict"] = self.verdict.as_dict()
         d["passed"] = self.passed
         d["exit_code"] = self.exit_code
         return d
@@ -238,8 +239,8 @@ class ChaosRun:
                 elections, self.records, read_commit_isr(self.files.traces, ADMIN_TOPIC),
                 topic=ADMIN_TOPIC))
         if not recovered:
-            verdict.findings.append(f"the cluster did not recover within {RECOVERY_TIMEOUT:g} s: {why}")
-        verdict.findings.extend(self.read_problems)
+            verdict.found.append(Finding(f"the cluster did not recover within {RECOVERY_TIMEOUT:g} s: {why}"))
+        verdict.found.extend(Finding(problem) for problem in self.read_problems)
         conformance = self.conform() if self.do_conform else {"skipped": True}
         return ChaosReport(self.seed, self.duration, self.n, self.acks, self.unclean,
                            [f.describe() for f in self.schedule], self.records, verdict,

@@ -10,7 +10,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from impl.harness.chaos.clients import CLIENTS
 from impl.harness.chaos.run import MAX_BROKERS, ChaosError, ChaosReport, ChaosRun
@@ -19,6 +19,9 @@ from impl.harness.cli.chaos_verdict import chaos_document
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.verdict import print_verdict
 from impl.harness.cluster import PLACEHOLDERS, BrokerCommand, BrokerCommandError
+
+if TYPE_CHECKING:
+    from impl.harness.chaos.kafka_run import KafkaChaosReport
 
 ACKS = {"all": -1, "-1": -1, "1": 1}
 
@@ -37,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--admin", action="store_true",
                    help="mix admin operations into the schedule: preferred-replica elections, "
                         "controlled shutdowns, and deletion and re-creation of a second topic "
-                        "the workload also writes to (default off)")
+                        "the workload also writes to; with --engine kafka also partitions added to it, "
+                        "through Kafka's admin client (default off)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="the run's directory (cluster data, traces, verdicts); default a new temp dir")
     p.add_argument("--json", action="store_true",
@@ -55,14 +59,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "they do (docs/chaos.md)")
     p.add_argument("--engine", choices=("epochal", "kafka"), default="epochal",
                    help="the brokers: epochal (default) or real Apache Kafka 3.9 in ZooKeeper mode "
-                        "(docs/kafka.md; three brokers, a confluent-kafka producer, kills and pauses)")
+                        "(docs/kafka.md; three brokers, a confluent-kafka producer, kills and pauses, "
+                        "the run's logs judged against the model)")
+    p.add_argument("--judge-seconds", type=float, default=None, metavar="SECONDS",
+                   help="with --engine kafka: the wall-clock budget of judging each partition's trace "
+                        "(default 60; a judgement cut short is inconclusive, no pass; 0: not judged)")
     p.add_argument("--kafka-profile", choices=("ibp-2.6", "3.9"), default="3.9",
                    help="with --engine kafka: the inter-broker protocol (default 3.9)")
     add_broker_cmd_args(p)
     p.set_defaults(func=run)
 
 
-KAFKA_REFUSES = (("--admin", "admin"), ("--insecure", "insecure"), ("--tls", "tls"), ("--broker-cmd", "broker_cmd"))
+KAFKA_REFUSES = (("--insecure", "insecure"), ("--tls", "tls"), ("--broker-cmd", "broker_cmd"))
 
 
 def run_kafka(args: argparse.Namespace) -> int:
@@ -78,6 +86,9 @@ def run_kafka(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} does not apply to --engine kafka")
     if args.acks != "all" or args.brokers != kafka_run.BROKERS or args.client not in ("epochal", "confluent"):
         raise UsageError(f"--engine kafka runs {kafka_run.BROKERS} brokers, acks=all and the confluent client")
+    seconds = kafka_run.JUDGE_SECONDS if args.judge_seconds is None else args.judge_seconds
+    if seconds < 0:
+        raise UsageError(f"--judge-seconds must be 0 or more, got {seconds:g}")
     if (missing := client_missing("confluent")) is not None:
         raise UsageError(missing)
     stream = sys.stderr if args.json else sys.stdout
@@ -88,25 +99,26 @@ def run_kafka(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="epochal-kafka-chaos-"))
     log(f"epochal chaos --engine kafka: seed {args.seed}, {args.duration:g} s, profile {args.kafka_profile}, "
         f"unclean election {'on' if args.unclean else 'off'}, min.insync.replicas={kafka_run.MIN_INSYNC}, "
-        f"client confluent, under {out}")
-    for wait, kind in kafka_run.schedule(args.seed, args.duration, args.unclean):
+        f"client confluent{', admin operations on' if args.admin else ''}, under {out}")
+    for wait, kind in kafka_run.schedule(args.seed, args.duration, args.unclean, args.admin):
         log(f"  after {wait:.1f} s: {kind}")
     try:
         cluster = KafkaCluster(out, profile=args.kafka_profile, **kafka_run.cluster_settings(args.unclean))
-        report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log)
+        report = kafka_run.run(args.seed, args.duration, cluster, args.kafka_profile, args.unclean, log=log,
+                               judge_seconds=seconds, admin=args.admin)
     except (OSError, TimeoutError, RuntimeError) as exc:
         raise UsageError(f"could not run the Kafka cluster: {exc}") from None
     code = 0 if report.passed else 1
     if args.json:
-        return print_chaos(args, report.as_dict(), code, "kafka")
+        return print_chaos(args, report, code)
     else:
         log(kafka_run.render(report))
     return code
 
 
-def print_chaos(args: argparse.Namespace, report: dict[str, Any], code: int, engine: str) -> int:
+def print_chaos(args: argparse.Namespace, report: ChaosReport | KafkaChaosReport, code: int) -> int:
     """The run's report as the verdict object (:mod:`impl.harness.cli.chaos_verdict`)."""
-    config, violation, fields = chaos_document(report, engine)
+    config, violation, fields = chaos_document(report)
     return print_verdict(args, code, config, violation, **fields)
 
 
@@ -137,6 +149,8 @@ def broker_command(args: argparse.Namespace, brokers: int) -> BrokerCommand | No
 def run(args: argparse.Namespace) -> int:
     if args.engine == "kafka":
         return run_kafka(args)
+    if args.judge_seconds is not None:
+        raise UsageError("--judge-seconds applies to --engine kafka (the Epochal engine's traces are judged by Spark)")
     if args.acks not in ACKS:
         raise UsageError(f"--acks must be all or 1, got {args.acks!r}")
     acks = ACKS[args.acks]
@@ -172,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(chaos.data_dir, ignore_errors=True)
         raise UsageError(f"could not run the cluster: {exc}") from None
     if args.json:
-        return print_chaos(args, report.as_dict(), report.exit_code, "epochal")
+        return print_chaos(args, report, report.exit_code)
     else:
         log(render_report(report))
     return report.exit_code

@@ -10,6 +10,7 @@ run; 2: bad input (one line), a path's step whose arguments do not fit its actio
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from impl.harness.cli.drive_verdict import (
 )
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import INCONCLUSIVE
+from impl.harness.cli.heartbeat import Heartbeat
 from impl.harness.cli.html_output import add_html_flag, check_writable
 from impl.harness.cli.html_output import write as write_html
 from impl.harness.cli.output import add_json_flag
@@ -153,12 +155,26 @@ def _model_run(args: argparse.Namespace) -> ModelRun:
     return model_run
 
 
+CASE_STARTS = re.compile(r"case \d+/\d+:")
+"""How ``generate`` says it starts driving a case (``case 3/23: ...``)."""
+
+
 def _generate(args: argparse.Namespace, data_dir: Path | None, progress: Callable[[str], None] | None) -> int:
-    try:
-        report = generate(args.config, args.budget, data_dir=data_dir, brokers=args.brokers,
-                          step_timeout=args.step_timeout, progress=progress, knobs=args.knobs)
-    except (SetupError, OSError, TimeoutError, RuntimeError) as exc:
-        raise UsageError(f"could not start the cluster: {exc}") from None
+    with Heartbeat(lambda m: progress(f"generate: {m}") if progress else None) as beat:
+        beat.phase("searching the model")
+
+        def say(line: str) -> None:  # a case's cluster start and steps can be silent for long
+            if CASE_STARTS.match(line):
+                beat.phase(f"driving {line.split(':')[0]}")
+            beat.said()
+            if progress is not None:
+                progress(line)
+
+        try:
+            report = generate(args.config, args.budget, data_dir=data_dir, brokers=args.brokers,
+                              step_timeout=args.step_timeout, progress=say, knobs=args.knobs)
+        except (SetupError, OSError, TimeoutError, RuntimeError) as exc:
+            raise UsageError(f"could not start the cluster: {exc}") from None
     code = generate_exit_code(report)
     if args.json:
         return print_generated(args, report, code)

@@ -101,7 +101,8 @@ int encode(const S *s, const int *perm, u8 *out) {
     put_set(b, perm, s->zn_ar, n);
     mark(b, 0); /* rar () */
     mark(b, 0);
-    /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas, new_brokers) */
+    /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas, new_brokers,
+       shutting_down) */
     for (int x = 0; x < n; x++) {
         const Broker *br = &s->br[inv[x]];
         const Replica *r = &br->r;
@@ -127,6 +128,7 @@ int encode(const S *s, const int *perm, u8 *out) {
         put(b, r->epoch_start);
         mark(b, 0);
         put_set(b, perm, br->new_brokers, n);
+        put_set(b, perm, br->shutting_down, n);
     }
     mark(b, 0);
     /* leader_and_isr: LeaderAndIsr(to, partition, leader, leader_epoch, isr, zk_version,
@@ -199,7 +201,20 @@ int encode(const S *s, const int *perm, u8 *out) {
     put(b, 0); /* deletions */
     mark(b, 0); /* retired () */
     put(b, s->preferred_elections);
-    mark(b, 0); /* stop_replica () */
+    /* stop_replica: StopReplica(to, partition, leader_epoch, controller_epoch, topic_id 0,
+       delete False), sorted */
+    for (int i = 0; i < s->nstop; i++) {
+        const Stop *m = &s->stop[i];
+        Buf e = {items[i].bytes, 0};
+        put(&e, perm[(int)m->to]);
+        put(&e, m->partition);
+        put(&e, m->leader_epoch);
+        put(&e, m->controller_epoch);
+        put(&e, 0);
+        put(&e, 0);
+        items[i].n = e.n;
+    }
+    put_items(b, items, s->nstop);
     if (b->n > MAXENC) die("encoding overflow");
     return b->n;
 }
@@ -304,6 +319,7 @@ void decode(const u8 *p, int len, S *s) {
         q->epoch_start = (i8)get(r);
         expect_end(r);
         br->new_brokers = get_set(r);
+        br->shutting_down = get_set(r);
     }
     expect_end(r);
     while (more(r)) {
@@ -362,7 +378,16 @@ void decode(const u8 *p, int len, S *s) {
     s->nzc = (i8)get_pvs(r, s->zc, "zombie commits");
     if (get(r) != 0 || more(r)) die("topic deletions are not supported by the native search");
     s->preferred_elections = (i8)get(r);
-    if (more(r)) die("StopReplica requests are not supported by the native search");
+    while (more(r)) {
+        if (s->nstop >= MAXSTOP) die("state too large for the native search (StopReplica requests)");
+        Stop *m = &s->stop[(int)s->nstop++];
+        m->to = (i8)get(r);
+        m->partition = (i8)get(r);
+        m->leader_epoch = (i8)get(r);
+        m->controller_epoch = (i8)get(r);
+        if (get(r) != 0) die("topic ids are not supported by the native search");
+        if (get(r) != 0) die("StopReplica with delete (reassignment, deletion) is not supported by the native search");
+    }
     if (r->i != len) die("bad state encoding (trailing bytes)");
 }
 

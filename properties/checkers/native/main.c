@@ -110,6 +110,7 @@ int main(int argc, char **argv) {
         else if (OPT("--min-insync")) C.min_insync = (int)arg_long(v, a);
         else if (OPT("--unclean")) C.unclean = (int)arg_long(v, a);
         else if (OPT("--preferred-elections")) C.preferred_elections = (int)arg_long(v, a);
+        else if (OPT("--max-shutdowns")) C.max_shutdowns = (int)arg_long(v, a);
         else if (OPT("--fetch-max-records")) C.fetch_max_records = (int)arg_long(v, a);
         else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
         else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);

@@ -2,9 +2,10 @@
  * rules.c: the model's rules -- model/state.py's initial state, model/truncation.py, and
  * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
  *
- * One partition, up to four brokers, no reassignment and no controlled shutdown: the shape
- * of every named configuration, and preferred-replica elections (properties/checkers/native.py rejects anything else with a
- * message naming what is not supported).  Each function is named after the Python one it
+ * One partition, up to four brokers and no reassignment: the shape of every named
+ * configuration, with preferred-replica elections and controlled shutdowns (shutdown.c)
+ * (properties/checkers/native.py rejects anything else with a message naming what is not
+ * supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
  * here (the functions taking S *s) off this file and holds them to the registry.
  */
@@ -129,7 +130,7 @@ static int truncation_point(const Replica *f, const Replica *l) {
  * its effect to *s (a copy of the state it was given) and returns 1.
  * ------------------------------------------------------------------------------------- */
 
-static void unknown_leo(Replica *r) {
+void unknown_leo(Replica *r) {
     for (int y = 0; y < MAXB; y++) r->follower_leo[y] = y < C.brokers ? UNKNOWN : 0;
 }
 
@@ -176,11 +177,15 @@ static void advance_hw(S *s, int b) {
     r->hw = (i8)new_hw;
 }
 
-/* _deregister, and _unannounce: a registration gone before the controller started it */
+/* _deregister, _unannounce (a registration gone before the controller started it) and
+ * _no_longer_shutting_down (a broker shutting down is one while it is registered) */
 static void deregister(S *s, int b) {
     s->live &= (u8)~(1 << b);
     if (s->controller == b) s->controller = NO_LEADER;
-    for (int x = 0; x < C.brokers; x++) s->br[x].new_brokers &= (u8)~(1 << b);
+    for (int x = 0; x < C.brokers; x++) {
+        s->br[x].new_brokers &= (u8)~(1 << b);
+        s->br[x].shutting_down &= (u8)~(1 << b);
+    }
 }
 
 /* _announce: the controller's broker-change watch will run onBrokerStartup for b once */
@@ -189,15 +194,17 @@ static void announce(S *s, int b) {
     if (c != NO_LEADER) s->br[c].new_brokers |= (u8)(1 << b);
 }
 
-/* _stops_controlling: no longer controller, and its owed startups go with it */
-static void stop_controlling(Broker *br) {
+/* stops_controlling: no longer controller; its owed startups and the brokers shutting down
+ * go with it */
+void stop_controlling(Broker *br) {
     br->is_controller = 0;
     br->new_brokers = 0;
+    br->shutting_down = 0;
 }
 
 static int addressee(const Fetch *m) { return m->kind == FETCH_REQUEST ? m->leader : m->follower; }
 
-static void process_ends(S *s, int b) {
+void process_ends(S *s, int b) {
     Broker *br = &s->br[b];
     Replica *r = &br->r;
     r->role = NONE;
@@ -212,6 +219,7 @@ static void process_ends(S *s, int b) {
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (addressee(&s->fetch[i]) == b) remove_fetch_at(s, i);
     deregister(s, b);
+    remove_stops_to(s, b); /* _unanswered_deletions_dropped: a controlled shutdown's die with it */
 }
 
 static int broker_crash(S *s, int b) {
@@ -353,7 +361,7 @@ static int controller_resign(S *s, int b) {
 
 typedef struct { int leader; u8 isr; int unclean; } Outcome;
 
-/* election_outcomes (seed 000 A 3.2) */
+/* election_outcomes (seed 000 A 3.2), never electing a broker shutting down */
 static int election_outcomes(const S *s, Outcome *out) {
     int n = 0;
     u8 live_isr = s->zn_isr & s->live;
@@ -362,13 +370,14 @@ static int election_outcomes(const S *s, Outcome *out) {
         out[n++] = (Outcome){s->zn_leader, live_isr, 0};
         return n;
     }
-    if (live_isr) {
+    u8 electable = live_isr & (u8)~shutting_down(s);
+    if (electable) {
         for (int b = 0; b < C.brokers; b++)
-            if (has(live_isr, b)) out[n++] = (Outcome){b, live_isr, 0};
+            if (has(electable, b)) out[n++] = (Outcome){b, electable, 0};
         return n;
     }
     if (C.unclean) {
-        u8 live_ar = s->zn_ar & s->live;
+        u8 live_ar = s->zn_ar & s->live & (u8)~shutting_down(s);
         if (live_ar) {
             for (int b = 0; b < C.brokers; b++)
                 if (has(live_ar, b)) out[n++] = (Outcome){b, (u8)(1 << b), 1};
@@ -380,19 +389,21 @@ static int election_outcomes(const S *s, Outcome *out) {
     return n;
 }
 
-static int acting_controller(const S *s, int c) {
+int acting_controller(const S *s, int c) {
     const Broker *br = &s->br[c];
     return br->status == UP && br->is_controller && s->controller == c && br->controller_epoch == s->controller_epoch;
 }
 
-static void write_and_send(S *s, int leader, u8 isr) {
+/* write_and_send: LeaderAndISR to the assigned replicas, a broker shutting down only if it leads */
+void write_and_send(S *s, int leader, u8 isr) {
     s->zn_leader = (i8)leader;
     s->zn_leader_epoch++;
     s->zn_isr = isr;
     s->zn_zk_version++;
     int mbe = max_broker_epoch(s);
+    u8 stopping = shutting_down(s);
     for (int to = 0; to < C.brokers; to++)
-        if (has(s->zn_ar, to))
+        if (has(s->zn_ar, to) && (to == leader || !has(stopping, to)))
             add_lai(s, make_lai(to, leader, s->zn_leader_epoch, isr, s->zn_zk_version, s->controller_epoch, mbe));
 }
 
@@ -438,7 +449,7 @@ static void accept_request(S *s, const Lai *m) {
     }
 }
 
-static void drop_responses_to(S *s, int b) {
+void drop_responses_to(S *s, int b) {
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (s->fetch[i].kind == FETCH_RESPONSE && s->fetch[i].follower == b && s->fetch[i].partition == 0) remove_fetch_at(s, i);
 }
@@ -629,12 +640,12 @@ static int isr_update_failed(S *s, int b) {
 }
 
 /* model/actions/preferred_election.py (the AR is every broker, sorted: its preferred replica
- * is broker 0; no broker is shutting down) */
+ * is broker 0, electable unless it is shutting down) */
 static int preferred_election(S *s, int c) {
     if (!acting_controller(s, c) || s->preferred_elections >= C.preferred_elections) return 0;
     if (!s->zn_ar || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
     int preferred = __builtin_ctz(s->zn_ar);
-    if (preferred == s->zn_leader || !has(s->zn_isr, preferred) || !has(s->live, preferred)) return 0;
+    if (preferred == s->zn_leader || !has(s->zn_isr, preferred) || !has(s->live & (u8)~shutting_down(s), preferred)) return 0;
     write_and_send(s, preferred, s->zn_isr);
     s->preferred_elections++;
     return 1;
@@ -681,7 +692,11 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
         for (int i = 0; i < k; i++) TRY(elect_leader(&t, s->controller, out[i].leader));
         for (int b = 0; b < n; b++)
             if (has(s->br[s->controller].new_brokers, b)) TRY(on_broker_startup(&t, s->controller, b));
+        int args[MAXB * MAXB][2];
+        k = shutdowns_args(s, args);
+        for (int i = 0; i < k; i++) TRY(controlled_shutdown(&t, s->controller, args[i][0], args[i][1]));
     }
+    for (int b = 0; b < n; b++) TRY(broker_stop(&t, b));
     for (int i = 0; i < s->nlai; i++) TRY(become_leader(&t, s->lai[i]));
     for (int i = 0; i < s->nlai; i++) TRY(become_follower(&t, s->lai[i]));
     for (int b = 0; b < n; b++) TRY(truncate_log(&t, b));
@@ -696,5 +711,6 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
         for (int f = 0; f < n; f++)
             if (f != b) TRY(expand_isr(&t, b, f));
     for (int b = 0; b < n; b++) TRY(isr_update_failed(&t, b));
+    for (int i = 0; i < s->nstop; i++) TRY(stop_replica(&t, s->stop[i]));
     if (s->controller != NO_LEADER && s->preferred_elections < C.preferred_elections) TRY(preferred_election(&t, s->controller));
 }

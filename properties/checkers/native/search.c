@@ -317,7 +317,7 @@ int search(const Opts *o) {
                 commas(seen_count, st);
                 commas(nxt.count, fr);
                 size_text(rss, mem, sizeof mem);
-                fprintf(stderr, "  depth %3ld  states %10s  frontier %9s  %9.0f states/s  %8s\n", depth + 1, st, fr,
+                fprintf(stderr, "  searching: depth %3ld  states %10s  frontier %9s  %9.0f states/s  %8s\n", depth + 1, st, fr,
                         seen_count / (tnow - started), mem);
                 fflush(stderr);
             }

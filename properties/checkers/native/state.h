@@ -7,6 +7,7 @@
  * split by concern, each unit named after the Python it ports:
  *   encoding.c    the order-preserving encoding (properties/checkers/native.py encode) and fingerprints
  *   rules.c       model/actions/ and model/truncation.py: the initial state and the successors
+ *   shutdown.c    model/actions/shutdown.py and StopReplica: controlled shutdown, the clean stop
  *   reduction.c   properties/checkers/reduction.py: the free (ample) step and the normal form
  *   symmetry.c    properties/checkers/symmetry.py: the canonical representative, and the search key
  *   properties.c  properties/safety.py: the state and transition properties
@@ -35,6 +36,7 @@
 #define MAXCOMMIT 16
 #define MAXLED 16
 #define MAXSMALL 8
+#define MAXSTOP 16
 #define MAXENC 2048
 
 typedef int8_t i8;
@@ -66,9 +68,14 @@ typedef struct {
     i8 status, is_controller, controller_epoch, broker_epoch;
     Replica r;
     u8 new_brokers; /* controller only: registrations whose onBrokerStartup is still to run */
+    u8 shutting_down; /* controller only: the brokers that asked it for a controlled shutdown */
 } Broker;
 
 typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, controller_epoch, max_broker_epoch; } Lai;
+
+/* A controlled shutdown's StopReplica (topic_id 0, delete False: the only kind the native
+ * search runs -- a reassignment's or a deletion's is rejected when decoded) */
+typedef struct { i8 to, partition, leader_epoch, controller_epoch; } Stop;
 
 typedef struct { i8 kind, follower, leader, partition, offset, epoch, nrec; Entry rec[MAXREC]; i8 hw, error; } Fetch;
 
@@ -105,12 +112,14 @@ typedef struct {
     i8 nzc;
     PV zc[MAXSMALL];
     i8 preferred_elections; /* ghost: preferred-replica elections taken (deletions 0, retired () before it) */
+    i8 nstop;
+    Stop stop[MAXSTOP]; /* StopReplica requests in flight */
 } S;
 
 typedef struct {
     int brokers, records, max_epoch, max_crashes, max_pauses, min_insync;
     int unclean, truncation, fenced, refollow;
-    int preferred_elections;
+    int preferred_elections, max_shutdowns;
     int fetch_max_records; /* the most records a fetch answer carries, 0: all */
     int symmetry, reduction;
 } Cfg;
@@ -179,6 +188,23 @@ int differs(const Expanding *x, const S *t);
 void forget_stale_requests(S *s);
 void remove_fetch_at(S *s, int i);
 void remove_lai_at(S *s, int i);
+/* shutting_down: the brokers the acting controller knows to be shutting down (none
+ * without a controller): no election chooses one of them */
+static inline u8 shutting_down(const S *s) { return s->controller < 0 ? 0 : s->br[(int)s->controller].shutting_down; }
+/* what the rules share with shutdown.c */
+int acting_controller(const S *s, int c);
+void write_and_send(S *s, int leader, u8 isr);
+void process_ends(S *s, int b);
+void stop_controlling(Broker *br);
+void drop_responses_to(S *s, int b);
+void unknown_leo(Replica *r);
+/* shutdown.c: controlled shutdown (its arguments in shutdowns_args order), the clean stop,
+ * and StopReplica */
+int shutdowns_args(const S *s, int args[][2]);
+int controlled_shutdown(S *s, int c, int b, int leader);
+int broker_stop(S *s, int b);
+int stop_replica(S *s, Stop m);
+void remove_stops_to(S *s, int b);
 /* the fetch actions the reduction takes on their own */
 int send_fetch(S *s, int f);
 int handle_fetch(S *s, Fetch m);

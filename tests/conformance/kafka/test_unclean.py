@@ -46,7 +46,7 @@ def test_the_unclean_schedule_opens_with_the_models_scenario() -> None:
 def test_a_lost_write_is_labelled_as_the_epochal_engine_and_the_model_label_it() -> None:
     report = kafka_run.KafkaChaosReport(1, "3.9", True)
     report.acked = [Delivery("chaos", 0, f"s1-{i}", offset=i, leader_epoch=1) for i in range(4)]
-    kafka_run.account(report, [(0, 4, "s1-0"), (1, 4, "s1-1")], RUN)
+    kafka_run.account(report, {("chaos", 0): [(0, 4, "s1-0"), (1, 4, "s1-1")]}, RUN)
     assert report.lost == ["s1-2 (acknowledged at offset 2)", "s1-3 (acknowledged at offset 3)"]
     assert report.causes == {LOST_CAUSE: 2} and report.label == UNCLEAN_LABEL
     assert not report.passed
@@ -56,6 +56,6 @@ def test_a_lost_write_is_labelled_as_the_epochal_engine_and_the_model_label_it()
 def test_a_loss_without_an_unclean_election_is_no_unclean_loss() -> None:
     report = kafka_run.KafkaChaosReport(1, "3.9", False)
     report.acked = [Delivery("chaos", 0, "s1-0", offset=0, leader_epoch=1)]
-    kafka_run.account(report, [], Path(__file__).parent / "fixtures" / "leader-kill-39")
+    kafka_run.account(report, {("chaos", 0): []}, Path(__file__).parent / "fixtures" / "leader-kill-39")
     assert report.causes == {"acknowledged with acks=all and no unclean election: a replication bug": 1}
     assert report.label is None

@@ -25,12 +25,13 @@ from impl.harness.chaos.schedule import (
     FaultRecord,
     make_schedule,
 )
-from impl.harness.chaos.verdict import Election, judge
+from impl.harness.chaos.verdict import DUPLICATED, LOG_CONSISTENT, LOST, Election, judge
 from impl.harness.chaos.workload import Ack, Ledger
 from impl.harness.cli.main import main
 from impl.node.auth.credentials import ClusterSecret
 from impl.node.log import PartitionLog
 from impl.node.zk import EmbeddedZooKeeper, connect
+from properties.safety import UNCLEAN_LABEL
 
 # -- the schedule ------------------------------------------------------------------------------
 
@@ -122,6 +123,7 @@ def test_verdict_reports_a_lost_acknowledged_write_as_a_bug_under_safe_settings(
     assert not v.passed and v.lost == 1
     assert v.findings == ["lost 1 acknowledged write: acknowledged with acks=all and no unclean "
                           "election: a replication bug"]
+    assert [(f.property, f.label) for f in v.found] == [(LOST, None)]
 
 
 def test_verdict_blames_an_unclean_election_for_the_writes_it_lost() -> None:
@@ -131,6 +133,8 @@ def test_verdict_blames_an_unclean_election_for_the_writes_it_lost() -> None:
     v = judge(ledger, final, {0: {2: final[0]}}, {0: [2]}, elections, [])
     assert v.lost == 2
     assert v.causes == {"unclean election of broker 2 out of the ISR (leader epoch 3)": 2}
+    # the judge records the property the loss breaks and the model's label where it finds it
+    assert [(f.property, f.label) for f in v.found] == [(LOST, UNCLEAN_LABEL)]
 
 
 def test_verdict_blames_acks_1_and_the_fault_that_killed_the_leader() -> None:
@@ -147,6 +151,7 @@ def test_verdict_reports_a_duplicated_value() -> None:
     v = judge(ledger, final, {0: {0: final[0]}}, {0: [0]}, [], [])
     assert v.duplicated == 1
     assert any("value a is in the final logs 2 times" in f for f in v.findings)
+    assert [f.property for f in v.found] == [DUPLICATED]
 
 
 def test_verdict_reports_a_write_found_at_another_offset_than_acknowledged() -> None:
@@ -177,6 +182,7 @@ def test_verdict_reports_an_isr_member_whose_log_differs_below_the_hw() -> None:
                for f in v.findings)
     assert any("ISR member 2 of chaos-0 differs" in f for f in v.findings)
     assert not any("ISR member 0" in f for f in v.findings)
+    assert {f.property for f in v.found} == {LOG_CONSISTENT}
 
 
 def test_verdict_reports_acks_all_writes_committed_by_fewer_than_min_insync() -> None:

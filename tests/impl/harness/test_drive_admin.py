@@ -10,37 +10,23 @@ import json
 from pathlib import Path
 
 import pytest
+from path_choosers import fetch_of, given, leader_and_isr_to, stop_replica_to
 
 from impl.harness.cli.main import main
 from impl.harness.drive import Driver, ModelRun, scenario
 from impl.harness.drive.generate import controller_would_choose, outcome, search
 from model.config import named
 from model.registry import ACTIONS, apply
-from model.state import FETCH_REQUEST, State, initial
+from model.state import initial
 
 ADMIN = {"preferred_election", "delete_topic", "stop_replica", "create_topic", "controlled_shutdown", "broker_stop",
          "reassign_start", "reassign_complete"}
 KNOBS = {"deletions": 1, "preferred_elections": 1, "max_shutdowns": 1, "reassignments": 1}
 
 
-def _args(*a: object):
-    return lambda s: a
 
 
-def _stop(to: int):
-    return lambda s: next((m,) for m in s.stop_replica if m.to == to)
 
-
-def _fetch(follower: int):
-    return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == follower)
-
-
-def _lai(to: int):
-    def choose(s: State) -> tuple:
-        zn = s.zk.partitions[0]
-        return next((m,) for m in s.leader_and_isr
-                    if m.to == to and m.leader_epoch == zn.leader_epoch and m.topic_id == zn.topic_id)
-    return choose
 
 
 # Broker 1 leads after a failover, broker 0 comes back and into the ISR: the preferred
@@ -51,15 +37,15 @@ def _lai(to: int):
 # (the switch comes at the controller's admin scan, which the driver permits).  Every admin
 # action of the model, 2 brokers, one cluster.
 ADMIN_RUN = ModelRun("admin", [
-    ("broker_crash", _args(0)), ("controller_elect", _args(1)), ("elect_leader", _args(1, 0, 1)),
-    ("become_leader", _lai(1)), ("broker_restart", _args(0)), ("truncate", _args(0, 0)),
-    ("send_fetch", _args(0, 0)), ("handle_fetch", _fetch(0)), ("expand_isr", _args(1, 0, 0)),
-    ("preferred_election", _args(1, 0)),
-    ("delete_topic", _args(1, 0)), ("stop_replica", _stop(0)), ("stop_replica", _stop(1)),
-    ("create_topic", _args(1, 0, (0, 1), 0)), ("become_leader", _lai(0)), ("become_follower", _lai(1)),
-    ("produce", _args(0, 0)), ("controlled_shutdown", _args(1, 0, 0, 1)), ("stop_replica", _stop(0)),
-    ("become_leader", _lai(1)), ("broker_stop", _args(0)),
-    ("reassign_start", _args(1, 0, (1,))), ("reassign_complete", _args(1, 0, 1)), ("become_leader", _lai(1)),
+    ("broker_crash", given(0)), ("controller_elect", given(1)), ("elect_leader", given(1, 0, 1)),
+    ("become_leader", leader_and_isr_to(1)), ("broker_restart", given(0)), ("truncate", given(0, 0)),
+    ("send_fetch", given(0, 0)), ("handle_fetch", fetch_of(0)), ("expand_isr", given(1, 0, 0)),
+    ("preferred_election", given(1, 0)),
+    ("delete_topic", given(1, 0)), ("stop_replica", stop_replica_to(0)), ("stop_replica", stop_replica_to(1)),
+    ("create_topic", given(1, 0, (0, 1), 0)), ("become_leader", leader_and_isr_to(0)), ("become_follower", leader_and_isr_to(1)),
+    ("produce", given(0, 0)), ("controlled_shutdown", given(1, 0, 0, 1)), ("stop_replica", stop_replica_to(0)),
+    ("become_leader", leader_and_isr_to(1)), ("broker_stop", given(0)),
+    ("reassign_start", given(1, 0, (1,))), ("reassign_complete", given(1, 0, 1)), ("become_leader", leader_and_isr_to(1)),
 ], brokers=2)
 
 

@@ -11,45 +11,29 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from path_choosers import fetch_of, given, leader_and_isr_to
 
 from impl.harness.drive import OPERATIONS, Driver, DriveReport, ModelRun
 from impl.harness.drive.operations import isr_write_attempt
 from impl.harness.drive.paths import step_of
 from model.config import named
 from model.registry import apply
-from model.state import FETCH_REQUEST, State, initial
-
-
-def _args(*a: object):
-    return lambda s: a
-
-
-def _fetch(follower: int):
-    return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == follower)
-
-
-def _lai(to: int):
-    """The LeaderAndISR to ``to`` of the partition's current leader epoch."""
-    def choose(s: State) -> tuple:
-        zn = s.zk.partitions[0]
-        return next((m,) for m in s.leader_and_isr if m.to == to and m.leader_epoch == zn.leader_epoch)
-    return choose
-
+from model.state import State, initial
 
 # Broker 1 crashes; the controller (broker 0, also the leader) takes it out of the ISR at a
 # new leader epoch, and its LeaderAndISR to itself is held.  The leader, still at the old
 # zk_version, tries to take the follower out of the ISR too: the write fails, and it stops
 # serving the partition (the operation asks it, with a consumer's fetch).
 TWO_BROKERS = ModelRun("isr_update_failed", [
-    ("broker_crash", _args(1)), ("elect_leader", _args(0, 0, 0)), ("isr_update_failed", _args(0, 0)),
+    ("broker_crash", given(1)), ("elect_leader", given(0, 0, 0)), ("isr_update_failed", given(0, 0)),
 ], brokers=2)
 
 # The same, but broker 1 fetched at the leader's LEO before it crashed: the leader has no
 # change to propose (a follower at its LEO never lags), so only the harness-only isr_write_as_is
 # makes it attempt the write.
 NO_CHANGE = ModelRun("isr_update_failed with no change to propose", [
-    ("send_fetch", _args(1, 0)), ("handle_fetch", _fetch(1)), ("broker_crash", _args(1)),
-    ("elect_leader", _args(0, 0, 0)), ("isr_update_failed", _args(0, 0)),
+    ("send_fetch", given(1, 0)), ("handle_fetch", fetch_of(1)), ("broker_crash", given(1)),
+    ("elect_leader", given(0, 0, 0)), ("isr_update_failed", given(0, 0)),
 ], brokers=2)
 
 # Broker 1 leads (epoch 2) under controller 2.  Controller 2 crashes and broker 0 takes over:
@@ -59,10 +43,10 @@ NO_CHANGE = ModelRun("isr_update_failed with no change to propose", [
 # the epoch-3 LeaderAndISR is delivered, the failover's first (the model has forgotten that
 # one: stale at once): the stepped-down leader must refuse epoch 2, and lead again at 3.
 AFTER_A_FAILOVER = ModelRun("isr_update_failed after a failover", [
-    ("broker_crash", _args(0)), ("controller_elect", _args(2)), ("elect_leader", _args(2, 0, 1)),
-    ("become_leader", _lai(1)), ("broker_restart", _args(0)), ("on_broker_startup", _args(2, 0)),
-    ("broker_crash", _args(2)), ("controller_elect", _args(0)), ("elect_leader", _args(0, 0, 1)),
-    ("isr_update_failed", _args(1, 0)), ("become_leader", _lai(1)),
+    ("broker_crash", given(0)), ("controller_elect", given(2)), ("elect_leader", given(2, 0, 1)),
+    ("become_leader", leader_and_isr_to(1)), ("broker_restart", given(0)), ("on_broker_startup", given(2, 0)),
+    ("broker_crash", given(2)), ("controller_elect", given(0)), ("elect_leader", given(0, 0, 1)),
+    ("isr_update_failed", given(1, 0)), ("become_leader", leader_and_isr_to(1)),
 ], brokers=3)
 
 

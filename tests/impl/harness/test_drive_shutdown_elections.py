@@ -22,50 +22,37 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from path_choosers import fetch_of, given, leader_and_isr_to, stop_replica_to
 
 from impl.harness.drive import Driver, ModelRun
 from impl.harness.drive.paths import step_of
 from model.actions import Step
 from model.config import named
 from model.registry import apply
-from model.state import FETCH_REQUEST, NO_LEADER, State, initial
+from model.state import NO_LEADER, State, initial
 
 KNOBS = {"max_shutdowns": 1, "reassignments": 1, "preferred_elections": 1, "max_epoch": 4}
 STOPPING = 1  # the broker in controlled shutdown throughout
 
 
-def _args(*a: object):
-    return lambda s: a
 
 
-def _stop(to: int):
-    return lambda s: next((m,) for m in s.stop_replica if m.to == to)
 
-
-def _fetch(follower: int):
-    return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == follower)
-
-
-def _lai(to: int):
-    def choose(s: State) -> tuple:
-        zn = s.zk.partitions[0]
-        return next((m,) for m in s.leader_and_isr if m.to == to and m.leader_epoch == zn.leader_epoch)
-    return choose
 
 
 ELECTIONS = ("reassign_complete", "preferred_election", "elect_leader")
 
 SHUTTING_DOWN_RUN = ModelRun("elections_while_shutting_down", [
     # broker 1 shuts down: out of the ISR, StopReplica without delete
-    ("controlled_shutdown", _args(0, 0, STOPPING, 0)), ("become_leader", _lai(0)), ("become_follower", _lai(2)),
-    ("stop_replica", _stop(STOPPING)),
+    ("controlled_shutdown", given(0, 0, STOPPING, 0)), ("become_leader", leader_and_isr_to(0)), ("become_follower", leader_and_isr_to(2)),
+    ("stop_replica", stop_replica_to(STOPPING)),
     # a reassignment names it: it follows again and its leader takes it back into the ISR
-    ("reassign_start", _args(0, 0, (1, 2))), ("become_follower", _lai(STOPPING)), ("truncate", _args(1, 0)),
-    ("send_fetch", _args(1, 0)), ("handle_fetch", _fetch(1)), ("expand_isr", _args(0, 0, 1)),
+    ("reassign_start", given(0, 0, (1, 2))), ("become_follower", leader_and_isr_to(STOPPING)), ("truncate", given(1, 0)),
+    ("send_fetch", given(1, 0)), ("handle_fetch", fetch_of(1)), ("expand_isr", given(0, 0, 1)),
     # the three elections, broker 1 still shutting down and in the ISR
-    ("reassign_complete", _args(0, 0, 2)), ("become_leader", _lai(2)), ("become_follower", _lai(STOPPING)),
-    ("preferred_election", _args(0, 0)),
-    ("broker_crash", _args(2)), ("elect_leader", _args(0, 0, NO_LEADER)),
+    ("reassign_complete", given(0, 0, 2)), ("become_leader", leader_and_isr_to(2)), ("become_follower", leader_and_isr_to(STOPPING)),
+    ("preferred_election", given(0, 0)),
+    ("broker_crash", given(2)), ("elect_leader", given(0, 0, NO_LEADER)),
 ], brokers=3)
 
 

@@ -1,18 +1,44 @@
-"""``epochal chaos --engine kafka`` (:mod:`impl.harness.chaos.kafka_run`): its seeded schedule
-and the flags it refuses (default suite), and a run on real Kafka with a confluent-kafka
-producer that loses no acknowledged write with unclean election off, and with it on loses
-the writes of the model's unclean scenario, labelled as the model labels them (slow)."""
+"""``epochal chaos --engine kafka`` (:mod:`impl.harness.chaos.kafka_run`): its seeded schedule,
+the flags it refuses and the verdict of a run whose trace the model refuses (default suite),
+and a run on real Kafka with a confluent-kafka producer that loses no acknowledged write with
+unclean election off, and with it on loses the writes of the model's unclean scenario,
+labelled as the model labels them -- each run's logs judged against its profile's
+configuration (slow)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from impl_testing import REAL_KAFKA
 
 from impl.harness.chaos import kafka_run
+from impl.harness.cli.chaos_verdict import chaos_document
 from impl.harness.cli.main import main
+
+KNOWN_STOPS = ("handle_fetch", "receive_fetch", "produce", "expand_isr", "shrink_isr", "propose_isr",
+               "alter_partition", "apply_isr", "broker_restart", "controller_elect")
+"""Where the judge stops on chaos runs so far (docs/kafka.md, Divergences 9, 11, 15 to 17):
+replication steps, and the registration after a paused broker's session expired."""
+
+
+def _judged(report: dict, code: int, config: str) -> None:
+    """The run's trace judged by ``config``: the verdict passes only if every group conforms;
+    a refusal is the verdict's ``follows_model`` at a known stop, an exhausted budget is
+    inconclusive -- either is an expected failure naming where the judge stopped."""
+    judged = report["conformance"]
+    assert judged["config"] == config and judged["groups"] >= 1, judged
+    assert report["passed"] == ("problem" not in judged) or report["lost"], report
+    assert (code == 0) == report["passed"]
+    if "problem" in judged:
+        assert report["verdict"] == "violated"
+        assert "follows_model" in [report["violation"]["property"]] + [a["property"] for a in report["violation"]["also"]]
+        if "inconclusive" not in judged["problem"]:
+            at = re.search(r"at event \d+ \((\w+) by broker", judged["problem"])
+            assert at is not None and at.group(1) in KNOWN_STOPS, judged["problem"]
+        pytest.xfail(f"judged: {judged['problem'][:200]}")
 
 
 def test_the_schedule_is_the_seeds() -> None:
@@ -23,7 +49,7 @@ def test_the_schedule_is_the_seeds() -> None:
     assert kinds == set(kafka_run.FAULT_KINDS)
 
 
-@pytest.mark.parametrize("argv", [["--admin"], ["--tls"], ["--insecure"], ["--acks", "1"], ["--brokers", "4"],
+@pytest.mark.parametrize("argv", [["--tls"], ["--judge-seconds", "-1"], ["--insecure"], ["--acks", "1"], ["--brokers", "4"],
                                   ["--client", "kafka-python"], ["--broker-cmd", "x {id}"]])
 def test_what_the_kafka_engine_does_not_run_is_refused(argv: list[str]) -> None:
     assert main(["chaos", "--engine", "kafka", "--seed", "1", "--duration", "5", *argv]) == 2
@@ -34,12 +60,12 @@ def test_what_the_kafka_engine_does_not_run_is_refused(argv: list[str]) -> None:
 def test_a_real_kafka_run_loses_no_acknowledged_write(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       profile: str) -> None:
     code = main(["chaos", "--engine", "kafka", "--seed", "2", "--duration", "24", "--kafka-profile", profile,
-                 "--out", str(tmp_path / "run"), "--json"])
+                 "--out", str(tmp_path / "run"), "--json", "--judge-seconds", "10"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0, report
-    assert report["passed"] and report["lost"] == [] and report["misplaced"] == []
+    assert report["lost"] == [] and report["misplaced"] == [] and report["problems"] == []
     assert len(report["faults"]) == 3 and report["acknowledged"] > 100  # a leader kill, a controller kill, a pause
     assert report["read"] >= report["acknowledged"]
+    _judged(report, code, {"3.9": "kafka39", "ibp-2.6": "kafka26"}[profile])
 
 
 @pytest.mark.integration  # (also in REAL_KAFKA, applied below)
@@ -60,6 +86,22 @@ def test_with_unclean_election_the_models_scenario_loses_writes_labelled_so(
     # the verdict object says the same in the model's words
     assert report["verdict"] == "violated" and report["violation"]["property"] == "acked_durable"
     assert report["violation"]["label"] == "unclean-election loss"
+    # its logs judged with unclean election allowed, the refusal (if any) in ``also``
+    _judged(report, code, "kafka39-unclean")
+
+
+def test_a_trace_the_model_refuses_makes_the_verdict_fail() -> None:
+    """No write lost, a group refused: the verdict is ``follows_model``, naming the event."""
+    report = kafka_run.KafkaChaosReport(1, "3.9", False)
+    report.conformance = {"config": "kafka39", "groups": 1, "conforming": 0, "inconclusive": 0,
+                          "problem": "chaos-0: trace does not conform to the model (kafka39) at event 7 "
+                                     "(handle_fetch by broker 2): ..."}
+    assert report.safe and not report.passed
+    assert "conformance (kafka39): 0 of 1 groups conforming" in kafka_run.render(report)
+    _config, violation, fields = chaos_document(report)
+    assert violation is not None and violation["property"] == "follows_model"
+    assert "at event 7 (handle_fetch by broker 2)" in violation["message"]
+    assert fields["conformance"]["config"] == "kafka39"
 
 
 for _mark in REAL_KAFKA:

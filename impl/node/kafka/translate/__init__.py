@@ -21,7 +21,6 @@ bytes.
 from __future__ import annotations
 
 import functools
-import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,12 +28,11 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
-from kio.serial.writers import write_unsigned_varint
 
 from impl.node.codes import CONTROLLER_VERSIONS, KAFKA_VERSIONS, ApiKey, ErrorCode, ProtocolError
 from impl.node.kafka.translate.batches import read_uvarint
 from impl.node.kafka.translate.writer import write_values
-from impl.node.wire.values import decode_value, encode_value
+from impl.node.wire.values import decode_shallow_map, encode_shallow_map
 
 EPOCHAL_TAG = 0x4550  # "EP": the one tagged field of a header that carries Epochal's extras
 # the tag's key for Epochal's own version of an admin request that must reach the controller
@@ -45,6 +43,7 @@ CLIENT_ID = "epochal"
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_CLIENT = _I16.pack(len(CLIENT_ID)) + CLIENT_ID.encode()  # the request header's client id
 
 Body = dict[str, Any]
 
@@ -73,17 +72,21 @@ class Translation:
     def version(self) -> int:
         return KAFKA_VERSIONS[self.api]
 
-    def request_schema(self) -> type:
-        return _request_schema(int(self.api), self.version)
+    @functools.cached_property
+    def _schemas(self) -> tuple[type, type]:
+        return _request_schema(int(self.api), self.version), _response_schema(int(self.api), self.version)
 
-    @property
+    def request_schema(self) -> type:
+        return self._schemas[0]
+
+    @functools.cached_property
     def flexible(self) -> bool:
         """Whether its headers have tagged fields (request header v2, response header v1):
         the clock and the extras travel only then."""
         return bool(self.request_schema().__flexible__)
 
     def response_schema(self) -> type:
-        return _response_schema(int(self.api), self.version)
+        return self._schemas[1]
 
 
 # kio resolves a schema's module by name on every call: once per API and version here
@@ -128,39 +131,45 @@ def read_top_level_error(success: Callable[[Any], Body]) -> Callable[[Any, Body]
 
 # -- the tag ---------------------------------------------------------------------------------
 
-# A tag that holds the clock alone (most answers, the clients' requests): its bytes are
-# encode_value({"clock": n}), written and read here without walking the value encoding.
-_CLOCK_ONLY = encode_value({"clock": 0})[:-8]
-_I64 = struct.Struct(">q")
-
-
 def _encode_extras(extras: Body) -> bytes:
-    clock = extras.get("clock")
-    if len(extras) == 1 and type(clock) is int:
-        return _CLOCK_ONLY + _I64.pack(clock)
-    return encode_value(extras)
+    """The tag's value: the map in Epochal's value encoding (its usual shallow shape
+    written without the general walk, to the same bytes)."""
+    return encode_shallow_map(extras)
 
 
 def _decode_extras(raw: bytes) -> Any:
-    if len(raw) == len(_CLOCK_ONLY) + _I64.size and raw.startswith(_CLOCK_ONLY):
-        return {"clock": _I64.unpack_from(raw, len(_CLOCK_ONLY))[0]}
-    return decode_value(raw)
+    return decode_shallow_map(raw)
 
 
-def _write_tags(buf: io.BytesIO, extras: Body) -> None:
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# a tagged-field section of one field, the Epochal tag: its count and tag, then its size
+_ONE_TAG = _uvarint(1) + _uvarint(EPOCHAL_TAG)
+
+
+def _write_tags(out: bytearray, extras: Body) -> None:
     if not extras:
-        write_unsigned_varint(buf, 0)
+        out.append(0)  # no tagged fields
         return
     raw = _encode_extras(extras)
-    write_unsigned_varint(buf, 1)
-    write_unsigned_varint(buf, EPOCHAL_TAG)
-    write_unsigned_varint(buf, len(raw))
-    buf.write(raw)
+    out += _ONE_TAG + _uvarint(len(raw)) + raw
 
 
 def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
     """The extras of a tagged-field section (other tags are skipped, as Kafka does)."""
     extras: Body = {}
+    if payload[pos:pos + len(_ONE_TAG)] == _ONE_TAG:  # as Epochal writes it: read at once
+        size, pos = read_uvarint(payload, pos + len(_ONE_TAG), 32)
+        if pos + size > len(payload):
+            raise ProtocolError("truncated tagged field")
+        return _epochal_tag(payload[pos:pos + size]), pos + size
     count, pos = read_uvarint(payload, pos, 32)
     for _ in range(count):
         tag, pos = read_uvarint(payload, pos, 32)
@@ -168,12 +177,16 @@ def _read_tags(payload: bytes, pos: int) -> tuple[Body, int]:
         if pos + size > len(payload):
             raise ProtocolError("truncated tagged field")
         if tag == EPOCHAL_TAG:
-            value = _decode_extras(payload[pos:pos + size])
-            if not isinstance(value, dict):
-                raise ProtocolError("the Epochal tag is not a map")
-            extras = value
+            extras = _epochal_tag(payload[pos:pos + size])
         pos += size
     return extras, pos
+
+
+def _epochal_tag(raw: bytes) -> Body:
+    value = _decode_extras(raw)
+    if not isinstance(value, dict):
+        raise ProtocolError("the Epochal tag is not a map")
+    return value
 
 
 # -- bodies ----------------------------------------------------------------------------------
@@ -206,13 +219,15 @@ def encode_body(api: ApiKey, body: Body) -> EncodedBody:
     return EncodedBody(write_values(t.request_schema(), values), {**_leftover(body, used), **extras})
 
 
-def _read_entity(schema: type, payload: bytes, pos: int, what: str) -> Any:
+def _read_entity(schema: type, payload: bytes, pos: int, what: Callable[[], str]) -> Any:
+    """The entity at ``pos``, the rest of the payload; ``what`` names it in an error (made
+    only then: most frames are read without one)."""
     try:
         entity, size = entity_reader(schema)(payload, pos)
     except Exception as exc:  # noqa: BLE001 - kio's reader raises several kinds
-        raise ProtocolError(f"{what}: {exc}", ErrorCode.INVALID_REQUEST) from None
+        raise ProtocolError(f"{what()}: {exc}", ErrorCode.INVALID_REQUEST) from None
     if pos + size != len(payload):
-        raise ProtocolError(f"{what}: {len(payload) - pos - size} bytes after the body",
+        raise ProtocolError(f"{what()}: {len(payload) - pos - size} bytes after the body",
                             ErrorCode.INVALID_REQUEST)
     return entity
 
@@ -226,17 +241,14 @@ def request_frame_parts(api: int, version: int, cid: int, clock: int,
                         body: Body | EncodedBody) -> tuple[bytes, bytes]:
     """(length + header, body): Kafka's request header v2 with the clock and the extras in
     the tag; a pre-encoded body is written as it is, never copied per recipient."""
-    encoded = body if isinstance(body, EncodedBody) else encode_body(ApiKey(api), body)
+    t = TRANSLATIONS[api]
+    encoded = body if isinstance(body, EncodedBody) else encode_body(t.api, body)
     own: Body = {}
     if api in CONTROLLER_VERSIONS:  # Epochal's version in the tag, Kafka's in the header
-        own, version = {API_VERSION: version}, TRANSLATIONS[ApiKey(api)].version
-    buf = io.BytesIO()
-    buf.write(_HEAD.pack(api, version, cid))
-    client = CLIENT_ID.encode()
-    buf.write(_I16.pack(len(client)) + client)
-    if TRANSLATIONS[ApiKey(api)].flexible:  # request header v2; v1 has no tagged fields
-        _write_tags(buf, {"clock": clock, **own, **encoded.extras})
-    header = buf.getvalue()
+        own, version = {API_VERSION: version}, t.version
+    header = bytearray(_HEAD.pack(api, version, cid) + _CLIENT)
+    if t.flexible:  # request header v2; v1 has no tagged fields
+        _write_tags(header, {"clock": clock, **own, **encoded.extras})
     return _I32.pack(len(header) + len(encoded)) + header, encoded
 
 
@@ -249,7 +261,7 @@ def decode_request_header(payload: bytes) -> RequestHeader:
     pos = _HEAD.size + _I16.size + max(n, 0)
     if pos > len(payload):
         raise ProtocolError("truncated client id", ErrorCode.INVALID_REQUEST)
-    extras, pos = _read_tags(payload, pos) if TRANSLATIONS[ApiKey(api)].flexible else ({}, pos)
+    extras, pos = _read_tags(payload, pos) if TRANSLATIONS[api].flexible else ({}, pos)
     clock = extras.pop("clock", 0)
     return api, _epochal_version(api, version, extras), cid, \
         int(clock) if isinstance(clock, int) else 0, extras, pos
@@ -276,11 +288,11 @@ def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> 
     already read from this payload (the server reads the header first, to screen it, and
     its tag is not decoded twice)."""
     api, version, _, _, extras, pos = header or decode_request_header(payload)
-    t = TRANSLATIONS[ApiKey(api)]
+    t = TRANSLATIONS[api]
     if version != t.version and api not in CONTROLLER_VERSIONS:  # checked with the header
         raise ProtocolError(f"{t.api.name} v{version}: Epochal speaks v{t.version}",
                             ErrorCode.UNSUPPORTED_VERSION)
-    entity = _read_entity(t.request_schema(), payload, pos, f"{t.api.name} v{version}")
+    entity = _read_entity(t.request_schema(), payload, pos, lambda: f"{t.api.name} v{version}")
     try:
         return _from_request(t, entity, extras)
     except (KeyError, TypeError, ValueError) as exc:
@@ -290,7 +302,7 @@ def decode_request_body(payload: bytes, header: RequestHeader | None = None) -> 
 def decode_encoded_body(api: ApiKey, body: EncodedBody) -> Body:
     """The dict a pre-encoded request body stands for (what its recipient reads)."""
     t = TRANSLATIONS[api]
-    entity = _read_entity(t.request_schema(), bytes(body), 0, t.api.name)
+    entity = _read_entity(t.request_schema(), bytes(body), 0, lambda: t.api.name)
     return _from_request(t, entity, body.extras)
 
 
@@ -309,13 +321,10 @@ def encode_response(api: ApiKey, cid: int, clock: int, error: int, body: Body,
     t = TRANSLATIONS[api]
     schema = t.response_schema()
     values, used, extras = t.response(error, body, request or {})
-    buf = io.BytesIO()
-    buf.write(_I32.pack(0))
-    buf.write(_I32.pack(cid))
+    frame = bytearray(_I32.pack(0) + _I32.pack(cid))
     if t.flexible:  # response header v1; v0 has no tagged fields
-        _write_tags(buf, {"clock": clock, **_leftover(body, used), **extras})
-    buf.write(write_values(schema, values))
-    frame = buf.getbuffer()
+        _write_tags(frame, {"clock": clock, **_leftover(body, used), **extras})
+    frame += write_values(schema, values)
     _I32.pack_into(frame, 0, len(frame) - _I32.size)
     return bytes(frame)
 
@@ -328,7 +337,7 @@ def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
     (cid,) = _I32.unpack_from(payload)
     extras, pos = _read_tags(payload, _I32.size) if t.flexible else ({}, _I32.size)
     clock = extras.pop("clock", 0)
-    entity = _read_entity(t.response_schema(), payload, pos, f"{t.api.name} response")
+    entity = _read_entity(t.response_schema(), payload, pos, lambda: f"{t.api.name} response")
     error, body = t.from_response(entity, extras)  # takes back its own extras
     return cid, int(clock) if isinstance(clock, int) else 0, error, {**body, **extras}
 

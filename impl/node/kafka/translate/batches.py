@@ -34,28 +34,35 @@ class Batch(NamedTuple):
     records: list[tuple[int, bytes | None, bytes | None]]  # (offset, key, value)
 
 
-def _put_varint(out: bytearray, value: int) -> None:
+def _varint_bytes(value: int) -> bytes:
+    """A zigzag varint (or varlong)."""
     raw = (value << 1) ^ (value >> 63)  # zigzag
+    out = bytearray()
     while raw >= 0x80:
         out.append((raw & 0x7F) | 0x80)
         raw >>= 7
     out.append(raw)
+    return bytes(out)
+
+
+# the varints of 0 .. 8191 (an offset delta, a value length, a record size), read off a table
+_SMALL = tuple(_varint_bytes(v) for v in range(8192))
 
 
 def write_batch(out: bytearray, leader_epoch: int, producer_id: int, producer_epoch: int,
                 base_sequence: int, records: list[tuple[int, bytes]]) -> None:
     """One batch of ``(offset, value)`` records (at least one, offsets ascending), no keys."""
     base_offset = records[0][0]
-    body = bytearray()
+    small, varint = _SMALL, _varint_bytes
+    parts: list[bytes] = []
     for offset, value in records:
-        record = bytearray(b"\x00\x00")  # attributes, timestamp delta 0
-        _put_varint(record, offset - base_offset)
-        record.append(1)  # key length -1 (zigzag 1): no key
-        _put_varint(record, len(value))
-        record += value
-        record.append(0)  # no headers
-        _put_varint(body, len(record))
-        body += record
+        delta, n = offset - base_offset, len(value)
+        # attributes 0, timestamp delta 0, the offset delta, key length -1 (zigzag 1): no key
+        head = b"\x00\x00" + (small[delta] if delta < 8192 else varint(delta)) + b"\x01" + \
+            (small[n] if n < 8192 else varint(n))
+        size = len(head) + n + 1  # and no headers
+        parts += (small[size] if size < 8192 else varint(size), head, value, b"\x00")
+    body = b"".join(parts)
     head = _HEAD.pack(base_offset, _HEAD.size - _LOG_OVERHEAD + len(body), leader_epoch, MAGIC, 0,
                       0, records[-1][0] - base_offset, 0, 0, producer_id, producer_epoch,
                       base_sequence, len(records))
@@ -108,22 +115,59 @@ def read_batches(data: bytes) -> list[Batch]:
             raise ProtocolError("not an uncompressed record batch v2")
         if crc32c(memoryview(data)[pos + _CRC_FROM:end]) != crc:
             raise ProtocolError("record batch CRC mismatch")
-        records: list[tuple[int, bytes | None, bytes | None]] = []
-        at = pos + _HEAD.size
-        for _ in range(count):
-            size, at = _varint(data, at)
-            record_end = at + size
-            at += 1  # attributes
-            _, at = _varint(data, at)  # timestamp delta
-            delta, at = _varint(data, at)
-            key, at = _bytes(data, at)
-            value, at = _bytes(data, at)
-            headers, at = _varint(data, at)
-            if headers or at != record_end:  # Epochal's records carry no headers
-                raise ProtocolError("a record with headers, or of the wrong length")
-            records.append((base_offset + delta, key, value))
+        try:
+            records, at = _read_records(data, pos + _HEAD.size, count, base_offset)
+        except IndexError:
+            raise ProtocolError("truncated or overlong varint") from None
         if at != end:
             raise ProtocolError("record batch length mismatch")
         out.append(Batch(epoch, producer_id, base_sequence, records))
         pos = end
     return out
+
+
+def _read_records(data: bytes, at: int, count: int, base_offset: int
+                  ) -> tuple[list[tuple[int, bytes | None, bytes | None]], int]:
+    """``count`` records from ``at``: (offset, key, value) each, and where they end.  A
+    varint of one byte -- nearly every one of Epochal's records' -- is read inline; an
+    IndexError means the bytes ended inside a varint."""
+    records: list[tuple[int, bytes | None, bytes | None]] = []
+    for _ in range(count):
+        b = data[at]
+        if b < 0x80:
+            size, at = (b >> 1) ^ -(b & 1), at + 1
+        elif data[at + 1] < 0x80:  # two bytes: a record of up to 8191 bytes
+            raw = (b & 0x7F) | data[at + 1] << 7
+            size, at = (raw >> 1) ^ -(raw & 1), at + 2
+        else:
+            size, at = _varint(data, at)
+        record_end = at + size
+        if data[at + 1] == 0:  # attributes, then timestamp delta 0
+            at += 2
+        else:
+            _, at = _varint(data, at + 1)
+        b = data[at]
+        if b < 0x80:
+            delta, at = (b >> 1) ^ -(b & 1), at + 1
+        else:
+            delta, at = _varint(data, at)
+        key, at = (None, at + 1) if data[at] == 1 else _bytes(data, at)
+        b = data[at]
+        if b < 0x80 and b & 1 == 0:  # a value of fewer than 64 bytes
+            n, at = b >> 1, at + 1
+        elif b & 0x81 == 0x80 and data[at + 1] < 0x80:  # of fewer than 8192
+            n, at = (b & 0x7F | data[at + 1] << 7) >> 1, at + 2
+        else:
+            n = -1
+        if n >= 0:
+            if at + n > len(data):
+                raise ProtocolError("truncated record field")
+            value: bytes | None = data[at:at + n]
+            at += n
+        else:
+            value, at = _bytes(data, at)
+        headers, at = (0, at + 1) if data[at] == 0 else _varint(data, at)
+        if headers or at != record_end:  # Epochal's records carry no headers
+            raise ProtocolError("a record with headers, or of the wrong length")
+        records.append((base_offset + delta, key, value))
+    return records, at

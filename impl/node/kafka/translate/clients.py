@@ -24,7 +24,7 @@ from impl.node.kafka.translate import (
     read_top_level_error,
     top_level_error,
 )
-from impl.node.kafka.translate.replication import read_records, write_records
+from impl.node.kafka.translate.replication import read_records, write_produced
 
 DEFAULT_ACKS = -1
 DEFAULT_TIMEOUT_MS = 5000
@@ -36,6 +36,8 @@ NO_PRODUCER = -1
 def _value(v: Any) -> bytes:
     """A record's value as bytes: a string in UTF-8, bytes as they are; anything else is
     refused before it is sent (``bytes(16 * MiB)`` would be 16 MiB of zeros)."""
+    if type(v) is bytes:  # nearly every value: as it is
+        return v
     if isinstance(v, str):
         return v.encode()
     if isinstance(v, bytes | bytearray | memoryview):
@@ -48,12 +50,10 @@ def _produce_request(body: Body) -> tuple[Body, frozenset[str], Body]:
     pid = int(body.get("producer_id", NO_PRODUCER))
     seq = int(body.get("base_sequence", -1)) if pid != NO_PRODUCER else -1
     values = [_value(v) for v in body["values"]]
-    records = [[i, 0, v] for i, v in enumerate(values)]
-    producers = [[i, pid, seq + i] for i in range(len(values))] if pid != NO_PRODUCER else []
     return {"transactional_id": None, "acks": int(body.get("acks", DEFAULT_ACKS)),
             "timeout": int(body.get("timeout_ms", DEFAULT_TIMEOUT_MS)),
             "topic_data": [{"name": str(body["topic"]), "partition_data": [
-                {"index": int(body["partition"]), "records": write_records(records, producers)}]}]}, \
+                {"index": int(body["partition"]), "records": write_produced(values, pid, seq)}]}]}, \
         frozenset({"topic", "partition", "values", "acks", "timeout_ms", "producer_id",
                    "base_sequence"}), {}
 

@@ -37,6 +37,11 @@ _ANSWERED_PARTITION = frozenset({"topic", "partition", "error", "records", "prod
 def write_records(records: Sequence[Sequence[Any]], producers: Sequence[Sequence[int]] = ()) -> bytes:
     """``[offset, leader_epoch, value]`` records (``producers``: ``[offset, producer_id,
     sequence]`` of those an idempotent producer wrote) as record batches."""
+    if not producers:  # one batch per run of one leader epoch
+        out = bytearray()
+        for epoch, run in itertools.groupby(records, key=lambda r: int(r[1])):
+            write_batch(out, epoch, NO_PRODUCER, -1, -1, [(int(o), bytes(v)) for o, _, v in run])
+        return bytes(out)
     by_offset = {int(o): (int(pid), int(seq)) for o, pid, seq in producers}
 
     def run_key(item: tuple[int, Sequence[Any]]) -> tuple[int, int, int]:
@@ -51,6 +56,18 @@ def write_records(records: Sequence[Sequence[Any]], producers: Sequence[Sequence
         first = by_offset.get(int(batch[0][0]), (NO_PRODUCER, -1))
         write_batch(out, epoch, pid, 0 if pid != NO_PRODUCER else -1,
                     first[1] if pid != NO_PRODUCER else -1, [(int(o), bytes(v)) for o, _, v in batch])
+    return bytes(out)
+
+
+def write_produced(values: Sequence[bytes], producer_id: int, base_sequence: int) -> bytes:
+    """A produce's values at offsets 0, 1, ... of leader epoch 0 (their producer's sequences
+    from ``base_sequence``): :func:`write_records`' one batch for them."""
+    if not values:
+        return b""
+    out = bytearray()
+    producing = producer_id != NO_PRODUCER
+    write_batch(out, 0, producer_id, 0 if producing else -1, base_sequence if producing else -1,
+                list(enumerate(values)))
     return bytes(out)
 
 

@@ -48,7 +48,7 @@ def test_ctrl_c_ends_a_check_with_its_report_and_says_interrupted_not_done() -> 
 
     def progress(line: str) -> None:
         said.append(line)
-        if line.lstrip().startswith("depth"):
+        if line.lstrip().startswith("searching: depth"):
             raise KeyboardInterrupt  # as Ctrl-C would, at the first progress line (after 2 s)
 
     r = check(named("kip320"), SearchOptions(progress=progress))

@@ -11,6 +11,41 @@ import pytest
 from impl.harness.cli.main import main
 
 
+def test_check_progress_names_its_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    import properties.checkers.bfs as bfs
+    from model.config import named
+
+    monkeypatch.setattr(bfs, "PROGRESS_SECONDS", 0.0)
+    said: list[str] = []
+    bfs.check(named("kip320"), bfs.SearchOptions(max_depth=4, progress=said.append))
+    *during, last = said
+    assert during and all(line.startswith("  searching: depth ") for line in during), during[:3]
+    assert last.startswith("  done: every run of up to 4 steps tried")
+
+
+def test_generate_says_which_case_it_is_driving_while_the_case_is_silent(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import functools
+
+    import impl.harness.cli.drive as drive
+    from impl.harness.cli.heartbeat import Heartbeat
+    from impl.harness.drive.generate import GenerateReport
+
+    def generate(config: str, budget: float, progress: object, **_: object) -> GenerateReport:
+        progress("case 1/2: produce/taken (4 steps)")  # type: ignore[operator]
+        time.sleep(0.35)  # the cluster starting, a step waiting: nothing to say
+        return GenerateReport(config, budget, 10, 20, [("produce", "taken"), ("fetch", "answered")],
+                              covered_pairs=[("produce", "taken")])
+
+    monkeypatch.setattr(drive, "generate", generate)
+    monkeypatch.setattr(drive, "Heartbeat", functools.partial(Heartbeat, every=0.1))
+    assert main(["drive", "--config", "kip320", "--generate", "transitions", "--budget", "30",
+                 "--data-dir", str(tmp_path / "d")]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "case 1/2: produce/taken (4 steps)"
+    assert err[1:] and all(line.startswith("generate: still driving case 1/2 (") for line in err[1:]), err
+
+
 def test_fuzz_progress_names_its_phase(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import impl.harness.cli.fuzz as fuzz
 

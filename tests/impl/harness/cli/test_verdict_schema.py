@@ -145,54 +145,71 @@ def test_conform_prints_one_verdict_object_naming_the_group_that_breaks(
     assert doc["violation"]["steps"] == []  # a recorded trace is not a model run
 
 
-def _chaos_json(capsys: pytest.CaptureFixture[str], report: dict, code: int, engine: str) -> dict:
+def _chaos_json(capsys: pytest.CaptureFixture[str], report: object, code: int) -> dict:
     from impl.harness.cli.chaos import print_chaos
 
     args = argparse.Namespace(command="chaos", json=True)
-    assert print_chaos(args, report, code, engine) == code
+    assert print_chaos(args, report, code) == code  # type: ignore[arg-type]
     return verdict_object(capsys.readouterr().out)
 
 
-def _python_report(**writes: object) -> dict:
-    counts = {"attempted": 100, "acknowledged": 90, "lost": 0, "duplicated": 0, "findings": [], "causes": {}}
-    return {"seed": 3, "duration": 10.0, "brokers": 3, "acks": -1, "unclean": True, "schedule": ["kill 1"],
-            "faults": [], "verdict": {**counts, **writes}, "conformance": {"groups": 2, "conforming": 2},
-            "recovered": True, "data_dir": "/tmp/x", "seconds": 12.0, "admin": False, "client": "epochal",
-            "passed": not writes.get("findings"), "exit_code": 1 if writes.get("findings") else 0}
+def _python_report(lost: int = 0, causes: dict[str, int] | None = None, found: list | None = None) -> object:
+    from impl.harness.chaos.run import ChaosReport
+    from impl.harness.chaos.verdict import Verdict
+
+    verdict = Verdict(attempted=100, acknowledged=90, lost=lost, duplicated=0, found=found or [], causes=causes or {})
+    return ChaosReport(seed=3, duration=10.0, brokers=3, acks=-1, unclean=True, schedule=["kill 1"], faults=[],
+                       verdict=verdict, conformance={"groups": 2, "conforming": 2}, recovered=True,
+                       data_dir="/tmp/x", seconds=12.0)
 
 
 def test_a_passing_chaos_run_is_a_verdict_object_that_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = _chaos_json(capsys, _python_report(), 0, "epochal")
+    doc = _chaos_json(capsys, _python_report(), 0)
     assert doc["verdict"] == "holds" and doc["violation"] is None
     assert doc["config"]["name"] == "chaos" and doc["config"]["seed"] == 3 and doc["config"]["engine"] == "epochal"
-    assert doc["writes"]["acknowledged"] == 90
+    assert doc["writes"] == {"attempted": 100, "acknowledged": 90, "lost": 0, "duplicated": 0, "findings": [],
+                             "causes": {}}
 
 
 def test_an_unclean_loss_in_chaos_carries_the_models_label_and_other_findings_come_after(
         capsys: pytest.CaptureFixture[str]) -> None:
+    from impl.harness.chaos.verdict import DUPLICATED, LOST, Finding
     from properties.safety import UNCLEAN_LABEL
 
     cause = "unclean election of broker 2 out of the ISR (leader epoch 4)"
-    report = _python_report(lost=3, causes={cause: 3}, findings=[
-        "value 7 is in the final logs 2 times: b0@3, b0@4", f"lost 3 acknowledged writes: {cause}"])
-    report["conformance"] = {"problem": "traces do not conform to the model (kip320): ..."}
-    doc = _chaos_json(capsys, report, 1, "epochal")
+    twice = Finding("value 7 is in the final logs 2 times: b0@3, b0@4", DUPLICATED)
+    report = _python_report(lost=3, causes={cause: 3}, found=[twice, Finding(f"lost 3 acknowledged writes: {cause}",
+                                                                             LOST, UNCLEAN_LABEL)])
+    report.conformance = {"problem": "traces do not conform to the model (kip320): ..."}  # type: ignore[attr-defined]
+    doc = _chaos_json(capsys, report, 1)
     v = doc["violation"]
     assert doc["verdict"] == "violated" and v["property"] == "acked_durable" and v["label"] == UNCLEAN_LABEL
+    assert v["message"] == f"lost 3 acknowledged writes: {cause}"
     assert [a["property"] for a in v["also"]] == ["writes_once", "follows_model"] and v["steps"] == []
-    # a loss that no unclean election explains is not excused by a label
-    report = _python_report(lost=1, causes={"acknowledged with acks=all and no unclean election: a replication bug": 1},
-                            findings=["lost 1 acknowledged write: a replication bug"])
-    assert _chaos_json(capsys, report, 1, "epochal")["violation"]["label"] is None
+    assert doc["writes"]["findings"] == [twice.text, v["message"]]  # in the judge's order
+    # a loss that no unclean election explains is not excused by a label, nor is a run's
+    # losses when one of them is not an unclean election's
+    bug = "acknowledged with acks=all and no unclean election: a replication bug"
+    report = _python_report(lost=1, causes={bug: 1}, found=[Finding(f"lost 1 acknowledged write: {bug}", LOST)])
+    assert _chaos_json(capsys, report, 1)["violation"]["label"] is None
+    report = _python_report(lost=2, causes={cause: 1, bug: 1}, found=[
+        Finding(f"lost 1 acknowledged write: {cause}", LOST, UNCLEAN_LABEL),
+        Finding(f"lost 1 acknowledged write: {bug}", LOST)])
+    v = _chaos_json(capsys, report, 1)["violation"]
+    assert v["label"] is None and [a["property"] for a in v["also"]] == ["acked_durable"]
 
 
 def test_the_kafka_engines_chaos_report_is_the_same_verdict_object(capsys: pytest.CaptureFixture[str]) -> None:
-    report = {"engine": "kafka", "seed": 2, "profile": "3.9", "unclean": False, "faults": ["kill-leader"],
-              "sent": 50, "acknowledged": 48, "failed": 2, "read": 47, "lost": ["s2-9"], "misplaced": [],
-              "problems": [], "passed": False}
-    doc = _chaos_json(capsys, report, 1, "kafka")
-    assert doc["config"] == {"name": "chaos", "engine": "kafka", "seed": 2, "unclean": False, "profile": "3.9"}
+    from impl.harness.chaos.kafka_run import KafkaChaosReport
+
+    report = KafkaChaosReport(seed=2, profile="3.9", unclean=False, faults=["kill-leader"], sent=50, failed=2,
+                              read=47, lost=["s2-9"], misplaced=["s2-4"])
+    doc = _chaos_json(capsys, report, 1)
+    assert doc["config"] == {"name": "chaos", "engine": "kafka", "seed": 2, "unclean": False, "admin": False,
+                             "profile": "3.9"}
     assert doc["violation"]["property"] == "acked_durable" and "s2-9" in doc["violation"]["message"]
+    assert doc["violation"]["label"] is None
+    assert [a["property"] for a in doc["violation"]["also"]] == ["replicas_consistent"]
     assert doc["writes"]["lost"] == 1 and doc["lost"] == ["s2-9"]
 
 

@@ -1,0 +1,126 @@
+/*
+ * shutdown.c: model/actions/shutdown.py -- controlled shutdown and the clean stop after it --
+ * and the StopReplica a controlled shutdown sends to a follower (model/actions/reassignment.py
+ * stop_replica, without delete: the only StopReplica of the configurations the native search
+ * runs).  One partition, every broker assigned; each function is named after the Python one
+ * it ports, read that one for the why.
+ */
+#include "state.h"
+
+/* ---------------------------------------------------------------------------------------
+ * The StopReplica requests in flight (a set, as model.state keeps it)
+ * ------------------------------------------------------------------------------------- */
+
+static Stop make_stop(int to, int leader_epoch, int controller_epoch) {
+    Stop m;
+    memset(&m, 0, sizeof m);
+    m.to = (i8)to;
+    m.partition = 0;
+    m.leader_epoch = (i8)leader_epoch;
+    m.controller_epoch = (i8)controller_epoch;
+    return m;
+}
+
+static void add_stop(S *s, Stop m) { SET_ADD(s->stop, s->nstop, MAXSTOP, m); }
+
+static void remove_stop_at(S *s, int i) {
+    memmove(&s->stop[i], &s->stop[i + 1], sizeof(Stop) * (size_t)(s->nstop - i - 1));
+    s->nstop--;
+    memset(&s->stop[s->nstop], 0, sizeof(Stop));
+}
+
+/* brokers.py _unanswered_deletions_dropped: a controlled shutdown's StopReplica to a broker
+ * dies with its process */
+void remove_stops_to(S *s, int b) {
+    for (int i = s->nstop - 1; i >= 0; i--)
+        if (s->stop[i].to == b) remove_stop_at(s, i);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * model/actions/shutdown.py
+ * ------------------------------------------------------------------------------------- */
+
+/* shutdowns_args: the (b, leader) of each controlled shutdown worth trying, in its order */
+int shutdowns_args(const S *s, int args[][2]) {
+    int n = 0, c = s->controller;
+    if (c == NO_LEADER || s->shutdowns >= C.max_shutdowns) return 0;
+    u8 stopping = s->br[c].shutting_down;
+    int leader = s->zn_leader;
+    for (int b = 0; b < C.brokers; b++)  /* a follower outside the ISR: nothing to write */
+        if (has(s->zn_ar, b) && !has(s->zn_isr, b) && b != leader) {
+            args[n][0] = b;
+            args[n++][1] = leader;
+        }
+    for (int b = 0; b < C.brokers; b++) {
+        if (!has(s->zn_isr, b)) continue;
+        if (leader == b || has(stopping, leader)) { /* the leadership moves */
+            for (int l = 0; l < C.brokers; l++)
+                if (has(s->zn_isr, l) && l != b && !has(stopping, l)) {
+                    args[n][0] = b;
+                    args[n++][1] = l;
+                }
+        } else {
+            args[n][0] = b;
+            args[n++][1] = leader;
+        }
+    }
+    return n;
+}
+
+int controlled_shutdown(S *s, int c, int b, int leader) {
+    if (!acting_controller(s, c) || s->br[b].status != UP || !has(s->live, b)) return 0;
+    if (s->shutdowns >= C.max_shutdowns) return 0;
+    u8 stopping = s->br[c].shutting_down | (u8)(1 << b);
+    if (!has(s->zn_isr, b) && has(s->zn_ar, b) && b != s->zn_leader && leader == s->zn_leader) {
+        s->br[c].shutting_down = stopping;
+        add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch));
+        return 1;
+    }
+    if (!has(s->zn_isr, b) || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
+    u8 isr = s->zn_isr & (u8)~(1 << b);
+    if (has(stopping, s->zn_leader)) {
+        if (!has(isr, leader) || !has(s->live, leader) || has(stopping, leader)) return 0;
+    } else if (leader != s->zn_leader || !isr) {
+        return 0;
+    }
+    s->br[c].shutting_down = stopping;
+    write_and_send(s, leader, isr);
+    add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch));
+    return 1;
+}
+
+int broker_stop(S *s, int b) {
+    if (s->br[b].status != UP || s->shutdowns >= C.max_shutdowns) return 0;
+    if (has(s->zn_isr, b) && popcount8(s->zn_isr) > 1) return 0;
+    process_ends(s, b);
+    s->shutdowns++;
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * model/actions/reassignment.py stop_replica, without delete (stopped_replica)
+ * ------------------------------------------------------------------------------------- */
+
+int stop_replica(S *s, Stop m) {
+    int b = m.to, i;
+    Broker *br = &s->br[b];
+    for (i = 0; i < s->nstop; i++)
+        if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
+    if (i == s->nstop || br->status != UP) return 0;
+    remove_stop_at(s, i);
+    if (m.controller_epoch < br->controller_epoch || m.leader_epoch < br->r.leader_epoch) return 1; /* refused */
+    if (m.controller_epoch > br->controller_epoch) { /* seed 002: a newer controller exists */
+        br->controller_epoch = m.controller_epoch;
+        stop_controlling(br);
+    }
+    drop_responses_to(s, b);
+    Replica *r = &br->r; /* it stops fetching and keeps its log, HW and leader epoch */
+    r->role = NONE;
+    r->leader = NO_LEADER;
+    r->isr = 0;
+    r->zk_version = -1;
+    r->fetch_state = IDLE;
+    unknown_leo(r);
+    r->epoch_start = 0;
+    return 1;
+}

@@ -1,0 +1,120 @@
+"""The adapter on the lines of real chaos runs (``epochal chaos --engine kafka``, 3.9.2, a
+producer writing every 30 ms): where millisecond stamps put a produce before a fetch read
+that did not see its record, or a fetch answer before the read that moved the HW it
+carries; the values placed by offset; the configuration a chaos run is judged by; and the
+``--admin`` schedule.  Each excerpt is a leader's request log lines, as the run wrote them
+(at 3.9 after the leader's line naming the topic's id: Fetch v17 names topics by id)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.kafka.adapter import Placed, steps
+from conformance.kafka.ordering import answers_after_hw, appends_first, next_fetches
+from conformance.kafka.patterns import Line, parse
+from impl.harness.chaos import kafka_run
+from impl.harness.chaos.kafka_admin import ADMIN_KINDS
+from impl.harness.chaos.kafka_judge import configuration, conformance
+from model.config import DRIVABLE, NAMED
+
+EXCERPTS = Path(__file__).parent / "fixtures" / "excerpts"
+
+
+def _steps(name: str, leader: int = 2) -> list[tuple[int, int, Line]]:
+    out: list[tuple[int, int, Line]] = []
+    for text in (EXCERPTS / f"{name}.log").read_text().splitlines():
+        line = parse(text)
+        assert line is not None
+        out.extend((leader, len(out), step) for step in steps(line))
+    return out
+
+
+def _what(step: Line) -> tuple[str, bool, int]:
+    req = step.fields["request"]
+    api = req["requestHeader"]["requestApiKeyName"]
+    if api == "PRODUCE":
+        return api, False, req["response"]["responses"][0]["partitionResponses"][0]["baseOffset"]
+    return api, bool(step.fields.get("read")), req["request"]["topics"][0]["partitions"][0]["fetchOffset"]
+
+
+def _order(placed: list[tuple[int, int, Line]]) -> list[tuple[str, bool, int]]:
+    return [_what(line) for _, _, line in sorted(placed, key=lambda x: (x[2].ts, x[1])) if line.name == "request"]
+
+
+def test_a_produce_goes_after_the_long_poll_read_that_waited_for_its_record(tmp_path: Path) -> None:
+    """Follower 3's fetch at offset 3 waited 2.4 ms in purgatory (nothing to answer as it was
+    read) and was answered with record 3; the produce of record 3 starts by its durations
+    0.1 ms before the read's end: it goes after the read, which moved the HW to 3."""
+    raw = _steps("chaos-delayed-fetch")
+    assert _order(raw)[0] == ("PRODUCE", False, 3)
+    assert _order(appends_first(raw, tmp_path)) == [("FETCH", True, 3), ("PRODUCE", False, 3), ("FETCH", False, 3)]
+
+
+def test_a_produce_goes_after_a_read_its_record_was_not_in(tmp_path: Path) -> None:
+    """Follower 1 catching up fetched at 292 and next at 294: the first answer (at once, no
+    wait) carried 292 and 293 only, so record 294's append -- its produce placed at its
+    start, 1.2 ms before that read -- came after the read."""
+    raw = _steps("chaos-fetch-read-before-append")
+    names = {"R4-k0mFSTqmx1miIupp4Ug": "chaos"}  # the leader's line (Fetch v17 names topics by id)
+    upto = next_fetches(((b, line) for b, _, line in raw), names)
+    assert sorted(upto.values()) == [294]
+    assert _order(raw)[0] == ("PRODUCE", False, 294)
+    assert _order(appends_first(raw, tmp_path))[:3] == [("FETCH", True, 292), ("PRODUCE", False, 294),
+                                                        ("FETCH", False, 292)]
+
+
+def test_an_answer_goes_after_the_read_that_moved_the_hw_it_carries() -> None:
+    """Follower 1's long poll at 6 was answered with HW 6, rebuilt 0.9 ms before follower 3's
+    read at 6 -- the read that moved the HW there (both in the ISR): the answer goes after."""
+    raw = _steps("chaos-answer-after-hw")
+    moved = sorted(answers_after_hw(raw), key=lambda x: (x[2].ts, x[1]))  # ibp-2.6: Fetch v11 names topics
+    clients = [(line.fields["request"]["requestHeader"]["clientId"], bool(line.fields.get("read")))
+               for _, _, line in moved]
+    assert clients == [("broker-1-fetcher-0", True), ("broker-3-fetcher-0", True),
+                       ("broker-1-fetcher-0", False), ("broker-3-fetcher-0", False)]
+
+
+def test_values_are_placed_by_offset_and_leader_epoch() -> None:
+    placed = Placed([{"topic": "chaos", "partition": 0, "offset": 3, "leader_epoch": 1, "value": "s1-3"},
+                     {"topic": "chaos", "partition": 0, "offset": 3, "leader_epoch": 4, "value": "s1-90"},
+                     {"topic": "chaos", "partition": 0, "offset": 5, "leader_epoch": -1, "value": "s1-5"}])
+    assert placed.value("chaos", 0, 3, 1) == "s1-3" and placed.value("chaos", 0, 3, 4) == "s1-90"
+    assert placed.value("chaos", 0, 5, 2) == "s1-5"  # the read-back's epoch unknown
+    assert placed.value("chaos", 0, 3, 2) == "unseen@3/2"  # two values there, neither of that epoch
+    assert placed.value("chaos-admin", 0, 3, 1) == "unseen@3/1"
+
+
+def test_each_profile_and_unclean_setting_has_its_configuration() -> None:
+    assert [configuration(p, u) for p in ("ibp-2.6", "3.9") for u in (False, True)] == [
+        "kafka26", "kafka26-unclean", "kafka39", "kafka39-unclean"]
+    for name in ("kafka26-unclean", "kafka39-unclean"):
+        assert NAMED[name].unclean and name not in DRIVABLE
+        assert NAMED[name].startup_from_controller and NAMED[name].leaderless_first
+    assert NAMED["kafka39-unclean"].alter_partition and not NAMED["kafka26-unclean"].alter_partition
+
+
+def test_a_run_is_judged_by_its_configuration_and_a_refusal_names_the_event() -> None:
+    """The committed 3.9 leader-kill run, judged as a chaos run is: it conforms to kafka39;
+    judged as if unclean election had been on it conforms too (unclean adds elections); and
+    a judgement the budget cuts short is inconclusive, never a pass."""
+    run = Path(__file__).parent / "fixtures" / "leader-kill-39"
+    judged = conformance(run, "3.9", False)
+    assert judged["config"] == "kafka39" and judged["groups"] == judged["conforming"] >= 1, judged
+    assert "problem" not in judged
+    from conformance.judge.replay import Budget
+
+    cut = conformance(run, "3.9", False, budget=Budget(states=10))
+    assert cut["inconclusive"] >= 1 and "inconclusive" in cut["problem"]
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_the_admin_schedule_has_each_operation_once_between_the_faults(unclean: bool) -> None:
+    plain = kafka_run.schedule(3, 16, unclean)
+    mixed = kafka_run.schedule(3, 16, unclean, admin=True)
+    kinds = [k for _, k in mixed]
+    assert sorted(k for k in kinds if k in ADMIN_KINDS) == sorted(ADMIN_KINDS)
+    assert [k for k in kinds if k not in ADMIN_KINDS] == [k for _, k in plain]
+    assert kinds[1] in ADMIN_KINDS and kinds[0] not in ADMIN_KINDS
+    assert mixed == kafka_run.schedule(3, 16, unclean, admin=True)  # the same seed, the same schedule
