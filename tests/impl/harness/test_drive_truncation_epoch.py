@@ -20,63 +20,54 @@ from pathlib import Path
 
 import pytest
 from impl_testing import drive_mutant
+from path_choosers import Chooser, answer_to, fetch_of, given, leader_and_isr_to
 
 from impl.harness.drive import Driver, from_json, scenario
 from impl.harness.drive.guided import path_json
 from impl.harness.drive.paths import brokers_needed, step_of
-from model.actions import Step
-from model.config import named
+from model.config import Config, named
 from model.registry import apply
-from model.state import FETCH_REQUEST, FETCH_RESPONSE, initial
+from model.state import initial
 
 STEPS = 11
 A, B, C = 0, 1, 2
-BELOW = [("produce", (A, 0)), ("send_fetch", (B, 0)), ("handle_fetch", B), ("receive_fetch", B),
-         ("send_fetch", (C, 0)), ("handle_fetch", C), ("receive_fetch", C),
-         ("produce", (A, 0)), ("send_fetch", (B, 0)), ("handle_fetch", B), ("receive_fetch", B),
-         ("broker_crash", (A,)), ("controller_elect", (B,)), ("elect_leader", (B, 0, B)),
-         ("become_leader", (B, B)), ("produce", (B, 0)), ("become_follower", (C, B)), ("truncate", (C, 0)),
-         ("send_fetch", (C, 0)), ("handle_fetch", C), ("receive_fetch", C)]
+
+
+def _fetch(f: int) -> list[tuple[str, Chooser]]:
+    return [("send_fetch", given(f, 0)), ("handle_fetch", fetch_of(f)), ("receive_fetch", answer_to(f))]
+
+
+BELOW = [("produce", given(A, 0)), *_fetch(B), *_fetch(C), ("produce", given(A, 0)), *_fetch(B),
+         ("broker_crash", given(A)), ("controller_elect", given(B)), ("elect_leader", given(B, 0, B)),
+         ("become_leader", leader_and_isr_to(B)), ("produce", given(B, 0)),
+         ("become_follower", leader_and_isr_to(C)), ("truncate", given(C, 0)), *_fetch(C)]
 BELOW_TRUNCATE = 18
 ASKED = "        requested = r.log.epochs.latest_epoch()\n"
 
 
-def _prefix(tmp_path: Path) -> Path:
-    """The scenario's first steps as a path (each step's arguments fixed as the model chose them)."""
-    run = scenario("kip320_stale_fetch")
-    cfg = named("kip320", brokers=brokers_needed(run, "kip320"))
+def _as_path(tmp_path: Path, name: str, cfg: Config, steps: list[tuple[str, Chooser]], note: str) -> Path:
+    """Steps as a path (each step's arguments fixed as chosen in the model)."""
     s, taken = initial(cfg), []
-    for action, choose in run.steps[:STEPS]:
+    for action, choose in steps:
         step = step_of(action, choose, s)
-        taken.append((step, s))
-        s = apply(s, cfg, step)
-    path = tmp_path / "prefix.json"
-    path.write_text(json.dumps(path_json(cfg, taken, f"the first {STEPS} steps of kip320_stale_fetch")))
-    return path
-
-
-def _below(tmp_path: Path) -> Path:
-    """``BELOW`` as a path: a message step names its follower (a fetch) or its addressee and
-    leader (the LeaderAndISR of the partition's current epoch)."""
-    cfg = named("kip320", brokers=3, records=3)
-    s, taken = initial(cfg), []
-    for action, a in BELOW:
-        if action in ("handle_fetch", "receive_fetch"):
-            kind = FETCH_REQUEST if action == "handle_fetch" else FETCH_RESPONSE
-            args: tuple = (next(m for m in s.fetches if m.kind == kind and m.follower == a),)
-        elif action.startswith("become_"):
-            zn = s.zk.partitions[0]
-            args = (next(m for m in s.leader_and_isr
-                         if (m.to, m.leader) == a and m.leader_epoch == zn.leader_epoch),)
-        else:
-            args = a
-        step = Step(action, args)
+        assert step is not None, action
         taken.append((step, s))
         s = apply(s, cfg, step)
         assert s is not None, step
-    path = tmp_path / "below.json"
-    path.write_text(json.dumps(path_json(cfg, taken, "a follower below the new epoch's start offset")))
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(path_json(cfg, taken, note)))
     return path
+
+
+def _prefix(tmp_path: Path) -> Path:
+    run = scenario("kip320_stale_fetch")
+    cfg = named("kip320", brokers=brokers_needed(run, "kip320"))
+    return _as_path(tmp_path, "prefix", cfg, run.steps[:STEPS], f"the first {STEPS} steps of kip320_stale_fetch")
+
+
+def _below(tmp_path: Path) -> Path:
+    return _as_path(tmp_path, "below", named("kip320", brokers=3, records=3), BELOW,
+                    "a follower below the new epoch's start offset")
 
 
 @pytest.mark.integration
