@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from model.state import FETCH_REQUEST, State
+from model.state import FETCH_REQUEST, FETCH_RESPONSE, State
 
 Chooser = Callable[[State], tuple]
 
@@ -25,6 +25,11 @@ def stop_replica_to(to: int) -> Chooser:
 def fetch_of(follower: int) -> Chooser:
     """The fetch request in flight from ``follower``."""
     return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_REQUEST and m.follower == follower)
+
+
+def answer_to(follower: int) -> Chooser:
+    """The fetch answer in flight to ``follower``."""
+    return lambda s: next((m,) for m in s.fetches if m.kind == FETCH_RESPONSE and m.follower == follower)
 
 
 def leader_and_isr_to(to: int) -> Chooser:

@@ -115,8 +115,10 @@ def check_knobs(run: ModelRun, cfg: Config) -> None:
 
     for action, _ in run.steps:
         e = ACTIONS[action]
-        if not e.explored_in(cfg):
-            knobs = ((e.knob,) if e.knob is not None else ()) + e.also_enabled_by
+        knobs = ((e.knob,) if e.knob is not None else ()) + e.also_enabled_by
+        # an action no search explores and no knob enables (a refused LeaderAndISR, a
+        # self-loop) is still a step a path may take
+        if knobs and not e.explored_in(cfg):
             need = " or ".join(f"{k.flag} 1" for k in knobs)
             raise DriveError(f"{run.name}: action {action} needs {need} (the configuration allows none)")
 
@@ -422,8 +424,11 @@ class Driver:
         epoch = m.leader_epoch + self.shift
 
         def wanted(f: Frame) -> bool:
-            return any(e.get("partition") == m.partition and e.get("leader") == m.leader
-                       and e.get("leader_epoch") == epoch for e in f.summary.get("partitions") or [])
+            # the controller epoch tells a deposed controller's request from its successor's
+            # repeating the same decision (a failover's INIT)
+            return f.summary.get("controller_epoch") == m.controller_epoch and any(
+                e.get("partition") == m.partition and e.get("leader") == m.leader
+                and e.get("leader_epoch") == epoch for e in f.summary.get("partitions") or [])
 
         for _ in range(10):
             f = relay.wait_held("leader_and_isr", dst=m.to, match=wanted, timeout=1.0)
@@ -432,8 +437,7 @@ class Driver:
                 self._take_delivered(f, m)
                 return
             again = [x for x in relay.frames if x.kind == "leader_and_isr" and x.dst == m.to
-                     and x.state == "released" and wanted(x)
-                     and x.summary.get("controller_epoch") == m.controller_epoch]
+                     and x.state == "released" and wanted(x)]
             if again:  # the model's message was delivered before: deliver it a second time
                 relay.duplicate(again[-1].id)
                 return
