@@ -84,11 +84,13 @@ def test_the_encoding_orders_states_exactly_as_python_orders_the_tuples(tmp_path
 
 
 def test_decode_inverts_encode_for_every_state_field():
-    cfg = named("zombie")
+    cfg = named("zombie", max_shutdowns=1)
     s = initial(cfg)
     assert decode(encode(s)) == s
     for _, t in successors(s, cfg):
         assert decode(encode(t)) == t
+        for _, u in successors(t, cfg):  # a broker shutting down, a StopReplica in flight
+            assert decode(encode(u)) == u
 
 
 def test_the_fingerprint_is_the_native_ones(tmp_path):
@@ -240,6 +242,39 @@ def test_each_admin_family_searches_alike_natively_and_in_python(tmp_path, name,
             assert got == _python_expansion(decode(enc), cfg, True, reduction)
 
 
+SMALL_SHUTDOWNS = named("kip320", records=1, max_crashes=0, max_shutdowns=1)
+"""Shutdowns as the only failure, small enough for the whole space in Python both ways."""
+
+
+@pytest.mark.parametrize("reduction", [False, True])
+def test_controlled_shutdowns_search_alike_with_and_without_symmetry(reduction):
+    """Symmetry keeps the verdict with shutdowns on (the brokers shutting down and the
+    StopReplica requests are renamed with the brokers): each way the native figures are the
+    Python checker's, and the reduced space is no larger than the full one."""
+    found = {}
+    for symmetry in (True, False):
+        options = SearchOptions(symmetry=symmetry, reduction=reduction)
+        a, b = check(SMALL_SHUTDOWNS, options), check_native(SMALL_SHUTDOWNS, options)
+        assert (b.states, b.transitions, b.depth, b.holds) == (a.states, a.transitions, a.depth, a.holds)
+        found[symmetry] = b
+    assert found[True].holds and found[False].holds
+    assert found[True].states < found[False].states
+
+
+def test_a_native_counterexample_through_a_clean_stop_replays_through_the_model():
+    """With unclean elections and no crash, a clean stop is the only failure: the native
+    counterexample takes it, with and without symmetry, is the Python checker's, and
+    replays through the model step by step."""
+    cfg = named("kip320", unclean=True, max_crashes=0, max_shutdowns=1)
+    for symmetry in (True, False):
+        options = SearchOptions(symmetry=symmetry)
+        v, w = check_native(cfg, options).violation, check(cfg, options).violation
+        assert v is not None and w is not None and v.property == w.property
+        assert [s for s, _ in v.steps] == [s for s, _ in w.steps]
+        assert "broker_stop" in [s.action for s, _ in v.steps]
+        assert replay(cfg, [s for s, _ in v.steps]) == v.states
+
+
 def test_a_native_counterexample_replays_through_the_model():
     cfg = named("design")
     v = check_native(cfg).violation
@@ -280,6 +315,7 @@ def test_budgets_stop_a_native_search_with_the_depth_checked():
 
 def test_unsupported_configurations_are_named():
     assert unsupported(named("kip320")) is None
+    assert unsupported(named("kip320", max_shutdowns=1, preferred_elections=1)) is None
     assert "one partition" in unsupported(named("kip320", partitions=2))
     assert "reassignments" in unsupported(named("kip320", reassignments=1))
     with pytest.raises(NativeUnavailable, match="one partition"):
