@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -300,8 +301,10 @@ class ControllerHost:
 
         self.controller._write_states = timed  # type: ignore[method-assign]
 
-    def on_controller_elected(self, controller_epoch: int) -> None:
+    def on_controller_elected(self, controller_epoch: int,
+                              announce: Callable[[], None] = lambda: None) -> None:
         """No broker behind this host fences control requests: nothing to learn."""
+        announce()
 
     @classmethod
     def start(cls, broker_id: int, zk_hosts: str, work: Path, **settings: Any) -> ControllerHost:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from kazoo.exceptions import NoNodeError
@@ -113,7 +114,19 @@ class ControlRequests(ReplicationFollower):
         assert term is not None  # a claim is confirmed only by a term
         if self.controller_term is None or term.controller_epoch > self.controller_term.controller_epoch:
             self.controller_term = term
-        self._refuse_if_stale(header, kind, entries)  # another request may have moved it meanwhile
+        # another request may have moved the epoch meanwhile: :meth:`_deciding` checks again
+
+    @contextlib.contextmanager
+    def _deciding(self, header: ControlHeader, kind: str,
+                  entries: list[PartitionState]) -> Iterator[None]:
+        """A request's effects and their events, under ``control_lock`` after one more
+        staleness check: an election this broker's controller wins meanwhile (on a ZooKeeper
+        thread) then falls either before the check, which refuses the deposed controller's
+        request, or after the effects, as the model orders them."""
+        with self.control_lock:
+            self._refuse_if_stale(header, kind, entries)
+            self._adopt_controller_epoch(header)
+            yield
 
     def _refuse_if_stale(self, header: ControlHeader, kind: str,
                          entries: list[PartitionState]) -> None:
@@ -181,48 +194,48 @@ class ControlRequests(ReplicationFollower):
                    for bid, (host, port) in dict(body.get("leaders", {})).items()}
         init = bool(body.get("init"))
         await self._fence_control(header, "leader_and_isr", entries)
-        self._adopt_controller_epoch(header)
-        self.endpoints.update(leaders)
-        results = []
-        for st in entries:
-            if self.id not in st.replicas:
-                continue
-            # 2.0 startReplica, of the incarnation the request names (question 5)
-            r, current = self.replica_of_incarnation(st.topic, st.partition, st.topic_id)
-            if not current:
-                r.emit(events.reject_leader_and_isr, reason="stale_topic_id", leader_epoch=st.leader_epoch,
-                       controller_epoch=cepoch)
-                results.append([st.topic, st.partition, int(ErrorCode.INCONSISTENT_TOPIC_ID)])
-                continue
-            verdict = leader_and_isr_verdict(r, st)
-            if verdict is Verdict.REFUSE:
-                # an older epoch, or this epoch with another leader or ISR: seed 000 follows
-                # only a larger epoch (the model's "stale leader epoch" covers both)
-                r.emit(events.reject_leader_and_isr, reason="stale_leader_epoch", leader_epoch=st.leader_epoch,
-                       controller_epoch=cepoch)
-                results.append([st.topic, st.partition, int(ErrorCode.FENCED_LEADER_EPOCH)])
-                continue
-            if verdict is Verdict.REPEAT:
-                # the same decision again (INIT after failover, reassignment's AR+RAR): no
-                # transition; only the assigned replicas may have grown, the ISR moved on
-                r.replicas = list(st.replicas)
-                if st.zk_version > r.zk_version:
-                    r.zk_version, r.isr = st.zk_version, set(st.isr)
+        with self._deciding(header, "leader_and_isr", entries):
+            self.endpoints.update(leaders)
+            results = []
+            for st in entries:
+                if self.id not in st.replicas:
+                    continue
+                # 2.0 startReplica, of the incarnation the request names (question 5)
+                r, current = self.replica_of_incarnation(st.topic, st.partition, st.topic_id)
+                if not current:
+                    r.emit(events.reject_leader_and_isr, reason="stale_topic_id", leader_epoch=st.leader_epoch,
+                           controller_epoch=cepoch)
+                    results.append([st.topic, st.partition, int(ErrorCode.INCONSISTENT_TOPIC_ID)])
+                    continue
+                verdict = leader_and_isr_verdict(r, st)
+                if verdict is Verdict.REFUSE:
+                    # an older epoch, or this epoch with another leader or ISR: seed 000 follows
+                    # only a larger epoch (the model's "stale leader epoch" covers both)
+                    r.emit(events.reject_leader_and_isr, reason="stale_leader_epoch", leader_epoch=st.leader_epoch,
+                           controller_epoch=cepoch)
+                    results.append([st.topic, st.partition, int(ErrorCode.FENCED_LEADER_EPOCH)])
+                    continue
+                if verdict is Verdict.REPEAT:
+                    # the same decision again (INIT after failover, reassignment's AR+RAR): no
+                    # transition; only the assigned replicas may have grown, the ISR moved on
+                    r.replicas = list(st.replicas)
+                    if st.zk_version > r.zk_version:
+                        r.zk_version, r.isr = st.zk_version, set(st.isr)
+                    results.append([st.topic, st.partition, 0])
+                    continue
+                if st.leader == self.id:
+                    r.become_leader(st)
+                else:
+                    r.become_follower(st, self.rule)
+                    if st.leader >= 0:
+                        self._ensure_fetcher(st.leader)
                 results.append([st.topic, st.partition, 0])
-                continue
-            if st.leader == self.id:
-                r.become_leader(st)
-            else:
-                r.become_follower(st, self.rule)
-                if st.leader >= 0:
-                    self._ensure_fetcher(st.leader)
-            results.append([st.topic, st.partition, 0])
-        if init:
-            # C.3: with INIT, delete every local partition the controller did not mention
-            keep = {(st.topic, st.partition) for st in entries}
-            for key in [k for k in self.replicas if k not in keep]:
-                self._stop_replica(key, delete=True, reason="not_in_init")
-        return {"partitions": results}
+            if init:
+                # C.3: with INIT, delete every local partition the controller did not mention
+                keep = {(st.topic, st.partition) for st in entries}
+                for key in [k for k in self.replicas if k not in keep]:
+                    self._stop_replica(key, delete=True, reason="not_in_init")
+            return {"partitions": results}
 
     def _stop_replica(self, key: tuple[str, int], delete: bool, reason: str,
                       topic_id: int = UNKNOWN) -> None:
@@ -252,10 +265,10 @@ class ControlRequests(ReplicationFollower):
         delete = bool(body.get("delete"))
         parts = [_stop_replica_item(item) for item in body["partitions"]]
         await self._fence_control(header, "stop_replica", [])
-        self._adopt_controller_epoch(header)
-        for topic, partition, topic_id in parts:
-            self._stop_replica((topic, partition), delete, "stop_replica", topic_id)
-        return {}
+        with self._deciding(header, "stop_replica", []):
+            for topic, partition, topic_id in parts:
+                self._stop_replica((topic, partition), delete, "stop_replica", topic_id)
+            return {}
 
     async def on_update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
         await self._control_ready.wait()  # see BrokerCore.__init__
@@ -265,21 +278,21 @@ class ControlRequests(ReplicationFollower):
                    for b, (host, port) in dict(body["brokers"]).items()}
         topics = _metadata_topics(body["topics"])
         await self._fence_control(header, "update_metadata", [])
-        self._adopt_controller_epoch(header)
-        if body.get("partial"):  # only some partitions changed: merge them into what we have
-            merged = {t: dict(parts) for t, parts in self.metadata["topics"].items()}
-            for t, parts in topics.items():
-                merged.setdefault(t, {}).update(parts)
-            topics = merged
-        self.metadata = {"brokers": brokers, "topics": topics, "controller_id": controller_id,
-                         "controller_epoch": header.controller_epoch}
-        for bid, (host, port) in brokers.items():
-            self.endpoints[int(bid)] = (host, port)
-        self.recorder.emit(events.update_metadata(informational={
-            "controller_epoch": header.controller_epoch,
-            "brokers": sorted(int(b) for b in brokers),
-            "topics": sorted(body["topics"])}))
-        return {}
+        with self._deciding(header, "update_metadata", []):
+            if body.get("partial"):  # only some partitions changed: merge them into what we have
+                merged = {t: dict(parts) for t, parts in self.metadata["topics"].items()}
+                for t, parts in topics.items():
+                    merged.setdefault(t, {}).update(parts)
+                topics = merged
+            self.metadata = {"brokers": brokers, "topics": topics, "controller_id": controller_id,
+                             "controller_epoch": header.controller_epoch}
+            for bid, (host, port) in brokers.items():
+                self.endpoints[int(bid)] = (host, port)
+            self.recorder.emit(events.update_metadata(informational={
+                "controller_epoch": header.controller_epoch,
+                "brokers": sorted(int(b) for b in brokers),
+                "topics": sorted(body["topics"])}))
+            return {}
 
     async def on_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
         # the active controller as /controller says now (seed 002), which may be newer than

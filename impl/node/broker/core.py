@@ -18,6 +18,8 @@ Fields grouped by the section that writes them:
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,20 +97,30 @@ class BrokerCore:
         # once, and a LeaderAndISR handled first would be recorded before the broker_restart
         # it depends on (Kafka likewise opens request processing only after startup).
         self._control_ready = asyncio.Event()
+        # The controller wins its election on a ZooKeeper thread while this broker's loop
+        # applies control requests: the last staleness check of a request, its effects and
+        # their events run under this lock, and so does taking a won election's epoch with
+        # its controller_elect event.  Else a request of the deposed controller checked just
+        # before the election would be applied, and recorded, just after it.
+        self.control_lock = threading.Lock()
 
 
-    def on_controller_elected(self, controller_epoch: int) -> None:
+    def on_controller_elected(self, controller_epoch: int,
+                              announce: Callable[[], None] = lambda: None) -> None:
         """Seed 002: the broker whose controller has just won the election at
         ``controller_epoch`` knows that epoch from then on, as every broker does once a
         request of the new controller reaches it.  Without this, a request of the deposed
         controller still in flight to this very broker would be taken after the election
-        (the model's ``controller_elect`` sets the winner's known epoch in the same step)."""
-        if controller_epoch > self.controller_epoch:
-            self.controller_epoch = controller_epoch
-            self.metadata["controller_id"] = self.id
-            self.metadata["controller_epoch"] = controller_epoch
-        if self.controller_term is None or controller_epoch > self.controller_term.controller_epoch:
-            self.controller_term = ControllerTerm(self.id, controller_epoch)
+        (the model's ``controller_elect`` sets the winner's known epoch in the same step).
+        ``announce`` records the election in that same step (under ``control_lock``)."""
+        with self.control_lock:
+            if controller_epoch > self.controller_epoch:
+                self.controller_epoch = controller_epoch
+                self.metadata["controller_id"] = self.id
+                self.metadata["controller_epoch"] = controller_epoch
+            if self.controller_term is None or controller_epoch > self.controller_term.controller_epoch:
+                self.controller_term = ControllerTerm(self.id, controller_epoch)
+            announce()
     def replica(self, topic: str, partition: int, create: bool = False) -> Replica:
         """This broker's replica of a partition; ``create`` opens it (seed 000 C
         startReplica: "create the partition directory locally, if not present")."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
@@ -51,9 +51,11 @@ class ControllerHost(Protocol):
     config: BrokerConfig
     recorder: TraceRecorder
 
-    def on_controller_elected(self, controller_epoch: int) -> None:
+    def on_controller_elected(self, controller_epoch: int,
+                              announce: Callable[[], None] = lambda: None) -> None:
         """The controller won the election at ``controller_epoch``: its broker fences the
-        deposed controller's requests from now on."""
+        deposed controller's requests from now on, and ``announce`` (the election's event)
+        runs in the same step, so no control request the broker applies falls between."""
 
 
 class Channel(Protocol):

@@ -172,8 +172,8 @@ class Failover(PreferredElection, BrokerFailure, PartitionChanges, Reassignment)
         zxid = results[1].mzxid if hasattr(results[1], "mzxid") else estat.mzxid
         self.active = True
         self.generation += 1
-        self.broker.on_controller_elected(new_epoch)
-        self.recorder.emit(events.controller_elect(zxid=zxid, controller_epoch=new_epoch, broker=self.id))
+        self.broker.on_controller_elected(new_epoch, lambda: self.recorder.emit(
+            events.controller_elect(zxid=zxid, controller_epoch=new_epoch, broker=self.id)))
         self._watch_controller_paths()
         self._failover()
 

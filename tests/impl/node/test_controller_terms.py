@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -48,9 +49,14 @@ def make_controller(zk_chroot: str, acl: ZkAcl | None, tmp_path: Path, broker_id
     zk = zkl.connect(zk_chroot, session_timeout=4.0, acl=acl)
     zkl.ensure_layout(zk, acl)
     elected: list[int] = []  # the epochs its broker was told it won
+
+    def on_controller_elected(epoch: int, announce: Callable[[], None] = lambda: None) -> None:
+        elected.append(epoch)
+        announce()
+
     host = SimpleNamespace(zk=zk, id=broker_id, config=config, elected=elected,
                            recorder=TraceRecorder(tmp_path / f"broker-{broker_id}.jsonl", "t", broker_id),
-                           on_controller_elected=elected.append)
+                           on_controller_elected=on_controller_elected)
     return Controller(host)  # type: ignore[arg-type]
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -298,7 +299,7 @@ def test_the_broker_of_a_newly_elected_controller_refuses_the_deposed_controller
     from impl.node.broker.core import BrokerCore
 
     broker = SimpleNamespace(id=2, controller_epoch=4, controller_term=ControllerTerm(1, 4),
-                             metadata={"controller_id": 1, "controller_epoch": 4})
+                             metadata={"controller_id": 1, "controller_epoch": 4}, control_lock=threading.Lock())
     old = ControlHeader(controller_id=1, controller_epoch=4, broker_epoch=7)
     assert control_refusal(old, broker.controller_epoch, 7) is None
     BrokerCore.on_controller_elected(broker, 5)  # type: ignore[arg-type]
@@ -307,3 +308,26 @@ def test_the_broker_of_a_newly_elected_controller_refuses_the_deposed_controller
     assert broker.metadata == {"controller_id": 2, "controller_epoch": 5}
     BrokerCore.on_controller_elected(broker, 3)  # type: ignore[arg-type]  # never moves back
     assert broker.controller_epoch == 5 and broker.controller_term == ControllerTerm(2, 5)
+
+
+def test_an_election_won_while_a_control_request_is_applied_takes_effect_after_it() -> None:
+    """The controller wins on a ZooKeeper thread while the broker's loop applies a request
+    of the deposed controller it has already checked: the new epoch and the controller_elect
+    event wait for that request's effects and events (``control_lock``), so the trace orders
+    them as the broker did -- the request before the election, when it was not yet stale."""
+    from types import SimpleNamespace
+
+    from impl.node.broker.core import BrokerCore
+
+    order: list[str] = []
+    broker = SimpleNamespace(id=2, controller_epoch=4, controller_term=ControllerTerm(1, 4),
+                             metadata={}, control_lock=threading.Lock())
+    with broker.control_lock:  # the request's effects, as ``_deciding`` holds them
+        won = threading.Thread(target=BrokerCore.on_controller_elected,
+                               args=(broker, 5, lambda: order.append("controller_elect")))
+        won.start()
+        won.join(timeout=0.2)
+        assert won.is_alive() and broker.controller_epoch == 4
+        order.append("become_leader")
+    won.join(timeout=5)
+    assert order == ["become_leader", "controller_elect"] and broker.controller_epoch == 5
