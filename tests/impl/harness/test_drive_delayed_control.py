@@ -9,7 +9,7 @@ Broker 1 must refuse both as the model does (``reject_leader_and_isr``, reason
 ``stale_controller_epoch``), keeping the new controller's state.
 
 The fence is the first check of every control request (``ControlRequests._fence_control``:
-``_refuse_if_stale``).  Behind it the controller's identity is checked against ZooKeeper
+``_refuse_if_stale``; made again under the broker's lock as the request takes effect).  Behind it the controller's identity is checked against ZooKeeper
 (docs/security.md), which refuses a deposed controller's request too -- so with the fence
 taken out of a copy of the source, one line, broker 1 still changes nothing, but it refuses
 the request as an unconfirmed claim, not as the model's stale request: the run diverges at
