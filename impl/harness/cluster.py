@@ -419,8 +419,8 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for b, p in self.procs.items():
                 if b in want and p.poll() is not None:
-                    raise RuntimeError(f"broker {b} exited with {p.returncode}; see "
-                                       f"{self.files.broker(b).out}")
+                    out = self.files.broker(b).out
+                    raise RuntimeError(f"broker {b} exited with {p.returncode}: {_last_line(out)} (see {out})")
             ok = True
             for b in want:
                 meta = self.metadata(b)
@@ -549,3 +549,13 @@ class LocalCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _last_line(path: Path) -> str:
+    """The last line a process wrote, which names why it ended (a test's tmp directory may be
+    gone by the time anyone reads the file)."""
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return "no output"
+    return lines[-1].strip()[:300] if lines else "no output"
