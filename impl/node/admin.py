@@ -81,9 +81,11 @@ FORWARD_TIMEOUT_S = 15.0
 
 
 def principal_of(body: dict[str, Any], forwarded: Forwarded | None = None) -> tuple[str, str]:
-    """The request's principal: a forwarded request's user is its Envelope's (the client's
-    id is the forwarded request's own)."""
-    user = forwarded.user if forwarded is not None else body.get("user")
+    """The request's principal: its ``user`` (checked against the connection's principal,
+    or for a forwarded request the Envelope's, by :mod:`impl.node.auth.rules`: a client's is
+    its own name, the operator may name anyone); a forwarded request that names none (a
+    Kafka broker's) is the Envelope's.  The client id is the request's own."""
+    user = body.get("user") or (forwarded.user if forwarded is not None else None)
     return str(user or ANONYMOUS), str(body.get("client_id") or "")
 
 

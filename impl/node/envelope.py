@@ -46,6 +46,13 @@ class Origin(NamedTuple):
 
     correlation_id: int = 0
     host: str = UNKNOWN_HOST
+    principal: str | None = None  # who the connection authenticated as (None: no authentication)
+
+
+def origin_of(correlation_id: int, peer: Any, principal: str | None) -> Origin:
+    """The origin of a request read off a connection to ``peer`` (a socket address)."""
+    host = str(peer[0]) if isinstance(peer, tuple) and peer else UNKNOWN_HOST
+    return Origin(correlation_id, host, principal)
 
 
 UNKNOWN_ORIGIN = Origin()  # a request not read off a connection (the Kafka listener's tools)
@@ -56,7 +63,7 @@ class Forwarded:
     """What the controller knows of a request that came inside an Envelope."""
 
     forwarded_by: int | None  # the forwarding broker (None: the operator, or not said)
-    user: str  # the original client's principal (request_principal)
+    user: str  # the original client's authenticated principal (request_principal)
     forward_id: str | None
     original_version: int
 
@@ -81,11 +88,13 @@ def _address(host: str) -> bytes:
 
 def wrap(api: ApiKey, version: int, body: dict[str, Any], user: str, origin: Origin,
          clock: int, forwarded_by: int, forward_id: str) -> dict[str, Any]:
-    """The Envelope a broker sends the controller for the client's request ``body``."""
+    """The Envelope a broker sends the controller for the client's request ``body``: its
+    principal the one the client's connection authenticated as, else (no authentication)
+    ``user``, the one the request names."""
     inner = {**body, FORWARD_ID: forward_id, ORIGINAL_VERSION: version}
     return {"request_data": encode_request(api, version, origin.correlation_id, clock,
                                            inner)[_LENGTH:],
-            "request_principal": principal_bytes(user),
+            "request_principal": principal_bytes(origin.principal or user),
             "client_host_address": _address(origin.host), "forwarded_by": forwarded_by}
 
 
@@ -136,5 +145,5 @@ def read_answer(api: ApiKey, envelope_answer: dict[str, Any]) -> tuple[int, int,
     return clock, error, body
 
 
-__all__ = ["FORWARD_ID", "ORIGINAL_VERSION", "UNKNOWN_ORIGIN", "Forwarded", "Origin", "Unwrapped", "answer",
+__all__ = ["FORWARD_ID", "ORIGINAL_VERSION", "UNKNOWN_ORIGIN", "Forwarded", "Origin", "Unwrapped", "answer", "origin_of",
            "read_answer", "unwrap", "wrap"]

@@ -22,7 +22,7 @@ import traceback
 from typing import Any
 
 from impl.node.admin import ADMIN_APIS, AdminError
-from impl.node.auth.session import SASL_APIS, Answer
+from impl.node.auth.session import SASL_APIS, Answer, session_principal
 from impl.node.broker.control import ControlRequests
 from impl.node.broker.core import RequestError
 from impl.node.broker.kafka_listener import KafkaClients
@@ -30,7 +30,7 @@ from impl.node.broker.replication_leader import ReplicationLeader
 from impl.node.broker.shutdown import Shutdown
 from impl.node.broker.startup import Startup
 from impl.node.config import BrokerConfig
-from impl.node.envelope import UNKNOWN_ORIGIN, Origin
+from impl.node.envelope import UNKNOWN_ORIGIN, Origin, origin_of
 from impl.node.layout import make_private
 from impl.node.tracing import HARNESS_NODE, observe_node
 from impl.node.wire import (
@@ -117,13 +117,11 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
         tasks: set[asyncio.Task[None]] = set()
         slots = asyncio.Semaphore(self.config.max_inflight_fetches)
 
-        peer = writer.get_extra_info("peername")
-        host = str(peer[0]) if isinstance(peer, tuple) and peer else Origin().host
-
         async def answer(api: ApiKey, body: dict[str, Any], cid: int, version: int = 0) -> None:
             error, rbody = ErrorCode.NONE, {}
             try:
-                result = await self.handle(api, body, version, Origin(cid, host))
+                result = await self.handle(api, body, version,
+                                           origin_of(cid, session.peer, session_principal(session)))
                 if result is None:  # acks=0 produce: no response at all
                     return
                 rbody = result

@@ -61,6 +61,10 @@ def test_the_envelope_is_kafkas_and_carries_the_clients_request_as_it_came() -> 
     assert tuple(decode_request_header(inner)) == (ApiKey.CREATE_TOPICS, 0, 42, 5)
     assert decode_request_body(inner) == {**OLD, "forward_id": "f1", "original_version": 0}
     assert decode_request_body(frame, header)["forwarded_by"] == 2
+    # the principal is the one the client's connection authenticated as, where there is one
+    # (the operator may name another user in the request, as on any connection)
+    signed_in = wrap(ApiKey.CREATE_TOPICS, 0, OLD, "olduser", Origin(1, "::1", "operator"), 5, 2, "f2")
+    assert unwrap(signed_in).forwarded.user == "operator" and len(signed_in["client_host_address"]) == 16
 
 
 def test_an_envelope_kafka_writes_is_unwrapped() -> None:

@@ -42,10 +42,13 @@ def test_answers_go_back_in_the_old_shape_with_the_topic_error_as_the_requests()
     assert exc.value.code == ErrorCode.TOPIC_ALREADY_EXISTS and "exists" in str(exc.value)
 
 
-def test_the_principal_is_the_envelopes_only_on_forwarded_requests():
+def test_a_forwarded_request_is_charged_to_its_user_else_the_envelopes_principal():
     assert principal_of({}) == (ANONYMOUS, "")
     assert principal_of({"user": "u", "client_id": "c"}) == ("u", "c")
     claimed = {"user": "u", "client_id": "c", "forwarded_by": 2, "principal": {"user": "root"}}
     assert principal_of(claimed) == ("u", "c")  # not in an Envelope: the claim is ignored
     forwarded = Forwarded(forwarded_by=2, user="root", forward_id="f", original_version=0)
-    assert principal_of({"user": "u", "client_id": "c"}, forwarded) == ("root", "c")
+    # the user the forwarded request names (authorized against the Envelope's principal)
+    assert principal_of({"user": "u", "client_id": "c"}, forwarded) == ("u", "c")
+    # a request that names none (a Kafka broker's) is the Envelope's principal's
+    assert principal_of({"client_id": "c"}, forwarded) == ("root", "c")
