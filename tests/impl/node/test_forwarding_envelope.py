@@ -90,3 +90,25 @@ def test_the_controller_takes_envelopes_only_from_brokers_and_never_nests_them(m
     assert [(e["forward_id"], e["forwarded_by"], e["user"], e["client_id"], e["original_version"])
             for e in handled] == [("fwd-1", other, "eve", "old-tool", 0)]
     zk.stop()
+
+
+def test_a_cluster_run_insecure_forwards_in_envelopes_too(make_cluster):
+    """Without authentication the Envelope's principal is the user the request names, and
+    its forwarded_by is taken as the forwarding broker says."""
+    c = make_cluster(2, insecure=True)
+    zk = c.zk_client()
+    ctrl = int(json.loads(zk.get(zkl.CONTROLLER)[0])["brokerid"])
+    other = 1 - ctrl
+    conn = BlockingConnection(*c.endpoint(other), timeout=20.0)
+    try:
+        error, _, resp = conn.send(ApiKey.CREATE_TOPICS, {
+            "topic": "open", "partitions": 1, "user": "dave", "client_id": "cli"}, version=0)
+    finally:
+        conn.close()
+    assert error == ErrorCode.NONE and resp["topic"] == "open"
+    audit = Path(c.data_dir) / f"broker-{ctrl}" / "admin-audit.jsonl"
+    [handled] = [e for e in map(json.loads, audit.read_text().splitlines())
+                 if e["event"] == "handled"]
+    assert (handled["forwarded_by"], handled["user"], handled["client_id"]) == (other, "dave", "cli")
+    assert handled["forward_id"] and handled["original_version"] == 0
+    zk.stop()
