@@ -185,14 +185,8 @@ class AdminService(AdminWrites):
         user, client = principal_of(body, forwarded)
         original = forwarded.original_version if forwarded is not None else \
             int(body.get("original_version", version))
-        hops = {"forward_id": forwarded.forward_id if forwarded else None,
-                "forwarded_by": forwarded.forwarded_by if forwarded else None}
-        if not self.is_controller:
-            self.audit("not_controller", api=api.name, version=version, **hops,
-                       user=user, client_id=client, controller_id=self.controller_id)
-            raise AdminError(ErrorCode.NOT_CONTROLLER,
-                             f"broker {self.id} is not the controller "
-                             f"(controller: {self.controller_id})")
+        hops = _hops(forwarded)
+        self._require_controller(api, version, user, client, hops)
         # a client of the old version is lenient-throttled, wherever it was forwarded from
         resp = await self._on_controller(api, to_controller_format(api, body), user, client,
                                          strict=original >= new)
@@ -201,6 +195,17 @@ class AdminService(AdminWrites):
                    throttle_time_ms=int(resp.get("throttle_time_ms", 0)),
                    errors=_errors_of(resp))
         return resp if version >= new else to_old_format(api, resp)
+
+    def _require_controller(self, api: ApiKey, version: int, user: str, client: str,
+                            hops: dict[str, Any]) -> None:
+        """NOT_CONTROLLER (audited) unless this broker is the active controller."""
+        if self.is_controller:
+            return
+        self.audit("not_controller", api=api.name, version=version, **hops,
+                   user=user, client_id=client, controller_id=self.controller_id)
+        raise AdminError(ErrorCode.NOT_CONTROLLER,
+                         f"broker {self.id} is not the controller "
+                         f"(controller: {self.controller_id})")
 
     async def handle_envelope(self, envelope: dict[str, Any], insecure: bool) -> dict[str, Any]:
         """An Envelope from a forwarding broker (its sender authorized already,
@@ -213,6 +218,10 @@ class AdminService(AdminWrites):
             inner = unwrap(envelope)
         except ProtocolError as exc:
             raise AdminError(exc.code, str(exc)) from None
+        # as Kafka's: a controller that is not the active one refuses the Envelope before it
+        # looks further into the request inside (the audit names the request all the same)
+        self._require_controller(inner.api, inner.version,
+                                 *principal_of(inner.body, inner.forwarded), _hops(inner.forwarded))
         body: dict[str, Any] | Refusal = inner.body
         if not insecure:
             body = authorize(Principal(inner.forwarded.user), inner.api, inner.body)
@@ -340,6 +349,12 @@ class AdminService(AdminWrites):
             metrics = self.quotas.describe_metrics() if self.is_controller else {}
         return {"quotas": out, "metrics": metrics, "controller_id": self.controller_id,
                 "from_controller": self.is_controller}
+
+
+def _hops(forwarded: Forwarded | None) -> dict[str, Any]:
+    """What the audit log records of a request's forwarding (None: not forwarded)."""
+    return {"forward_id": forwarded.forward_id if forwarded else None,
+            "forwarded_by": forwarded.forwarded_by if forwarded else None}
 
 
 def _errors_of(resp: dict[str, Any]) -> list[int]:

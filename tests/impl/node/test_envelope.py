@@ -20,6 +20,8 @@ from kio.serial import entity_reader, entity_writer
 from impl.node.admin import AdminError, AdminService
 from impl.node.config import BrokerConfig
 from impl.node.envelope import Origin, Unwrapped, answer, read_answer, unwrap, wrap
+from impl.node.kafka import SERVED
+from impl.node.kafka.codec import UnsupportedRequest, decode_request
 from impl.node.layout import DataDir
 from impl.node.wire import (
     ApiKey,
@@ -129,6 +131,24 @@ def test_the_answer_travels_in_the_forwarded_requests_own_frame() -> None:
     assert (clock, error, body["message"]) == (12, ErrorCode.TOPIC_ALREADY_EXISTS, "exists")
     with pytest.raises(ProtocolError):
         read_answer(ApiKey.CREATE_TOPICS, {})
+
+
+def test_a_request_in_the_broker_protocols_own_frames_is_forwarded_alike() -> None:
+    """REMOVE_PARTITIONS, which Kafka has no API for: its own frames inside the Envelope."""
+    body = {"topic": "t", "partitions": [3], "user": "u"}
+    inner = unwrap(wrap(ApiKey.REMOVE_PARTITIONS, 0, body, "u", Origin(8), 4, 1, "f3"))
+    assert (inner.api, inner.version, inner.correlation_id, inner.body) == \
+        (ApiKey.REMOVE_PARTITIONS, 0, 8, body)
+    assert read_answer(ApiKey.REMOVE_PARTITIONS, answer(inner, 6, 0, {
+        "topic": "t", "throttle_time_ms": 0})) == (6, 0, {"topic": "t", "throttle_time_ms": 0})
+
+
+def test_the_kafka_listener_neither_lists_nor_serves_envelope() -> None:
+    """As Kafka's broker: Envelope only on the inter-broker listener (Epochal's own)."""
+    assert ApiKey.ENVELOPE not in SERVED
+    frame = encode_request(ApiKey.ENVELOPE, 0, 3, 0, _envelope())[4:]
+    with pytest.raises(UnsupportedRequest):  # the listener closes the connection
+        decode_request(frame)
 
 
 # -- the forwarding broker, against a stand-in controller ------------------------------------
