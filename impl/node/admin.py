@@ -9,20 +9,23 @@ Routing, per request version (``impl.node.wire.CONTROLLER_VERSIONS`` gives the b
   anything (it answers NOT_CONTROLLER instead).
 * **new version, not the controller** -- NOT_CONTROLLER (41) with the ``controller_id`` this
   broker knows; the client rediscovers the controller from metadata and resends.
-* **old version** -- forwarded to the controller *as the new version*, with the original
-  principal attached (``principal``, ``forwarded_by``, ``forward_id``), and the answer is
-  relayed in the old format.  A new-version request is never forwarded, so a forwarded
-  request is never forwarded again: if it reaches a broker that lost the election meanwhile
-  it gets NOT_CONTROLLER, and the *forwarding* broker retries against the controller it
-  discovers next (only while the request was provably not delivered: NOT_CONTROLLER, or no
-  connection).  If the controller connection drops after the request was sent, the outcome
-  is unknown and the client gets REQUEST_TIMED_OUT rather than a second, blind attempt.
+* **old version** -- forwarded to the controller inside Kafka's Envelope (ApiKey 58,
+  :mod:`impl.node.envelope`): the client's request as it came, with the original principal
+  in the Envelope (``request_principal``) and ``forward_id`` / ``original_version`` in the
+  forwarded request's tag; the controller answers it in the old format and the answer is
+  relayed.  Only an Envelope is handled as forwarded, and what arrives in one is handled by
+  the controller or refused (NOT_CONTROLLER), never forwarded again: if it reaches a broker
+  that lost the election meanwhile it gets NOT_CONTROLLER, and the *forwarding* broker
+  retries against the controller it discovers next (only while the request was provably
+  not delivered: NOT_CONTROLLER, or no connection).  If the controller connection drops
+  after the request was sent, the outcome is unknown and the client gets REQUEST_TIMED_OUT
+  rather than a second, blind attempt.
 
 Each broker caches the active controller id from ``/controller`` (seed 002, a DataWatch that
 sees its deletion and data changes) and puts it in the metadata it serves.
 
 Quota (seed 001): a request is worth the partitions it creates, adds or deletes, charged to
-its principal (``user``, ``client_id``; for a forwarded request, the original principal).
+its principal (``user``, ``client_id``; for a forwarded request, the Envelope's principal).
 New-version clients get THROTTLING_QUOTA_EXCEEDED (89) per topic with ``throttle_time_ms``;
 old clients are always accepted and told ``throttle_time_ms`` -- and the broker that answers
 them mutes their connection for that long (it reads nothing more from it; see
@@ -59,19 +62,31 @@ from impl.node.admin_writes import (
     NotController,
     read_quotas,
 )
+from impl.node.auth.credentials import Principal
+from impl.node.auth.rules import Refusal, authorize
+from impl.node.envelope import UNKNOWN_ORIGIN, Forwarded, Origin, answer, read_answer, unwrap, wrap
 from impl.node.layout import DataDir
 from impl.node.quota import ANONYMOUS
-from impl.node.wire import CONTROLLER_VERSIONS, ApiKey, AsyncConnection, ErrorCode
+from impl.node.wire import (
+    CONTROLLER_VERSIONS,
+    ApiKey,
+    AsyncConnection,
+    ErrorCode,
+    ProtocolError,
+    error_name,
+)
 
 ADMIN_APIS = frozenset(CONTROLLER_VERSIONS) | {ApiKey.DESCRIBE_CLIENT_QUOTAS}
 FORWARD_TIMEOUT_S = 15.0
 
 
-def principal_of(body: dict[str, Any]) -> tuple[str, str]:
-    """The request's principal; a forwarded request carries the original one."""
-    p = body.get("principal") if body.get("forwarded_by") is not None else None
-    src = p if isinstance(p, dict) else body
-    return str(src.get("user") or ANONYMOUS), str(src.get("client_id") or "")
+def principal_of(body: dict[str, Any], forwarded: Forwarded | None = None) -> tuple[str, str]:
+    """The request's principal: its ``user`` (checked against the connection's principal,
+    or for a forwarded request the Envelope's, by :mod:`impl.node.auth.rules`: a client's is
+    its own name, the operator may name anyone); a forwarded request that names none (a
+    Kafka broker's) is the Envelope's.  The client id is the request's own."""
+    user = body.get("user") or (forwarded.user if forwarded is not None else None)
+    return str(user or ANONYMOUS), str(body.get("client_id") or "")
 
 
 def to_controller_format(api: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
@@ -152,44 +167,83 @@ class AdminService(AdminWrites):
     def is_controller(self) -> bool:
         return bool(self.broker.controller.active)
 
-    async def handle(self, api: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    async def handle(self, api: ApiKey, version: int, body: dict[str, Any],
+                     origin: Origin = UNKNOWN_ORIGIN) -> dict[str, Any]:
+        """A client's admin request (``origin``: where it came from, which a forwarded
+        request keeps)."""
         if api == ApiKey.DESCRIBE_CLIENT_QUOTAS:
             return await self._describe_quotas(body)
-        new = CONTROLLER_VERSIONS[api]
-        user, client = principal_of(body)
-        fwd = body.get("forwarded_by")
-        if version >= new:
-            if not self.is_controller:
-                self.audit("not_controller", api=api.name, version=version,
-                           forward_id=body.get("forward_id"), forwarded_by=fwd,
-                           user=user, client_id=client, controller_id=self.controller_id)
-                raise AdminError(ErrorCode.NOT_CONTROLLER,
-                                 f"broker {self.id} is not the controller "
-                                 f"(controller: {self.controller_id})")
-            strict = int(body.get("original_version", version)) >= new
-            resp = await self._on_controller(api, body, user, client, strict)
-            self.audit("handled", api=api.name, version=version, forward_id=body.get("forward_id"),
-                       forwarded_by=fwd, user=user, client_id=client,
-                       throttle_time_ms=int(resp.get("throttle_time_ms", 0)),
-                       errors=_errors_of(resp))
-            return resp
-        converted = to_controller_format(api, body)
-        if self.is_controller:  # an old client that happened to reach the controller
-            resp = await self._on_controller(api, converted, user, client, strict=False)
-            self.audit("handled", api=api.name, version=version, forward_id=None,
-                       forwarded_by=None, user=user, client_id=client,
-                       throttle_time_ms=int(resp.get("throttle_time_ms", 0)),
-                       errors=_errors_of(resp))
-        else:
-            resp = await self._forward(api, version, converted, user, client)
-        return to_old_format(api, resp)
+        if version < CONTROLLER_VERSIONS[api] and not self.is_controller:
+            return await self._forward(api, version, body, origin)
+        return await self._here(api, version, body, None)
 
-    async def _forward(self, api: ApiKey, version: int, body: dict[str, Any], user: str,
-                       client: str) -> dict[str, Any]:
-        """Send an old-version request on to the controller, once, as the new version."""
+    async def _here(self, api: ApiKey, version: int, body: dict[str, Any],
+                    forwarded: Forwarded | None) -> dict[str, Any]:
+        """Handled on this broker if it is the active controller, else NOT_CONTROLLER; the
+        answer in the request's version's format."""
+        new = CONTROLLER_VERSIONS[api]
+        user, client = principal_of(body, forwarded)
+        original = forwarded.original_version if forwarded is not None else \
+            int(body.get("original_version", version))
+        hops = _hops(forwarded)
+        self._require_controller(api, version, user, client, hops)
+        # a client of the old version is lenient-throttled, wherever it was forwarded from
+        resp = await self._on_controller(api, to_controller_format(api, body), user, client,
+                                         strict=original >= new)
+        self.audit("handled", api=api.name, version=version, **hops,
+                   original_version=original, user=user, client_id=client,
+                   throttle_time_ms=int(resp.get("throttle_time_ms", 0)),
+                   errors=_errors_of(resp))
+        return resp if version >= new else to_old_format(api, resp)
+
+    def _require_controller(self, api: ApiKey, version: int, user: str, client: str,
+                            hops: dict[str, Any]) -> None:
+        """NOT_CONTROLLER (audited) unless this broker is the active controller."""
+        if self.is_controller:
+            return
+        self.audit("not_controller", api=api.name, version=version, **hops,
+                   user=user, client_id=client, controller_id=self.controller_id)
+        raise AdminError(ErrorCode.NOT_CONTROLLER,
+                         f"broker {self.id} is not the controller "
+                         f"(controller: {self.controller_id})")
+
+    async def handle_envelope(self, envelope: dict[str, Any], insecure: bool) -> dict[str, Any]:
+        """An Envelope from a forwarding broker (its sender authorized already,
+        :mod:`impl.node.auth.rules`): the forwarded request, authorized as its original
+        principal's (unless the cluster runs ``insecure``) and handled here -- never
+        forwarded again.  A request that cannot be read, or a controller that is not the
+        active one, is the Envelope's error (AdminError); everything else is the forwarded
+        request's answer."""
+        try:
+            inner = unwrap(envelope)
+        except ProtocolError as exc:
+            raise AdminError(exc.code, str(exc)) from None
+        # as Kafka's: a controller that is not the active one refuses the Envelope before it
+        # looks further into the request inside (the audit names the request all the same)
+        self._require_controller(inner.api, inner.version,
+                                 *principal_of(inner.body, inner.forwarded), _hops(inner.forwarded))
+        body: dict[str, Any] | Refusal = inner.body
+        if not insecure:
+            body = authorize(Principal(inner.forwarded.user), inner.api, inner.body)
+        error, rbody = ErrorCode.NONE, {}
+        try:
+            if isinstance(body, Refusal):
+                raise AdminError(body.code, body.reason)
+            rbody = await self._here(inner.api, inner.version, body, inner.forwarded)
+        except AdminError as exc:
+            if exc.code == ErrorCode.NOT_CONTROLLER:  # the Envelope's: nothing was applied
+                raise
+            error, rbody = exc.code, {"message": str(exc), "throttle_time_ms": exc.throttle_ms,
+                                      "controller_id": self.controller_id}
+        except (KeyError, TypeError, ValueError) as exc:
+            error, rbody = ErrorCode.INVALID_REQUEST, {"message": f"bad request: {exc!r}"}
+        return answer(inner, self.broker.recorder.tick(), error, rbody)
+
+    async def _forward(self, api: ApiKey, version: int, body: dict[str, Any],
+                       origin: Origin) -> dict[str, Any]:
+        """Send an old-version request on to the controller, once, in an Envelope."""
+        user, client = principal_of(body)
         forward_id = uuid.uuid4().hex
-        fwd = dict(body, forwarded_by=self.id, forward_id=forward_id, original_version=version,
-                   principal={"user": user, "client_id": client})
         deadline = time.monotonic() + FORWARD_TIMEOUT_S
         delay = self.broker.config.forward_delay_ms / 1000
         attempt = 0
@@ -200,12 +254,9 @@ class AdminService(AdminWrites):
                                  f"no controller accepted the forwarded request within "
                                  f"{FORWARD_TIMEOUT_S:g}s")
             if self.is_controller:  # we won an election while waiting: no hop at all
-                resp = await self._on_controller(api, fwd, user, client, strict=False)
-                self.audit("handled", api=api.name, version=version, forward_id=forward_id,
-                           forwarded_by=None, user=user, client_id=client,
-                           throttle_time_ms=int(resp.get("throttle_time_ms", 0)),
-                           errors=_errors_of(resp))
-                return resp
+                return await self._here(api, version, body, Forwarded(
+                    forwarded_by=None, user=user, forward_id=forward_id,
+                    original_version=version))
             target = self.controller_id
             if target < 0 or target == self.id:  # no controller known (an election is on)
                 await self._await_controller_change(min(remaining, 0.5))
@@ -217,7 +268,10 @@ class AdminService(AdminWrites):
                        target=target, attempt=attempt, user=user, client_id=client)
             if delay:  # test hook: an election may happen between discovery and sending
                 await asyncio.sleep(delay)
-            resp = await self._send_to_controller(api, fwd, target, remaining, forward_id, attempt)
+            envelope = wrap(api, version, body, user, origin, self.broker.recorder.tick(),
+                            self.id, forward_id)
+            resp = await self._send_to_controller(api, envelope, target, remaining, forward_id,
+                                                  attempt)
             if resp is not None:
                 return resp
             # not delivered, or refused with NOT_CONTROLLER -- so not applied: wait for the
@@ -225,7 +279,7 @@ class AdminService(AdminWrites):
             await self._await_controller_change(min(1.0, max(0.0, deadline - time.monotonic())))
             await self._refresh_controller_id()
 
-    async def _send_to_controller(self, api: ApiKey, fwd: dict[str, Any], target: int,
+    async def _send_to_controller(self, api: ApiKey, envelope: dict[str, Any], target: int,
                                   timeout: float, forward_id: str,
                                   attempt: int) -> dict[str, Any] | None:
         """One forwarding attempt: the controller's answer, or None when the request was
@@ -239,8 +293,7 @@ class AdminService(AdminWrites):
             return None
         try:
             error, clock, resp = await conn.request(
-                api, fwd, self.broker.recorder.tick(), timeout=max(timeout, 1.0),
-                version=CONTROLLER_VERSIONS[api])
+                ApiKey.ENVELOPE, envelope, self.broker.recorder.tick(), timeout=max(timeout, 1.0))
             self.broker.recorder.observe(clock)
         except (OSError, TimeoutError, ConnectionError) as exc:
             self.audit("forward_unknown", api=api.name, forward_id=forward_id, target=target,
@@ -250,10 +303,22 @@ class AdminService(AdminWrites):
                              "unknown, check before retrying") from None
         finally:
             conn.close()
-        topics = resp.get("topics") if error == ErrorCode.NONE else None
-        if error == ErrorCode.NOT_CONTROLLER or (topics and all(
-                int(t.get("error", 0)) == ErrorCode.NOT_CONTROLLER for t in topics)):
-            return None  # refused as a whole or topic by topic: nothing applied
+        if error == ErrorCode.NOT_CONTROLLER:
+            return None  # refused as a whole: nothing applied
+        if error != ErrorCode.NONE:
+            # as Kafka's forwarding broker: an Envelope refused is the cluster's fault (a
+            # misconfigured broker), not the client's -- it gets UNKNOWN_SERVER_ERROR
+            raise AdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"controller {target} refused the forwarded request's Envelope: "
+                             f"{error_name(error)}: {resp.get('message', '')}")
+        try:
+            clock, error, resp = read_answer(api, resp)
+        except ProtocolError as exc:
+            raise AdminError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                             f"controller {target}'s answer does not decode: {exc}") from None
+        self.broker.recorder.observe(clock)
+        if error == ErrorCode.NOT_CONTROLLER:
+            return None  # the controller lost its office before applying anything
         if error != ErrorCode.NONE:
             raise AdminError(ErrorCode(error), str(resp.get("message", "")),
                              int(resp.get("throttle_time_ms", 0)))
@@ -284,6 +349,12 @@ class AdminService(AdminWrites):
             metrics = self.quotas.describe_metrics() if self.is_controller else {}
         return {"quotas": out, "metrics": metrics, "controller_id": self.controller_id,
                 "from_controller": self.is_controller}
+
+
+def _hops(forwarded: Forwarded | None) -> dict[str, Any]:
+    """What the audit log records of a request's forwarding (None: not forwarded)."""
+    return {"forward_id": forwarded.forward_id if forwarded else None,
+            "forwarded_by": forwarded.forwarded_by if forwarded else None}
 
 
 def _errors_of(resp: dict[str, Any]) -> list[int]:

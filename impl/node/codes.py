@@ -36,6 +36,7 @@ class ApiKey(enum.IntEnum):
     REASSIGN_PARTITIONS = 45
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    ENVELOPE = 58  # KIP-590: a forwarded admin request, broker -> controller (impl.node.envelope)
     REMOVE_PARTITIONS = 100
 
 
@@ -49,6 +50,11 @@ CONTROLLER_VERSIONS: dict[ApiKey, int] = {
     ApiKey.ALTER_CLIENT_QUOTAS: 1,
 }
 
+# the requests a broker may forward to the controller inside an ENVELOPE (Kafka's
+# "forwardable" APIs): the admin writes.  An Envelope itself is not forwardable, so a
+# forwarded request is never forwarded again.
+FORWARDABLE: frozenset[ApiKey] = frozenset(CONTROLLER_VERSIONS)
+
 # the APIs that travel as Apache Kafka's messages (impl.node.kafka.translate), each at the
 # one flexible version Epochal sends and answers: the ZooKeeper-era inter-broker messages,
 # replication, reads, writes, authentication and the admin requests (those of
@@ -59,7 +65,7 @@ KAFKA_VERSIONS: dict[ApiKey, int] = {
     ApiKey.PRODUCE: 9, ApiKey.METADATA: 9, ApiKey.INIT_PRODUCER_ID: 2, ApiKey.SASL_HANDSHAKE: 1,
     ApiKey.SASL_AUTHENTICATE: 2, ApiKey.CREATE_TOPICS: 6, ApiKey.DELETE_TOPICS: 5,
     ApiKey.CREATE_PARTITIONS: 3, ApiKey.ELECT_PREFERRED: 2, ApiKey.REASSIGN_PARTITIONS: 0,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: 1, ApiKey.ALTER_CLIENT_QUOTAS: 1,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: 1, ApiKey.ALTER_CLIENT_QUOTAS: 1, ApiKey.ENVELOPE: 0,
 }
 
 # highest version each API speaks: the admin writes above at their controller version (also
@@ -100,6 +106,7 @@ class ErrorCode(enum.IntEnum):
     SASL_AUTHENTICATION_FAILED = 58
     BROKER_NOT_AVAILABLE = 8
     THROTTLING_QUOTA_EXCEEDED = 89  # seed 001: per topic, to new-version clients only
+    PRINCIPAL_DESERIALIZATION_FAILURE = 97  # an Envelope whose request_principal does not decode
     INCONSISTENT_TOPIC_ID = 103  # KIP-516: the request names an older incarnation of the topic
 
 

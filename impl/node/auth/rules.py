@@ -15,8 +15,13 @@ name only the identity its connection authenticated as.**
   follower's own fetch moves the leader's view of its LEO, and so the HW.  The leader then
   serves it only for partitions whose assignment holds F (:func:`impl.node.fencing.fetch_refusal`).
 * ``CONTROLLED_SHUTDOWN`` -- only from ``broker-B`` with ``broker_id`` = B.
-* an admin request with ``forwarded_by`` = N (or ``principal``, ``forward_id``,
-  ``original_version``) -- only from ``broker-N``: only a broker relays a client's principal.
+* ``ENVELOPE`` (a forwarded admin request, KIP-590) -- only from a broker, and with
+  ``forwarded_by`` = N only from ``broker-N``: only a broker relays a client's principal
+  (Kafka asks for CLUSTER_ACTION).  The request inside is then authorized as its original
+  principal's, by these same rules (:meth:`impl.node.admin.AdminService.handle_envelope`).
+* an admin request that claims to be forwarded (``forwarded_by``, ``principal``,
+  ``forward_id``, ``original_version``) outside an Envelope -- refused: only an Envelope is
+  handled as forwarded.
 * an admin request's ``user`` -- a client's own name or nothing; it is set to the
   authenticated name, so the quota is charged to who sent it.
 * ``ALTER_CLIENT_QUOTAS`` -- not from a client: a throttled user could otherwise raise its
@@ -38,7 +43,9 @@ from impl.node.codes import CONTROLLER_VERSIONS, ApiKey, ErrorCode
 
 CONTROL_APIS = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
 ADMIN_APIS = frozenset(CONTROLLER_VERSIONS) | {ApiKey.DESCRIBE_CLIENT_QUOTAS}
-FORWARD_FIELDS = ("forwarded_by", "forward_id", "original_version", "principal")
+# what a forwarded request claimed in its body before forwarding moved into ENVELOPE (the last
+# two still ride inside one, in the forwarded request's tag)
+FORWARD_FIELDS = ("forwarded_by", "principal", "forward_id", "original_version")
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,17 @@ def _int(value: Any) -> int:
         return 0  # not -1: a malformed id claims something, and is checked as a claim
 
 
+def _envelope(principal: Principal, body: dict[str, Any]) -> dict[str, Any] | Refusal:
+    """An Envelope's sender: a broker naming itself as ``forwarded_by`` (absent: it is
+    filled in), or the operator."""
+    if "forwarded_by" in body:
+        return _claims(principal, "forwarded_by", body["forwarded_by"]) or body
+    if principal.kind is Kind.CLIENT:
+        return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                       f"{principal} may not send an Envelope (only brokers forward requests)")
+    return {**body, "forwarded_by": principal.broker_id}
+
+
 def authorize(principal: Principal, api: ApiKey, body: dict[str, Any]) -> dict[str, Any] | Refusal:
     """The body to act on, or why ``principal`` may not send it."""
     if api in CONTROL_APIS:
@@ -83,11 +101,14 @@ def authorize(principal: Principal, api: ApiKey, body: dict[str, Any]) -> dict[s
         return _claims(principal, "broker_id", body.get("broker_id")) or body
     if is_replica_request(api, body):
         return _claims(principal, "replica_id", body.get("replica_id")) or body
+    if api == ApiKey.ENVELOPE:
+        return _envelope(principal, body)
     if api in ADMIN_APIS:
-        if any(f in body for f in FORWARD_FIELDS):
-            refused = _claims(principal, "forwarded_by", body.get("forwarded_by"))
-            if refused is not None:
-                return refused
+        claimed = [f for f in FORWARD_FIELDS if f in body]
+        if claimed and principal.kind is not Kind.OPERATOR:
+            return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                           f"{principal} may not send {', '.join(claimed)} outside an Envelope "
+                           "(only an Envelope is handled as forwarded)")
         if principal.kind is Kind.CLIENT:
             if api == ApiKey.ALTER_CLIENT_QUOTAS:
                 return Refusal(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

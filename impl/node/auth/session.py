@@ -125,6 +125,11 @@ class BrokerSecurity:
             self.log.log("summary", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
+def session_principal(session: ConnectionSession) -> str | None:
+    """The name a connection authenticated as (None: not authenticated, or --insecure)."""
+    return None if session.principal is None else session.principal.name
+
+
 class ConnectionSession:
     def __init__(self, security: BrokerSecurity, ticket: Ticket, peer: Any) -> None:
         self.security, self.ticket, self.peer = security, ticket, peer

@@ -43,11 +43,12 @@ from kio.schema.errors import ErrorCode as KafkaError
 
 from impl.node import zk as zkl
 from impl.node.auth.scram import MECHANISM
-from impl.node.auth.session import Answer, ConnectionSession
+from impl.node.auth.session import Answer, ConnectionSession, session_principal
 from impl.node.broker.clients import ClientRequests
 from impl.node.broker.core import RequestError
 from impl.node.broker.kafka_admin import AS_ADMIN, KafkaAdmin
 from impl.node.broker.kafka_operations import OPERATIONS_AS, KafkaOperations
+from impl.node.envelope import origin_of
 from impl.node.kafka import (
     SERVED,
     BatchRefused,
@@ -177,7 +178,7 @@ class KafkaClients(KafkaAdmin, KafkaOperations, ClientRequests):
                                            request.client_id), False
         if api in OPERATIONS_AS:  # impl.node.broker.kafka_operations: the operator tools'
             return await self._kafka_operation(api, schema, body, screened.get("user"),
-                                               request.client_id), False
+                                               request.client_id, origin_of(0, session.peer, session_principal(session))), False
         handler = {KafkaApi.PRODUCE: self._kafka_produce, KafkaApi.FETCH: self._kafka_fetch,
                    KafkaApi.LIST_OFFSETS: self._kafka_list_offsets,
                    KafkaApi.METADATA: self._kafka_metadata,

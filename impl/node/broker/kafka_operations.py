@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode as KafkaError
 
@@ -43,6 +43,7 @@ from impl.node.admin_writes import AdminError
 from impl.node.auth.credentials import valid_name
 from impl.node.auth.scram import ITERATIONS
 from impl.node.codes import ApiKey
+from impl.node.envelope import UNKNOWN_ORIGIN, Origin
 from impl.node.kafka import KafkaApi, build, millis
 from impl.node.quota import DEFAULT
 
@@ -55,6 +56,14 @@ STATIC_BROKER_CONFIG, INT = 4, 3  # DescribeConfigs' config_source, config_type
 SCRAM_SHA_256 = 1  # DescribeUserScramCredentials' mechanism
 MAX_ELECTION_WAIT_S = 30.0
 COMPONENTS = (("user", "user"), ("client_id", "client-id"))  # Epochal's key, Kafka's type
+
+class Caller(NamedTuple):
+    """Who sent an operator request: the body fields that name it (``user``, ``client_id``)
+    and where it came from (its authenticated principal, which a forwarded request keeps)."""
+
+    fields: dict[str, Any]
+    origin: Origin
+
 
 OPERATIONS_AS: dict[KafkaApi, ApiKey] = {
     KafkaApi.ELECT_LEADERS: ApiKey.ELECT_PREFERRED,
@@ -101,8 +110,8 @@ class KafkaOperations:
     _zk: Callable[[Callable[[], Any]], Awaitable[Any]]  # impl.node.broker.core
 
     async def _kafka_operation(self, api: KafkaApi, schema: type, body: Any, user: str | None,
-                               client_id: str | None) -> Any:
-        principal = {"user": user, "client_id": client_id or ""}
+                               client_id: str | None, origin: Origin = UNKNOWN_ORIGIN) -> Any:
+        principal = Caller({"user": user, "client_id": client_id or ""}, origin)
         if api == KafkaApi.ELECT_LEADERS:
             return await self._kafka_elect(schema, body, principal)
         if api == KafkaApi.ALTER_PARTITION_REASSIGNMENTS:
@@ -131,15 +140,16 @@ class KafkaOperations:
             {"user": u.name, **_result(KafkaError.resource_not_found, "not a user name"),
              "credential_infos": []} for u in body.users or ()])
 
-    async def _kafka_forward(self, api: ApiKey, request: dict[str, Any]) -> dict[str, Any]:
+    async def _kafka_forward(self, api: ApiKey, request: dict[str, Any],
+                             origin: Origin) -> dict[str, Any]:
         """An admin write at its forwarded version: the controller's answer, from any broker."""
-        return dict(await self.admin.handle(api, FORWARDED, request))
+        return dict(await self.admin.handle(api, FORWARDED, request, origin))
 
     def _partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
         return self.metadata.get("topics", {}).get(topic, {}).get(str(partition))
 
     # -- leader election --------------------------------------------------------------------
-    async def _kafka_elect(self, schema: type, body: Any, principal: dict[str, Any]) -> Any:
+    async def _kafka_elect(self, schema: type, body: Any, principal: Caller) -> Any:
         if int(body.election_type) != PREFERRED:
             return build(schema, throttle_time=0, error_code=KafkaError.invalid_request,
                          replica_election_results=[])
@@ -158,7 +168,7 @@ class KafkaOperations:
                      replica_election_results=[{"topic": t, "partition_result": rows}
                                                for t, rows in by_topic.items()])
 
-    async def _kafka_elect_one(self, topic: str, partition: int, principal: dict[str, Any],
+    async def _kafka_elect_one(self, topic: str, partition: int, principal: Caller,
                                wait_s: float) -> dict[str, Any]:
         state = self._partition_state(topic, partition)
         if state is None:
@@ -170,8 +180,8 @@ class KafkaOperations:
             return _result(KafkaError.preferred_leader_not_available,
                            f"preferred replica {preferred} is not a live ISR member")
         try:
-            await self._kafka_forward(ApiKey.ELECT_PREFERRED,
-                                {"topic": topic, "partition": partition, **principal})
+            await self._kafka_forward(ApiKey.ELECT_PREFERRED, {
+                "topic": topic, "partition": partition, **principal.fields}, principal.origin)
         except AdminError as exc:
             return _result(exc.code, str(exc))
         deadline = time.monotonic() + wait_s
@@ -183,7 +193,7 @@ class KafkaOperations:
         return _result(KafkaError.request_timed_out, f"broker {preferred} not leading yet")
 
     # -- reassignments ----------------------------------------------------------------------
-    async def _kafka_reassign(self, schema: type, body: Any, principal: dict[str, Any]) -> Any:
+    async def _kafka_reassign(self, schema: type, body: Any, principal: Caller) -> Any:
         responses = []
         for t in body.topics:
             rows = []
@@ -197,7 +207,8 @@ class KafkaOperations:
                     try:
                         await self._kafka_forward(ApiKey.REASSIGN_PARTITIONS, {
                             "topic": t.name, "partition": int(p.partition_index),
-                            "replicas": [int(b) for b in p.replicas], **principal})
+                            "replicas": [int(b) for b in p.replicas], **principal.fields},
+                            principal.origin)
                     except AdminError as exc:
                         row.update(_result(exc.code, str(exc)))
                 rows.append(row)
@@ -244,7 +255,7 @@ class KafkaOperations:
                                body.components, bool(body.strict))]
         return build(schema, throttle_time=0, **_result(KafkaError.none), entries=entries)
 
-    async def _kafka_alter_quotas(self, schema: type, body: Any, principal: dict[str, Any]) -> Any:
+    async def _kafka_alter_quotas(self, schema: type, body: Any, principal: Caller) -> Any:
         rows = []
         for q in body.entries:
             names = {c.entity_type: DEFAULT if c.entity_name is None else c.entity_name
@@ -265,7 +276,8 @@ class KafkaOperations:
                 try:
                     await self._kafka_forward(ApiKey.ALTER_CLIENT_QUOTAS, {
                         "entries": [{**entity, "rate": None if op.remove else float(op.value)}],
-                        "validate_only": bool(body.validate_only), **principal})
+                        "validate_only": bool(body.validate_only), **principal.fields},
+                        principal.origin)
                 except AdminError as exc:
                     row.update(_result(exc.code, str(exc)))
             rows.append(row)

@@ -22,7 +22,7 @@ import traceback
 from typing import Any
 
 from impl.node.admin import ADMIN_APIS, AdminError
-from impl.node.auth.session import SASL_APIS, Answer
+from impl.node.auth.session import SASL_APIS, Answer, session_principal
 from impl.node.broker.control import ControlRequests
 from impl.node.broker.core import RequestError
 from impl.node.broker.kafka_listener import KafkaClients
@@ -30,6 +30,7 @@ from impl.node.broker.replication_leader import ReplicationLeader
 from impl.node.broker.shutdown import Shutdown
 from impl.node.broker.startup import Startup
 from impl.node.config import BrokerConfig
+from impl.node.envelope import UNKNOWN_ORIGIN, Origin, origin_of
 from impl.node.layout import make_private
 from impl.node.tracing import HARNESS_NODE, observe_node
 from impl.node.wire import (
@@ -119,7 +120,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
         async def answer(api: ApiKey, body: dict[str, Any], cid: int, version: int = 0) -> None:
             error, rbody = ErrorCode.NONE, {}
             try:
-                result = await self.handle(api, body, version)
+                result = await self.handle(api, body, version,
+                                           origin_of(cid, session.peer, session_principal(session)))
                 if result is None:  # acks=0 produce: no response at all
                     return
                 rbody = result
@@ -143,10 +145,11 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
                 writer.write(frame)
                 await writer.drain()
             throttle_ms = int(rbody.get("throttle_time_ms", 0) or 0) if api in ADMIN_APIS else 0
-            if throttle_ms > 0 and body.get("forwarded_by") is None:
+            if throttle_ms > 0:
                 # seed 001: mute a throttled client's connection -- read nothing more from
-                # it for throttle_time_ms (a forwarding broker's connection is not muted: the
-                # forwarding broker mutes its own client's connection when it relays)
+                # it for throttle_time_ms (a forwarding broker's connection carries
+                # Envelopes, which are never muted: the forwarding broker mutes its own
+                # client's connection when it relays)
                 await asyncio.sleep(throttle_ms / 1000)
 
         try:
@@ -224,11 +227,14 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def handle(self, api: ApiKey, body: dict[str, Any],
-                     version: int = 0) -> dict[str, Any] | None:
-        if api in ADMIN_APIS:  # impl.node.admin: on the controller, forwarded, or NOT_CONTROLLER
+    async def handle(self, api: ApiKey, body: dict[str, Any], version: int = 0,
+                     origin: Origin = UNKNOWN_ORIGIN) -> dict[str, Any] | None:
+        if api in ADMIN_APIS or api == ApiKey.ENVELOPE:
+            # impl.node.admin: on the controller, forwarded, or NOT_CONTROLLER
             try:
-                return await self.admin.handle(api, version, body)
+                if api == ApiKey.ENVELOPE:
+                    return await self.admin.handle_envelope(body, self.security.insecure)
+                return await self.admin.handle(api, version, body, origin)
             except AdminError as exc:
                 raise RequestError(exc.code, str(exc), {
                     "throttle_time_ms": exc.throttle_ms,

@@ -45,14 +45,10 @@ _PRINCIPAL = (  # every admin request (seed 001: the principal the quota is char
     _F("user", "string", False, "the client's user: the authenticated one's name, or absent (no authentication)"),
     _F("client_id", "string", False, "the client's id"),
 )
-_FORWARDED = (  # added by a broker forwarding an old-version admin request (seed 004, KIP-590)
-    _F("forwarded_by", "int", False, "forwarded requests only: the forwarding broker's id"),
+_FORWARDED = (  # in a forwarded admin request, inside an ENVELOPE only (seed 004, KIP-590)
     _F("forward_id", "string", False, "forwarded requests only: a unique id of the forwarded request (audit log)"),
-    _F("original_version", "int", False, "forwarded requests only: the version the client sent (decides the quota's "
-       "strictness)"),
-    _F("principal", "map", False, "forwarded requests only: the original client's principal"),
-    _F("principal.user", "string", False, "the original client's user"),
-    _F("principal.client_id", "string", False, "the original client's id"),
+    _F("original_version", "int", False, "forwarded requests only: the version the client sent (audit log; "
+       "the quota's strictness)"),
 )
 _ADMIN = (*_PRINCIPAL, *_FORWARDED)
 _TOPIC_RESULT = (  # one topic's outcome in a version-1 admin answer
@@ -343,6 +339,18 @@ MESSAGES: dict[ApiKey, Message] = {
         response=(
             _F("leader_epoch", "int", True, "the largest epoch <= the one asked for that the leader has"),
             _F("end_offset", "int", True, "where that epoch ends in the leader's log (KIP-101/279)"),
+        ),
+    ),
+    ApiKey.ENVELOPE: Message(
+        request=(
+            _F("request_data", "bytes", True, "the forwarded request: its header and body, without the length prefix"),
+            _F("request_principal", "bytes", True, "the original client's principal: Kafka's DefaultPrincipalData, "
+               "prefixed by its i16 version"),
+            _F("client_host_address", "bytes", True, "the original client's IP address (4 or 16 bytes)"),
+            _F("forwarded_by", "int", False, "the forwarding broker's id (absent: the authenticated broker's)"),
+        ),
+        response=(
+            _F("response_data", "bytes", True, "the forwarded request's response: its header and body"),
         ),
     ),
     ApiKey.REMOVE_PARTITIONS: Message(

@@ -248,7 +248,7 @@ def test_a_kip101_round_takes_the_leaders_end_offset_as_is_where_kip320_looks_up
 BROKER0, BROKER1, ALICE = (Principal(n) for n in ("broker-0", "broker-1", "alice"))
 CLAIMS = [(ApiKey.LEADER_AND_ISR, "controller_id"), (ApiKey.CONTROLLED_SHUTDOWN, "broker_id"),
           (ApiKey.FETCH, "replica_id"), (ApiKey.OFFSETS_FOR_LEADER_EPOCH, "replica_id"),
-          (ApiKey.CREATE_TOPICS, "forwarded_by")]
+          (ApiKey.ENVELOPE, "forwarded_by")]
 
 
 def _reason(verdict: object) -> str:

@@ -1,12 +1,13 @@
 """Unit tests of the forwarding translation (seed 004): an old-version admin body becomes
 the controller version's body and the answer goes back in the old shape; the principal a
-request is charged to (seed 001) comes from the forwarding broker only when forwarded."""
+request is charged to (seed 001) is the Envelope's only when forwarded."""
 
 from __future__ import annotations
 
 import pytest
 
 from impl.node.admin import AdminError, principal_of, to_controller_format, to_old_format
+from impl.node.envelope import Forwarded
 from impl.node.quota import ANONYMOUS
 from impl.node.wire import API_VERSIONS, CONTROLLER_VERSIONS, ApiKey, ErrorCode
 
@@ -41,9 +42,13 @@ def test_answers_go_back_in_the_old_shape_with_the_topic_error_as_the_requests()
     assert exc.value.code == ErrorCode.TOPIC_ALREADY_EXISTS and "exists" in str(exc.value)
 
 
-def test_the_principal_is_the_original_one_only_on_forwarded_requests():
+def test_a_forwarded_request_is_charged_to_its_user_else_the_envelopes_principal():
     assert principal_of({}) == (ANONYMOUS, "")
     assert principal_of({"user": "u", "client_id": "c"}) == ("u", "c")
-    claimed = {"user": "u", "principal": {"user": "root", "client_id": "x"}}
-    assert principal_of(claimed) == ("u", "")  # not forwarded: the field is ignored
-    assert principal_of({**claimed, "forwarded_by": 2}) == ("root", "x")
+    claimed = {"user": "u", "client_id": "c", "forwarded_by": 2, "principal": {"user": "root"}}
+    assert principal_of(claimed) == ("u", "c")  # not in an Envelope: the claim is ignored
+    forwarded = Forwarded(forwarded_by=2, user="root", forward_id="f", original_version=0)
+    # the user the forwarded request names (authorized against the Envelope's principal)
+    assert principal_of({"user": "u", "client_id": "c"}, forwarded) == ("u", "c")
+    # a request that names none (a Kafka broker's) is the Envelope's principal's
+    assert principal_of({"client_id": "c"}, forwarded) == ("root", "c")

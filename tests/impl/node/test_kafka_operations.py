@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode as KafkaError
 from impl.node.admin import AdminError
 from impl.node.broker.kafka_operations import OPERATIONS_AS, KafkaOperations
 from impl.node.codes import ApiKey, ErrorCode
+from impl.node.envelope import UNKNOWN_ORIGIN, Origin, origin_of
 from impl.node.kafka import SERVED, KafkaApi, build, encode_response, response_schema
 from impl.node.quota import DEFAULT
 
@@ -30,12 +31,15 @@ class StandIn:
 
     def __init__(self, listener: Operations, refuse: AdminError | None = None) -> None:
         self.calls: list[tuple[ApiKey, int, dict[str, Any]]] = []
+        self.origins: list[Origin] = []
         self.listener, self.refuse = listener, refuse
 
-    async def handle(self, api: ApiKey, version: int, body: dict[str, Any]) -> dict[str, Any]:
+    async def handle(self, api: ApiKey, version: int, body: dict[str, Any],
+                     origin: Origin = UNKNOWN_ORIGIN) -> dict[str, Any]:
         if api == ApiKey.DESCRIBE_CLIENT_QUOTAS:
             return {"quotas": QUOTAS}
         self.calls.append((api, version, body))
+        self.origins.append(origin)
         if self.refuse is not None:
             raise self.refuse
         if api == ApiKey.ELECT_PREFERRED:
@@ -63,7 +67,8 @@ def _answer(ops: Operations, api: KafkaApi, version: int, user: str = "operator"
             **body: Any) -> Any:
     request = build(load_request_schema(api, version), **body)
     schema = response_schema(api, version)
-    answer = asyncio.run(ops._kafka_operation(api, schema, request, user, "cli"))
+    answer = asyncio.run(ops._kafka_operation(api, schema, request, user, "cli",
+                                              origin_of(0, ("10.0.0.7", 5000), user)))
     encode_response(api, 7, answer)  # it is Kafka's message of this version
     return answer
 
@@ -78,6 +83,8 @@ def test_a_preferred_election_is_forwarded_and_answered_once_it_took_effect() ->
                     2: KafkaError.preferred_leader_not_available}
     ((api, version, body),) = ops.admin.calls
     assert (api, version, body["topic"], body["partition"]) == (ApiKey.ELECT_PREFERRED, 0, "t", 0)
+    # forwarded in an Envelope naming the connection's principal and address (impl.node.envelope)
+    assert ops.admin.origins == [Origin(0, "10.0.0.7", "operator")]
     assert ops.metadata["topics"]["t"]["0"]["leader"] == 0
     unclean = _answer(Operations(), KafkaApi.ELECT_LEADERS, 1, election_type=1, timeout=1000,
                       topic_partitions=None)

@@ -71,13 +71,25 @@ def test_only_the_operator_and_brokers_alter_quotas():
     assert authorize(ALICE, ApiKey.DESCRIBE_CLIENT_QUOTAS, {})["user"] == "alice"
 
 
-def test_a_forwarded_principal_is_trusted_only_from_the_forwarding_broker():
-    fwd = {"topics": [], "forwarded_by": 1, "forward_id": "x", "original_version": 0,
-           "principal": {"user": "bob", "client_id": "c"}}
-    assert authorize(BROKER1, ApiKey.CREATE_TOPICS, fwd) == fwd
-    assert refused(authorize(BROKER0, ApiKey.CREATE_TOPICS, fwd))
-    assert refused(authorize(ALICE, ApiKey.CREATE_TOPICS, fwd))
-    assert refused(authorize(ALICE, ApiKey.CREATE_TOPICS, {"topics": [], "principal": {"user": "bob"}}))
+def test_an_envelope_is_taken_only_from_the_broker_it_names_or_the_operator():
+    """Only a broker forwards (Kafka's CLUSTER_ACTION), under its own id; the operator may."""
+    envelope = {"request_data": b"", "request_principal": b"", "client_host_address": b""}
+    assert authorize(BROKER1, ApiKey.ENVELOPE, envelope) == {**envelope, "forwarded_by": 1}
+    assert authorize(BROKER1, ApiKey.ENVELOPE, {**envelope, "forwarded_by": 1})["forwarded_by"] == 1
+    assert refused(authorize(BROKER0, ApiKey.ENVELOPE, {**envelope, "forwarded_by": 1}))
+    assert refused(authorize(ALICE, ApiKey.ENVELOPE, envelope))
+    assert refused(authorize(ALICE, ApiKey.ENVELOPE, {**envelope, "forwarded_by": 1}))
+    assert authorize(OPERATOR, ApiKey.ENVELOPE, envelope) == {**envelope, "forwarded_by": None}
+
+
+def test_a_request_claiming_to_be_forwarded_outside_an_envelope_is_refused():
+    """Only an Envelope is handled as forwarded: the old body fields claim nothing now."""
+    for claim in ({"forwarded_by": 1}, {"forward_id": "x"}, {"original_version": 0},
+                  {"principal": {"user": "bob"}}):
+        body = {"topics": [], **claim}
+        assert refused(authorize(ALICE, ApiKey.CREATE_TOPICS, body)), claim
+        assert refused(authorize(BROKER1, ApiKey.CREATE_TOPICS, body)), claim
+        assert authorize(OPERATOR, ApiKey.CREATE_TOPICS, body) == body
 
 
 def _exchange(verifier: Verifier, creds: Credentials) -> Principal | None:

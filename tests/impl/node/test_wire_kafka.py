@@ -87,23 +87,24 @@ REQUESTS: list[tuple[ApiKey, dict[str, Any]]] = [
     (ApiKey.CREATE_TOPICS, {"user": "alice", "client_id": "c", "validate_only": True, "topics": [
         {"topic": "t", "partitions": 3, "replication_factor": 2},
         {"topic": "u", "assignment": {"0": [1, 2], "1": [2, 0]}}]}),
-    (ApiKey.CREATE_TOPICS, {"topic": "t", "partitions": 1, "replication_factor": 1, "forwarded_by": 2,
-                            "forward_id": "f1", "original_version": 0,
-                            "principal": {"user": "bob", "client_id": "old"}}),
+    (ApiKey.CREATE_TOPICS, {"topic": "t", "partitions": 1, "replication_factor": 1, "user": "bob",
+                            "client_id": "old", "forward_id": "f1", "original_version": 0}),
     (ApiKey.DELETE_TOPICS, {"topics": ["t", "u"], "user": "alice"}),
     (ApiKey.DELETE_TOPICS, {"topic": "t"}),
     (ApiKey.CREATE_PARTITIONS, {"validate_only": True, "topics": [
         {"topic": "t", "count": 4}, {"topic": "u", "count": 3, "assignments": [[1, 2], [2, 0]]}]}),
     (ApiKey.CREATE_PARTITIONS, {"topic": "t", "count": 2, "client_id": "old"}),
     (ApiKey.ELECT_PREFERRED, {"topic": "t", "partition": 3, "user": "alice", "client_id": "c"}),
-    (ApiKey.REASSIGN_PARTITIONS, {"topic": "t", "partition": 1, "replicas": [2, 0, 1], "forwarded_by": 1,
-                                  "forward_id": "f2", "original_version": 0, "principal": {"user": "bob"}}),
+    (ApiKey.REASSIGN_PARTITIONS, {"topic": "t", "partition": 1, "replicas": [2, 0, 1], "user": "bob",
+                                  "forward_id": "f2", "original_version": 0}),
     (ApiKey.DESCRIBE_CLIENT_QUOTAS, {"user": "alice"}),
     (ApiKey.DESCRIBE_CLIENT_QUOTAS, {}),
     (ApiKey.ALTER_CLIENT_QUOTAS, {"validate_only": True, "entries": [
         {"user": "alice", "client_id": None, "rate": 2.5}, {"user": "<default>", "client_id": "c", "rate": None},
         {"user": None, "client_id": "<default>", "rate": 1.0}]}),
     (ApiKey.ALTER_CLIENT_QUOTAS, {"user": "admin", "entries": [{"user": "u", "client_id": "c", "rate": 10.0}]}),
+    (ApiKey.ENVELOPE, {"request_data": b"\x00\x13\x00\x06inner", "request_principal": b"\x00\x00\x05User\x04bob\x00\x00",
+                       "client_host_address": b"\x7f\x00\x00\x01", "forwarded_by": 2}),
 ]
 
 ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
@@ -166,6 +167,9 @@ ANSWERS: list[tuple[ApiKey, dict[str, Any], int, dict[str, Any]]] = [
     (ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [{"user": "u", "client_id": None, "rate": -1.0}]},
      ErrorCode.INVALID_REQUEST, {"message": "must be positive", "throttle_time_ms": 0, "controller_id": 0}),
     (ApiKey.ALTER_CLIENT_QUOTAS, {}, ErrorCode.NOT_CONTROLLER, {"message": "no", "throttle_time_ms": 0}),
+    (ApiKey.ENVELOPE, {}, 0, {"response_data": b"\x00\x00\x00\x07inner answer"}),
+    (ApiKey.ENVELOPE, {}, ErrorCode.NOT_CONTROLLER, {"message": "broker 1 is not the controller",
+                                                     "controller_id": 2}),
 ]
 
 # SaslHandshake has no flexible version: no tag, so no clock and no error message

@@ -343,10 +343,10 @@ def decode_response(payload: bytes, api: ApiKey) -> tuple[int, int, int, Body]:
 
 
 def _register_all() -> None:
-    from impl.node.kafka.translate import admin, clients, control, replication
+    from impl.node.kafka.translate import admin, clients, control, envelope, replication
 
     register(*control.TRANSLATIONS, *replication.TRANSLATIONS, *clients.TRANSLATIONS,
-             *admin.TRANSLATIONS)
+             *admin.TRANSLATIONS, *envelope.TRANSLATIONS)
 
 
 _register_all()
