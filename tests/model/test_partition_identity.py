@@ -15,11 +15,11 @@ from dataclasses import replace
 
 import pytest
 
-from model.actions import Step
+from model.actions import Step, forget_stale_requests
 from model.actions.partitions import added_incarnation, added_partition_id
 from model.config import named
 from model.registry import apply, unsupported_features
-from model.state import DELETED, FOLLOWER, LEADER, NOT_CREATED, initial
+from model.state import DELETED, FOLLOWER, LEADER, NOT_CREATED, LeaderAndIsr, initial
 from properties.checkers.bfs import SearchOptions, check
 from properties.safety import all_violations, deleted_not_served
 from tests.pinned import pinned
@@ -90,6 +90,15 @@ def test_a_re_added_partition_is_a_new_incarnation_only_with_identity() -> None:
     assert added_incarnation(IDENTITY, NOT_CREATED) == NOT_CREATED.topic_id, "a fresh id joins the topic's"
     t = _steps(IDENTITY, s, ("add_partitions", (0, 0, (0, 1), 0)))
     assert {m.topic_id for m in t.leader_and_isr if m.partition == 0} == {removed.topic_id + 1}
+
+
+def test_a_request_a_reused_id_can_make_news_again_is_not_forgotten() -> None:
+    """A LeaderAndISR refused for its leader epoch is dropped as stale for ever -- unless a
+    removed id may come back with no topic ids, whose deleted replica's epochs start over."""
+    for cfg, kept in ((named("kip320", partition_changes=2), False), (replace(REUSE, topic_ids=False), True)):
+        s = initial(cfg)
+        s = s._replace(leader_and_isr=(LeaderAndIsr(1, 0, 0, 1, (0, 1), 0, 1, 1),))
+        assert bool(forget_stale_requests(s, cfg).leader_and_isr) == kept
 
 
 def _down_through_the_removal(cfg):
