@@ -173,3 +173,9 @@ def validate(cfg: Config) -> None:
         # one topic per model: a partition without AR is either removed or of a deleted
         # topic, and the model does not tell the two apart
         raise ValueError("--partition-changes and --deletions cannot be combined (the model has one topic)")
+    if (cfg.reuse_partition_ids or cfg.partition_identity) and not cfg.partition_changes:
+        raise ValueError("--reuse-partition-ids and --partition-identity go with --partition-changes")
+    if cfg.partition_identity and not cfg.topic_ids:
+        # the identity is compared where topic ids are (``for_incarnation``): without them
+        # no broker reads it
+        raise ValueError("--partition-identity needs topic ids (it is not combined with --no-topic-ids)")

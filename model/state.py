@@ -226,7 +226,8 @@ class Ghost(NamedTuple):
     retired: tuple[tuple[int, int], ...] = ()
     preferred_elections: int = 0  # preferred-replica elections, in all (bounded by Config.preferred_elections)
     partition_changes: int = 0  # partitions added or removed (seed 000 H), in all (bounded by Config.partition_changes)
-    removed: tuple[int, ...] = ()  # partitions removed (seed 000 H): their ids are never added again
+    # partitions removed (seed 000 H): their ids are added again only with Config.reuse_partition_ids
+    removed: tuple[int, ...] = ()
     expiries: int = 0  # session expiries of a running broker, in all (bounded by Config.max_expiries)
 
 

@@ -63,8 +63,10 @@ def epoch_monotonic(before: State, after: State) -> str | None:
     if after.zk.controller_epoch < before.zk.controller_epoch:
         return f"/controller_epoch went back from {before.zk.controller_epoch} to {after.zk.controller_epoch}"
     for p, (zb, za) in enumerate(zip(before.zk.partitions, after.zk.partitions, strict=True)):
-        if za.topic_id != zb.topic_id or not za.ar:
-            continue  # deleted, or created again: a new topic's epochs start over
+        if za.topic_id != zb.topic_id or not za.ar or not zb.ar:
+            # deleted or removed, or created (again): a new topic's or partition's epochs
+            # start over -- a removed partition id added again (seed 000 H) included
+            continue
         if za.leader_epoch < zb.leader_epoch:
             return f"partition {p}: ZK leader_epoch went back from {zb.leader_epoch} to {za.leader_epoch}"
         if za.leader != zb.leader and za.leader_epoch <= zb.leader_epoch:

@@ -71,12 +71,20 @@ def forget_stale_requests(s: State, cfg: Config) -> State:
 
 
 def _stale_for_ever(s: State, cfg: Config, m: LeaderAndIsr) -> bool:
-    """Whether m is stale now and will stay so.  Without topic ids a deleted topic's replica
-    forgets its leader epoch with its directory (seed 000 B 2), so a request refused for its
-    leader epoch may be taken later; every other reason is for ever: controller and broker
-    epochs never go back, and with topic ids a replica's id never does either."""
+    """Whether m is stale now and will stay so.  Without topic ids a deleted topic's (or
+    removed partition's, when its id may come back) replica forgets its leader epoch with
+    its directory (seed 000 B 2), so a request refused for its leader epoch may be taken
+    later.  A removed id added again without its own identity brings a deleted replica back
+    at a restart, with the epoch ZooKeeper has -- news to a request the restart's new broker
+    epoch does not fence.  Every other reason is for ever: controller and broker epochs never
+    go back, and with topic ids a replica's id never does either."""
     why = stale_reason(s, cfg, m)
-    return why is not None and not (why == "stale leader epoch" and cfg.deletions and not cfg.topic_ids)
+    if why is None:
+        return False
+    reborn = cfg.reuse_partition_ids and not cfg.partition_identity and not cfg.fence_broker_epoch
+    if why == "stale leader epoch":
+        return not (((cfg.deletions or cfg.reuse_partition_ids) and not cfg.topic_ids) or reborn)
+    return not (why == "stale topic id" and reborn)
 
 
 def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:

@@ -151,6 +151,9 @@ class Entry(NamedTuple):
     freezing: bool = False
     from_event: Callable[[dict[str, Any], int, State], Args] | None = None
     also_enabled_by: tuple[Knob, ...] = ()  # more knobs that turn exploring it on
+    # knobs that change the action's rule rather than enable it (``reuse_partition_ids``):
+    # a backend that does not run the action refuses them as it refuses ``knob``
+    modifiers: tuple[Knob, ...] = ()
 
     def explored_in(self, cfg: Config) -> bool:
         """Whether a search of ``cfg`` tries this action: always, or when a knob it needs

@@ -13,7 +13,7 @@ from model.actions.common import (
     shutting_down,
 )
 from model.actions.entry import Args, Coverage, Emitted, Entry, Knob, Supported, Traced, Unsupported
-from model.actions.topics import assignments, partition_gone
+from model.actions.topics import assignments, partition_gone, removal_pending
 from model.actions.views import nothing_observed
 from model.state import NO_LEADER, LeaderAndIsr, PartitionZnode, State, Zk, ever_created
 from model.text import brokers_text, leader_text
@@ -26,14 +26,28 @@ PARTITION_CHANGES = Knob("partition_changes", "partitions added or removed", def
                          help="partitions added to or removed from the topic (seed 000 H) an admin may ask for")
 
 
+REUSE_PARTITION_IDS = Knob(
+    "reuse_partition_ids", "removed partition ids added again", default=0, high=1,
+    help="1: an added partition takes the lowest id the topic has no partition under, a removed "
+         "one's included, as an administrator re-adding it would (seed 000 H allows it); 0: an id "
+         "past every id the topic ever had")
+
+
+PARTITION_IDENTITY = Knob(
+    "partition_identity", "partition identities", default=0, high=1,
+    help="1: a partition added under a removed id is a new incarnation: a new id in its znode, "
+         "carried by LeaderAndISR, StopReplica and fetches and kept beside the log, as topic ids "
+         "are (needs topic ids); 0: its identity is the topic id alone")
+
+
 def partition_adds_args(s: State, cfg: Config) -> Iterator[tuple]:
-    """The topic's next fresh partition id (``fresh_partition_id``), any non-empty AR (down
+    """The id an added partition gets (``added_partition_id``), any non-empty AR (down
     brokers included), any live member of it as leader."""
     c = s.zk.controller
     if c == NO_LEADER or s.ghost.partition_changes >= cfg.partition_changes:
         return
-    p = fresh_partition_id(s.zk)
-    if p is not None:
+    p = added_partition_id(s.zk, cfg)
+    if p is not None and not removal_pending(s, p):
         yield from assignments(s, cfg, c, p)
 
 
@@ -54,6 +68,31 @@ def fresh_partition_id(zk: Zk) -> int | None:
     return p if p < len(zk.partitions) else None
 
 
+def added_partition_id(zk: Zk, cfg: Config) -> int | None:
+    """The id an added partition gets: a fresh one (``fresh_partition_id``), or with
+    ``reuse_partition_ids`` the lowest id the topic has no partition under -- a removed
+    partition's included, as an administrator naming it in ``/admin/partitions_add/T/p``
+    would.  Either way a controller that takes over reads the same answer from ZooKeeper."""
+    if not cfg.reuse_partition_ids:
+        return fresh_partition_id(zk)
+    return next((p for p, zn in enumerate(zk.partitions) if not zn.ar), None)
+
+
+def added_incarnation(cfg: Config, zn: PartitionZnode) -> int:
+    """The identity the added partition's znode records -- the id every LeaderAndISR,
+    StopReplica, fetch and AlterPartition of it carries and each replica keeps beside its log
+    (the model's ``topic_id``: what brokers compare, ``for_incarnation``).  A fresh id joins
+    the topic's incarnation.  A removed id added again is, with ``partition_identity``, a
+    new incarnation of the partition: one more than the removed one's, as the czxid of its
+    newly created partition znode is larger than any before -- so a broker holding the
+    removed partition's log deletes it before acting for the new one, as for a re-created
+    topic.  Without it the identity is the topic id alone, the removed partition's too, and
+    a broker that missed the removal's StopReplica cannot tell the two apart.  (The topic's
+    own id does not move here: partition changes and topic deletions are never combined, so
+    one number orders the pair (topic incarnation, partition incarnation).)"""
+    return zn.topic_id + 1 if cfg.partition_identity and ever_created(zn) else zn.topic_id
+
+
 def add_partitions(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], leader: int) -> State | None:
     """Seed 000 H ``on_partitions_add``: an administrator writes
     ``/admin/partitions_add/T/p`` -> AR; the controller "determine[s] the set of partitions to
@@ -64,18 +103,21 @@ def add_partitions(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], l
     does; done in the design's three writes, a controller failing between them leaves a
     leader without an assignment).  The partition joins the topic's incarnation: its topic
     id is the topic's, which is why its partition id must be fresh (``fresh_partition_id``):
-    the new partition is told apart from a removed one by its id alone."""
+    the new partition is told apart from a removed one by its id alone.  With
+    ``reuse_partition_ids`` the id may be a removed partition's (``added_partition_id``),
+    once its removal is complete (``removal_pending``); what identity it then has is
+    ``added_incarnation``'s rule."""
     if not acting_controller(s, c) or s.ghost.partition_changes >= cfg.partition_changes:
         return None
     if not ar or any(b < 0 or b >= cfg.brokers for b in ar) or tuple(sorted(set(ar))) != ar:
         return None
-    if p != fresh_partition_id(s.zk):
-        return None  # the partition exists, was removed (ids are never reused), or is not next
+    if p != added_partition_id(s.zk, cfg) or removal_pending(s, p):
+        return None  # the partition exists, was removed (ids not reused), is not next, or is going
     zn = s.zk.partitions[p]
     isr = tuple(b for b in ar if b in s.zk.live and b not in shutting_down(s))
     if leader not in isr:
         return None
-    znode = PartitionZnode(leader, 1, isr, zn.zk_version + 1, ar, (), zn.topic_id)
+    znode = PartitionZnode(leader, 1, isr, zn.zk_version + 1, ar, (), added_incarnation(cfg, zn))
     s = set_znode(s, p, znode)
     mbe = max_broker_epoch(s.zk)
     sent = s.leader_and_isr
@@ -117,7 +159,8 @@ NOT_IN_Z3 = Unsupported("partitions added and removed are not encoded (its parti
 def _add_text(args: Args, before: State, after: State) -> str:
     c, p, ar, _ = args
     zn = after.zk.partitions[p]
-    return (f"controller {c} adds partition {p} with AR {brokers_text(ar)} (init_leaders): leader "
+    again = f" again (a removed id; identity {zn.topic_id})" if ever_created(before.zk.partitions[p]) else ""
+    return (f"controller {c} adds partition {p}{again} with AR {brokers_text(ar)} (init_leaders): leader "
             f"{leader_text(zn.leader)}, epoch {zn.leader_epoch}, ISR {brokers_text(zn.isr)}; LeaderAndISR to AR")
 
 
@@ -136,7 +179,7 @@ ADD_PARTITIONS = Entry(
                       driver=Supported("an added partition with one replica: the implementation's follower "
                                        "fetches every partition it follows in one request, so only partition 0 "
                                        "may have followers")),
-    explored=False, knob=PARTITION_CHANGES,
+    explored=False, knob=PARTITION_CHANGES, modifiers=(REUSE_PARTITION_IDS, PARTITION_IDENTITY),
 )
 
 
@@ -170,4 +213,4 @@ REMOVE_PARTITIONS = Entry(
 
 
 ENTRIES = (ADD_PARTITIONS, REMOVE_PARTITIONS)
-KNOBS = (PARTITION_CHANGES,)
+KNOBS = (PARTITION_CHANGES, REUSE_PARTITION_IDS, PARTITION_IDENTITY)

@@ -197,6 +197,9 @@ def _stop_replica_text(args: Args, before: State, after: State) -> str:
     m = args[0]
     rb, ra = replica(before, m.to, m.partition), replica(after, m.to, m.partition)
     if m.leader_epoch == EPOCH_DURING_DELETE:
+        if m.controller_epoch < before.brokers[m.to].controller_epoch:
+            return (f"broker {m.to} refuses the deletion of p{m.partition} from controller epoch "
+                    f"{m.controller_epoch} (it knows controller epoch {before.brokers[m.to].controller_epoch})")
         if ra.role != DELETED:
             return f"broker {m.to} refuses the deletion of p{m.partition}'s topic id {m.topic_id} (its replica is of topic id {rb.topic_id})"
         return f"broker {m.to} deletes its replica of p{m.partition} (StopReplica for the deletion of topic id {m.topic_id})"

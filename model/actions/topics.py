@@ -117,6 +117,14 @@ def partition_gone(s: State, p: int) -> State:
     return s._replace(stop_replica=stops, ghost=ghost)
 
 
+def removal_pending(s: State, p: int) -> bool:
+    """Whether p's deletion or removal (``partition_gone``) still waits for a live replica's
+    answer to its StopReplica(delete): until every one has answered, p's name and id are not
+    free again (the controller's requests to one broker are answered in order, so none of
+    them takes a new incarnation's LeaderAndISR before it)."""
+    return any(m.partition == p and m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica)
+
+
 def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], leader: int) -> State | None:
     """Seed 000 B 1 and ``init_leaders``: an administrator creates the topic again under the
     same name with an explicit assignment -- any brokers, down ones included (the design's
@@ -132,7 +140,7 @@ def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], lea
     if not acting_controller(s, c) or not ar:
         return None
     zn = s.zk.partitions[p]
-    if zn.ar or any(m.partition == p and m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica):
+    if zn.ar or removal_pending(s, p):
         return None  # the topic exists, or its deletion still waits for a live replica's answer
     isr = tuple(b for b in ar if b in s.zk.live and b not in shutting_down(s))
     if leader not in isr:

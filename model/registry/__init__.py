@@ -101,10 +101,13 @@ def supported(backend: str) -> tuple[str, ...]:
 
 def unsupported_features(backend: str, cfg: Config) -> list[str]:
     """The features ``cfg`` asks for whose actions ``backend`` does not run (each named once,
-    in registry order): what a backend must refuse rather than silently leave out."""
+    in registry order) -- an action's knob, or a knob that changes its rule (``modifiers``):
+    what a backend must refuse rather than silently leave out."""
     out: list[str] = []
     for e in ACTIONS.values():
-        if e.knob is not None and not getattr(e.coverage, backend).supported and e.knob.asked(cfg):
-            if e.knob.feature not in out:
-                out.append(e.knob.feature)
+        if getattr(e.coverage, backend).supported:
+            continue
+        for knob in ((e.knob,) if e.knob is not None else ()) + e.modifiers:
+            if knob.asked(cfg) and knob.feature not in out:
+                out.append(knob.feature)
     return out

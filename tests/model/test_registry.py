@@ -113,7 +113,8 @@ def test_every_entry_declared_in_a_section_module_is_in_the_table() -> None:
 def test_every_knob_is_declared_in_a_section_module_and_is_a_config_field() -> None:
     declared = [v for m in model.actions.SECTIONS for v in vars(m).values() if isinstance(v, Knob)]
     assert set(declared) == set(KNOBS) and len(set(k.field for k in KNOBS)) == len(KNOBS)
-    used = {e.knob for e in ACTIONS.values() if e.knob} | {k for e in ACTIONS.values() for k in e.also_enabled_by}
+    used = ({e.knob for e in ACTIONS.values() if e.knob} | {k for e in ACTIONS.values() for k in e.also_enabled_by}
+            | {k for e in ACTIONS.values() for k in e.modifiers})
     assert used <= set(KNOBS), "an action is limited by a knob no section lists in KNOBS"
     for k in KNOBS:
         assert getattr(Config("x", "kip320"), k.field) == k.default
@@ -197,8 +198,9 @@ def test_a_backend_refuses_a_configuration_that_enables_an_action_it_does_not_ru
         if e.knob is None:  # never fires in a search: a self-loop no search takes
             assert not e.explored, f"{name}: {backend} does not run it, yet every search tries it"
             continue
-        cfg = replace(named("kip320", brokers=3, records=2), **{e.knob.field: 1})
-        assert e.knob.feature in (unsupported(cfg) or ""), f"{backend} runs {cfg} without {name}"
+        for knob in (e.knob, *e.modifiers):  # the knob, and each knob that changes its rule
+            cfg = replace(named("kip320", brokers=3, records=2), **{e.knob.field: 1, knob.field: 1})
+            assert knob.feature in (unsupported(cfg) or ""), f"{backend} runs {cfg} without {name}"
 
 
 # -- true: the judge -------------------------------------------------------------------------------
