@@ -64,7 +64,9 @@ OBSERVED = {
     "broker_restart": "server.log: Registered broker N at path /brokers/ids/N ... czxid (broker epoch)",
     "controller_elect": "controller.log: N successfully elected as the controller. Epoch incremented to E",
     "elect_leader": "state-change.log, the controller: Changed partition T-P from X to OnlinePartition; "
-                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR",
+                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR; "
+                    "its reason from controller.log's line before it: Starting replica leader election (PREFERRED) "
+                    "for partitions ... (preferred), Shutting down broker B (controlled_shutdown)",
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
     "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
     "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
@@ -121,6 +123,33 @@ def outside_isr(leader: int, isr: list[int] | None) -> bool:
 
 class AdapterError(ValueError):
     """A run directory the adapter cannot read (one line)."""
+
+
+class Trigger(NamedTuple):
+    """What the controller's event thread last said it handles (``election_trigger``): a
+    preferred-replica election of ``partitions``, the controlled shutdown of ``stopping``,
+    or something else (a broker failure: neither)."""
+
+    partitions: frozenset[str] = frozenset()
+    stopping: int = -1
+
+    @classmethod
+    def of(cls, f: dict[str, Any]) -> Trigger:
+        if f["election"] == "PREFERRED":
+            return cls(partitions=frozenset(tp for tp in f["tps"].split(",") if tp))
+        return cls(stopping=int(f["stopping"])) if f["stopping"] is not None else cls()
+
+    def reason(self, tp: str, removed: int | None) -> str | None:
+        """The model's reason for a partition state write the controller makes under this
+        trigger -- a new leader (``removed`` None) or a replica taken out of the ISR -- or None
+        where the trigger does not explain it: a preferred election writes only a new
+        leader of a partition named; a controlled shutdown moves the leadership off the
+        broker stopping, and takes it out of the ISRs it follows in."""
+        if tp in self.partitions and removed is None:
+            return "preferred"
+        if self.stopping >= 0 and removed in (None, self.stopping):
+            return "controlled_shutdown"
+        return None
 
 
 @dataclass
@@ -265,6 +294,8 @@ class _Adapter:
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
         # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
         self.applies: dict[tuple[str, int, int], tuple[float, list[int], int]] = {}
+        # controller -> why its event thread writes partition states now (``election_trigger``)
+        self.trigger: dict[int, Trigger] = {}
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -292,16 +323,22 @@ class _Adapter:
         self.known_isr[(topic, p)] = isr
         self.known_version[(topic, p)] = version
 
+    def _election_trigger(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        self.trigger[int(f["controller"])] = Trigger.of(f)
+
     def _leader_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         reason = "init" if f["from"] == "New" else "leader_failed"
+        if f["from"] == "Online":  # a live leader replaced: only an admin's or a shutdown's election does so
+            reason = self.trigger.get(int(f["controller"]), Trigger()).reason(f["tp"], None) or reason
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), f["isr"], int(f["version"]),
                     int(f["cepoch"]), reason)
 
     def _replica_offline(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         if int(f["version"]) <= self.known_version.get(topic_partition(f["tp"]), -1):
             return  # the election before it already left the replica out: Kafka wrote nothing
+        trigger = self.trigger.get(int(f["controller"]), Trigger())
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), ints(f["isr"]), int(f["version"]),
-                    int(f["cepoch"]), "broker_change")
+                    int(f["cepoch"]), trigger.reason(f["tp"], int(f["replica"])) or "broker_change")
 
     # -- a broker applying LeaderAndIsr -----------------------------------------------------
     def _leader_and_isr_received(self, broker: int, ts: float, f: dict[str, Any]) -> None:
@@ -663,7 +700,10 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
 
 
 def _priority(line: Line) -> int:
-    """Within one millisecond: ZooKeeper writes before what reacts to them."""
+    """Within one millisecond: the controller's reason for a write, then ZooKeeper writes,
+    then what reacts to them."""
+    if line.name == "election_trigger":
+        return -1  # logged before the writes it causes, often in the same millisecond
     return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline") else 1
 
 
