@@ -84,9 +84,10 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
         if line.name == "became_leader":
             names[line.fields["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(line.fields["tp"])[0]
     sent: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, first, last)
+    session: Session = {}
     for broker, _, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and fetching_replica(line.fields["request"]) >= 0:
-            for (topic, p), (first, last) in _carried(line, broker, relayed, names).items():
+            for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
                 sent[(broker, topic, p)].append((line.ts, first, last))
     unseen = _unseen_reads(steps, names)
     out = []
@@ -99,7 +100,7 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
                     key = (broker, t["name"], pr["index"], pr["baseOffset"])
                     earliest = max(line.ts - req["totalTimeMs"] / 1000 - LOG_LAG, written.get(key, -1.0))
                     answers = [ts for ts, first, last in sent.get(key[:3], ())
-                               if first <= key[3] <= last and earliest < ts < line.ts]
+                               if first <= key[3] <= last and earliest < ts <= line.ts]
                     written[key] = line.ts
                     if answers:
                         line = line._replace(ts=min(answers) - 1e-6)
@@ -197,18 +198,30 @@ def _api(line: Line) -> str | None:
     return line.fields["request"]["requestHeader"]["requestApiKeyName"] if line.name == "request" else None
 
 
+Session = dict[tuple[int, str, str, int], int]
+"""(leader, fetcher's client id, topic, partition) -> the fetch offset its last request listed."""
+
+
 def _carried(line: Line, leader: int, relayed: dict[tuple[int, str, int], list[tuple[float, Carried]]],
-             names: dict[str, str]) -> Carried:
+             names: dict[str, str], session: Session | None = None) -> Carried:
     """What one answered Fetch of the request log carried: the relay's entry of it (the one
-    forwarded nearest the line's time), else the records from the fetch offset asked."""
+    forwarded nearest the line's time), else the records from the fetch offset asked --
+    with ``session`` (fed the request log's lines in their order), for a partition an
+    incremental request did not list (KIP-227: its offset did not change), the offset the
+    fetcher's last request listed."""
     req = line.fields["request"]
     header = req["requestHeader"]
+    asked = {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partition"]): pd["fetchOffset"]
+             for t in req["request"].get("topics", ()) for pd in t["partitions"]}
+    if session is not None:
+        for (topic, p), offset in asked.items():
+            session[(leader, header["clientId"], topic, p)] = offset
+        asked = {(topic, p): offset for (b, client, topic, p), offset in session.items()
+                 if b == leader and client == header["clientId"]}
     entries = relayed.get((leader, header["clientId"], header["correlationId"]), [])
     near = [(abs(t - line.ts), carried) for t, carried in entries if abs(t - line.ts) <= MATCH_WINDOW]
     if near:
         return min(near, key=lambda x: x[0])[1]
-    asked = {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partition"]): pd["fetchOffset"]
-             for t in req["request"].get("topics", ()) for pd in t["partitions"]}
     return {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partitionIndex"]): (asked[key], asked[key])
             for t in req["response"].get("responses", ()) for pd in t["partitions"]
             if pd.get("recordsSizeInBytes", 0) > 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.kafka.adapter import Placed, steps
+from conformance.kafka.adapter import Placed, Trigger, adapt, steps
 from conformance.kafka.ordering import answers_after_hw, appends_first, next_fetches
 from conformance.kafka.patterns import Line, parse
 from impl.harness.chaos import kafka_run
@@ -20,6 +20,7 @@ from impl.harness.chaos.kafka_judge import configuration, conformance
 from model.config import DRIVABLE, NAMED
 
 EXCERPTS = Path(__file__).parent / "fixtures" / "excerpts"
+ADMIN = Path(__file__).parent / "fixtures" / "admin-elections-39"
 
 
 def _steps(name: str, leader: int = 2) -> list[tuple[int, int, Line]]:
@@ -118,3 +119,31 @@ def test_the_admin_schedule_has_each_operation_once_between_the_faults(unclean: 
     assert [k for k in kinds if k not in ADMIN_KINDS] == [k for _, k in plain]
     assert kinds[1] in ADMIN_KINDS and kinds[0] not in ADMIN_KINDS
     assert mixed == kafka_run.schedule(3, 16, unclean, admin=True)  # the same seed, the same schedule
+
+
+def test_each_election_takes_its_reason_from_the_controllers_line_before_it() -> None:
+    """The controller of a ``--admin`` run (3.9.2, seed 1), its controller.log and
+    state-change.log lines for chaos-0 and the added chaos-admin-1: the creations, a broker
+    failure, an admin's preferred election (Online to Online, after "Starting replica leader
+    election (PREFERRED) for partitions chaos-0,..."), the partition added, and the
+    controlled shutdown of broker 2 (chaos-0's leadership moved, chaos-admin-1's ISR without
+    it, after "Shutting down broker 2"); the ISR removals as broker 2 died repeat a version
+    already written and are no step."""
+    elections = [(e.topic, e.partition, e.params["reason"], e.params["leader"], e.params["leader_epoch"])
+                 for _, e, _ in adapt(ADMIN) if e.kind == "elect_leader"]
+    assert elections == [("chaos", 0, "init", 2, 0), ("chaos", 0, "leader_failed", 1, 1),
+                         ("chaos", 0, "preferred", 2, 2), ("chaos-admin", 1, "init", 3, 0),
+                         ("chaos", 0, "controlled_shutdown", 1, 3), ("chaos-admin", 1, "controlled_shutdown", 3, 1)]
+
+
+@pytest.mark.parametrize(("trigger", "tp", "removed", "reason"), [
+    (Trigger(partitions=frozenset({"chaos-0"})), "chaos-0", None, "preferred"),
+    (Trigger(partitions=frozenset({"chaos-0"})), "chaos-1", None, None),  # not a partition named
+    (Trigger(partitions=frozenset({"chaos-0"})), "chaos-0", 2, None),  # a preferred election removes no replica
+    (Trigger(stopping=2), "chaos-0", 2, "controlled_shutdown"),
+    (Trigger(stopping=2), "chaos-0", 3, None),  # another broker's removal: not this shutdown's
+    (Trigger(), "chaos-0", None, None),  # after a broker failure
+])
+def test_a_trigger_explains_only_the_writes_it_causes(trigger: Trigger, tp: str, removed: int | None,
+                                                      reason: str | None) -> None:
+    assert trigger.reason(tp, removed) == reason
