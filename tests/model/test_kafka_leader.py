@@ -13,6 +13,8 @@ from model.actions.replication import NO_HOLD
 from model.config import Config, named
 from model.registry import ACTIONS, Step, apply
 from model.state import UNKNOWN, State, initial
+from properties.checkers.native import unsupported as native_unsupported
+from properties.checkers.symbolic.coverage import unsupported as z3_unsupported
 
 KAFKA = named("kafka26", brokers=3, records=2, max_crashes=1)
 SEED = named("kip320", brokers=3, records=2, max_crashes=1)
@@ -100,3 +102,14 @@ def test_a_leader_keeps_its_followers_fetch_offsets_across_its_own_new_epoch() -
     seed = replica(_epoch_bumped(SEED), 0, 0)
     assert (seed.follower_leo[1], seed.hw) == (UNKNOWN, 0), "the model's makeLeader forgets it"
 
+
+
+@pytest.mark.parametrize(("rule", "named_in_refusal"), [("hw_waits_outside_isr", "outside"),
+                                                        ("leader_keeps_follower_state", "fetch state")])
+def test_the_compiled_search_and_z3_refuse_each_rule(rule: str, named_in_refusal: str) -> None:
+    """Neither renders the two rules: a configuration with either is refused, by name, and
+    ``kip320`` itself is not."""
+    cfg = named("kip320", **{rule: True})
+    assert named_in_refusal in (native_unsupported(cfg) or "")
+    assert named_in_refusal in (z3_unsupported(cfg) or "")
+    assert native_unsupported(named("kip320")) is None and z3_unsupported(named("kip320")) is None
