@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from conformance.kafka.ordering import (
+    answers_after_appends,
     answers_after_hw,
     appends_first,
     fetching_replica,
@@ -675,7 +676,7 @@ def elections(run_dir: str | Path) -> list[Elected]:
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
-    steps = answers_after_hw(appends_first(list(_lines(run_dir)), run_dir))
+    steps = answers_after_appends(answers_after_hw(appends_first(list(_lines(run_dir)), run_dir)), run_dir)
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 

@@ -184,6 +184,39 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
     return out
 
 
+def answers_after_appends(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
+    """``steps`` with each replica Fetch answer that sorts before the produce of a record it
+    carried moved right after that produce -- the answer was sent with the record in the
+    leader's log -- unless that would put it past the same follower's next read, which the
+    answer made possible.  (``appends_first`` moves the produce before such an answer; a
+    later move of the answer, ``answers_after_hw``, or of the produce after a read that did
+    not see its record, can undo it within a millisecond.)"""
+    relayed, names = relay_answers(run_dir), _topic_names(steps)
+    produced: dict[tuple[int, str, int, int], list[float]] = defaultdict(list)  # (leader, topic, p, offset)
+    reads: dict[tuple[int, str, int, int], list[float]] = defaultdict(list)  # (leader, topic, p, follower)
+    for broker, _, line in steps:
+        if _api(line) == "PRODUCE":
+            for t in line.fields["request"]["response"]["responses"]:
+                for pr in t["partitionResponses"]:
+                    produced[(broker, t["name"], pr["index"], pr["baseOffset"])].append(line.ts)
+        elif _api(line) == "FETCH" and line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for t in line.fields["request"]["request"].get("topics", ()):
+                for pd in t["partitions"]:
+                    reads[(broker, _name(t, names), pd["partition"], f)].append(line.ts)
+    session: Session = {}
+    out = []
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
+                later = [ts for offset in range(first, last + 1) for ts in produced.get((broker, topic, p, offset), ())
+                         if line.ts <= ts <= line.ts + LOG_LAG]
+                own = min((ts for ts in reads.get((broker, topic, p, f), ()) if ts > line.ts), default=float("inf"))
+                if later and max(later) < own:
+                    line = line._replace(ts=max(later) + 1e-6)
+        out.append((broker, pos, line))
+    return out
+
+
 def _topic_names(steps: list[tuple[int, int, Line]]) -> dict[str, str]:
     """Topic id -> name, from the leaders' lines (Fetch from v13 names topics by id)."""
     return {line.fields["topic_id"].removeprefix("Some(").removesuffix(")"): topic_partition(line.fields["tp"])[0]

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from conformance.kafka.adapter import Placed, Trigger, adapt, steps
-from conformance.kafka.ordering import answers_after_hw, appends_first, next_fetches
+from conformance.kafka.ordering import (
+    answers_after_appends,
+    answers_after_hw,
+    appends_first,
+    next_fetches,
+)
 from conformance.kafka.patterns import Line, parse
 from impl.harness.chaos import kafka_run
 from impl.harness.chaos.kafka_admin import ADMIN_KINDS
@@ -75,6 +80,21 @@ def test_an_answer_goes_after_the_read_that_moved_the_hw_it_carries() -> None:
                for _, _, line in moved]
     assert clients == [("broker-1-fetcher-0", True), ("broker-3-fetcher-0", True),
                        ("broker-1-fetcher-0", False), ("broker-3-fetcher-0", False)]
+
+
+def test_an_answer_goes_after_the_append_of_the_record_it_carried(tmp_path: Path) -> None:
+    """Leader 3 at ibp-2.6 (seed 2): follower 2's read at 7 moved the HW to 7; follower 1's
+    answer at 7 carried HW 7 and record 7 (72 bytes; its next fetch began at 8). The produce
+    of record 7 goes after the read that did not see it, and the answer, moved after the read
+    that moved its HW, lands in the same instant, before the produce: it goes after it."""
+    placed = answers_after_hw(appends_first(_steps("chaos-answer-before-append", leader=3), tmp_path))
+
+    def answer_then_produce(steps: list[tuple[int, int, Line]]) -> bool:
+        order = _order(steps)
+        return order.index(("FETCH", False, 7)) < order.index(("PRODUCE", False, 7))
+
+    assert answer_then_produce(placed), "the order the rules before it leave"
+    assert not answer_then_produce(answers_after_appends(placed, tmp_path))
 
 
 def test_values_are_placed_by_offset_and_leader_epoch() -> None:
