@@ -45,6 +45,7 @@ from conformance.kafka.ordering import (
     appends_first,
     fetching_replica,
     next_fetches,
+    reads_after_answers,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
@@ -676,7 +677,8 @@ def elections(run_dir: str | Path) -> list[Elected]:
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
-    steps = answers_after_appends(answers_after_hw(appends_first(list(_lines(run_dir)), run_dir)), run_dir)
+    steps = reads_after_answers(list(_lines(run_dir)))
+    steps = answers_after_appends(answers_after_hw(appends_first(steps, run_dir)), run_dir)
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 

@@ -184,6 +184,29 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
     return out
 
 
+def reads_after_answers(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int, Line]]:
+    """``steps`` with each replica Fetch read after the answer to the same fetcher's
+    previous Fetch from the same leader: a follower sends its next fetch only once it has
+    the answer to the last, and its request log lines come in that order -- but two fetches
+    answered at once have their reads rebuilt from millisecond durations, and the later one
+    can land a hair before the earlier one's answer.  A read moved past its own answer takes
+    the answer along."""
+    answered: dict[tuple[int, str], float] = {}  # (leader, fetcher's client id) -> last answer
+    out = []
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and fetching_replica(line.fields["request"]) >= 0:
+            key = (broker, line.fields["request"]["requestHeader"]["clientId"])
+            if line.fields.get("read"):
+                if key in answered:
+                    line = line._replace(ts=max(line.ts, answered[key] + 1e-6))
+                answered[key] = line.ts  # its own answer is never before it
+            else:
+                line = line._replace(ts=max(line.ts, answered.get(key, line.ts)))
+                answered[key] = line.ts
+        out.append((broker, pos, line))
+    return out
+
+
 def answers_after_appends(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
     """``steps`` with each replica Fetch answer that sorts before the produce of a record it
     carried moved right after that produce -- the answer was sent with the record in the

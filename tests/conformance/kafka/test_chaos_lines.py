@@ -17,6 +17,7 @@ from conformance.kafka.ordering import (
     answers_after_hw,
     appends_first,
     next_fetches,
+    reads_after_answers,
 )
 from conformance.kafka.patterns import Line, parse
 from impl.harness.chaos import kafka_run
@@ -95,6 +96,21 @@ def test_an_answer_goes_after_the_append_of_the_record_it_carried(tmp_path: Path
 
     assert answer_then_produce(placed), "the order the rules before it leave"
     assert not answer_then_produce(answers_after_appends(placed, tmp_path))
+
+
+def test_a_fetch_is_read_after_the_answer_to_the_fetch_before_it() -> None:
+    """Follower 3's fetches at 29 and 30 from leader 2 (3.9, seed 3), both answered at once:
+    rebuilt from their durations, the read at 30 falls a hair before the answer at 29 --
+    before the follower had it. It goes right after that answer."""
+    raw = _steps("chaos-next-read-before-answer")
+
+    def times(steps: list[tuple[int, int, Line]]) -> dict[tuple[bool, int], float]:
+        return {(bool(line.fields.get("read")), _what(line)[2]): line.ts for _, _, line in steps}
+
+    before, after = times(raw), times(reads_after_answers(raw))
+    assert before[(True, 30)] < before[(False, 29)], "the rebuilt order"
+    assert after[(False, 29)] < after[(True, 30)] <= after[(False, 30)]
+    assert after[(True, 29)] == before[(True, 29)] and after[(False, 29)] == before[(False, 29)]
 
 
 def test_values_are_placed_by_offset_and_leader_epoch() -> None:
