@@ -116,6 +116,18 @@ def model_config(run_dir: str | Path) -> str:
     return CONFIGS["ibp-2.6"]
 
 
+def hw_after_make_leader(hw: int, leo: int, isr: list[int], leader: int, kept: dict[int, int]) -> int:
+    """The HW a leader given a new epoch of its own ends ``Partition.makeLeader`` with: it
+    keeps its followers' fetch offsets (``kept``; ``isNewLeader`` false), and the closing
+    ``maybeIncrementLeaderHW`` may move the HW over them at once -- after the line that
+    logged ``hw``.  (The adapter's own fetch bookkeeping starts again with the epoch: a
+    fetch of the epoch before is fenced.)"""
+    others = [f for f in isr if f != leader]
+    if others and all(f in kept for f in others):
+        return max(hw, min(leo, *(kept[f] for f in others)))
+    return hw
+
+
 def outside_isr(leader: int, isr: list[int] | None) -> bool:
     """Whether an election was unclean: Kafka does not log it as such (the controller's line
     reads as a clean one's), so it is inferred from ZooKeeper's partition state -- a leader
@@ -167,6 +179,7 @@ class _Replica:
     received: dict[str, Any] | None = None  # the last LeaderAndIsr partition state received
     fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
+    appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
 
     def log_end_epoch(self) -> int | None:
         return self.log[-1][1] if self.log else None
@@ -354,11 +367,14 @@ class _Adapter:
         if r.received is None or r.received["leader_epoch"] != int(f["epoch"]):
             raise AdapterError(f"broker {broker} applied {f['tp']} at leader epoch {f['epoch']} with no "
                                f"LeaderAndIsr of that epoch logged before it")
+        kept = dict(r.fetch_offset) if role == "leader" and r.leader == broker else {}
         leo = int(f["leo"])
         del r.log[leo:]
         r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
         r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
         r.fetch_offset.clear()
+        if kept:
+            r.hw = hw_after_make_leader(r.hw, len(r.log), r.isr, broker, kept)
         make = events.become_leader if role == "leader" else events.become_follower
         self.out.add(ts, broker, make(topic=topic, partition=p, **r.received, post={
             "role": role, "leader": r.leader, "leader_epoch": r.leader_epoch, "hw": r.hw, "leo": len(r.log),
@@ -495,6 +511,7 @@ class _Adapter:
                     self.produced += 1
                 del r.log[offset:]
                 r.log.append([offset, r.leader_epoch, value])
+                r.appended_at[offset] = ts
                 # at the append the HW is at most the record's offset, and at most what the ISR
                 # followers are known to have fetched: a later HW line (the followers' fetches,
                 # sorted before the step rebuilt from durations) is not yet
@@ -527,7 +544,10 @@ class _Adapter:
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
-            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, self.next_fetch.get((id(req), *key)))
+            upto = self.next_fetch.get((id(req), *key))
+            if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
+                at = ts  # it carries a record appended after the pause: sent then, taken in at the resume
+            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, upto)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
                           pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:

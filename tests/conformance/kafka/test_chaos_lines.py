@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.kafka.adapter import Placed, Trigger, adapt, steps
+from conformance.kafka.adapter import Placed, Trigger, adapt, hw_after_make_leader, steps
 from conformance.kafka.ordering import (
     answers_after_appends,
     answers_after_hw,
@@ -111,6 +111,22 @@ def test_a_fetch_is_read_after_the_answer_to_the_fetch_before_it() -> None:
     assert before[(True, 30)] < before[(False, 29)], "the rebuilt order"
     assert after[(False, 29)] < after[(True, 30)] <= after[(False, 30)]
     assert after[(True, 29)] == before[(True, 29)] and after[(False, 29)] == before[(False, 29)]
+
+
+def test_a_leader_given_an_epoch_of_its_own_moves_its_hw_over_the_offsets_it_kept() -> None:
+    """Leader 2 at 3.9 (seed 3, unclean scenario): the controller took paused follower 3 out
+    of the ISR with a new epoch for the same leader, and broker 2 logged `starts at leader
+    epoch 1 from offset 50 with partition epoch 1, high watermark 49, ISR [2,1]` -- before
+    makeLeader's own HW increment over follower 1's offset 50, kept from epoch 0."""
+    line = parse("[2026-11-29 03:07:08,276] INFO [data-plane-kafka-request-handler-0] [Broker id=2] Leader chaos-0 "
+                 "with topic id Some(mpktlwGjQjO0LPy21UBiPA) starts at leader epoch 1 from offset 50 with partition "
+                 "epoch 1, high watermark 49, ISR [2,1], adding replicas [] and removing replicas [] . Previous leader "
+                 "Some(2) and previous leader epoch was 0. (state.change.logger)")
+    assert line is not None and line.name == "became_leader"
+    hw, leo = int(line.fields["hw"]), int(line.fields["leo"])
+    assert hw_after_make_leader(hw, leo, [2, 1], 2, {1: 50, 3: 49}) == 50
+    assert hw_after_make_leader(hw, leo, [2, 1], 2, {3: 49}) == 49, "follower 1's offset unknown: no move"
+    assert hw_after_make_leader(hw, leo, [2], 2, {1: 50}) == 49, "alone in the ISR: under min.insync.replicas"
 
 
 def test_values_are_placed_by_offset_and_leader_epoch() -> None:
