@@ -64,6 +64,8 @@ LOG_FILES = ("server.log", "controller.log", "state-change.log", "partition.log"
 
 OBSERVED = {
     "broker_restart": "server.log: Registered broker N at path /brokers/ids/N ... czxid (broker epoch)",
+    "broker_reregister": "server.log: the same line, of a process paused (faults.jsonl) since it started: its "
+                         "session expired and it registers again",
     "controller_elect": "controller.log: N successfully elected as the controller. Epoch incremented to E",
     "elect_leader": "state-change.log, the controller: Changed partition T-P from X to OnlinePartition; "
                     "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR; "
@@ -323,7 +325,19 @@ class _Adapter:
 
     # -- registrations and the controller ---------------------------------------------------
     def _registered(self, broker: int, ts: float, f: dict[str, Any]) -> None:
-        self.out.add(ts, broker, events.broker_restart(zxid=0, broker_epoch=int(f["czxid"]), broker=broker), 0)
+        make = events.broker_reregister if self._resumed_since_start(broker, ts) else events.broker_restart
+        self.out.add(ts, broker, make(zxid=0, broker_epoch=int(f["czxid"]), broker=broker), 0)
+
+    def _resumed_since_start(self, broker: int, ts: float) -> bool:
+        """Whether a registration at ``ts`` is the same process's after its ZooKeeper session
+        expired: it was paused (SIGSTOP, longer than the session timeout) since its process
+        last started, and not killed or stopped -- Kafka's ``KafkaZkClient`` re-creates
+        ``/brokers/ids/N`` in a new session (the model's ``broker_reregister``), where a
+        started process registers for the first time (``broker_restart``)."""
+        started = max((end for start, end in self.down.get(broker, ()) if end <= ts), default=float("-inf"))
+        if any(start <= ts for start, _ in self.down.get(broker, ()) if start > started):
+            return False  # gone since: the registration is a new process's
+        return any(started < start <= ts for start, _ in self.paused.get(broker, ()))
 
     def _controller_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         self.out.add(ts, broker, events.controller_elect(zxid=0, controller_epoch=int(f["epoch"]), broker=broker), 0)

@@ -199,3 +199,14 @@ def test_each_election_takes_its_reason_from_the_controllers_line_before_it() ->
 def test_a_trigger_explains_only_the_writes_it_causes(trigger: Trigger, tp: str, removed: int | None,
                                                       reason: str | None) -> None:
     assert trigger.reason(tp, removed) == reason
+
+
+def test_a_paused_brokers_registration_after_its_session_expired_is_a_reregistration() -> None:
+    """Seed 3 at 3.9 with unclean election (its registrations and faults.jsonl): broker 3,
+    paused past the session timeout and resumed, registers again on its controller event
+    thread -- the same process, a new session; brokers 1 and 2, killed (and 2 later stopped)
+    and started, register as new processes."""
+    kinds = [(e.kind, node) for node, e, _ in adapt(Path(__file__).parent / "fixtures" / "reregister-39")
+             if e.kind in ("broker_restart", "broker_reregister")]
+    assert kinds == [("broker_restart", 3), ("broker_restart", 1), ("broker_restart", 2), ("broker_reregister", 3),
+                     ("broker_restart", 1), ("broker_restart", 2), ("broker_restart", 2)]
