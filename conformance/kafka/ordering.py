@@ -150,7 +150,7 @@ def _unseen_reads(steps: list[tuple[int, int, Line]], names: dict[str, str]) -> 
     return out
 
 
-HW_WINDOW = 0.005
+HW_WINDOW = 0.02
 """Seconds an answer's rebuilt time may fall before the read that moved the HW it carries."""
 
 
@@ -158,30 +158,42 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
     """``steps`` with each replica Fetch answer that carried a HW no read before it had
     reached moved right after the read that did: another follower's fetch read at an offset
     at or past that HW, rebuilt a hair later (within :data:`HW_WINDOW`) from millisecond
-    durations."""
+    durations.  Where that would put the answer past its own follower's next read, the read
+    that moved the HW goes right before the answer instead -- its line was written late --
+    if its own fetcher had the answer before it by then."""
     names = _topic_names(steps)
-    reads: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, follower, offset)
-    for broker, _, line in steps:
-        if _api(line) == "FETCH" and line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+    reads: dict[tuple[int, str, int], list[tuple[float, int, int, int]]] = defaultdict(list)  # -> (ts, follower, offset, pos)
+    previous: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its fetcher's answer before it
+    last: dict[tuple[int, str], float] = {}
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and (f := fetching_replica(line.fields["request"])) >= 0:
+            client = (broker, line.fields["request"]["requestHeader"]["clientId"])
+            if not line.fields.get("read"):
+                last[client] = line.ts
+                continue
+            previous[(broker, pos)] = last.get(client, float("-inf"))
             for t in line.fields["request"]["request"].get("topics", ()):
                 for pd in t["partitions"]:
-                    reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"]))
+                    reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"], pos))
     out = []
+    earlier: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its new time
     for broker, pos, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
             for t in line.fields["request"]["response"].get("responses", ()):
                 for pd in t["partitions"]:
                     seen = reads.get((broker, _name(t, names), pd["partitionIndex"]), [])
                     hw = pd["highWatermark"]
-                    movers = [ts for ts, other, offset in seen
-                              if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW]
-                    before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset in seen)
+                    movers = sorted((ts, p) for ts, other, offset, p in seen
+                                    if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW)
+                    before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset, _ in seen)
                     # never past the follower's own next read, which this answer made possible
-                    own = min((ts for ts, other, _ in seen if other == f and ts > line.ts), default=float("inf"))
-                    if movers and not before and min(movers) < own:
-                        line = line._replace(ts=min(movers) + 1e-6)
+                    own = min((ts for ts, other, _, _ in seen if other == f and ts > line.ts), default=float("inf"))
+                    if movers and not before and movers[0][0] < own:
+                        line = line._replace(ts=movers[0][0] + 1e-6)
+                    elif movers and not before and previous[(broker, movers[0][1])] < line.ts:
+                        earlier[(broker, movers[0][1])] = line.ts - 1e-6
         out.append((broker, pos, line))
-    return out
+    return [(b, pos, line._replace(ts=earlier[(b, pos)]) if (b, pos) in earlier else line) for b, pos, line in out]
 
 
 def reads_after_answers(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int, Line]]:

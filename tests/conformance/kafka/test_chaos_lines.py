@@ -98,6 +98,24 @@ def test_an_answer_goes_after_the_append_of_the_record_it_carried(tmp_path: Path
     assert not answer_then_produce(answers_after_appends(placed, tmp_path))
 
 
+def test_the_read_that_moved_the_hw_goes_before_an_answer_that_cannot_wait_for_it() -> None:
+    """Leader 2 at 3.9 (seed 3): follower 3's answer at 13 carried HW 13, which only
+    follower 1's read at 13 could have moved -- rebuilt 9 ms later (its line written late),
+    after follower 3's own next read at 14, so the answer cannot go after it: the read goes
+    right before the answer (follower 1 had its answer at 12 by then)."""
+    raw = _steps("chaos-mover-read-logged-late")
+
+    def order(steps: list[tuple[int, int, Line]]) -> list[tuple[str, bool, int]]:
+        return [(line.fields["request"]["requestHeader"]["clientId"][7], bool(line.fields.get("read")), _what(line)[2])
+                for _, _, line in sorted(steps, key=lambda x: (x[2].ts, x[1]))]
+
+    hw_answer, mover = ("3", False, 13), ("1", True, 13)
+    assert order(raw).index(mover) > order(raw).index(("3", True, 14)) > order(raw).index(hw_answer)
+    placed = order(answers_after_hw(raw))
+    assert placed.index(mover) < placed.index(hw_answer) < placed.index(("3", True, 14))
+    assert placed.index(("1", False, 12)) < placed.index(mover)
+
+
 def test_a_fetch_is_read_after_the_answer_to_the_fetch_before_it() -> None:
     """Follower 3's fetches at 29 and 30 from leader 2 (3.9, seed 3), both answered at once:
     rebuilt from their durations, the read at 30 falls a hair before the answer at 29 --
