@@ -8,11 +8,13 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``kip320`` -- additionally fenced fetching, KIP-320: requests carry the leader epoch.
 * ``unclean`` -- ``kip320`` with unclean leader election enabled.
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
-* ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``) and its
-  controller's leaderless write before an election (``leaderless_first``): Apache
-  Kafka 3.9 in ZooKeeper mode at inter-broker protocol 2.6, whose leaders write the ISR.
+* ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``), its
+  controller's leaderless write before an election (``leaderless_first``), its leader's HW
+  waiting for a caught-up follower outside the ISR (``hw_waits_outside_isr``) and keeping its
+  followers' fetch state across its own new epochs (``leader_keeps_follower_state``):
+  Apache Kafka 3.9 in ZooKeeper mode at inter-broker protocol 2.6, whose leaders write the ISR.
 * ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
-  KIP-497; KIP-841's eligibility) and Kafka's broker start (``startup_from_controller``):
+  KIP-497; KIP-841's eligibility) and ``kafka26``'s rules of Kafka's brokers (``KAFKA_BROKER``):
   Apache Kafka 3.9 in ZooKeeper mode at its default inter-broker protocol.
 * ``kafka26-unclean``, ``kafka39-unclean`` -- those two with unclean leader election
   enabled (as ``unclean`` is ``kip320`` with it), and ``unclean``'s one crash.
@@ -59,6 +61,14 @@ class Settings:
     # Kafka's controller: a dead leader may be written out (leader -1, the live ISR) before the
     # election that replaces it, a second write (model.actions.controller.election_outcomes)
     leaderless_first: bool = False
+    # Kafka's leader (``Partition.maybeIncrementLeaderHW``): its HW may also wait for a live
+    # assigned follower outside the ISR that has caught up within replica.lag.time.max.ms
+    # (``shouldWaitForReplicaToJoinIsr``).  False is seed 000 G: the HW is the ISR's least LEO
+    hw_waits_outside_isr: bool = False
+    # Kafka's ``Partition.makeLeader``: a leader given a new leader epoch while it leads keeps
+    # what it knows of its followers' fetch offsets (``isNewLeader`` false); a new leader
+    # forgets them.  False is the model's makeLeader: every new epoch forgets them
+    leader_keeps_follower_state: bool = False
 
     @property
     def partition_ids(self) -> int:
@@ -100,12 +110,21 @@ class Settings:
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
             + (" startup_from_controller=True" if self.startup_from_controller else "")
             + (" leaderless_first=True" if self.leaderless_first else "")
+            + (" hw_waits_outside_isr=True" if self.hw_waits_outside_isr else "")
+            + (" leader_keeps_follower_state=True" if self.leader_keeps_follower_state else "")
         )
 
 
 Config = make_dataclass("Config", [(k.field, int, k.default) for k in KNOBS], bases=(Settings,), frozen=True,
                         namespace={"__module__": __name__})
 """A configuration of the model: ``Settings`` and one ``int`` field per action knob."""
+
+
+KAFKA_BROKER: dict[str, bool] = {
+    "startup_from_controller": True, "leaderless_first": True,
+    "hw_waits_outside_isr": True, "leader_keeps_follower_state": True,
+}
+"""The rules of Apache Kafka's brokers and controller that every Kafka configuration has."""
 
 
 NAMED: dict[str, Config] = {
@@ -115,15 +134,12 @@ NAMED: dict[str, Config] = {
     "kip320": Config("kip320", "kip320", max_crashes=2),
     "unclean": Config("unclean", "kip320", unclean=True),
     "zombie": Config("zombie", "kip320", max_crashes=0, max_pauses=1),
-    "kafka26": Config("kafka26", "kip320", max_crashes=2, startup_from_controller=True, leaderless_first=True),
-    "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1, startup_from_controller=True,
-                      leaderless_first=True),
+    "kafka26": Config("kafka26", "kip320", max_crashes=2, **KAFKA_BROKER),
+    "kafka39": Config("kafka39", "kip320", max_crashes=2, alter_partition=1, **KAFKA_BROKER),
     # the two with unclean.leader.election.enable, as ``unclean`` is ``kip320`` with it: what
     # judges a chaos run on Kafka with unclean election on (``epochal chaos --engine kafka``)
-    "kafka26-unclean": Config("kafka26-unclean", "kip320", unclean=True, startup_from_controller=True,
-                              leaderless_first=True),
-    "kafka39-unclean": Config("kafka39-unclean", "kip320", unclean=True, alter_partition=1,
-                              startup_from_controller=True, leaderless_first=True),
+    "kafka26-unclean": Config("kafka26-unclean", "kip320", unclean=True, **KAFKA_BROKER),
+    "kafka39-unclean": Config("kafka39-unclean", "kip320", unclean=True, alter_partition=1, **KAFKA_BROKER),
 }
 
 UNCLEAN_OF: dict[str, str] = {"kip320": "unclean", "kafka26": "kafka26-unclean", "kafka39": "kafka39-unclean"}
@@ -132,9 +148,11 @@ UNCLEAN_OF: dict[str, str] = {"kip320": "unclean", "kafka26": "kafka26-unclean",
 
 def of_apache_kafka(cfg: Config) -> bool:
     """Whether ``cfg`` has rules of Apache Kafka's own brokers that Epochal's brokers do not
-    follow (Kafka's broker start, the leaderless write, AlterPartition): such a configuration
+    follow (Kafka's broker start, the leaderless write, AlterPartition, the HW's wait outside
+    the ISR, the followers' state kept across a leader's own epochs): such a configuration
     judges Kafka's traces, and no Epochal cluster can be driven by it."""
-    return bool(cfg.startup_from_controller or cfg.leaderless_first or cfg.alter_partition)
+    return bool(cfg.startup_from_controller or cfg.leaderless_first or cfg.alter_partition
+                or cfg.hw_waits_outside_isr or cfg.leader_keeps_follower_state)
 
 
 DRIVABLE: tuple[str, ...] = tuple(name for name, cfg in NAMED.items() if not of_apache_kafka(cfg))

@@ -75,7 +75,20 @@ def broker_ids(events: Sequence[Event]) -> dict[int, int]:
             v = params.get(key)
             if v is not None and isinstance(v, list):
                 seen.update(x for x in v if isinstance(x, int) and x >= 0)
-    return {real: i for i, real in enumerate(sorted(seen))}
+    return {real: i for i, real in enumerate(_preferred_first(events, sorted(seen)))}
+
+
+def _preferred_first(events: Sequence[Event], ids: list[int]) -> list[int]:
+    """``ids``, or -- in a trace with a preferred-replica election -- the partition's
+    assignment first, in its order: the model's AR is sorted, so its preferred replica is
+    its lowest id, and Kafka's is the first replica assigned, whatever its id.  (Every other
+    rule of the model is symmetric in broker ids, so the naming changes nothing else.)"""
+    if not any(e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "preferred" for e in events):
+        return ids
+    assigned = next((e["params"]["replicas"] for e in events if e["kind"] == "elect_leader"
+                     and isinstance(e["params"].get("replicas"), list) and e["params"]["replicas"]), [])
+    first = [x for x in assigned if x in ids]
+    return first + [x for x in ids if x not in first]
 
 
 @functools.lru_cache(maxsize=64)

@@ -40,10 +40,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from conformance.kafka.ordering import (
+    answers_after_appends,
     answers_after_hw,
     appends_first,
     fetching_replica,
     next_fetches,
+    reads_after_answers,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from traces import SCHEMA_ID, events
@@ -62,9 +64,13 @@ LOG_FILES = ("server.log", "controller.log", "state-change.log", "partition.log"
 
 OBSERVED = {
     "broker_restart": "server.log: Registered broker N at path /brokers/ids/N ... czxid (broker epoch)",
+    "broker_reregister": "server.log: the same line, of a process paused (faults.jsonl) since it started: its "
+                         "session expired and it registers again",
     "controller_elect": "controller.log: N successfully elected as the controller. Epoch incremented to E",
     "elect_leader": "state-change.log, the controller: Changed partition T-P from X to OnlinePartition; "
-                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR",
+                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR; "
+                    "its reason from controller.log's line before it: Starting replica leader election (PREFERRED) "
+                    "for partitions ... (preferred), Shutting down broker B (controlled_shutdown)",
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
     "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
     "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
@@ -112,6 +118,18 @@ def model_config(run_dir: str | Path) -> str:
     return CONFIGS["ibp-2.6"]
 
 
+def hw_after_make_leader(hw: int, leo: int, isr: list[int], leader: int, kept: dict[int, int]) -> int:
+    """The HW a leader given a new epoch of its own ends ``Partition.makeLeader`` with: it
+    keeps its followers' fetch offsets (``kept``; ``isNewLeader`` false), and the closing
+    ``maybeIncrementLeaderHW`` may move the HW over them at once -- after the line that
+    logged ``hw``.  (The adapter's own fetch bookkeeping starts again with the epoch: a
+    fetch of the epoch before is fenced.)"""
+    others = [f for f in isr if f != leader]
+    if others and all(f in kept for f in others):
+        return max(hw, min(leo, *(kept[f] for f in others)))
+    return hw
+
+
 def outside_isr(leader: int, isr: list[int] | None) -> bool:
     """Whether an election was unclean: Kafka does not log it as such (the controller's line
     reads as a clean one's), so it is inferred from ZooKeeper's partition state -- a leader
@@ -121,6 +139,33 @@ def outside_isr(leader: int, isr: list[int] | None) -> bool:
 
 class AdapterError(ValueError):
     """A run directory the adapter cannot read (one line)."""
+
+
+class Trigger(NamedTuple):
+    """What the controller's event thread last said it handles (``election_trigger``): a
+    preferred-replica election of ``partitions``, the controlled shutdown of ``stopping``,
+    or something else (a broker failure: neither)."""
+
+    partitions: frozenset[str] = frozenset()
+    stopping: int = -1
+
+    @classmethod
+    def of(cls, f: dict[str, Any]) -> Trigger:
+        if f["election"] == "PREFERRED":
+            return cls(partitions=frozenset(tp for tp in f["tps"].split(",") if tp))
+        return cls(stopping=int(f["stopping"])) if f["stopping"] is not None else cls()
+
+    def reason(self, tp: str, removed: int | None) -> str | None:
+        """The model's reason for a partition state write the controller makes under this
+        trigger -- a new leader (``removed`` None) or a replica taken out of the ISR -- or None
+        where the trigger does not explain it: a preferred election writes only a new
+        leader of a partition named; a controlled shutdown moves the leadership off the
+        broker stopping, and takes it out of the ISRs it follows in."""
+        if tp in self.partitions and removed is None:
+            return "preferred"
+        if self.stopping >= 0 and removed in (None, self.stopping):
+            return "controlled_shutdown"
+        return None
 
 
 @dataclass
@@ -136,6 +181,7 @@ class _Replica:
     received: dict[str, Any] | None = None  # the last LeaderAndIsr partition state received
     fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
+    appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
 
     def log_end_epoch(self) -> int | None:
         return self.log[-1][1] if self.log else None
@@ -265,6 +311,8 @@ class _Adapter:
         self.expansions: dict[tuple[str, int, int], tuple[float, int, list[int], int]] = {}
         # (topic, partition, leader) -> an apply_isr waiting for the controller's write it applies
         self.applies: dict[tuple[str, int, int], tuple[float, list[int], int]] = {}
+        # controller -> why its event thread writes partition states now (``election_trigger``)
+        self.trigger: dict[int, Trigger] = {}
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -277,7 +325,19 @@ class _Adapter:
 
     # -- registrations and the controller ---------------------------------------------------
     def _registered(self, broker: int, ts: float, f: dict[str, Any]) -> None:
-        self.out.add(ts, broker, events.broker_restart(zxid=0, broker_epoch=int(f["czxid"]), broker=broker), 0)
+        make = events.broker_reregister if self._resumed_since_start(broker, ts) else events.broker_restart
+        self.out.add(ts, broker, make(zxid=0, broker_epoch=int(f["czxid"]), broker=broker), 0)
+
+    def _resumed_since_start(self, broker: int, ts: float) -> bool:
+        """Whether a registration at ``ts`` is the same process's after its ZooKeeper session
+        expired: it was paused (SIGSTOP, longer than the session timeout) since its process
+        last started, and not killed or stopped -- Kafka's ``KafkaZkClient`` re-creates
+        ``/brokers/ids/N`` in a new session (the model's ``broker_reregister``), where a
+        started process registers for the first time (``broker_restart``)."""
+        started = max((end for start, end in self.down.get(broker, ()) if end <= ts), default=float("-inf"))
+        if any(start <= ts for start, _ in self.down.get(broker, ()) if start > started):
+            return False  # gone since: the registration is a new process's
+        return any(started < start <= ts for start, _ in self.paused.get(broker, ()))
 
     def _controller_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         self.out.add(ts, broker, events.controller_elect(zxid=0, controller_epoch=int(f["epoch"]), broker=broker), 0)
@@ -292,16 +352,22 @@ class _Adapter:
         self.known_isr[(topic, p)] = isr
         self.known_version[(topic, p)] = version
 
+    def _election_trigger(self, broker: int, ts: float, f: dict[str, Any]) -> None:
+        self.trigger[int(f["controller"])] = Trigger.of(f)
+
     def _leader_elected(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         reason = "init" if f["from"] == "New" else "leader_failed"
+        if f["from"] == "Online":  # a live leader replaced: only an admin's or a shutdown's election does so
+            reason = self.trigger.get(int(f["controller"]), Trigger()).reason(f["tp"], None) or reason
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), f["isr"], int(f["version"]),
                     int(f["cepoch"]), reason)
 
     def _replica_offline(self, broker: int, ts: float, f: dict[str, Any]) -> None:
         if int(f["version"]) <= self.known_version.get(topic_partition(f["tp"]), -1):
             return  # the election before it already left the replica out: Kafka wrote nothing
+        trigger = self.trigger.get(int(f["controller"]), Trigger())
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), ints(f["isr"]), int(f["version"]),
-                    int(f["cepoch"]), "broker_change")
+                    int(f["cepoch"]), trigger.reason(f["tp"], int(f["replica"])) or "broker_change")
 
     # -- a broker applying LeaderAndIsr -----------------------------------------------------
     def _leader_and_isr_received(self, broker: int, ts: float, f: dict[str, Any]) -> None:
@@ -315,11 +381,14 @@ class _Adapter:
         if r.received is None or r.received["leader_epoch"] != int(f["epoch"]):
             raise AdapterError(f"broker {broker} applied {f['tp']} at leader epoch {f['epoch']} with no "
                                f"LeaderAndIsr of that epoch logged before it")
+        kept = dict(r.fetch_offset) if role == "leader" and r.leader == broker else {}
         leo = int(f["leo"])
         del r.log[leo:]
         r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
         r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
         r.fetch_offset.clear()
+        if kept:
+            r.hw = hw_after_make_leader(r.hw, len(r.log), r.isr, broker, kept)
         make = events.become_leader if role == "leader" else events.become_follower
         self.out.add(ts, broker, make(topic=topic, partition=p, **r.received, post={
             "role": role, "leader": r.leader, "leader_epoch": r.leader_epoch, "hw": r.hw, "leo": len(r.log),
@@ -456,6 +525,7 @@ class _Adapter:
                     self.produced += 1
                 del r.log[offset:]
                 r.log.append([offset, r.leader_epoch, value])
+                r.appended_at[offset] = ts
                 # at the append the HW is at most the record's offset, and at most what the ISR
                 # followers are known to have fetched: a later HW line (the followers' fetches,
                 # sorted before the step rebuilt from durations) is not yet
@@ -488,7 +558,10 @@ class _Adapter:
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
-            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, self.next_fetch.get((id(req), *key)))
+            upto = self.next_fetch.get((id(req), *key))
+            if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
+                at = ts  # it carries a record appended after the pause: sent then, taken in at the resume
+            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, upto)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
                           pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:
@@ -638,7 +711,8 @@ def elections(run_dir: str | Path) -> list[Elected]:
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
-    steps = answers_after_hw(appends_first(list(_lines(run_dir)), run_dir))
+    steps = reads_after_answers(list(_lines(run_dir)))
+    steps = answers_after_appends(answers_after_hw(appends_first(steps, run_dir)), run_dir)
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 
@@ -663,7 +737,10 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
 
 
 def _priority(line: Line) -> int:
-    """Within one millisecond: ZooKeeper writes before what reacts to them."""
+    """Within one millisecond: the controller's reason for a write, then ZooKeeper writes,
+    then what reacts to them."""
+    if line.name == "election_trigger":
+        return -1  # logged before the writes it causes, often in the same millisecond
     return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline") else 1
 
 

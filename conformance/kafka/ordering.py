@@ -84,9 +84,10 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
         if line.name == "became_leader":
             names[line.fields["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(line.fields["tp"])[0]
     sent: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, first, last)
+    session: Session = {}
     for broker, _, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and fetching_replica(line.fields["request"]) >= 0:
-            for (topic, p), (first, last) in _carried(line, broker, relayed, names).items():
+            for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
                 sent[(broker, topic, p)].append((line.ts, first, last))
     unseen = _unseen_reads(steps, names)
     out = []
@@ -99,7 +100,7 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
                     key = (broker, t["name"], pr["index"], pr["baseOffset"])
                     earliest = max(line.ts - req["totalTimeMs"] / 1000 - LOG_LAG, written.get(key, -1.0))
                     answers = [ts for ts, first, last in sent.get(key[:3], ())
-                               if first <= key[3] <= last and earliest < ts < line.ts]
+                               if first <= key[3] <= last and earliest < ts <= line.ts]
                     written[key] = line.ts
                     if answers:
                         line = line._replace(ts=min(answers) - 1e-6)
@@ -149,7 +150,7 @@ def _unseen_reads(steps: list[tuple[int, int, Line]], names: dict[str, str]) -> 
     return out
 
 
-HW_WINDOW = 0.005
+HW_WINDOW = 0.02
 """Seconds an answer's rebuilt time may fall before the read that moved the HW it carries."""
 
 
@@ -157,28 +158,96 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
     """``steps`` with each replica Fetch answer that carried a HW no read before it had
     reached moved right after the read that did: another follower's fetch read at an offset
     at or past that HW, rebuilt a hair later (within :data:`HW_WINDOW`) from millisecond
-    durations."""
+    durations.  Where that would put the answer past its own follower's next read, the read
+    that moved the HW goes right before the answer instead -- its line was written late --
+    if its own fetcher had the answer before it by then."""
     names = _topic_names(steps)
-    reads: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, follower, offset)
-    for broker, _, line in steps:
-        if _api(line) == "FETCH" and line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+    reads: dict[tuple[int, str, int], list[tuple[float, int, int, int]]] = defaultdict(list)  # -> (ts, follower, offset, pos)
+    previous: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its fetcher's answer before it
+    last: dict[tuple[int, str], float] = {}
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and (f := fetching_replica(line.fields["request"])) >= 0:
+            client = (broker, line.fields["request"]["requestHeader"]["clientId"])
+            if not line.fields.get("read"):
+                last[client] = line.ts
+                continue
+            previous[(broker, pos)] = last.get(client, float("-inf"))
             for t in line.fields["request"]["request"].get("topics", ()):
                 for pd in t["partitions"]:
-                    reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"]))
+                    reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"], pos))
     out = []
+    earlier: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its new time
     for broker, pos, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
             for t in line.fields["request"]["response"].get("responses", ()):
                 for pd in t["partitions"]:
                     seen = reads.get((broker, _name(t, names), pd["partitionIndex"]), [])
                     hw = pd["highWatermark"]
-                    movers = [ts for ts, other, offset in seen
-                              if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW]
-                    before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset in seen)
+                    movers = sorted((ts, p) for ts, other, offset, p in seen
+                                    if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW)
+                    before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset, _ in seen)
                     # never past the follower's own next read, which this answer made possible
-                    own = min((ts for ts, other, _ in seen if other == f and ts > line.ts), default=float("inf"))
-                    if movers and not before and min(movers) < own:
-                        line = line._replace(ts=min(movers) + 1e-6)
+                    own = min((ts for ts, other, _, _ in seen if other == f and ts > line.ts), default=float("inf"))
+                    if movers and not before and movers[0][0] < own:
+                        line = line._replace(ts=movers[0][0] + 1e-6)
+                    elif movers and not before and previous[(broker, movers[0][1])] < line.ts:
+                        earlier[(broker, movers[0][1])] = line.ts - 1e-6
+        out.append((broker, pos, line))
+    return [(b, pos, line._replace(ts=earlier[(b, pos)]) if (b, pos) in earlier else line) for b, pos, line in out]
+
+
+def reads_after_answers(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int, Line]]:
+    """``steps`` with each replica Fetch read after the answer to the same fetcher's
+    previous Fetch from the same leader: a follower sends its next fetch only once it has
+    the answer to the last, and its request log lines come in that order -- but two fetches
+    answered at once have their reads rebuilt from millisecond durations, and the later one
+    can land a hair before the earlier one's answer.  A read moved past its own answer takes
+    the answer along."""
+    answered: dict[tuple[int, str], float] = {}  # (leader, fetcher's client id) -> last answer
+    out = []
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and fetching_replica(line.fields["request"]) >= 0:
+            key = (broker, line.fields["request"]["requestHeader"]["clientId"])
+            if line.fields.get("read"):
+                if key in answered:
+                    line = line._replace(ts=max(line.ts, answered[key] + 1e-6))
+                answered[key] = line.ts  # its own answer is never before it
+            else:
+                line = line._replace(ts=max(line.ts, answered.get(key, line.ts)))
+                answered[key] = line.ts
+        out.append((broker, pos, line))
+    return out
+
+
+def answers_after_appends(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
+    """``steps`` with each replica Fetch answer that sorts before the produce of a record it
+    carried moved right after that produce -- the answer was sent with the record in the
+    leader's log -- unless that would put it past the same follower's next read, which the
+    answer made possible.  (``appends_first`` moves the produce before such an answer; a
+    later move of the answer, ``answers_after_hw``, or of the produce after a read that did
+    not see its record, can undo it within a millisecond.)"""
+    relayed, names = relay_answers(run_dir), _topic_names(steps)
+    produced: dict[tuple[int, str, int, int], list[float]] = defaultdict(list)  # (leader, topic, p, offset)
+    reads: dict[tuple[int, str, int, int], list[float]] = defaultdict(list)  # (leader, topic, p, follower)
+    for broker, _, line in steps:
+        if _api(line) == "PRODUCE":
+            for t in line.fields["request"]["response"]["responses"]:
+                for pr in t["partitionResponses"]:
+                    produced[(broker, t["name"], pr["index"], pr["baseOffset"])].append(line.ts)
+        elif _api(line) == "FETCH" and line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for t in line.fields["request"]["request"].get("topics", ()):
+                for pd in t["partitions"]:
+                    reads[(broker, _name(t, names), pd["partition"], f)].append(line.ts)
+    session: Session = {}
+    out = []
+    for broker, pos, line in steps:
+        if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
+            for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
+                later = [ts for offset in range(first, last + 1) for ts in produced.get((broker, topic, p, offset), ())
+                         if line.ts <= ts <= line.ts + LOG_LAG]
+                own = min((ts for ts in reads.get((broker, topic, p, f), ()) if ts > line.ts), default=float("inf"))
+                if later and max(later) < own:
+                    line = line._replace(ts=max(later) + 1e-6)
         out.append((broker, pos, line))
     return out
 
@@ -197,18 +266,30 @@ def _api(line: Line) -> str | None:
     return line.fields["request"]["requestHeader"]["requestApiKeyName"] if line.name == "request" else None
 
 
+Session = dict[tuple[int, str, str, int], int]
+"""(leader, fetcher's client id, topic, partition) -> the fetch offset its last request listed."""
+
+
 def _carried(line: Line, leader: int, relayed: dict[tuple[int, str, int], list[tuple[float, Carried]]],
-             names: dict[str, str]) -> Carried:
+             names: dict[str, str], session: Session | None = None) -> Carried:
     """What one answered Fetch of the request log carried: the relay's entry of it (the one
-    forwarded nearest the line's time), else the records from the fetch offset asked."""
+    forwarded nearest the line's time), else the records from the fetch offset asked --
+    with ``session`` (fed the request log's lines in their order), for a partition an
+    incremental request did not list (KIP-227: its offset did not change), the offset the
+    fetcher's last request listed."""
     req = line.fields["request"]
     header = req["requestHeader"]
+    asked = {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partition"]): pd["fetchOffset"]
+             for t in req["request"].get("topics", ()) for pd in t["partitions"]}
+    if session is not None:
+        for (topic, p), offset in asked.items():
+            session[(leader, header["clientId"], topic, p)] = offset
+        asked = {(topic, p): offset for (b, client, topic, p), offset in session.items()
+                 if b == leader and client == header["clientId"]}
     entries = relayed.get((leader, header["clientId"], header["correlationId"]), [])
     near = [(abs(t - line.ts), carried) for t, carried in entries if abs(t - line.ts) <= MATCH_WINDOW]
     if near:
         return min(near, key=lambda x: x[0])[1]
-    asked = {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partition"]): pd["fetchOffset"]
-             for t in req["request"].get("topics", ()) for pd in t["partitions"]}
     return {(t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partitionIndex"]): (asked[key], asked[key])
             for t in req["response"].get("responses", ()) for pd in t["partitions"]
             if pd.get("recordsSizeInBytes", 0) > 0

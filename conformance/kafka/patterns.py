@@ -36,6 +36,13 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"(?P<from>\w+)Partition to OnlinePartition with state LeaderAndIsr\(leader=(?P<leader>-?\d+), "
         r"leaderEpoch=(?P<epoch>\d+), isrWithBrokerEpoch=" + _ISR_STATES + r", "
         r"leaderRecoveryState=\w+, partitionEpoch=(?P<version>\d+)\)"),
+    # controller.log: what the controller's event thread is handling, which says why the
+    # partition state writes after it were made -- a preferred-replica election of the
+    # partitions named, a controlled shutdown of a broker, a broker failure
+    "election_trigger": re.compile(
+        r"\[Controller id=(?P<controller>\d+)\] (?:Starting replica leader election \((?P<election>\w+)\) for "
+        r"partitions (?P<tps>\S*) triggered by|Shutting down broker (?P<stopping>\d+) \(|Broker failure callback for "
+        r"(?P<failed>[\d,]+) \()"),
     # the replica state machine taking a dead replica out of the ISR (and its leadership)
     "replica_offline": re.compile(
         r"\[Controller id=(?P<controller>\d+) epoch=(?P<cepoch>\d+)\] Partition (?P<tp>\S+) state changed to "

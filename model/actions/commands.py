@@ -138,11 +138,24 @@ def become_leader(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
         return None
     s = drop_responses_to(_accept(s, cfg, m), b, p)
     r = for_incarnation(cfg, replica(s, b, p), m.topic_id)
-    r = Replica(LEADER, b, m.leader_epoch, m.isr, m.zk_version, r.log, r.hw, IDLE, unknown_leos(cfg), r.leo, m.topic_id)
+    r = Replica(LEADER, b, m.leader_epoch, m.isr, m.zk_version, r.log, r.hw, IDLE, followers_known(cfg, r), r.leo, m.topic_id)
     s = set_replica(s, b, p, r)
     if is_current(s, p, r):  # a deleted incarnation's leaders are no history of the current one
         s = s._replace(ghost=s.ghost._replace(led=added(s.ghost.led, (p, m.leader_epoch, b))))
     return advance_hw(s, cfg, b, p)
+
+
+def followers_known(cfg: Config, r: Replica) -> tuple[int, ...]:
+    """The followers' fetch offsets a replica made leader starts its epoch with: none known
+    (each UNKNOWN until the follower fetches in the new epoch) -- but with
+    ``Config.leader_keeps_follower_state`` a replica that already leads keeps what it knew:
+    Kafka's ``Partition.makeLeader`` resets a remote replica's log end offset only for a new
+    leader (``isNewLeader``); a new leader epoch for the same leader keeps it
+    (``Replica.resetReplicaState``).  Safe: those offsets were fetched from this leader's own
+    log, which only grew since."""
+    if cfg.leader_keeps_follower_state and r.role == LEADER:
+        return r.follower_leo
+    return unknown_leos(cfg)
 
 
 def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:

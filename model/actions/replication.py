@@ -65,16 +65,17 @@ def fetch_messages_args(s: State, cfg: Config) -> Iterator[tuple]:
     return ((m,) for m in s.fetches)
 
 
-def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
+def advance_hw(s: State, cfg: Config, b: int, p: int, cap: int | None = None) -> State:
     """``leader.hw = min of leo of every replica in ISR`` -- never moving backwards.
 
     A follower's LEO is what it last fetched from (UNKNOWN until it fetches from this leader
     in this term, as Kafka's makeLeader resets it).  Records passing below the new HW are
     committed; those this leader appended in its own term are acknowledged to their acks=all
-    producers if the ISR still has ``min.insync.replicas`` members.
+    producers if the ISR still has ``min.insync.replicas`` members.  ``cap``: where a
+    follower outside the ISR holds the advance (``held_at``), if one does.
     """
     r = replica(s, b, p)
-    new_hw = min(r.leo if x == b else r.follower_leo[x] for x in maximal_isr(s, b, p, r))
+    new_hw = isr_least_leo(s, b, p, r) if cap is None else cap
     if new_hw <= r.hw:
         return s
     if not is_current(s, p, r):  # a leader of a deleted incarnation: nothing it does counts
@@ -93,6 +94,54 @@ def advance_hw(s: State, cfg: Config, b: int, p: int) -> State:
     return set_replica(s, b, p, r._replace(hw=new_hw))
 
 
+def isr_least_leo(s: State, b: int, p: int, r: Replica) -> int:
+    """The least LEO of the leader's maximal ISR: where seed 000 G puts its HW."""
+    return min(r.leo if x == b else r.follower_leo[x] for x in maximal_isr(s, b, p, r))
+
+
+NO_HOLD = -1
+"""A step's ``hold`` argument when no follower outside the ISR holds the leader's HW."""
+
+
+def held_at(s: State, cfg: Config, b: int, p: int, hold: int) -> int | None:
+    """Kafka's ``Partition.maybeIncrementLeaderHW`` (``Config.hw_waits_outside_isr``): the HW
+    also waits for a remote replica outside the (maximal) ISR that
+    ``shouldWaitForReplicaToJoinIsr`` -- caught up to the leader's LEO within
+    replica.lag.time.max.ms and ISR-eligible (in ZooKeeper mode: alive in the leader's
+    metadata).  The model has no clock, so the wait is a choice: any live assigned follower
+    whose fetch offset the leader knows in this term may hold the advance at that offset (a
+    lower HW is safe: it commits less).  The offset it holds the HW at, or None where
+    ``hold`` holds nothing back -- not such a follower, or not below where the ISR puts it."""
+    r = replica(s, b, p)
+    if not cfg.hw_waits_outside_isr or hold == b or hold not in s.zk.partitions[p].ar or hold not in s.zk.live:
+        return None
+    leo, unheld = r.follower_leo[hold], isr_least_leo(s, b, p, r)
+    if hold in maximal_isr(s, b, p, r) or leo == UNKNOWN or leo >= unheld or unheld <= r.hw:
+        return None
+    return leo
+
+
+def advance_hw_held(s: State, cfg: Config, b: int, p: int, hold: int) -> State | None:
+    """``advance_hw``, held by follower ``hold`` outside the ISR (``held_at``) unless
+    ``NO_HOLD``; None if ``hold`` cannot hold it."""
+    if hold == NO_HOLD:
+        return advance_hw(s, cfg, b, p)
+    cap = held_at(s, cfg, b, p, hold)
+    return None if cap is None else advance_hw(s, cfg, b, p, cap)
+
+
+def with_holds(args: Callable[[State, Config], Iterator[tuple]]) -> Callable[[State, Config], Iterator[tuple]]:
+    """An action's arguments and, with ``Config.hw_waits_outside_isr``, each with a follower
+    that may hold the HW advance the step makes (the step's ``hold``)."""
+    def holding(s: State, cfg: Config) -> Iterator[tuple]:
+        for a in args(s, cfg):
+            yield a
+            if cfg.hw_waits_outside_isr:
+                yield from (a + (f,) for f in range(cfg.brokers))
+
+    return holding
+
+
 def maximal_isr(s: State, b: int, p: int, r: Replica) -> tuple[int, ...]:
     """The replicas the leader's HW waits for: its ISR, and while an ISR change it proposed
     to the controller is unanswered (``model.actions.alter_partition``), every member of the
@@ -107,9 +156,10 @@ def maximal_isr(s: State, b: int, p: int, r: Replica) -> tuple[int, ...]:
     return isr
 
 
-def produce(s: State, cfg: Config, b: int, p: int) -> State | None:
+def produce(s: State, cfg: Config, b: int, p: int, hold: int = NO_HOLD) -> State | None:
     """A client's acks=all write reaches the broker that believes it leads p: appended in
-    the leader's epoch; refused (NOT_ENOUGH_REPLICAS) below min.insync.replicas."""
+    the leader's epoch; refused (NOT_ENOUGH_REPLICAS) below min.insync.replicas.  The HW
+    advance it makes may be held by ``hold`` (``held_at``)."""
     r = replica(s, b, p)
     if s.brokers[b].status != UP or r.role != LEADER or s.ghost.produced >= cfg.records:
         return None
@@ -121,7 +171,7 @@ def produce(s: State, cfg: Config, b: int, p: int) -> State | None:
     if any(lp == p and e > r.leader_epoch for lp, e, _ in ghost.led):  # a newer leader exists
         ghost = ghost._replace(zombie_appends=added(ghost.zombie_appends, (p, value)))
     s = s._replace(ghost=ghost)
-    return advance_hw(s, cfg, b, p)
+    return advance_hw_held(s, cfg, b, p, hold)
 
 
 def send_fetch(s: State, cfg: Config, f: int, p: int) -> State | None:
@@ -137,7 +187,7 @@ def send_fetch(s: State, cfg: Config, f: int, p: int) -> State | None:
     return s._replace(fetches=added(s.fetches, req))
 
 
-def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
+def handle_fetch(s: State, cfg: Config, m: Fetch, hold: int = NO_HOLD) -> State | None:
     """Seed 000 G ``on_ReplicaFetchRequest``: record the follower's LEO, advance the HW, and
     answer with the records from the fetch offset and the HW.  The answer carries what fits
     in the fetch's byte limits -- at most ``fetch_max_records`` records when that is set --
@@ -145,23 +195,29 @@ def handle_fetch(s: State, cfg: Config, m: Fetch) -> State | None:
     request from another leader epoch is refused (FENCED/UNKNOWN_LEADER_EPOCH).  With topic
     ids, so is a request from another incarnation of the topic: a re-created topic's epochs
     start again, so a follower's request sent before the deletion carries a current-looking
-    epoch, and counting its offset would commit records nobody has (KIP-516's Fetch v13)."""
-    if m.kind != FETCH_REQUEST or m not in s.fetches:
+    epoch, and counting its offset would commit records nobody has (KIP-516's Fetch v13).
+    The HW advance it makes may be held by ``hold`` (``held_at``); an answer that moves no
+    HW takes no ``hold``."""
+    if m.kind != FETCH_REQUEST or m not in s.fetches or (hold != NO_HOLD and not cfg.hw_waits_outside_isr):
         return None
     lb, p = m.leader, m.partition
     lr = replica(s, lb, p)
     if s.brokers[lb].status != UP or lr.role != LEADER:
         return None
     s = s._replace(fetches=removed(s.fetches, m))
-    if cfg.fenced_fetch and m.epoch != lr.leader_epoch:
-        return s
-    if cfg.topic_ids and m.topic_id != lr.topic_id:
-        return s
-    if m.offset > lr.leo:
+    refused = (cfg.fenced_fetch and m.epoch != lr.leader_epoch) or (cfg.topic_ids and m.topic_id != lr.topic_id)
+    if refused or m.offset > lr.leo:
+        if hold != NO_HOLD:
+            return None
+        if refused:
+            return s
         resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, (), lr.leo, OUT_OF_RANGE, lr.topic_id)
         return s._replace(fetches=added(s.fetches, resp))
     s = set_replica(s, lb, p, lr._replace(follower_leo=put_at(lr.follower_leo, m.follower, m.offset)))
-    s = advance_hw(s, cfg, lb, p)
+    held = advance_hw_held(s, cfg, lb, p, hold)
+    if held is None:
+        return None
+    s = held
     lr = replica(s, lb, p)
     answer = lr.log[m.offset : m.offset + cfg.fetch_max_records] if cfg.fetch_max_records else lr.log[m.offset :]
     resp = Fetch(FETCH_RESPONSE, m.follower, lb, p, m.offset, lr.leader_epoch, answer, lr.hw, OK, lr.topic_id)
@@ -257,9 +313,10 @@ COVERED_EVERYWHERE = Coverage(native=Supported(), z3=Supported(), judge=Supporte
 
 
 def _produce_text(args: Args, before: State, after: State) -> str:
-    b, p = args
+    b, p = args[:2]
     r = replica(after, b, p)
-    return f"client writes {record(r.log[-1])} to leader {b} (p{p}): log {log_text(r.log)}, hw={r.hw}"
+    held = f" (held by follower {args[2]} outside the ISR)" if len(args) > 2 else ""
+    return f"client writes {record(r.log[-1])} to leader {b} (p{p}): log {log_text(r.log)}, hw={r.hw}{held}"
 
 
 def _produce_view(args: Args, before: State, after: State) -> View:
@@ -269,14 +326,14 @@ def _produce_view(args: Args, before: State, after: State) -> View:
 
 
 def _produce_event(args: Args, before: State, after: State) -> Emitted:
-    b, p = args
+    b, p = args[:2]
     r = after.brokers[b].replicas[p]
     return Emitted(b, {"offset": r.leo - 1, "value": value_text(r.log[-1].value), "leader_epoch": r.log[-1].epoch},
                    {"hw": r.hw, "leo": r.leo})
 
 
 PRODUCE = Entry(
-    "produce", produce, broker_partitions_args,
+    "produce", produce, with_holds(broker_partitions_args),
     section="000 G", impl="impl.node.broker.Broker.on_produce", trace=Traced("produce"),
     describe=_produce_text, view=_produce_view, event=_produce_event, coverage=COVERED_EVERYWHERE,
 )
@@ -321,6 +378,7 @@ def _handle_fetch_text(args: Args, before: State, after: State) -> str:
     if r.error == OUT_OF_RANGE:
         return f"leader {m.leader} answers fetch from {m.follower} at offset {m.offset} with OFFSET_OUT_OF_RANGE (its LEO is {rb.leo})"
     hw = f"HW {rb.hw} → {ra.hw}, commits {log_text(ra.log[rb.hw:ra.hw])}" if ra.hw != rb.hw else f"hw={ra.hw}"
+    hw += f" (held by follower {args[1]} outside the ISR)" if len(args) > 1 else ""
     return f"leader {m.leader} handles fetch from {m.follower} at offset {m.offset} (epoch {m.epoch}): {hw}; replies {log_text(r.records)}"
 
 
@@ -358,7 +416,7 @@ def _answered_without_news(args: Args, before: State, after: State) -> bool:
 
 
 HANDLE_FETCH = Entry(
-    "handle_fetch", handle_fetch, fetch_messages_args,
+    "handle_fetch", handle_fetch, with_holds(fetch_messages_args),
     section="000 G", impl="impl.node.broker.Broker._replica_fetch", trace=Traced("handle_fetch"),
     describe=_handle_fetch_text, view=_handle_fetch_view, event=_handle_fetch_event, coverage=COVERED_EVERYWHERE,
     knob=FETCH_MAX_RECORDS, actor=_fetch_leader, silent=_answered_without_news,

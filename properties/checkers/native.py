@@ -268,6 +268,10 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("a restarted broker that reads ZooKeeper itself (seed 000 E, not Kafka's start)")
     if cfg.leaderless_first:
         reasons.append("one write per election (not Kafka's leaderless write first)")
+    if cfg.hw_waits_outside_isr:
+        reasons.append("an HW over the ISR alone (not Kafka's wait for a caught-up follower outside it)")
+    if cfg.leader_keeps_follower_state:
+        reasons.append("followers' fetch state forgotten at every new leader epoch (not Kafka's makeLeader)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 

@@ -24,3 +24,16 @@ def test_the_states_the_model_allowed_name_the_traces_brokers():
         named = {int(b) for b in re.findall(r"broker (\d+) \[", text)}
         assert named == set(ids), text
         assert re.search(r"/controller=(\d+)", text).group(1) in {str(b) for b in ids}
+
+
+def _election(reason: str, replicas: list[int]) -> dict:
+    return {"kind": "elect_leader", "node": 3, "params": {"leader": replicas[0], "isr": replicas, "reason": reason,
+                                                          "replicas": replicas}}
+
+
+def test_with_a_preferred_election_the_first_replica_assigned_is_the_models_lowest_id():
+    """The model's AR is sorted, its preferred replica the lowest id; Kafka's is the first
+    replica of the assignment (here 2, of 2,1,3)."""
+    created = _election("init", [2, 1, 3])
+    assert broker_ids([created]) == {1: 0, 2: 1, 3: 2}, "no preferred election: the trace's order"
+    assert broker_ids([created, _election("preferred", [2, 1, 3])]) == {2: 0, 1: 1, 3: 2}

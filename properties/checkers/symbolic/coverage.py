@@ -24,4 +24,8 @@ def unsupported(cfg: Config) -> str | None:
         missing.append("Kafka's broker start (a restart that waits for the controller)")
     if cfg.leaderless_first:
         missing.append("Kafka's leaderless write before an election")
+    if cfg.hw_waits_outside_isr:
+        missing.append("Kafka's HW wait for a caught-up follower outside the ISR")
+    if cfg.leader_keeps_follower_state:
+        missing.append("Kafka's followers' fetch state kept across a leader's new epoch")
     return ", ".join(missing) or None
