@@ -32,9 +32,10 @@ does not compile is an error naming the compiler's first error, never a skipped 
 
 Supported: one partition, up to four brokers, up to six records, no reassignment, fencing
 on -- the shape of every named configuration -- and of the admin actions, preferred-replica
-elections (``--preferred-elections``) and controlled shutdowns with the clean stop after
-them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``).  Other
-configurations get a clear error naming what is not supported.
+elections (``--preferred-elections``), controlled shutdowns with the clean stop after
+them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``), and topic
+deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``).
+Other configurations get a clear error naming what is not supported.
 """
 
 from __future__ import annotations
