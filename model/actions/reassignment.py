@@ -220,7 +220,7 @@ STOP_REPLICA = Entry(
     section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
     describe=_stop_replica_text, view=_stop_replica_view,
     event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
-    coverage=Coverage(native=Supported("a controlled shutdown's (native/shutdown.c), the only StopReplica of the configurations it runs"),
+    coverage=Coverage(native=Supported("a controlled shutdown's and a topic deletion's (native/shutdown.c); a reassignment's is not ported"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVEN),

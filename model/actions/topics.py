@@ -154,9 +154,6 @@ def create_topic(s: State, cfg: Config, c: int, p: int, ar: tuple[int, ...], lea
     return s._replace(leader_and_isr=sent, ghost=s.ghost._replace(led=added(s.ghost.led, (p, 1, leader))))
 
 
-NO_DELETION_IN_C = Unsupported("topic deletion is not ported to native/rules.c (its state has no topic identity)")
-
-
 NO_DELETION_IN_Z3 = Unsupported("topic deletion is not encoded (its state has no topic identity)")
 
 
@@ -182,7 +179,7 @@ DELETE_TOPIC = Entry(
     "delete_topic", delete_topic, deletions_args,
     section="000 B", impl="impl.node.controller.Controller._delete_topic", trace=Traced("topic_deleted"),
     describe=_delete_text, view=nothing_observed, event=_delete_event,
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
     explored=False, knob=DELETIONS,
 )
 
@@ -204,7 +201,7 @@ CREATE_TOPIC = Entry(
     section="000 B", impl="impl.node.controller.Controller._on_topic_change", trace=Traced("elect_leader", ("init",)),
     describe=_create_text, view=_create_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "init", False),
-    coverage=Coverage(native=NO_DELETION_IN_C, z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=NO_DELETION_IN_Z3, judge=DELETION_JUDGED, driver=DRIVEN),
     explored=False, knob=DELETIONS,
 )
 

@@ -32,9 +32,10 @@ does not compile is an error naming the compiler's first error, never a skipped 
 
 Supported: one partition, up to four brokers, up to six records, no reassignment, fencing
 on -- the shape of every named configuration -- and of the admin actions, preferred-replica
-elections (``--preferred-elections``) and controlled shutdowns with the clean stop after
-them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``).  Other
-configurations get a clear error naming what is not supported.
+elections (``--preferred-elections``), controlled shutdowns with the clean stop after
+them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``), and topic
+deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``).
+Other configurations get a clear error naming what is not supported.
 """
 
 from __future__ import annotations
@@ -90,15 +91,14 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 6, Replica: 10, LeaderAndIsr: 8, StopReplica: 6, Ghost: 15, Fetch: 9, Broker: 7, State: 6}
+_NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 6, Ghost: 15, Fetch: 10, Broker: 7, State: 6}
 """How many leading fields of each state tuple the native search holds (``native/state.h``).
-The fields after them (topic identity and deletions, seed 000 B; partitions added and
-removed, H; AlterPartition messages in flight) belong to actions the native search does not
-run (``unsupported``): they are at their defaults in every state it can be given, and are
-left out of the encoding, so that ``decode`` (which rebuilds them from the defaults)
-round-trips.  A few defaults are written all the same, to reach a field after them: the
-ghost's deletions and retired ids (before its preferred-election count) and a StopReplica's
-topic id and delete flag (0 and False, a controlled shutdown's -- the C rejects others)."""
+The fields after them (partitions added and removed, seed 000 H; session expiries;
+AlterPartition messages in flight) belong to actions the native search does not run
+(``unsupported``): they are at their defaults in every state it can be given, and are left
+out of the encoding, so that ``decode`` (which rebuilds them from the defaults)
+round-trips.  A PartitionZnode's rar is written all the same, to reach its topic id after
+it (always ``()``: the C rejects a reassignment's)."""
 
 
 def _native_part(x: tuple) -> tuple:
@@ -181,11 +181,11 @@ def decode(data: bytes) -> State:
     """The state ``encode`` wrote."""
     r = _Reader(data)
     entry = lambda: Entry(r.int(), r.int())  # noqa: E731 - small readers, read in order
-    zk = Zk(r.int(), r.int(), r.ints(), r.ints(), r.int(), r.many(lambda: PartitionZnode(r.int(), r.int(), r.ints(), r.int(), r.ints(), r.ints())))
-    replica = lambda: Replica(r.int(), r.int(), r.int(), r.ints(), r.int(), r.many(entry), r.int(), r.int(), r.ints(), r.int())  # noqa: E731
+    zk = Zk(r.int(), r.int(), r.ints(), r.ints(), r.int(), r.many(lambda: PartitionZnode(r.int(), r.int(), r.ints(), r.int(), r.ints(), r.ints(), r.int())))
+    replica = lambda: Replica(r.int(), r.int(), r.int(), r.ints(), r.int(), r.many(entry), r.int(), r.int(), r.ints(), r.int(), r.int())  # noqa: E731
     brokers = r.many(lambda: Broker(r.int(), bool(r.int()), r.int(), r.int(), r.many(replica), r.ints(), r.ints()))
-    lai = r.many(lambda: LeaderAndIsr(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int()))
-    fetches = r.many(lambda: Fetch(r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.many(entry), r.int(), r.int()))
+    lai = r.many(lambda: LeaderAndIsr(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int(), r.int()))
+    fetches = r.many(lambda: Fetch(r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.many(entry), r.int(), r.int(), r.int()))
     pair = lambda: r.fixed(r.int, r.int)  # noqa: E731
     ghost = Ghost(
         r.many(lambda: r.fixed(r.int, r.int, entry)),
@@ -344,6 +344,8 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--unclean", str(int(cfg.unclean)),
         "--preferred-elections", str(cfg.preferred_elections),
         "--max-shutdowns", str(cfg.max_shutdowns),
+        "--deletions", str(cfg.deletions),
+        "--topic-ids", str(int(cfg.topic_ids)),
         "--fetch-max-records", str(cfg.fetch_max_records),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),

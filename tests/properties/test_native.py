@@ -83,14 +83,17 @@ def test_the_encoding_orders_states_exactly_as_python_orders_the_tuples(tmp_path
     assert all(encode(s) == e for s, e in zip(decoded, states, strict=True))
 
 
-def test_decode_inverts_encode_for_every_state_field():
-    cfg = named("zombie", max_shutdowns=1)
+@pytest.mark.parametrize("knobs", [{"max_shutdowns": 1}, {"deletions": 1}], ids=["shutdown", "deletion"])
+def test_decode_inverts_encode_for_every_state_field(knobs):
+    cfg = named("zombie", **knobs)
     s = initial(cfg)
     assert decode(encode(s)) == s
     for _, t in successors(s, cfg):
         assert decode(encode(t)) == t
         for _, u in successors(t, cfg):  # a broker shutting down, a StopReplica in flight
             assert decode(encode(u)) == u
+            for _, w in successors(u, cfg):  # a re-created topic: a new topic id, a retired record
+                assert decode(encode(w)) == w
 
 
 def test_the_fingerprint_is_the_native_ones(tmp_path):
@@ -221,7 +224,12 @@ ADMIN_FAMILIES = [("design", {"preferred_elections": 1}), ("zombie", {"preferred
                   # a controlled shutdown, its StopReplica and the clean stop after it; with a
                   # preferred election, which must pass over the broker shutting down
                   pytest.param("design", {"max_shutdowns": 1}, marks=pytest.mark.slow), ("unclean", {"max_shutdowns": 1}),
-                  pytest.param("design", {"max_shutdowns": 1, "preferred_elections": 1}, marks=pytest.mark.slow)]
+                  pytest.param("design", {"max_shutdowns": 1, "preferred_elections": 1}, marks=pytest.mark.slow),
+                  # a topic deleted and created again: topic ids, StopReplica with delete, DELETED
+                  # replicas, retired records; with a preferred election on the new assignment
+                  ("kip320", {"deletions": 1, "records": 1, "max_crashes": 1}), ("unclean", {"deletions": 1, "records": 1}),
+                  pytest.param("design", {"deletions": 1, "records": 1, "max_crashes": 1, "preferred_elections": 1},
+                               marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize(("name", "knobs"), ADMIN_FAMILIES, ids=lambda v: v if isinstance(v, str) else "+".join(v))
@@ -259,6 +267,32 @@ def test_controlled_shutdowns_search_alike_with_and_without_symmetry(reduction):
         found[symmetry] = b
     assert found[True].holds and found[False].holds
     assert found[True].states < found[False].states
+
+
+@pytest.mark.parametrize("cfg", [named("unclean", deletions=1, records=1),
+                                 named("kip320", deletions=1, records=1, max_crashes=1, topic_ids=False)],
+                         ids=["unclean", "kip320-no-topic-ids"])
+def test_deletions_search_alike_without_symmetry(cfg):
+    """Without symmetry (every broker named as it is) a deletion's space is the Python
+    checker's too, reduced and not, and so is its counterexample, step for step."""
+    for reduction in (False, True):
+        options = SearchOptions(symmetry=False, reduction=reduction)
+        a, b = check(cfg, options), check_native(cfg, options)
+        assert (b.states, b.transitions, b.depth, b.holds) == (a.states, a.transitions, a.depth, a.holds)
+        assert not b.holds and [s for s, _ in b.violation.steps] == [s for s, _ in a.violation.steps]
+
+
+def test_the_pinned_deletion_figures_natively():
+    """kip320 with one deletion holds in the pinned number of states; without topic ids the
+    native counterexample is the pinned one (a stale replica of the deleted incarnation in
+    the re-created topic), replayed through the model."""
+    r = check_native(named("kip320", deletions=1))
+    assert (r.holds, r.states, r.depth) == (True, pinned("kip320", "deletions 1", "states"), pinned("kip320", "deletions 1", "depth"))
+    cfg = named("kip320", deletions=1, topic_ids=False)
+    v = check_native(cfg).violation
+    assert v is not None and len(v.steps) == pinned("kip320", "deletions 1, no topic ids", "counterexample steps")
+    assert {"delete_topic", "create_topic"} <= {s.action for s, _ in v.steps}
+    assert replay(cfg, [s for s, _ in v.steps]) == v.states
 
 
 def test_a_native_counterexample_through_a_clean_stop_replays_through_the_model():
@@ -316,6 +350,8 @@ def test_budgets_stop_a_native_search_with_the_depth_checked():
 def test_unsupported_configurations_are_named():
     assert unsupported(named("kip320")) is None
     assert unsupported(named("kip320", max_shutdowns=1, preferred_elections=1)) is None
+    assert unsupported(named("kip320", deletions=1)) is None
+    assert unsupported(named("kip320", deletions=1, topic_ids=False)) is None
     assert "one partition" in unsupported(named("kip320", partitions=2))
     assert "reassignments" in unsupported(named("kip320", reassignments=1))
     with pytest.raises(NativeUnavailable, match="one partition"):

@@ -93,13 +93,14 @@ int encode(const S *s, const int *perm, u8 *out) {
     }
     mark(b, 0);
     put(b, s->zxid);
-    mark(b, 1); /* partitions: one PartitionZnode(leader, leader_epoch, isr, zk_version, ar, rar) */
+    mark(b, 1); /* partitions: one PartitionZnode(leader, leader_epoch, isr, zk_version, ar, rar, topic_id) */
     put(b, mapb(perm, s->zn_leader));
     put(b, s->zn_leader_epoch);
     put_set(b, perm, s->zn_isr, n);
     put(b, s->zn_zk_version);
     put_set(b, perm, s->zn_ar, n);
     mark(b, 0); /* rar () */
+    put(b, s->zn_topic_id);
     mark(b, 0);
     /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas, new_brokers,
        shutting_down) */
@@ -126,13 +127,14 @@ int encode(const S *s, const int *perm, u8 *out) {
         }
         mark(b, 0);
         put(b, r->epoch_start);
+        put(b, r->topic_id);
         mark(b, 0);
         put_set(b, perm, br->new_brokers, n);
         put_set(b, perm, br->shutting_down, n);
     }
     mark(b, 0);
     /* leader_and_isr: LeaderAndIsr(to, partition, leader, leader_epoch, isr, zk_version,
-       controller_epoch, max_broker_epoch), sorted */
+       controller_epoch, max_broker_epoch, topic_id), sorted */
     for (int i = 0; i < s->nlai; i++) {
         const Lai *m = &s->lai[i];
         Buf e = {items[i].bytes, 0};
@@ -144,10 +146,11 @@ int encode(const S *s, const int *perm, u8 *out) {
         put(&e, m->zk_version);
         put(&e, m->controller_epoch);
         put(&e, m->max_broker_epoch);
+        put(&e, m->topic_id);
         items[i].n = e.n;
     }
     put_items(b, items, s->nlai);
-    /* fetches: Fetch(kind, follower, leader, partition, offset, epoch, records, hw, error) */
+    /* fetches: Fetch(kind, follower, leader, partition, offset, epoch, records, hw, error, topic_id) */
     for (int i = 0; i < s->nfetch; i++) {
         const Fetch *m = &s->fetch[i];
         Buf e = {items[i].bytes, 0};
@@ -160,6 +163,7 @@ int encode(const S *s, const int *perm, u8 *out) {
         put_log(&e, m->rec, m->nrec);
         put(&e, m->hw);
         put(&e, m->error);
+        put(&e, m->topic_id);
         items[i].n = e.n;
     }
     put_items(b, items, s->nfetch);
@@ -198,11 +202,11 @@ int encode(const S *s, const int *perm, u8 *out) {
     put(b, s->shutdowns);
     put(b, s->reassignments);
     put_pvs(b, items, s->zc, s->nzc);
-    put(b, 0); /* deletions */
-    mark(b, 0); /* retired () */
+    put(b, s->deletions);
+    put_pvs(b, items, s->retired, s->nretired);
     put(b, s->preferred_elections);
-    /* stop_replica: StopReplica(to, partition, leader_epoch, controller_epoch, topic_id 0,
-       delete False), sorted */
+    /* stop_replica: StopReplica(to, partition, leader_epoch, controller_epoch, topic_id,
+       delete), sorted */
     for (int i = 0; i < s->nstop; i++) {
         const Stop *m = &s->stop[i];
         Buf e = {items[i].bytes, 0};
@@ -210,8 +214,8 @@ int encode(const S *s, const int *perm, u8 *out) {
         put(&e, m->partition);
         put(&e, m->leader_epoch);
         put(&e, m->controller_epoch);
-        put(&e, 0);
-        put(&e, 0);
+        put(&e, m->topic_id);
+        put(&e, m->delete);
         items[i].n = e.n;
     }
     put_items(b, items, s->nstop);
@@ -293,6 +297,7 @@ void decode(const u8 *p, int len, S *s) {
     s->zn_zk_version = (i8)get(r);
     s->zn_ar = get_set(r);
     if (get_set(r)) die("reassignment (rar) is not supported by the native search");
+    s->zn_topic_id = (i8)get(r);
     expect_end(r);
     for (int x = 0; x < n; x++) {
         if (!more(r)) die("bad state encoding (brokers)");
@@ -317,6 +322,7 @@ void decode(const u8 *p, int len, S *s) {
         }
         expect_end(r);
         q->epoch_start = (i8)get(r);
+        q->topic_id = (i8)get(r);
         expect_end(r);
         br->new_brokers = get_set(r);
         br->shutting_down = get_set(r);
@@ -333,6 +339,7 @@ void decode(const u8 *p, int len, S *s) {
         m->zk_version = (i8)get(r);
         m->controller_epoch = (i8)get(r);
         m->max_broker_epoch = (i8)get(r);
+        m->topic_id = (i8)get(r);
     }
     while (more(r)) {
         if (s->nfetch >= MAXFETCH) die("state too large for the native search (fetches)");
@@ -346,6 +353,7 @@ void decode(const u8 *p, int len, S *s) {
         m->nrec = (i8)get_log(r, m->rec);
         m->hw = (i8)get(r);
         m->error = (i8)get(r);
+        m->topic_id = (i8)get(r);
     }
     while (more(r)) {
         if (s->ncommitted >= MAXCOMMIT) die("state too large (committed)");
@@ -376,7 +384,8 @@ void decode(const u8 *p, int len, S *s) {
     s->shutdowns = (i8)get(r);
     s->reassignments = (i8)get(r);
     s->nzc = (i8)get_pvs(r, s->zc, "zombie commits");
-    if (get(r) != 0 || more(r)) die("topic deletions are not supported by the native search");
+    s->deletions = (i8)get(r);
+    s->nretired = (i8)get_pvs(r, s->retired, "retired");
     s->preferred_elections = (i8)get(r);
     while (more(r)) {
         if (s->nstop >= MAXSTOP) die("state too large for the native search (StopReplica requests)");
@@ -385,8 +394,10 @@ void decode(const u8 *p, int len, S *s) {
         m->partition = (i8)get(r);
         m->leader_epoch = (i8)get(r);
         m->controller_epoch = (i8)get(r);
-        if (get(r) != 0) die("topic ids are not supported by the native search");
-        if (get(r) != 0) die("StopReplica with delete (reassignment, deletion) is not supported by the native search");
+        m->topic_id = (i8)get(r);
+        m->delete = (i8)get(r);
+        if (m->delete && m->leader_epoch != EPOCH_DURING_DELETE)
+            die("a reassignment's StopReplica (with delete) is not supported by the native search");
     }
     if (r->i != len) die("bad state encoding (trailing bytes)");
 }

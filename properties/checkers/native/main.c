@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
     o.workers = 1;
     o.workdir = "/tmp";
     C = (Cfg){.brokers = 2, .records = 2, .max_epoch = 3, .max_crashes = 1, .max_pauses = 0, .min_insync = 1,
-              .unclean = 0, .truncation = T_KIP320, .symmetry = 1, .reduction = 0};
+              .unclean = 0, .truncation = T_KIP320, .topic_ids = 1, .symmetry = 1, .reduction = 0};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -111,6 +111,8 @@ int main(int argc, char **argv) {
         else if (OPT("--unclean")) C.unclean = (int)arg_long(v, a);
         else if (OPT("--preferred-elections")) C.preferred_elections = (int)arg_long(v, a);
         else if (OPT("--max-shutdowns")) C.max_shutdowns = (int)arg_long(v, a);
+        else if (OPT("--deletions")) C.deletions = (int)arg_long(v, a);
+        else if (OPT("--topic-ids")) C.topic_ids = (int)arg_long(v, a);
         else if (OPT("--fetch-max-records")) C.fetch_max_records = (int)arg_long(v, a);
         else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
         else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);

@@ -12,6 +12,9 @@ static int log_has_value(const Replica *r, int value) {
     return 0;
 }
 
+/* a replica of the topic's current incarnation (a deleted one's data is not compared) */
+static int of_current_incarnation(const S *s, const Replica *r) { return r->topic_id == s->zn_topic_id && r->role != DELETED; }
+
 int state_violation(const S *s) {
     int n = C.brokers;
     /* hw_le_leo */
@@ -39,6 +42,7 @@ int state_violation(const S *s) {
     for (int a = 0; a < n; a++)
         for (int b = a + 1; b < n; b++) {
             const Replica *x = &s->br[a].r, *y = &s->br[b].r;
+            if (!of_current_incarnation(s, x) || !of_current_incarnation(s, y)) continue;
             int upto = x->hw < y->hw ? x->hw : y->hw;
             int lx = upto < x->loglen ? upto : x->loglen;
             int ly = upto < y->loglen ? upto : y->loglen;
@@ -61,6 +65,13 @@ int state_violation(const S *s) {
     }
     /* zombie_cannot_commit */
     if (s->nzc) return 1;
+    /* deleted_not_served */
+    if (s->nretired && s->zn_ar && s->zn_leader != NO_LEADER) {
+        const Replica *r = &s->br[(int)s->zn_leader].r;
+        if (of_current_incarnation(s, r))
+            for (int i = 0; i < s->nretired; i++)
+                if (log_has_value(r, s->retired[i].value)) return 1;
+    }
     /* epoch_monotonic (along logs) */
     for (int b = 0; b < n; b++) {
         const Replica *r = &s->br[b].r;
@@ -72,9 +83,14 @@ int state_violation(const S *s) {
 
 int transition_violation(const S *a, const S *b) {
     if (b->controller_epoch < a->controller_epoch) return 1;
-    if (b->zn_leader_epoch < a->zn_leader_epoch) return 1;
-    if (b->zn_leader != a->zn_leader && b->zn_leader_epoch <= a->zn_leader_epoch) return 1;
-    for (int x = 0; x < C.brokers; x++)
-        if (b->br[x].r.leader_epoch < a->br[x].r.leader_epoch) return 1;
+    if (b->zn_topic_id == a->zn_topic_id && b->zn_ar) { /* else deleted or created again: epochs start over */
+        if (b->zn_leader_epoch < a->zn_leader_epoch) return 1;
+        if (b->zn_leader != a->zn_leader && b->zn_leader_epoch <= a->zn_leader_epoch) return 1;
+    }
+    for (int x = 0; x < C.brokers; x++) {
+        const Replica *ra = &b->br[x].r, *rb = &a->br[x].r;
+        if (ra->topic_id != rb->topic_id || ra->role == DELETED) continue;
+        if (ra->leader_epoch < rb->leader_epoch) return 1;
+    }
     return 0;
 }

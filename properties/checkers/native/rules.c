@@ -3,7 +3,8 @@
  * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
  *
  * One partition, up to four brokers and no reassignment: the shape of every named
- * configuration, with preferred-replica elections and controlled shutdowns (shutdown.c)
+ * configuration, with preferred-replica elections, controlled shutdowns (shutdown.c) and
+ * topic deletion and re-creation (topics.c)
  * (properties/checkers/native.py rejects anything else with a message naming what is not
  * supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
@@ -34,7 +35,7 @@ static int find_fetch(const S *s, const Fetch *m) {
 }
 
 static void add_fetch(S *s, Fetch m) { SET_ADD(s->fetch, s->nfetch, MAXFETCH, m); }
-static void add_lai(S *s, Lai m) { SET_ADD(s->lai, s->nlai, MAXLAI, m); }
+void add_lai(S *s, Lai m) { SET_ADD(s->lai, s->nlai, MAXLAI, m); }
 
 /* ---------------------------------------------------------------------------------------
  * model/state.py initial
@@ -168,6 +169,10 @@ static void advance_hw(S *s, int b) {
             if (leo < new_hw) new_hw = leo;
         }
     if (new_hw == 1000 || new_hw <= r->hw) return;
+    if (!is_current(s, r)) { /* a leader of a deleted incarnation: nothing it does counts */
+        r->hw = (i8)new_hw;
+        return;
+    }
     int sup = superseded(s, r->leader_epoch);
     for (int off = r->hw; off < new_hw; off++) {
         Entry e = r->log[off];
@@ -218,7 +223,9 @@ static int addressee(const Fetch *m) { return m->kind == FETCH_REQUEST ? m->lead
 
 void process_ends(S *s, int b) {
     Broker *br = &s->br[b];
+    int deleted = br->r.role == DELETED;
     replica_stops(&br->r);
+    if (deleted) br->r.role = DELETED; /* its directory stays gone */
     br->status = DOWN;
     stop_controlling(br);
     for (int i = s->nfetch - 1; i >= 0; i--)
@@ -274,8 +281,20 @@ static int broker_restart(S *s, int b) {
     if (s->controller_epoch > br->controller_epoch) br->controller_epoch = s->controller_epoch;
     br->broker_epoch = s->zxid;
     announce(s, b);
-    /* every broker is in the AR (no reassignment) */
     Replica *r = &br->r;
+    if (!s->zn_ar) { /* E 4: its topic was deleted while it was down */
+        topic_deleted(r, s->zn_topic_id);
+        return 1;
+    }
+    if (!has(s->zn_ar, b)) { /* E 4: a re-created topic not assigned to it (deleted_replica) */
+        int epoch = r->leader_epoch, topic_id = r->topic_id;
+        topic_deleted(r, topic_id);
+        r->role = NONE;
+        r->leader_epoch = (i8)epoch;
+        return 1;
+    }
+    for_incarnation(r, s->zn_topic_id);
+    r->topic_id = s->zn_topic_id;
     int epoch = r->leader_epoch > s->zn_leader_epoch ? r->leader_epoch : s->zn_leader_epoch;
     if (s->zn_leader == b) {
         r->role = LEADER;
@@ -319,14 +338,14 @@ static int broker_reregister(S *s, int b) {
     return 1;
 }
 
-static int max_broker_epoch(const S *s) {
+int max_broker_epoch(const S *s) {
     int m = 0;
     for (int b = 0; b < C.brokers; b++)
         if (has(s->live, b) && s->broker_epochs[b] > m) m = s->broker_epochs[b];
     return m;
 }
 
-static Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe) {
+Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id) {
     Lai m;
     memset(&m, 0, sizeof m);
     m.to = (i8)to;
@@ -337,6 +356,7 @@ static Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, 
     m.zk_version = (i8)zkv;
     m.controller_epoch = (i8)cepoch;
     m.max_broker_epoch = (i8)mbe;
+    m.topic_id = (i8)topic_id;
     return m;
 }
 
@@ -352,7 +372,7 @@ static int controller_elect(S *s, int b) {
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
         if (has(s->zn_ar, to))
-            add_lai(s, make_lai(to, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, epoch, mbe));
+            add_lai(s, make_lai(to, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, epoch, mbe, s->zn_topic_id));
     return 1;
 }
 
@@ -369,6 +389,7 @@ typedef struct { int leader; u8 isr; int unclean; } Outcome;
 /* election_outcomes (seed 000 A 3.2), never electing a broker shutting down */
 static int election_outcomes(const S *s, Outcome *out) {
     int n = 0;
+    if (!s->zn_ar) return 0; /* a deleted topic's partition: nothing to elect */
     u8 live_isr = s->zn_isr & s->live;
     if (s->zn_leader != NO_LEADER && has(s->live, s->zn_leader)) {
         if (live_isr == s->zn_isr) return 0;
@@ -409,7 +430,7 @@ void write_and_send(S *s, int leader, u8 isr) {
     u8 stopping = shutting_down(s);
     for (int to = 0; to < C.brokers; to++)
         if (has(s->zn_ar, to) && (to == leader || !has(stopping, to)))
-            add_lai(s, make_lai(to, leader, s->zn_leader_epoch, isr, s->zn_zk_version, s->controller_epoch, mbe));
+            add_lai(s, make_lai(to, leader, s->zn_leader_epoch, isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
 }
 
 static int elect_leader(S *s, int c, int leader) {
@@ -430,20 +451,27 @@ static int on_broker_startup(S *s, int c, int b) {
     if (!acting_controller(s, c) || !has(s->br[c].new_brokers, b)) return 0;
     s->br[c].new_brokers &= (u8)~(1 << b);
     if (has(s->zn_ar, b)) {
-        Lai m = make_lai(b, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, max_broker_epoch(s));
+        Lai m = make_lai(b, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, max_broker_epoch(s), s->zn_topic_id);
         add_lai(s, m);
     }
     return 1;
 }
 
-/* stale_reason != None */
-static int stale(const S *s, const Lai *m) {
+/* stale_reason: 0 (None), STALE_EPOCH for a leader epoch no newer than the replica's, or
+ * STALE_FOR_EVER for the rest (controller and broker epochs, topic ids) */
+enum { STALE_EPOCH = 1, STALE_FOR_EVER = 2 };
+static int stale_reason(const S *s, const Lai *m) {
     const Broker *br = &s->br[(int)m->to];
-    if (m->controller_epoch < br->controller_epoch) return 1;
-    if (m->max_broker_epoch < br->broker_epoch) return 1;
-    if (m->leader_epoch <= br->r.leader_epoch) return 1;
+    if (m->controller_epoch < br->controller_epoch) return STALE_FOR_EVER;
+    if (m->max_broker_epoch < br->broker_epoch) return STALE_FOR_EVER;
+    const Replica *r = &br->r;
+    if (C.topic_ids && (m->topic_id < r->topic_id || (m->topic_id == r->topic_id && r->role == DELETED))) return STALE_FOR_EVER;
+    int known = C.topic_ids && m->topic_id > r->topic_id ? 0 : r->leader_epoch; /* for_incarnation */
+    if (m->leader_epoch <= known) return STALE_EPOCH;
     return 0;
 }
+
+static int stale(const S *s, const Lai *m) { return stale_reason(s, m) != 0; }
 
 static void accept_request(S *s, const Lai *m) {
     Broker *br = &s->br[(int)m->to];
@@ -466,6 +494,7 @@ static int become_leader(S *s, Lai m) {
     accept_request(s, &m);
     drop_responses_to(s, b);
     Replica *r = &s->br[b].r;
+    for_incarnation(r, m.topic_id);
     r->role = LEADER;
     r->leader = (i8)b;
     r->leader_epoch = m.leader_epoch;
@@ -474,8 +503,11 @@ static int become_leader(S *s, Lai m) {
     r->fetch_state = IDLE;
     unknown_leo(r);
     r->epoch_start = r->loglen;
-    Led l = {0, m.leader_epoch, (i8)b};
-    SET_ADD(s->led, s->nled, MAXLED, l);
+    r->topic_id = m.topic_id;
+    if (is_current(s, r)) { /* a deleted incarnation's leaders are no history of the current one */
+        Led l = {0, m.leader_epoch, (i8)b};
+        SET_ADD(s->led, s->nled, MAXLED, l);
+    }
     advance_hw(s, b);
     return 1;
 }
@@ -486,6 +518,8 @@ static int become_follower(S *s, Lai m) {
     if (stale(s, &m)) return 0;
     accept_request(s, &m);
     Replica *r = &s->br[b].r;
+    for_incarnation(r, m.topic_id);
+    r->topic_id = m.topic_id;
     if (m.leader == NO_LEADER) {
         drop_responses_to(s, b);
         r->role = FOLLOWER;
@@ -536,7 +570,7 @@ static int produce(S *s, int b) {
     return 1;
 }
 
-static Fetch make_fetch(int kind, int follower, int leader, int offset, int epoch, int hw, int error) {
+static Fetch make_fetch(int kind, int follower, int leader, int offset, int epoch, int hw, int error, int topic_id) {
     Fetch m;
     memset(&m, 0, sizeof m); /* unused bytes zero: sets compare messages bytewise */
     m.kind = (i8)kind;
@@ -547,6 +581,7 @@ static Fetch make_fetch(int kind, int follower, int leader, int offset, int epoc
     m.epoch = (i8)epoch;
     m.hw = (i8)hw;
     m.error = (i8)error;
+    m.topic_id = (i8)topic_id;
     return m;
 }
 
@@ -557,7 +592,7 @@ int send_fetch(S *s, int f) {
         const Fetch *m = &s->fetch[i];
         if (m->follower == f && m->partition == 0 && m->leader == r->leader) return 0;
     }
-    add_fetch(s, make_fetch(FETCH_REQUEST, f, r->leader, r->loglen, r->leader_epoch, -1, OK));
+    add_fetch(s, make_fetch(FETCH_REQUEST, f, r->leader, r->loglen, r->leader_epoch, -1, OK, r->topic_id));
     return 1;
 }
 
@@ -570,13 +605,14 @@ int handle_fetch(S *s, Fetch m) {
     if (s->br[lb].status != UP || lr->role != LEADER) return 0;
     remove_fetch_at(s, i);
     if (C.fenced && m.epoch != lr->leader_epoch) return 1;
+    if (C.topic_ids && m.topic_id != lr->topic_id) return 1;
     if (m.offset > lr->loglen) {
-        add_fetch(s, make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->loglen, OUT_OF_RANGE));
+        add_fetch(s, make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->loglen, OUT_OF_RANGE, lr->topic_id));
         return 1;
     }
     lr->follower_leo[(int)m.follower] = m.offset;
     advance_hw(s, lb);
-    Fetch resp = make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->hw, OK);
+    Fetch resp = make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->hw, OK, lr->topic_id);
     resp.nrec = (i8)(lr->loglen - m.offset);
     if (C.fetch_max_records && resp.nrec > C.fetch_max_records) resp.nrec = (i8)C.fetch_max_records;
     for (int k = 0; k < resp.nrec; k++) resp.rec[k] = lr->log[m.offset + k];
@@ -593,7 +629,7 @@ int receive_fetch(S *s, Fetch m) {
     remove_fetch_at(s, i);
     Replica *r = &s->br[f].r;
     if (r->role != FOLLOWER || r->leader != m.leader || r->fetch_state != FETCHING || m.offset != r->loglen ||
-        (C.fenced && m.epoch != r->leader_epoch))
+        (C.fenced && m.epoch != r->leader_epoch) || (C.topic_ids && m.topic_id != r->topic_id))
         return 1;
     if (m.error == OUT_OF_RANGE) {
         int cut = m.hw < r->loglen ? m.hw : r->loglen;
@@ -656,9 +692,13 @@ static int preferred_election(S *s, int c) {
     return 1;
 }
 
+/* _stale_for_ever: without topic ids a deleted replica forgets its leader epoch, so a
+ * request refused for its leader epoch may be taken later */
 void forget_stale_requests(S *s) {
-    for (int i = s->nlai - 1; i >= 0; i--)
-        if (stale(s, &s->lai[i])) remove_lai_at(s, i);
+    for (int i = s->nlai - 1; i >= 0; i--) {
+        int why = stale_reason(s, &s->lai[i]);
+        if (why == STALE_FOR_EVER || (why == STALE_EPOCH && !(C.deletions && !C.topic_ids))) remove_lai_at(s, i);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -717,5 +757,12 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
             if (f != b) TRY(expand_isr(&t, b, f));
     for (int b = 0; b < n; b++) TRY(isr_update_failed(&t, b));
     for (int i = 0; i < s->nstop; i++) TRY(stop_replica(&t, s->stop[i]));
+    if (s->controller != NO_LEADER) {
+        if (s->deletions < C.deletions && s->zn_ar) TRY(delete_topic(&t, s->controller));
+        if (!s->zn_ar) /* creations_args: any non-empty AR and any live member of it as leader */
+            for (int ar = 1; ar < 1 << n; ar++)
+                for (int l = 0; l < n; l++)
+                    if (has((u8)ar, l) && has(s->live, l)) TRY(create_topic(&t, s->controller, (u8)ar, l));
+    }
     if (s->controller != NO_LEADER && s->preferred_elections < C.preferred_elections) TRY(preferred_election(&t, s->controller));
 }

@@ -1,9 +1,8 @@
 /*
  * shutdown.c: model/actions/shutdown.py -- controlled shutdown and the clean stop after it --
- * and the StopReplica a controlled shutdown sends to a follower (model/actions/reassignment.py
- * stop_replica, without delete: the only StopReplica of the configurations the native search
- * runs).  One partition, every broker assigned; each function is named after the Python one
- * it ports, read that one for the why.
+ * and StopReplica (model/actions/reassignment.py stop_replica): a controlled shutdown's to a
+ * follower, without delete, and a topic deletion's (topics.c), with it.  One partition; each
+ * function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
 
@@ -11,17 +10,19 @@
  * The StopReplica requests in flight (a set, as model.state keeps it)
  * ------------------------------------------------------------------------------------- */
 
-static Stop make_stop(int to, int leader_epoch, int controller_epoch) {
+Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete) {
     Stop m;
     memset(&m, 0, sizeof m);
     m.to = (i8)to;
     m.partition = 0;
     m.leader_epoch = (i8)leader_epoch;
     m.controller_epoch = (i8)controller_epoch;
+    m.topic_id = (i8)topic_id;
+    m.delete = (i8)delete;
     return m;
 }
 
-static void add_stop(S *s, Stop m) { SET_ADD(s->stop, s->nstop, MAXSTOP, m); }
+void add_stop(S *s, Stop m) { SET_ADD(s->stop, s->nstop, MAXSTOP, m); }
 
 static void remove_stop_at(S *s, int i) {
     memmove(&s->stop[i], &s->stop[i + 1], sizeof(Stop) * (size_t)(s->nstop - i - 1));
@@ -29,8 +30,8 @@ static void remove_stop_at(S *s, int i) {
     memset(&s->stop[s->nstop], 0, sizeof(Stop));
 }
 
-/* brokers.py _unanswered_deletions_dropped: a controlled shutdown's StopReplica to a broker
- * dies with its process */
+/* brokers.py _unanswered_deletions_dropped: a deletion's or a controlled shutdown's
+ * StopReplica to a broker dies with its process (the only kinds the native search runs) */
 void remove_stops_to(S *s, int b) {
     for (int i = s->nstop - 1; i >= 0; i--)
         if (s->stop[i].to == b) remove_stop_at(s, i);
@@ -73,7 +74,7 @@ int controlled_shutdown(S *s, int c, int b, int leader) {
     u8 stopping = s->br[c].shutting_down | (u8)(1 << b);
     if (!has(s->zn_isr, b) && has(s->zn_ar, b) && b != s->zn_leader && leader == s->zn_leader) {
         s->br[c].shutting_down = stopping;
-        add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch));
+        add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
         return 1;
     }
     if (!has(s->zn_isr, b) || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
@@ -85,7 +86,7 @@ int controlled_shutdown(S *s, int c, int b, int leader) {
     }
     s->br[c].shutting_down = stopping;
     write_and_send(s, leader, isr);
-    add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch));
+    add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
     return 1;
 }
 
@@ -98,7 +99,8 @@ int broker_stop(S *s, int b) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * model/actions/reassignment.py stop_replica, without delete (stopped_replica)
+ * model/actions/reassignment.py stop_replica: a controlled shutdown's (stopped_replica) and a
+ * topic deletion's (topic_deleted)
  * ------------------------------------------------------------------------------------- */
 
 int stop_replica(S *s, Stop m) {
@@ -108,12 +110,18 @@ int stop_replica(S *s, Stop m) {
         if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
     if (i == s->nstop || br->status != UP) return 0;
     remove_stop_at(s, i);
-    if (m.controller_epoch < br->controller_epoch || m.leader_epoch < br->r.leader_epoch) return 1; /* refused */
+    if (m.controller_epoch < br->controller_epoch) return 1; /* refused */
+    int deletion = m.leader_epoch == EPOCH_DURING_DELETE;
+    if (deletion && C.topic_ids && m.topic_id < br->r.topic_id) return 1; /* a newer incarnation's replica */
+    if (!deletion && m.leader_epoch < br->r.leader_epoch) return 1;
     if (m.controller_epoch > br->controller_epoch) { /* seed 002: a newer controller exists */
         br->controller_epoch = m.controller_epoch;
         stop_controlling(br);
     }
     drop_responses_to(s, b);
-    replica_stops(&br->r); /* it stops fetching and keeps its log, HW and leader epoch */
+    if (!m.delete)
+        replica_stops(&br->r); /* it stops fetching and keeps its log, HW and leader epoch */
+    else
+        topic_deleted(&br->r, m.topic_id > br->r.topic_id ? m.topic_id : br->r.topic_id);
     return 1;
 }

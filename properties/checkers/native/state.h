@@ -8,6 +8,7 @@
  *   encoding.c    the order-preserving encoding (properties/checkers/native.py encode) and fingerprints
  *   rules.c       model/actions/ and model/truncation.py: the initial state and the successors
  *   shutdown.c    model/actions/shutdown.py and StopReplica: controlled shutdown, the clean stop
+ *   topics.c      model/actions/topics.py: topic deletion and re-creation, topic ids
  *   reduction.c   properties/checkers/reduction.py: the free (ample) step and the normal form
  *   symmetry.c    properties/checkers/symmetry.py: the canonical representative, and the search key
  *   properties.c  properties/safety.py: the state and transition properties
@@ -45,10 +46,11 @@ typedef uint8_t u8;
 /* model/state.py constants */
 enum { NO_LEADER = -1, UNKNOWN = -1 };
 enum { UP = 0, DOWN = 1, PAUSED = 2 };
-enum { NONE = 0, LEADER = 1, FOLLOWER = 2 };
+enum { NONE = 0, LEADER = 1, FOLLOWER = 2, DELETED = 3 };
 enum { IDLE = 0, TRUNCATING = 1, FETCHING = 2 };
 enum { FETCH_REQUEST = 0, FETCH_RESPONSE = 1 };
 enum { OK = 0, OUT_OF_RANGE = 1 };
+enum { EPOCH_DURING_DELETE = -2 }; /* a topic deletion's StopReplica: delete whatever the epoch */
 enum { T_HW = 0, T_KIP101 = 1, T_KIP279 = 2, T_KIP320 = 3 };
 
 typedef struct { i8 value, epoch; } Entry;
@@ -62,6 +64,7 @@ typedef struct {
     i8 hw, fetch_state;
     i8 follower_leo[MAXB];
     i8 epoch_start;
+    i8 topic_id; /* the incarnation of the topic whose data it holds */
 } Replica;
 
 typedef struct {
@@ -71,19 +74,20 @@ typedef struct {
     u8 shutting_down; /* controller only: the brokers that asked it for a controlled shutdown */
 } Broker;
 
-typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, controller_epoch, max_broker_epoch; } Lai;
+typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, controller_epoch, max_broker_epoch, topic_id; } Lai;
 
-/* A controlled shutdown's StopReplica (topic_id 0, delete False: the only kind the native
- * search runs -- a reassignment's or a deletion's is rejected when decoded) */
-typedef struct { i8 to, partition, leader_epoch, controller_epoch; } Stop;
+/* A StopReplica: a controlled shutdown's (delete 0) or a topic deletion's (leader epoch
+ * EPOCH_DURING_DELETE, delete 1) -- a reassignment's is rejected when decoded */
+typedef struct { i8 to, partition, leader_epoch, controller_epoch, topic_id, delete; } Stop;
 
-typedef struct { i8 kind, follower, leader, partition, offset, epoch, nrec; Entry rec[MAXREC]; i8 hw, error; } Fetch;
+typedef struct { i8 kind, follower, leader, partition, offset, epoch, nrec; Entry rec[MAXREC]; i8 hw, error, topic_id; } Fetch;
 
 typedef struct { i8 p, offset; Entry e; } Committed;
 typedef struct { i8 p, value; } PV;
 typedef struct { i8 p, epoch, b; } Led;
 
-/* One partition: the Zk's partitions tuple has one PartitionZnode (rar always empty). */
+/* One partition: the Zk's partitions tuple has one PartitionZnode (rar always empty; a
+ * deleted topic's has no AR and keeps its topic id). */
 typedef struct {
     i8 controller, controller_epoch;
     u8 live;
@@ -93,6 +97,7 @@ typedef struct {
     u8 zn_isr;
     i8 zn_zk_version;
     u8 zn_ar;
+    i8 zn_topic_id;
     Broker br[MAXB];
     i8 nlai;
     Lai lai[MAXLAI];
@@ -111,7 +116,10 @@ typedef struct {
     i8 produced, crashes, pauses, shutdowns, reassignments;
     i8 nzc;
     PV zc[MAXSMALL];
-    i8 preferred_elections; /* ghost: preferred-replica elections taken (deletions 0, retired () before it) */
+    i8 deletions; /* ghost: topic deletions taken */
+    i8 nretired;
+    PV retired[MAXSMALL]; /* ghost: (partition, value) of every record of a deleted incarnation */
+    i8 preferred_elections; /* ghost: preferred-replica elections taken */
     i8 nstop;
     Stop stop[MAXSTOP]; /* StopReplica requests in flight */
 } S;
@@ -120,6 +128,7 @@ typedef struct {
     int brokers, records, max_epoch, max_crashes, max_pauses, min_insync;
     int unclean, truncation, fenced, refollow;
     int preferred_elections, max_shutdowns;
+    int deletions, topic_ids; /* topic deletions (each then a re-creation); topic ids (KIP-516) on */
     int fetch_max_records; /* the most records a fetch answer carries, 0: all */
     int symmetry, reduction;
 } Cfg;
@@ -206,6 +215,20 @@ int controlled_shutdown(S *s, int c, int b, int leader);
 int broker_stop(S *s, int b);
 int stop_replica(S *s, Stop m);
 void remove_stops_to(S *s, int b);
+void add_stop(S *s, Stop m);
+Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete);
+/* rules.c, shared with topics.c */
+void add_lai(S *s, Lai m);
+Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
+int max_broker_epoch(const S *s);
+
+/* topics.c: topic deletion and re-creation (model/actions/topics.py), and what a replica of
+ * a deleted incarnation becomes (model/actions/common.py) */
+int delete_topic(S *s, int c);
+int create_topic(S *s, int c, u8 ar, int leader);
+void topic_deleted(Replica *r, int topic_id);
+void for_incarnation(Replica *r, int topic_id);
+int is_current(const S *s, const Replica *r);
 /* the fetch actions the reduction takes on their own */
 int send_fetch(S *s, int f);
 int handle_fetch(S *s, Fetch m);

@@ -1,0 +1,96 @@
+/*
+ * topics.c: model/actions/topics.py -- an administrator deletes the topic and creates it
+ * again under the same name with any assignment -- and the rules on a replica of a deleted
+ * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  One
+ * partition; each function is named after the Python one it ports, read that one for the why.
+ */
+#include "state.h"
+
+/* ---------------------------------------------------------------------------------------
+ * model/actions/common.py: a replica and the topic's incarnations
+ * ------------------------------------------------------------------------------------- */
+
+/* topic_deleted: the partition's directory goes, and with it log, HW and leader epoch */
+void topic_deleted(Replica *r, int topic_id) {
+    memset(r, 0, sizeof *r);
+    r->role = DELETED;
+    r->leader = NO_LEADER;
+    r->zk_version = -1;
+    r->fetch_state = IDLE;
+    unknown_leo(r);
+    r->topic_id = (i8)topic_id;
+}
+
+/* for_incarnation: with topic ids, a replica of an older incarnation is deleted before the
+ * broker acts for incarnation topic_id */
+void for_incarnation(Replica *r, int topic_id) {
+    if (C.topic_ids && topic_id > r->topic_id) {
+        topic_deleted(r, topic_id);
+        r->role = NONE;
+    }
+}
+
+/* is_current: the topic exists and r acts for its current incarnation */
+int is_current(const S *s, const Replica *r) { return s->zn_ar && r->topic_id == s->zn_topic_id; }
+
+/* ---------------------------------------------------------------------------------------
+ * model/actions/topics.py
+ * ------------------------------------------------------------------------------------- */
+
+static void retire(S *s, const Entry *log, int len) {
+    for (int i = 0; i < len; i++) {
+        PV x = {0, log[i].value};
+        SET_ADD(s->retired, s->nretired, MAXSMALL, x);
+    }
+}
+
+/* partition_gone: StopReplica(delete) to the live assigned replicas, the znode loses its AR,
+ * leader and ISR (its version moves on), and the history forgets the partition's records,
+ * every one of them retired */
+static void partition_gone(S *s) {
+    for (int b = 0; b < C.brokers; b++)
+        if (has(s->zn_ar, b) && has(s->live, b))
+            add_stop(s, make_stop(b, EPOCH_DURING_DELETE, s->controller_epoch, s->zn_topic_id, 1));
+    s->zn_leader = NO_LEADER;
+    s->zn_isr = 0;
+    s->zn_zk_version++;
+    s->zn_ar = 0;
+    for (int b = 0; b < C.brokers; b++) retire(s, s->br[b].r.log, s->br[b].r.loglen);
+    for (int i = 0; i < s->nfetch; i++) retire(s, s->fetch[i].rec, s->fetch[i].nrec);
+    memset(s->committed, 0, sizeof s->committed);
+    memset(s->acked, 0, sizeof s->acked);
+    memset(s->led, 0, sizeof s->led);
+    memset(s->zapp, 0, sizeof s->zapp);
+    memset(s->zc, 0, sizeof s->zc);
+    s->ncommitted = s->nacked = s->nled = s->nzapp = s->nzc = 0;
+    s->unclean = 0;
+}
+
+int delete_topic(S *s, int c) {
+    if (!acting_controller(s, c) || s->deletions >= C.deletions || !s->zn_ar) return 0;
+    partition_gone(s);
+    s->deletions++;
+    return 1;
+}
+
+/* create_topic: the name is free once every live replica has answered the deletion's
+ * StopReplica; leader epoch 1 again, a new topic id, LeaderAndISR to the assigned brokers */
+int create_topic(S *s, int c, u8 ar, int leader) {
+    if (!acting_controller(s, c) || !ar || s->zn_ar) return 0;
+    for (int i = 0; i < s->nstop; i++)
+        if (s->stop[i].leader_epoch == EPOCH_DURING_DELETE) return 0;
+    u8 isr = ar & s->live & (u8)~shutting_down(s);
+    if (!has(isr, leader)) return 0;
+    s->zn_leader = (i8)leader;
+    s->zn_leader_epoch = 1;
+    s->zn_isr = isr;
+    s->zn_zk_version++;
+    s->zn_ar = ar;
+    s->zn_topic_id++;
+    int mbe = max_broker_epoch(s);
+    for (int to = 0; to < C.brokers; to++)
+        if (has(ar, to)) add_lai(s, make_lai(to, leader, 1, isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
+    Led l = {0, 1, (i8)leader};
+    SET_ADD(s->led, s->nled, MAXLED, l);
+    return 1;
+}
