@@ -85,10 +85,10 @@ PYTEST_ARGS = ["-n", "0", "-p", "no:cacheprovider", "-m", "not integration and n
 ALSO_COPY = ["model", "traces", "properties", "conformance", "docs", "conftest.py"]
 
 
-def mutant_patterns() -> list[str]:
+def mutant_patterns(decisions: dict[str, list[str]] = DECISION_FUNCTIONS) -> list[str]:
     """mutmut's name globs for the decision functions' mutants."""
     patterns = []
-    for path, functions in DECISION_FUNCTIONS.items():
+    for path, functions in decisions.items():
         module = path.removesuffix(".py").replace("/", ".")
         for f in functions:
             if "." in f:
@@ -99,15 +99,16 @@ def mutant_patterns() -> list[str]:
     return patterns
 
 
-def mutmut_config(tests: list[str]) -> str:
+def mutmut_config(tests: list[str], decisions: dict[str, list[str]] = DECISION_FUNCTIONS,
+                  also_copy: list[str] = ALSO_COPY) -> str:
     """The [tool.mutmut] section written into the scratch copy's pyproject.toml."""
     def toml_list(items: list[str]) -> str:
         return "[" + ", ".join(json.dumps(i) for i in items) + "]"
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["impl"]\n'
-        f"only_mutate = {toml_list(list(DECISION_FUNCTIONS))}\n"
-        f"also_copy = {toml_list(ALSO_COPY)}\n"
+        f"only_mutate = {toml_list(list(decisions))}\n"
+        f"also_copy = {toml_list(also_copy)}\n"
         f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         "use_git_change_detection = false\n"
@@ -166,16 +167,25 @@ def _glob_to_regex(pattern: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--suite", choices=["before", "after", "both"], default="after")
+    p.add_argument("--suite", choices=["before", "after", "both", "generated"], default="after")
     p.add_argument("--python", default=sys.executable,
                    help="an interpreter with mutmut, pytest and the project's dependencies")
     p.add_argument("--json", type=Path, help="also write the figures and survivors here")
     p.add_argument("--keep", action="store_true", help="keep the scratch copies (mutmut browse)")
+    g = p.add_argument_group("--suite generated (bench/mutation_generated.py)")
+    g.add_argument("--configs", nargs="+", default=None, help="the targets of drive/targets.py whose cases run "
+                   "(default: kip320 zombie)")
+    g.add_argument("--cases", type=int, default=3, help="paths per target (default 3)")
+    g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
+    g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
+    g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     args = p.parse_args(argv)
     if subprocess.run([args.python, "-c", "import mutmut"], capture_output=True).returncode:
         print(f"mutation: {args.python} cannot import mutmut (pip install 'mutmut>=3.3')",
               file=sys.stderr)
         return 2
+    if args.suite == "generated":
+        return _generated(args)
     suites = ["before", "after"] if args.suite == "both" else [args.suite]
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
@@ -195,6 +205,36 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     if args.keep:
         print(f"\nscratch copies kept in {workdir}")
+    return 0
+
+
+def _generated(args: argparse.Namespace) -> int:
+    """The decision code against the generated drive cases (bench/mutation_generated.py)."""
+    import mutation_generated as mg
+
+    from impl.harness.drive.targets import TARGETS
+
+    configs = args.configs or list(mg.DEFAULT_CONFIGS)
+    unknown = sorted(set(configs) - {t.name for t in TARGETS})
+    if unknown or args.cases < 1 or (args.sample is not None and args.sample < 1):
+        print(f"mutation: unknown target {unknown[0]!r}; choose from {', '.join(t.name for t in TARGETS)}"
+              if unknown else "mutation: --cases and --sample must be positive", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
+    try:
+        doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
+                               args.seed, args.json)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    run, every = doc["run"], doc["all"]
+    print(f"generated: {doc['mutants']} mutants, {len(doc['not_reached'])} not reached by a case; of "
+          f"{run['mutants']} run: {run['killed']} killed, {run['survived']} survived, score {run['score']} % "
+          f"({run['seconds']} s); counting the not reached as survivors: {every['score']} % of "
+          f"{every['mutants']}")
+    for r in doc["results"]:
+        if r["status"] == "survived":
+            print(f"survived: {r['name']}")
     return 0
 
 
