@@ -40,6 +40,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+Pair = tuple[str, str]  # (action, outcome), as drive.generate names them
+
 # The process-level fencing that let a zombie controller's writes and stale control requests
 # through when it was wrong: mutated for this suite only (a mutant here needs real brokers).
 GENERATED_EXTRA: dict[str, list[str]] = {
@@ -121,6 +123,23 @@ def selected_mutants(names: Iterable[str], patterns: Iterable[str]) -> list[str]
     return sorted(n for n in names if any(r.fullmatch(n) for r in regexes))
 
 
+def greedy_cover(order: Sequence[Pair], along: dict[Pair, set[Pair]], focus: frozenset[Pair] | set[Pair],
+                 n: int) -> list[Pair]:
+    """Up to ``n`` paths (named by the pair they were found for): each time the one that takes
+    the most ``focus`` pairs not yet taken, then the most pairs not yet taken, the earlier in
+    ``order`` (the search's cover order) on a tie; none that takes nothing new."""
+    chosen: list[Pair] = []
+    covered: set[Pair] = set()
+    while len(chosen) < n:
+        left = [p for p in order if p not in chosen and along[p] - covered]
+        if not left:
+            break
+        best = max(left, key=lambda p: (len((along[p] & focus) - covered), len(along[p] - covered), -order.index(p)))
+        chosen.append(best)
+        covered |= along[best]
+    return chosen
+
+
 # -- the cases -------------------------------------------------------------------------------------
 def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> list[dict[str, Any]]:
     """The first ``per_config`` generated paths of each target that take a pair not yet taken."""
@@ -135,18 +154,10 @@ def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> li
         found = search(cfg, max_states)[0]
         focus = sample_focus(target, max_states) or frozenset()
         along = {c.pair: pairs_along(cfg, c.steps) for c in found}
-        ordered = sorted(found, key=lambda c: not along[c.pair] & focus)  # stable: cover order within
-        covered: set[tuple[str, str]] = set()
-        kept = 0
-        for c in ordered:
-            if kept == per_config:
-                break
-            if not along[c.pair] - covered:
-                continue
-            covered |= along[c.pair]
-            kept += 1
-            out.append({"id": f"{name}#{kept}", "target": name, "config": target.config, "knobs": target.knobs,
-                        "brokers": target.brokers, "pair": list(c.pair), "steps": c.steps})
+        for n, c in enumerate(greedy_cover([c.pair for c in found], along, focus, per_config), 1):
+            steps = next(x.steps for x in found if x.pair == c)
+            out.append({"id": f"{name}#{n}", "target": name, "config": target.config, "knobs": target.knobs,
+                        "brokers": target.brokers, "pair": list(c), "steps": steps})
     return out
 
 
@@ -168,16 +179,24 @@ def run_child(python: str, tree: Path, cases_file: Path, ids: list[str], data_di
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-        out += json.dumps({"case": None, "verdict": "timeout"}) + "\n"
+        out = _interrupt(proc) + json.dumps({"case": None, "verdict": "timeout"}) + "\n"
+    except BaseException:  # Ctrl-C: nothing of the child's is left running
+        _interrupt(proc)
+        kill_leftovers(data_dir)
+        raise
     kill_leftovers(data_dir)
     lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     return lines, time.monotonic() - started
+
+
+def _interrupt(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C to a child (its driver stops the cluster), then, a minute on, SIGKILL; its output."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()[0]
 
 
 def kill_leftovers(data_dir: Path) -> None:
