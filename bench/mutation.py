@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
     g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
     g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead")
     args = p.parse_args(argv)
     if subprocess.run([args.python, "-c", "import mutmut"], capture_output=True).returncode:
         print(f"mutation: {args.python} cannot import mutmut (pip install 'mutmut>=3.3')",
@@ -223,7 +224,7 @@ def _generated(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
         doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
-                               args.seed, args.json)
+                               args.seed, args.json, args.mutants)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

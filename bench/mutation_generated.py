@@ -32,6 +32,7 @@ import os
 import pickle
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,7 +170,8 @@ def run_child(python: str, tree: Path, cases_file: Path, ids: list[str], data_di
     (Ctrl-C: the driver stops its cluster), then killed."""
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=str(tree / "mutants"))
     env.pop("EPOCHAL_MUTATION_TRACE", None)
-    argv = [python, str(Path(__file__).resolve()), "--child", str(cases_file), str(data_dir), *ids]
+    # the scratch copy of this file: the tree may change while the run lasts
+    argv = [python, str(tree / "bench" / Path(__file__).name), "--child", str(cases_file), str(data_dir), *ids]
     if trace_dir is not None:  # the clean run: every case, each one's reach
         env["PYTHONPATH"] += os.pathsep + str(trace_dir.parent / "hook")
         argv += ["--trace", str(trace_dir), "--keep-going"]
@@ -185,6 +187,7 @@ def run_child(python: str, tree: Path, cases_file: Path, ids: list[str], data_di
         kill_leftovers(data_dir)
         raise
     kill_leftovers(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)  # the next child's cases start from nothing
     lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
     return lines, time.monotonic() - started
 
@@ -288,7 +291,10 @@ def say(message: str) -> None:
 
 
 def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config: int, max_states: int,
-                  k: int | None, seed: int, json_out: Path | None) -> dict[str, Any]:
+                  k: int | None, seed: int, json_out: Path | None, only: Sequence[str] = ()) -> dict[str, Any]:
+    """The clean run, then each chosen mutant (``only``: those matching these mutmut names or
+    globs, else a sample of ``k``, else every reached one) against the cases reaching it."""
+    interruptible()
     tree = workdir / "generated"
     started = time.monotonic()
     mutants = make_mutants(python, tree)
@@ -315,7 +321,7 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
     results: list[dict[str, Any]] = [{"name": m, "status": "not_reached"} for m in mutants
                                      if not cases_reaching(m, reach, seconds)]
     reached = [m for m in mutants if cases_reaching(m, reach, seconds)]
-    chosen = sample(reached, k, seed)
+    chosen = selected_mutants(reached, only) if only else sample(reached, k, seed)
     say(f"mutation: {len(reached)} mutants reached by a case, {len(results)} not; running {len(chosen)}")
     doc: dict[str, Any] = {}
     for i, m in enumerate(chosen, 1):
@@ -354,9 +360,20 @@ def _document(configs: Sequence[str], per_config: int, max_states: int, k: int |
             "results": ran}
 
 
+def interruptible() -> None:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt, also in a process started in the background
+    (which starts with SIGINT ignored): the driver then stops its cluster, the run its child."""
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
+
+
 def _child_main(argv: list[str]) -> int:
     import argparse
 
+    interruptible()
     p = argparse.ArgumentParser()
     p.add_argument("cases_file", type=Path)
     p.add_argument("data_dir", type=Path)
