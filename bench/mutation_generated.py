@@ -94,9 +94,10 @@ def cases_reaching(mutant: str, reach: dict[str, set[str]], seconds: dict[str, f
 
 
 def sample(mutants: Sequence[str], k: int | None, seed: int) -> list[str]:
-    """``k`` mutants spread over the modules (a seeded shuffle of each module's, then one module
-    after the other in turn), in the order given back; all of them when ``k`` is None."""
-    if k is None or k >= len(mutants):
+    """``k`` mutants spread over the modules: a seeded shuffle of each module's, then one of
+    each module in turn, in that order -- so that a run stopped early is still spread; all of
+    them, as given, when ``k`` is None."""
+    if k is None:
         return list(mutants)
     rng = random.Random(seed)
     by_module: dict[str, list[str]] = {}
@@ -104,12 +105,12 @@ def sample(mutants: Sequence[str], k: int | None, seed: int) -> list[str]:
         by_module.setdefault(module_of(m), []).append(m)
     for ms in by_module.values():
         rng.shuffle(ms)
-    chosen: set[str] = set()
-    while len(chosen) < k:
+    chosen: list[str] = []
+    while len(chosen) < min(k, len(mutants)):
         for ms in by_module.values():
             if ms and len(chosen) < k:
-                chosen.add(ms.pop())
-    return [m for m in mutants if m in chosen]
+                chosen.append(ms.pop())
+    return chosen
 
 
 def score(results: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -27,16 +27,16 @@ def test_only_the_cases_that_reach_the_function_run_quickest_first() -> None:
     assert mg.cases_reaching(STALE, reach, seconds) == []
 
 
-def test_a_sample_spreads_over_the_modules_and_keeps_the_order() -> None:
+def test_a_sample_takes_the_modules_in_turn() -> None:
     mutants = [f"impl.node.a.x_f__mutmut_{i}" for i in range(1, 11)] + ["impl.node.b.x_g__mutmut_1",
                                                                         "impl.node.c.x_h__mutmut_1"]
     picked = mg.sample(mutants, 4, seed=1)
-    assert len(picked) == 4
-    assert {"impl.node.b.x_g__mutmut_1", "impl.node.c.x_h__mutmut_1"} <= set(picked)
-    assert picked == [m for m in mutants if m in picked]
+    assert [mg.module_of(m) for m in picked] == ["impl.node.a", "impl.node.b", "impl.node.c", "impl.node.a"]
+    assert len(set(picked)) == 4
     assert mg.sample(mutants, 4, seed=1) == picked
+    assert mg.sample(mutants, 4, seed=2) != picked
     assert mg.sample(mutants, None, seed=1) == mutants
-    assert mg.sample(mutants, 99, seed=1) == mutants
+    assert sorted(mg.sample(mutants, 99, seed=1)) == sorted(mutants)
 
 
 def test_the_score_counts_every_mutant_given() -> None:
