@@ -128,15 +128,19 @@ def scratch_copy(dest: Path) -> None:
         shutil.copy2(src, target)
 
 
-def run_suite(python: str, suite: str, workdir: Path) -> dict[str, object]:
-    """One mutmut run over the decision functions against one suite; its figures and survivors."""
+def run_suite(python: str, suite: str, workdir: Path, only: list[str] | None = None) -> dict[str, object]:
+    """One mutmut run over the decision functions against one suite; its figures and survivors.
+    ``only``: these mutants (mutmut names or globs) alone -- a generated-case run's survivors,
+    whose functions may include the process-level ones that suite alone mutates."""
     tree = workdir / suite
     scratch_copy(tree)
     tests = [t for t in SUITES[suite] if (tree / t).is_file()]
+    decisions = {**DECISION_FUNCTIONS, **_generated_extra()} if only else DECISION_FUNCTIONS
+    patterns = only or mutant_patterns()
     with open(tree / "pyproject.toml", "a") as f:
-        f.write(mutmut_config(tests))
+        f.write(mutmut_config(tests, decisions))
     started = time.monotonic()
-    run = subprocess.run([python, "-m", "mutmut", "run", "--max-children", "1", *mutant_patterns()],
+    run = subprocess.run([python, "-m", "mutmut", "run", "--max-children", "1", *patterns],
                          cwd=tree, capture_output=True, text=True)
     seconds = time.monotonic() - started
     if run.returncode != 0:
@@ -144,7 +148,7 @@ def run_suite(python: str, suite: str, workdir: Path) -> dict[str, object]:
         raise SystemExit(f"mutation: mutmut run failed for suite {suite} (exit {run.returncode})")
     listed = subprocess.run([python, "-m", "mutmut", "results", "--all", "true"], cwd=tree,
                             capture_output=True, text=True, check=True).stdout
-    selected = [re.compile(_glob_to_regex(p)) for p in mutant_patterns()]
+    selected = [re.compile(_glob_to_regex(p)) for p in patterns]
     status: dict[str, str] = {}
     for line in listed.splitlines():
         name, _, verdict = line.strip().rpartition(": ")
@@ -159,6 +163,12 @@ def run_suite(python: str, suite: str, workdir: Path) -> dict[str, object]:
             "rate": round(100.0 * killed / len(status), 1) if status else 0.0,
             "seconds": round(seconds, 1),
             "survivors": [{"name": n, "status": status[n], "diff": diffs[n]} for n in survivors]}
+
+
+def _generated_extra() -> dict[str, list[str]]:
+    from mutation_generated import GENERATED_EXTRA
+
+    return GENERATED_EXTRA
 
 
 def _glob_to_regex(pattern: str) -> str:
@@ -179,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
     g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
     g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
-    g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead")
+    g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
+                   "--suite before/after")
     args = p.parse_args(argv)
     if subprocess.run([args.python, "-c", "import mutmut"], capture_output=True).returncode:
         print(f"mutation: {args.python} cannot import mutmut (pip install 'mutmut>=3.3')",
@@ -190,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = ["before", "after"] if args.suite == "both" else [args.suite]
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
-        results = [run_suite(args.python, s, workdir) for s in suites]
+        results = [run_suite(args.python, s, workdir, list(args.mutants) or None) for s in suites]
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
