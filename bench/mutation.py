@@ -14,6 +14,11 @@ each mutant in one child process (`--max-children 1`: the machine is shared).
     python bench/mutation.py                 # the current suite ("after")
     python bench/mutation.py --suite before  # the suite before the rule tests written for mutation testing
     python bench/mutation.py --suite both    # both, on the same mutants
+    python bench/mutation.py --suite generated --sample 60   # against the generated drive cases
+
+`--suite generated` (bench/mutation_generated.py) runs them, and the broker's and controller's
+epoch fencing, against the cases `epochal drive --generate transitions` drives on real
+processes instead; `--mutants NAME ...` runs named mutants alone, against either kind.
 
 mutmut needs not be in the project's venv: `--python` names an interpreter that has it (and
 pytest, pytest-xdist and this project's dependencies).  Exit 0 after a run, 2 on bad input.
@@ -242,8 +247,8 @@ def _generated(args: argparse.Namespace) -> int:
     run, every = doc["run"], doc["all"]
     print(f"generated: {doc['mutants']} mutants, {len(doc['not_reached'])} not reached by a case; of "
           f"{run['mutants']} run: {run['killed']} killed, {run['survived']} survived, score {run['score']} % "
-          f"({run['seconds']} s); counting the not reached as survivors: {every['score']} % of "
-          f"{every['mutants']}")
+          f"({run['seconds']} s)" + (f"; counting the not reached as survivors: {every['score']} % of "
+                                      f"{every['mutants']}" if run["mutants"] == doc["reached"] else ""))
     for r in doc["results"]:
         if r["status"] == "survived":
             print(f"survived: {r['name']}")
