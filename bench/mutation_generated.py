@@ -120,6 +120,18 @@ def score(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {"mutants": len(rs), **n, "score": round(100.0 * n["killed"] / len(rs), 1) if rs else 0.0}
 
 
+def first_failure(lines: Sequence[dict[str, Any]], cases: Sequence[str]) -> dict[str, Any] | None:
+    """What killed a mutant, from its child's lines: the first case that did not follow the
+    model, or, when a case never reported (the child died first), ``no report``; None when
+    every case followed."""
+    for x in lines:
+        if "case" in x and x.get("verdict") not in FOLLOWED:
+            return {key: x[key] for key in ("case", "verdict", "divergence", "error") if x.get(key)}
+    followed = {x["case"] for x in lines if x.get("case") and x.get("verdict") in FOLLOWED}
+    missing = [c for c in cases if c not in followed]
+    return {"case": missing[0], "verdict": "no report"} if missing else None
+
+
 def selected_mutants(names: Iterable[str], patterns: Iterable[str]) -> list[str]:
     regexes = [re.compile(".*".join(re.escape(part) for part in p.split("*"))) for p in patterns]
     return sorted(n for n in names if any(r.fullmatch(n) for r in regexes))
@@ -318,7 +330,7 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
              if (trace / f"{c.replace('#', '-')}.txt").exists()}
     for c in ids:
         say(f"  {c}: {clean.get(c, {}).get('verdict', 'no report')} ({clean.get(c, {}).get('seconds')} s), "
-            f"{len(reach.get(c, ()))} decision functions reached")
+            f"{len(reach.get(c, ()))} mutated functions called")
     results: list[dict[str, Any]] = [{"name": m, "status": "not_reached"} for m in mutants
                                      if not cases_reaching(m, reach, seconds)]
     reached = [m for m in mutants if cases_reaching(m, reach, seconds)]
@@ -329,14 +341,14 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
         todo = cases_reaching(m, reach, seconds)
         data = workdir / "data-mutant"
         lines, took = run_child(python, tree, cases_file, todo, data, m, 2 * sum(seconds[c] for c in todo) + 90)
-        failed = [x for x in lines if x.get("verdict") not in FOLLOWED and "impl" not in x]
-        r = {"name": m, "status": "killed" if failed else "survived", "cases_run": len(lines) - 1,
+        killed_by = first_failure(lines, todo)
+        r = {"name": m, "status": "killed" if killed_by else "survived", "cases_run": len(lines) - 1,
              "cases_reaching": len(todo), "seconds": round(took, 1)}
-        if failed:
-            r["killed_by"] = {k: failed[0].get(k) for k in ("case", "verdict", "divergence", "error") if failed[0].get(k)}
+        if killed_by:
+            r["killed_by"] = killed_by
         results.append(r)
         say(f"mutant {i}/{len(chosen)} {m}: {r['status']}"
-            + (f" by {failed[0].get('case')} ({failed[0].get('verdict')})" if failed else f" ({len(todo)} cases)")
+            + (f" by {killed_by.get('case')} ({killed_by['verdict']})" if killed_by else f" ({len(todo)} cases)")
             + f", {took:.0f} s")
         doc = _document(configs, per_config, max_states, k, seed, mutants, reached, cases, clean, reach,
                         imported, results, time.monotonic() - started)

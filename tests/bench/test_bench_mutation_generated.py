@@ -62,3 +62,16 @@ def test_the_cases_take_the_targets_own_pairs_first_and_nothing_twice() -> None:
     assert mg.greedy_cover(order, along, focus, 2) == [("y", "1"), ("a", "1")]
     assert mg.greedy_cover(order, along, frozenset(), 9) == [("a", "1"), ("y", "1")]
     assert mg.greedy_cover(order, along, focus, 1) == [("y", "1")]
+
+
+def test_a_mutant_is_killed_by_the_first_case_that_does_not_follow_or_never_reports() -> None:
+    impl_line = {"impl": "/tmp/x/generated/mutants/impl/__init__.py"}
+    followed = {"case": "kip320#1", "verdict": "followed", "seconds": 9.0}
+    diverged = {"case": "zombie#4", "verdict": "diverged", "divergence": {"step": 3}, "seconds": 7.0}
+    assert mg.first_failure([impl_line, followed], ["kip320#1"]) is None
+    assert mg.first_failure([impl_line, followed, diverged], ["kip320#1", "zombie#4"]) == {
+        "case": "zombie#4", "verdict": "diverged", "divergence": {"step": 3}}
+    assert mg.first_failure([impl_line, {"case": None, "verdict": "timeout"}], ["kip320#1"]) == {"verdict": "timeout"}
+    assert mg.first_failure([], ["kip320#1"]) == {"case": "kip320#1", "verdict": "no report"}
+    assert mg.first_failure([impl_line, followed], ["kip320#1", "zombie#4"]) == {
+        "case": "zombie#4", "verdict": "no report"}
