@@ -14,6 +14,11 @@ each mutant in one child process (`--max-children 1`: the machine is shared).
     python bench/mutation.py                 # the current suite ("after")
     python bench/mutation.py --suite before  # the suite before the rule tests written for mutation testing
     python bench/mutation.py --suite both    # both, on the same mutants
+    python bench/mutation.py --suite generated --sample 60   # against the generated drive cases
+
+`--suite generated` (bench/mutation_generated.py) runs them, and the broker's and controller's
+epoch fencing, against the cases `epochal drive --generate transitions` drives on real
+processes instead; `--mutants NAME ...` runs named mutants alone, against either kind.
 
 mutmut needs not be in the project's venv: `--python` names an interpreter that has it (and
 pytest, pytest-xdist and this project's dependencies).  Exit 0 after a run, 2 on bad input.
@@ -85,10 +90,10 @@ PYTEST_ARGS = ["-n", "0", "-p", "no:cacheprovider", "-m", "not integration and n
 ALSO_COPY = ["model", "traces", "properties", "conformance", "docs", "conftest.py"]
 
 
-def mutant_patterns() -> list[str]:
+def mutant_patterns(decisions: dict[str, list[str]] = DECISION_FUNCTIONS) -> list[str]:
     """mutmut's name globs for the decision functions' mutants."""
     patterns = []
-    for path, functions in DECISION_FUNCTIONS.items():
+    for path, functions in decisions.items():
         module = path.removesuffix(".py").replace("/", ".")
         for f in functions:
             if "." in f:
@@ -99,15 +104,16 @@ def mutant_patterns() -> list[str]:
     return patterns
 
 
-def mutmut_config(tests: list[str]) -> str:
+def mutmut_config(tests: list[str], decisions: dict[str, list[str]] = DECISION_FUNCTIONS,
+                  also_copy: list[str] = ALSO_COPY) -> str:
     """The [tool.mutmut] section written into the scratch copy's pyproject.toml."""
     def toml_list(items: list[str]) -> str:
         return "[" + ", ".join(json.dumps(i) for i in items) + "]"
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["impl"]\n'
-        f"only_mutate = {toml_list(list(DECISION_FUNCTIONS))}\n"
-        f"also_copy = {toml_list(ALSO_COPY)}\n"
+        f"only_mutate = {toml_list(list(decisions))}\n"
+        f"also_copy = {toml_list(also_copy)}\n"
         f"pytest_add_cli_args = {toml_list(PYTEST_ARGS)}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         "use_git_change_detection = false\n"
@@ -127,15 +133,19 @@ def scratch_copy(dest: Path) -> None:
         shutil.copy2(src, target)
 
 
-def run_suite(python: str, suite: str, workdir: Path) -> dict[str, object]:
-    """One mutmut run over the decision functions against one suite; its figures and survivors."""
+def run_suite(python: str, suite: str, workdir: Path, only: list[str] | None = None) -> dict[str, object]:
+    """One mutmut run over the decision functions against one suite; its figures and survivors.
+    ``only``: these mutants (mutmut names or globs) alone -- a generated-case run's survivors,
+    whose functions may include the process-level ones that suite alone mutates."""
     tree = workdir / suite
     scratch_copy(tree)
     tests = [t for t in SUITES[suite] if (tree / t).is_file()]
+    decisions = {**DECISION_FUNCTIONS, **_generated_extra()} if only else DECISION_FUNCTIONS
+    patterns = only or mutant_patterns()
     with open(tree / "pyproject.toml", "a") as f:
-        f.write(mutmut_config(tests))
+        f.write(mutmut_config(tests, decisions))
     started = time.monotonic()
-    run = subprocess.run([python, "-m", "mutmut", "run", "--max-children", "1", *mutant_patterns()],
+    run = subprocess.run([python, "-m", "mutmut", "run", "--max-children", "1", *patterns],
                          cwd=tree, capture_output=True, text=True)
     seconds = time.monotonic() - started
     if run.returncode != 0:
@@ -143,7 +153,7 @@ def run_suite(python: str, suite: str, workdir: Path) -> dict[str, object]:
         raise SystemExit(f"mutation: mutmut run failed for suite {suite} (exit {run.returncode})")
     listed = subprocess.run([python, "-m", "mutmut", "results", "--all", "true"], cwd=tree,
                             capture_output=True, text=True, check=True).stdout
-    selected = [re.compile(_glob_to_regex(p)) for p in mutant_patterns()]
+    selected = [re.compile(_glob_to_regex(p)) for p in patterns]
     status: dict[str, str] = {}
     for line in listed.splitlines():
         name, _, verdict = line.strip().rpartition(": ")
@@ -160,26 +170,43 @@ def run_suite(python: str, suite: str, workdir: Path) -> dict[str, object]:
             "survivors": [{"name": n, "status": status[n], "diff": diffs[n]} for n in survivors]}
 
 
+def _generated_extra() -> dict[str, list[str]]:
+    from mutation_generated import GENERATED_EXTRA
+
+    return GENERATED_EXTRA
+
+
 def _glob_to_regex(pattern: str) -> str:
     return ".*".join(re.escape(part) for part in pattern.split("*"))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--suite", choices=["before", "after", "both"], default="after")
+    p.add_argument("--suite", choices=["before", "after", "both", "generated"], default="after")
     p.add_argument("--python", default=sys.executable,
                    help="an interpreter with mutmut, pytest and the project's dependencies")
     p.add_argument("--json", type=Path, help="also write the figures and survivors here")
     p.add_argument("--keep", action="store_true", help="keep the scratch copies (mutmut browse)")
+    g = p.add_argument_group("--suite generated (bench/mutation_generated.py)")
+    g.add_argument("--configs", nargs="+", default=None, help="the targets of drive/targets.py whose cases run "
+                   "(default: kip320 zombie)")
+    g.add_argument("--cases", type=int, default=3, help="paths per target (default 3)")
+    g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
+    g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
+    g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
+                   "--suite before/after")
     args = p.parse_args(argv)
     if subprocess.run([args.python, "-c", "import mutmut"], capture_output=True).returncode:
         print(f"mutation: {args.python} cannot import mutmut (pip install 'mutmut>=3.3')",
               file=sys.stderr)
         return 2
+    if args.suite == "generated":
+        return _generated(args)
     suites = ["before", "after"] if args.suite == "both" else [args.suite]
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
-        results = [run_suite(args.python, s, workdir) for s in suites]
+        results = [run_suite(args.python, s, workdir, list(args.mutants) or None) for s in suites]
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -195,6 +222,36 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     if args.keep:
         print(f"\nscratch copies kept in {workdir}")
+    return 0
+
+
+def _generated(args: argparse.Namespace) -> int:
+    """The decision code against the generated drive cases (bench/mutation_generated.py)."""
+    import mutation_generated as mg
+
+    from impl.harness.drive.targets import TARGETS
+
+    configs = args.configs or list(mg.DEFAULT_CONFIGS)
+    unknown = sorted(set(configs) - {t.name for t in TARGETS})
+    if unknown or args.cases < 1 or (args.sample is not None and args.sample < 1):
+        print(f"mutation: unknown target {unknown[0]!r}; choose from {', '.join(t.name for t in TARGETS)}"
+              if unknown else "mutation: --cases and --sample must be positive", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
+    try:
+        doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
+                               args.seed, args.json, args.mutants)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    run, every = doc["run"], doc["all"]
+    print(f"generated: {doc['mutants']} mutants, {len(doc['not_reached'])} not reached by a case; of "
+          f"{run['mutants']} run: {run['killed']} killed, {run['survived']} survived, score {run['score']} % "
+          f"({run['seconds']} s)" + (f"; counting the not reached as survivors: {every['score']} % of "
+                                      f"{every['mutants']}" if run["mutants"] == doc["reached"] else ""))
+    for r in doc["results"]:
+        if r["status"] == "survived":
+            print(f"survived: {r['name']}")
     return 0
 
 

@@ -367,3 +367,43 @@ def test_a_znode_that_is_no_producer_id_block_is_refused_naming_it_and_its_first
         next_block(junk, 0)
     assert str(refused.value) == \
         f"{PRODUCER_ID_BLOCK_PATH} is not a producer id block: {junk[:80]!r}"
+
+
+class _Txn:
+    """A ZooKeeper multi that records its items and answers with the results given."""
+
+    def __init__(self, results: list[object]) -> None:
+        self.results, self.checks = results, []
+
+    def check(self, path: str, version: int) -> None:
+        self.checks.append((path, version))
+
+    def commit(self) -> list[object]:
+        return self.results
+
+
+def test_every_controller_write_is_fenced_by_the_controller_epoch_znodes_version() -> None:
+    from impl.node import zk as zkl
+
+    txn = _Txn([])
+    context = SimpleNamespace(zk=SimpleNamespace(transaction=lambda: txn), epoch_version=7)
+    assert ControllerContext._txn(context) is txn  # type: ignore[arg-type]
+    assert txn.checks == [(zkl.CONTROLLER_EPOCH, 7)]
+
+
+def test_a_failed_epoch_check_is_a_moved_controller_and_another_failed_item_a_failed_write() -> None:
+    from kazoo.exceptions import BadVersionError, NoNodeError
+
+    from impl.node import zk as zkl
+    from impl.node.controller.context import ControllerMoved
+
+    ok = object()
+    for first in (BadVersionError(), NoNodeError()):
+        with pytest.raises(ControllerMoved):
+            ControllerContext._commit(None, _Txn([first, ok]))  # type: ignore[arg-type]
+    stale = BadVersionError()
+    with pytest.raises(zkl.TransactionFailed) as failed:
+        ControllerContext._commit(None, _Txn([ok, stale]))  # type: ignore[arg-type]
+    assert failed.value.errors == [stale]
+    assert ControllerContext._commit(None, _Txn([ok, ok])) == [ok, ok]  # type: ignore[arg-type]
+    assert ControllerContext._commit(None, _Txn([])) == []  # type: ignore[arg-type]
