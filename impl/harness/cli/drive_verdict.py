@@ -75,9 +75,12 @@ def _misfit(action: str, args: tuple, exc: Exception) -> str:
 
     from model.registry import ACTIONS
 
-    wanted = list(signature(ACTIONS[action].fn).parameters)[2:]  # after the state and the configuration
-    if len(wanted) != len(args):
-        return f"it takes {len(wanted)} ({', '.join(wanted)}), the step gives {len(args)}"
+    params = list(signature(ACTIONS[action].fn).parameters.values())[2:]  # after the state and the configuration
+    required = [x.name for x in params if x.default is x.empty]
+    optional = [x.name for x in params if x.default is not x.empty]  # a rule only some configurations use
+    if not len(required) <= len(args) <= len(params):
+        more = f" or {len(params)} with {', '.join(optional)}" if optional else ""
+        return f"it takes {len(required)} ({', '.join(required)}){more}, the step gives {len(args)}"
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -105,7 +105,7 @@ def test_ctrl_c_ends_a_fuzz_run_with_the_runs_so_far() -> None:
 
 
 @pytest.mark.parametrize("step, why", [
-    ({"action": "produce", "args": [0, 1, 2, 3]}, "it takes 2 (b, p), the step gives 4"),
+    ({"action": "produce", "args": [0, 1, 2, 3]}, "it takes 2 (b, p) or 3 with hold, the step gives 4"),
     ({"action": "produce", "args": [7, 0]}, "IndexError"),
 ], ids=["too many", "no such broker"])
 def test_a_path_step_whose_arguments_do_not_fit_is_one_line_and_exit_2_before_any_process(
