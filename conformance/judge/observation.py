@@ -80,13 +80,17 @@ def broker_ids(events: Sequence[Event]) -> dict[int, int]:
 
 def _preferred_first(events: Sequence[Event], ids: list[int]) -> list[int]:
     """``ids``, or -- in a trace with a preferred-replica election -- the partition's
-    assignment first, in its order: the model's AR is sorted, so its preferred replica is
+    assignment at that election first, in its order: the model's AR is sorted, so its preferred replica is
     its lowest id, and Kafka's is the first replica assigned, whatever its id.  (Every other
-    rule of the model is symmetric in broker ids, so the naming changes nothing else.)"""
-    if not any(e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "preferred" for e in events):
-        return ids
+    rule of the model is symmetric in broker ids, so the naming changes nothing else.)  The
+    assignment the election read is the one that names the preferred replica (a reassignment
+    may have changed it since the partition's first election); one already in id order
+    renames nothing."""
     assigned = next((e["params"]["replicas"] for e in events if e["kind"] == "elect_leader"
+                     and e["params"].get("reason") == "preferred"
                      and isinstance(e["params"].get("replicas"), list) and e["params"]["replicas"]), [])
+    if assigned == sorted(assigned):  # already in id order: the model names them as the trace does
+        return ids
     first = [x for x in assigned if x in ids]
     return first + [x for x in ids if x not in first]
 

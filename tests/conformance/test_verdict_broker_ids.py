@@ -37,3 +37,15 @@ def test_with_a_preferred_election_the_first_replica_assigned_is_the_models_lowe
     created = _election("init", [2, 1, 3])
     assert broker_ids([created]) == {1: 0, 2: 1, 3: 2}, "no preferred election: the trace's order"
     assert broker_ids([created, _election("preferred", [2, 1, 3])]) == {2: 0, 1: 1, 3: 2}
+
+
+def test_brokers_are_renamed_by_the_assignment_the_preferred_election_read() -> None:
+    """A preferred election over an assignment
+    out of id order (Kafka's first replica) renames that replica to the lowest id; one over an
+    assignment in id order renames nothing, whatever order the partition was first assigned in
+    (a reassignment reordered it since)."""
+    reordered = [_election("init", [2, 0, 1]), _election("reassign", [0, 1, 2]), _election("preferred", [0, 1, 2])]
+    assert broker_ids(reordered) == {0: 0, 1: 1, 2: 2, 3: 3}  # 3: the controller
+    kafka = [_election("init", [2, 0, 1]), _election("preferred", [2, 0, 1])]
+    assert broker_ids(kafka) == {2: 0, 0: 1, 1: 2, 3: 3}
+    assert broker_ids([_election("init", [2, 0, 1])]) == {0: 0, 1: 1, 2: 2, 3: 3}  # no preferred election
