@@ -197,7 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
                    "--suite before/after")
     args = p.parse_args(argv)
-    if subprocess.run([args.python, "-c", "import mutmut"], capture_output=True).returncode:
+    bad = _generated_args_error(args) if args.suite == "generated" else None
+    if bad:
+        print(f"mutation: {bad}", file=sys.stderr)
+        return 2
+    try:
+        lacks_mutmut = subprocess.run([args.python, "-c", "import mutmut"], capture_output=True).returncode != 0
+    except OSError as exc:  # no such interpreter, or not executable
+        print(f"mutation: cannot run --python {args.python}: {exc.strerror}", file=sys.stderr)
+        return 2
+    if lacks_mutmut:
         print(f"mutation: {args.python} cannot import mutmut (pip install 'mutmut>=3.3')",
               file=sys.stderr)
         return 2
@@ -225,18 +234,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _generated(args: argparse.Namespace) -> int:
-    """The decision code against the generated drive cases (bench/mutation_generated.py)."""
+def _generated_args_error(args: argparse.Namespace) -> str | None:
+    """Why the generated suite's arguments cannot run, before any interpreter is tried."""
     import mutation_generated as mg
 
     from impl.harness.drive.targets import TARGETS
 
+    unknown = sorted(set(args.configs or mg.DEFAULT_CONFIGS) - {t.name for t in TARGETS})
+    if unknown:
+        return f"unknown target {unknown[0]!r}; choose from {', '.join(t.name for t in TARGETS)}"
+    if args.cases < 1 or (args.sample is not None and args.sample < 1):
+        return "--cases and --sample must be positive"
+    return None
+
+
+def _generated(args: argparse.Namespace) -> int:
+    """The decision code against the generated drive cases (bench/mutation_generated.py)."""
+    import mutation_generated as mg
+
+
     configs = args.configs or list(mg.DEFAULT_CONFIGS)
-    unknown = sorted(set(configs) - {t.name for t in TARGETS})
-    if unknown or args.cases < 1 or (args.sample is not None and args.sample < 1):
-        print(f"mutation: unknown target {unknown[0]!r}; choose from {', '.join(t.name for t in TARGETS)}"
-              if unknown else "mutation: --cases and --sample must be positive", file=sys.stderr)
-        return 2
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
         doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,

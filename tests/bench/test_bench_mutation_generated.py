@@ -75,3 +75,17 @@ def test_a_mutant_is_killed_by_the_first_case_that_does_not_follow_or_never_repo
     assert mg.first_failure([], ["kip320#1"]) == {"case": "kip320#1", "verdict": "no report"}
     assert mg.first_failure([impl_line, followed], ["kip320#1", "zombie#4"]) == {
         "case": "zombie#4", "verdict": "no report"}
+
+
+def test_bad_arguments_are_one_line_and_exit_2_before_any_mutant_runs() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "mutation.py"
+    for args, said in [(["--suite", "generated", "--configs", "nosuch"], "unknown target 'nosuch'"),
+                       (["--suite", "generated", "--sample", "0"], "--cases and --sample must be positive"),
+                       (["--python", "/nonexistent/python"], "cannot run --python /nonexistent/python")]:
+        proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr.startswith(f"mutation: {said}"), (args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
