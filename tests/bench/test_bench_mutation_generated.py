@@ -4,6 +4,8 @@ is the same for the same seed; the score counts every mutant given."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench import mutation_generated as mg
 
 FENCING = "impl.node.fencing.x_control_refusal__mutmut_3"
@@ -77,6 +79,7 @@ def test_a_mutant_is_killed_by_the_first_case_that_does_not_follow_or_never_repo
         "case": "zombie#4", "verdict": "no report"}
 
 
+@pytest.mark.integration
 def test_bad_arguments_are_one_line_and_exit_2_before_any_mutant_runs() -> None:
     import subprocess
     import sys
