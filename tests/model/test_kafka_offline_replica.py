@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conformance.kafka.adapter import adapt
+from conformance.kafka.patterns import ints, parse
 from model.actions.controller import election_outcomes
 from model.config import Config, named
 from model.registry import ACTIONS, Step, apply, successors
@@ -27,6 +28,21 @@ from properties.checkers.symbolic.coverage import unsupported as z3_unsupported
 KAFKA = named("kafka39-unclean", brokers=3, max_crashes=2, max_epoch=4)
 SEED = named("unclean", brokers=3, max_crashes=2, max_epoch=4)
 FIXTURE = Path(__file__).parents[1] / "conformance" / "kafka" / "fixtures" / "unclean-39"
+
+FOLLOWER_FIRST = (
+    "[2026-11-29 05:16:53,601] INFO [controller-event-thread] [Controller id=2 epoch=2] Partition chaos-0 state "
+    "changed to (Leader:3,ISR:3,LeaderRecoveryState:RECOVERED,LeaderEpoch:2,ZkVersion:2,ControllerEpoch:2) after "
+    "removing replica 1 from the ISR as part of transition to OfflineReplica (state.change.logger)",
+    "[2026-11-29 05:16:53,625] INFO [controller-event-thread] [Controller id=2 epoch=2] Partition chaos-0 state "
+    "changed to (Leader:-1,ISR:3,LeaderRecoveryState:RECOVERED,LeaderEpoch:3,ZkVersion:3,ControllerEpoch:2) after "
+    "removing replica 3 from the ISR as part of transition to OfflineReplica (state.change.logger)",
+    "[2026-11-29 05:16:53,662] INFO [controller-event-thread] [Controller id=2 epoch=2] Changed partition chaos-0 "
+    "from OfflinePartition to OnlinePartition with state LeaderAndIsr(leader=2, leaderEpoch=4, "
+    "isrWithBrokerEpoch=List(BrokerState(brokerId=2, brokerEpoch=-1)), leaderRecoveryState=RECOVERING, "
+    "partitionEpoch=4) (state.change.logger)",
+)
+"""The new controller's lines of another unclean run on Kafka 3.9.2 (seed 1, 8 s): leader 3
+and follower 1 killed, follower 2 out of the ISR -- and the follower written out first."""
 
 
 def _step(s: State, cfg: Config, action: str, *args: object) -> State:
@@ -95,6 +111,22 @@ def test_the_writes_kafka_logged_are_the_ones_the_model_takes() -> None:
                       0 in t.ghost.unclean and 0 not in s.ghost.unclean))
         s = t
     assert model == logged
+
+
+def test_kafka_logged_the_other_order_too() -> None:
+    """Each of ``FOLLOWER_FIRST``'s writes is the model's, replica for replica (real ids 3, 1,
+    2 are model ids 0, 1, 2 there; both count leader epochs alike from that ISR on)."""
+    ids = {3: 0, 1: 1, 2: 2, -1: NO_LEADER}
+    s = _isr_members_dead(KAFKA)
+    for text in FOLLOWER_FIRST:
+        line = parse(text)
+        assert line is not None
+        f = line.fields
+        offline = (ids[int(f["replica"])],) if line.name == "replica_offline" else ()
+        s = _step(s, KAFKA, "elect_leader", 2, 0, ids[int(f["leader"])], *offline)
+        isr = f["isr"] if isinstance(f["isr"], list) else ints(f["isr"])  # an election's line lists it
+        assert _written(s) == (ids[int(f["leader"])], int(f["epoch"]), tuple(sorted(ids[b] for b in isr)))
+    assert 0 in s.ghost.unclean
 
 
 def test_no_election_writes_an_isr_of_its_own_for_dead_members() -> None:
