@@ -266,8 +266,8 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("fencing on")
     if cfg.startup_from_controller:
         reasons.append("a restarted broker that reads ZooKeeper itself (seed 000 E, not Kafka's start)")
-    if cfg.leaderless_first:
-        reasons.append("one write per election (not Kafka's leaderless write first)")
+    if cfg.offline_replica_writes:
+        reasons.append("seed 000 A's elections (not Kafka's write per dead replica taken out of the ISR)")
     if cfg.hw_waits_outside_isr:
         reasons.append("an HW over the ISR alone (not Kafka's wait for a caught-up follower outside it)")
     if cfg.leader_keeps_follower_state:

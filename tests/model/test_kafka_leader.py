@@ -86,11 +86,12 @@ def test_seed_000_g_has_no_hold() -> None:
 
 def _epoch_bumped(cfg: Config) -> State:
     """Broker 0 leads, follower 1 has fetched at offset 1; broker 2 dies and the controller
-    writes the ISR without it in a new leader epoch for the same leader, which broker 0
-    applies."""
+    writes the ISR without it in a new leader epoch for the same leader (Kafka's controller
+    by taking replica 2 offline), which broker 0 applies."""
     s = _fetch(_fetch(_step(initial(cfg), cfg, "produce", 0, 0), cfg, 1), cfg, 1)
     assert replica(s, 0, 0).follower_leo[1] == 1
-    s = _step(_step(s, cfg, "broker_crash", 2), cfg, "elect_leader", 0, 0, 0)
+    offline = (2,) if cfg.offline_replica_writes else ()
+    s = _step(_step(s, cfg, "broker_crash", 2), cfg, "elect_leader", 0, 0, 0, *offline)
     m = next(m for m in s.leader_and_isr if m.to == 0 and m.leader_epoch == 2)
     return _step(s, cfg, "become_leader", m)
 
