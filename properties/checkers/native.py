@@ -34,8 +34,12 @@ Supported: one partition, up to four brokers, up to six records, no reassignment
 on -- the shape of every named configuration -- and of the admin actions, preferred-replica
 elections (``--preferred-elections``), controlled shutdowns with the clean stop after
 them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``), and topic
-deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``).
-Other configurations get a clear error naming what is not supported.
+deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``);
+and the Kafka configurations: ISR changes through the controller (``--alter-partition``,
+``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
+the HW held outside the ISR in ``native/kafka_leader.c``, the others where the rule they
+change lives in ``rules.c``).  Other configurations get a clear error naming what is not
+supported.
 """
 
 from __future__ import annotations

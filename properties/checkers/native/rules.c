@@ -3,8 +3,9 @@
  * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
  *
  * One partition, up to four brokers and no reassignment: the shape of every named
- * configuration, with preferred-replica elections, controlled shutdowns (shutdown.c) and
- * topic deletion and re-creation (topics.c)
+ * configuration, with preferred-replica elections, controlled shutdowns (shutdown.c),
+ * topic deletion and re-creation (topics.c), AlterPartition (alter_partition.c) and the
+ * rules of Kafka's brokers (kafka_leader.c, and a line or two where each rule lives)
  * (properties/checkers/native.py rejects anything else with a message naming what is not
  * supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
