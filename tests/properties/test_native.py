@@ -83,7 +83,8 @@ def test_the_encoding_orders_states_exactly_as_python_orders_the_tuples(tmp_path
     assert all(encode(s) == e for s, e in zip(decoded, states, strict=True))
 
 
-@pytest.mark.parametrize("knobs", [{"max_shutdowns": 1}, {"deletions": 1}], ids=["shutdown", "deletion"])
+@pytest.mark.parametrize("knobs", [{"max_shutdowns": 1}, {"deletions": 1}, {"alter_partition": 1}],
+                         ids=["shutdown", "deletion", "alter-partition"])
 def test_decode_inverts_encode_for_every_state_field(knobs):
     cfg = named("zombie", **knobs)
     s = initial(cfg)
@@ -94,6 +95,8 @@ def test_decode_inverts_encode_for_every_state_field(knobs):
             assert decode(encode(u)) == u
             for _, w in successors(u, cfg):  # a re-created topic: a new topic id, a retired record
                 assert decode(encode(w)) == w
+    if cfg.alter_partition:  # a proposal, then the controller's answer, in flight
+        assert any(w.alter_partition for _, t in successors(s, cfg) for _, w in successors(t, cfg))
 
 
 def test_the_fingerprint_is_the_native_ones(tmp_path):
