@@ -287,9 +287,9 @@ def test_the_pinned_kafka39_count_natively():
 
 
 def test_kafka39_at_three_brokers_expands_alike_on_a_sample(tmp_path):
-    """AlterPartition's refusals need a third broker to be told apart (an ISR member the
-    controller finds ineligible while another is in sync): a sample of the states within
-    eight steps, expanded both ways."""
+    """Two followers: a proposal about one while the other is in or out of the ISR, and the
+    symmetry renaming followers with AlterPartition messages in flight -- a sample of the
+    states within eight steps, expanded both ways."""
     cfg = named("kafka39", brokers=3, records=1, max_crashes=1)
     for reduction in (False, True):
         states, _ = _reached(cfg, tmp_path, reduction=reduction, max_depth=8)
