@@ -48,6 +48,7 @@ from conformance.kafka.ordering import (
     reads_after_answers,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
+from conformance.kafka.reassignment import ReassignmentLines, Reassignments
 from traces import SCHEMA_ID, events
 from traces.events import Event
 
@@ -70,7 +71,13 @@ OBSERVED = {
     "elect_leader": "state-change.log, the controller: Changed partition T-P from X to OnlinePartition; "
                     "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR; "
                     "its reason from controller.log's line before it: Starting replica leader election (PREFERRED) "
-                    "for partitions ... (preferred), Shutting down broker B (controlled_shutdown)",
+                    "for partitions ... (preferred), Shutting down broker B (controlled_shutdown); Target replicas ... "
+                    "have all caught up ... for reassigning partition T-P, then that write or Sent LeaderAndIsr "
+                    "request ... for partition being reassigned T-P (reassign)",
+    "reassignment": "controller.log: Successfully updated assignment of partition T-P to ReplicaAssignment(...) "
+                    "naming a new target (IN_PROGRESS) or the target alone (DONE); conformance.kafka.reassignment",
+    "stop_replica": "state-change.log, a replica a reassignment removed: Received StopReplica request "
+                    "StopReplicaPartitionState(..., deletePartition=true)",
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
     "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
     "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
@@ -292,7 +299,7 @@ class Placed:
         return seen[0][1] if len({v for _, v in seen}) == 1 else f"unseen@{offset}/{leader_epoch}"
 
 
-class _Adapter:
+class _Adapter(ReassignmentLines):
     def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = [str(v["value"]) for v in values]
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
@@ -313,6 +320,7 @@ class _Adapter:
         self.applies: dict[tuple[str, int, int], tuple[float, list[int], int]] = {}
         # controller -> why its event thread writes partition states now (``election_trigger``)
         self.trigger: dict[int, Trigger] = {}
+        self.moves = Reassignments()  # conformance.kafka.reassignment
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -359,6 +367,8 @@ class _Adapter:
         reason = "init" if f["from"] == "New" else "leader_failed"
         if f["from"] == "Online":  # a live leader replaced: only an admin's or a shutdown's election does so
             reason = self.trigger.get(int(f["controller"]), Trigger()).reason(f["tp"], None) or reason
+            if self.moves.completes(topic_partition(f["tp"])):
+                reason = "reassign"  # the leader removed from the assignment: the move's completion
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), f["isr"], int(f["version"]),
                     int(f["cepoch"]), reason)
 
@@ -739,9 +749,10 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
 def _priority(line: Line) -> int:
     """Within one millisecond: the controller's reason for a write, then ZooKeeper writes,
     then what reacts to them."""
-    if line.name == "election_trigger":
+    if line.name in ("election_trigger", "reassign_caught_up"):
         return -1  # logged before the writes it causes, often in the same millisecond
-    return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline") else 1
+    return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline",
+                              "assignment_updated", "reassign_epoch") else 1
 
 
 def to_records(adapted: list[tuple[int, Event, float]], run: str) -> list[dict[str, Any]]:

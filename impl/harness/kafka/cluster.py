@@ -285,7 +285,8 @@ class KafkaCluster:
             self._zk = connect(self.zk_server.hosts, session_timeout=10.0, acl=self.zk_server.acl)
         return self._zk
 
-    def _read(self, path: str) -> tuple[bytes, Any] | None:
+    def zk_read(self, path: str) -> tuple[bytes, Any] | None:
+        """The znode at ``path`` beneath the chroot (its data and stat), or None."""
         try:
             return self.zk().get(config.CHROOT + path)  # type: ignore[no-any-return]
         except NoNodeError:
@@ -298,13 +299,13 @@ class KafkaCluster:
             return set()
 
     def controller(self) -> Controller | None:
-        found, epoch = self._read("/controller"), self._read("/controller_epoch")
+        found, epoch = self.zk_read("/controller"), self.zk_read("/controller_epoch")
         if found is None or epoch is None:
             return None
         return Controller(int(json.loads(found[0])["brokerid"]), int(epoch[0]))
 
     def partition_state(self, topic: str, partition: int = 0) -> PartitionState | None:
-        found = self._read(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        found = self.zk_read(f"/brokers/topics/{topic}/partitions/{partition}/state")
         if found is None:
             return None
         d = json.loads(found[0])
