@@ -46,6 +46,7 @@ from conformance.kafka.ordering import (
     fetching_replica,
     next_fetches,
     reads_after_answers,
+    stopped_while_polling,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
 from conformance.kafka.reassignment import ReassignmentLines, Reassignments
@@ -189,6 +190,7 @@ class _Replica:
     fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
     appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
+    became_at: float = float("-inf")  # when it applied its leader epoch (a LeaderAndIsr)
 
     def log_end_epoch(self) -> int | None:
         return self.log[-1][1] if self.log else None
@@ -397,6 +399,7 @@ class _Adapter(ReassignmentLines):
         r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
         r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
         r.fetch_offset.clear()
+        r.became_at = ts
         if kept:
             r.hw = hw_after_make_leader(r.hw, len(r.log), r.isr, broker, kept)
         make = events.become_leader if role == "leader" else events.become_follower
@@ -547,9 +550,11 @@ class _Adapter(ReassignmentLines):
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
         follower = fetching_replica(req)
         moved: dict[tuple[str, int], int] = {}
+        asked: dict[tuple[str, int], int] = {}  # the leader epoch each partition was asked in
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
                 moved[(self._topic(t), pd["partition"])] = pd["fetchOffset"]
+                asked[(self._topic(t), pd["partition"])] = pd.get("currentLeaderEpoch", -1)
         answers = {(self._topic(t), pd["partitionIndex"]): pd
                    for t in req["response"].get("responses", ()) for pd in t["partitions"]}
         answered = {} if read else answers
@@ -560,7 +565,8 @@ class _Adapter(ReassignmentLines):
             offset = moved.get(key, r.fetch_offset.get(follower))
             if offset is None or r.leader != broker:
                 continue
-            if key in answers and answers[key]["errorCode"] in NOT_LEADING_YET:
+            if key in answers and answers[key]["errorCode"] in NOT_LEADING_YET and not (
+                    read and stopped_while_polling(asked.get(key, -1), r.leader_epoch, answers[key])):
                 r.read_answer.pop(follower, None)
                 continue
             r.fetch_offset[follower] = offset
@@ -568,6 +574,11 @@ class _Adapter(ReassignmentLines):
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
+            fr = self.replica(*key, follower)
+            if read and 0 <= asked.get(key, -1) < fr.leader_epoch and r.leader_epoch == asked[key]:
+                # sent in the epoch before the follower's latest, read once it had moved on (the
+                # model's fetch is sent and read in one step): it was read by then
+                at = min(at, fr.became_at - 1e-6)
             upto = self.next_fetch.get((id(req), *key))
             if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
                 at = ts  # it carries a record appended after the pause: sent then, taken in at the resume

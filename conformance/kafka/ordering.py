@@ -294,3 +294,16 @@ def _carried(line: Line, leader: int, relayed: dict[tuple[int, str, int], list[t
             for t in req["response"].get("responses", ()) for pd in t["partitions"]
             if pd.get("recordsSizeInBytes", 0) > 0
             and (key := (t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partitionIndex"])) in asked}
+
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def stopped_while_polling(asked: int, leader_epoch: int, answer: dict[str, Any]) -> bool:
+    """Whether a replica fetch answered NOT_LEADER_OR_FOLLOWER was read by the leader it asked
+    (in the epoch it led in, ``asked``), which stopped leading during the long poll -- a
+    StopReplica, a new leader elsewhere (``currentLeader`` in the answer, a later epoch): the
+    read moved the follower's offset as any other (and may have expanded the ISR); only the
+    answer is an error, which the follower takes in as nothing."""
+    moved_on = answer.get("currentLeader", {}).get("leaderEpoch", -1) > leader_epoch
+    return answer["errorCode"] == NOT_LEADER_OR_FOLLOWER and asked == leader_epoch >= 0 and moved_on

@@ -42,7 +42,7 @@ from model.actions.views import (
     written,
     znode_event,
 )
-from model.state import NO_LEADER, UP, LeaderAndIsr, State, Zk
+from model.state import NO_LEADER, UP, LeaderAndIsr, PartitionZnode, State, StopReplica, Zk
 
 if TYPE_CHECKING:
     from model.config import Config
@@ -106,7 +106,9 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     out as such -- leader -1, the live ISR, its own epoch bump -- and the leader elected by a
     second write: Kafka's replica state machine takes a dead replica offline (out of the ISR
     and out of leadership) before its partition state machine elects, as a new controller
-    does after a failover.
+    does after a failover.  With ``Config.reassign_phases`` a reassignment's removed replica
+    still in the ISR, once its completion moved the leader into RAR, is left out as a dead
+    one is (Kafka's OfflineReplica transition of a removed replica, ``removal_owed``).
 
     ``stopping`` are the brokers shutting down (``shutting_down``): a new leader is never one
     of them, nor does one stay in the new ISR (Kafka 2.7's ``liveBrokerIds`` leaves them
@@ -116,7 +118,8 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     if not zn.ar:  # a deleted topic's partition: nothing to elect
         return []
     live = zk.live
-    live_isr = tuple(b for b in zn.isr if b in live)
+    removing = removal_owed(zn, cfg)
+    live_isr = tuple(b for b in zn.isr if b in live and (not removing or b in zn.rar))
     if zn.leader != NO_LEADER and zn.leader in live:
         if len(live_isr) == len(zn.isr):
             return []
@@ -132,6 +135,29 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     if zn.leader == NO_LEADER:
         return []
     return [(NO_LEADER, zn.isr, False)]
+
+
+def removal_owed(zn: PartitionZnode, cfg: Config) -> bool:
+    """``Config.reassign_phases``: a reassignment whose target is in the ISR and leads (its
+    completion's write made) has its removed replicas still in the ISR to take out."""
+    return bool(cfg.reassign_phases and zn.rar and zn.leader in zn.rar and set(zn.rar) <= set(zn.isr)
+                and not set(zn.isr) <= set(zn.rar))
+
+
+def end_reassignment(s: State, p: int, isr: tuple[int, ...]) -> State:
+    """The write that takes a reassignment's removed replicas out of the ISR (``removal_owed``)
+    also ends the move: AR := RAR -- Kafka writes ``/brokers/topics/<t>`` with the target
+    alone right after -- and the removed replicas are sent StopReplica (delete) with the
+    epoch of that write, the one ``write_and_send`` is about to make."""
+    zn = s.zk.partitions[p]
+    if not set(isr) <= set(zn.rar):
+        return s
+    s = set_znode(s, p, zn._replace(ar=zn.rar, rar=()))
+    stops = s.stop_replica
+    for b in zn.ar:
+        if b not in zn.rar:
+            stops = added(stops, StopReplica(b, p, zn.leader_epoch + 1, s.zk.controller_epoch, zn.topic_id))
+    return s._replace(stop_replica=stops)
 
 
 def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:
@@ -166,6 +192,8 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | 
     for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
         if new_leader != leader:
             continue
+        if removal_owed(zn, cfg):
+            s = end_reassignment(s, p, isr)
         s = write_and_send(s, p, leader, isr)
         if unclean:
             s = s._replace(ghost=s.ghost._replace(unclean=added(s.ghost.unclean, p)))
