@@ -49,13 +49,19 @@ from conformance.kafka.ordering import (
     stopped_while_polling,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
-from conformance.kafka.reassignment import ReassignmentLines, Reassignments
+from conformance.kafka.reassignment import (
+    ReassignmentLines,
+    Reassignments,
+    expansions_before_caught_up,
+)
+from conformance.kafka.triggers import Trigger
 from traces import SCHEMA_ID, events
 from traces.events import Event
 
 HARNESS = -1
 FAULTS = {"kill": "broker_crash", "pause": "broker_pause", "resume": "broker_resume", "stop": "broker_stop"}
-FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", 74: "FENCED_LEADER_EPOCH"}
+FENCED_LEADER_EPOCH = 74
+FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", FENCED_LEADER_EPOCH: "FENCED_LEADER_EPOCH"}
 NOT_LEADING_YET = frozenset({3, 6, 75, 100})
 """UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID: a fetch
 the broker read before it applied the LeaderAndIsr making it leader (the follower applied its
@@ -147,33 +153,6 @@ def outside_isr(leader: int, isr: list[int] | None) -> bool:
 
 class AdapterError(ValueError):
     """A run directory the adapter cannot read (one line)."""
-
-
-class Trigger(NamedTuple):
-    """What the controller's event thread last said it handles (``election_trigger``): a
-    preferred-replica election of ``partitions``, the controlled shutdown of ``stopping``,
-    or something else (a broker failure: neither)."""
-
-    partitions: frozenset[str] = frozenset()
-    stopping: int = -1
-
-    @classmethod
-    def of(cls, f: dict[str, Any]) -> Trigger:
-        if f["election"] == "PREFERRED":
-            return cls(partitions=frozenset(tp for tp in f["tps"].split(",") if tp))
-        return cls(stopping=int(f["stopping"])) if f["stopping"] is not None else cls()
-
-    def reason(self, tp: str, removed: int | None) -> str | None:
-        """The model's reason for a partition state write the controller makes under this
-        trigger -- a new leader (``removed`` None) or a replica taken out of the ISR -- or None
-        where the trigger does not explain it: a preferred election writes only a new
-        leader of a partition named; a controlled shutdown moves the leadership off the
-        broker stopping, and takes it out of the ISRs it follows in."""
-        if tp in self.partitions and removed is None:
-            return "preferred"
-        if self.stopping >= 0 and removed in (None, self.stopping):
-            return "controlled_shutdown"
-        return None
 
 
 @dataclass
@@ -574,18 +553,22 @@ class _Adapter(ReassignmentLines):
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
-            fr = self.replica(*key, follower)
-            if read and 0 <= asked.get(key, -1) < fr.leader_epoch and r.leader_epoch == asked[key]:
-                # sent in the epoch before the follower's latest, read once it had moved on (the
-                # model's fetch is sent and read in one step): it was read by then
-                at = min(at, fr.became_at - 1e-6)
+            # sent in an epoch before the follower's latest, read once it had moved on: the model's
+            # fetch is sent and read in one step, before the follower moved on (and after the
+            # leader's own); its answer the follower's fetcher discards
+            stale = 0 <= asked.get(key, -1) < self.replica(*key, follower).leader_epoch
+            if read and stale:
+                at = max(r.became_at + 1e-7, min(at, self.replica(*key, follower).became_at - 1e-6))
+                if r.leader_epoch > asked[key] and answers.get(key, {}).get("errorCode") == FENCED_LEADER_EPOCH:
+                    pd = answers[key]  # fenced as it was read: that answer, sent at once
             upto = self.next_fetch.get((id(req), *key))
             if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
                 at = ts  # it carries a record appended after the pause: sent then, taken in at the resume
-            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, upto)
+            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, upto, stale)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
-                          pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:
+                          pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None,
+                          stale: bool = False) -> None:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
@@ -608,7 +591,7 @@ class _Adapter(ReassignmentLines):
             if pending is not None and pending[1] == follower and offset >= r.hw:
                 del self.expansions[(*key, leader)]
                 self._write_isr(leader, ts + 1e-7, key[0], key[1], follower, pending[2], pending[3])
-        if pd is None or self._gone(follower, ts):
+        if pd is None or stale or self._gone(follower, ts):
             return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
         if len(fr.log) == offset:
@@ -734,6 +717,7 @@ def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
     steps = reads_after_answers(list(_lines(run_dir)))
     steps = answers_after_appends(answers_after_hw(appends_first(steps, run_dir)), run_dir)
+    steps = expansions_before_caught_up(steps)
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 

@@ -300,10 +300,10 @@ NOT_LEADER_OR_FOLLOWER = 6
 
 
 def stopped_while_polling(asked: int, leader_epoch: int, answer: dict[str, Any]) -> bool:
-    """Whether a replica fetch answered NOT_LEADER_OR_FOLLOWER was read by the leader it asked
-    (in the epoch it led in, ``asked``), which stopped leading during the long poll -- a
-    StopReplica, a new leader elsewhere (``currentLeader`` in the answer, a later epoch): the
-    read moved the follower's offset as any other (and may have expanded the ISR); only the
-    answer is an error, which the follower takes in as nothing."""
-    moved_on = answer.get("currentLeader", {}).get("leaderEpoch", -1) > leader_epoch
-    return answer["errorCode"] == NOT_LEADER_OR_FOLLOWER and asked == leader_epoch >= 0 and moved_on
+    """Whether a replica fetch answered NOT_LEADER_OR_FOLLOWER was read by the leader it asked,
+    in the epoch it led in (``asked``, the request's current leader epoch): it stopped leading
+    during the long poll -- a StopReplica, or a new leader elsewhere (from Fetch v12 the answer
+    names it, ``currentLeader``).  The read moved the follower's offset as any other (and may
+    have expanded the ISR); only the answer is an error, which the follower takes in as
+    nothing.  (A fetch read before the leader led asks in an epoch it does not lead in.)"""
+    return answer["errorCode"] == NOT_LEADER_OR_FOLLOWER and asked == leader_epoch >= 0

@@ -31,10 +31,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.kafka.patterns import ints, topic_partition
+from conformance.kafka.ordering import fetching_replica
+from conformance.kafka.patterns import Line, ints, topic_partition
 from traces import events
 
 Key = tuple[str, int]
+Steps = list[tuple[int, int, Line]]
+LEADERS_OWN = "data-plane-kafka-request-handler"
+"""The thread a leader writes its own ISR change on (IBP 2.6: while handling the fetch)."""
 
 
 @dataclass
@@ -122,3 +126,33 @@ class ReassignmentLines:
         r.hw, r.leader, r.leader_epoch, r.isr = 0, -1, -1, []
         r.fetch_offset.clear()
         self.out.add(ts, broker, events.stop_replica(topic=topic, partition=p, delete=True, reason="stop_replica"))
+
+
+def expansions_before_caught_up(steps: Steps) -> Steps:
+    """``steps`` with the ISR expansion that let a reassignment's target catch up placed
+    before the controller's line saying so.  Under IBP 2.6 the leader writes the expansion
+    itself, in ZooKeeper, while it handles the new replica's fetch, and logs it once the write
+    is done (``ISR updated to 1,2,3``) -- the controller, notified of the write, can log
+    ``Target replicas ... have all caught up`` first, in an earlier millisecond, and the
+    fetch's read is rebuilt from its durations later still.  The fetch that was under way at
+    the controller's line (started before it) and its expansion go just before it."""
+    out = list(steps)
+    for _, _, caught in steps:
+        if caught.name != "reassign_caught_up":
+            continue
+        key, target, t = topic_partition(caught.fields["tp"]), set(ints(caught.fields["target"])), caught.ts
+        grown = next((i for i, (_, _, x) in enumerate(out) if x.name == "isr_updated" and x.ts > t
+                      and x.thread.startswith(LEADERS_OWN) and topic_partition(x.fields["tp"]) == key
+                      and target <= set(ints(x.fields["isr"]))), None)
+        if grown is None:
+            continue
+        leader = out[grown][0]
+        read = next((i for i, (b, _, x) in enumerate(out) if b == leader and x.fields.get("read") and x.ts > t
+                     and fetching_replica(x.fields["request"]) in target
+                     and x.ts - x.fields["request"]["localTimeMs"] / 1000 < t), None)
+        if read is None:
+            continue
+        for i, before in ((read, 2e-6), (grown, 1e-6)):
+            b, pos, x = out[i]
+            out[i] = (b, pos, x._replace(ts=t - before))
+    return out

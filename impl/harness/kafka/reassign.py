@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,10 +54,10 @@ def start_reassignment(cluster: KafkaCluster, topic: str, partition: int, replic
     assert cluster.jars is not None
     servers = ",".join(f"{b.settings.host}:{b.settings.port}" for b in cluster.brokers.values() if b.alive)
     plan = {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": replicas}]}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=cluster.data_dir, delete=False) as f:
-        json.dump(plan, f)
+    path = cluster.data_dir / f"reassignment-{topic}-{partition}.json"  # kept: what was asked
+    path.write_text(json.dumps(plan) + "\n")
     argv = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cluster.jars.classpath,
-            TOOL, "--bootstrap-server", servers, "--reassignment-json-file", f.name, "--execute"]
+            TOOL, "--bootstrap-server", servers, "--reassignment-json-file", str(path), "--execute"]
     try:
         done = subprocess.run(argv, text=True, capture_output=True, timeout=TOOL_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
