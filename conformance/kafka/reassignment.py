@@ -12,7 +12,8 @@ Kafka 3.9's ZooKeeper-mode controller moves a partition to its target replicas (
   ... for partition being reassigned T-P``): the model's ``reassign_start``, one
   ``reassignment`` event (IN_PROGRESS) at the assignment's write;
 * once the target is in the ISR (controller.log: ``Target replicas ... have all caught up
-  with the leader for reassigning partition T-P``) the next write of the partition state is
+  with the leader for reassigning partition T-P``; at once, with no such line, for a target
+  the ISR already holds: a shrink, a reordering) the next write of the partition state is
   the move's completion: a new leader from the target if the leader is removed (``Changed
   partition T-P from OnlinePartition to OnlinePartition``), else the leader's epoch bumped
   again (the ``Sent LeaderAndIsr ... being reassigned`` line, no replica being added or
@@ -79,6 +80,7 @@ class ReassignmentLines:
 
     moves: Reassignments
     assigned: dict[Key, list[int]]
+    known_isr: dict[Key, list[int]]
     known_version: dict[Key, int]
     out: Any
 
@@ -94,6 +96,8 @@ class ReassignmentLines:
         before = self.assigned.get(key, [])
         target = self.moves.started(key, replicas, removing, before)
         if target is not None:
+            if set(target) <= set(self.known_isr.get(key, ())):
+                self.moves.completing.add(key)  # in the ISR already: Kafka completes at once
             self.out.add(ts, broker, events.reassignment(
                 topic=key[0], partition=key[1], zxid=0, state="IN_PROGRESS", rar=sorted(target), ar=sorted(before)), 0)
         elif self.moves.finished(key, adding, removing):
