@@ -175,7 +175,8 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     the removed replicas still in the ISR leave it by a write of their own, an
     ``elect_leader`` (Kafka's replica state machine taking them to OfflineReplica), which
     ends the move and sends them StopReplica.  Like a new controller resuming the move,
-    this write may come again."""
+    this write may come again.  With none of them in the ISR (a move that only adds, or
+    removes replicas already out of it) this write ends the move itself."""
     if not acting_controller(s, c):
         return None
     zn = s.zk.partitions[p]
@@ -185,11 +186,15 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     live_rar = [b for b in rar if b in s.zk.live and b not in shutting_down(s)]
     if leader not in live_rar or (zn.leader in live_rar and leader != zn.leader):
         return None
-    if cfg.reassign_phases:
+    owed = cfg.reassign_phases and not set(zn.isr) <= set(rar)
+    if owed:
         # Kafka's: the ISR, the assignment (AR + RAR, as /brokers/topics/<t> still says) and
         # the move in progress stay; the removed replicas leave the ISR by a write of their
         # own (model.actions.controller.election_outcomes), which ends the move
         znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, zk_version=zn.zk_version + 1)
+    elif cfg.reassign_phases:  # none to take out of the ISR: Kafka writes the target and is done
+        znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, zk_version=zn.zk_version + 1,
+                            ar=rar, rar=())
     else:
         znode = PartitionZnode(leader, zn.leader_epoch + 1, tuple(b for b in zn.isr if b in rar),
                                zn.zk_version + 1, rar, (), zn.topic_id)
@@ -200,7 +205,7 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     for to in rar:
         sent = added(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, znode.isr, znode.zk_version, cepoch, mbe,
                                         zn.topic_id))
-    if cfg.reassign_phases:
+    if owed:
         return s._replace(leader_and_isr=sent)
     stops = s.stop_replica
     for b in zn.ar:

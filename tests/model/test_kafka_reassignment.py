@@ -91,6 +91,14 @@ def test_the_seed_completes_in_one_write() -> None:
     assert (zn.leader_epoch, zn.isr, zn.ar, zn.rar) == (initial(SEED).zk.partitions[0].leader_epoch + 1, (1, 2), (1, 2), ())
 
 
+def test_a_move_that_only_adds_ends_with_its_completion() -> None:
+    """Nothing to take out of the ISR: Kafka writes the target alone right after."""
+    s = _step(initial(KAFKA), KAFKA, "reassign_start", 0, 0, (0, 1, 2))
+    s = _step(_caught_up(s, KAFKA), KAFKA, "reassign_complete", 0, 0, 0)
+    zn = s.zk.partitions[0]
+    assert (zn.isr, zn.ar, zn.rar) == ((0, 1, 2), (0, 1, 2), ()) and not s.stop_replica
+
+
 def test_no_removal_write_before_the_target_leads() -> None:
     """The removed replicas leave the ISR only once the completion moved the leader into RAR."""
     s = _caught_up(_started(KAFKA), KAFKA)
