@@ -15,6 +15,7 @@ from model.registry import Step, apply
 from model.state import FETCH_REQUEST, LeaderAndIsr, State, StopReplica, initial
 from properties.checkers.bfs import check
 from properties.safety import all_violations
+from tests.pinned import pinned
 
 # 3 brokers, partition 0 assigned to {0,1} led by 0; broker 2 holds no replica
 KAFKA = named("kafka26", brokers=3, replication_factor=2, records=2, reassignments=1, max_epoch=4)
@@ -109,9 +110,10 @@ def test_no_removal_write_before_the_target_leads() -> None:
 def test_exhaustive_check_of_kafkas_phases_holds_every_property() -> None:
     """The small bounds of ``test_reassignment.py``'s exhaustive check (2 brokers, partition
     on {0}, two records, one crash, one reassignment) with Kafka's phases: every property
-    holds.  Measured: 99,400 states, about 20 s of CPU (60,216 without the phases)."""
+    holds, in more states than without them.  Measured: 108,159 states, about 20 s of CPU."""
     cfg = named("kip320", brokers=2, replication_factor=1, records=2, max_crashes=1, reassignments=1,
                 reassign_phases=True)
     r = check(cfg)
     assert r.holds, r.violation and r.violation.text()
-    assert r.states > 60_216, "the phases add states: the epoch of the start, the removal's own write"
+    without = pinned("kip320", "two brokers, replication factor 1, one crash, one reassignment", "states")
+    assert r.states > without, "the phases add states: the epoch of the start, the removal's own write"

@@ -11,7 +11,7 @@ the Epochal engine's schedule names them (:mod:`impl.harness.chaos.schedule`):
 * ``add-partitions`` -- one partition added to :data:`ADMIN_TOPIC` (``create_partitions``);
 * ``reassign`` -- partition 0 of :data:`ADMIN_TOPIC` moved off its leader onto its other two
   replicas, then back to all three (the removed one last, from an empty log), each move by
-  Kafka's own ReassignPartitionsCommand (:mod:`impl.harness.kafka.reassign`).
+  Kafka's own ReassignPartitionsCommand (``KafkaCluster.reassign``).
 
 A second workload writes to :data:`ADMIN_TOPIC`, round-robin over its partitions, each value
 sent and reported within one incarnation of the topic (:attr:`AdminWorkload.gate`): writes
@@ -149,13 +149,11 @@ def shrink_and_grow(kafka: Any, topic: str, partition: int = 0) -> str:
     """Two reassignments of ``topic``-``partition``: off its leader (a target the ISR holds:
     Kafka elects from it and stops the removed replica at once), then back to every replica
     it had, the removed one last (a new replica that must catch up first)."""
-    from impl.harness.kafka.reassign import assignment, reassign
-
-    before = (assignment(kafka, topic) or {}).get(partition)
+    before = (kafka.assignment(topic) or {}).get(partition)
     state = kafka.partition_state(topic, partition)
     if before is None or state is None:
         raise RuntimeError(f"no assignment or partition state of {topic}-{partition} in ZooKeeper")
     shrunk = [b for b in before.replicas if b != state.leader]
-    reassign(kafka, topic, partition, shrunk, PATIENCE)
-    reassign(kafka, topic, partition, [*shrunk, state.leader], PATIENCE)
+    kafka.reassign(topic, partition, shrunk, PATIENCE)
+    kafka.reassign(topic, partition, [*shrunk, state.leader], PATIENCE)
     return f"{topic}-{partition} reassigned from {list(before.replicas)} to {shrunk} and back to {[*shrunk, state.leader]}"

@@ -35,6 +35,7 @@ from kazoo.exceptions import NoNodeError
 from impl.harness.cluster import wait_stopped
 from impl.harness.kafka import config
 from impl.harness.kafka.fetch import DEFAULT_VERSION, KafkaJars, fetch
+from impl.harness.kafka.reassign import Assignment, assignment, reassign
 from impl.harness.kafka.relay import KafkaRelay
 from impl.harness.kafka.wire import (
     INVALID_REPLICATION_FACTOR,
@@ -401,6 +402,16 @@ class KafkaCluster:
         self._record("start", broker)
         self._write_state()
         self.wait_ready(timeout, [broker])
+
+    # -- administration -------------------------------------------------------------------
+    def assignment(self, topic: str) -> dict[int, Assignment] | None:
+        """Every partition's assignment of ``topic`` as ``/brokers/topics/<t>`` says."""
+        return assignment(self, topic)
+
+    def reassign(self, topic: str, partition: int, replicas: list[int], timeout: float = 60.0) -> Assignment:
+        """Move ``topic``-``partition`` to ``replicas`` with Kafka's own tool and wait until the
+        move is complete (:mod:`.reassign`)."""
+        return reassign(self, topic, partition, replicas, timeout)
 
     def rss_mb(self) -> dict[int, float | None]:
         return {b: k.rss_mb() for b, k in self.brokers.items()}

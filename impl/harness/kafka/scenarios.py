@@ -31,7 +31,7 @@ from pathlib import Path
 
 from impl.harness.kafka.cluster import KafkaCluster, PartitionState
 from impl.harness.kafka.fetch import KafkaJars, fetch
-from impl.harness.kafka.reassign import ReassignError, reassign
+from impl.harness.kafka.reassign import ReassignError
 
 TOPIC = "orders"
 ROLES = {"leader-kill": (False, "leader"), "controller-failover": (False, "controller"),
@@ -140,7 +140,7 @@ def _reassign_scenario(cluster: KafkaCluster, jars: KafkaJars, controller: int, 
     produce(cluster, jars, [f"v{i}" for i in range(values)])
     time.sleep(QUIET_S)
     try:
-        reassign(cluster, TOPIC, 0, target, WAIT_S)
+        cluster.reassign(TOPIC, 0, target, WAIT_S)
     except (ReassignError, TimeoutError) as exc:
         raise ScenarioError(f"reassign: {exc}") from None
     produce(cluster, jars, [f"v{i}" for i in range(values, 2 * values)])
