@@ -483,7 +483,8 @@ class _Adapter(ReassignmentLines):
                     continue
                 error = ALTER_ERRORS.get(pd["errorCode"], "UNKNOWN")
                 isr = list(pd["isr"]) if error is None else [b["brokerId"] for b in asked.get("newIsrWithEpochs", ())]
-                version = int(pd["partitionEpoch"]) if error is None else self.known_version.get(key, -1)
+                # a refusal echoes the proposal, with the partition epoch the leader knew
+                version = int(pd["partitionEpoch"]) if error is None else int(asked.get("partitionEpoch", -1))
                 wrote = error is None and version > self.known_version.get(key, -1)
                 if wrote:
                     self.known_isr[key], self.known_version[key] = isr, version

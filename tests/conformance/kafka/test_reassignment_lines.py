@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.judge.replay import judge
-from conformance.kafka.adapter import adapt, model_config, to_records
+from conformance.kafka.adapter import _Adapter, _ordered_lines, adapt, model_config, to_records
 from conformance.kafka.ordering import stopped_while_polling
 from conformance.kafka.patterns import parse
 from conformance.spark.verdict import judge_run
@@ -111,3 +111,24 @@ def test_the_ibp26_run_stops_at_the_followers_old_fetcher() -> None:
     bad = records[verdict["matched"]]
     assert (bad["kind"], bad["node"], bad["params"]["error"]) == ("handle_fetch", 2, "FENCED_LEADER_EPOCH")
     assert any(r["kind"] == "stop_replica" for r in records[:verdict["matched"]])
+
+
+def test_a_refused_alter_partition_echoes_the_partition_epoch_the_leader_knew(tmp_path: Path) -> None:
+    """Leader 2, at epoch 2 of the move's completion, proposes the ISR 2,3 (broker 1, removed,
+    no longer fetches) with partition epoch 3; the controller has meanwhile taken 1 out itself
+    (epoch 3, partition epoch 4) and answers FENCED_LEADER_EPOCH.  The model's refusal echoes
+    the proposal: the event carries the partition epoch the leader knew, not the znode's."""
+    logs = tmp_path / "broker-2" / "logs"
+    logs.mkdir(parents=True)
+    leader, alter = (FIXTURES / "excerpts" / "reassign-fenced-alter.log").read_text().splitlines()
+    (logs / "state-change.log").write_text(leader + "\n")
+    (logs / "kafka-request.log").write_text(alter + "\n")
+    adapter = _Adapter([])
+    adapter.topic_names["MOWI4FkzSIGQ_AlWvzcoTA"] = "orders"  # the leader's line names the topic id
+    assert "MOWI4FkzSIGQ_AlWvzcoTA" in leader
+    for _, line in _ordered_lines(tmp_path):
+        if line.name == "request":
+            adapter.on_line(2, line)
+    (event,) = [e for _, _, _, e in adapter.out.events if e.kind == "alter_partition"]
+    assert dict(event.params) == {"leader": 2, "isr": [2, 3], "leader_epoch": 2, "zk_version": 3,
+                                  "error": "FENCED_LEADER_EPOCH"}
