@@ -69,10 +69,11 @@ def test_the_scenario_conforms_to_its_profiles_configuration(tmp_path: Path, sce
 
 
 def test_a_reassignment_takes_is_recorded_and_conforms_to_kafka39(tmp_path: Path) -> None:
-    """``--scenario reassign`` at 3.9 (about 15 s here): Kafka's own ReassignPartitionsCommand
-    moves ``orders-0`` off its leader onto the broker outside it, the adapter reads the move's
-    phases (docs/kafka.md, divergence 18), ``kafka39`` judges it -- and the seed's one-epoch
-    move (``kip320``) refuses the start's epoch, at the leader's ``become_leader`` of it."""
+    """``--scenario reassign`` at 3.9 (15 s on an idle machine, 48 s busy): Kafka's own
+    ReassignPartitionsCommand moves ``orders-0`` off its leader onto the broker outside it, the
+    adapter reads the move's phases (docs/kafka.md, divergences 19 and 20), ``kafka39`` judges
+    it -- and the seed's one-epoch move (``kip320``) refuses the start's epoch, at the leader's
+    ``become_leader`` of it."""
     from impl.harness.kafka.scenarios import REASSIGN, run_scenario
 
     run_dir = run_scenario(REASSIGN, tmp_path / "run", "3.9")
