@@ -39,11 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from conformance.kafka.fetchers import FetcherLines
 from conformance.kafka.ordering import (
     answers_after_appends,
     answers_after_hw,
     appends_first,
     fetching_replica,
+    lookups_at_answers,
     next_fetches,
     reads_after_answers,
     stopped_while_polling,
@@ -280,7 +282,7 @@ class Placed:
         return seen[0][1] if len({v for _, v in seen}) == 1 else f"unseen@{offset}/{leader_epoch}"
 
 
-class _Adapter(ReassignmentLines):
+class _Adapter(ReassignmentLines, FetcherLines):
     def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = [str(v["value"]) for v in values]
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
@@ -302,15 +304,19 @@ class _Adapter(ReassignmentLines):
         # controller -> why its event thread writes partition states now (``election_trigger``)
         self.trigger: dict[int, Trigger] = {}
         self.moves = Reassignments()  # conformance.kafka.reassignment
+        self.following: dict[tuple[int, str], tuple[int, tuple[str, int]]] = {}  # conformance.kafka.fetchers
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
 
     def on_line(self, broker: int, line: Line) -> None:
-        if line.name == "isr_updated":
-            self._isr_updated(broker, line.ts, line.fields, line.thread)
+        if line.name in ("isr_updated", "fetcher_removed"):
+            self._isr_updated(broker, line.ts, line.fields, line.thread) if line.name == "isr_updated" \
+                else self.fetcher_removed(broker, line)
             return
         getattr(self, "_" + line.name)(broker, line.ts, line.fields)
+        if line.name == "became_follower":
+            self.note_follow(broker, line)
 
     # -- registrations and the controller ---------------------------------------------------
     def _registered(self, broker: int, ts: float, f: dict[str, Any]) -> None:
@@ -574,7 +580,8 @@ class _Adapter(ReassignmentLines):
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
         records = [list(x) for x in r.log[offset:upto]] if has_records else []
-        leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
+        fenced = error == FETCH_ERRORS[FENCED_LEADER_EPOCH]  # the model's: no HW, no answer taken in
+        leader_hw = None if fenced else pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later;
         # another one is a second round trip at the same offset, after the follower took the first
@@ -592,7 +599,7 @@ class _Adapter(ReassignmentLines):
             if pending is not None and pending[1] == follower and offset >= r.hw:
                 del self.expansions[(*key, leader)]
                 self._write_isr(leader, ts + 1e-7, key[0], key[1], follower, pending[2], pending[3])
-        if pd is None or stale or self._gone(follower, ts):
+        if pd is None or stale or fenced or self._gone(follower, ts):
             return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
         if len(fr.log) == offset:
@@ -718,7 +725,7 @@ def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
     steps = reads_after_answers(list(_lines(run_dir)))
     steps = answers_after_appends(answers_after_hw(appends_first(steps, run_dir)), run_dir)
-    steps = expansions_before_caught_up(steps)
+    steps = lookups_at_answers(expansions_before_caught_up(steps), run_dir)
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 

@@ -89,6 +89,10 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"\[Broker id=(?P<broker>\d+)\] Follower (?P<tp>\S+) starts at leader epoch (?P<epoch>\d+) from "
         r"offset (?P<leo>\d+) with partition epoch (?P<version>\d+) and high watermark (?P<hw>\d+)\. "
         r"Current leader is (?P<leader>-?\d+)\."),
+    # server.log, a broker's LeaderAndIsr handling: a partition taken off its replica fetcher
+    # (to be added again at its new epoch: conformance.kafka.fetchers)
+    "fetcher_removed": re.compile(r"\[ReplicaFetcherManager on broker (?P<broker>\d+)\] Removed fetcher for "
+                                  r"partitions \w*\((?P<tps>[^)]*)\)"),
     # server.log, the replica fetcher: the truncation an epoch lookup decided
     "truncated": re.compile(
         r"\[ReplicaFetcher replicaId=(?P<broker>\d+), leaderId=(?P<leader>\d+), fetcherId=\d+\] Truncating "
