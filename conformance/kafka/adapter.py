@@ -88,8 +88,10 @@ OBSERVED = {
     "stop_replica": "state-change.log, a replica a reassignment removed: Received StopReplica request "
                     "StopReplicaPartitionState(..., deletePartition=true)",
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
-    "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
-    "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
+    "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at; "
+                       "placed at server.log's Removed fetcher for partitions ... (T-P) of the same thread",
+    "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset; placed at "
+                "the relay's OffsetForLeaderEpoch answer to it",
     "shrink_isr": "partition.log, the leader (IBP 2.6, a request handler): ISR updated to ... and version updated "
                   "to V (one fewer)",
     "expand_isr": "partition.log, the leader (IBP 2.6, a request handler): ISR updated to ... and version updated "
