@@ -755,7 +755,9 @@ def _priority(line: Line) -> int:
     """Within one millisecond: the controller's reason for a write, then ZooKeeper writes,
     then what reacts to them."""
     if line.name in ("election_trigger", "reassign_caught_up"):
-        return -1  # logged before the writes it causes, often in the same millisecond
+        return -1
+    if line.name == "fetcher_removed":
+        return 2  # after the Follower ... starts line of its millisecond (server.log is read first)  # logged before the writes it causes, often in the same millisecond
     return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline",
                               "assignment_updated", "reassign_epoch") else 1
 
