@@ -137,3 +137,19 @@ def test_a_refused_alter_partition_echoes_the_partition_epoch_the_leader_knew(tm
     (event,) = [e for _, _, _, e in adapter.out.events if e.kind == "alter_partition"]
     assert dict(event.params) == {"leader": 2, "isr": [2, 3], "leader_epoch": 2, "zk_version": 3,
                                   "error": "FENCED_LEADER_EPOCH"}
+
+
+def test_a_followers_epoch_waits_for_its_own_requests_fetcher_removal(tmp_path: Path) -> None:
+    """Real lines of a leader-kill run's follower: the ``Follower ... starts`` line and its
+    fetcher's removal in one millisecond (server.log, read first, must not take it), and the
+    removal of a later request 18 s on (too late to be this one's)."""
+    received, follower, removed, later = (FIXTURES / "excerpts" / "follower-fetcher-removed.log").read_text().splitlines()
+    logs = tmp_path / "broker-2" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "state-change.log").write_text(f"{received}\n{follower}\n")
+    (logs / "server.log").write_text(f"{removed}\n{later}\n")
+    (event,) = [(node, e, ts) for node, e, ts in adapt(tmp_path) if e.kind == "become_follower"]
+    assert event[0] == 2 and event[2] == parse(removed).ts == parse(follower).ts
+    (logs / "server.log").write_text(f"{later}\n")  # no removal of its own: the line's time stands
+    (event,) = [(node, e, ts) for node, e, ts in adapt(tmp_path) if e.kind == "become_follower"]
+    assert event[2] == parse(follower).ts
