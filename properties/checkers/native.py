@@ -269,6 +269,8 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
+    if cfg.reassign_phases and cfg.reassignments:
+        reasons.append("seed 000 F's reassignment in one write (not Kafka's phases)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
