@@ -19,7 +19,13 @@ from model.registry import successors
 from model.state import initial
 from properties.checkers import native
 from properties.checkers.bfs import SearchOptions, check
-from properties.checkers.native import check_native, decode, encode, native_expansions, native_rejects
+from properties.checkers.native import (
+    check_native,
+    decode,
+    encode,
+    native_expansions,
+    native_rejects,
+)
 from tests.properties.test_native import _python_expansion, _reached
 
 # nearly every test here compiles the search or runs its binary
@@ -124,7 +130,7 @@ MUTANTS = [
     # a reassignment's StopReplica only stops the replica, keeping its log
     pytest.param("shutdown.c", "deleted_replica(&br->r);", "replica_stops(&br->r);", REASSIGNMENTS, marks=pytest.mark.slow),
     # an expired session leaves /controller in place (its registration alone goes)
-    ("expire.c", "deregister(s, b);", "s->live &= (u8)~(1 << b);", EXPIRIES),
+    pytest.param("expire.c", "deregister(s, b);", "s->live &= (u8)~(1 << b);", EXPIRIES, marks=pytest.mark.slow),
 ]
 
 
