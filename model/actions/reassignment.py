@@ -267,7 +267,7 @@ STOP_REPLICA = Entry(
     section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
     describe=_stop_replica_text, view=_stop_replica_view,
     event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
-    coverage=Coverage(native=Supported("a controlled shutdown's and a topic deletion's (native/shutdown.c); a reassignment's is not ported"),
+    coverage=Coverage(native=Supported("a controlled shutdown's, a topic deletion's and a reassignment's (native/shutdown.c)"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVEN),
@@ -276,9 +276,6 @@ STOP_REPLICA = Entry(
     # to place the fetches it answered silently before the StopReplica (the search's FREEZING)
     freezing=True,
 )
-
-
-NO_REASSIGNMENT_IN_C = Unsupported("reassignment is not ported to native/rules.c (one partition, AR = every broker)")
 
 
 NO_REASSIGNMENT_IN_Z3 = Unsupported("reassignment is not encoded (AR stays every broker)")
@@ -305,7 +302,7 @@ REASSIGN_START = Entry(
     "reassign_start", reassign_start, reassign_starts_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
     describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported("native/reassign.c"), z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS,
 )
 
@@ -326,7 +323,7 @@ REASSIGN_COMPLETE = Entry(
     trace=Traced("elect_leader", ("reassign", "reassignment")),
     describe=_reassign_complete_text, view=leader_write_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported("native/reassign.c"), z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS,
 )
 
