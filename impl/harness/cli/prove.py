@@ -58,9 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-BOUNDED_ONLY = ("committed_durable", "acked_durable")
-"""The durability properties: BMC looks for their violations to a depth, and no induction
-proves them -- so a run that finds none is inconclusive about them, never "holds"."""
+DURABILITY = ("committed_durable", "acked_durable")
+"""The durability properties: induction proves them with the lemmas of
+``properties.checkers.symbolic.durability``, and BMC looks for their violations to a depth as
+a cross-check -- where the induction fails, a BMC run that finds none is inconclusive."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,23 +98,26 @@ def _prove_one(args: argparse.Namespace, cfg: Any, stream: Any, beat: Heartbeat)
 
     def show(v: Any) -> None:  # printed as each proof finishes, not at the end
         print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", file=stream, flush=True)
+        for line in v.cti:  # a failed consecution: the state pair that breaks it
+            print(f"      {line}", file=stream, flush=True)
         beat.said()
 
     proofs = prove(cfg, args.brokers, progress=show)
     proved = {v.name for v in proofs if v.status == "proved"}
     bmc_json, violation = (None, None) if args.no_bmc else _bmc(args, cfg, stream, beat)
-    not_proved = [v.name for v in proofs if v.status != "proved"] + [p for p in BOUNDED_ONLY if p not in proved]
+    not_proved = [v.name for v in proofs if v.status != "proved"]
     if violation is not None:
         code = FOUND
     elif not_proved:
         code = INCONCLUSIVE
-        how = "not checked (--no-bmc)" if args.no_bmc else f"bounded-checked to depth {args.depth} only"
-        print(f"  INCONCLUSIVE: not proved: {', '.join(not_proved)} (durability {how})", file=stream)
+        how = "" if all(p in proved for p in DURABILITY) else (
+            " (durability not checked further: --no-bmc)" if args.no_bmc else f" (durability bounded-checked to depth {args.depth} only)")
+        print(f"  INCONCLUSIVE: not proved: {', '.join(not_proved)}{how}", file=stream)
     else:
         code = HOLDS
     return result_entry(config_object(cfg), code, violation, brokers=args.brokers,
                         proofs=[{"name": v.name, "kind": v.kind, "status": v.status, "seconds": round(v.seconds, 3),
-                                 "detail": v.detail} for v in proofs],
+                                 "detail": v.detail, "cti": v.cti} for v in proofs],
                         not_proved=not_proved, bmc=bmc_json)
 
 
