@@ -227,7 +227,8 @@ class _Induction:
         self.timeout_ms = timeout_ms
 
     def check(self, name: str, kind: str, hyp: Term, goal: Callable[[Shape, dict], Term] | None,
-              step: Callable[[Shape, dict, dict], Term] | None = None, uses: tuple[str, ...] = ()) -> Verdict:
+              step: Callable[[Shape, dict, dict], Term] | None = None, uses: tuple[str, ...] = (),
+              actions: tuple[str, ...] | None = None) -> Verdict:
         import time
 
         from properties.checkers.symbolic.cti import describe_cti
@@ -240,6 +241,8 @@ class _Induction:
         if goal is not None and not holds(goal(shape, self.init), self.timeout_ms):
             failures.append("Init")
         for action, cases in self.by_action.items():
+            if actions is not None and action not in actions:
+                continue
             sol = z3.Solver()
             sol.set(timeout=self.timeout_ms)
             sol.add(hyp, z3.Or([z3.And(d.guard, z3.Not(post(d))) for d in cases]))
@@ -310,4 +313,7 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
             break
     for name in tier:
         report(verdicts[name])
+    hyp = z3.And(base, *[f(shape, S) for _, f in alive.values()])
+    for name, (g, actions) in durability.STEPS.items():
+        report(ind.check(name, "step", hyp, None, g, actions=actions))
     return out
