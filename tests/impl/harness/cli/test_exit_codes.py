@@ -22,10 +22,12 @@ ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_prove_is_inconclusive_while_durability_is_only_bounded_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    """Durability's induction does not go through yet: BMC's cross-check finds nothing, and
+    the answer is 3, with each failed consecution's counterexample to induction printed."""
     assert main(["prove", "--config", "kip320", "--depth", "1"]) == 3
     out = capsys.readouterr().out
-    assert "holds to depth 1" in out
-    assert "INCONCLUSIVE: not proved: committed_durable, acked_durable (durability bounded-checked to depth 1 only)" in out
+    assert "holds to depth 1" in out and "counterexample to induction:" in out
+    assert "committed_durable, acked_durable (durability bounded-checked to depth 1 only)" in out
 
 
 def test_generate_is_inconclusive_when_it_covers_fewer_pairs_than_its_search_found() -> None:
