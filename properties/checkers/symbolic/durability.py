@@ -313,7 +313,7 @@ def truncation_keeps_common_prefix(shape: Shape, s: dict, t: dict) -> Term:
                           *[z3.Implies(i < bl, s[("ep", b, i)] <= s[("rlep", b)]) for i in range(shape.r)])
             against = z3.And(s[("role", b)] == LEADER, s[("rl", f)] == b, prefix, sane)
             kept = z3.And(t[("leo", f)] == fl,
-                          *[z3.And(t[("val", f, i)] == s[("val", f, i)], t[("ep", f, i)] == s[("ep", f, i)])
+                          *[z3.Implies(i < fl, z3.And(t[("val", f, i)] == s[("val", f, i)], t[("ep", f, i)] == s[("ep", f, i)]))
                             for i in range(shape.r)])
             parts.append(z3.Implies(against, kept))
     return z3.And(parts)
@@ -352,11 +352,19 @@ STEPS: dict[str, tuple[Callable[[Shape, dict, dict], Term], tuple[str, ...]]] = 
 }
 
 
-USES = {  # which lemmas each goal's proof leans on (all are proved together, by induction)
+USES = {  # which lemmas each formula's proof leans on (all are proved together, by induction)
+    "log_slots_clean": ("leader_epochs_positive",),
     "leader_is_zk_leader": ("live_is_up", "pending_leadership"),
-    "isr_holds_committed": ("leader_is_zk_leader", "follower_prefix"),
+    "values_placed_once": ("log_slots_clean", "leader_epoch_newest", "leader_holds_its_epoch", "fetch_prefix"),
+    "log_order": ("values_placed_once", "fetch_prefix"),
+    "leader_epoch_newest": ("leader_is_zk_leader", "pending_leadership", "log_slots_clean"),
+    "leader_holds_its_epoch": ("leader_epoch_newest", "followers_follow_zk", "fetch_prefix"),
+    "fetching_follower_prefix": ("values_placed_once", "log_order", "leader_holds_its_epoch", "fetch_prefix"),
+    "fetch_prefix": ("fetching_follower_prefix", "fetches_follow_leaders", "hw_committed"),
+    "hw_committed": ("fetch_prefix", "values_placed_once"),
+    "follower_prefix": ("fetching_follower_prefix", "fetch_prefix"),
+    "isr_holds_committed": ("leader_is_zk_leader", "follower_prefix", "hw_committed", "values_placed_once"),
+    "acked_committed": ("log_slots_clean",),
     "committed_durable": ("isr_holds_committed",),
     "acked_durable": ("acked_committed", "isr_holds_committed"),
-    "log_slots_clean": ("leader_epochs_positive",),
-    "acked_committed": ("log_slots_clean",),
 }

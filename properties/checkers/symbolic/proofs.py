@@ -262,17 +262,18 @@ class _Induction:
 
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
           progress: Callable[[Verdict], None] | None = None,
-          encoding: type[Encoding] = Encoding) -> list[Verdict]:
+          encoding: type[Encoding] = Encoding, with_durability: bool = True) -> list[Verdict]:
     """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
     state goal, checked one formula and one action at a time (so a failure names both);
     step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
     are unbounded (the configuration's bounds are dropped).
 
     Durability (``durability.GOALS`` with its strengthening ``durability.LEMMAS``) is proved
-    on top, by the same induction with the formulas above assumed too; a formula of it that
-    fails is dropped from the hypothesis and the rest proved again without it, until what is
-    left is proved (so nothing is reported proved by leaning on a formula that is not).
-    ``encoding`` is the relation's class (a test passes a mutated one)."""
+    on top, by the same induction with the formulas above assumed too; where one of its
+    formulas fails, the others are ``unknown`` -- preserved, but only by leaning on it (a
+    failure names the actions and prints its counterexample to induction).
+    ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
+    False proves the formulas above alone."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
     base = z3.And([f(shape, S) for f in {**LEMMAS, **STATE_GOALS}.values()])
@@ -290,30 +291,17 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     for name, g in STEP_GOALS.items():
         report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
 
+    if not with_durability:
+        return out
     tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
             **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
-    alive = dict(tier)
-    verdicts: dict[str, Verdict] = {}
-    while True:
-        hyp = z3.And(base, *[f(shape, S) for _, f in alive.values()])
-        dropped = []
-        for name, (kind, f) in alive.items():
-            v = ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ()))
-            if name in verdicts and v.status == "proved":
-                continue
-            if name in verdicts:  # proved before, with a formula assumed that has since failed
-                gone = [k for k in tier if k not in alive]
-                v.detail += f" (once {', '.join(gone)} could not be assumed)"
-            verdicts[name] = v
-            if v.status != "proved":
-                dropped.append(name)
-        for name in dropped:
-            del alive[name]
-        if not dropped:
-            break
-    for name in tier:
-        report(verdicts[name])
-    hyp = z3.And(base, *[f(shape, S) for _, f in alive.values()])
-    for name, (g, actions) in durability.STEPS.items():
-        report(ind.check(name, "step", hyp, None, g, actions=actions))
+    hyp = z3.And(base, *[f(shape, S) for _, f in tier.values()])
+    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ())) for name, (kind, f) in tier.items()]
+    failed = [v.name for v in verdicts if v.status != "proved"]
+    for v in verdicts:
+        if failed and v.status == "proved":  # it leaned on a formula that is not proved
+            v.status, v.detail = "unknown", f"preserved if {', '.join(failed)} held, which are not proved"
+        report(v)
+    for name, (g, actions) in durability.STEPS.items():  # its premises are its own
+        report(ind.check(name, "step", base, None, g, actions=actions))
     return out
