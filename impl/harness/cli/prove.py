@@ -1,15 +1,15 @@
 """``epochal prove``: z3 proofs and bounded model checking over ``properties.checkers.symbolic``.
 
 One line per property: ``proved`` (inductive, for every epoch, version and crash count),
-``failed`` / ``unknown`` (not shown inductive: not preserved by some action, or z3 gave up),
+``failed`` / ``unknown`` (not shown inductive: not preserved by some action -- its
+counterexample to induction printed under it -- or z3 gave up, or it leaned on a failed one),
 ``holds to depth k`` (BMC found nothing), or ``counterexample`` (with the decoded steps,
 replayed through the explicit model).
 
 Exit codes (``impl.harness.cli.exits``): 0 every property proved (induction covers every reachable
 state, so it holds), 1 BMC found a counterexample (a concrete run that breaks durability), 2
-bad arguments, 3 inconclusive -- something is not proved: a proof failed or was undecided,
-or the durability properties (``BOUNDED_ONLY``), which BMC checks to a depth and no
-induction proves, found unbroken within that depth.  A failed induction step is not a
+bad arguments, 3 inconclusive -- something is not proved: a proof failed or was undecided
+(durability among them, ``DURABILITY``, which BMC then checks only to a depth).  A failed induction step is not a
 violation: the state it starts from may be unreachable; only a counterexample is.
 """
 
@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prove",
         help="prove invariants by induction with z3 and bounded-model-check durability",
-        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability. "
-                    "Exit 1: a counterexample; 3: something not proved -- durability, which BMC checks only to "
-                    "--depth, included, so 3 is the answer where nothing breaks.",
+        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action), durability included, "
+                    "and BMC of durability as a cross-check. Exit 0: everything proved; 1: a counterexample; "
+                    "3: something not proved (each failed consecution's counterexample to induction is printed).",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
                         "covers -- kip320)")
