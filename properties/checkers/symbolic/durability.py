@@ -1,17 +1,18 @@
 """Durability by induction: ``committed_durable`` and ``acked_durable`` with the lemmas that
-strengthen them towards an inductive invariant, as the KIP-101/279/320 argument states it.
+strengthen them into an inductive invariant, as the KIP-101/279/320 argument states it.
 
 The argument: a leader is ZooKeeper's leader and its ISR contains ZooKeeper's; a leader
 commits an offset only once every member of its ISR has fetched past it, and a follower's
-fetch offset is the end of a log that is a prefix of the leader's; so every member of
-ZooKeeper's ISR holds every committed record, and a clean election picks its leader from
-that ISR.  These are proved on top of the lemmas of ``proofs`` (assumed, and proved there).
+fetch offset is the end of a log that is a prefix of the leader's -- its KIP-320 truncation
+(fenced: only against a leader in its own epoch) keeps exactly what it shares with the
+leader; so every member of ZooKeeper's ISR holds every committed record, and a clean
+election picks its leader from that ISR.
 
-Not yet inductive: ``follower_prefix`` and with it ``isr_holds_committed`` -- what keeps a
-follower's log a prefix of its leader's across a KIP-320 truncation and a fetch response in
-flight is log matching (an epoch and an offset determine the records below them), and that
-is a fact about the history of every epoch's leader, which the state alone does not carry;
-``epochal prove`` prints the counterexample to induction of each.
+Log matching (an epoch and an offset fix the records below them) needs no history here: a
+value is written once, at one offset in one epoch, and a later value has an epoch no older
+(strictly newer at the same offset) -- with the records bound of the configurations proved
+(2), that pins which logs can exist.  These are proved on top of the lemmas of ``proofs``
+(assumed, and proved there), for kip320; the design, kip101 and kip279 fail them.
 """
 
 from __future__ import annotations
