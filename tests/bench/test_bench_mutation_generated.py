@@ -66,6 +66,17 @@ def test_the_cases_take_the_targets_own_pairs_first_and_nothing_twice() -> None:
     assert mg.greedy_cover(order, along, focus, 1) == [("y", "1")]
 
 
+def test_a_later_targets_cases_take_what_the_earlier_targets_cases_do_not() -> None:
+    along = {("a", "1"): {("a", "1"), ("b", "1"), ("c", "1")},
+             ("b", "1"): {("b", "1"), ("d", "1")},
+             ("u", "1"): {("a", "1"), ("u", "1")}}
+    order = list(along)
+    taken = {("a", "1"), ("b", "1"), ("c", "1")}
+    assert mg.greedy_cover(order, along, frozenset({("u", "1")}), 9, taken) == [("u", "1"), ("b", "1")]
+    assert mg.greedy_cover(order, along, frozenset(), 9, taken | {("d", "1"), ("u", "1")}) == []
+    assert mg.greedy_cover(order, along, frozenset(), 9) == [("a", "1"), ("b", "1"), ("u", "1")]
+
+
 def test_a_mutant_is_killed_by_the_first_case_that_does_not_follow_or_never_reports() -> None:
     impl_line = {"impl": "/tmp/x/generated/mutants/impl/__init__.py"}
     followed = {"case": "kip320#1", "verdict": "followed", "seconds": 9.0}
