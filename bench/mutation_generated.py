@@ -12,8 +12,9 @@ The cost is kept bounded in three steps:
 
 1. **Cases** (``select_cases``): per target of ``impl/harness/drive/targets.py`` named with
    ``--configs``, the model is searched as ``--generate transitions`` searches it, and the first
-   ``--cases N`` paths that take a pair not yet taken are kept -- for a target other than the
-   baseline ``kip320``, those that take a pair the baseline lacks first (``targets.sample_focus``).
+   ``--cases N`` paths that take a pair no case chosen before takes (in this target or an
+   earlier one) are kept -- for a target other than the baseline ``kip320``, those that take a
+   pair the baseline lacks first (``targets.sample_focus``).
 2. **Reach** (the clean run): every case is driven once without a mutant, with the trampolines
    in mutmut's ``stats`` mode and their hits written, per case, to a file (``TRACE_HOOK``, a
    ``sitecustomize`` on the children's path).  A case that does not follow the model here is
@@ -50,7 +51,8 @@ GENERATED_EXTRA: dict[str, list[str]] = {
     "impl/node/controller/context.py": ["ControllerContext._txn", "ControllerContext._commit"],
 }
 
-DEFAULT_CONFIGS = ("kip320", "zombie")
+# unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other
+DEFAULT_CONFIGS = ("kip320", "zombie", "unclean")
 FOLLOWED = ("followed", "model_refused")
 
 # Written as sitecustomize.py into a directory on the trace run's PYTHONPATH: every process
