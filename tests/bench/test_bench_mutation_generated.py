@@ -103,3 +103,17 @@ def test_bad_arguments_are_one_line_and_exit_2_before_any_mutant_runs() -> None:
         proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and proc.stderr.startswith(f"mutation: {said}"), (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_every_chosen_case_takes_a_pair_no_earlier_case_of_the_run_takes() -> None:
+    from impl.harness.drive.generate import pairs_along
+    from model.config import named
+
+    cases = mg.select_cases(["kip320", "unclean"], 3, 3_000)
+    taken: set[tuple[str, str]] = set()
+    for c in cases:
+        along = pairs_along(named(c["config"], brokers=c["brokers"], **c["knobs"]), c["steps"])
+        assert along - taken, c["id"]
+        taken |= along
+    assert [c["id"] for c in cases][:2] == ["kip320#1", "kip320#2"]
+    assert ("elect_leader", "unclean") in {tuple(c["pair"]) for c in cases if c["target"] == "unclean"}
