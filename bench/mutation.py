@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the scratch copies (mutmut browse)")
     g = p.add_argument_group("--suite generated (bench/mutation_generated.py)")
     g.add_argument("--configs", nargs="+", default=None, help="the targets of drive/targets.py whose cases run "
-                   "(default: kip320 zombie)")
+                   "(default: kip320 zombie unclean)")
     g.add_argument("--cases", type=int, default=3, help="paths per target (default 3)")
     g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
     g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")

@@ -12,8 +12,9 @@ The cost is kept bounded in three steps:
 
 1. **Cases** (``select_cases``): per target of ``impl/harness/drive/targets.py`` named with
    ``--configs``, the model is searched as ``--generate transitions`` searches it, and the first
-   ``--cases N`` paths that take a pair not yet taken are kept -- for a target other than the
-   baseline ``kip320``, those that take a pair the baseline lacks first (``targets.sample_focus``).
+   ``--cases N`` paths that take a pair no case chosen before takes (in this target or an
+   earlier one) are kept -- for a target other than the baseline ``kip320``, those that take a
+   pair the baseline lacks first (``targets.sample_focus``).
 2. **Reach** (the clean run): every case is driven once without a mutant, with the trampolines
    in mutmut's ``stats`` mode and their hits written, per case, to a file (``TRACE_HOOK``, a
    ``sitecustomize`` on the children's path).  A case that does not follow the model here is
@@ -50,7 +51,8 @@ GENERATED_EXTRA: dict[str, list[str]] = {
     "impl/node/controller/context.py": ["ControllerContext._txn", "ControllerContext._commit"],
 }
 
-DEFAULT_CONFIGS = ("kip320", "zombie")
+# unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other
+DEFAULT_CONFIGS = ("kip320", "zombie", "unclean")
 FOLLOWED = ("followed", "model_refused")
 
 # Written as sitecustomize.py into a directory on the trace run's PYTHONPATH: every process
@@ -138,12 +140,13 @@ def selected_mutants(names: Iterable[str], patterns: Iterable[str]) -> list[str]
 
 
 def greedy_cover(order: Sequence[Pair], along: dict[Pair, set[Pair]], focus: frozenset[Pair] | set[Pair],
-                 n: int) -> list[Pair]:
+                 n: int, taken: frozenset[Pair] | set[Pair] = frozenset()) -> list[Pair]:
     """Up to ``n`` paths (named by the pair they were found for): each time the one that takes
     the most ``focus`` pairs not yet taken, then the most pairs not yet taken, the earlier in
-    ``order`` (the search's cover order) on a tie; none that takes nothing new."""
+    ``order`` (the search's cover order) on a tie; none that takes nothing new.  ``taken``:
+    the pairs the run's earlier targets' cases already take (not new here either)."""
     chosen: list[Pair] = []
-    covered: set[Pair] = set()
+    covered: set[Pair] = set(taken)
     while len(chosen) < n:
         left = [p for p in order if p not in chosen and along[p] - covered]
         if not left:
@@ -156,19 +159,25 @@ def greedy_cover(order: Sequence[Pair], along: dict[Pair, set[Pair]], focus: fro
 
 # -- the cases -------------------------------------------------------------------------------------
 def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> list[dict[str, Any]]:
-    """The first ``per_config`` generated paths of each target that take a pair not yet taken."""
+    """Up to ``per_config`` generated paths of each target, each taking a pair no case chosen
+    before it takes -- in this target or an earlier one: a target after the first adds its own
+    pairs and what the others lack, not the baseline's paths again."""
     from impl.harness.drive.generate import pairs_along, search
     from impl.harness.drive.targets import TARGETS, sample_focus
     from model.config import named
 
     out = []
+    taken: set[Pair] = set()
     for name in configs:
         target = next(t for t in TARGETS if t.name == name)
         cfg = named(target.config, brokers=target.brokers, **target.knobs)
         found = search(cfg, max_states)[0]
         focus = sample_focus(target, max_states) or frozenset()
         along = {c.pair: pairs_along(cfg, c.steps) for c in found}
-        for n, c in enumerate(greedy_cover([c.pair for c in found], along, focus, per_config), 1):
+        cover = greedy_cover([c.pair for c in found], along, focus, per_config, taken)
+        for c in cover:
+            taken |= along[c]
+        for n, c in enumerate(cover, 1):
             steps = next(x.steps for x in found if x.pair == c)
             out.append({"id": f"{name}#{n}", "target": name, "config": target.config, "knobs": target.knobs,
                         "brokers": target.brokers, "pair": list(c), "steps": steps})

@@ -66,6 +66,17 @@ def test_the_cases_take_the_targets_own_pairs_first_and_nothing_twice() -> None:
     assert mg.greedy_cover(order, along, focus, 1) == [("y", "1")]
 
 
+def test_a_later_targets_cases_take_what_the_earlier_targets_cases_do_not() -> None:
+    along = {("a", "1"): {("a", "1"), ("b", "1"), ("c", "1")},
+             ("b", "1"): {("b", "1"), ("d", "1")},
+             ("u", "1"): {("a", "1"), ("u", "1")}}
+    order = list(along)
+    taken = {("a", "1"), ("b", "1"), ("c", "1")}
+    assert mg.greedy_cover(order, along, frozenset({("u", "1")}), 9, taken) == [("u", "1"), ("b", "1")]
+    assert mg.greedy_cover(order, along, frozenset(), 9, taken | {("d", "1"), ("u", "1")}) == []
+    assert mg.greedy_cover(order, along, frozenset(), 9) == [("a", "1"), ("b", "1"), ("u", "1")]
+
+
 def test_a_mutant_is_killed_by_the_first_case_that_does_not_follow_or_never_reports() -> None:
     impl_line = {"impl": "/tmp/x/generated/mutants/impl/__init__.py"}
     followed = {"case": "kip320#1", "verdict": "followed", "seconds": 9.0}
@@ -92,3 +103,17 @@ def test_bad_arguments_are_one_line_and_exit_2_before_any_mutant_runs() -> None:
         proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and proc.stderr.startswith(f"mutation: {said}"), (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_every_chosen_case_takes_a_pair_no_earlier_case_of_the_run_takes() -> None:
+    from impl.harness.drive.generate import pairs_along
+    from model.config import named
+
+    cases = mg.select_cases(["kip320", "unclean"], 3, 3_000)
+    taken: set[tuple[str, str]] = set()
+    for c in cases:
+        along = pairs_along(named(c["config"], brokers=c["brokers"], **c["knobs"]), c["steps"])
+        assert along - taken, c["id"]
+        taken |= along
+    assert [c["id"] for c in cases][:2] == ["kip320#1", "kip320#2"]
+    assert ("elect_leader", "unclean") in {tuple(c["pair"]) for c in cases if c["target"] == "unclean"}
