@@ -288,14 +288,14 @@ def sources() -> list[Path]:
     return sorted(p for p in SOURCE_DIR.iterdir() if p.suffix in (".c", ".h"))
 
 
-def build_key(compiler: str) -> str:
+def build_key(compiler: str, flags: tuple[str, ...] = CFLAGS) -> str:
     """The cache key of a build: every source file's name and text, the compiler and the flags."""
     h = hashlib.sha256()
     for path in sources():
         text = path.read_bytes()
         h.update(f"{path.name}\0{len(text)}\0".encode())
         h.update(text)
-    h.update(" ".join((compiler, *CFLAGS)).encode())
+    h.update(" ".join((compiler, *flags)).encode())
     return h.hexdigest()[:16]
 
 
@@ -311,8 +311,15 @@ def _first_error(stderr: str) -> str:
 
 def binary() -> Path:
     """The compiled search, built now if these sources have not been built before."""
+    return compiled("epochal-search", CFLAGS)
+
+
+def compiled(name: str, flags: tuple[str, ...], suffix: str = "") -> Path:
+    """The sources built with ``flags`` into the cache as ``name``-KEY``suffix``, built now if
+    they have not been built so before (the search binary, and the judge's step library of
+    ``properties.checkers.native_step``, which builds the same units as a shared library)."""
     compiler = os.environ.get("CC", "cc")
-    target = _cache_dir() / f"epochal-search-{build_key(compiler)}"
+    target = _cache_dir() / f"{name}-{build_key(compiler, flags)}{suffix}"
     if target.exists():
         return target
     if shutil.which(compiler) is None:
@@ -322,7 +329,7 @@ def binary() -> Path:
     os.close(fd)
     units = [p.name for p in sources() if p.suffix == ".c"]
     try:  # in the source directory, so that an error names its unit (rules.c:12:3: error: ...)
-        done = subprocess.run([compiler, *CFLAGS, "-o", tmp, *units], cwd=SOURCE_DIR, capture_output=True, text=True)
+        done = subprocess.run([compiler, *flags, "-o", tmp, *units], cwd=SOURCE_DIR, capture_output=True, text=True)
         if done.returncode != 0:
             raise NativeUnavailable(f"compiling the native search ({SOURCE_DIR}) with {compiler} failed: {_first_error(done.stderr)}")
         os.replace(tmp, target)  # atomic: a concurrent build finds a whole binary or none

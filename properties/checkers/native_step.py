@@ -1,0 +1,176 @@
+"""One model step taken by the compiled search's own rules: ``native/step.c``, loaded with ctypes.
+
+The native search (``properties.checkers.native``) enumerates every successor of a state; the
+trace judge asks for one step at a time -- the action an event names, with its arguments.
+``CompiledStep`` takes that step with the same C functions the search's successor function
+calls (``rules.c``, ``shutdown.c``, ``topics.c``; ``step.c`` only dispatches on the action's
+name), so the judge and the search run one compiled copy of the rules, and the Python model
+(``model.registry.apply``) stays the reference both are tested against
+(``tests/conformance/test_compiled_step.py``).
+
+The library is the search's sources built with ``-shared -DEPOCHAL_LIBRARY`` and larger
+array capacities (a recorded run produces more records than a search's bound), cached like
+the binary by a hash of the sources, compiler and flags.  A state crosses as its
+order-preserving encoding (``native.encode`` / ``native.decode``); a message argument
+(LeaderAndISR, fetch, StopReplica) as its index in the state's sorted set.
+
+Whatever the C cannot take is taken by the Python model instead, so a step's result is the
+model's either way: an action ``rules.c`` does not run (reassignments, partitions added or
+removed, Kafka's modifiers), a state whose fields belong to such actions or whose numbers
+pass the C's 8-bit fields, a produce that holds the HW for a follower outside the ISR.
+``CompiledStep.counts`` says how many steps went each way."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from model.actions import Step
+from model.actions.replication import NO_HOLD
+from model.config import Config
+from model.registry import apply
+from model.state import State
+from properties.checkers.native import MAX_RECORDS, compiled, decode, encode, unsupported
+
+CAPACITIES = {"MAXREC": 48, "MAXCOMMIT": 96, "MAXSMALL": 96, "MAXLED": 48, "MAXLAI": 64, "MAXFETCH": 32,
+              "MAXENC": 16384}
+"""The library's array capacities (``native/state.h``): records in a log or a fetch answer,
+committed and acknowledged records, leaders, requests in flight, encoded bytes."""
+
+LIBRARY_FLAGS = ("-O3", "-Wall", "-shared", "-fPIC", "-DEPOCHAL_LIBRARY",
+                 *(f"-D{name}={value}" for name, value in CAPACITIES.items()))
+
+_TRUNCATION = {"hw": 0, "kip101": 1, "kip279": 2, "kip320": 3}
+_BOUND = 1000  # an UNBOUNDED count: past the C's 8-bit counters, which the library then refuses
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    """The step library, built now if these sources have not been built so before."""
+    lib = ctypes.CDLL(str(compiled("epochal-step", LIBRARY_FLAGS, ".so")))
+    lib.epochal_step.restype = ctypes.c_int
+    lib.epochal_step.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                 ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    return lib
+
+
+def step_unsupported(cfg: Config) -> str | None:
+    """Why the compiled step cannot judge under ``cfg`` at all, or None.  The native search's
+    own limits (``native.unsupported``), except three that bound or enable single actions
+    rather than change a rule -- records, reassignments, partitions added or removed: their
+    steps, and the states they lead to, are the Python model's (see the module docstring)."""
+    return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), reassignments=0, partition_changes=0))
+
+
+@functools.lru_cache(maxsize=64)
+def _c_config(cfg: Config) -> Any:
+    """``native/state.h``'s Cfg for ``cfg``, its fields in order (``native.config_args``'s
+    settings, as main.c derives them)."""
+    kip320 = cfg.truncation == "kip320"
+    fields = (cfg.brokers, min(cfg.records, _BOUND), min(cfg.max_epoch, _BOUND), min(cfg.max_crashes, _BOUND),
+              min(cfg.max_pauses, _BOUND), cfg.min_insync, int(cfg.unclean), _TRUNCATION[cfg.truncation],
+              int(kip320), int(kip320), min(cfg.preferred_elections, _BOUND), min(cfg.max_shutdowns, _BOUND),
+              min(cfg.deletions, _BOUND), int(cfg.topic_ids), cfg.fetch_max_records, 1, 0)
+    return (ctypes.c_int * len(fields))(*fields)
+
+
+def _broker_args(n: int, arity: int) -> Callable[[State, tuple], tuple[int, ...] | None]:
+    """Arguments ``(b, p, x...)`` -> ``(b, x...)`` on partition 0 (``arity`` ints in all)."""
+    def convert(s: State, args: tuple) -> tuple[int, ...] | None:
+        if len(args) != n or (n > 1 and args[1] != 0):
+            return None
+        return (args[0], *args[2:]) if n > 1 else tuple(args)
+    return convert
+
+
+def _held(s: State, args: tuple) -> tuple[int, ...] | None:
+    """produce (b, p[, hold]): the C takes it without a hold"""
+    if len(args) == 3 and args[2] != NO_HOLD:
+        return None
+    return _broker_args(2, 1)(s, args[:2])
+
+
+def _message(field: str, holds: bool = False) -> Callable[[State, tuple], tuple[int, ...] | None]:
+    """A message argument as its index in the state's set ``field``."""
+    def convert(s: State, args: tuple) -> tuple[int, ...] | None:
+        if holds and len(args) == 2 and args[1] != NO_HOLD:
+            return None
+        return (getattr(s, field).index(args[0]),)
+    return convert
+
+
+def _created(s: State, args: tuple) -> tuple[int, ...] | None:
+    """create_topic (c, p, ar, leader): the AR as a bit set"""
+    c, p, ar, leader = args
+    return None if p != 0 else (c, sum(1 << b for b in ar), leader)
+
+
+_ARGS: dict[str, Callable[[State, tuple], tuple[int, ...] | None]] = {
+    **{name: _broker_args(1, 1) for name in ("broker_crash", "broker_restart", "broker_pause", "broker_resume",
+                                             "broker_reregister", "controller_elect", "controller_resign",
+                                             "broker_stop")},
+    "elect_leader": _broker_args(3, 2), "on_broker_startup": _broker_args(2, 2),
+    "controlled_shutdown": _broker_args(4, 3), "truncate": _broker_args(2, 1), "produce": _held,
+    "send_fetch": _broker_args(2, 1), "isr_update_failed": _broker_args(2, 1), "shrink_isr": _broker_args(3, 2),
+    "expand_isr": _broker_args(3, 2), "delete_topic": _broker_args(2, 1), "preferred_election": _broker_args(2, 1),
+    "create_topic": _created,
+    "become_leader": _message("leader_and_isr"), "become_follower": _message("leader_and_isr"),
+    "handle_fetch": _message("fetches", holds=True), "receive_fetch": _message("fetches"),
+    "stop_replica": _message("stop_replica"),
+}
+"""How each action ``step.c`` takes gets its int arguments from the model's ``Step.args``."""
+
+
+class CompiledStep:
+    """``model.registry.apply`` with the compiled rules: ``step(s, cfg, step)`` is the state
+    the step leads to, or None if its guard does not hold -- the model's answer, taken by the
+    C where it can (``counts``: "compiled" and "python" steps)."""
+
+    def __init__(self) -> None:
+        self.lib = library()
+        self.out = ctypes.create_string_buffer(CAPACITIES["MAXENC"])
+        self.argv = (ctypes.c_int * 4)()
+        self.counts = {"compiled": 0, "python": 0}
+        self._last: tuple[State | None, bytes | None] = (None, None)  # the state encoded last, and its encoding
+
+    def __call__(self, s: State, cfg: Config, step: Step) -> State | None:
+        t = self.compiled(s, cfg, step)
+        if t is not False:
+            self.counts["compiled"] += 1
+            return t  # type: ignore[return-value]
+        self.counts["python"] += 1
+        return apply(s, cfg, step)
+
+    def compiled(self, s: State, cfg: Config, step: Step) -> State | None | bool:
+        """The compiled step's answer, or False where the C cannot take it."""
+        convert = _ARGS.get(step.action)
+        enc = self._encoding(s)
+        if convert is None or enc is None:
+            return False
+        args = convert(s, step.args)
+        if args is None:
+            return False
+        for i, a in enumerate(args):
+            self.argv[i] = a
+        n = self.lib.epochal_step(_c_config(cfg), enc, len(enc), step.action.encode(), self.argv, len(args),
+                                  self.out, len(self.out))
+        if n == 0:
+            return None
+        if n < 0:
+            return False
+        return decode(self.out.raw[:n])
+
+    def _encoding(self, s: State) -> bytes | None:
+        """``native.encode(s)`` (None if the C cannot hold it), remembered for the last state:
+        the judge tries every candidate step of a state in a row."""
+        last, enc = self._last
+        if last is not s:
+            try:
+                enc = encode(s)
+            except ValueError:  # fields of actions the C does not run, or a number out of range
+                enc = None
+            self._last = (s, enc)
+        return enc
