@@ -283,15 +283,15 @@ def _cache_dir() -> Path:
     return Path(base) / "epochal"
 
 
-def sources() -> list[Path]:
+def sources(directory: Path = SOURCE_DIR) -> list[Path]:
     """Every file the binary is built from: the units (``*.c``) and the header they share."""
-    return sorted(p for p in SOURCE_DIR.iterdir() if p.suffix in (".c", ".h"))
+    return sorted(p for p in directory.iterdir() if p.suffix in (".c", ".h"))
 
 
-def build_key(compiler: str, flags: tuple[str, ...] = CFLAGS) -> str:
+def build_key(compiler: str, flags: tuple[str, ...] = CFLAGS, directory: Path = SOURCE_DIR) -> str:
     """The cache key of a build: every source file's name and text, the compiler and the flags."""
     h = hashlib.sha256()
-    for path in sources():
+    for path in sources(directory):
         text = path.read_bytes()
         h.update(f"{path.name}\0{len(text)}\0".encode())
         h.update(text)
@@ -314,12 +314,13 @@ def binary() -> Path:
     return compiled("epochal-search", CFLAGS)
 
 
-def compiled(name: str, flags: tuple[str, ...], suffix: str = "") -> Path:
-    """The sources built with ``flags`` into the cache as ``name``-KEY``suffix``, built now if
-    they have not been built so before (the search binary, and the judge's step library of
-    ``properties.checkers.native_step``, which builds the same units as a shared library)."""
+def compiled(name: str, flags: tuple[str, ...], suffix: str = "", directory: Path = SOURCE_DIR) -> Path:
+    """The sources (of ``directory``) built with ``flags`` into the cache as
+    ``name``-KEY``suffix``, built now if they have not been built so before: the search
+    binary, and the judge's step library of ``properties.checkers.native_step``, which builds
+    the same units as a shared library (a test builds it from altered sources too)."""
     compiler = os.environ.get("CC", "cc")
-    target = _cache_dir() / f"{name}-{build_key(compiler, flags)}{suffix}"
+    target = _cache_dir() / f"{name}-{build_key(compiler, flags, directory)}{suffix}"
     if target.exists():
         return target
     if shutil.which(compiler) is None:
@@ -327,11 +328,11 @@ def compiled(name: str, flags: tuple[str, ...], suffix: str = "") -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".build-")
     os.close(fd)
-    units = [p.name for p in sources() if p.suffix == ".c"]
+    units = [p.name for p in sources(directory) if p.suffix == ".c"]
     try:  # in the source directory, so that an error names its unit (rules.c:12:3: error: ...)
-        done = subprocess.run([compiler, *flags, "-o", tmp, *units], cwd=SOURCE_DIR, capture_output=True, text=True)
+        done = subprocess.run([compiler, *flags, "-o", tmp, *units], cwd=directory, capture_output=True, text=True)
         if done.returncode != 0:
-            raise NativeUnavailable(f"compiling the native search ({SOURCE_DIR}) with {compiler} failed: {_first_error(done.stderr)}")
+            raise NativeUnavailable(f"compiling the native search ({directory}) with {compiler} failed: {_first_error(done.stderr)}")
         os.replace(tmp, target)  # atomic: a concurrent build finds a whole binary or none
     finally:
         if os.path.exists(tmp):

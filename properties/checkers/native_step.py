@@ -26,6 +26,7 @@ import ctypes
 import functools
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from model.actions import Step
@@ -33,7 +34,14 @@ from model.actions.replication import NO_HOLD
 from model.config import Config
 from model.registry import apply
 from model.state import State
-from properties.checkers.native import MAX_RECORDS, compiled, decode, encode, unsupported
+from properties.checkers.native import (
+    MAX_RECORDS,
+    SOURCE_DIR,
+    compiled,
+    decode,
+    encode,
+    unsupported,
+)
 
 CAPACITIES = {"MAXREC": 48, "MAXCOMMIT": 96, "MAXSMALL": 96, "MAXLED": 48, "MAXLAI": 64, "MAXFETCH": 32,
               "MAXENC": 16384}
@@ -48,9 +56,9 @@ _BOUND = 1000  # an UNBOUNDED count: past the C's 8-bit counters, which the libr
 
 
 @functools.cache
-def library() -> ctypes.CDLL:
+def library(directory: Path = SOURCE_DIR) -> ctypes.CDLL:
     """The step library, built now if these sources have not been built so before."""
-    lib = ctypes.CDLL(str(compiled("epochal-step", LIBRARY_FLAGS, ".so")))
+    lib = ctypes.CDLL(str(compiled("epochal-step", LIBRARY_FLAGS, ".so", directory)))
     lib.epochal_step.restype = ctypes.c_int
     lib.epochal_step.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
                                  ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
@@ -77,8 +85,8 @@ def _c_config(cfg: Config) -> Any:
     return (ctypes.c_int * len(fields))(*fields)
 
 
-def _broker_args(n: int, arity: int) -> Callable[[State, tuple], tuple[int, ...] | None]:
-    """Arguments ``(b, p, x...)`` -> ``(b, x...)`` on partition 0 (``arity`` ints in all)."""
+def _broker_args(n: int) -> Callable[[State, tuple], tuple[int, ...] | None]:
+    """``n`` arguments ``(b, p, x...)`` -> ``(b, x...)`` on partition 0; ``(b,)`` as it is."""
     def convert(s: State, args: tuple) -> tuple[int, ...] | None:
         if len(args) != n or (n > 1 and args[1] != 0):
             return None
@@ -90,7 +98,7 @@ def _held(s: State, args: tuple) -> tuple[int, ...] | None:
     """produce (b, p[, hold]): the C takes it without a hold"""
     if len(args) == 3 and args[2] != NO_HOLD:
         return None
-    return _broker_args(2, 1)(s, args[:2])
+    return _broker_args(2)(s, args[:2])
 
 
 def _message(field: str, holds: bool = False) -> Callable[[State, tuple], tuple[int, ...] | None]:
@@ -109,13 +117,13 @@ def _created(s: State, args: tuple) -> tuple[int, ...] | None:
 
 
 _ARGS: dict[str, Callable[[State, tuple], tuple[int, ...] | None]] = {
-    **{name: _broker_args(1, 1) for name in ("broker_crash", "broker_restart", "broker_pause", "broker_resume",
+    **{name: _broker_args(1) for name in ("broker_crash", "broker_restart", "broker_pause", "broker_resume",
                                              "broker_reregister", "controller_elect", "controller_resign",
                                              "broker_stop")},
-    "elect_leader": _broker_args(3, 2), "on_broker_startup": _broker_args(2, 2),
-    "controlled_shutdown": _broker_args(4, 3), "truncate": _broker_args(2, 1), "produce": _held,
-    "send_fetch": _broker_args(2, 1), "isr_update_failed": _broker_args(2, 1), "shrink_isr": _broker_args(3, 2),
-    "expand_isr": _broker_args(3, 2), "delete_topic": _broker_args(2, 1), "preferred_election": _broker_args(2, 1),
+    "elect_leader": _broker_args(3), "on_broker_startup": _broker_args(2),
+    "controlled_shutdown": _broker_args(4), "truncate": _broker_args(2), "produce": _held,
+    "send_fetch": _broker_args(2), "isr_update_failed": _broker_args(2), "shrink_isr": _broker_args(3),
+    "expand_isr": _broker_args(3), "delete_topic": _broker_args(2), "preferred_election": _broker_args(2),
     "create_topic": _created,
     "become_leader": _message("leader_and_isr"), "become_follower": _message("leader_and_isr"),
     "handle_fetch": _message("fetches", holds=True), "receive_fetch": _message("fetches"),
@@ -129,8 +137,8 @@ class CompiledStep:
     the step leads to, or None if its guard does not hold -- the model's answer, taken by the
     C where it can (``counts``: "compiled" and "python" steps)."""
 
-    def __init__(self) -> None:
-        self.lib = library()
+    def __init__(self, lib: ctypes.CDLL | None = None) -> None:
+        self.lib = library() if lib is None else lib
         self.out = ctypes.create_string_buffer(CAPACITIES["MAXENC"])
         self.argv = (ctypes.c_int * 4)()
         self.counts = {"compiled": 0, "python": 0}

@@ -1,0 +1,127 @@
+"""The judge's compiled step is held to the Python model.
+
+``judge(..., compiled=True)`` takes each step with the native search's C rules
+(``properties.checkers.native_step``) instead of ``model.registry.apply``.  Two tests hold it
+to the model: every step the judge takes over a corpus -- recorded runs, the traces that
+must fail, synthetic runs of varied shapes and their mutants -- gives the model's state (or
+the model's "not enabled"), and the two judges give the same verdicts, reason, index and
+states included.  A third shows the first would catch a C rule that differs: a library built
+from sources with one rule changed is found out.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import conformance.judge.replay as replay
+from conformance.judge.compiled import compiled_step
+from conformance.mutations import MUTATIONS
+from conformance.spark.order import causal_order, split_groups
+from model.actions import Step
+from model.config import Config
+from model.registry import apply
+from model.state import State
+from properties.checkers.native import SOURCE_DIR, NativeUnavailable
+from properties.checkers.native_step import CompiledStep, library
+from traces.reader import read_traces
+from traces.synthetic import generate_run
+
+DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
+
+
+def _groups(events: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        runs.setdefault(e["run"], []).append(e)
+    out = []
+    for run, evs in sorted(runs.items()):
+        ordered, _ = causal_order(evs)
+        out.extend((f"{run} {key}", group) for key, group in split_groups(ordered).items())
+    return out
+
+
+def _cases() -> list[tuple[str, list[dict[str, Any]]]]:
+    """Recorded runs, the nonconforming ones, synthetic runs of varied shapes, and mutants."""
+    cases = _groups(read_traces([DATA / "recorded"]).events)
+    cases += _groups(read_traces([DATA / "nonconforming"]).events)
+    runs = [generate_run(f"cs{i}", partitions=1 + i % 3, records=3 + (5 * i) % 11, brokers=2 + i % 3,
+                         kill_leader=i % 2 == 0, seed=7000 + i) for i in range(6)]
+    for run in runs:
+        cases += _groups(run)
+    for name, mutate in MUTATIONS.items():
+        mutant = mutate(runs[0], random.Random(1))
+        if mutant is not None:
+            cases += [(f"{name} {key}", g) for key, g in _groups(mutant)]
+    cases.append(("design-kafka-1211", replay.design_bug_events()))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[tuple[str, list[dict[str, Any]]]]:
+    try:
+        library()
+    except NativeUnavailable as e:
+        pytest.skip(str(e))
+    return _cases()
+
+
+class Comparing:
+    """A judge's step that takes the Python model's step and the compiled one, and notes
+    every step where they differ."""
+
+    def __init__(self, step: CompiledStep) -> None:
+        self.step = step
+        self.differ: list[tuple[Step, State | None, State | None]] = []
+        self.compiled = 0
+
+    def __call__(self, s: State, cfg: Config, step: Step) -> State | None:
+        model = apply(s, cfg, step)
+        native = self.step.compiled(s, cfg, step)
+        if native is not False:
+            self.compiled += 1
+            if native != model:
+                self.differ.append((step, model, native))
+        return model
+
+
+def _judge_every_step(cases: list[tuple[str, list[dict[str, Any]]]], step: CompiledStep,
+                      monkeypatch: pytest.MonkeyPatch) -> Comparing:
+    comparing = Comparing(step)
+    monkeypatch.setattr(replay, "stepper", lambda cfg: comparing)
+    for _, group in cases:
+        replay.judge(group, "kip320", memo=False, compiled=True)
+    return comparing
+
+
+def test_every_step_the_judge_takes_compiled_is_the_models(cases, monkeypatch) -> None:
+    comparing = _judge_every_step(cases, compiled_step(), monkeypatch)
+    assert not comparing.differ, (f"{len(comparing.differ)} steps differ, of "
+                                  f"{sorted({step.action for step, _, _ in comparing.differ})}; the first: {comparing.differ[0]}")
+    assert comparing.compiled > 10_000, "the compiled step took too few of the judge's steps to say anything"
+
+
+def test_the_compiled_judge_gives_the_python_judges_verdicts(cases) -> None:
+    assert any(not replay.judge(g, memo=False)["conforms"] for _, g in cases), "no case fails: a weak corpus"
+    for name, group in cases:
+        for config in ("kip320", "design"):
+            python = replay.judge(group, config, memo=False)
+            compiled = replay.judge(group, config, memo=False, compiled=True)
+            assert compiled == python, f"{name} ({config})"
+
+
+def test_a_compiled_rule_that_differs_from_the_model_is_caught(cases, monkeypatch, tmp_path) -> None:
+    """A library whose produce appends the value after the model's is found out step by
+    step -- though the verdicts alone would not show it (the judge maps record values)."""
+    altered = tmp_path / "native"
+    shutil.copytree(SOURCE_DIR, altered)
+    rules = altered / "rules.c"
+    text = rules.read_text()
+    assert text.count("int value = s->produced + 1;") == 1
+    rules.write_text(text.replace("int value = s->produced + 1;", "int value = s->produced + 2;"))
+    comparing = _judge_every_step(cases[:8], CompiledStep(library(altered)), monkeypatch)
+    assert {step.action for step, _, _ in comparing.differ} == {"produce"}
