@@ -177,37 +177,71 @@ class _Reader:
         return tuple(out)
 
 
+class StateReader(_Reader):
+    """Reads the parts of a state's encoding, each as ``encode`` wrote it."""
+
+    def entry(self) -> Entry:
+        return Entry(self.int(), self.int())
+
+    def pair(self) -> tuple:
+        return self.fixed(self.int, self.int)
+
+    def zk(self) -> Zk:
+        return Zk(self.int(), self.int(), self.ints(), self.ints(), self.int(), self.many(self.znode))
+
+    def znode(self) -> PartitionZnode:
+        return PartitionZnode(self.int(), self.int(), self.ints(), self.int(), self.ints(), self.ints(), self.int())
+
+    def replica(self) -> Replica:
+        return Replica(self.int(), self.int(), self.int(), self.ints(), self.int(), self.many(self.entry), self.int(),
+                       self.int(), self.ints(), self.int(), self.int())
+
+    def broker(self) -> Broker:
+        return Broker(self.int(), bool(self.int()), self.int(), self.int(), self.many(self.replica), self.ints(),
+                      self.ints())
+
+    def leader_and_isr(self) -> LeaderAndIsr:
+        return LeaderAndIsr(self.int(), self.int(), self.int(), self.int(), self.ints(), self.int(), self.int(),
+                            self.int(), self.int())
+
+    def fetch(self) -> Fetch:
+        return Fetch(self.int(), self.int(), self.int(), self.int(), self.int(), self.int(), self.many(self.entry),
+                     self.int(), self.int(), self.int())
+
+    def ghost(self) -> Ghost:
+        int_, pair = self.int, self.pair
+        return Ghost(self.many(lambda: self.fixed(int_, int_, self.entry)), self.many(pair),
+                     self.many(lambda: self.fixed(int_, int_, int_)), self.ints(), int_(), self.many(pair), int_(),
+                     int_(), int_(), int_(), int_(), self.many(pair), int_(), self.many(pair), int_())
+
+    def stop_replica(self) -> StopReplica:
+        return StopReplica(self.int(), self.int(), self.int(), self.int(), self.int(), bool(self.int()))
+
+    def end(self) -> None:
+        if self.i != len(self.data):
+            raise ValueError("bad state encoding: trailing bytes")
+
+
 def decode(data: bytes) -> State:
     """The state ``encode`` wrote."""
-    r = _Reader(data)
-    entry = lambda: Entry(r.int(), r.int())  # noqa: E731 - small readers, read in order
-    zk = Zk(r.int(), r.int(), r.ints(), r.ints(), r.int(), r.many(lambda: PartitionZnode(r.int(), r.int(), r.ints(), r.int(), r.ints(), r.ints(), r.int())))
-    replica = lambda: Replica(r.int(), r.int(), r.int(), r.ints(), r.int(), r.many(entry), r.int(), r.int(), r.ints(), r.int(), r.int())  # noqa: E731
-    brokers = r.many(lambda: Broker(r.int(), bool(r.int()), r.int(), r.int(), r.many(replica), r.ints(), r.ints()))
-    lai = r.many(lambda: LeaderAndIsr(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int(), r.int()))
-    fetches = r.many(lambda: Fetch(r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.many(entry), r.int(), r.int(), r.int()))
-    pair = lambda: r.fixed(r.int, r.int)  # noqa: E731
-    ghost = Ghost(
-        r.many(lambda: r.fixed(r.int, r.int, entry)),
-        r.many(pair),
-        r.many(lambda: r.fixed(r.int, r.int, r.int)),
-        r.ints(),
-        r.int(),
-        r.many(pair),
-        r.int(),
-        r.int(),
-        r.int(),
-        r.int(),
-        r.int(),
-        r.many(pair),
-        r.int(),
-        r.many(pair),
-        r.int(),
-    )
-    stops = r.many(lambda: StopReplica(r.int(), r.int(), r.int(), r.int(), r.int(), bool(r.int())))
-    if r.i != len(data):
-        raise ValueError("bad state encoding: trailing bytes")
-    return State(zk, brokers, lai, fetches, ghost, stops)
+    r = StateReader(data)
+    s = State(r.zk(), r.many(r.broker), r.many(r.leader_and_isr), r.many(r.fetch), r.ghost(), r.many(r.stop_replica))
+    r.end()
+    return s
+
+
+def encode_part(x: object) -> bytes:
+    """The encoding of one part of a state: ``encode(s)`` is its parts' (``state_parts``),
+    one after the other."""
+    out = bytearray()
+    _put(x, out)
+    return bytes(out)
+
+
+def state_parts(s: State) -> tuple:
+    """The fields of ``s`` the native search holds, in the encoding's order (ValueError if
+    a field after them is not at its default)."""
+    return _native_part(s)
 
 
 _M64 = (1 << 64) - 1

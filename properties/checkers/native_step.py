@@ -37,9 +37,10 @@ from model.state import State
 from properties.checkers.native import (
     MAX_RECORDS,
     SOURCE_DIR,
+    StateReader,
     compiled,
-    decode,
-    encode,
+    encode_part,
+    state_parts,
     unsupported,
 )
 
@@ -143,6 +144,7 @@ class CompiledStep:
         self.argv = (ctypes.c_int * 4)()
         self.counts = {"compiled": 0, "python": 0}
         self._last: tuple[State | None, bytes | None] = (None, None)  # the state encoded last, and its encoding
+        self._parts: dict[int, tuple[object, bytes]] = {}  # id(part) -> (part, its encoding)
 
     def __call__(self, s: State, cfg: Config, step: Step) -> State | None:
         t = self.compiled(s, cfg, step)
@@ -169,7 +171,13 @@ class CompiledStep:
             return None
         if n < 0:
             return False
-        return decode(self.out.raw[:n])
+        return self._decode(self.out.raw[:n], s)
+
+    # A step changes a part or two of a state: the others keep their objects in the model's
+    # successor, and their encodings here.  So a state is encoded part by part, each part's
+    # encoding remembered by the part's identity, and the successor decoded against the state
+    # it was stepped from: a part whose encoding is the same as the parent's is the parent's
+    # object (the encoding of a part is self-delimiting, so equal bytes are an equal part).
 
     def _encoding(self, s: State) -> bytes | None:
         """``native.encode(s)`` (None if the C cannot hold it), remembered for the last state:
@@ -177,8 +185,50 @@ class CompiledStep:
         last, enc = self._last
         if last is not s:
             try:
-                enc = encode(s)
+                zk, brokers, lai, fetches, ghost, stops = state_parts(s)
+                enc = b"".join((self._part(zk), *(b"\x01" + self._part(b) for b in brokers), b"\x00",
+                                self._part(lai), self._part(fetches), self._part(ghost), self._part(stops)))
             except ValueError:  # fields of actions the C does not run, or a number out of range
                 enc = None
             self._last = (s, enc)
         return enc
+
+    def _part(self, x: object) -> bytes:
+        known = self._parts.get(id(x))
+        if known is not None and known[0] is x:
+            return known[1]
+        enc = encode_part(x)
+        self._remember(x, enc)
+        return enc
+
+    def _remember(self, x: object, enc: bytes) -> None:
+        if len(self._parts) > 100_000:
+            self._parts.clear()
+        self._parts[id(x)] = (x, enc)
+
+    def _decode(self, data: bytes, parent: State) -> State:
+        """``native.decode(data)``, sharing the parts it has in common with ``parent``."""
+        r = StateReader(data)
+        zk = self._read(r, parent.zk, r.zk)
+        brokers = []
+        while r.more():
+            k = len(brokers)
+            brokers.append(self._read(r, parent.brokers[k] if k < len(parent.brokers) else None, r.broker))
+        lai = self._read(r, parent.leader_and_isr, lambda: r.many(r.leader_and_isr))
+        fetches = self._read(r, parent.fetches, lambda: r.many(r.fetch))
+        ghost = self._read(r, parent.ghost, r.ghost)
+        stops = self._read(r, parent.stop_replica, lambda: r.many(r.stop_replica))
+        r.end()
+        return State(zk, tuple(brokers), lai, fetches, ghost, stops)
+
+    def _read(self, r: StateReader, old: Any, read: Callable[[], Any]) -> Any:
+        """The part at the reader: ``old`` if its encoding is there, else the part read."""
+        if old is not None:
+            enc = self._part(old)
+            if r.data.startswith(enc, r.i):
+                r.i += len(enc)
+                return old
+        start = r.i
+        x = read()
+        self._remember(x, r.data[start:r.i])
+        return x

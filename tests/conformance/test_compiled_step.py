@@ -45,12 +45,17 @@ def _groups(events: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]
     return out
 
 
-def _cases() -> list[tuple[str, list[dict[str, Any]]]]:
+QUICK = ("leader-kill", "preferred-election")
+"""The recorded runs of the default suite (the slow one judges them all)."""
+
+
+def _cases(full: bool) -> list[tuple[str, list[dict[str, Any]]]]:
     """Recorded runs, the nonconforming ones, synthetic runs of varied shapes, and mutants."""
-    cases = _groups(read_traces([DATA / "recorded"]).events)
+    recorded = sorted(p for p in (DATA / "recorded").iterdir() if p.is_dir() and (full or p.name in QUICK))
+    cases = _groups(read_traces(recorded).events)
     cases += _groups(read_traces([DATA / "nonconforming"]).events)
     runs = [generate_run(f"cs{i}", partitions=1 + i % 3, records=3 + (5 * i) % 11, brokers=2 + i % 3,
-                         kill_leader=i % 2 == 0, seed=7000 + i) for i in range(6)]
+                         kill_leader=i % 2 == 0, seed=7000 + i) for i in range(6 if full else 3)]
     for run in runs:
         cases += _groups(run)
     for name, mutate in MUTATIONS.items():
@@ -67,7 +72,12 @@ def cases() -> list[tuple[str, list[dict[str, Any]]]]:
         library()
     except NativeUnavailable as e:
         pytest.skip(str(e))
-    return _cases()
+    return _cases(full=False)
+
+
+@pytest.fixture(scope="module")
+def every_case(cases) -> list[tuple[str, list[dict[str, Any]]]]:
+    return _cases(full=True)
 
 
 class Comparing:
@@ -99,16 +109,35 @@ def _judge_every_step(cases: list[tuple[str, list[dict[str, Any]]]], step: Compi
 
 
 def test_every_step_the_judge_takes_compiled_is_the_models(cases, monkeypatch) -> None:
+    _every_step_is_the_models(cases, monkeypatch, 3_000)
+
+
+@pytest.mark.slow
+def test_every_step_the_judge_takes_compiled_is_the_models_on_every_recorded_run(every_case, monkeypatch) -> None:
+    _every_step_is_the_models(every_case, monkeypatch, 10_000)
+
+
+def _every_step_is_the_models(cases: list[tuple[str, list[dict[str, Any]]]], monkeypatch: pytest.MonkeyPatch,
+                              least: int) -> None:
     comparing = _judge_every_step(cases, compiled_step(), monkeypatch)
     assert not comparing.differ, (f"{len(comparing.differ)} steps differ, of "
                                   f"{sorted({step.action for step, _, _ in comparing.differ})}; the first: {comparing.differ[0]}")
-    assert comparing.compiled > 10_000, "the compiled step took too few of the judge's steps to say anything"
+    assert comparing.compiled > least, "the compiled step took too few of the judge's steps to say anything"
 
 
 def test_the_compiled_judge_gives_the_python_judges_verdicts(cases) -> None:
+    _same_verdicts(cases, ("kip320",))
+
+
+@pytest.mark.slow
+def test_the_compiled_judge_gives_the_python_judges_verdicts_on_every_recorded_run(every_case) -> None:
+    _same_verdicts(every_case, ("kip320", "design"))
+
+
+def _same_verdicts(cases: list[tuple[str, list[dict[str, Any]]]], configs: tuple[str, ...]) -> None:
     assert any(not replay.judge(g, memo=False)["conforms"] for _, g in cases), "no case fails: a weak corpus"
     for name, group in cases:
-        for config in ("kip320", "design"):
+        for config in configs:
             python = replay.judge(group, config, memo=False)
             compiled = replay.judge(group, config, memo=False, compiled=True)
             assert compiled == python, f"{name} ({config})"
@@ -123,5 +152,6 @@ def test_a_compiled_rule_that_differs_from_the_model_is_caught(cases, monkeypatc
     text = rules.read_text()
     assert text.count("int value = s->produced + 1;") == 1
     rules.write_text(text.replace("int value = s->produced + 1;", "int value = s->produced + 2;"))
-    comparing = _judge_every_step(cases[:8], CompiledStep(library(altered)), monkeypatch)
+    synthetic = [(name, g) for name, g in cases if name.startswith("cs")]
+    comparing = _judge_every_step(synthetic, CompiledStep(library(altered)), monkeypatch)
     assert {step.action for step, _, _ in comparing.differ} == {"produce"}
