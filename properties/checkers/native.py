@@ -317,12 +317,13 @@ def _cache_dir() -> Path:
     return Path(base) / "epochal"
 
 
-def sources(directory: Path = SOURCE_DIR) -> list[Path]:
-    """Every file the binary is built from: the units (``*.c``) and the header they share."""
-    return sorted(p for p in directory.iterdir() if p.suffix in (".c", ".h"))
+def sources(directory: Path | None = None) -> list[Path]:
+    """Every file the binary is built from (in ``directory``, default ``SOURCE_DIR``): the
+    units (``*.c``) and the header they share."""
+    return sorted(p for p in (directory or SOURCE_DIR).iterdir() if p.suffix in (".c", ".h"))
 
 
-def build_key(compiler: str, flags: tuple[str, ...] = CFLAGS, directory: Path = SOURCE_DIR) -> str:
+def build_key(compiler: str, flags: tuple[str, ...] = CFLAGS, directory: Path | None = None) -> str:
     """The cache key of a build: every source file's name and text, the compiler and the flags."""
     h = hashlib.sha256()
     for path in sources(directory):
@@ -348,12 +349,13 @@ def binary() -> Path:
     return compiled("epochal-search", CFLAGS)
 
 
-def compiled(name: str, flags: tuple[str, ...], suffix: str = "", directory: Path = SOURCE_DIR) -> Path:
+def compiled(name: str, flags: tuple[str, ...], suffix: str = "", directory: Path | None = None) -> Path:
     """The sources (of ``directory``) built with ``flags`` into the cache as
     ``name``-KEY``suffix``, built now if they have not been built so before: the search
     binary, and the judge's step library of ``properties.checkers.native_step``, which builds
     the same units as a shared library (a test builds it from altered sources too)."""
     compiler = os.environ.get("CC", "cc")
+    directory = directory or SOURCE_DIR
     target = _cache_dir() / f"{name}-{build_key(compiler, flags, directory)}{suffix}"
     if target.exists():
         return target

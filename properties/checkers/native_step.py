@@ -36,7 +36,6 @@ from model.registry import apply
 from model.state import State
 from properties.checkers.native import (
     MAX_RECORDS,
-    SOURCE_DIR,
     StateReader,
     compiled,
     encode_part,
@@ -57,8 +56,9 @@ _BOUND = 1000  # an UNBOUNDED count: past the C's 8-bit counters, which the libr
 
 
 @functools.cache
-def library(directory: Path = SOURCE_DIR) -> ctypes.CDLL:
-    """The step library, built now if these sources have not been built so before."""
+def library(directory: Path | None = None) -> ctypes.CDLL:
+    """The step library (of the sources in ``directory``, default ``native.SOURCE_DIR``),
+    built now if these sources have not been built so before."""
     lib = ctypes.CDLL(str(compiled("epochal-step", LIBRARY_FLAGS, ".so", directory)))
     lib.epochal_step.restype = ctypes.c_int
     lib.epochal_step.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
