@@ -50,6 +50,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from model.config import Config
 from model.registry import unsupported_features
@@ -177,11 +178,47 @@ class _Reader:
         return tuple(out)
 
 
+_RUNS: dict[bytes, tuple] = {}
+"""Logs and committed-record lists read before, by their bytes: the longest parts of a
+state, and shared -- a follower's log is its leader's, a successor's the parent's."""
+
+
 class StateReader(_Reader):
     """Reads the parts of a state's encoding, each as ``encode`` wrote it."""
 
     def entry(self) -> Entry:
         return Entry(self.int(), self.int())
+
+    def log(self) -> tuple[Entry, ...]:
+        """A tuple of entries: ``(1 value epoch)* 0``."""
+        return self._run(3, lambda d, k: Entry(d[k + 1] - 2, d[k + 2] - 2), (0,))
+
+    def committed(self) -> tuple[tuple[int, int, Entry], ...]:
+        """The ghost's committed records ``(partition, offset, entry)``: ``(1 (1 p 1 o 1 v e 0))* 0``."""
+        return self._run(9, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2, Entry(d[k + 6] - 2, d[k + 7] - 2)), (1, 3, 5))
+
+    def _run(self, size: int, element: Callable[[bytes, int], Any], markers: tuple[int, ...]) -> tuple:
+        """A tuple of fixed-size elements, each behind its marker 1 (``markers``: the offsets
+        within an element of the markers 1 it has, the byte after them closing it if it is
+        a tuple), remembered by its bytes."""
+        data, i = self.data, self.i
+        j = i
+        while j < len(data) and data[j] == 1:
+            j += size
+        if j >= len(data) or data[j] != 0:
+            raise ValueError(f"bad state encoding at byte {j}: expected the end of a tuple")
+        key = data[i:j]
+        run = _RUNS.get(key)
+        if run is None:
+            for k in range(i, j, size):
+                if any(data[k + m] != 1 for m in markers) or (size > 3 and data[k + size - 1] != 0):
+                    raise ValueError(f"bad state encoding at byte {k}: expected a tuple marker")
+            run = tuple(element(data, k) for k in range(i, j, size))
+            if len(_RUNS) > 50_000:
+                _RUNS.clear()
+            _RUNS[key] = run
+        self.i = j + 1
+        return run
 
     def pair(self) -> tuple:
         return self.fixed(self.int, self.int)
@@ -193,7 +230,7 @@ class StateReader(_Reader):
         return PartitionZnode(self.int(), self.int(), self.ints(), self.int(), self.ints(), self.ints(), self.int())
 
     def replica(self) -> Replica:
-        return Replica(self.int(), self.int(), self.int(), self.ints(), self.int(), self.many(self.entry), self.int(),
+        return Replica(self.int(), self.int(), self.int(), self.ints(), self.int(), self.log(), self.int(),
                        self.int(), self.ints(), self.int(), self.int())
 
     def broker(self) -> Broker:
@@ -205,12 +242,12 @@ class StateReader(_Reader):
                             self.int(), self.int())
 
     def fetch(self) -> Fetch:
-        return Fetch(self.int(), self.int(), self.int(), self.int(), self.int(), self.int(), self.many(self.entry),
+        return Fetch(self.int(), self.int(), self.int(), self.int(), self.int(), self.int(), self.log(),
                      self.int(), self.int(), self.int())
 
     def ghost(self) -> Ghost:
         int_, pair = self.int, self.pair
-        return Ghost(self.many(lambda: self.fixed(int_, int_, self.entry)), self.many(pair),
+        return Ghost(self.committed(), self.many(pair),
                      self.many(lambda: self.fixed(int_, int_, int_)), self.ints(), int_(), self.many(pair), int_(),
                      int_(), int_(), int_(), int_(), self.many(pair), int_(), self.many(pair), int_())
 
