@@ -178,9 +178,10 @@ class _Reader:
         return tuple(out)
 
 
-_RUNS: dict[bytes, tuple] = {}
-"""Logs and committed-record lists read before, by their bytes: the longest parts of a
-state, and shared -- a follower's log is its leader's, a successor's the parent's."""
+_RUNS: dict[tuple[int, bytes], tuple] = {}
+"""Tuples of fixed-size elements read before (logs, committed records, broker sets, ...),
+by their element size and bytes: most of a state's bytes, and shared -- a follower's log is
+its leader's, a successor's parts are mostly its parent's."""
 
 
 class StateReader(_Reader):
@@ -189,29 +190,41 @@ class StateReader(_Reader):
     def entry(self) -> Entry:
         return Entry(self.int(), self.int())
 
+    def ints(self) -> tuple[int, ...]:
+        """A tuple of ints: ``(1 v)* 0``."""
+        return self._run(2, lambda d, k: d[k + 1] - 2, ())
+
     def log(self) -> tuple[Entry, ...]:
         """A tuple of entries: ``(1 value epoch)* 0``."""
-        return self._run(3, lambda d, k: Entry(d[k + 1] - 2, d[k + 2] - 2), (0,))
+        return self._run(3, lambda d, k: Entry(d[k + 1] - 2, d[k + 2] - 2), ())
+
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """A tuple of int pairs: ``(1 (1 a 1 b 0))* 0``."""
+        return self._run(6, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2), (1, 3))
+
+    def triples(self) -> tuple[tuple[int, int, int], ...]:
+        """A tuple of int triples: ``(1 (1 a 1 b 1 c 0))* 0``."""
+        return self._run(8, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2, d[k + 6] - 2), (1, 3, 5))
 
     def committed(self) -> tuple[tuple[int, int, Entry], ...]:
         """The ghost's committed records ``(partition, offset, entry)``: ``(1 (1 p 1 o 1 v e 0))* 0``."""
         return self._run(9, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2, Entry(d[k + 6] - 2, d[k + 7] - 2)), (1, 3, 5))
 
     def _run(self, size: int, element: Callable[[bytes, int], Any], markers: tuple[int, ...]) -> tuple:
-        """A tuple of fixed-size elements, each behind its marker 1 (``markers``: the offsets
-        within an element of the markers 1 it has, the byte after them closing it if it is
-        a tuple), remembered by its bytes."""
+        """A tuple of fixed-size elements, each behind its marker 1, remembered by its bytes.
+        ``markers``: where within an element a plain tuple's markers 1 are; the element's last
+        byte then closes that tuple (0)."""
         data, i = self.data, self.i
         j = i
         while j < len(data) and data[j] == 1:
             j += size
         if j >= len(data) or data[j] != 0:
             raise ValueError(f"bad state encoding at byte {j}: expected the end of a tuple")
-        key = data[i:j]
+        key = (size, data[i:j])
         run = _RUNS.get(key)
         if run is None:
             for k in range(i, j, size):
-                if any(data[k + m] != 1 for m in markers) or (size > 3 and data[k + size - 1] != 0):
+                if any(data[k + m] != 1 for m in markers) or (markers and data[k + size - 1] != 0):
                     raise ValueError(f"bad state encoding at byte {k}: expected a tuple marker")
             run = tuple(element(data, k) for k in range(i, j, size))
             if len(_RUNS) > 50_000:
@@ -219,9 +232,6 @@ class StateReader(_Reader):
             _RUNS[key] = run
         self.i = j + 1
         return run
-
-    def pair(self) -> tuple:
-        return self.fixed(self.int, self.int)
 
     def zk(self) -> Zk:
         return Zk(self.int(), self.int(), self.ints(), self.ints(), self.int(), self.many(self.znode))
@@ -246,10 +256,9 @@ class StateReader(_Reader):
                      self.int(), self.int(), self.int())
 
     def ghost(self) -> Ghost:
-        int_, pair = self.int, self.pair
-        return Ghost(self.committed(), self.many(pair),
-                     self.many(lambda: self.fixed(int_, int_, int_)), self.ints(), int_(), self.many(pair), int_(),
-                     int_(), int_(), int_(), int_(), self.many(pair), int_(), self.many(pair), int_())
+        int_, pairs = self.int, self.pairs
+        return Ghost(self.committed(), pairs(), self.triples(), self.ints(), int_(), pairs(), int_(), int_(), int_(),
+                     int_(), int_(), pairs(), int_(), pairs(), int_())
 
     def stop_replica(self) -> StopReplica:
         return StopReplica(self.int(), self.int(), self.int(), self.int(), self.int(), bool(self.int()))

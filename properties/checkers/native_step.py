@@ -132,6 +132,8 @@ _ARGS: dict[str, Callable[[State, tuple], tuple[int, ...] | None]] = {
 }
 """How each action ``step.c`` takes gets its int arguments from the model's ``Step.args``."""
 
+_NAMES = {name: name.encode() for name in _ARGS}
+
 
 class CompiledStep:
     """``model.registry.apply`` with the compiled rules: ``step(s, cfg, step)`` is the state
@@ -145,6 +147,7 @@ class CompiledStep:
         self.counts = {"compiled": 0, "python": 0}
         self._last: tuple[State | None, bytes | None] = (None, None)  # the state encoded last, and its encoding
         self._parts: dict[int, tuple[object, bytes]] = {}  # id(part) -> (part, its encoding)
+        self._config: tuple[Config | None, Any] = (None, None)  # the configuration used last, as the C's
 
     def __call__(self, s: State, cfg: Config, step: Step) -> State | None:
         t = self.compiled(s, cfg, step)
@@ -165,13 +168,16 @@ class CompiledStep:
             return False
         for i, a in enumerate(args):
             self.argv[i] = a
-        n = self.lib.epochal_step(_c_config(cfg), enc, len(enc), step.action.encode(), self.argv, len(args),
-                                  self.out, len(self.out))
+        known = self._config
+        if known[0] is not cfg:
+            known = self._config = (cfg, _c_config(cfg))
+        n = self.lib.epochal_step(known[1], enc, len(enc), _NAMES[step.action], self.argv, len(args), self.out,
+                                  len(self.out))
         if n == 0:
             return None
         if n < 0:
             return False
-        return self._decode(self.out.raw[:n], s)
+        return self._decode(ctypes.string_at(self.out, n), s)
 
     # A step changes a part or two of a state: the others keep their objects in the model's
     # successor, and their encodings here.  So a state is encoded part by part, each part's
