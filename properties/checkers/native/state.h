@@ -15,6 +15,7 @@
  *   store.c       the seen-set of fingerprints and the level files
  *   search.c      properties/checkers/bfs.py check: the breadth-first loop on several threads
  *   main.c        the command line: the search mode and the successors mode of the tests
+ *   step.c        one named step, by the functions above: the trace judge's (native_step.py)
  *
  * It is a second copy of the rules, so it is held to the Python model by tests
  * (tests/properties/test_native.py): for every state of the two-broker searches and samples of
