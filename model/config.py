@@ -9,8 +9,8 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``unclean`` -- ``kip320`` with unclean leader election enabled.
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
 * ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``), its
-  controller's leaderless write before an election (``leaderless_first``), its leader's HW
-  waiting for a caught-up follower outside the ISR (``hw_waits_outside_isr``) and keeping its
+  controller's write per dead replica taken out of the ISR (``offline_replica_writes``), its
+  leader's HW waiting for a caught-up follower outside the ISR (``hw_waits_outside_isr``) and keeping its
   followers' fetch state across its own new epochs (``leader_keeps_follower_state``):
   Apache Kafka 3.9 in ZooKeeper mode at inter-broker protocol 2.6, whose leaders write the ISR.
 * ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
@@ -58,9 +58,12 @@ class Settings:
     # each replica waits for the controller's LeaderAndISR, with the HW its checkpoint held.
     # False is seed 000 E as written: the broker reads the leader and ISR from ZooKeeper itself
     startup_from_controller: bool = False
-    # Kafka's controller: a dead leader may be written out (leader -1, the live ISR) before the
-    # election that replaces it, a second write (model.actions.controller.election_outcomes)
-    leaderless_first: bool = False
+    # Kafka's controller (``ReplicaStateMachine``'s OfflineReplica transition): each dead ISR
+    # member is taken out of the ISR by a write of its own -- leader -1 if it led, the last
+    # member kept -- and a dead leader's election writes no ISR of its own
+    # (model.actions.controller.offline_replica_write).  False is seed 000 A: one write
+    # elects a live ISR member and drops every dead member, or keeps the ISR leaderless
+    offline_replica_writes: bool = False
     # Kafka's leader (``Partition.maybeIncrementLeaderHW``): its HW may also wait for a live
     # assigned follower outside the ISR that has caught up within replica.lag.time.max.ms
     # (``shouldWaitForReplicaToJoinIsr``).  False is seed 000 G: the HW is the ISR's least LEO
@@ -109,7 +112,7 @@ class Settings:
             + knobs(failures=False)
             + ("" if self.topic_ids or not self.deletions else " topic_ids=False")
             + (" startup_from_controller=True" if self.startup_from_controller else "")
-            + (" leaderless_first=True" if self.leaderless_first else "")
+            + (" offline_replica_writes=True" if self.offline_replica_writes else "")
             + (" hw_waits_outside_isr=True" if self.hw_waits_outside_isr else "")
             + (" leader_keeps_follower_state=True" if self.leader_keeps_follower_state else "")
         )
@@ -121,7 +124,7 @@ Config = make_dataclass("Config", [(k.field, int, k.default) for k in KNOBS], ba
 
 
 KAFKA_BROKER: dict[str, bool] = {
-    "startup_from_controller": True, "leaderless_first": True,
+    "startup_from_controller": True, "offline_replica_writes": True,
     "hw_waits_outside_isr": True, "leader_keeps_follower_state": True,
 }
 """The rules of Apache Kafka's brokers and controller that every Kafka configuration has."""
@@ -148,10 +151,11 @@ UNCLEAN_OF: dict[str, str] = {"kip320": "unclean", "kafka26": "kafka26-unclean",
 
 def of_apache_kafka(cfg: Config) -> bool:
     """Whether ``cfg`` has rules of Apache Kafka's own brokers that Epochal's brokers do not
-    follow (Kafka's broker start, the leaderless write, AlterPartition, the HW's wait outside
-    the ISR, the followers' state kept across a leader's own epochs): such a configuration
+    follow (Kafka's broker start, its controller's write per dead replica taken out of the
+    ISR, AlterPartition, the HW's wait outside the ISR, the followers' state kept across a
+    leader's own epochs): such a configuration
     judges Kafka's traces, and no Epochal cluster can be driven by it."""
-    return bool(cfg.startup_from_controller or cfg.leaderless_first or cfg.alter_partition
+    return bool(cfg.startup_from_controller or cfg.offline_replica_writes or cfg.alter_partition
                 or cfg.hw_waits_outside_isr or cfg.leader_keeps_follower_state)
 
 

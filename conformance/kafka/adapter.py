@@ -68,7 +68,8 @@ OBSERVED = {
                          "session expired and it registers again",
     "controller_elect": "controller.log: N successfully elected as the controller. Epoch incremented to E",
     "elect_leader": "state-change.log, the controller: Changed partition T-P from X to OnlinePartition; "
-                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR; "
+                    "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR "
+                    "(one write per dead replica, judged as elect_leader's offline R); "
                     "its reason from controller.log's line before it: Starting replica leader election (PREFERRED) "
                     "for partitions ... (preferred), Shutting down broker B (controlled_shutdown)",
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",

@@ -42,19 +42,24 @@ from model.actions.views import (
     written,
     znode_event,
 )
-from model.state import NO_LEADER, UP, LeaderAndIsr, State, Zk
+from model.state import NO_LEADER, UP, LeaderAndIsr, PartitionZnode, State, Zk
 
 if TYPE_CHECKING:
     from model.config import Config
 
 
 def elections_args(s: State, cfg: Config) -> Iterator[tuple]:
+    """Each election's (controller, partition, leader) and, with
+    ``Config.offline_replica_writes``, each dead replica's removal from the ISR, its
+    ``offline`` argument the replica (``offline_replica_write``)."""
     c = s.zk.controller
     if c == NO_LEADER:
         return
     for p in range(len(s.zk.partitions)):
         for leader, _isr, _unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
             yield (c, p, leader)
+        for r in offline_replicas(s.zk, p, cfg):
+            yield (c, p, offline_replica_write(s.zk.partitions[p], r)[0], r)
 
 
 def startups_args(s: State, cfg: Config) -> Iterator[tuple]:
@@ -102,11 +107,10 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     * else the leader becomes -1 and the ISR is kept, so the last in-sync replica can lead
       again when it returns.
 
-    With ``Config.leaderless_first`` (Kafka's controller) a dead leader may first be written
-    out as such -- leader -1, the live ISR, its own epoch bump -- and the leader elected by a
-    second write: Kafka's replica state machine takes a dead replica offline (out of the ISR
-    and out of leadership) before its partition state machine elects, as a new controller
-    does after a failover.
+    With ``Config.offline_replica_writes`` (Kafka's controller) only the elections stay
+    here: a dead replica leaves the ISR by a write of its own (``offline_replica_write``), so
+    a live leader's ISR is not rewritten here and a partition with no one to elect is left
+    as it is.
 
     ``stopping`` are the brokers shutting down (``shutting_down``): a new leader is never one
     of them, nor does one stay in the new ISR (Kafka 2.7's ``liveBrokerIds`` leaves them
@@ -118,20 +122,48 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     live = zk.live
     live_isr = tuple(b for b in zn.isr if b in live)
     if zn.leader != NO_LEADER and zn.leader in live:
-        if len(live_isr) == len(zn.isr):
+        if len(live_isr) == len(zn.isr) or cfg.offline_replica_writes:
             return []
         return [(zn.leader, live_isr, False)]
     electable = tuple(b for b in live_isr if b not in stopping)
     if electable:
-        leaderless = [(NO_LEADER, live_isr, False)] if cfg.leaderless_first and zn.leader != NO_LEADER else []
-        return [(b, electable, False) for b in electable] + leaderless
+        return [(b, electable, False) for b in electable]
     if cfg.unclean:
         live_ar = [b for b in zn.ar if b in live and b not in stopping]
         if live_ar:
             return [(b, (b,), True) for b in live_ar]
-    if zn.leader == NO_LEADER:
+    if zn.leader == NO_LEADER or cfg.offline_replica_writes:
         return []
     return [(NO_LEADER, zn.isr, False)]
+
+
+NO_OFFLINE = -1
+"""``elect_leader``'s ``offline`` argument when its write is an election, not a dead
+replica taken out of the ISR."""
+
+
+def offline_replicas(zk: Zk, p: int, cfg: Config) -> tuple[int, ...]:
+    """With ``Config.offline_replica_writes``, the replicas Kafka's controller may take out
+    of p's ISR, each by a write of its own: the ISR members whose broker is dead.  In any
+    order -- Kafka takes them in the order of a map keyed by replica -- and at any time
+    before or after an election: a new controller takes every dead replica offline before
+    it elects (``ReplicaStateMachine.startup`` runs before ``PartitionStateMachine.startup``),
+    a controller that sees brokers die elects first (``KafkaController.onReplicasBecomeOffline``)."""
+    zn = zk.partitions[p]
+    if not cfg.offline_replica_writes or not zn.ar:
+        return ()
+    return tuple(b for b in zn.isr if b not in zk.live)
+
+
+def offline_replica_write(zn: PartitionZnode, r: int) -> tuple[int, tuple[int, ...]]:
+    """Kafka's controller taking dead replica r offline (``ReplicaStateMachine``'s
+    OfflineReplica transition, ``doRemoveReplicasFromIsr``, 3.9 branch): the leader it
+    writes -- NoLeader if r led, else the leader as it is, dead or alive -- and the ISR: r
+    left out, unless r is its only member (``if (isr.size == 1) isr``: the ISR never
+    becomes empty, and a dead last member stays in it).  The write bumps the leader epoch
+    (``newLeaderAndIsr``) even when it changes nothing else."""
+    leader = NO_LEADER if zn.leader == r else zn.leader
+    return leader, zn.isr if len(zn.isr) == 1 else tuple(b for b in zn.isr if b != r)
 
 
 def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:
@@ -154,15 +186,22 @@ def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State
     return s._replace(leader_and_isr=sent)
 
 
-def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int) -> State | None:
+def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int, offline: int = NO_OFFLINE) -> State | None:
     """Seed 000 A ``on_broker_change`` (and ``init_leaders``) for partition p: write the new
     leader, ISR and leader_epoch + 1 conditionally on zk_version, then send LeaderAndISR to
-    the assigned replicas."""
+    the assigned replicas.  With ``offline`` (``Config.offline_replica_writes`` only) the
+    write is Kafka's taking that dead replica out of the ISR (``offline_replica_write``),
+    ``leader`` the leader it leaves."""
     if not acting_controller(s, c):
         return None
     zn = s.zk.partitions[p]
     if zn.leader_epoch + 1 > cfg.max_epoch:
         return None
+    if offline != NO_OFFLINE:
+        if offline not in offline_replicas(s.zk, p, cfg):
+            return None
+        left, isr = offline_replica_write(zn, offline)
+        return write_and_send(s, p, leader, isr) if left == leader else None
     for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
         if new_leader != leader:
             continue
@@ -235,7 +274,9 @@ CONTROLLER_RESIGN = Entry(
 
 
 def _elect_text(args: Args, before: State, after: State) -> str:
-    c, p, _ = args
+    c, p = args[:2]
+    if len(args) > 3 and args[3] != NO_OFFLINE:
+        return f"controller {c} takes dead broker {args[3]} out of partition {p}'s ISR: {written(after, p)}"
     unclean = " -- UNCLEAN election, possible data loss" if p in after.ghost.unclean and p not in before.ghost.unclean else ""
     return f"controller {c} writes partition {p}: {written(after, p)} and sends LeaderAndISR{unclean}"
 

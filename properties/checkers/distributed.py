@@ -5,23 +5,24 @@ One machine's compiled search (``properties.checkers.native``) holds every state
 in one table of fingerprints and each level in one file; past one machine's memory and cores
 it stops.  Here the same search runs level by level over Spark:
 
-* **The frontier** is an RDD of ``(fingerprint, key)`` -- the key being the encoding the
+* **The frontier** is a DataFrame of ``(fp, key)`` -- the fingerprint and the encoding the
   compiled search stores (``native.key_bytes``: the canonical representative under symmetry,
   the normal form under reduction).
 * **The expansion** is the compiled search's own (``epochal-search expand``, ``search.c``'s
-  ``expand_task`` run on one state at a time with no seen-set), inside ``mapPartitions``:
-  one process per partition, fed the partition's keys on stdin.  It answers, per state, the
-  transitions taken, the fingerprint of a successor that broke a property (transition or
-  state), and the candidates -- so the rules, the reduction, the canonical form and the
-  properties are exactly the single-machine search's, not a third copy.
-* **The seen-set** is an RDD of ``fingerprint -> parent fingerprint``, hash-partitioned like
-  the candidates, so removing what was seen (``subtractByKey``) and adding the new level
-  (``union``) move no data between executors beyond the candidates' shuffle.  Both are kept
-  ``MEMORY_AND_DISK`` and their lineage is cut every level, so they spill to disk rather than
-  grow past an executor's memory or a driver's stack.
-* **A counterexample** is rebuilt from the parent fingerprints (one ``lookup`` per level,
-  each reading one partition) and replayed through the Python model
-  (``properties.checkers.bfs.replay_path``), as the compiled search's is.
+  ``expand_task`` run on one state at a time with no seen-set), inside ``mapInPandas``:
+  one process per Arrow batch of the level, fed the batch's keys on stdin.  It answers, per
+  state, the transitions taken, the fingerprint of a successor that broke a property
+  (transition or state), and the candidates -- so the rules, the reduction, the canonical
+  form and the properties are exactly the single-machine search's, not a third copy.
+* **The seen-set** is a DataFrame of ``fp -> parent fp``, hash-partitioned by fingerprint
+  into as many partitions as every keyed step uses, so the anti-join that drops what was seen
+  reads it in place: only the level's candidates are shuffled to meet it, and the rows move
+  through the JVM's shuffle, not through Python.  The seen-set and each level are
+  checkpointed locally every level (``MEMORY_AND_DISK``: they spill to disk rather than grow
+  past an executor's memory, and their lineage does not grow with the depth).
+* **A counterexample** is rebuilt from the parent fingerprints (one filter a level) and
+  replayed through the Python model (``properties.checkers.bfs.replay_path``), as the
+  compiled search's is.
 
 A candidate reached from several parents in one level keeps the smallest parent
 fingerprint, and of several violations in one level the smallest (parent, successor) pair is
@@ -41,6 +42,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from model.config import Config
 from model.state import initial
@@ -108,6 +110,34 @@ def expand_partition(exe: str, args: list[str], states: Iterable[tuple[int, byte
     return Expanded(transitions, bad, out)
 
 
+EXPANDED_SCHEMA = "fp long, parent long, key binary, transitions long, bad_parent long, bad_fp long"
+"""One row per candidate (``key`` set), and one per batch that says how many transitions the
+batch took and the violation it met, if any (``key`` null)."""
+
+
+def _expand_batches(exe: str, args: list[str]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInPandas`` function: each Arrow batch of the level, expanded by one run of
+    the compiled binary."""
+
+    def expand(batches: Iterator[Any]) -> Iterator[Any]:
+        import pandas as pd
+
+        for batch in batches:
+            done = expand_partition(exe, args, zip(batch["fp"].tolist(), batch["key"].tolist(), strict=True))
+            fps = [fp for fp, _ in done.candidates]
+            parents = [parent for _, (parent, _) in done.candidates]
+            keys: list[bytes | None] = [key for _, (_, key) in done.candidates]
+            bad_parent, bad_fp = (None, None) if done.bad is None else (_signed(done.bad[0]), _signed(done.bad[1]))
+            yield pd.DataFrame({
+                "fp": pd.array(fps + [0], dtype="int64"), "parent": pd.array(parents + [0], dtype="int64"),
+                "key": keys + [None],
+                "transitions": pd.array([0] * len(fps) + [done.transitions], dtype="int64"),
+                "bad_parent": pd.array([None] * len(fps) + [bad_parent], dtype="Int64"),
+                "bad_fp": pd.array([None] * len(fps) + [bad_fp], dtype="Int64")})
+
+    return expand
+
+
 def check_spark(cfg: Config, sc, options: SearchOptions = DEFAULT_SEARCH, partitions: int | None = None) -> Result:  # noqa: ANN001 - pyspark is optional
     """``properties.checkers.bfs.check`` on Spark (``sc``: a SparkContext): the same options
     (``workers`` aside: Spark's parallelism) and the same ``Result``."""
@@ -115,8 +145,11 @@ def check_spark(cfg: Config, sc, options: SearchOptions = DEFAULT_SEARCH, partit
     if reason is not None:
         raise NativeUnavailable(reason)
     from pyspark import StorageLevel
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
 
     started = time.perf_counter()
+    spark = SparkSession.builder.getOrCreate()  # the session over ``sc``
     symmetry, reduction = options.symmetry, options.reduction
     exe, args = str(binary()), config_args(cfg, symmetry, reduction)
     slices = partitions or max(2, sc.defaultParallelism)
@@ -128,46 +161,43 @@ def check_spark(cfg: Config, sc, options: SearchOptions = DEFAULT_SEARCH, partit
         violation = Violation(bad_root[0], bad_root[1], [], [root])
         return Result(cfg, symmetry, 1, 0, 0, time.perf_counter() - started, violation, True, 1, reduction, native=True)
 
-    def expand(states: Iterator[tuple[int, bytes]]) -> Iterator[tuple[str, object]]:
-        done = expand_partition(exe, args, states)
-        yield ("transitions", done.transitions)
-        if done.bad is not None:
-            yield ("bad", done.bad)
-        for candidate in done.candidates:
-            yield ("candidate", candidate)
-
     keep = StorageLevel.MEMORY_AND_DISK
-    seen = sc.parallelize([(root_fp, NO_PARENT)], 1).partitionBy(slices, _by_fingerprint).persist(keep)
-    frontier = sc.parallelize([(root_fp, root_key)], 1).persist(keep)
+    expand = _expand_batches(exe, args)
+    # every keyed step partitions by fingerprint into ``slices`` partitions, so the seen-set
+    # is read in place by the anti-join rather than moved
+    saved = {k: spark.conf.get(k, None) for k in _SEARCH_SQL_CONF}
+    for k, v in _SEARCH_SQL_CONF.items():
+        spark.conf.set(k, str(slices) if v is None else v)
+    seen = (spark.createDataFrame([(root_fp, NO_PARENT)], "fp long, parent long")
+            .repartition(slices, "fp").persist(keep))
+    frontier = spark.createDataFrame([(root_fp, root_key)], "fp long, key binary").persist(keep)
     states, transitions, depth, frontier_size = 1, 0, 0, 1
-    held = frontier  # the level being expanded, unpersisted once the next one is held
-    previous = None  # the seen-set before the last level, unpersisted once its successor is held
     bad: tuple[int, int] | None = None
     stopped_by: str | None = None
     try:
         while frontier_size:
-            out = frontier.mapPartitions(expand).persist(keep)
-            told = out.filter(lambda r: r[0] != "candidate").collect()  # a line or two a partition
-            transitions += sum(n for kind, n in told if kind == "transitions")
-            bads = [pair for kind, pair in told if kind == "bad"]
-            if bads:
-                bad = min(bads)
+            out = frontier.repartition(slices).mapInPandas(expand, EXPANDED_SCHEMA).persist(keep)
+            told = out.where(F.col("key").isNull()).agg(
+                F.sum("transitions").alias("n"),
+                F.min(F.when(F.col("bad_parent").isNotNull(),
+                             F.struct(F.col("bad_parent"), F.col("bad_fp")))).alias("bad")).first()
+            transitions += told["n"] or 0
+            if told["bad"] is not None:
+                bad = (_unsigned(told["bad"]["bad_parent"]), _unsigned(told["bad"]["bad_fp"]))
                 out.unpersist()
                 break
-            fresh = (out.filter(lambda r: r[0] == "candidate").map(lambda r: r[1])
-                     .reduceByKey(min, slices, _by_fingerprint).subtractByKey(seen, slices).persist(keep))
-            fresh.localCheckpoint()
+            fresh = (out.where(F.col("key").isNotNull())
+                     .groupBy("fp").agg(F.min(F.struct("parent", "key")).alias("first"))
+                     .join(seen, "fp", "left_anti")
+                     .select("fp", F.col("first.parent").alias("parent"), F.col("first.key").alias("key"))
+                     .localCheckpoint())
             added = fresh.count()
-            if previous is not None:  # its successor is held now
-                previous.unpersist()
             out.unpersist()
-            held.unpersist()
-            held = fresh
-            # materialized by the next level's subtraction, which reads it first
-            grown = seen.union(fresh.mapValues(lambda v: v[0])).partitionBy(slices, _by_fingerprint).persist(keep)
-            grown.localCheckpoint()
-            previous, seen, states = seen, grown, states + added
-            frontier = fresh.mapValues(lambda v: v[1])
+            frontier.unpersist()
+            grown = seen.unionByName(fresh.select("fp", "parent")).repartition(slices, "fp").localCheckpoint()
+            seen.unpersist()
+            seen, states = grown, states + added
+            frontier = fresh.select("fp", "key")
             frontier_size = added
             if added:
                 depth += 1
@@ -180,15 +210,30 @@ def check_spark(cfg: Config, sc, options: SearchOptions = DEFAULT_SEARCH, partit
                 stopped_by = "max_seconds"
             if stopped_by:
                 break
+        violation = None
+        if bad is not None:
+            violation = _counterexample(cfg, seen, bad, symmetry, reduction)
     except KeyboardInterrupt:
-        stopped_by = "interrupted"
-    violation = None
-    if bad is not None:
-        violation = _counterexample(cfg, seen, bad, symmetry, reduction)
+        stopped_by, violation = "interrupted", None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
     seconds = time.perf_counter() - started
     found_depth = depth + (1 if bad is not None else 0)
     return Result(cfg, symmetry, states, transitions, found_depth, seconds, violation, stopped_by is None, 1,
                   reduction, stopped_by, depth, 0, native=True)
+
+
+_SEARCH_SQL_CONF: dict[str, str | None] = {
+    "spark.sql.shuffle.partitions": None,  # the search's slices
+    # adaptive execution would coalesce a level's shuffle into fewer partitions than the
+    # seen-set has, and the anti-join would then move the seen-set to match
+    "spark.sql.adaptive.enabled": "false",
+}
+"""SQL settings in force while the search runs (the caller's values are restored after)."""
 
 
 def _report(progress: Callable[[str], None] | None, depth: int, states: int, added: int, started: float) -> None:
@@ -203,7 +248,7 @@ def _counterexample(cfg: Config, seen, bad: tuple[int, int], symmetry: bool, red
     parent, target = bad
     chain = [parent]
     while True:
-        (up,) = seen.lookup(_signed(chain[-1]))
+        up = seen.where(seen.fp == _signed(chain[-1])).first()["parent"]
         if up == NO_PARENT:
             break
         chain.append(_unsigned(up))

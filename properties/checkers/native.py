@@ -34,8 +34,12 @@ Supported: one partition, up to four brokers, up to six records, no reassignment
 on -- the shape of every named configuration -- and of the admin actions, preferred-replica
 elections (``--preferred-elections``), controlled shutdowns with the clean stop after
 them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``), and topic
-deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``).
-Other configurations get a clear error naming what is not supported.
+deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``);
+and the Kafka configurations: ISR changes through the controller (``--alter-partition``,
+``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
+the HW held outside the ISR in ``native/kafka_leader.c``, the others where the rule they
+change lives in ``rules.c``).  Other configurations get a clear error naming what is not
+supported.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from typing import Any
 from model.config import Config
 from model.registry import unsupported_features
 from model.state import (
+    AlterPartition,
     Broker,
     Entry,
     Fetch,
@@ -92,10 +97,9 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 6, Ghost: 15, Fetch: 10, Broker: 7, State: 6}
+_NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 6, Ghost: 15, Fetch: 10, Broker: 7, State: 7}
 """How many leading fields of each state tuple the native search holds (``native/state.h``).
-The fields after them (partitions added and removed, seed 000 H; session expiries;
-AlterPartition messages in flight) belong to actions the native search does not run
+The fields after them (partitions added and removed, seed 000 H; session expiries) belong to actions the native search does not run
 (``unsupported``): they are at their defaults in every state it can be given, and are left
 out of the encoding, so that ``decode`` (which rebuilds them from the defaults)
 round-trips.  A PartitionZnode's rar is written all the same, to reach its topic id after
@@ -164,17 +168,6 @@ class _Reader:
         out = []
         while self.more():
             out.append(read())
-        return tuple(out)
-
-    def fixed(self, *reads: Callable[[], object]) -> tuple:
-        """A plain tuple of known length (``(partition, offset, entry)`` ...)."""
-        out = []
-        for read in reads:
-            if not self.more():
-                raise ValueError("bad state encoding: tuple too short")
-            out.append(read())
-        if self.more():
-            raise ValueError("bad state encoding: tuple too long")
         return tuple(out)
 
 
@@ -263,6 +256,10 @@ class StateReader(_Reader):
     def stop_replica(self) -> StopReplica:
         return StopReplica(self.int(), self.int(), self.int(), self.int(), self.int(), bool(self.int()))
 
+    def alter_partition(self) -> AlterPartition:
+        return AlterPartition(self.int(), self.int(), self.int(), self.int(), self.ints(), self.int(), self.int(),
+                              self.int(), self.int())
+
     def end(self) -> None:
         if self.i != len(self.data):
             raise ValueError("bad state encoding: trailing bytes")
@@ -271,7 +268,8 @@ class StateReader(_Reader):
 def decode(data: bytes) -> State:
     """The state ``encode`` wrote."""
     r = StateReader(data)
-    s = State(r.zk(), r.many(r.broker), r.many(r.leader_and_isr), r.many(r.fetch), r.ghost(), r.many(r.stop_replica))
+    s = State(r.zk(), r.many(r.broker), r.many(r.leader_and_isr), r.many(r.fetch), r.ghost(), r.many(r.stop_replica),
+              r.many(r.alter_partition))
     r.end()
     return s
 
@@ -344,14 +342,6 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
-    if cfg.startup_from_controller:
-        reasons.append("a restarted broker that reads ZooKeeper itself (seed 000 E, not Kafka's start)")
-    if cfg.leaderless_first:
-        reasons.append("one write per election (not Kafka's leaderless write first)")
-    if cfg.hw_waits_outside_isr:
-        reasons.append("an HW over the ISR alone (not Kafka's wait for a caught-up follower outside it)")
-    if cfg.leader_keeps_follower_state:
-        reasons.append("followers' fetch state forgotten at every new leader epoch (not Kafka's makeLeader)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
@@ -436,6 +426,11 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--max-shutdowns", str(cfg.max_shutdowns),
         "--deletions", str(cfg.deletions),
         "--topic-ids", str(int(cfg.topic_ids)),
+        "--alter-partition", str(cfg.alter_partition),
+        "--startup-from-controller", str(int(cfg.startup_from_controller)),
+        "--offline-replica-writes", str(int(cfg.offline_replica_writes)),
+        "--hw-waits-outside-isr", str(int(cfg.hw_waits_outside_isr)),
+        "--leader-keeps-follower-state", str(int(cfg.leader_keeps_follower_state)),
         "--fetch-max-records", str(cfg.fetch_max_records),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),

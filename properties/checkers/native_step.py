@@ -3,8 +3,9 @@
 The native search (``properties.checkers.native``) enumerates every successor of a state; the
 trace judge asks for one step at a time -- the action an event names, with its arguments.
 ``CompiledStep`` takes that step with the same C functions the search's successor function
-calls (``rules.c``, ``shutdown.c``, ``topics.c``; ``step.c`` only dispatches on the action's
-name), so the judge and the search run one compiled copy of the rules, and the Python model
+calls (``rules.c``, ``shutdown.c``, ``topics.c``, ``alter_partition.c``, ``kafka_leader.c``;
+``step.c`` only dispatches on the action's name), so the judge and the search run one
+compiled copy of the rules, and the Python model
 (``model.registry.apply``) stays the reference both are tested against
 (``tests/conformance/test_compiled_step.py``).
 
@@ -12,12 +13,13 @@ The library is the search's sources built with ``-shared -DEPOCHAL_LIBRARY`` and
 array capacities (a recorded run produces more records than a search's bound), cached like
 the binary by a hash of the sources, compiler and flags.  A state crosses as its
 order-preserving encoding (``native.encode`` / ``native.decode``); a message argument
-(LeaderAndISR, fetch, StopReplica) as its index in the state's sorted set.
+(LeaderAndISR, fetch, StopReplica, AlterPartition) as its index in the state's sorted set,
+an absent hold, checkpointed HW or offline replica as -1.
 
 Whatever the C cannot take is taken by the Python model instead, so a step's result is the
-model's either way: an action ``rules.c`` does not run (reassignments, partitions added or
-removed, Kafka's modifiers), a state whose fields belong to such actions or whose numbers
-pass the C's 8-bit fields, a produce that holds the HW for a follower outside the ISR.
+model's either way: an action the native search does not run (reassignments, partitions
+added or removed, session expiries, refused LeaderAndISR), a state whose fields belong to
+such actions or whose numbers pass the C's 8-bit fields.
 ``CompiledStep.counts`` says how many steps went each way."""
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from model.actions import Step
+from model.actions.controller import NO_OFFLINE
 from model.actions.replication import NO_HOLD
 from model.config import Config
 from model.registry import apply
@@ -82,7 +85,9 @@ def _c_config(cfg: Config) -> Any:
     fields = (cfg.brokers, min(cfg.records, _BOUND), min(cfg.max_epoch, _BOUND), min(cfg.max_crashes, _BOUND),
               min(cfg.max_pauses, _BOUND), cfg.min_insync, int(cfg.unclean), _TRUNCATION[cfg.truncation],
               int(kip320), int(kip320), min(cfg.preferred_elections, _BOUND), min(cfg.max_shutdowns, _BOUND),
-              min(cfg.deletions, _BOUND), int(cfg.topic_ids), cfg.fetch_max_records, 1, 0)
+              min(cfg.deletions, _BOUND), int(cfg.topic_ids), cfg.fetch_max_records, 1, 0, int(cfg.alter_partition),
+              int(cfg.startup_from_controller), int(cfg.offline_replica_writes), int(cfg.hw_waits_outside_isr),
+              int(cfg.leader_keeps_follower_state))
     return (ctypes.c_int * len(fields))(*fields)
 
 
@@ -95,20 +100,60 @@ def _broker_args(n: int) -> Callable[[State, tuple], tuple[int, ...] | None]:
     return convert
 
 
+def _as_they_are(s: State, args: tuple) -> tuple[int, ...] | None:
+    """on_broker_startup (c, b): no partition among them"""
+    return tuple(args)
+
+
 def _held(s: State, args: tuple) -> tuple[int, ...] | None:
-    """produce (b, p[, hold]): the C takes it without a hold"""
-    if len(args) == 3 and args[2] != NO_HOLD:
+    """produce (b, p[, hold]) -> (b, hold)"""
+    converted = _broker_args(2)(s, args[:2])
+    return None if converted is None else (*converted, args[2] if len(args) == 3 else NO_HOLD)
+
+
+def _restarted(s: State, args: tuple) -> tuple[int, ...] | None:
+    """broker_restart (b[, checkpointed_hw]) -> (b, checkpointed_hw), -1 for none (a
+    negative checkpointed HW is left to the Python model)"""
+    hw = args[1] if len(args) == 2 else None
+    if hw is not None and hw < 0:
         return None
-    return _broker_args(2)(s, args[:2])
+    return (args[0], -1 if hw is None else hw)
 
 
-def _message(field: str, holds: bool = False) -> Callable[[State, tuple], tuple[int, ...] | None]:
+def _elected(s: State, args: tuple) -> tuple[int, ...] | None:
+    """elect_leader (c, p, leader[, offline]) -> (c, leader, offline)"""
+    converted = _broker_args(3)(s, args[:3])
+    return None if converted is None else (*converted, args[3] if len(args) == 4 else NO_OFFLINE)
+
+
+def _index(messages: tuple, m: object) -> int | None:
+    """m's index in a state's set of messages; None for a message not in flight, whose step
+    is then the Python model's (not enabled)."""
+    try:
+        return messages.index(m)
+    except ValueError:
+        return None
+
+
+def _message(field: str) -> Callable[[State, tuple], tuple[int, ...] | None]:
     """A message argument as its index in the state's set ``field``."""
     def convert(s: State, args: tuple) -> tuple[int, ...] | None:
-        if holds and len(args) == 2 and args[1] != NO_HOLD:
-            return None
-        return (getattr(s, field).index(args[0]),)
+        i = _index(getattr(s, field), args[0])
+        return None if i is None else (i,)
     return convert
+
+
+def _fetch_held(s: State, args: tuple) -> tuple[int, ...] | None:
+    """handle_fetch (m[, hold]) -> (m's index, hold)"""
+    i = _index(s.fetches, args[0])
+    return None if i is None else (i, args[1] if len(args) == 2 else NO_HOLD)
+
+
+def _answered(s: State, args: tuple) -> tuple[int, ...] | None:
+    """alter_partition (c, m) -> (c, m's index)"""
+    c, m = args
+    i = _index(s.alter_partition, m)
+    return None if i is None else (c, i)
 
 
 def _created(s: State, args: tuple) -> tuple[int, ...] | None:
@@ -118,17 +163,18 @@ def _created(s: State, args: tuple) -> tuple[int, ...] | None:
 
 
 _ARGS: dict[str, Callable[[State, tuple], tuple[int, ...] | None]] = {
-    **{name: _broker_args(1) for name in ("broker_crash", "broker_restart", "broker_pause", "broker_resume",
+    **{name: _broker_args(1) for name in ("broker_crash", "broker_pause", "broker_resume",
                                              "broker_reregister", "controller_elect", "controller_resign",
                                              "broker_stop")},
-    "elect_leader": _broker_args(3), "on_broker_startup": _broker_args(2),
+    "broker_restart": _restarted, "elect_leader": _elected, "on_broker_startup": _as_they_are,
     "controlled_shutdown": _broker_args(4), "truncate": _broker_args(2), "produce": _held,
     "send_fetch": _broker_args(2), "isr_update_failed": _broker_args(2), "shrink_isr": _broker_args(3),
     "expand_isr": _broker_args(3), "delete_topic": _broker_args(2), "preferred_election": _broker_args(2),
     "create_topic": _created,
     "become_leader": _message("leader_and_isr"), "become_follower": _message("leader_and_isr"),
-    "handle_fetch": _message("fetches", holds=True), "receive_fetch": _message("fetches"),
-    "stop_replica": _message("stop_replica"),
+    "handle_fetch": _fetch_held, "receive_fetch": _message("fetches"),
+    "stop_replica": _message("stop_replica"), "propose_isr": _broker_args(3), "alter_partition": _answered,
+    "apply_isr": _message("alter_partition"),
 }
 """How each action ``step.c`` takes gets its int arguments from the model's ``Step.args``."""
 
@@ -191,9 +237,10 @@ class CompiledStep:
         last, enc = self._last
         if last is not s:
             try:
-                zk, brokers, lai, fetches, ghost, stops = state_parts(s)
+                zk, brokers, lai, fetches, ghost, stops, alters = state_parts(s)
                 enc = b"".join((self._part(zk), *(b"\x01" + self._part(b) for b in brokers), b"\x00",
-                                self._part(lai), self._part(fetches), self._part(ghost), self._part(stops)))
+                                self._part(lai), self._part(fetches), self._part(ghost), self._part(stops),
+                                self._part(alters)))
             except ValueError:  # fields of actions the C does not run, or a number out of range
                 enc = None
             self._last = (s, enc)
@@ -224,8 +271,9 @@ class CompiledStep:
         fetches = self._read(r, parent.fetches, lambda: r.many(r.fetch))
         ghost = self._read(r, parent.ghost, r.ghost)
         stops = self._read(r, parent.stop_replica, lambda: r.many(r.stop_replica))
+        alters = self._read(r, parent.alter_partition, lambda: r.many(r.alter_partition))
         r.end()
-        return State(zk, tuple(brokers), lai, fetches, ghost, stops)
+        return State(zk, tuple(brokers), lai, fetches, ghost, stops, alters)
 
     def _read(self, r: StateReader, old: Any, read: Callable[[], Any]) -> Any:
         """The part at the reader: ``old`` if its encoding is there, else the part read."""

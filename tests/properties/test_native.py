@@ -83,7 +83,8 @@ def test_the_encoding_orders_states_exactly_as_python_orders_the_tuples(tmp_path
     assert all(encode(s) == e for s, e in zip(decoded, states, strict=True))
 
 
-@pytest.mark.parametrize("knobs", [{"max_shutdowns": 1}, {"deletions": 1}], ids=["shutdown", "deletion"])
+@pytest.mark.parametrize("knobs", [{"max_shutdowns": 1}, {"deletions": 1}, {"alter_partition": 1}],
+                         ids=["shutdown", "deletion", "alter-partition"])
 def test_decode_inverts_encode_for_every_state_field(knobs):
     cfg = named("zombie", **knobs)
     s = initial(cfg)
@@ -94,6 +95,8 @@ def test_decode_inverts_encode_for_every_state_field(knobs):
             assert decode(encode(u)) == u
             for _, w in successors(u, cfg):  # a re-created topic: a new topic id, a retired record
                 assert decode(encode(w)) == w
+    if cfg.alter_partition:  # a proposal, then the controller's answer, in flight
+        assert any(w.alter_partition for _, t in successors(s, cfg) for _, w in successors(t, cfg))
 
 
 def test_the_fingerprint_is_the_native_ones(tmp_path):
@@ -238,14 +241,60 @@ def test_each_admin_family_searches_alike_natively_and_in_python(tmp_path, name,
     depth and verdict; and a seeded sample of its states expands natively exactly as in
     Python (successors in order, the canonical keys -- the identity renaming while a
     preferred election may still read the order of broker ids)."""
-    cfg = named(name, **knobs)
+    _searches_and_expands_alike(tmp_path, named(name, **knobs), name)
+
+
+def _searches_and_expands_alike(tmp_path, cfg, seed: str) -> None:
+    """``cfg``'s whole space both ways, reduced and not: the same states, transitions, depth
+    and verdict (and counterexample); and a seeded sample of its states expands natively
+    exactly as in Python."""
     for reduction in (False, True):
         a, b = check(cfg, SearchOptions(reduction=reduction)), check_native(cfg, SearchOptions(reduction=reduction))
         assert (b.states, b.transitions, b.depth, b.holds) == (a.states, a.transitions, a.depth, a.holds)
         if a.violation is not None:
             assert [s for s, _ in b.violation.steps] == [s for s, _ in a.violation.steps]
         states, _ = _reached(cfg, tmp_path, reduction=reduction)
-        sample = random.Random(f"{name}/{reduction}").sample(states, min(500, len(states)))
+        sample = random.Random(f"{seed}/{reduction}").sample(states, min(500, len(states)))
+        for enc, got in zip(sample, native_expansions(cfg, sample, reduction=reduction), strict=True):
+            assert got == _python_expansion(decode(enc), cfg, True, reduction)
+
+
+# -- Kafka's rules: AlterPartition and the rules of Kafka's brokers ----------------------
+
+# each rule of model.config.KAFKA_BROKER and AlterPartition on kip320 alone, then the Kafka
+# configurations themselves, at bounds the Python checker searches in a second or two (the
+# slow suite: kafka39's pinned bounds and kafka26's, about ten times as many states)
+KAFKA_RULES = [("kip320", {"alter_partition": 1, "records": 1, "max_crashes": 0}),
+               ("kip320", {"startup_from_controller": True, "records": 1, "max_crashes": 1}),
+               ("kip320", {"offline_replica_writes": True, "records": 1, "max_crashes": 1}),
+               ("kip320", {"offline_replica_writes": True, "unclean": True, "records": 1, "max_crashes": 1}),
+               ("kip320", {"hw_waits_outside_isr": True, "records": 1, "max_crashes": 1}),
+               ("kip320", {"leader_keeps_follower_state": True, "records": 1, "max_crashes": 1}),
+               ("kafka39", {"max_crashes": 0}), ("kafka39-unclean", {"records": 1}), ("kafka26-unclean", {"records": 1}),
+               pytest.param("kafka39", {"records": 1, "max_crashes": 1}, marks=pytest.mark.slow),
+               pytest.param("kafka26", {"records": 1, "max_crashes": 1}, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize(("name", "knobs"), KAFKA_RULES, ids=lambda v: v if isinstance(v, str) else "+".join(v))
+def test_each_kafka_rule_searches_alike_natively_and_in_python(tmp_path, name, knobs):
+    """The rule's whole space both ways (its refusals, holds and waits included), and a
+    sample of its states expanded both ways."""
+    _searches_and_expands_alike(tmp_path, named(name, **knobs), name + "/" + "+".join(knobs))
+
+
+def test_the_pinned_kafka39_count_natively():
+    r = check_native(named("kafka39", records=1, max_crashes=1))
+    assert r.holds and r.states == pinned("kafka39", "one record, one crash", "states")
+
+
+def test_kafka39_at_three_brokers_expands_alike_on_a_sample(tmp_path):
+    """Two followers: a proposal about one while the other is in or out of the ISR, and the
+    symmetry renaming followers with AlterPartition messages in flight -- a sample of the
+    states within eight steps, expanded both ways."""
+    cfg = named("kafka39", brokers=3, records=1, max_crashes=1)
+    for reduction in (False, True):
+        states, _ = _reached(cfg, tmp_path, reduction=reduction, max_depth=8)
+        sample = random.Random(3).sample(states, min(500, len(states)))
         for enc, got in zip(sample, native_expansions(cfg, sample, reduction=reduction), strict=True):
             assert got == _python_expansion(decode(enc), cfg, True, reduction)
 
@@ -352,6 +401,7 @@ def test_unsupported_configurations_are_named():
     assert unsupported(named("kip320", max_shutdowns=1, preferred_elections=1)) is None
     assert unsupported(named("kip320", deletions=1)) is None
     assert unsupported(named("kip320", deletions=1, topic_ids=False)) is None
+    assert all(unsupported(named(name)) is None for name in ("kafka26", "kafka39", "kafka26-unclean", "kafka39-unclean"))
     assert "one partition" in unsupported(named("kip320", partitions=2))
     assert "reassignments" in unsupported(named("kip320", reassignments=1))
     with pytest.raises(NativeUnavailable, match="one partition"):

@@ -225,6 +225,23 @@ int encode(const S *s, const int *perm, u8 *out) {
         items[i].n = e.n;
     }
     put_items(b, items, s->nstop);
+    /* alter_partition: AlterPartition(kind, leader, partition, leader_epoch, isr, zk_version,
+       broker_epoch, error, topic_id), sorted */
+    for (int i = 0; i < s->nalter; i++) {
+        const Alter *m = &s->alter[i];
+        Buf e = {items[i].bytes, 0};
+        put(&e, m->kind);
+        put(&e, perm[(int)m->leader]);
+        put(&e, m->partition);
+        put(&e, m->leader_epoch);
+        put_set(&e, perm, m->isr, n);
+        put(&e, m->zk_version);
+        put(&e, m->broker_epoch);
+        put(&e, m->error);
+        put(&e, m->topic_id);
+        items[i].n = e.n;
+    }
+    put_items(b, items, s->nalter);
     if (b->n > MAXENC) die("encoding overflow");
     return b->n;
 }
@@ -404,6 +421,19 @@ void decode(const u8 *p, int len, S *s) {
         m->delete = (i8)get(r);
         if (m->delete && m->leader_epoch != EPOCH_DURING_DELETE)
             die("a reassignment's StopReplica (with delete) is not supported by the native search");
+    }
+    while (more(r)) {
+        if (s->nalter >= MAXALTER) die("state too large for the native search (AlterPartition messages)");
+        Alter *m = &s->alter[(int)s->nalter++];
+        m->kind = (i8)get(r);
+        m->leader = (i8)get(r);
+        m->partition = (i8)get(r);
+        m->leader_epoch = (i8)get(r);
+        m->isr = get_set(r);
+        m->zk_version = (i8)get(r);
+        m->broker_epoch = (i8)get(r);
+        m->error = (i8)get(r);
+        m->topic_id = (i8)get(r);
     }
     if (r->i != len) die("bad state encoding (trailing bytes)");
 }

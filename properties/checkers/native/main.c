@@ -118,6 +118,11 @@ int main(int argc, char **argv) {
         else if (OPT("--max-shutdowns")) C.max_shutdowns = (int)arg_long(v, a);
         else if (OPT("--deletions")) C.deletions = (int)arg_long(v, a);
         else if (OPT("--topic-ids")) C.topic_ids = (int)arg_long(v, a);
+        else if (OPT("--alter-partition")) C.alter_partition = (int)arg_long(v, a);
+        else if (OPT("--startup-from-controller")) C.startup_from_controller = (int)arg_long(v, a);
+        else if (OPT("--offline-replica-writes")) C.offline_replica_writes = (int)arg_long(v, a);
+        else if (OPT("--hw-waits-outside-isr")) C.hw_waits_outside_isr = (int)arg_long(v, a);
+        else if (OPT("--leader-keeps-follower-state")) C.leader_keeps_follower_state = (int)arg_long(v, a);
         else if (OPT("--fetch-max-records")) C.fetch_max_records = (int)arg_long(v, a);
         else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
         else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);

@@ -3,8 +3,9 @@
  * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
  *
  * One partition, up to four brokers and no reassignment: the shape of every named
- * configuration, with preferred-replica elections, controlled shutdowns (shutdown.c) and
- * topic deletion and re-creation (topics.c)
+ * configuration, with preferred-replica elections, controlled shutdowns (shutdown.c),
+ * topic deletion and re-creation (topics.c), AlterPartition (alter_partition.c) and the
+ * rules of Kafka's brokers (kafka_leader.c, and a line or two where each rule lives)
  * (properties/checkers/native.py rejects anything else with a message naming what is not
  * supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
@@ -159,15 +160,11 @@ static int pv_in(const PV *arr, int n, int p, int value) {
     return 0;
 }
 
-/* advance_hw: leader.hw = min LEO of the ISR, never backwards; commits and acks */
-static void advance_hw(S *s, int b) {
+/* advance_hw: leader.hw = min LEO of the (maximal) ISR, or cap where a follower outside it
+ * holds it (kafka_leader.c), never backwards; commits and acks */
+void advance_hw_to(S *s, int b, int cap) {
     Replica *r = &s->br[b].r;
-    int new_hw = 1000;
-    for (int x = 0; x < C.brokers; x++)
-        if (has(r->isr, x)) {
-            int leo = x == b ? r->loglen : r->follower_leo[x];
-            if (leo < new_hw) new_hw = leo;
-        }
+    int new_hw = cap < 0 ? isr_least_leo(s, b) : cap;
     if (new_hw == 1000 || new_hw <= r->hw) return;
     if (!is_current(s, r)) { /* a leader of a deleted incarnation: nothing it does counts */
         r->hw = (i8)new_hw;
@@ -193,6 +190,8 @@ static void advance_hw(S *s, int b) {
     }
     r->hw = (i8)new_hw;
 }
+
+static void advance_hw(S *s, int b) { advance_hw_to(s, b, -1); }
 
 /* _deregister, _unannounce (a registration gone before the controller started it) and
  * _no_longer_shutting_down (a broker shutting down is one while it is registered) */
@@ -270,9 +269,10 @@ static void follow(Replica *r, int leader, int epoch) {
     r->epoch_start = 0;
 }
 
-int broker_restart(S *s, int b) {
+/* checkpointed_hw: -1, or with Kafka's broker start the HW its checkpoint holds */
+int broker_restart(S *s, int b, int checkpointed_hw) {
     Broker *br = &s->br[b];
-    if (br->status != DOWN) return 0;
+    if (br->status != DOWN || (checkpointed_hw >= 0) != C.startup_from_controller) return 0;
     do_register(s, b);
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (s->fetch[i].follower == b) remove_fetch_at(s, i);
@@ -294,6 +294,11 @@ int broker_restart(S *s, int b) {
         return 1;
     }
     for_incarnation(r, s->zn_topic_id);
+    if (checkpointed_hw >= 0) { /* Kafka's start: no role until the controller's LeaderAndISR */
+        replica_stops(r);
+        if (r->hw > checkpointed_hw) r->hw = (i8)checkpointed_hw;
+        return 1;
+    }
     r->topic_id = s->zn_topic_id;
     int epoch = r->leader_epoch > s->zn_leader_epoch ? r->leader_epoch : s->zn_leader_epoch;
     if (s->zn_leader == b) {
@@ -392,7 +397,7 @@ static int election_outcomes(const S *s, Outcome *out) {
     if (!s->zn_ar) return 0; /* a deleted topic's partition: nothing to elect */
     u8 live_isr = s->zn_isr & s->live;
     if (s->zn_leader != NO_LEADER && has(s->live, s->zn_leader)) {
-        if (live_isr == s->zn_isr) return 0;
+        if (live_isr == s->zn_isr || C.offline_replica_writes) return 0;
         out[n++] = (Outcome){s->zn_leader, live_isr, 0};
         return n;
     }
@@ -410,7 +415,7 @@ static int election_outcomes(const S *s, Outcome *out) {
             return n;
         }
     }
-    if (s->zn_leader == NO_LEADER) return 0;
+    if (s->zn_leader == NO_LEADER || C.offline_replica_writes) return 0;
     out[n++] = (Outcome){NO_LEADER, s->zn_isr, 0};
     return n;
 }
@@ -467,7 +472,8 @@ static int stale_reason(const S *s, const Lai *m) {
     const Replica *r = &br->r;
     if (C.topic_ids && (m->topic_id < r->topic_id || (m->topic_id == r->topic_id && r->role == DELETED))) return STALE_FOR_EVER;
     int known = C.topic_ids && m->topic_id > r->topic_id ? 0 : r->leader_epoch; /* for_incarnation */
-    if (m->leader_epoch <= known) return STALE_EPOCH;
+    int waiting = C.startup_from_controller && r->role == NONE && r->leader == NO_LEADER; /* since its start */
+    if (m->leader_epoch < known || (m->leader_epoch == known && !waiting)) return STALE_EPOCH;
     return 0;
 }
 
@@ -495,13 +501,14 @@ int become_leader(S *s, Lai m) {
     drop_responses_to(s, b);
     Replica *r = &s->br[b].r;
     for_incarnation(r, m.topic_id);
+    int keeps = C.leader_keeps_follower_state && r->role == LEADER; /* followers_known */
     r->role = LEADER;
     r->leader = (i8)b;
     r->leader_epoch = m.leader_epoch;
     r->isr = m.isr;
     r->zk_version = m.zk_version;
     r->fetch_state = IDLE;
-    unknown_leo(r);
+    if (!keeps) unknown_leo(r);
     r->epoch_start = r->loglen;
     r->topic_id = m.topic_id;
     if (is_current(s, r)) { /* a deleted incarnation's leaders are no history of the current one */
@@ -554,7 +561,7 @@ int truncate_log(S *s, int f) {
     return 1;
 }
 
-int produce(S *s, int b) {
+int produce(S *s, int b, int hold) {
     Replica *r = &s->br[b].r;
     if (s->br[b].status != UP || r->role != LEADER || s->produced >= C.records) return 0;
     if (popcount8(r->isr) < C.min_insync) return 0;
@@ -566,8 +573,7 @@ int produce(S *s, int b) {
         PV z = {0, (i8)value};
         SET_ADD(s->zapp, s->nzapp, MAXSMALL, z);
     }
-    advance_hw(s, b);
-    return 1;
+    return advance_hw_held(s, b, hold);
 }
 
 static Fetch make_fetch(int kind, int follower, int leader, int offset, int epoch, int hw, int error, int topic_id) {
@@ -596,22 +602,25 @@ int send_fetch(S *s, int f) {
     return 1;
 }
 
-int handle_fetch(S *s, Fetch m) {
-    if (m.kind != FETCH_REQUEST) return 0;
+int handle_fetch(S *s, Fetch m) { return handle_fetch_held(s, m, NO_HOLD); }
+
+int handle_fetch_held(S *s, Fetch m, int hold) {
+    if (m.kind != FETCH_REQUEST || (hold != NO_HOLD && !C.hw_waits_outside_isr)) return 0;
     int i = find_fetch(s, &m);
     if (i < 0) return 0;
     int lb = m.leader;
     Replica *lr = &s->br[lb].r;
     if (s->br[lb].status != UP || lr->role != LEADER) return 0;
     remove_fetch_at(s, i);
-    if (C.fenced && m.epoch != lr->leader_epoch) return 1;
-    if (C.topic_ids && m.topic_id != lr->topic_id) return 1;
+    int refused = (C.fenced && m.epoch != lr->leader_epoch) || (C.topic_ids && m.topic_id != lr->topic_id);
+    if ((refused || m.offset > lr->loglen) && hold != NO_HOLD) return 0; /* it moves no HW */
+    if (refused) return 1;
     if (m.offset > lr->loglen) {
         add_fetch(s, make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->loglen, OUT_OF_RANGE, lr->topic_id));
         return 1;
     }
     lr->follower_leo[(int)m.follower] = m.offset;
-    advance_hw(s, lb);
+    if (!advance_hw_held(s, lb, hold)) return 0;
     Fetch resp = make_fetch(FETCH_RESPONSE, m.follower, lb, m.offset, lr->leader_epoch, lr->hw, OK, lr->topic_id);
     resp.nrec = (i8)(lr->loglen - m.offset);
     if (C.fetch_max_records && resp.nrec > C.fetch_max_records) resp.nrec = (i8)C.fetch_max_records;
@@ -644,7 +653,7 @@ int receive_fetch(S *s, Fetch m) {
 
 static int conditional_isr_write(S *s, int b, u8 isr) {
     Replica *lr = &s->br[b].r;
-    if (s->zn_zk_version != lr->zk_version) return 0;
+    if (C.alter_partition || s->zn_zk_version != lr->zk_version) return 0; /* else only the controller writes */
     s->zn_isr = isr;
     s->zn_zk_version++;
     lr->isr = isr;
@@ -653,24 +662,30 @@ static int conditional_isr_write(S *s, int b, u8 isr) {
     return 1;
 }
 
-int shrink_isr(S *s, int b, int f) {
-    Replica *lr = &s->br[b].r;
+int out_of_sync(const S *s, int b, int f) {
+    const Replica *lr = &s->br[b].r;
     if (s->br[b].status != UP || lr->role != LEADER || f == b || !has(lr->isr, f)) return 0;
-    if (lr->follower_leo[f] >= lr->loglen) return 0;
-    return conditional_isr_write(s, b, lr->isr & (u8)~(1 << f));
+    return lr->follower_leo[f] < lr->loglen;
+}
+
+int shrink_isr(S *s, int b, int f) {
+    return out_of_sync(s, b, f) && conditional_isr_write(s, b, s->br[b].r.isr & (u8)~(1 << f));
+}
+
+int caught_up(const S *s, int b, int f) {
+    const Replica *lr = &s->br[b].r;
+    if (s->br[b].status != UP || lr->role != LEADER || has(lr->isr, f) || !has(s->zn_ar, f)) return 0;
+    int leo = lr->follower_leo[f];
+    return !(leo == UNKNOWN || leo < lr->hw || (C.fenced && leo < lr->epoch_start));
 }
 
 int expand_isr(S *s, int b, int f) {
-    Replica *lr = &s->br[b].r;
-    if (s->br[b].status != UP || lr->role != LEADER || has(lr->isr, f) || !has(s->zn_ar, f)) return 0;
-    int leo = lr->follower_leo[f];
-    if (leo == UNKNOWN || leo < lr->hw || (C.fenced && leo < lr->epoch_start)) return 0;
-    return conditional_isr_write(s, b, lr->isr | (u8)(1 << f));
+    return caught_up(s, b, f) && conditional_isr_write(s, b, s->br[b].r.isr | (u8)(1 << f));
 }
 
 int isr_update_failed(S *s, int b) {
     Replica *lr = &s->br[b].r;
-    if (s->br[b].status != UP || lr->role != LEADER || s->zn_zk_version == lr->zk_version) return 0;
+    if (C.alter_partition || s->br[b].status != UP || lr->role != LEADER || s->zn_zk_version == lr->zk_version) return 0;
     lr->role = NONE;
     lr->leader = NO_LEADER;
     lr->isr = 0;
@@ -712,21 +727,14 @@ int differs(const Expanding *x, const S *t) {
     return n != x->enclen || memcmp(buf, x->enc, (size_t)n) != 0;
 }
 
-#define TRY(call)                                  \
-    do {                                           \
-        t = x->s;                                  \
-        if (call) {                                \
-            forget_stale_requests(&t);             \
-            if (differs(x, &t)) emit(ctx, &t);     \
-        }                                          \
-    } while (0)
-
 void successors(const Expanding *x, Emit emit, void *ctx) {
     const S *s = &x->s;
     int n = C.brokers;
     S t;
     for (int b = 0; b < n; b++) TRY(broker_crash(&t, b));
-    for (int b = 0; b < n; b++) TRY(broker_restart(&t, b));
+    for (int b = 0; b < n; b++) /* restarts_args: with Kafka's start, each HW its checkpoint may hold */
+        for (int h = C.startup_from_controller ? 0 : -1; h <= (C.startup_from_controller ? s->br[b].r.hw : -1); h++)
+            TRY(broker_restart(&t, b, h));
     for (int b = 0; b < n; b++) TRY(broker_pause(&t, b));
     for (int b = 0; b < n; b++) TRY(broker_resume(&t, b));
     for (int b = 0; b < n; b++) TRY(broker_reregister(&t, b));
@@ -736,6 +744,7 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
         Outcome out[MAXB + 1];
         int k = election_outcomes(s, out);
         for (int i = 0; i < k; i++) TRY(elect_leader(&t, s->controller, out[i].leader));
+        for (int r = 0; r < n; r++) TRY(offline_replica_write(&t, s->controller, r));
         for (int b = 0; b < n; b++)
             if (has(s->br[s->controller].new_brokers, b)) TRY(on_broker_startup(&t, s->controller, b));
         int args[MAXB * MAXB][2];
@@ -746,9 +755,12 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
     for (int i = 0; i < s->nlai; i++) TRY(become_leader(&t, s->lai[i]));
     for (int i = 0; i < s->nlai; i++) TRY(become_follower(&t, s->lai[i]));
     for (int b = 0; b < n; b++) TRY(truncate_log(&t, b));
-    for (int b = 0; b < n; b++) TRY(produce(&t, b));
+    for (int b = 0; b < n; b++) /* with_holds: each step, then held by each follower */
+        for (int h = NO_HOLD; h < (C.hw_waits_outside_isr ? n : 0); h++) TRY(produce(&t, b, h));
     for (int b = 0; b < n; b++) TRY(send_fetch(&t, b));
-    for (int i = 0; i < s->nfetch; i++) TRY(handle_fetch(&t, s->fetch[i]));
+    for (int i = 0; i < s->nfetch; i++)
+        for (int h = NO_HOLD; h < (C.hw_waits_outside_isr && s->fetch[i].kind == FETCH_REQUEST ? n : 0); h++)
+            TRY(handle_fetch_held(&t, s->fetch[i], h));
     for (int i = 0; i < s->nfetch; i++) TRY(receive_fetch(&t, s->fetch[i]));
     for (int b = 0; b < n; b++)
         for (int f = 0; f < n; f++)
@@ -766,4 +778,5 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
                     if (has((u8)ar, l) && has(s->live, l)) TRY(create_topic(&t, s->controller, (u8)ar, l));
     }
     if (s->controller != NO_LEADER && s->preferred_elections < C.preferred_elections) TRY(preferred_election(&t, s->controller));
+    if (C.alter_partition) alter_successors(x, emit, ctx);
 }

@@ -9,6 +9,9 @@
  *   rules.c       model/actions/ and model/truncation.py: the initial state and the successors
  *   shutdown.c    model/actions/shutdown.py and StopReplica: controlled shutdown, the clean stop
  *   topics.c      model/actions/topics.py: topic deletion and re-creation, topic ids
+ *   alter_partition.c  model/actions/controller_isr.py: ISR changes through the controller
+ *   kafka_leader.c     the rules of Kafka's brokers (model.config.KAFKA_BROKER): the HW held
+ *                      outside the ISR, the broker start that waits for the controller
  *   reduction.c   properties/checkers/reduction.py: the free (ample) step and the normal form
  *   symmetry.c    properties/checkers/symmetry.py: the canonical representative, and the search key
  *   properties.c  properties/safety.py: the state and transition properties
@@ -56,6 +59,9 @@
 #ifndef MAXSTOP
 #define MAXSTOP 16
 #endif
+#ifndef MAXALTER
+#define MAXALTER 8
+#endif
 #ifndef MAXENC
 #define MAXENC 2048
 #endif
@@ -71,6 +77,8 @@ enum { IDLE = 0, TRUNCATING = 1, FETCHING = 2 };
 enum { FETCH_REQUEST = 0, FETCH_RESPONSE = 1 };
 enum { OK = 0, OUT_OF_RANGE = 1 };
 enum { EPOCH_DURING_DELETE = -2 }; /* a topic deletion's StopReplica: delete whatever the epoch */
+enum { ALTER_REQUEST = 0, ALTER_RESPONSE = 1 }; /* and the answers' errors: alter_partition.c */
+enum { NO_HOLD = -1 }; /* a produce's or fetch's hold argument: no follower holds the HW */
 enum { T_HW = 0, T_KIP101 = 1, T_KIP279 = 2, T_KIP320 = 3 };
 
 typedef struct { i8 value, epoch; } Entry;
@@ -101,6 +109,9 @@ typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, 
 typedef struct { i8 to, partition, leader_epoch, controller_epoch, topic_id, delete; } Stop;
 
 typedef struct { i8 kind, follower, leader, partition, offset, epoch, nrec; Entry rec[MAXREC]; i8 hw, error, topic_id; } Fetch;
+
+/* An AlterPartition proposal or its answer (model.state.AlterPartition) */
+typedef struct { i8 kind, leader, partition, leader_epoch; u8 isr; i8 zk_version, broker_epoch, error, topic_id; } Alter;
 
 typedef struct { i8 p, offset; Entry e; } Committed;
 typedef struct { i8 p, value; } PV;
@@ -142,6 +153,8 @@ typedef struct {
     i8 preferred_elections; /* ghost: preferred-replica elections taken */
     i8 nstop;
     Stop stop[MAXSTOP]; /* StopReplica requests in flight */
+    i8 nalter;
+    Alter alter[MAXALTER]; /* AlterPartition proposals and answers in flight */
 } S;
 
 typedef struct {
@@ -151,6 +164,9 @@ typedef struct {
     int deletions, topic_ids; /* topic deletions (each then a re-creation); topic ids (KIP-516) on */
     int fetch_max_records; /* the most records a fetch answer carries, 0: all */
     int symmetry, reduction;
+    int alter_partition; /* the ISR written by the controller (AlterPartition) */
+    /* the rules of Kafka's brokers (model.config.KAFKA_BROKER) */
+    int startup_from_controller, offline_replica_writes, hw_waits_outside_isr, leader_keeps_follower_state;
 } Cfg;
 
 
@@ -211,6 +227,16 @@ typedef struct {
 
 typedef void (*Emit)(void *ctx, const S *t);
 
+/* Try one step on a copy t of x->s; emit its successor unless it is a self-loop */
+#define TRY(call)                                  \
+    do {                                           \
+        t = x->s;                                  \
+        if (call) {                                \
+            forget_stale_requests(&t);             \
+            if (differs(x, &t)) emit(ctx, &t);     \
+        }                                          \
+    } while (0)
+
 void initial(S *s);
 void successors(const Expanding *x, Emit emit, void *ctx);
 int differs(const Expanding *x, const S *t);
@@ -242,6 +268,21 @@ void add_lai(S *s, Lai m);
 Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
 int max_broker_epoch(const S *s);
 
+/* rules.c, shared with alter_partition.c and kafka_leader.c */
+int out_of_sync(const S *s, int b, int f);
+int caught_up(const S *s, int b, int f);
+int isr_least_leo(const S *s, int b);
+void advance_hw_to(S *s, int b, int cap); /* cap < 0: the maximal ISR's least LEO */
+/* alter_partition.c: AlterPartition (model/actions/controller_isr.py) */
+u8 maximal_isr(const S *s, int b);
+int propose_isr(S *s, int b, int f);
+int alter_partition(S *s, int c, Alter m);
+int apply_isr(S *s, Alter m);
+void alter_successors(const Expanding *x, Emit emit, void *ctx);
+/* kafka_leader.c: the HW a follower outside the ISR holds (model/actions/replication.py held_at) */
+int advance_hw_held(S *s, int b, int hold);
+int offline_replica_write(S *s, int c, int r);
+
 /* topics.c: topic deletion and re-creation (model/actions/topics.py), and what a replica of
  * a deleted incarnation becomes (model/actions/common.py) */
 int delete_topic(S *s, int c);
@@ -252,11 +293,12 @@ int is_current(const S *s, const Replica *r);
 /* the fetch actions the reduction takes on their own */
 int send_fetch(S *s, int f);
 int handle_fetch(S *s, Fetch m);
+int handle_fetch_held(S *s, Fetch m, int hold);
 int receive_fetch(S *s, Fetch m);
 /* the other actions of rules.c, for the judge's step (step.c): each returns 0 when its guard
  * fails, as the Python action returns None */
 int broker_crash(S *s, int b);
-int broker_restart(S *s, int b);
+int broker_restart(S *s, int b, int checkpointed_hw);
 int broker_pause(S *s, int b);
 int broker_resume(S *s, int b);
 int broker_reregister(S *s, int b);
@@ -267,7 +309,7 @@ int on_broker_startup(S *s, int c, int b);
 int become_leader(S *s, Lai m);
 int become_follower(S *s, Lai m);
 int truncate_log(S *s, int f);
-int produce(S *s, int b);
+int produce(S *s, int b, int hold);
 int shrink_isr(S *s, int b, int f);
 int expand_isr(S *s, int b, int f);
 int isr_update_failed(S *s, int b);

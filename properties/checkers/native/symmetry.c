@@ -12,8 +12,8 @@
 
 static void rename_versions(S *s) {
     /* zk_versions, dense from 0; zxids (broker epochs), dense from 1 */
-    int vs[2 + MAXB + MAXLAI], nv = 0;
-    int zs[2 + 2 * MAXB + MAXLAI], nz = 0;
+    int vs[2 + MAXB + MAXLAI + MAXALTER], nv = 0;
+    int zs[2 + 2 * MAXB + MAXLAI + MAXALTER], nz = 0;
     vs[nv++] = s->zn_zk_version;
     for (int b = 0; b < C.brokers; b++)
         if (s->br[b].r.zk_version >= 0) vs[nv++] = s->br[b].r.zk_version;
@@ -21,6 +21,10 @@ static void rename_versions(S *s) {
     for (int b = 0; b < C.brokers; b++) zs[nz++] = s->broker_epochs[b];
     for (int b = 0; b < C.brokers; b++) zs[nz++] = s->br[b].broker_epoch;
     for (int i = 0; i < s->nlai; i++) zs[nz++] = s->lai[i].max_broker_epoch;
+    for (int i = 0; i < s->nalter; i++) {
+        vs[nv++] = s->alter[i].zk_version;
+        zs[nz++] = s->alter[i].broker_epoch;
+    }
     zs[nz++] = s->zxid;
     /* rank = number of distinct values below it */
     int vmap[256], zmap[256];
@@ -44,6 +48,10 @@ static void rename_versions(S *s) {
     for (int i = 0; i < s->nlai; i++) {
         s->lai[i].zk_version = VM(s->lai[i].zk_version);
         s->lai[i].max_broker_epoch = ZM(s->lai[i].max_broker_epoch);
+    }
+    for (int i = 0; i < s->nalter; i++) {
+        s->alter[i].zk_version = VM(s->alter[i].zk_version);
+        s->alter[i].broker_epoch = ZM(s->alter[i].broker_epoch);
     }
     s->zxid = ZM(s->zxid);
 #undef VM

@@ -22,8 +22,8 @@ def unsupported(cfg: Config) -> str | None:
         missing.append("a replication factor below the broker count")
     if cfg.startup_from_controller:
         missing.append("Kafka's broker start (a restart that waits for the controller)")
-    if cfg.leaderless_first:
-        missing.append("Kafka's leaderless write before an election")
+    if cfg.offline_replica_writes:
+        missing.append("Kafka's write per dead replica taken out of the ISR")
     if cfg.hw_waits_outside_isr:
         missing.append("Kafka's HW wait for a caught-up follower outside the ISR")
     if cfg.leader_keeps_follower_state:

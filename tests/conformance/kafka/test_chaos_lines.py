@@ -162,7 +162,7 @@ def test_each_profile_and_unclean_setting_has_its_configuration() -> None:
         "kafka26", "kafka26-unclean", "kafka39", "kafka39-unclean"]
     for name in ("kafka26-unclean", "kafka39-unclean"):
         assert NAMED[name].unclean and name not in DRIVABLE
-        assert NAMED[name].startup_from_controller and NAMED[name].leaderless_first
+        assert NAMED[name].startup_from_controller and NAMED[name].offline_replica_writes
     assert NAMED["kafka39-unclean"].alter_partition and not NAMED["kafka26-unclean"].alter_partition
 
 

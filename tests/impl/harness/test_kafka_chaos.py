@@ -20,9 +20,10 @@ from impl.harness.cli.main import main
 
 KNOWN_STOPS = ("handle_fetch", "receive_fetch", "produce", "expand_isr", "shrink_isr", "propose_isr",
                "alter_partition", "apply_isr", "broker_restart", "controller_elect", "elect_leader")
-"""Where the judge stops on chaos runs so far (docs/kafka.md, Divergences 9, 11, 15 to 18):
-replication steps, the registration after a paused broker's session expired, and the
-leaderless write per dead ISR member before an unclean election."""
+"""Where the judge stops on chaos runs so far (docs/kafka.md, Divergences 9, 11, 14 to 18):
+replication steps, the registration after a paused broker's session expired, a topic
+deletion's ISR removals, and the unclean election itself, which the judge refuses when every
+state it leads to breaks ``committed_durable`` -- the loss the run reports."""
 
 
 def _judged(report: dict, code: int, config: str) -> None:

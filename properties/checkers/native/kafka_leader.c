@@ -1,0 +1,46 @@
+/*
+ * kafka_leader.c: the HW rule of Kafka's leader (model.config.KAFKA_BROKER's
+ * hw_waits_outside_isr; model/actions/replication.py held_at, advance_hw_held): a live
+ * assigned follower outside the ISR that has caught up within replica.lag.time.max.ms may
+ * hold the HW advance a produce or a fetch makes.  Kafka's other broker rules are a line or
+ * two each where the rule they change lives (rules.c): the broker start that waits for the
+ * controller (broker_restart, stale_reason), the elections alone where the controller's
+ * own writes take dead replicas out of the ISR (election_outcomes) and the followers' fetch
+ * state a leader keeps across its own new epochs (become_leader).  Kafka's controller taking
+ * a dead replica offline is here (offline_replica_write).
+ */
+#include "state.h"
+
+/* held_at: the offset follower hold holds leader b's HW at, or -1 where it holds nothing back */
+static int held_at(const S *s, int b, int hold) {
+    const Replica *r = &s->br[b].r;
+    if (!C.hw_waits_outside_isr || hold == b || !has(s->zn_ar, hold) || !has(s->live, hold)) return -1;
+    int leo = r->follower_leo[hold], unheld = isr_least_leo(s, b);
+    if (has(maximal_isr(s, b), hold) || leo == UNKNOWN || leo >= unheld || unheld <= r->hw) return -1;
+    return leo;
+}
+
+/* advance_hw_held: advance_hw, held by follower hold (unless NO_HOLD); 0 if hold cannot hold it */
+int advance_hw_held(S *s, int b, int hold) {
+    if (hold == NO_HOLD) {
+        advance_hw_to(s, b, -1);
+        return 1;
+    }
+    int cap = held_at(s, b, hold);
+    if (cap < 0) return 0;
+    advance_hw_to(s, b, cap);
+    return 1;
+}
+
+/* offline_replica_write (model.actions.controller, Config.offline_replica_writes): Kafka's
+ * controller taking dead ISR member r offline by a write of its own -- elect_leader with its
+ * offline argument.  The leader it writes is -1 if r led, else the leader as it is; the ISR
+ * loses r unless r is its only member (the ISR never becomes empty); leader epoch + 1. */
+int offline_replica_write(S *s, int c, int r) {
+    if (!acting_controller(s, c)) return 0;
+    if (s->zn_leader_epoch + 1 > C.max_epoch) return 0;
+    if (!C.offline_replica_writes || !s->zn_ar || !has(s->zn_isr, r) || has(s->live, r)) return 0;
+    write_and_send(s, s->zn_leader == r ? NO_LEADER : s->zn_leader,
+                   popcount8(s->zn_isr) == 1 ? s->zn_isr : (u8)(s->zn_isr & ~(1 << r)));
+    return 1;
+}
