@@ -10,8 +10,9 @@ The variants are the history of Kafka's replication protocol (see ``model.trunca
 * ``zombie`` -- ``kip320`` with a GC pause / resume of a broker within the bounds.
 * ``kafka26`` -- ``kip320`` with Kafka's broker start (``startup_from_controller``), its
   controller's write per dead replica taken out of the ISR (``offline_replica_writes``), its
-  leader's HW waiting for a caught-up follower outside the ISR (``hw_waits_outside_isr``) and keeping its
-  followers' fetch state across its own new epochs (``leader_keeps_follower_state``):
+  leader's HW waiting for a caught-up follower outside the ISR (``hw_waits_outside_isr``), keeping its
+  followers' fetch state across its own new epochs (``leader_keeps_follower_state``) and its
+  controller's reassignment in phases, each with its epoch (``reassign_phases``):
   Apache Kafka 3.9 in ZooKeeper mode at inter-broker protocol 2.6, whose leaders write the ISR.
 * ``kafka39`` -- ``kip320`` with the ISR changed through the controller (AlterPartition,
   KIP-497; KIP-841's eligibility) and ``kafka26``'s rules of Kafka's brokers (``KAFKA_BROKER``):
@@ -72,6 +73,11 @@ class Settings:
     # what it knows of its followers' fetch offsets (``isNewLeader`` false); a new leader
     # forgets them.  False is the model's makeLeader: every new epoch forgets them
     leader_keeps_follower_state: bool = False
+    # Kafka's controller moving a partition (KIP-455's ``onPartitionReassignment``): the start
+    # bumps the leader epoch (same leader and ISR) and sends it to every replica old and new;
+    # the completion keeps the ISR, whose removed replicas leave it by a write of their own
+    # (model.actions.reassignment).  False is seed 000 F: one epoch bump, at the completion
+    reassign_phases: bool = False
 
     @property
     def partition_ids(self) -> int:
@@ -115,6 +121,7 @@ class Settings:
             + (" offline_replica_writes=True" if self.offline_replica_writes else "")
             + (" hw_waits_outside_isr=True" if self.hw_waits_outside_isr else "")
             + (" leader_keeps_follower_state=True" if self.leader_keeps_follower_state else "")
+            + (" reassign_phases=True" if self.reassign_phases else "")
         )
 
 
@@ -125,7 +132,7 @@ Config = make_dataclass("Config", [(k.field, int, k.default) for k in KNOBS], ba
 
 KAFKA_BROKER: dict[str, bool] = {
     "startup_from_controller": True, "offline_replica_writes": True,
-    "hw_waits_outside_isr": True, "leader_keeps_follower_state": True,
+    "hw_waits_outside_isr": True, "leader_keeps_follower_state": True, "reassign_phases": True,
 }
 """The rules of Apache Kafka's brokers and controller that every Kafka configuration has."""
 
@@ -156,7 +163,7 @@ def of_apache_kafka(cfg: Config) -> bool:
     leader's own epochs): such a configuration
     judges Kafka's traces, and no Epochal cluster can be driven by it."""
     return bool(cfg.startup_from_controller or cfg.offline_replica_writes or cfg.alter_partition
-                or cfg.hw_waits_outside_isr or cfg.leader_keeps_follower_state)
+                or cfg.hw_waits_outside_isr or cfg.leader_keeps_follower_state or cfg.reassign_phases)
 
 
 DRIVABLE: tuple[str, ...] = tuple(name for name, cfg in NAMED.items() if not of_apache_kafka(cfg))

@@ -39,21 +39,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from conformance.kafka.fetchers import FetcherLines
 from conformance.kafka.ordering import (
     answers_after_appends,
     answers_after_hw,
     appends_first,
     fetching_replica,
+    lookups_at_answers,
     next_fetches,
     reads_after_answers,
+    stopped_while_polling,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
+from conformance.kafka.reassignment import (
+    ReassignmentLines,
+    Reassignments,
+    expansions_before_caught_up,
+)
+from conformance.kafka.triggers import Trigger
 from traces import SCHEMA_ID, events
 from traces.events import Event
 
 HARNESS = -1
 FAULTS = {"kill": "broker_crash", "pause": "broker_pause", "resume": "broker_resume", "stop": "broker_stop"}
-FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", 74: "FENCED_LEADER_EPOCH"}
+FENCED_LEADER_EPOCH = 74
+FETCH_ERRORS = {0: None, 1: "OFFSET_OUT_OF_RANGE", FENCED_LEADER_EPOCH: "FENCED_LEADER_EPOCH"}
 NOT_LEADING_YET = frozenset({3, 6, 75, 100})
 """UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_ID: a fetch
 the broker read before it applied the LeaderAndIsr making it leader (the follower applied its
@@ -71,10 +81,18 @@ OBSERVED = {
                     "Partition T-P state changed to (Leader:L,...) after removing replica R from the ISR "
                     "(one write per dead replica, judged as elect_leader's offline R); "
                     "its reason from controller.log's line before it: Starting replica leader election (PREFERRED) "
-                    "for partitions ... (preferred), Shutting down broker B (controlled_shutdown)",
+                    "for partitions ... (preferred), Shutting down broker B (controlled_shutdown); Target replicas ... "
+                    "have all caught up ... for reassigning partition T-P, then that write or Sent LeaderAndIsr "
+                    "request ... for partition being reassigned T-P (reassign)",
+    "reassignment": "controller.log: Successfully updated assignment of partition T-P to ReplicaAssignment(...) "
+                    "naming a new target (IN_PROGRESS) or the target alone (DONE); conformance.kafka.reassignment",
+    "stop_replica": "state-change.log, a replica a reassignment removed: Received StopReplica request "
+                    "StopReplicaPartitionState(..., deletePartition=true)",
     "become_leader": "state-change.log, the broker: the Received LeaderAndIsr before Leader T-P ... starts at",
-    "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at",
-    "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset",
+    "become_follower": "state-change.log, the broker: the Received LeaderAndIsr before Follower T-P starts at; "
+                       "placed at server.log's Removed fetcher for partitions ... (T-P) of the same thread",
+    "truncate": "server.log, the fetcher: Truncating partition T-P ... due to leader epoch and offset; placed at "
+                "the relay's OffsetForLeaderEpoch answer to it",
     "shrink_isr": "partition.log, the leader (IBP 2.6, a request handler): ISR updated to ... and version updated "
                   "to V (one fewer)",
     "expand_isr": "partition.log, the leader (IBP 2.6, a request handler): ISR updated to ... and version updated "
@@ -142,33 +160,6 @@ class AdapterError(ValueError):
     """A run directory the adapter cannot read (one line)."""
 
 
-class Trigger(NamedTuple):
-    """What the controller's event thread last said it handles (``election_trigger``): a
-    preferred-replica election of ``partitions``, the controlled shutdown of ``stopping``,
-    or something else (a broker failure: neither)."""
-
-    partitions: frozenset[str] = frozenset()
-    stopping: int = -1
-
-    @classmethod
-    def of(cls, f: dict[str, Any]) -> Trigger:
-        if f["election"] == "PREFERRED":
-            return cls(partitions=frozenset(tp for tp in f["tps"].split(",") if tp))
-        return cls(stopping=int(f["stopping"])) if f["stopping"] is not None else cls()
-
-    def reason(self, tp: str, removed: int | None) -> str | None:
-        """The model's reason for a partition state write the controller makes under this
-        trigger -- a new leader (``removed`` None) or a replica taken out of the ISR -- or None
-        where the trigger does not explain it: a preferred election writes only a new
-        leader of a partition named; a controlled shutdown moves the leadership off the
-        broker stopping, and takes it out of the ISRs it follows in."""
-        if tp in self.partitions and removed is None:
-            return "preferred"
-        if self.stopping >= 0 and removed in (None, self.stopping):
-            return "controlled_shutdown"
-        return None
-
-
 @dataclass
 class _Replica:
     """What the adapter knows of one broker's replica of one partition."""
@@ -183,6 +174,7 @@ class _Replica:
     fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
     appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
+    became_at: float = float("-inf")  # when it applied its leader epoch (a LeaderAndIsr)
 
     def log_end_epoch(self) -> int | None:
         return self.log[-1][1] if self.log else None
@@ -293,7 +285,7 @@ class Placed:
         return seen[0][1] if len({v for _, v in seen}) == 1 else f"unseen@{offset}/{leader_epoch}"
 
 
-class _Adapter:
+class _Adapter(ReassignmentLines, FetcherLines):
     def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = [str(v["value"]) for v in values]
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
@@ -314,15 +306,20 @@ class _Adapter:
         self.applies: dict[tuple[str, int, int], tuple[float, list[int], int]] = {}
         # controller -> why its event thread writes partition states now (``election_trigger``)
         self.trigger: dict[int, Trigger] = {}
+        self.moves = Reassignments()  # conformance.kafka.reassignment
+        self.following: dict[tuple[int, str], tuple[int, tuple[str, int]]] = {}  # conformance.kafka.fetchers
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
 
     def on_line(self, broker: int, line: Line) -> None:
-        if line.name == "isr_updated":
-            self._isr_updated(broker, line.ts, line.fields, line.thread)
+        if line.name in ("isr_updated", "fetcher_removed"):
+            self._isr_updated(broker, line.ts, line.fields, line.thread) if line.name == "isr_updated" \
+                else self.fetcher_removed(broker, line)
             return
         getattr(self, "_" + line.name)(broker, line.ts, line.fields)
+        if line.name == "became_follower":
+            self.note_follow(broker, line)
 
     # -- registrations and the controller ---------------------------------------------------
     def _registered(self, broker: int, ts: float, f: dict[str, Any]) -> None:
@@ -360,6 +357,8 @@ class _Adapter:
         reason = "init" if f["from"] == "New" else "leader_failed"
         if f["from"] == "Online":  # a live leader replaced: only an admin's or a shutdown's election does so
             reason = self.trigger.get(int(f["controller"]), Trigger()).reason(f["tp"], None) or reason
+            if self.moves.completes(topic_partition(f["tp"])):
+                reason = "reassign"  # the leader removed from the assignment: the move's completion
         self._elect(broker, ts, f["tp"], int(f["leader"]), int(f["epoch"]), f["isr"], int(f["version"]),
                     int(f["cepoch"]), reason)
 
@@ -388,6 +387,7 @@ class _Adapter:
         r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
         r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
         r.fetch_offset.clear()
+        r.became_at = ts
         if kept:
             r.hw = hw_after_make_leader(r.hw, len(r.log), r.isr, broker, kept)
         make = events.become_leader if role == "leader" else events.become_follower
@@ -492,7 +492,8 @@ class _Adapter:
                     continue
                 error = ALTER_ERRORS.get(pd["errorCode"], "UNKNOWN")
                 isr = list(pd["isr"]) if error is None else [b["brokerId"] for b in asked.get("newIsrWithEpochs", ())]
-                version = int(pd["partitionEpoch"]) if error is None else self.known_version.get(key, -1)
+                # a refusal echoes the proposal, with the partition epoch the leader knew
+                version = int(pd["partitionEpoch"]) if error is None else int(asked.get("partitionEpoch", -1))
                 wrote = error is None and version > self.known_version.get(key, -1)
                 if wrote:
                     self.known_isr[key], self.known_version[key] = isr, version
@@ -538,9 +539,11 @@ class _Adapter:
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
         follower = fetching_replica(req)
         moved: dict[tuple[str, int], int] = {}
+        asked: dict[tuple[str, int], int] = {}  # the leader epoch each partition was asked in
         for t in req["request"].get("topics", ()):
             for pd in t["partitions"]:
                 moved[(self._topic(t), pd["partition"])] = pd["fetchOffset"]
+                asked[(self._topic(t), pd["partition"])] = pd.get("currentLeaderEpoch", -1)
         answers = {(self._topic(t), pd["partitionIndex"]): pd
                    for t in req["response"].get("responses", ()) for pd in t["partitions"]}
         answered = {} if read else answers
@@ -551,7 +554,8 @@ class _Adapter:
             offset = moved.get(key, r.fetch_offset.get(follower))
             if offset is None or r.leader != broker:
                 continue
-            if key in answers and answers[key]["errorCode"] in NOT_LEADING_YET:
+            if key in answers and answers[key]["errorCode"] in NOT_LEADING_YET and not (
+                    read and stopped_while_polling(asked.get(key, -1), r.leader_epoch, answers[key])):
                 r.read_answer.pop(follower, None)
                 continue
             r.fetch_offset[follower] = offset
@@ -559,18 +563,28 @@ class _Adapter:
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
+            # sent in an epoch before the follower's latest, read once it had moved on: the model's
+            # fetch is sent and read in one step, before the follower moved on (and after the
+            # leader's own); its answer the follower's fetcher discards
+            stale = 0 <= asked.get(key, -1) < self.replica(*key, follower).leader_epoch
+            if read and stale:
+                at = max(r.became_at + 1e-7, min(at, self.replica(*key, follower).became_at - 1e-6))
+                if r.leader_epoch > asked[key] and answers.get(key, {}).get("errorCode") == FENCED_LEADER_EPOCH:
+                    pd = answers[key]  # fenced as it was read: that answer, sent at once
             upto = self.next_fetch.get((id(req), *key))
             if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
                 at = ts  # it carries a record appended after the pause: sent then, taken in at the resume
-            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, upto)
+            self._fetch_round_trip(broker, follower, key, offset, pd, at, read, upto, stale)
 
     def _fetch_round_trip(self, leader: int, follower: int, key: tuple[str, int], offset: int,
-                          pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None) -> None:
+                          pd: dict[str, Any] | None, ts: float, read: bool, upto: int | None = None,
+                          stale: bool = False) -> None:
         r = self.replica(*key, leader)
         error = FETCH_ERRORS.get(pd["errorCode"], "UNKNOWN") if pd else None
         has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
         records = [list(x) for x in r.log[offset:upto]] if has_records else []
-        leader_hw = pd["highWatermark"] if pd else self._hw_as_read(r, leader)
+        fenced = error == FETCH_ERRORS[FENCED_LEADER_EPOCH]  # the model's: no HW, no answer taken in
+        leader_hw = None if fenced else pd["highWatermark"] if pd else self._hw_as_read(r, leader)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later;
         # another one is a second round trip at the same offset, after the follower took the first
@@ -588,7 +602,7 @@ class _Adapter:
             if pending is not None and pending[1] == follower and offset >= r.hw:
                 del self.expansions[(*key, leader)]
                 self._write_isr(leader, ts + 1e-7, key[0], key[1], follower, pending[2], pending[3])
-        if pd is None or self._gone(follower, ts):
+        if pd is None or stale or fenced or self._gone(follower, ts):
             return  # nothing new for the follower, its receipt silent; or no follower to receive it
         fr = self.replica(*key, follower)
         if len(fr.log) == offset:
@@ -714,6 +728,7 @@ def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
     steps = reads_after_answers(list(_lines(run_dir)))
     steps = answers_after_appends(answers_after_hw(appends_first(steps, run_dir)), run_dir)
+    steps = lookups_at_answers(expansions_before_caught_up(steps), run_dir)
     lines = sorted(((line.ts, _priority(line), broker, pos, line) for broker, pos, line in steps), key=lambda x: x[:4])
     return [(broker, line) for _, _, broker, _, line in lines]
 
@@ -740,9 +755,12 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
 def _priority(line: Line) -> int:
     """Within one millisecond: the controller's reason for a write, then ZooKeeper writes,
     then what reacts to them."""
-    if line.name == "election_trigger":
-        return -1  # logged before the writes it causes, often in the same millisecond
-    return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline") else 1
+    if line.name in ("election_trigger", "reassign_caught_up"):
+        return -1
+    if line.name == "fetcher_removed":
+        return 2  # after the Follower ... starts line of its millisecond (server.log is read first)  # logged before the writes it causes, often in the same millisecond
+    return 0 if line.name in ("registered", "controller_elected", "leader_elected", "replica_offline",
+                              "assignment_updated", "reassign_epoch") else 1
 
 
 def to_records(adapted: list[tuple[int, Event, float]], run: str) -> list[dict[str, Any]]:

@@ -294,3 +294,53 @@ def _carried(line: Line, leader: int, relayed: dict[tuple[int, str, int], list[t
             for t in req["response"].get("responses", ()) for pd in t["partitions"]
             if pd.get("recordsSizeInBytes", 0) > 0
             and (key := (t.get("topic") or names.get(t.get("topicId", ""), ""), pd["partitionIndex"])) in asked}
+
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def stopped_while_polling(asked: int, leader_epoch: int, answer: dict[str, Any]) -> bool:
+    """Whether a replica fetch answered NOT_LEADER_OR_FOLLOWER was read by the leader it asked,
+    in the epoch it led in (``asked``, the request's current leader epoch): it stopped leading
+    during the long poll -- a StopReplica, or a new leader elsewhere (from Fetch v12 the answer
+    names it, ``currentLeader``).  The read moved the follower's offset as any other (and may
+    have expanded the ISR); only the answer is an error, which the follower takes in as
+    nothing.  (A fetch read before the leader led asks in an epoch it does not lead in.)"""
+    return answer["errorCode"] == NOT_LEADER_OR_FOLLOWER and asked == leader_epoch >= 0
+
+
+def lookups_at_answers(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
+    """``steps`` with each truncation an epoch lookup decided (``Truncating ... due to leader
+    epoch and offset``, logged once the follower's fetcher processed the answer) placed at the
+    answer: the latest OffsetForLeaderEpoch answer the leader's relay forwarded to that
+    follower for the partition before the line.  The model's lookup reads the leader's epochs
+    as they were then -- the leader may have taken a new epoch between its answer and the
+    line.  Without relay logs nothing moves."""
+    answered: dict[tuple[int, int, str, int], list[float]] = defaultdict(list)  # (leader, follower, t, p)
+    for path in sorted((run_dir / RELAY_DIR).glob("broker-*.jsonl")):
+        asked: dict[tuple[int, int], int] = {}  # (conn, correlation id) -> the follower asking
+        for text in path.read_text().splitlines():
+            try:
+                e = json.loads(text)
+            except ValueError:
+                continue
+            if e.get("api") != "OffsetForLeaderEpoch" or "decode_error" in e:
+                continue
+            key = (e["conn"], e["correlation_id"])
+            if e["direction"] == "request":
+                asked[key] = int(e.get("src", -1))
+            elif key in asked:
+                follower = asked.pop(key)
+                for p in e.get("partitions", ()):
+                    answered[(e["broker"], follower, p["topic"], p["partition"])].append(e["time"])
+    if not answered:
+        return steps
+    out = []
+    for broker, pos, line in steps:
+        if line.name == "truncated" and line.fields["why"] == "leader epoch and offset":
+            times = answered.get((int(line.fields["leader"]), broker, *topic_partition(line.fields["tp"])), [])
+            before = [t for t in times if t <= line.ts]
+            if before:
+                line = line._replace(ts=min(line.ts, max(before) + 1e-6))
+        out.append((broker, pos, line))
+    return out

@@ -48,6 +48,31 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"\[Controller id=(?P<controller>\d+) epoch=(?P<cepoch>\d+)\] Partition (?P<tp>\S+) state changed to "
         r"\(Leader:(?P<leader>-?\d+),ISR:(?P<isr>[\d,]*),LeaderRecoveryState:\w+,LeaderEpoch:(?P<epoch>\d+),"
         r"ZkVersion:(?P<version>\d+),ControllerEpoch:\d+\) after removing replica (?P<replica>\d+) from the ISR"),
+    # controller.log: a partition's assignment written to /brokers/topics/<t> -- a
+    # reassignment's start (AR = target + original, the replicas being added and removed)
+    # and its end (AR = target, none being added or removed)
+    "assignment_updated": re.compile(
+        r"\[Controller id=(?P<controller>\d+)\] Successfully updated assignment of partition (?P<tp>\S+) to "
+        r"ReplicaAssignment\(replicas=(?P<replicas>[\d,]*), addingReplicas=(?P<adding>[\d,]*), "
+        r"removingReplicas=(?P<removing>[\d,]*)\)"),
+    # controller.log: a reassignment's target replicas all in the ISR -- the partition state
+    # write that follows is the move's completion (a new leader, or the leader's new epoch)
+    "reassign_caught_up": re.compile(
+        r"\[Controller id=(?P<controller>\d+)\] Target replicas \w*\((?P<target>[\d, ]*)\) have all caught up "
+        r"with the leader for reassigning partition (?P<tp>\S+)"),
+    # state-change.log, the controller: a reassigned partition's leader epoch bumped for the
+    # same leader and ISR (Kafka's updateLeaderEpochAndSendRequest), written and sent
+    "reassign_epoch": re.compile(
+        r"\[Controller id=(?P<controller>\d+) epoch=(?P<cepoch>\d+)\] Sent LeaderAndIsr request \(Leader:"
+        r"(?P<leader>-?\d+),ISR:(?P<isr>[\d,]*),LeaderRecoveryState:\w+,LeaderEpoch:(?P<epoch>\d+),"
+        r"ZkVersion:(?P<version>\d+),ControllerEpoch:\d+\) with new replica assignment ReplicaAssignment\("
+        r"replicas=(?P<replicas>[\d,]*), addingReplicas=(?P<adding>[\d,]*), removingReplicas=(?P<removing>[\d,]*)\)"
+        r" to leader \d+ for partition being reassigned (?P<tp>\S+)"),
+    # state-change.log, a broker's receipt of a StopReplica
+    "stop_replica_received": re.compile(
+        r"\[Broker id=(?P<broker>\d+)\] Received StopReplica request StopReplicaPartitionState\("
+        r"partitionIndex=\d+, leaderEpoch=(?P<epoch>-?\d+), deletePartition=(?P<delete>true|false)\) "
+        r"correlation id \d+ from controller (?P<controller>\d+) epoch (?P<cepoch>\d+) for partition (?P<tp>\S+)"),
     # state-change.log, a broker's receipt of a LeaderAndIsr partition state
     "leader_and_isr_received": re.compile(
         r"\[Broker id=(?P<broker>\d+)\] Received LeaderAndIsr request LeaderAndIsrPartitionState\("
@@ -64,6 +89,10 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"\[Broker id=(?P<broker>\d+)\] Follower (?P<tp>\S+) starts at leader epoch (?P<epoch>\d+) from "
         r"offset (?P<leo>\d+) with partition epoch (?P<version>\d+) and high watermark (?P<hw>\d+)\. "
         r"Current leader is (?P<leader>-?\d+)\."),
+    # server.log, a broker's LeaderAndIsr handling: a partition taken off its replica fetcher
+    # (to be added again at its new epoch: conformance.kafka.fetchers)
+    "fetcher_removed": re.compile(r"\[ReplicaFetcherManager on broker (?P<broker>\d+)\] Removed fetcher for "
+                                  r"partitions \w*\((?P<tps>[^)]*)\)"),
     # server.log, the replica fetcher: the truncation an epoch lookup decided
     "truncated": re.compile(
         r"\[ReplicaFetcher replicaId=(?P<broker>\d+), leaderId=(?P<leader>\d+), fetcherId=\d+\] Truncating "

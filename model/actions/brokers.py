@@ -341,7 +341,7 @@ EXPIRE = Entry(
     section="000 A", impl="impl.node.faults.expire_session", trace=SILENT,
     describe=lambda args, before, after: f"broker {args[0]}'s ZK session expires; it keeps running, believing its old state",
     view=nothing_observed, event=lambda args, before, after: None,
-    coverage=Coverage(native=Unsupported("session expiry is not ported to native/rules.c (no named configuration expires)"),
+    coverage=Coverage(native=Supported("native/expire.c"),
                       z3=Unsupported("session expiry is not encoded (no named configuration expires)"),
                       judge=Unsupported("no trace kind yet: an expiry shows only in what follows it"),
                       driver=Unsupported("the driver has no operation that expires a running broker's session yet")),

@@ -287,7 +287,7 @@ REJECT_LEADER_AND_ISR = Entry(
         f"broker {args[0].to} rejects LeaderAndISR(p{args[0].partition}, leader {args[0].leader}, epoch {args[0].leader_epoch}, "
         f"controller epoch {args[0].controller_epoch}) as stale"),
     view=_reject_view, event=_reject_event,
-    coverage=Coverage(native=Unsupported("a self-loop: no search takes it"),
+    coverage=Coverage(native=Supported("native/expire.c: a self-loop no search takes; the successors mode answers it"),
                       z3=Unsupported("a self-loop: no search takes it"),
                       judge=Supported("rebuilt from the event: the model forgets refused requests"),
                       driver=DRIVEN),

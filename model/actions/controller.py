@@ -42,7 +42,7 @@ from model.actions.views import (
     written,
     znode_event,
 )
-from model.state import NO_LEADER, UP, LeaderAndIsr, PartitionZnode, State, Zk
+from model.state import NO_LEADER, UP, LeaderAndIsr, PartitionZnode, State, StopReplica, Zk
 
 if TYPE_CHECKING:
     from model.config import Config
@@ -111,6 +111,9 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     here: a dead replica leaves the ISR by a write of its own (``offline_replica_write``), so
     a live leader's ISR is not rewritten here and a partition with no one to elect is left
     as it is.
+    With ``Config.reassign_phases`` a reassignment's removed replica still in the ISR, once its
+    completion moved the leader into RAR, is not elected with (``removal_owed``): it leaves
+    the ISR by a write of its own, as a dead one does.
 
     ``stopping`` are the brokers shutting down (``shutting_down``): a new leader is never one
     of them, nor does one stay in the new ISR (Kafka 2.7's ``liveBrokerIds`` leaves them
@@ -120,7 +123,8 @@ def election_outcomes(zk: Zk, p: int, cfg: Config, stopping: tuple[int, ...] = (
     if not zn.ar:  # a deleted topic's partition: nothing to elect
         return []
     live = zk.live
-    live_isr = tuple(b for b in zn.isr if b in live)
+    removing = removal_owed(zn, cfg)
+    live_isr = tuple(b for b in zn.isr if b in live and (not removing or b in zn.rar))
     if zn.leader != NO_LEADER and zn.leader in live:
         if len(live_isr) == len(zn.isr) or cfg.offline_replica_writes:
             return []
@@ -148,11 +152,15 @@ def offline_replicas(zk: Zk, p: int, cfg: Config) -> tuple[int, ...]:
     order -- Kafka takes them in the order of a map keyed by replica -- and at any time
     before or after an election: a new controller takes every dead replica offline before
     it elects (``ReplicaStateMachine.startup`` runs before ``PartitionStateMachine.startup``),
-    a controller that sees brokers die elects first (``KafkaController.onReplicasBecomeOffline``)."""
+    a controller that sees brokers die elects first (``KafkaController.onReplicasBecomeOffline``).
+    A reassignment's removed replicas still in the ISR once its target leads
+    (``removal_owed``) are taken offline the same way, dead or alive: Kafka's
+    ``onPartitionReassignment`` moves them to OfflineReplica, one write each."""
     zn = zk.partitions[p]
     if not cfg.offline_replica_writes or not zn.ar:
         return ()
-    return tuple(b for b in zn.isr if b not in zk.live)
+    removing = removal_owed(zn, cfg)
+    return tuple(b for b in zn.isr if b not in zk.live or (removing and b not in zn.rar))
 
 
 def offline_replica_write(zn: PartitionZnode, r: int) -> tuple[int, tuple[int, ...]]:
@@ -164,6 +172,29 @@ def offline_replica_write(zn: PartitionZnode, r: int) -> tuple[int, tuple[int, .
     (``newLeaderAndIsr``) even when it changes nothing else."""
     leader = NO_LEADER if zn.leader == r else zn.leader
     return leader, zn.isr if len(zn.isr) == 1 else tuple(b for b in zn.isr if b != r)
+
+
+def removal_owed(zn: PartitionZnode, cfg: Config) -> bool:
+    """``Config.reassign_phases``: a reassignment whose target is in the ISR and leads (its
+    completion's write made) has its removed replicas still in the ISR to take out."""
+    return bool(cfg.reassign_phases and zn.rar and zn.leader in zn.rar and set(zn.rar) <= set(zn.isr)
+                and not set(zn.isr) <= set(zn.rar))
+
+
+def end_reassignment(s: State, p: int, isr: tuple[int, ...]) -> State:
+    """The write that takes a reassignment's removed replicas out of the ISR (``removal_owed``)
+    also ends the move: AR := RAR -- Kafka writes ``/brokers/topics/<t>`` with the target
+    alone right after -- and the removed replicas are sent StopReplica (delete) with the
+    epoch of that write, the one ``write_and_send`` is about to make."""
+    zn = s.zk.partitions[p]
+    if not set(isr) <= set(zn.rar):
+        return s
+    s = set_znode(s, p, zn._replace(ar=zn.rar, rar=()))
+    stops = s.stop_replica
+    for b in zn.ar:
+        if b not in zn.rar:
+            stops = added(stops, StopReplica(b, p, zn.leader_epoch + 1, s.zk.controller_epoch, zn.topic_id))
+    return s._replace(stop_replica=stops)
 
 
 def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:
@@ -201,10 +232,16 @@ def elect_leader(s: State, cfg: Config, c: int, p: int, leader: int, offline: in
         if offline not in offline_replicas(s.zk, p, cfg):
             return None
         left, isr = offline_replica_write(zn, offline)
-        return write_and_send(s, p, leader, isr) if left == leader else None
+        if left != leader:
+            return None
+        if removal_owed(zn, cfg):
+            s = end_reassignment(s, p, isr)
+        return write_and_send(s, p, leader, isr)
     for new_leader, isr, unclean in election_outcomes(s.zk, p, cfg, shutting_down(s)):
         if new_leader != leader:
             continue
+        if removal_owed(zn, cfg):
+            s = end_reassignment(s, p, isr)
         s = write_and_send(s, p, leader, isr)
         if unclean:
             s = s._replace(ghost=s.ghost._replace(unclean=added(s.ghost.unclean, p)))

@@ -114,12 +114,36 @@ def reassign_start(s: State, cfg: Config, c: int, p: int, rar: tuple[int, ...]) 
     elif zn.rar != rar:
         return None
     ar = tuple(sorted(set(zn.ar) | set(rar)))
+    if cfg.reassign_phases:
+        return _kafka_start(s._replace(ghost=ghost), cfg, p, ar, rar)
     s = set_znode(s, p, zn._replace(ar=ar, rar=rar))
     mbe = max_broker_epoch(s.zk)
     sent = s.leader_and_isr
     for to in rar:
         sent = added(sent, LeaderAndIsr(to, p, zn.leader, zn.leader_epoch, zn.isr, zn.zk_version, s.zk.controller_epoch, mbe, zn.topic_id))
     return s._replace(leader_and_isr=sent, ghost=ghost)
+
+
+def _kafka_start(s: State, cfg: Config, p: int, ar: tuple[int, ...], rar: tuple[int, ...]) -> State | None:
+    """``Config.reassign_phases``: Kafka's ``onPartitionReassignment`` writes the assignment
+    (AR := AR + RAR), and -- the target not yet all in the ISR -- bumps the leader epoch for
+    the same leader and ISR (``updateLeaderEpochAndSendRequest``, a conditional write of the
+    state znode) and sends that LeaderAndISR to every replica of AR + RAR.  A target already
+    in the ISR (a reordering, a shrink) goes straight to the completion: no epoch, no
+    request."""
+    zn = s.zk.partitions[p]
+    if set(rar) <= set(zn.isr):
+        return set_znode(s, p, zn._replace(ar=ar, rar=rar))
+    if zn.leader_epoch + 1 > cfg.max_epoch:
+        return None
+    znode = zn._replace(ar=ar, rar=rar, leader_epoch=zn.leader_epoch + 1, zk_version=zn.zk_version + 1)
+    s = set_znode(s, p, znode)
+    mbe = max_broker_epoch(s.zk)
+    sent = s.leader_and_isr
+    for to in ar:
+        sent = added(sent, LeaderAndIsr(to, p, zn.leader, znode.leader_epoch, zn.isr, znode.zk_version,
+                                        s.zk.controller_epoch, mbe, zn.topic_id))
+    return s._replace(leader_and_isr=sent)
 
 
 def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> State | None:
@@ -142,7 +166,17 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     A broker shutting down does not lead, nor keep its lead: Kafka's reassignment election
     takes the first RAR member in the ISR among ``liveReplicas``, which leave out the
     brokers shutting down (``isReplicaOnline`` without them), and it elects afresh when the
-    current leader is one of them."""
+    current leader is one of them.
+
+    With ``Config.reassign_phases`` (Kafka's controller) the write keeps the ISR -- a new
+    leader from RAR (``ReassignPartitionLeaderElectionStrategy``: ``newLeader`` keeps the ISR),
+    or the leader's epoch bumped (``updateLeaderEpochAndSendRequest``) -- and leaves the
+    assignment (AR + RAR, as ``/brokers/topics/<t>`` says until the end) and RAR pending:
+    the removed replicas still in the ISR leave it by a write of their own, an
+    ``elect_leader`` (Kafka's replica state machine taking them to OfflineReplica), which
+    ends the move and sends them StopReplica.  Like a new controller resuming the move,
+    this write may come again.  With none of them in the ISR (a move that only adds, or
+    removes replicas already out of it) this write ends the move itself."""
     if not acting_controller(s, c):
         return None
     zn = s.zk.partitions[p]
@@ -152,14 +186,27 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
     live_rar = [b for b in rar if b in s.zk.live and b not in shutting_down(s)]
     if leader not in live_rar or (zn.leader in live_rar and leader != zn.leader):
         return None
-    isr = tuple(b for b in zn.isr if b in rar)
-    znode = PartitionZnode(leader, zn.leader_epoch + 1, isr, zn.zk_version + 1, rar, (), zn.topic_id)
+    owed = cfg.reassign_phases and not set(zn.isr) <= set(rar)
+    if owed:
+        # Kafka's: the ISR, the assignment (AR + RAR, as /brokers/topics/<t> still says) and
+        # the move in progress stay; the removed replicas leave the ISR by a write of their
+        # own (model.actions.controller.election_outcomes), which ends the move
+        znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, zk_version=zn.zk_version + 1)
+    elif cfg.reassign_phases:  # none to take out of the ISR: Kafka writes the target and is done
+        znode = zn._replace(leader=leader, leader_epoch=zn.leader_epoch + 1, zk_version=zn.zk_version + 1,
+                            ar=rar, rar=())
+    else:
+        znode = PartitionZnode(leader, zn.leader_epoch + 1, tuple(b for b in zn.isr if b in rar),
+                               zn.zk_version + 1, rar, (), zn.topic_id)
     s = set_znode(s, p, znode)
     mbe = max_broker_epoch(s.zk)
     cepoch = s.zk.controller_epoch
     sent = s.leader_and_isr
     for to in rar:
-        sent = added(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, isr, znode.zk_version, cepoch, mbe, zn.topic_id))
+        sent = added(sent, LeaderAndIsr(to, p, leader, znode.leader_epoch, znode.isr, znode.zk_version, cepoch, mbe,
+                                        zn.topic_id))
+    if owed:
+        return s._replace(leader_and_isr=sent)
     stops = s.stop_replica
     for b in zn.ar:
         if b not in rar:
@@ -220,7 +267,7 @@ STOP_REPLICA = Entry(
     section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
     describe=_stop_replica_text, view=_stop_replica_view,
     event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
-    coverage=Coverage(native=Supported("a controlled shutdown's and a topic deletion's (native/shutdown.c); a reassignment's is not ported"),
+    coverage=Coverage(native=Supported("a controlled shutdown's, a topic deletion's and a reassignment's (native/shutdown.c)"),
                       z3=Unsupported("reassignment is not encoded (AR stays every broker)"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVEN),
@@ -229,9 +276,6 @@ STOP_REPLICA = Entry(
     # to place the fetches it answered silently before the StopReplica (the search's FREEZING)
     freezing=True,
 )
-
-
-NO_REASSIGNMENT_IN_C = Unsupported("reassignment is not ported to native/rules.c (one partition, AR = every broker)")
 
 
 NO_REASSIGNMENT_IN_Z3 = Unsupported("reassignment is not encoded (AR stays every broker)")
@@ -258,7 +302,7 @@ REASSIGN_START = Entry(
     "reassign_start", reassign_start, reassign_starts_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
     describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported("native/reassign.c"), z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS,
 )
 
@@ -279,7 +323,7 @@ REASSIGN_COMPLETE = Entry(
     trace=Traced("elect_leader", ("reassign", "reassignment")),
     describe=_reassign_complete_text, view=leader_write_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
-    coverage=Coverage(native=NO_REASSIGNMENT_IN_C, z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported("native/reassign.c"), z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS,
 )
 

@@ -30,16 +30,19 @@ binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``
 build step at install time, and an edited unit is rebuilt on its next use.  A source that
 does not compile is an error naming the compiler's first error, never a skipped check.
 
-Supported: one partition, up to four brokers, up to six records, no reassignment, fencing
-on -- the shape of every named configuration -- and of the admin actions, preferred-replica
-elections (``--preferred-elections``), controlled shutdowns with the clean stop after
-them and their StopReplica (``--max-shutdowns``, ``native/shutdown.c``), and topic
-deletion and re-creation with or without topic ids (``--deletions``, ``native/topics.c``);
-and the Kafka configurations: ISR changes through the controller (``--alter-partition``,
+Supported: one partition, up to four brokers, every broker assigned at the start, up to
+six records, fencing on -- the shape of every named configuration -- and of the admin
+actions, preferred-replica elections (``--preferred-elections``), controlled shutdowns
+with the clean stop after them and their StopReplica (``--max-shutdowns``,
+``native/shutdown.c``), topic deletion and re-creation with or without topic ids
+(``--deletions``, ``native/topics.c``) and reassignments with their StopReplica
+(``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
+expiries of a running broker (``--max-expiries``, ``native/expire.c``) too; and the Kafka
+configurations: ISR changes through the controller (``--alter-partition``,
 ``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
-the HW held outside the ISR in ``native/kafka_leader.c``, the others where the rule they
-change lives in ``rules.c``).  Other configurations get a clear error naming what is not
-supported.
+the HW held outside the ISR and the write per dead replica in ``native/kafka_leader.c``,
+the others where the rule they change lives in ``rules.c``).  Other configurations get a
+clear error naming what is not supported.
 """
 
 from __future__ import annotations
@@ -97,13 +100,14 @@ class NativeUnavailable(Exception):
 # ---------------------------------------------------------------------------------------
 
 
-_NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 6, Ghost: 15, Fetch: 10, Broker: 7, State: 7}
-"""How many leading fields of each state tuple the native search holds (``native/state.h``).
-The fields after them (partitions added and removed, seed 000 H; session expiries) belong to actions the native search does not run
-(``unsupported``): they are at their defaults in every state it can be given, and are left
-out of the encoding, so that ``decode`` (which rebuilds them from the defaults)
-round-trips.  A PartitionZnode's rar is written all the same, to reach its topic id after
-it (always ``()``: the C rejects a reassignment's)."""
+_NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 6, Ghost: 18, Fetch: 10, Broker: 7, State: 7}
+"""How many leading fields of each state tuple the native search holds (``native/state.h``):
+all of them but for what belongs to actions the native search does not run
+(``unsupported``), which is at its default in every state it can be given and left out of
+the encoding, so that ``decode`` (which rebuilds it from the defaults) round-trips.  The
+ghost's count of partitions added or removed and the removed ids (seed 000 H, not run)
+are written all the same, to reach the session expiries after them (always 0 and ``()``:
+the C rejects anything else)."""
 
 
 def _native_part(x: tuple) -> tuple:
@@ -251,7 +255,7 @@ class StateReader(_Reader):
     def ghost(self) -> Ghost:
         int_, pairs = self.int, self.pairs
         return Ghost(self.committed(), pairs(), self.triples(), self.ints(), int_(), pairs(), int_(), int_(), int_(),
-                     int_(), int_(), pairs(), int_(), pairs(), int_())
+                     int_(), int_(), pairs(), int_(), pairs(), int_(), int_(), self.ints(), int_())
 
     def stop_replica(self) -> StopReplica:
         return StopReplica(self.int(), self.int(), self.int(), self.int(), self.int(), bool(self.int()))
@@ -342,6 +346,8 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
+    if cfg.reassign_phases and cfg.reassignments:
+        reasons.append("seed 000 F's reassignment in one write (not Kafka's phases)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
@@ -425,6 +431,8 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--preferred-elections", str(cfg.preferred_elections),
         "--max-shutdowns", str(cfg.max_shutdowns),
         "--deletions", str(cfg.deletions),
+        "--reassignments", str(cfg.reassignments),
+        "--max-expiries", str(cfg.max_expiries),
         "--topic-ids", str(int(cfg.topic_ids)),
         "--alter-partition", str(cfg.alter_partition),
         "--startup-from-controller", str(int(cfg.startup_from_controller)),
@@ -552,3 +560,17 @@ def native_expansions(cfg: Config, states: list[bytes], symmetry: bool = True, r
         kind, *keys = rest.split()
         out.append((bytes.fromhex(own), bad == "1", kind, [bytes.fromhex(k) for k in keys]))
     return out
+
+
+def native_rejects(cfg: Config, states: list[bytes]) -> list[list[bool]]:
+    """For each of ``states`` (encodings), whether the native search's
+    ``reject_leader_and_isr`` refuses each of its LeaderAndISR requests, in the state's order
+    -- a self-loop no search takes, so the tests ask for it on its own."""
+    reason = unsupported(cfg)
+    if reason is not None:
+        raise NativeUnavailable(reason)
+    args = [str(binary()), "rejects", *config_args(cfg, True, False)]
+    done = subprocess.run(args, input="".join(s.hex() + "\n" for s in states), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the native search failed: {done.stderr.strip()}")
+    return [[c == "1" for c in line] for line in done.stdout.splitlines()]

@@ -3,9 +3,9 @@
 The native search (``properties.checkers.native``) enumerates every successor of a state; the
 trace judge asks for one step at a time -- the action an event names, with its arguments.
 ``CompiledStep`` takes that step with the same C functions the search's successor function
-calls (``rules.c``, ``shutdown.c``, ``topics.c``, ``alter_partition.c``, ``kafka_leader.c``;
-``step.c`` only dispatches on the action's name), so the judge and the search run one
-compiled copy of the rules, and the Python model
+calls (``rules.c``, ``shutdown.c``, ``topics.c``, ``reassign.c``, ``expire.c``,
+``alter_partition.c``, ``kafka_leader.c``; ``step.c`` only dispatches on the action's name),
+so the judge and the search run one compiled copy of the rules, and the Python model
 (``model.registry.apply``) stays the reference both are tested against
 (``tests/conformance/test_compiled_step.py``).
 
@@ -17,9 +17,9 @@ order-preserving encoding (``native.encode`` / ``native.decode``); a message arg
 an absent hold, checkpointed HW or offline replica as -1.
 
 Whatever the C cannot take is taken by the Python model instead, so a step's result is the
-model's either way: an action the native search does not run (reassignments, partitions
-added or removed, session expiries, refused LeaderAndISR), a state whose fields belong to
-such actions or whose numbers pass the C's 8-bit fields.
+model's either way: an action the native search does not run (partitions added or
+removed), a state whose fields belong to such actions or whose numbers pass the C's 8-bit
+fields, a message not in flight.
 ``CompiledStep.counts`` says how many steps went each way."""
 
 from __future__ import annotations
@@ -71,10 +71,12 @@ def library(directory: Path | None = None) -> ctypes.CDLL:
 
 def step_unsupported(cfg: Config) -> str | None:
     """Why the compiled step cannot judge under ``cfg`` at all, or None.  The native search's
-    own limits (``native.unsupported``), except three that bound or enable single actions
-    rather than change a rule -- records, reassignments, partitions added or removed: their
-    steps, and the states they lead to, are the Python model's (see the module docstring)."""
-    return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), reassignments=0, partition_changes=0))
+    own limits (``native.unsupported``), except two that bound or enable single actions
+    rather than change a rule -- records, partitions added or removed: their steps, and the
+    states they lead to, are the Python model's (see the module docstring).  Kafka's
+    reassignment in phases is not the C's, so a configuration with it is the Python model's
+    throughout."""
+    return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), partition_changes=0))
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,7 +87,8 @@ def _c_config(cfg: Config) -> Any:
     fields = (cfg.brokers, min(cfg.records, _BOUND), min(cfg.max_epoch, _BOUND), min(cfg.max_crashes, _BOUND),
               min(cfg.max_pauses, _BOUND), cfg.min_insync, int(cfg.unclean), _TRUNCATION[cfg.truncation],
               int(kip320), int(kip320), min(cfg.preferred_elections, _BOUND), min(cfg.max_shutdowns, _BOUND),
-              min(cfg.deletions, _BOUND), int(cfg.topic_ids), cfg.fetch_max_records, 1, 0, int(cfg.alter_partition),
+              min(cfg.deletions, _BOUND), int(cfg.topic_ids), min(cfg.reassignments, _BOUND),
+              min(cfg.max_expiries, _BOUND), cfg.fetch_max_records, 1, 0, int(cfg.alter_partition),
               int(cfg.startup_from_controller), int(cfg.offline_replica_writes), int(cfg.hw_waits_outside_isr),
               int(cfg.leader_keeps_follower_state))
     return (ctypes.c_int * len(fields))(*fields)
@@ -156,10 +159,25 @@ def _answered(s: State, args: tuple) -> tuple[int, ...] | None:
     return None if i is None else (c, i)
 
 
+def _bits(brokers: tuple) -> int | None:
+    """A sorted set of brokers as a bit set; None for another tuple (the Python model's)."""
+    if not brokers or list(brokers) != sorted(set(brokers)) or not 0 <= brokers[0] <= brokers[-1] < 8:
+        return None
+    return sum(1 << b for b in brokers)
+
+
 def _created(s: State, args: tuple) -> tuple[int, ...] | None:
     """create_topic (c, p, ar, leader): the AR as a bit set"""
     c, p, ar, leader = args
-    return None if p != 0 else (c, sum(1 << b for b in ar), leader)
+    bits = _bits(ar)
+    return None if p != 0 or bits is None else (c, bits, leader)
+
+
+def _reassigned(s: State, args: tuple) -> tuple[int, ...] | None:
+    """reassign_start (c, p, rar): the RAR as a bit set"""
+    c, p, rar = args
+    bits = _bits(rar)
+    return None if p != 0 or bits is None else (c, bits)
 
 
 _ARGS: dict[str, Callable[[State, tuple], tuple[int, ...] | None]] = {
@@ -170,7 +188,8 @@ _ARGS: dict[str, Callable[[State, tuple], tuple[int, ...] | None]] = {
     "controlled_shutdown": _broker_args(4), "truncate": _broker_args(2), "produce": _held,
     "send_fetch": _broker_args(2), "isr_update_failed": _broker_args(2), "shrink_isr": _broker_args(3),
     "expand_isr": _broker_args(3), "delete_topic": _broker_args(2), "preferred_election": _broker_args(2),
-    "create_topic": _created,
+    "create_topic": _created, "reassign_start": _reassigned, "reassign_complete": _broker_args(3),
+    "broker_expire": _broker_args(1), "reject_leader_and_isr": _message("leader_and_isr"),
     "become_leader": _message("leader_and_isr"), "become_follower": _message("leader_and_isr"),
     "handle_fetch": _fetch_held, "receive_fetch": _message("fetches"),
     "stop_replica": _message("stop_replica"), "propose_isr": _broker_args(3), "alter_partition": _answered,

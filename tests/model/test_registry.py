@@ -55,7 +55,7 @@ WALKED = [  # configurations whose random walks take every explored action betwe
 
 
 ADMIN_WALKED = [named("unclean", preferred_elections=1), named("kip320", max_shutdowns=1, preferred_elections=1),
-                named("kip320", deletions=1)]
+                named("kip320", deletions=1), named("kip320", reassignments=2, max_expiries=1)]
 """Beside ``WALKED``, where the native search's admin actions run: a knob it supports on."""
 
 
@@ -140,8 +140,9 @@ def test_every_entry_names_a_design_section_and_an_implementation_method_that_ex
 @pytest.mark.integration
 def test_the_native_search_takes_every_step_of_the_c_supported_actions() -> None:
     """For each C-supported action, steps of it from walked states are among the native
-    search's successors of those states."""
-    want = set(supported("native"))
+    search's successors of those states (a self-loop no search takes, as
+    ``reject_leader_and_isr``, is held to the model in tests/properties/test_native_reassign.py)."""
+    want = {name for name in supported("native") if ACTIONS[name].explored or ACTIONS[name].knob is not None}
     seen: set[str] = set()
     for cfg in WALKED + ADMIN_WALKED:
         if native.unsupported(cfg) is not None:

@@ -403,7 +403,9 @@ def test_unsupported_configurations_are_named():
     assert unsupported(named("kip320", deletions=1, topic_ids=False)) is None
     assert all(unsupported(named(name)) is None for name in ("kafka26", "kafka39", "kafka26-unclean", "kafka39-unclean"))
     assert "one partition" in unsupported(named("kip320", partitions=2))
-    assert "reassignments" in unsupported(named("kip320", reassignments=1))
+    assert unsupported(named("kip320", reassignments=1, max_expiries=1)) is None
+    assert "partitions added or removed" in unsupported(named("kip320", partition_changes=1))
+    assert "every broker a replica" in unsupported(named("kip320", brokers=3, replication_factor=2, reassignments=1))
     with pytest.raises(NativeUnavailable, match="one partition"):
         check_native(named("kip320", partitions=2))
 

@@ -7,25 +7,69 @@ explicit successors and every property evaluates the same.
 from __future__ import annotations
 
 import pytest
+import z3
 
 from impl.harness.cli.main import main
 from model.config import named
 from properties.checkers.bfs import replay
 from properties.checkers.scenarios import play
-from properties.checkers.symbolic import COVERED, bmc, differential, prove, sample_states
+from properties.checkers.symbolic import (
+    COVERED,
+    Encoding,
+    bmc,
+    differential,
+    durability,
+    proofs,
+    prove,
+    sample_states,
+)
 from properties.safety import all_violations
 
 
 @pytest.mark.parametrize("name", ["design", "kip320"])
 def test_inductive_proofs(name):
-    verdicts = prove(named(name), 2)
-    assert {v.name for v in verdicts} >= {"hw_le_leo", "isr_well_formed", "one_leader_per_epoch",
-                                          "single_controller", "epoch_monotonic", "q3_stale_leader_frozen"}
-    assert [v for v in verdicts if v.status != "proved"] == []
+    verdicts = {v.name: v for v in prove(named(name), 2)}
+    base = {*proofs.LEMMAS, *proofs.STATE_GOALS, *proofs.STEP_GOALS}
+    assert base >= {"hw_le_leo", "isr_well_formed", "one_leader_per_epoch",
+                    "single_controller", "epoch_monotonic", "q3_stale_leader_frozen"}
+    assert [n for n in base if verdicts[n].status != "proved"] == []
+    tier = {*durability.LEMMAS, *durability.GOALS, *durability.STEPS}
+    assert set(verdicts) == base | tier
+    if name == "kip320":  # durability, proved by induction with its lemmas
+        assert [n for n in tier if verdicts[n].status != "proved"] == []
+        return
+    # the design truncates to its own HW, below what it shares with the leader: not proved,
+    # and each failed consecution comes with its counterexample to induction
+    assert verdicts["committed_durable"].status != "proved"
+    failed = [v for v in verdicts.values() if v.status == "failed"]
+    assert failed and all(v.cti[0] == "counterexample to induction:" for v in failed if "Init" not in v.detail)
+    cut = verdicts["truncation_keeps_common_prefix"]
+    assert cut.status == "failed" and any(line.startswith("  action: truncate(") for line in cut.cti)
+
+
+class _CutsBelowTheHw(Encoding):
+    """A broken truncation rule: the follower truncates its whole log, committed records too."""
+
+    def _truncation_point(self, s: dict, f: int, ld: int):
+        return z3.IntVal(0)
+
+
+def test_a_truncation_below_the_hw_fails_the_durability_proof_with_a_readable_cti():
+    verdicts = {v.name: v for v in prove(named("kip320"), 2, encoding=_CutsBelowTheHw)}
+    assert verdicts["committed_durable"].status != "proved" and verdicts["acked_durable"].status != "proved"
+    by_truncate = [v for v in verdicts.values() if v.status == "failed" and "truncate" in v.detail]
+    assert {"isr_holds_committed", "truncation_keeps_common_prefix"} <= {v.name for v in by_truncate}
+    cut = verdicts["truncation_keeps_common_prefix"]
+    assert cut.detail == "not preserved by: truncate"
+    text = "\n".join(cut.cti)
+    assert "pre-state:" in text and "action: truncate(" in text and "post-state (what changed):" in text
+    assert "log [] leo 0" in text.split("post-state (what changed):")[1]  # the follower's log, cut to nothing
 
 
 def test_proofs_at_three_brokers():
-    assert all(v.status == "proved" for v in prove(named("kip101"), 3))
+    base = {*proofs.LEMMAS, *proofs.STATE_GOALS, *proofs.STEP_GOALS}
+    verdicts = prove(named("kip101"), 3, with_durability=False)
+    assert {v.name for v in verdicts} == base and all(v.status == "proved" for v in verdicts)
 
 
 # BMC starts after the first 7 steps of the KAFKA-1211 scenario (the record committed, the
@@ -77,9 +121,12 @@ def test_covered_actions_are_model_actions():
 
 
 def test_prove_cli(capsys):
-    assert main(["prove", "--config", "kip320", "--depth", "3"]) == 3  # durability is bounded-checked, not proved
+    """Where durability's induction fails (the design), prove answers 3 and prints each failed
+    consecution's counterexample to induction (kip320's 0: test_exit_codes)."""
+    assert main(["prove", "--config", "design", "--no-bmc"]) == 3
     out = capsys.readouterr().out
-    assert "proved" in out and "holds to depth 3" in out
+    assert "proved" in out and "counterexample to induction:" in out and "    action: truncate(" in out
+    assert "committed_durable" in out.split("INCONCLUSIVE: not proved:")[1]
     assert main(["prove", "--config", "zombie"]) == 2
     assert main(["prove", "--brokers", "5"]) == 2
 
@@ -90,7 +137,7 @@ def test_proofs_are_not_vacuous():
     from dataclasses import replace
 
     cfg = replace(named("kip320"), fence_controller_epoch=False, fence_broker_epoch=False)
-    failed = {v.name: v.detail for v in prove(cfg, 2) if v.status != "proved"}
+    failed = {v.name: v.detail for v in prove(cfg, 2, with_durability=False) if v.status != "proved"}
     assert set(failed) == {"single_controller"}
     assert "become_leader" in failed["single_controller"]
 

@@ -8,7 +8,10 @@ the Epochal engine's schedule names them (:mod:`impl.harness.chaos.schedule`):
   (Kafka answers ELECTION_NOT_NEEDED where the preferred replica already leads);
 * ``recreate-topic`` -- :data:`ADMIN_TOPIC` deleted (``delete_topics``) and created again
   under the same name (``create_topics``), its writes held meanwhile;
-* ``add-partitions`` -- one partition added to :data:`ADMIN_TOPIC` (``create_partitions``).
+* ``add-partitions`` -- one partition added to :data:`ADMIN_TOPIC` (``create_partitions``);
+* ``reassign`` -- partition 0 of :data:`ADMIN_TOPIC` moved off its leader onto its other two
+  replicas, then back to all three (the removed one last, from an empty log), each move by
+  Kafka's own ReassignPartitionsCommand (``KafkaCluster.reassign``).
 
 A second workload writes to :data:`ADMIN_TOPIC`, round-robin over its partitions, each value
 sent and reported within one incarnation of the topic (:attr:`AdminWorkload.gate`): writes
@@ -26,7 +29,7 @@ from typing import Any
 from impl.harness.chaos.clients import ConfluentClient, Delivery
 from impl.harness.chaos.schedule import ADMIN_TOPIC
 
-ADMIN_KINDS = ("restart", "preferred-election", "recreate-topic", "add-partitions")
+ADMIN_KINDS = ("restart", "preferred-election", "recreate-topic", "add-partitions", "reassign")
 """Each comes once in every ``--admin`` run (every second fault until all have)."""
 ADMIN_PARTITIONS = 1  # ADMIN_TOPIC's partitions at creation (add-partitions adds one each time)
 SEND_EVERY = 0.05  # seconds between two values to ADMIN_TOPIC
@@ -137,4 +140,20 @@ def admin_fault(kafka: Any, kind: str, bootstrap: str, workload: AdminWorkload, 
             _admin(bootstrap, lambda a: a.create_partitions([NewPartitions(ADMIN_TOPIC, count)]))
             workload.partitions = count
         return f"topic {ADMIN_TOPIC} grown to {count} partitions"
+    if kind == "reassign":
+        return shrink_and_grow(kafka, ADMIN_TOPIC)
     raise ValueError(f"unknown admin operation {kind!r}")
+
+
+def shrink_and_grow(kafka: Any, topic: str, partition: int = 0) -> str:
+    """Two reassignments of ``topic``-``partition``: off its leader (a target the ISR holds:
+    Kafka elects from it and stops the removed replica at once), then back to every replica
+    it had, the removed one last (a new replica that must catch up first)."""
+    before = (kafka.assignment(topic) or {}).get(partition)
+    state = kafka.partition_state(topic, partition)
+    if before is None or state is None:
+        raise RuntimeError(f"no assignment or partition state of {topic}-{partition} in ZooKeeper")
+    shrunk = [b for b in before.replicas if b != state.leader]
+    kafka.reassign(topic, partition, shrunk, PATIENCE)
+    kafka.reassign(topic, partition, [*shrunk, state.leader], PATIENCE)
+    return f"{topic}-{partition} reassigned from {list(before.replicas)} to {shrunk} and back to {[*shrunk, state.leader]}"

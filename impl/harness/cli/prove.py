@@ -1,15 +1,15 @@
 """``epochal prove``: z3 proofs and bounded model checking over ``properties.checkers.symbolic``.
 
 One line per property: ``proved`` (inductive, for every epoch, version and crash count),
-``failed`` / ``unknown`` (not shown inductive: not preserved by some action, or z3 gave up),
+``failed`` / ``unknown`` (not shown inductive: not preserved by some action -- its
+counterexample to induction printed under it -- or z3 gave up, or it leaned on a failed one),
 ``holds to depth k`` (BMC found nothing), or ``counterexample`` (with the decoded steps,
 replayed through the explicit model).
 
 Exit codes (``impl.harness.cli.exits``): 0 every property proved (induction covers every reachable
 state, so it holds), 1 BMC found a counterexample (a concrete run that breaks durability), 2
-bad arguments, 3 inconclusive -- something is not proved: a proof failed or was undecided,
-or the durability properties (``BOUNDED_ONLY``), which BMC checks to a depth and no
-induction proves, found unbroken within that depth.  A failed induction step is not a
+bad arguments, 3 inconclusive -- something is not proved: a proof failed or was undecided
+(durability among them, ``DURABILITY``, which BMC then checks only to a depth).  A failed induction step is not a
 violation: the state it starts from may be unreachable; only a counterexample is.
 """
 
@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "prove",
         help="prove invariants by induction with z3 and bounded-model-check durability",
-        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action) and BMC of durability. "
-                    "Exit 1: a counterexample; 3: something not proved -- durability, which BMC checks only to "
-                    "--depth, included, so 3 is the answer where nothing breaks.",
+        description="Inductive proofs (Init => Inv, Inv /\\ Next => Inv', per action), durability included, "
+                    "and BMC of durability as a cross-check. Exit 0: everything proved; 1: a counterexample; "
+                    "3: something not proved (each failed consecution's counterexample to induction is printed).",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
                         "covers -- kip320)")
@@ -58,9 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-BOUNDED_ONLY = ("committed_durable", "acked_durable")
-"""The durability properties: BMC looks for their violations to a depth, and no induction
-proves them -- so a run that finds none is inconclusive about them, never "holds"."""
+DURABILITY = ("committed_durable", "acked_durable")
+"""The durability properties: induction proves them with the lemmas of
+``properties.checkers.symbolic.durability``, and BMC looks for their violations to a depth as
+a cross-check -- where the induction fails, a BMC run that finds none is inconclusive."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,23 +98,26 @@ def _prove_one(args: argparse.Namespace, cfg: Any, stream: Any, beat: Heartbeat)
 
     def show(v: Any) -> None:  # printed as each proof finishes, not at the end
         print(f"  {v.status:<16} {v.kind:<9} {v.name:<24} {v.seconds:6.2f} s  {v.detail}", file=stream, flush=True)
+        for line in v.cti:  # a failed consecution: the state pair that breaks it
+            print(f"      {line}", file=stream, flush=True)
         beat.said()
 
     proofs = prove(cfg, args.brokers, progress=show)
     proved = {v.name for v in proofs if v.status == "proved"}
     bmc_json, violation = (None, None) if args.no_bmc else _bmc(args, cfg, stream, beat)
-    not_proved = [v.name for v in proofs if v.status != "proved"] + [p for p in BOUNDED_ONLY if p not in proved]
+    not_proved = [v.name for v in proofs if v.status != "proved"]
     if violation is not None:
         code = FOUND
     elif not_proved:
         code = INCONCLUSIVE
-        how = "not checked (--no-bmc)" if args.no_bmc else f"bounded-checked to depth {args.depth} only"
-        print(f"  INCONCLUSIVE: not proved: {', '.join(not_proved)} (durability {how})", file=stream)
+        how = "" if all(p in proved for p in DURABILITY) else (
+            " (durability not checked further: --no-bmc)" if args.no_bmc else f" (durability bounded-checked to depth {args.depth} only)")
+        print(f"  INCONCLUSIVE: not proved: {', '.join(not_proved)}{how}", file=stream)
     else:
         code = HOLDS
     return result_entry(config_object(cfg), code, violation, brokers=args.brokers,
                         proofs=[{"name": v.name, "kind": v.kind, "status": v.status, "seconds": round(v.seconds, 3),
-                                 "detail": v.detail} for v in proofs],
+                                 "detail": v.detail, "cti": v.cti} for v in proofs],
                         not_proved=not_proved, bmc=bmc_json)
 
 

@@ -35,6 +35,7 @@ from kazoo.exceptions import NoNodeError
 from impl.harness.cluster import wait_stopped
 from impl.harness.kafka import config
 from impl.harness.kafka.fetch import DEFAULT_VERSION, KafkaJars, fetch
+from impl.harness.kafka.reassign import Assignment, assignment, reassign
 from impl.harness.kafka.relay import KafkaRelay
 from impl.harness.kafka.wire import (
     INVALID_REPLICATION_FACTOR,
@@ -285,7 +286,8 @@ class KafkaCluster:
             self._zk = connect(self.zk_server.hosts, session_timeout=10.0, acl=self.zk_server.acl)
         return self._zk
 
-    def _read(self, path: str) -> tuple[bytes, Any] | None:
+    def zk_read(self, path: str) -> tuple[bytes, Any] | None:
+        """The znode at ``path`` beneath the chroot (its data and stat), or None."""
         try:
             return self.zk().get(config.CHROOT + path)  # type: ignore[no-any-return]
         except NoNodeError:
@@ -298,13 +300,13 @@ class KafkaCluster:
             return set()
 
     def controller(self) -> Controller | None:
-        found, epoch = self._read("/controller"), self._read("/controller_epoch")
+        found, epoch = self.zk_read("/controller"), self.zk_read("/controller_epoch")
         if found is None or epoch is None:
             return None
         return Controller(int(json.loads(found[0])["brokerid"]), int(epoch[0]))
 
     def partition_state(self, topic: str, partition: int = 0) -> PartitionState | None:
-        found = self._read(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        found = self.zk_read(f"/brokers/topics/{topic}/partitions/{partition}/state")
         if found is None:
             return None
         d = json.loads(found[0])
@@ -400,6 +402,16 @@ class KafkaCluster:
         self._record("start", broker)
         self._write_state()
         self.wait_ready(timeout, [broker])
+
+    # -- administration -------------------------------------------------------------------
+    def assignment(self, topic: str) -> dict[int, Assignment] | None:
+        """Every partition's assignment of ``topic`` as ``/brokers/topics/<t>`` says."""
+        return assignment(self, topic)
+
+    def reassign(self, topic: str, partition: int, replicas: list[int], timeout: float = 60.0) -> Assignment:
+        """Move ``topic``-``partition`` to ``replicas`` with Kafka's own tool and wait until the
+        move is complete (:mod:`.reassign`)."""
+        return reassign(self, topic, partition, replicas, timeout)
 
     def rss_mb(self) -> dict[int, float | None]:
         return {b: k.rss_mb() for b, k in self.brokers.items()}

@@ -12,6 +12,11 @@ kills the same role in every run (``ROLES``):
 * ``controller-failover``: the victim is the controller and a follower of the partition;
 * ``leader-controller-kill``: the victim is both the controller and the leader.
 
+``reassign`` kills no one: the topic is replicated two ways, on the leader (not the
+controller) and one more broker, and once values are written Kafka's own reassignment tool
+moves the partition to the follower and the broker outside it (:data:`REASSIGN_FROM_TO`):
+the leader is removed, so the controller elects the follower, and stops the removed replica.
+
 Values are written by Kafka's own Java console producer (``kafka.tools.ConsoleProducer``,
 acks=all), one process per batch of lines, so each value is acknowledged by the whole ISR.
 """
@@ -26,12 +31,14 @@ from pathlib import Path
 
 from impl.harness.kafka.cluster import KafkaCluster, PartitionState
 from impl.harness.kafka.fetch import KafkaJars, fetch
+from impl.harness.kafka.reassign import ReassignError
 
 TOPIC = "orders"
 ROLES = {"leader-kill": (False, "leader"), "controller-failover": (False, "controller"),
          "leader-controller-kill": (True, "controller")}
 """scenario -> (whether the controller leads the partition, whom kill -9 hits)."""
-SCENARIOS = tuple(ROLES)
+REASSIGN = "reassign"
+SCENARIOS = (*ROLES, REASSIGN)
 WAIT_S = 90.0
 QUIET_S = 1.0  # seconds between the last acknowledged write and a kill
 PRODUCER_TIMEOUT_S = 120.0
@@ -84,6 +91,9 @@ def run_scenario(scenario: str, data_dir: Path, profile: str, values: int = 3,
     try:
         ctrl = cluster.controller()
         assert ctrl is not None  # start() waited for one
+        if scenario == REASSIGN:
+            _reassign_scenario(cluster, jars, ctrl.broker, values)
+            return cluster.data_dir
         controller_leads, role = ROLES[scenario]
         leader = ctrl.broker if controller_leads else min(b for b in cluster.brokers if b != ctrl.broker)
         replicas = [leader, *sorted(b for b in cluster.brokers if b != leader)]
@@ -111,3 +121,28 @@ def run_scenario(scenario: str, data_dir: Path, profile: str, values: int = 3,
     finally:
         cluster.stop()
     return cluster.data_dir
+
+
+def reassign_from_to(brokers: list[int], controller: int) -> tuple[list[int], list[int]]:
+    """The ``reassign`` scenario's assignment at creation and its target: the leader (the
+    lowest broker not the controller) and the next broker, moved to that next broker and the
+    one outside -- the leader removed, a new replica added."""
+    leader = min(b for b in brokers if b != controller)
+    follower, outside = sorted(b for b in brokers if b != leader)[:2]
+    return [leader, follower], [follower, outside]
+
+
+def _reassign_scenario(cluster: KafkaCluster, jars: KafkaJars, controller: int, values: int) -> None:
+    original, target = reassign_from_to(sorted(cluster.brokers), controller)
+    first = cluster.create_topic(TOPIC, assignment=[original])[0]
+    if first.leader != original[0]:
+        raise ScenarioError(f"reassign: wanted leader {original[0]}, got {first.leader}")
+    produce(cluster, jars, [f"v{i}" for i in range(values)])
+    time.sleep(QUIET_S)
+    try:
+        cluster.reassign(TOPIC, 0, target, WAIT_S)
+    except (ReassignError, TimeoutError) as exc:
+        raise ScenarioError(f"reassign: {exc}") from None
+    produce(cluster, jars, [f"v{i}" for i in range(values, 2 * values)])
+    cluster.wait_until(_full_isr(cluster, len(target)), WAIT_S, f"{target} in the ISR")
+    time.sleep(1.0)  # the followers' next fetch carries the last high watermark

@@ -105,7 +105,7 @@ int encode(const S *s, const int *perm, u8 *out) {
     put_set(b, perm, s->zn_isr, n);
     put(b, s->zn_zk_version);
     put_set(b, perm, s->zn_ar, n);
-    mark(b, 0); /* rar () */
+    put_set(b, perm, s->zn_rar, n);
     put(b, s->zn_topic_id);
     mark(b, 0);
     /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas, new_brokers,
@@ -175,7 +175,7 @@ int encode(const S *s, const int *perm, u8 *out) {
     put_items(b, items, s->nfetch);
     /* ghost: committed, acked, led, unclean, stale_accepts, zombie_appends, produced,
        crashes, pauses, shutdowns, reassignments, zombie_commits, deletions, retired,
-       preferred_elections */
+       preferred_elections, partition_changes, removed, expiries */
     for (int i = 0; i < s->ncommitted; i++) {
         Buf e = {items[i].bytes, 0};
         mark(&e, 1); put(&e, s->committed[i].p);
@@ -211,6 +211,9 @@ int encode(const S *s, const int *perm, u8 *out) {
     put(b, s->deletions);
     put_pvs(b, items, s->retired, s->nretired);
     put(b, s->preferred_elections);
+    put(b, 0);     /* partition_changes: none (seed 000 H is not run here) */
+    mark(b, 0);    /* removed: () */
+    put(b, s->expiries);
     /* stop_replica: StopReplica(to, partition, leader_epoch, controller_epoch, topic_id,
        delete), sorted */
     for (int i = 0; i < s->nstop; i++) {
@@ -319,7 +322,7 @@ void decode(const u8 *p, int len, S *s) {
     s->zn_isr = get_set(r);
     s->zn_zk_version = (i8)get(r);
     s->zn_ar = get_set(r);
-    if (get_set(r)) die("reassignment (rar) is not supported by the native search");
+    s->zn_rar = get_set(r);
     s->zn_topic_id = (i8)get(r);
     expect_end(r);
     for (int x = 0; x < n; x++) {
@@ -410,6 +413,8 @@ void decode(const u8 *p, int len, S *s) {
     s->deletions = (i8)get(r);
     s->nretired = (i8)get_pvs(r, s->retired, "retired");
     s->preferred_elections = (i8)get(r);
+    if (get(r) != 0 || more(r)) die("partitions added or removed are not supported by the native search");
+    s->expiries = (i8)get(r);
     while (more(r)) {
         if (s->nstop >= MAXSTOP) die("state too large for the native search (StopReplica requests)");
         Stop *m = &s->stop[(int)s->nstop++];
@@ -419,8 +424,6 @@ void decode(const u8 *p, int len, S *s) {
         m->controller_epoch = (i8)get(r);
         m->topic_id = (i8)get(r);
         m->delete = (i8)get(r);
-        if (m->delete && m->leader_epoch != EPOCH_DURING_DELETE)
-            die("a reassignment's StopReplica (with delete) is not supported by the native search");
     }
     while (more(r)) {
         if (s->nalter >= MAXALTER) die("state too large for the native search (AlterPartition messages)");

@@ -6,6 +6,9 @@
  *   epochal-search successors [options]  for each hex-encoded state on stdin: its key, its
  *                                        verdict, and the keys of its successors
  *                                        (the differential tests of tests/properties/test_native.py)
+ *   epochal-search rejects [options]     for each hex-encoded state on stdin: for each of its
+ *                                        LeaderAndISR requests, in order, 1 if the broker
+ *                                        refuses it (reject_leader_and_isr, a self-loop) else 0
  *
  * The options are the configuration (--brokers, --records, ... : properties/checkers/native.py
  * config_args) and the search's budgets.  Bad options exit 2, a state the search cannot hold
@@ -77,6 +80,22 @@ static int successors_mode(void) {
     return 0;
 }
 
+static int rejects_mode(void) {
+    static char line[2 * MAXENC + 16];
+    S *s = malloc(sizeof(S));
+    while (fgets(line, sizeof line, stdin)) {
+        u8 enc[MAXENC];
+        decode(enc, unhex(line, enc), s);
+        for (int i = 0; i < s->nlai; i++) {
+            S t = *s;
+            printf("%d", reject_leader_and_isr(&t, s->lai[i]));
+        }
+        printf("\n");
+    }
+    free(s);
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Command line
  * ------------------------------------------------------------------------------------- */
@@ -117,6 +136,8 @@ int main(int argc, char **argv) {
         else if (OPT("--preferred-elections")) C.preferred_elections = (int)arg_long(v, a);
         else if (OPT("--max-shutdowns")) C.max_shutdowns = (int)arg_long(v, a);
         else if (OPT("--deletions")) C.deletions = (int)arg_long(v, a);
+        else if (OPT("--reassignments")) C.reassignments = (int)arg_long(v, a);
+        else if (OPT("--max-expiries")) C.max_expiries = (int)arg_long(v, a);
         else if (OPT("--topic-ids")) C.topic_ids = (int)arg_long(v, a);
         else if (OPT("--alter-partition")) C.alter_partition = (int)arg_long(v, a);
         else if (OPT("--startup-from-controller")) C.startup_from_controller = (int)arg_long(v, a);
@@ -162,6 +183,7 @@ int main(int argc, char **argv) {
     C.refollow = C.truncation == T_KIP320;
     if (!strcmp(mode, "search")) return search(&o);
     if (!strcmp(mode, "successors")) return successors_mode();
+    if (!strcmp(mode, "rejects")) return rejects_mode();
     if (!strcmp(mode, "expand")) return expand_mode();
     fprintf(stderr, "epochal-search: unknown mode %s\n", mode);
     return 2;

@@ -2,10 +2,11 @@
  * rules.c: the model's rules -- model/state.py's initial state, model/truncation.py, and
  * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
  *
- * One partition, up to four brokers and no reassignment: the shape of every named
- * configuration, with preferred-replica elections, controlled shutdowns (shutdown.c),
- * topic deletion and re-creation (topics.c), AlterPartition (alter_partition.c) and the
- * rules of Kafka's brokers (kafka_leader.c, and a line or two where each rule lives)
+ * One partition, up to four brokers, every broker assigned at the start: the shape of every
+ * named configuration, with preferred-replica elections, controlled shutdowns (shutdown.c),
+ * topic deletion and re-creation (topics.c), reassignments (reassign.c), session expiries
+ * (expire.c), AlterPartition (alter_partition.c) and the rules of Kafka's brokers
+ * (kafka_leader.c, and a line or two where each rule lives)
  * (properties/checkers/native.py rejects anything else with a message naming what is not
  * supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported
@@ -195,7 +196,7 @@ static void advance_hw(S *s, int b) { advance_hw_to(s, b, -1); }
 
 /* _deregister, _unannounce (a registration gone before the controller started it) and
  * _no_longer_shutting_down (a broker shutting down is one while it is registered) */
-static void deregister(S *s, int b) {
+void deregister(S *s, int b) {
     s->live &= (u8)~(1 << b);
     if (s->controller == b) s->controller = NO_LEADER;
     for (int x = 0; x < C.brokers; x++) {
@@ -286,11 +287,8 @@ int broker_restart(S *s, int b, int checkpointed_hw) {
         topic_deleted(r, s->zn_topic_id);
         return 1;
     }
-    if (!has(s->zn_ar, b)) { /* E 4: a re-created topic not assigned to it (deleted_replica) */
-        int epoch = r->leader_epoch, topic_id = r->topic_id;
-        topic_deleted(r, topic_id);
-        r->role = NONE;
-        r->leader_epoch = (i8)epoch;
+    if (!has(s->zn_ar, b)) { /* E 4: a topic re-created, or reassigned, away from it */
+        deleted_replica(r);
         return 1;
     }
     for_incarnation(r, s->zn_topic_id);
@@ -465,7 +463,7 @@ int on_broker_startup(S *s, int c, int b) {
 /* stale_reason: 0 (None), STALE_EPOCH for a leader epoch no newer than the replica's, or
  * STALE_FOR_EVER for the rest (controller and broker epochs, topic ids) */
 enum { STALE_EPOCH = 1, STALE_FOR_EVER = 2 };
-static int stale_reason(const S *s, const Lai *m) {
+int stale_reason(const S *s, const Lai *m) {
     const Broker *br = &s->br[(int)m->to];
     if (m->controller_epoch < br->controller_epoch) return STALE_FOR_EVER;
     if (m->max_broker_epoch < br->broker_epoch) return STALE_FOR_EVER;
@@ -738,6 +736,8 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
     for (int b = 0; b < n; b++) TRY(broker_pause(&t, b));
     for (int b = 0; b < n; b++) TRY(broker_resume(&t, b));
     for (int b = 0; b < n; b++) TRY(broker_reregister(&t, b));
+    if (s->expiries < C.max_expiries)
+        for (int b = 0; b < n; b++) TRY(broker_expire(&t, b));
     for (int b = 0; b < n; b++) TRY(controller_elect(&t, b));
     for (int b = 0; b < n; b++) TRY(controller_resign(&t, b));
     if (s->controller != NO_LEADER) {
@@ -769,6 +769,13 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
         for (int f = 0; f < n; f++)
             if (f != b) TRY(expand_isr(&t, b, f));
     for (int b = 0; b < n; b++) TRY(isr_update_failed(&t, b));
+    if (C.reassignments && s->controller != NO_LEADER) { /* reassign_starts_args, reassign_completions_args */
+        u8 rars[1 << MAXB];
+        int k = reassign_starts_args(s, rars);
+        for (int i = 0; i < k; i++) TRY(reassign_start(&t, s->controller, rars[i]));
+        for (int b = 0; b < n; b++)
+            if (has(s->zn_rar & s->live & (u8)~shutting_down(s), b)) TRY(reassign_complete(&t, s->controller, b));
+    }
     for (int i = 0; i < s->nstop; i++) TRY(stop_replica(&t, s->stop[i]));
     if (s->controller != NO_LEADER) {
         if (s->deletions < C.deletions && s->zn_ar) TRY(delete_topic(&t, s->controller));

@@ -1,7 +1,8 @@
 /*
  * shutdown.c: model/actions/shutdown.py -- controlled shutdown and the clean stop after it --
  * and StopReplica (model/actions/reassignment.py stop_replica): a controlled shutdown's to a
- * follower, without delete, and a topic deletion's (topics.c), with it.  One partition; each
+ * follower, without delete, and a topic deletion's (topics.c) and a reassignment's
+ * (reassign.c), with it.  One partition; each
  * function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
@@ -31,10 +32,10 @@ static void remove_stop_at(S *s, int i) {
 }
 
 /* brokers.py _unanswered_deletions_dropped: a deletion's or a controlled shutdown's
- * StopReplica to a broker dies with its process (the only kinds the native search runs) */
+ * StopReplica to a broker dies with its process (_lost_with); a reassignment's stays */
 void remove_stops_to(S *s, int b) {
     for (int i = s->nstop - 1; i >= 0; i--)
-        if (s->stop[i].to == b) remove_stop_at(s, i);
+        if (s->stop[i].to == b && (s->stop[i].leader_epoch == EPOCH_DURING_DELETE || !s->stop[i].delete)) remove_stop_at(s, i);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -99,8 +100,8 @@ int broker_stop(S *s, int b) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * model/actions/reassignment.py stop_replica: a controlled shutdown's (stopped_replica) and a
- * topic deletion's (topic_deleted)
+ * model/actions/reassignment.py stop_replica: a controlled shutdown's (stopped_replica), a
+ * topic deletion's (topic_deleted) and a reassignment's (deleted_replica)
  * ------------------------------------------------------------------------------------- */
 
 int stop_replica(S *s, Stop m) {
@@ -121,7 +122,9 @@ int stop_replica(S *s, Stop m) {
     drop_responses_to(s, b);
     if (!m.delete)
         replica_stops(&br->r); /* it stops fetching and keeps its log, HW and leader epoch */
-    else
+    else if (deletion)
         topic_deleted(&br->r, m.topic_id > br->r.topic_id ? m.topic_id : br->r.topic_id);
+    else
+        deleted_replica(&br->r);
     return 1;
 }

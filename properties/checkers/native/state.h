@@ -12,6 +12,8 @@
  *   alter_partition.c  model/actions/controller_isr.py: ISR changes through the controller
  *   kafka_leader.c     the rules of Kafka's brokers (model.config.KAFKA_BROKER): the HW held
  *                      outside the ISR, the broker start that waits for the controller
+ *   reassign.c    model/actions/reassignment.py: a reassignment's start and completion
+ *   expire.c      model/actions/brokers.py broker_expire, and commands.py reject_leader_and_isr
  *   reduction.c   properties/checkers/reduction.py: the free (ample) step and the normal form
  *   symmetry.c    properties/checkers/symmetry.py: the canonical representative, and the search key
  *   properties.c  properties/safety.py: the state and transition properties
@@ -104,8 +106,8 @@ typedef struct {
 
 typedef struct { i8 to, partition, leader, leader_epoch; u8 isr; i8 zk_version, controller_epoch, max_broker_epoch, topic_id; } Lai;
 
-/* A StopReplica: a controlled shutdown's (delete 0) or a topic deletion's (leader epoch
- * EPOCH_DURING_DELETE, delete 1) -- a reassignment's is rejected when decoded */
+/* A StopReplica: a controlled shutdown's (delete 0), a topic deletion's (leader epoch
+ * EPOCH_DURING_DELETE, delete 1) or a reassignment's (the epoch it wrote, delete 1) */
 typedef struct { i8 to, partition, leader_epoch, controller_epoch, topic_id, delete; } Stop;
 
 typedef struct { i8 kind, follower, leader, partition, offset, epoch, nrec; Entry rec[MAXREC]; i8 hw, error, topic_id; } Fetch;
@@ -117,8 +119,8 @@ typedef struct { i8 p, offset; Entry e; } Committed;
 typedef struct { i8 p, value; } PV;
 typedef struct { i8 p, epoch, b; } Led;
 
-/* One partition: the Zk's partitions tuple has one PartitionZnode (rar always empty; a
- * deleted topic's has no AR and keeps its topic id). */
+/* One partition: the Zk's partitions tuple has one PartitionZnode (a deleted topic's has no
+ * AR and keeps its topic id; rar: the reassignment pending, 0 for none). */
 typedef struct {
     i8 controller, controller_epoch;
     u8 live;
@@ -128,6 +130,7 @@ typedef struct {
     u8 zn_isr;
     i8 zn_zk_version;
     u8 zn_ar;
+    u8 zn_rar;
     i8 zn_topic_id;
     Broker br[MAXB];
     i8 nlai;
@@ -153,6 +156,7 @@ typedef struct {
     i8 preferred_elections; /* ghost: preferred-replica elections taken */
     i8 nstop;
     Stop stop[MAXSTOP]; /* StopReplica requests in flight */
+    i8 expiries; /* ghost: session expiries of a running broker taken */
     i8 nalter;
     Alter alter[MAXALTER]; /* AlterPartition proposals and answers in flight */
 } S;
@@ -162,6 +166,7 @@ typedef struct {
     int unclean, truncation, fenced, refollow;
     int preferred_elections, max_shutdowns;
     int deletions, topic_ids; /* topic deletions (each then a re-creation); topic ids (KIP-516) on */
+    int reassignments, max_expiries; /* reassignments started; session expiries of a running broker */
     int fetch_max_records; /* the most records a fetch answer carries, 0: all */
     int symmetry, reduction;
     int alter_partition; /* the ISR written by the controller (AlterPartition) */
@@ -263,7 +268,9 @@ int stop_replica(S *s, Stop m);
 void remove_stops_to(S *s, int b);
 void add_stop(S *s, Stop m);
 Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete);
-/* rules.c, shared with topics.c */
+/* rules.c, shared with topics.c, reassign.c and expire.c */
+void deregister(S *s, int b);
+int stale_reason(const S *s, const Lai *m);
 void add_lai(S *s, Lai m);
 Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
 int max_broker_epoch(const S *s);
@@ -290,6 +297,16 @@ int create_topic(S *s, int c, u8 ar, int leader);
 void topic_deleted(Replica *r, int topic_id);
 void for_incarnation(Replica *r, int topic_id);
 int is_current(const S *s, const Replica *r);
+/* reassign.c: a reassignment's start (a pending one again, or any non-empty replica set
+ * within the bound, in reassign_starts_args order) and completion, and what a
+ * reassignment's StopReplica leaves (deleted_replica) */
+int reassign_starts_args(const S *s, u8 rars[]);
+int reassign_start(S *s, int c, u8 rar);
+int reassign_complete(S *s, int c, int leader);
+void deleted_replica(Replica *r);
+/* expire.c: a running broker's session expiry; a stale LeaderAndISR refused */
+int broker_expire(S *s, int b);
+int reject_leader_and_isr(S *s, Lai m);
 /* the fetch actions the reduction takes on their own */
 int send_fetch(S *s, int f);
 int handle_fetch(S *s, Fetch m);

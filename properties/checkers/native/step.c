@@ -24,6 +24,9 @@ enum { NO_OFFLINE = -1 }; /* elect_leader's offline argument absent (model.actio
 
 static int in_range(int i, int n) { return i >= 0 && i < n; }
 
+/* a set of brokers as bits: non-empty, of this configuration's brokers */
+static int brokers_set(int bits) { return bits > 0 && bits < 1 << C.brokers; }
+
 /* a hold argument: NO_HOLD, or a broker */
 static int holder(int h) { return h == NO_HOLD || in_range(h, C.brokers); }
 
@@ -46,6 +49,8 @@ static int take(S *s, const char *action, const int *a, int n) {
     if (IS("receive_fetch", 1)) return in_range(i, s->nfetch) ? receive_fetch(s, s->fetch[i]) : STEP_UNKNOWN;
     if (IS("stop_replica", 1)) return in_range(i, s->nstop) ? stop_replica(s, s->stop[i]) : STEP_UNKNOWN;
     if (IS("apply_isr", 1)) return in_range(i, s->nalter) ? apply_isr(s, s->alter[i]) : STEP_UNKNOWN;
+    if (IS("reject_leader_and_isr", 1))
+        return in_range(i, s->nlai) ? reject_leader_and_isr(s, s->lai[i]) : STEP_UNKNOWN;
     if (IS("handle_fetch", 2))
         return in_range(i, s->nfetch) && holder(a[1]) ? handle_fetch_held(s, s->fetch[i], a[1]) : STEP_UNKNOWN;
     int b = n > 0 ? a[0] : -1;
@@ -53,6 +58,7 @@ static int take(S *s, const char *action, const int *a, int n) {
     if (IS("alter_partition", 2)) /* (controller, the request's index) */
         return in_range(a[1], s->nalter) ? alter_partition(s, b, s->alter[a[1]]) : STEP_UNKNOWN;
     if (IS("broker_crash", 1)) return broker_crash(s, b);
+    if (IS("broker_expire", 1)) return broker_expire(s, b);
     if (IS("broker_restart", 2)) return a[1] >= -1 ? broker_restart(s, b, a[1]) : STEP_UNKNOWN;
     if (IS("broker_pause", 1)) return broker_pause(s, b);
     if (IS("broker_resume", 1)) return broker_resume(s, b);
@@ -75,7 +81,10 @@ static int take(S *s, const char *action, const int *a, int n) {
     if (IS("expand_isr", 2)) return in_range(a[1], C.brokers) && expand_isr(s, b, a[1]);
     if (IS("propose_isr", 2)) return in_range(a[1], C.brokers) && propose_isr(s, b, a[1]);
     if (IS("delete_topic", 1)) return delete_topic(s, b);
-    if (IS("create_topic", 3)) return in_range(a[2], C.brokers) && create_topic(s, b, (u8)a[1], a[2]);
+    if (IS("create_topic", 3))
+        return brokers_set(a[1]) ? in_range(a[2], C.brokers) && create_topic(s, b, (u8)a[1], a[2]) : STEP_UNKNOWN;
+    if (IS("reassign_start", 2)) return brokers_set(a[1]) ? reassign_start(s, b, (u8)a[1]) : STEP_UNKNOWN;
+    if (IS("reassign_complete", 2)) return in_range(a[1], C.brokers) && reassign_complete(s, b, a[1]);
     if (IS("preferred_election", 1)) return preferred_election(s, b);
 #undef IS
     return STEP_UNKNOWN;

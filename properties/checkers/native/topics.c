@@ -67,7 +67,7 @@ static void partition_gone(S *s) {
 }
 
 int delete_topic(S *s, int c) {
-    if (!acting_controller(s, c) || s->deletions >= C.deletions || !s->zn_ar) return 0;
+    if (!acting_controller(s, c) || s->deletions >= C.deletions || !s->zn_ar || s->zn_rar) return 0;
     partition_gone(s);
     s->deletions++;
     return 1;

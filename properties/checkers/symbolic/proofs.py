@@ -18,6 +18,7 @@ from model.state import (
     UP,
     initial,
 )
+from properties.checkers.symbolic import durability
 from properties.checkers.symbolic.encoding import Disjunct, Encoding, Params
 from properties.checkers.symbolic.props import (
     prop_epoch_monotonic,
@@ -201,6 +202,7 @@ class Verdict:
     seconds: float
     detail: str = ""
     steps: list = field(default_factory=list)
+    cti: list[str] = field(default_factory=list)  # a failed consecution's state pair, readable
 
 
 def _with_brokers(cfg: Config, n: int) -> Config:
@@ -209,51 +211,97 @@ def _with_brokers(cfg: Config, n: int) -> Config:
     return replace(cfg, brokers=n, partitions=1)
 
 
+class _Induction:
+    """Init => F and Hyp /\\ Next => F' for one formula F at a time, one action at a time
+    (so a failure names both), against a hypothesis Hyp that conjoins the formulas proved
+    together; the first failing action's model is kept as a readable CTI."""
+
+    def __init__(self, cfg: Config, n: int, timeout_ms: int, encoding: type[Encoding]) -> None:
+        self.shape = Shape(n, cfg.records)
+        self.enc = encoding(self.shape, Params.of(cfg, bounded=False))
+        self.S = self.shape.fresh("s")
+        self.init = encode(self.shape, initial(_with_brokers(cfg, n)))
+        self.by_action: dict[str, list[Disjunct]] = {}
+        for d in self.enc.disjuncts(self.S):
+            self.by_action.setdefault(d.action, []).append(d)
+        self.timeout_ms = timeout_ms
+
+    def check(self, name: str, kind: str, hyp: Term, goal: Callable[[Shape, dict], Term] | None,
+              step: Callable[[Shape, dict, dict], Term] | None = None, uses: tuple[str, ...] = (),
+              actions: tuple[str, ...] | None = None) -> Verdict:
+        import time
+
+        from properties.checkers.symbolic.cti import describe_cti
+
+        started = time.perf_counter()
+        shape, S = self.shape, self.S
+        post = (lambda d: goal(shape, d.post)) if goal is not None else (lambda d: step(shape, S, d.post))
+        failures: list[str] = []
+        cti: list[str] = []
+        if goal is not None and not holds(goal(shape, self.init), self.timeout_ms):
+            failures.append("Init")
+        for action, cases in self.by_action.items():
+            if actions is not None and action not in actions:
+                continue
+            sol = z3.Solver()
+            sol.set(timeout=self.timeout_ms)
+            sol.add(hyp, z3.Or([z3.And(d.guard, z3.Not(post(d))) for d in cases]))
+            r = sol.check()
+            if r == z3.unsat:
+                continue
+            failures.append(action + ("?" if r == z3.unknown else ""))
+            if r == z3.sat and not cti:
+                model = sol.model()
+                d = next(d for d in cases if z3.is_true(model.eval(z3.And(d.guard, z3.Not(post(d))), model_completion=True)))
+                cti = describe_cti(model, shape, S, d.action, d.args, d.post)
+        secs = time.perf_counter() - started
+        status = "proved" if not failures else ("unknown" if all(f.endswith("?") for f in failures) else "failed")
+        detail = (f"lemmas: {', '.join(uses)}" if uses else "") if not failures else f"not preserved by: {', '.join(failures)}"
+        return Verdict(name, kind, status, secs, detail, cti=cti)
+
+
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
-          progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+          progress: Callable[[Verdict], None] | None = None,
+          encoding: type[Encoding] = Encoding, with_durability: bool = True) -> list[Verdict]:
     """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
     state goal, checked one formula and one action at a time (so a failure names both);
     step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
-    are unbounded (the configuration's bounds are dropped)."""
-    import time
+    are unbounded (the configuration's bounds are dropped).
 
-    shape = Shape(n, cfg.records)
-    enc = Encoding(shape, Params.of(cfg, bounded=False))
-    S = shape.fresh("s")
-    init = encode(shape, initial(_with_brokers(cfg, n)))
-    invariants = {**LEMMAS, **STATE_GOALS}
-    hyp = z3.And([f(shape, S) for f in invariants.values()])
-    ds = enc.disjuncts(S)
-    by_action: dict[str, list[Disjunct]] = {}
-    for d in ds:
-        by_action.setdefault(d.action, []).append(d)
+    Durability (``durability.GOALS`` with its strengthening ``durability.LEMMAS``) is proved
+    on top, by the same induction with the formulas above assumed too; where one of its
+    formulas fails, the others are ``unknown`` -- preserved, but only by leaning on it (a
+    failure names the actions and prints its counterexample to induction).
+    ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
+    False proves the formulas above alone."""
+    ind = _Induction(cfg, n, timeout_ms, encoding)
+    shape, S = ind.shape, ind.S
+    base = z3.And([f(shape, S) for f in {**LEMMAS, **STATE_GOALS}.values()])
     out: list[Verdict] = []
 
-    def check(name: str, kind: str, goal_init: Term | None, goal_post: Callable[[Disjunct], Term]) -> None:
-        started = time.perf_counter()
-        failures = []
-        if goal_init is not None and not holds(goal_init, timeout_ms):
-            failures.append("Init")
-        for action, cases in by_action.items():
-            sol = z3.Solver()
-            sol.set(timeout=timeout_ms)
-            sol.add(hyp, z3.Or([z3.And(d.guard, z3.Not(goal_post(d))) for d in cases]))
-            r = sol.check()
-            if r != z3.unsat:
-                failures.append(action + ("?" if r == z3.unknown else ""))
-        secs = time.perf_counter() - started
-        status = "proved" if not failures else ("unknown" if all(f.endswith("?") for f in failures) else "failed")
-        uses = USES.get(name, ())
-        detail = (f"lemmas: {', '.join(uses)}" if uses else "") if not failures else f"not preserved by: {', '.join(failures)}"
-        v = Verdict(name, kind, status, secs, detail)
+    def report(v: Verdict) -> None:
         out.append(v)
         if progress:
             progress(v)
 
     for name, f in LEMMAS.items():
-        check(name, "lemma", f(shape, init), lambda d, f=f: f(shape, d.post))
+        report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
     for name, f in STATE_GOALS.items():
-        check(name, "invariant", f(shape, init), lambda d, f=f: f(shape, d.post))
+        report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
     for name, g in STEP_GOALS.items():
-        check(name, "step", None, lambda d, g=g: g(shape, S, d.post))
+        report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
+
+    if not with_durability:
+        return out
+    tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
+            **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
+    hyp = z3.And(base, *[f(shape, S) for _, f in tier.values()])
+    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ())) for name, (kind, f) in tier.items()]
+    failed = [v.name for v in verdicts if v.status != "proved"]
+    for v in verdicts:
+        if failed and v.status == "proved":  # it leaned on a formula that is not proved
+            v.status, v.detail = "unknown", f"preserved if {', '.join(failed)} held, which are not proved"
+        report(v)
+    for name, (g, actions) in durability.STEPS.items():  # its premises are its own
+        report(ind.check(name, "step", base, None, g, actions=actions))
     return out

@@ -15,11 +15,12 @@ from conformance.spark.verdict import judge_run
 
 RUN = Path(__file__).parent / "fixtures" / "leader-kill-ibp26"
 ADMIN = Path(__file__).parent / "fixtures" / "admin-elections-39"  # the controller's lines of a chaos --admin run
+REASSIGN = Path(__file__).parent / "fixtures" / "reassign-39"  # kafka record --scenario reassign
 
 
 def _real_lines() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for path in sorted(RUN.glob("broker-*/logs/*.log")) + sorted(ADMIN.glob("broker-*/logs/*.log")):
+    for path in [p for run in (RUN, ADMIN, REASSIGN) for p in sorted(run.glob("broker-*/logs/*.log"))]:
         for text in path.read_text().splitlines():
             line = parse(text)
             if line is not None:

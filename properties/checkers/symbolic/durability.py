@@ -1,0 +1,371 @@
+"""Durability by induction: ``committed_durable`` and ``acked_durable`` with the lemmas that
+strengthen them into an inductive invariant, as the KIP-101/279/320 argument states it.
+
+The argument: a leader is ZooKeeper's leader and its ISR contains ZooKeeper's; a leader
+commits an offset only once every member of its ISR has fetched past it, and a follower's
+fetch offset is the end of a log that is a prefix of the leader's -- its KIP-320 truncation
+(fenced: only against a leader in its own epoch) keeps exactly what it shares with the
+leader; so every member of ZooKeeper's ISR holds every committed record, and a clean
+election picks its leader from that ISR.
+
+Log matching (an epoch and an offset fix the records below them) needs no history here: a
+value is written once, at one offset in one epoch, and a later value has an epoch no older
+(strictly newer at the same offset) -- with the records bound of the configurations proved
+(2), that pins which logs can exist.  These are proved on top of the lemmas of ``proofs``
+(assumed, and proved there), for kip320; the design, kip101 and kip279 fail them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from model.state import FETCHING, FOLLOWER, LEADER, NONE, UNKNOWN, UP
+from properties.checkers.symbolic.props import (
+    prop_acked_durable,
+    prop_committed_durable,
+    prop_log_epochs_monotonic,
+)
+from properties.checkers.symbolic.state import EMPTY, REQ, RESP, Shape, Term, pick
+
+
+def _entries_equal(s: dict, a: int, b: int, i: int) -> Term:
+    return z3.And(s[("val", a, i)] == s[("val", b, i)], s[("ep", a, i)] == s[("ep", b, i)])
+
+
+def lemma_live_is_up(shape: Shape, s: dict) -> Term:
+    """ZooKeeper's live set is exactly the brokers that are up (no pauses are encoded)."""
+    return z3.And([s[("live", b)] == (s[("st", b)] == UP) for b in range(shape.n)])
+
+
+def lemma_log_slots_clean(shape: Shape, s: dict) -> Term:
+    """A log holds produced values with epochs ZooKeeper has reached below its LEO, and
+    nothing above it."""
+    parts = []
+    for b in range(shape.n):
+        for i in range(shape.r):
+            inside = i < s[("leo", b)]
+            parts.append(z3.If(inside,
+                               z3.And(s[("val", b, i)] >= 1, s[("val", b, i)] <= s[("produced",)],
+                                      s[("ep", b, i)] >= 1, s[("ep", b, i)] <= s[("lep",)]),
+                               z3.And(s[("val", b, i)] == 0, s[("ep", b, i)] == 0)))
+        for ld in range(shape.n):
+            if ld != b:  # a fetch response carries such records
+                resp = s[("fk", b, ld)] == RESP
+                parts.append(z3.Implies(resp, z3.And(s[("fe", b, ld)] >= 1, s[("fe", b, ld)] <= s[("lep",)])))
+                parts += [z3.Implies(z3.And(resp, i < s[("frl", b, ld)]),
+                                     z3.And(s[("frv", b, ld, i)] >= 1, s[("frv", b, ld, i)] <= s[("produced",)],
+                                            s[("fre", b, ld, i)] >= 1, s[("fre", b, ld, i)] <= s[("lep",)]))
+                          for i in range(shape.r)]
+    return z3.And(parts)
+
+
+def lemma_leader_epochs_positive(shape: Shape, s: dict) -> Term:
+    """Every broker knows a leader epoch >= 1 (the first is 1, and they only grow)."""
+    return z3.And([s[("rlep", b)] >= 1 for b in range(shape.n)])
+
+
+def lemma_leader_is_zk_leader(shape: Shape, s: dict) -> Term:
+    """A broker acting as leader is ZooKeeper's leader, and its ISR contains ZooKeeper's
+    (ZooKeeper's ISR only shrinks behind its back: an election keeps the live part)."""
+    n = shape.n
+    return z3.And([z3.Implies(s[("role", b)] == LEADER,
+                              z3.And(s[("ldr",)] == b, *[z3.Implies(s[("isr", x)], s[("risr", b, x)]) for x in range(n)]))
+                   for b in range(n)])
+
+
+def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
+    """A LeaderAndISR request that would still make an up broker leader names ZooKeeper's
+    leader, with an ISR that contains ZooKeeper's."""
+    R, n = shape.req, shape.n
+    m = z3.Const("q_lead", R)
+    parts = []
+    for b in range(n):
+        live = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
+        parts.append(z3.ForAll([m], z3.Implies(live, z3.And(
+            s[("ldr",)] == b, *[z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]))))
+    return z3.And(parts)
+
+
+def lemma_follower_prefix(shape: Shape, s: dict) -> Term:
+    """What a leader knows of a follower's LEO is the end of a prefix of the leader's log
+    that the follower holds: the follower fetched there, from this leader, in its epoch."""
+    parts = []
+    for b in range(shape.n):
+        for x in range(shape.n):
+            if x == b:
+                continue
+            fl = s[("fleo", b, x)]
+            known = z3.And(s[("role", b)] == LEADER, fl != UNKNOWN)
+            same = [z3.Implies(i < fl, _entries_equal(s, x, b, i)) for i in range(shape.r)]
+            parts.append(z3.Implies(known, z3.And(fl <= s[("leo", x)], fl <= s[("leo", b)], *same)))
+    return z3.And(parts)
+
+
+def _serving(s: dict, b: int) -> Term:
+    """b's log is the log of the leader of its epoch: it leads, or it led ZooKeeper's current
+    epoch and is down or has given up (its log is as it left it)."""
+    return z3.Or(s[("role", b)] == LEADER,
+                 z3.And(s[("role", b)] == NONE, s[("ldr",)] == b, s[("rlep", b)] == s[("lep",)]))
+
+
+def _slots(shape: Shape, s: dict) -> list[tuple[Term, Term, Term, Term]]:
+    """Every record anywhere, as (present, offset, value, epoch): a log's and a fetch
+    response's (at the response's offset onwards)."""
+    out = []
+    for b in range(shape.n):
+        out += [(i < s[("leo", b)], z3.IntVal(i), s[("val", b, i)], s[("ep", b, i)]) for i in range(shape.r)]
+        for ld in range(shape.n):
+            if ld != b:
+                out += [(z3.And(s[("fk", b, ld)] == RESP, i < s[("frl", b, ld)]), s[("fo", b, ld)] + i,
+                         s[("frv", b, ld, i)], s[("fre", b, ld, i)]) for i in range(shape.r)]
+    return out
+
+
+def _prefix(shape: Shape, s: dict, x: int, b: int, upto: Term) -> Term:
+    """x holds b's log below ``upto``."""
+    return z3.And(upto <= s[("leo", x)], upto <= s[("leo", b)],
+                  *[z3.Implies(i < upto, _entries_equal(s, x, b, i)) for i in range(shape.r)])
+
+
+def lemma_values_placed_once(shape: Shape, s: dict) -> Term:
+    """A value is written once, by one leader at one offset: wherever it is (a log, a fetch
+    response, the committed records) it has that offset and that epoch; and a later value
+    has an epoch no older, a newer one where it took an earlier value's offset."""
+    slots = _slots(shape, s)
+    parts = []
+    for k, (p1, o1, v1, e1) in enumerate(slots):
+        for p2, o2, v2, e2 in slots[k + 1:]:
+            both = z3.And(p1, p2)
+            parts.append(z3.Implies(z3.And(both, v1 == v2), z3.And(o1 == o2, e1 == e2)))
+            for lo, hi in (((o1, v1, e1), (o2, v2, e2)), ((o2, v2, e2), (o1, v1, e1))):
+                parts.append(z3.Implies(z3.And(both, lo[1] < hi[1]),
+                                        z3.And(lo[2] <= hi[2], z3.Implies(lo[0] == hi[0], lo[2] < hi[2]))))
+        for o in range(shape.r):
+            for v in range(1, shape.r + 1):
+                c = s[("cmt", o, v)]
+                parts.append(z3.Implies(z3.And(p1, v1 == v, c != 0), z3.And(o1 == o, e1 == c)))
+    for o in range(shape.r):
+        for v in range(1, shape.r + 1):
+            for o2 in range(shape.r):
+                if o2 != o:
+                    parts.append(z3.Not(z3.And(s[("cmt", o, v)] != 0, s[("cmt", o2, v)] != 0)))
+    return z3.And(parts)
+
+
+def lemma_log_order(shape: Shape, s: dict) -> Term:
+    """A log's values increase with their offsets, so (by ``values_placed_once``) do its epochs."""
+    parts = [z3.Implies(j < s[("leo", b)], s[("val", b, i)] < s[("val", b, j)])
+             for b in range(shape.n) for i in range(shape.r) for j in range(i + 1, shape.r)]
+    for x in range(shape.n):  # a fetch response's records continue its follower's log in order
+        for b in range(shape.n):
+            if x == b:
+                continue
+            resp, fo, frl = s[("fk", x, b)] == RESP, s[("fo", x, b)], s[("frl", x, b)]
+            for i in range(shape.r):
+                later = s[("frv", x, b, i)]
+                parts += [z3.Implies(z3.And(resp, i < frl, o < fo), s[("val", x, o)] < later) for o in range(shape.r)]
+                parts += [z3.Implies(z3.And(resp, j < frl), later < s[("frv", x, b, j)]) for j in range(i + 1, shape.r)]
+    return z3.And(parts)
+
+
+def lemma_leader_epoch_newest(shape: Shape, s: dict) -> Term:
+    """No record is of an epoch newer than a leader's; none is yet of the epoch a pending
+    request would make an up broker leader in; and one of ZooKeeper's current epoch was
+    written by ZooKeeper's leader, in that epoch."""
+    R = shape.req
+    m = z3.Const("q_new", R)
+    slots = _slots(shape, s)
+    parts = []
+    for b in range(shape.n):
+        lead = s[("role", b)] == LEADER
+        parts += [z3.Implies(z3.And(lead, p), e <= s[("rlep", b)]) for p, _, _, e in slots]
+        pending = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
+        parts.append(z3.ForAll([m], z3.Implies(pending, z3.And([z3.Implies(p, e < R.lepoch(m)) for p, _, _, e in slots]))))
+    rl = pick([s[("rlep", b)] for b in range(shape.n)], s[("ldr",)], z3.IntVal(-1))
+    parts += [z3.Implies(z3.And(p, e == s[("lep",)]), rl == s[("lep",)]) for p, _, _, e in slots]
+    return z3.And(parts)
+
+
+def lemma_leader_holds_its_epoch(shape: Shape, s: dict) -> Term:
+    """A serving leader's log holds every record of its own epoch, wherever it is."""
+    parts = []
+    for b in range(shape.n):
+        for p, o, v, e in _slots(shape, s):
+            mine = [z3.And(o == i, i < s[("leo", b)], s[("val", b, i)] == v) for i in range(shape.r)]
+            parts.append(z3.Implies(z3.And(_serving(s, b), p, e == s[("rlep", b)]), z3.Or(mine)))
+    return z3.And(parts)
+
+
+def lemma_followers_follow_zk(shape: Shape, s: dict) -> Term:
+    """A follower follows another broker, and in ZooKeeper's current epoch ZooKeeper's leader."""
+    return z3.And([z3.And(z3.Implies(z3.And(s[("role", b)] == FOLLOWER, s[("rlep", b)] == s[("lep",)]), s[("rl", b)] == s[("ldr",)]),
+                          z3.Implies(s[("role", b)] == FOLLOWER, s[("rl", b)] != b))
+                   for b in range(shape.n)])
+
+
+def lemma_fetches_follow_leaders(shape: Shape, s: dict) -> Term:
+    """A follower fetches only from a broker that has led its epoch (it truncated against it
+    as leader), and a fetch carries an epoch that broker has reached, a request one its
+    follower has too."""
+    parts = []
+    for x in range(shape.n):
+        for b in range(shape.n):
+            if x == b:
+                continue
+            fetching = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b)
+            fk, fe = s[("fk", x, b)], s[("fe", x, b)]
+            parts += [z3.Implies(fetching, s[("rlep", b)] >= s[("rlep", x)]),
+                      z3.Implies(fk != EMPTY, fe <= s[("rlep", b)]),
+                      z3.Implies(fk == REQ, fe <= s[("rlep", x)])]
+    return z3.And(parts)
+
+def lemma_fetching_follower_prefix(shape: Shape, s: dict) -> Term:
+    """A follower fetching from its leader, in the epoch that leader serves, holds a prefix of
+    the leader's log (its truncation left no record the leader lacks)."""
+    parts = []
+    for x in range(shape.n):
+        for b in range(shape.n):
+            if x != b:
+                on = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b,
+                            _serving(s, b), s[("rlep", x)] == s[("rlep", b)])
+                parts.append(z3.Implies(on, _prefix(shape, s, x, b, s[("leo", x)])))
+    return z3.And(parts)
+
+
+def lemma_fetch_prefix(shape: Shape, s: dict) -> Term:
+    """A fetch request or response in the epoch its leader serves continues a prefix of the
+    leader's log the follower holds (a response with the leader's records after it, and a
+    HW up to them); no response its follower will take is out of range, and below its HW
+    every record of the log it makes is committed."""
+    parts = []
+    for x in range(shape.n):
+        for b in range(shape.n):
+            if x == b:
+                continue
+            fk, fo, frl, fhw = s[("fk", x, b)], s[("fo", x, b)], s[("frl", x, b)], s[("fhw", x, b)]
+            on = z3.And(_serving(s, b), s[("fe", x, b)] == s[("rlep", b)])
+            parts.append(z3.Implies(z3.And(fk == REQ, on), _prefix(shape, s, x, b, fo)))
+            resp = z3.And(fk == RESP, s[("fe", x, b)] == s[("rlep", x)])  # one its follower will take
+            vals, eps = [s[("val", b, j)] for j in range(shape.r)], [s[("ep", b, j)] for j in range(shape.r)]
+            recs = [z3.Implies(i < frl, z3.And(s[("frv", x, b, i)] == pick(vals, fo + i, z3.IntVal(0)),
+                                               s[("fre", x, b, i)] == pick(eps, fo + i, z3.IntVal(0))))
+                    for i in range(shape.r)]
+            parts.append(z3.Implies(resp, z3.And(s[("ferr", x, b)] == 0, fo <= s[("leo", x)], frl >= 0, fhw <= fo + frl)))
+            parts.append(z3.Implies(z3.And(resp, on), z3.And(_prefix(shape, s, x, b, fo), fo + frl <= s[("leo", b)], *recs)))
+            for o in range(shape.r):  # the record the response's log has at o, below its HW, is committed
+                mine = z3.And(o < fo, *[z3.Implies(s[("val", x, o)] == v, s[("cmt", o, v)] == s[("ep", x, o)])
+                                         for v in range(1, shape.r + 1)])
+                theirs = [z3.Implies(z3.And(fo + i == o, i < frl, s[("frv", x, b, i)] == v), s[("cmt", o, v)] == s[("fre", x, b, i)])
+                          for i in range(shape.r) for v in range(1, shape.r + 1)]
+                parts.append(z3.Implies(z3.And(resp, o < fhw), z3.Or(mine, z3.And(o >= fo, *theirs))))
+    return z3.And(parts)
+
+
+def lemma_hw_committed(shape: Shape, s: dict) -> Term:
+    """Below a replica's HW every record of its log is committed, so the committed offsets
+    are a prefix; and a leader's committed records lie below its HW or its epoch's start."""
+    parts = []
+    for b in range(shape.n):
+        for o in range(shape.r):
+            for v in range(1, shape.r + 1):
+                parts.append(z3.Implies(z3.And(o < s[("hw", b)], s[("val", b, o)] == v), s[("cmt", o, v)] == s[("ep", b, o)]))
+                lead = s[("role", b)] == LEADER
+                parts.append(z3.Implies(z3.And(lead, s[("cmt", o, v)] != 0), z3.Or(o < s[("hw", b)], o < s[("es", b)])))
+    for v in range(1, shape.r + 1):
+        for o in range(1, shape.r):
+            parts.append(z3.Implies(s[("cmt", o, v)] != 0, z3.Or([s[("cmt", o - 1, w)] != 0 for w in range(1, shape.r + 1)])))
+    return z3.And(parts)
+
+
+def lemma_isr_holds_committed(shape: Shape, s: dict) -> Term:
+    """Every member of ZooKeeper's ISR holds every committed record at its offset."""
+    parts = []
+    for o in range(shape.r):
+        for v in range(1, shape.r + 1):
+            e = s[("cmt", o, v)]
+            for x in range(shape.n):
+                parts.append(z3.Implies(z3.And(e != 0, s[("isr", x)]),
+                                        z3.And(o < s[("leo", x)], s[("val", x, o)] == v, s[("ep", x, o)] == e)))
+    return z3.And(parts)
+
+
+def lemma_acked_committed(shape: Shape, s: dict) -> Term:
+    """An acknowledged write is a committed record."""
+    return z3.And([z3.Implies(s[("acked", v)], z3.Or([s[("cmt", o, v)] != 0 for o in range(shape.r)]))
+                   for v in range(1, shape.r + 1)])
+
+
+def truncation_keeps_common_prefix(shape: Shape, s: dict, t: dict) -> Term:
+    """KIP-320's truncation, as a step: a follower whose log the leader's extends (both with
+    epochs that never decrease, the leader's up to its own) keeps its whole log -- the
+    truncation point from the leader's epoch cache is never below the common prefix, so never
+    below a committed record.  (That the follower's log *is* such a prefix in every reachable
+    state is ``follower_prefix``'s territory, not yet inductive.)"""
+    parts = []
+    for f in range(shape.n):
+        for b in range(shape.n):
+            if f == b:
+                continue
+            fl, bl = s[("leo", f)], s[("leo", b)]
+            prefix = z3.And(fl <= bl, *[z3.Implies(i < fl, _entries_equal(s, f, b, i)) for i in range(shape.r)])
+            sane = z3.And(prop_log_epochs_monotonic(shape, s),
+                          *[z3.Implies(i < bl, s[("ep", b, i)] <= s[("rlep", b)]) for i in range(shape.r)])
+            against = z3.And(s[("role", b)] == LEADER, s[("rl", f)] == b, prefix, sane)
+            kept = z3.And(t[("leo", f)] == fl,
+                          *[z3.Implies(i < fl, z3.And(t[("val", f, i)] == s[("val", f, i)], t[("ep", f, i)] == s[("ep", f, i)]))
+                            for i in range(shape.r)])
+            parts.append(z3.Implies(against, kept))
+    return z3.And(parts)
+
+
+LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
+    "live_is_up": lemma_live_is_up,
+    "leader_epochs_positive": lemma_leader_epochs_positive,
+    "log_slots_clean": lemma_log_slots_clean,
+    "leader_is_zk_leader": lemma_leader_is_zk_leader,
+    "pending_leadership": lemma_pending_leadership,
+    "values_placed_once": lemma_values_placed_once,
+    "log_order": lemma_log_order,
+    "leader_epoch_newest": lemma_leader_epoch_newest,
+    "leader_holds_its_epoch": lemma_leader_holds_its_epoch,
+    "followers_follow_zk": lemma_followers_follow_zk,
+    "fetches_follow_leaders": lemma_fetches_follow_leaders,
+    "fetching_follower_prefix": lemma_fetching_follower_prefix,
+    "fetch_prefix": lemma_fetch_prefix,
+    "hw_committed": lemma_hw_committed,
+    "follower_prefix": lemma_follower_prefix,
+    "isr_holds_committed": lemma_isr_holds_committed,
+    "acked_committed": lemma_acked_committed,
+}
+
+
+GOALS: dict[str, Callable[[Shape, dict], Term]] = {
+    "committed_durable": prop_committed_durable,
+    "acked_durable": prop_acked_durable,
+}
+
+
+STEPS: dict[str, tuple[Callable[[Shape, dict, dict], Term], tuple[str, ...]]] = {
+    # step goal -> (formula, the actions it is a claim about)
+    "truncation_keeps_common_prefix": (truncation_keeps_common_prefix, ("truncate",)),
+}
+
+
+USES = {  # which lemmas each formula's proof leans on (all are proved together, by induction)
+    "log_slots_clean": ("leader_epochs_positive",),
+    "leader_is_zk_leader": ("live_is_up", "pending_leadership"),
+    "values_placed_once": ("log_slots_clean", "leader_epoch_newest", "leader_holds_its_epoch", "fetch_prefix"),
+    "log_order": ("values_placed_once", "fetch_prefix"),
+    "leader_epoch_newest": ("leader_is_zk_leader", "pending_leadership", "log_slots_clean"),
+    "leader_holds_its_epoch": ("leader_epoch_newest", "followers_follow_zk", "fetch_prefix"),
+    "fetching_follower_prefix": ("values_placed_once", "log_order", "leader_holds_its_epoch", "fetch_prefix"),
+    "fetch_prefix": ("fetching_follower_prefix", "fetches_follow_leaders", "hw_committed"),
+    "hw_committed": ("fetch_prefix", "values_placed_once"),
+    "follower_prefix": ("fetching_follower_prefix", "fetch_prefix"),
+    "isr_holds_committed": ("leader_is_zk_leader", "follower_prefix", "hw_committed", "values_placed_once"),
+    "acked_committed": ("log_slots_clean",),
+    "committed_durable": ("isr_holds_committed",),
+    "acked_durable": ("acked_committed", "isr_holds_committed"),
+}
