@@ -23,10 +23,9 @@ from properties.checkers.native import (
     check_native,
     decode,
     encode,
-    native_expansions,
     native_rejects,
 )
-from tests.properties.test_native import _python_expansion, _reached
+from tests.properties.test_native import _searches_and_expands_alike
 
 # nearly every test here compiles the search or runs its binary
 pytestmark = pytest.mark.integration
@@ -63,16 +62,7 @@ def _figures(cfg: Config, options: SearchOptions) -> tuple[tuple, tuple]:
 def test_each_family_searches_alike_natively_and_in_python(tmp_path, cfg):
     """Reduced and not: the same states, transitions, depth and verdict (and counterexample),
     and a seeded sample of the native states expands exactly as in Python."""
-    for reduction in (False, True):
-        options = SearchOptions(reduction=reduction)
-        a, b = check(cfg, options), check_native(cfg, options)
-        assert (b.states, b.transitions, b.depth, b.holds) == (a.states, a.transitions, a.depth, a.holds)
-        if a.violation is not None:
-            assert [s for s, _ in b.violation.steps] == [s for s, _ in a.violation.steps]
-        states, _ = _reached(cfg, tmp_path, reduction=reduction)
-        sample = random.Random(f"{cfg.describe()}/{reduction}").sample(states, min(400, len(states)))
-        for enc, got in zip(sample, native_expansions(cfg, sample, reduction=reduction), strict=True):
-            assert got == _python_expansion(decode(enc), cfg, True, reduction)
+    _searches_and_expands_alike(tmp_path, cfg, cfg.describe())
 
 
 def test_a_reassignment_searches_alike_without_symmetry():
