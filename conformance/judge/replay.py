@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from conformance.judge.compiled import stepper
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
 from conformance.judge.memo import (
     MEMO_MAX_NODES,
@@ -68,6 +69,7 @@ from conformance.judge.search import (
     Hypothesis,
     Match,
     Search,
+    Stepper,
     actor,
     advance,
     init_partition,
@@ -77,7 +79,7 @@ from conformance.judge.search import (
     violations,
 )
 from conformance.judge.words import DIFFERS, REFINEMENT, event_words, rule_words
-from model.registry import REPLAYED
+from model.registry import REPLAYED, apply
 from model.state import State
 from model.text import state_text
 from properties.safety import all_violations
@@ -87,7 +89,8 @@ from traces.vocabulary import KINDS
 __all__ = [
     "DEFAULT_BOUND", "FREEZING", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
     "SHOWN_STATES", "Event", "Hypothesis", "Memo", "Speculation", "TraceJudge", "Verdict", "actor", "broker_ids",
-    "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_unmemoized",
+    "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_compiled",
+    "judge_compiled_unmemoized", "judge_unmemoized",
     "may_break", "model_view", "observe", "prelife_state", "replay_config",
 ]
 
@@ -154,7 +157,7 @@ _describe_event = event_words
 def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUND,
           limit: int = MAX_STATES, fast: bool = True, memo: bool = True,
           on_states: Callable[[list[Hypothesis]], None] | None = None,
-          budget: Budget | None = None) -> dict[str, Any]:
+          budget: Budget | None = None, compiled: bool = False) -> dict[str, Any]:
     """Judge one causally ordered (run, topic, partition) group of events against the named
     model configuration.  See the module docstring for the method and ``Verdict`` for the
     answer's fields.
@@ -174,8 +177,11 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
 
     ``budget``, if given, caps the judgement (``Budget``): when it runs out the answer is
     *inconclusive* (``inconclusive`` true, ``conforms`` false, ``first_bad`` None,
-    ``matched`` the events judged before it ran out) -- not a verdict either way."""
-    return TraceJudge(events, config, bound, limit, fast, memo, on_states, budget).verdict().as_dict()
+    ``matched`` the events judged before it ran out) -- not a verdict either way.
+
+    ``compiled`` takes each step with the compiled search's rules instead of the Python
+    model's (``conformance.judge.compiled``): the same steps, so the same verdict."""
+    return TraceJudge(events, config, bound, limit, fast, memo, on_states, budget, compiled).verdict().as_dict()
 
 
 class Speculation:
@@ -234,13 +240,15 @@ class TraceJudge:
     speculation the search may rest on is the ``Speculation``'s to track."""
 
     def __init__(self, events: list[Event], config: str, bound: int, limit: int, fast: bool, memo: bool,
-                 on_states: Callable[[list[Hypothesis]], None] | None, budget: Budget | None = None) -> None:
+                 on_states: Callable[[list[Hypothesis]], None] | None, budget: Budget | None = None,
+                 compiled: bool = False) -> None:
         self.events = events
         self.budget, self.started, self.carried = budget, time.monotonic(), 0
         self.bound, self.limit, self.on_states = bound, limit, on_states
         self.ids = broker_ids(events)
         self.shown = sorted(self.ids, key=self.ids.__getitem__)  # model broker b is the trace's broker shown[b]
         self.cfg = replay_config(config, len(self.ids))
+        self.take: Stepper = stepper(self.cfg) if compiled else apply
         self.hyps = [Hypothesis(prelife_state(self.cfg, events, self.ids))]
         # may_break assumes the state before each step holds every property; survivors do,
         # the state before the partition's life is checked here once.
@@ -299,7 +307,7 @@ class TraceJudge:
         if not obs.action:
             self.memo.stay()
             return None
-        res = advance(self.hyps, obs, self.cfg, self.values, self.bound, self.limit, self.fast)
+        res = advance(self.hyps, obs, self.cfg, self.values, self.bound, self.limit, self.fast, self.take)
         if not res.survivors:
             return self._no_step(i, e, obs, res)
         kept, broken = self._keeping(res.survivors)
@@ -436,3 +444,14 @@ def judge_unmemoized(events: list[Event], config: str = "kip320") -> dict[str, A
     """``judge`` without the memo (``MODULE:FUNC`` for ``epochal conform``'s judge option and
     the benchmark's figures on work that is never repeated)."""
     return judge(events, config, memo=False)
+
+
+def judge_compiled(events: list[Event], config: str = "kip320") -> dict[str, Any]:
+    """``judge`` with the compiled step (``conformance.judge.compiled``), memo on."""
+    return judge(events, config, compiled=True)
+
+
+def judge_compiled_unmemoized(events: list[Event], config: str = "kip320") -> dict[str, Any]:
+    """``judge`` with the compiled step and without the memo: the compiled step's figure on
+    work that is never repeated."""
+    return judge(events, config, memo=False, compiled=True)

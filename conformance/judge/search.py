@@ -9,7 +9,7 @@ who takes a step and what it shows, are declared with each action in ``model.reg
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -38,6 +38,12 @@ from model.state import (
     State,
 )
 from properties.safety import PROPERTIES, all_violations, epoch_monotonic_state
+
+Stepper = Callable[[State, Config, Step], "State | None"]
+"""How the search takes one step: ``model.registry.apply``, the Python model, unless the
+judge is given another with the same answers (``conformance.judge.compiled``: the compiled
+search's rules)."""
+
 
 # ---------------------------------------------------------------------------------------
 # Hypotheses: a model state plus what the judge must remember about how it got there
@@ -127,19 +133,19 @@ def skip_empty_lookup(s: State, cfg: Config, f: int) -> State | None:
                       + s.brokers[f + 1 :])
 
 
-def internal_successors(s: State, cfg: Config) -> Iterator[State]:
+def internal_successors(s: State, cfg: Config, take: Stepper = apply) -> Iterator[State]:
     """States one silent internal step (of any broker) away."""
-    return (t for t, _ in _internal_steps(s, cfg, None, False))
+    return (t for t, _ in _internal_steps(s, cfg, None, False, take))
 
 
-def victim_successors(s: State, cfg: Config, b: int, loud: bool) -> Iterator[tuple[State, bool]]:
+def victim_successors(s: State, cfg: Config, b: int, loud: bool, take: Stepper = apply) -> Iterator[tuple[State, bool]]:
     """States one internal step of broker ``b`` away, each with whether the step was silent;
     steps that are not silent (and ``CUT_SHORT_ACTIONS``) only when ``loud`` (see
     ``_before_freeze``)."""
-    return _internal_steps(s, cfg, b, loud)
+    return _internal_steps(s, cfg, b, loud, take)
 
 
-def _internal_steps(s: State, cfg: Config, by: int | None, loud: bool) -> Iterator[tuple[State, bool]]:
+def _internal_steps(s: State, cfg: Config, by: int | None, loud: bool, take: Stepper = apply) -> Iterator[tuple[State, bool]]:
     """(state, silent) one internal step away, of broker ``by`` or of any broker."""
     for f in range(cfg.brokers) if by is None else (by,):
         t = skip_empty_lookup(s, cfg, f)
@@ -150,7 +156,7 @@ def _internal_steps(s: State, cfg: Config, by: int | None, loud: bool) -> Iterat
             step = Step(name, args)
             if by is not None and actor(step) != by:
                 continue
-            t = apply(s, cfg, step)
+            t = take(s, cfg, step)
             if t is not None and t != s:
                 silent = _silent(step, s, t)
                 if silent or loud:
@@ -214,7 +220,8 @@ def _cut_at(cfg: Config, records: int) -> Config:
     return replace(cfg, fetch_max_records=records)
 
 
-def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> Iterator[tuple[Step, State | None]]:
+def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False,
+                take: Stepper = apply) -> Iterator[tuple[Step, State | None]]:
     """Steps of the observed action by the observed broker, with their results (None when
     the guard fails).  ``fast`` builds the arguments from the observed broker directly
     (``_actor_args``): the same steps in the same order, so the same misses are reported."""
@@ -231,14 +238,14 @@ def _candidates(obs: Observation, s: State, cfg: Config, fast: bool = False) -> 
         if direct is not None:
             for args in direct:
                 step = Step(obs.action, args)
-                yield step, apply(s, cfg, step)
+                yield step, take(s, cfg, step)
             return
         arg_sets = ACTIONS[obs.action].args(s, cfg)
     for args in arg_sets:
         step = Step(obs.action, args)
         if actor(step) != obs.actor:
             continue
-        yield step, apply(s, cfg, step)
+        yield step, take(s, cfg, step)
 
 
 def _init_candidate(obs: Observation, s: State, cfg: Config) -> tuple[Step, State | None] | None:
@@ -253,7 +260,8 @@ def _init_candidate(obs: Observation, s: State, cfg: Config) -> tuple[Step, Stat
     return Step("init_partition", (obs.actor,)), t
 
 
-def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[Step, State | None]] | None:
+def _deletion_candidates(obs: Observation, s: State, cfg: Config,
+                         take: Stepper = apply) -> list[tuple[Step, State | None]] | None:
     """A topic deletion as the implementation records it (seed 000 B 2): the controller sends
     StopReplica(delete) to the live replicas, each records its ``stop_replica``, and only
     then does the controller remove the znodes and record ``topic_deleted``.  The model's
@@ -289,15 +297,15 @@ def _deletion_candidates(obs: Observation, s: State, cfg: Config) -> list[tuple[
     out: list[tuple[Step, State | None]] = []
     pending = [m for m in s.stop_replica if m.to == b]
     for m in pending:
-        out.append((Step("stop_replica", (m,)), apply(s, cfg, Step("stop_replica", (m,)))))
+        out.append((Step("stop_replica", (m,)), take(s, cfg, Step("stop_replica", (m,)))))
     if not any(m.leader_epoch == EPOCH_DURING_DELETE for m in pending) and zn.ar and c != NO_LEADER:
         for removal in ("delete_topic", "remove_partitions"):  # which one, the event after it says
-            deleted = apply(s, cfg, Step(removal, (c, 0)))
+            deleted = take(s, cfg, Step(removal, (c, 0)))
             if deleted is None:
                 continue
             for m in deleted.stop_replica:
                 if m.to == b and m.leader_epoch == EPOCH_DURING_DELETE:
-                    out.append((Step("stop_replica", (m,)), apply(deleted, cfg, Step("stop_replica", (m,)))))
+                    out.append((Step("stop_replica", (m,)), take(deleted, cfg, Step("stop_replica", (m,)))))
     return out
 
 
@@ -307,17 +315,17 @@ class Match(NamedTuple):
 
 
 def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, set[int]],
-              misses: list[str], fast: bool = False) -> list[Match]:
+              misses: list[str], fast: bool = False, take: Stepper = apply) -> list[Match]:
     s = h.state
     out: list[Match] = []
     init = _init_candidate(obs, s, cfg)
-    deletion = _deletion_candidates(obs, s, cfg) if init is None else None
+    deletion = _deletion_candidates(obs, s, cfg, take) if init is None else None
     if init is not None:
         cands = [init]
     elif deletion is not None:
         cands = deletion
     else:
-        cands = list(_candidates(obs, s, cfg, fast))
+        cands = list(_candidates(obs, s, cfg, fast, take))
     for step, t in cands:
         if t is None:
             continue
@@ -348,10 +356,11 @@ class Search(NamedTuple):
 
 
 def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[Any, set[int]], bound: int,
-            limit: int, fast: bool = False) -> Search:
+            limit: int, fast: bool = False, take: Stepper = apply) -> Search:
     """The matches of an observation, with the fewest internal steps that give any.
 
-    ``fast`` (see ``judge``) only changes how candidates are enumerated, never which."""
+    ``fast`` (see ``judge``) only changes how candidates are enumerated, never which;
+    ``take`` (``Stepper``) only how each step is computed, never its result."""
     frontier = [(h.state, h) for h in hyps]  # (state at the start of the event, hypothesis)
     seen: set[Hypothesis] | None = None  # built only if internal steps are searched (hashing states costs)
     misses: list[str] = []
@@ -359,10 +368,10 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
         found: list[Match] = []
         for origin, h in frontier:
             found.extend(m._replace(before=origin) if m.before is not origin else m
-                         for m in _match_in(h, obs, cfg, values, misses if depth == 0 else [], fast))
+                         for m in _match_in(h, obs, cfg, values, misses if depth == 0 else [], fast, take))
         if found:
             if obs.action in FREEZING:
-                found.extend(_before_freeze(frontier, obs, cfg, values, bound - depth, fast))
+                found.extend(_before_freeze(frontier, obs, cfg, values, bound - depth, fast, take))
             return Search(found, depth, hyps, misses)
         if depth == bound:
             break
@@ -370,7 +379,7 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
             seen = set(hyps)
         nxt: list[tuple[State, Hypothesis]] = []
         for origin, h in frontier:
-            for t in internal_successors(h.state, cfg):
+            for t in internal_successors(h.state, cfg, take):
                 g = Hypothesis(t, h.speculative)
                 if g not in seen:
                     seen.add(g)
@@ -382,7 +391,7 @@ def advance(hyps: list[Hypothesis], obs: Observation, cfg: Config, values: dict[
 
 
 def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, cfg: Config,
-                   values: dict[Any, set[int]], bound: int, fast: bool) -> list[Match]:
+                   values: dict[Any, set[int]], bound: int, fast: bool, take: Stepper = apply) -> list[Match]:
     """Matches of a freezing event (``FREEZING``) after 1..``bound`` unrecorded steps of its
     victim.
 
@@ -408,13 +417,13 @@ def _before_freeze(frontier: list[tuple[State, Hypothesis]], obs: Observation, c
     for _ in range(bound):
         nxt: list[tuple[State, Hypothesis, bool]] = []
         for origin, h, loud in level:
-            for t, silent in victim_successors(h.state, cfg, obs.actor, loud):
+            for t, silent in victim_successors(h.state, cfg, obs.actor, loud, take):
                 g = Hypothesis(t, h.speculative or not silent)
                 if g not in seen:
                     seen.add(g)
                     nxt.append((origin, g, loud and silent))
         for origin, g, _ in nxt:
-            out.extend(m._replace(before=origin) for m in _match_in(g, obs, cfg, values, [], fast))
+            out.extend(m._replace(before=origin) for m in _match_in(g, obs, cfg, values, [], fast, take))
         level = nxt
     return out
 

@@ -57,6 +57,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from model.config import Config
 from model.registry import unsupported_features
@@ -173,53 +174,122 @@ class _Reader:
             out.append(read())
         return tuple(out)
 
-    def fixed(self, *reads: Callable[[], object]) -> tuple:
-        """A plain tuple of known length (``(partition, offset, entry)`` ...)."""
-        out = []
-        for read in reads:
-            if not self.more():
-                raise ValueError("bad state encoding: tuple too short")
-            out.append(read())
-        if self.more():
-            raise ValueError("bad state encoding: tuple too long")
-        return tuple(out)
+
+_RUNS: dict[tuple[int, bytes], tuple] = {}
+"""Tuples of fixed-size elements read before (logs, committed records, broker sets, ...),
+by their element size and bytes: most of a state's bytes, and shared -- a follower's log is
+its leader's, a successor's parts are mostly its parent's."""
+
+
+class StateReader(_Reader):
+    """Reads the parts of a state's encoding, each as ``encode`` wrote it."""
+
+    def entry(self) -> Entry:
+        return Entry(self.int(), self.int())
+
+    def ints(self) -> tuple[int, ...]:
+        """A tuple of ints: ``(1 v)* 0``."""
+        return self._run(2, lambda d, k: d[k + 1] - 2, ())
+
+    def log(self) -> tuple[Entry, ...]:
+        """A tuple of entries: ``(1 value epoch)* 0``."""
+        return self._run(3, lambda d, k: Entry(d[k + 1] - 2, d[k + 2] - 2), ())
+
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """A tuple of int pairs: ``(1 (1 a 1 b 0))* 0``."""
+        return self._run(6, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2), (1, 3))
+
+    def triples(self) -> tuple[tuple[int, int, int], ...]:
+        """A tuple of int triples: ``(1 (1 a 1 b 1 c 0))* 0``."""
+        return self._run(8, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2, d[k + 6] - 2), (1, 3, 5))
+
+    def committed(self) -> tuple[tuple[int, int, Entry], ...]:
+        """The ghost's committed records ``(partition, offset, entry)``: ``(1 (1 p 1 o 1 v e 0))* 0``."""
+        return self._run(9, lambda d, k: (d[k + 2] - 2, d[k + 4] - 2, Entry(d[k + 6] - 2, d[k + 7] - 2)), (1, 3, 5))
+
+    def _run(self, size: int, element: Callable[[bytes, int], Any], markers: tuple[int, ...]) -> tuple:
+        """A tuple of fixed-size elements, each behind its marker 1, remembered by its bytes.
+        ``markers``: where within an element a plain tuple's markers 1 are; the element's last
+        byte then closes that tuple (0)."""
+        data, i = self.data, self.i
+        j = i
+        while j < len(data) and data[j] == 1:
+            j += size
+        if j >= len(data) or data[j] != 0:
+            raise ValueError(f"bad state encoding at byte {j}: expected the end of a tuple")
+        key = (size, data[i:j])
+        run = _RUNS.get(key)
+        if run is None:
+            for k in range(i, j, size):
+                if any(data[k + m] != 1 for m in markers) or (markers and data[k + size - 1] != 0):
+                    raise ValueError(f"bad state encoding at byte {k}: expected a tuple marker")
+            run = tuple(element(data, k) for k in range(i, j, size))
+            if len(_RUNS) > 50_000:
+                _RUNS.clear()
+            _RUNS[key] = run
+        self.i = j + 1
+        return run
+
+    def zk(self) -> Zk:
+        return Zk(self.int(), self.int(), self.ints(), self.ints(), self.int(), self.many(self.znode))
+
+    def znode(self) -> PartitionZnode:
+        return PartitionZnode(self.int(), self.int(), self.ints(), self.int(), self.ints(), self.ints(), self.int())
+
+    def replica(self) -> Replica:
+        return Replica(self.int(), self.int(), self.int(), self.ints(), self.int(), self.log(), self.int(),
+                       self.int(), self.ints(), self.int(), self.int())
+
+    def broker(self) -> Broker:
+        return Broker(self.int(), bool(self.int()), self.int(), self.int(), self.many(self.replica), self.ints(),
+                      self.ints())
+
+    def leader_and_isr(self) -> LeaderAndIsr:
+        return LeaderAndIsr(self.int(), self.int(), self.int(), self.int(), self.ints(), self.int(), self.int(),
+                            self.int(), self.int())
+
+    def fetch(self) -> Fetch:
+        return Fetch(self.int(), self.int(), self.int(), self.int(), self.int(), self.int(), self.log(),
+                     self.int(), self.int(), self.int())
+
+    def ghost(self) -> Ghost:
+        int_, pairs = self.int, self.pairs
+        return Ghost(self.committed(), pairs(), self.triples(), self.ints(), int_(), pairs(), int_(), int_(), int_(),
+                     int_(), int_(), pairs(), int_(), pairs(), int_(), int_(), self.ints(), int_())
+
+    def stop_replica(self) -> StopReplica:
+        return StopReplica(self.int(), self.int(), self.int(), self.int(), self.int(), bool(self.int()))
+
+    def alter_partition(self) -> AlterPartition:
+        return AlterPartition(self.int(), self.int(), self.int(), self.int(), self.ints(), self.int(), self.int(),
+                              self.int(), self.int())
+
+    def end(self) -> None:
+        if self.i != len(self.data):
+            raise ValueError("bad state encoding: trailing bytes")
 
 
 def decode(data: bytes) -> State:
     """The state ``encode`` wrote."""
-    r = _Reader(data)
-    entry = lambda: Entry(r.int(), r.int())  # noqa: E731 - small readers, read in order
-    zk = Zk(r.int(), r.int(), r.ints(), r.ints(), r.int(), r.many(lambda: PartitionZnode(r.int(), r.int(), r.ints(), r.int(), r.ints(), r.ints(), r.int())))
-    replica = lambda: Replica(r.int(), r.int(), r.int(), r.ints(), r.int(), r.many(entry), r.int(), r.int(), r.ints(), r.int(), r.int())  # noqa: E731
-    brokers = r.many(lambda: Broker(r.int(), bool(r.int()), r.int(), r.int(), r.many(replica), r.ints(), r.ints()))
-    lai = r.many(lambda: LeaderAndIsr(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int(), r.int()))
-    fetches = r.many(lambda: Fetch(r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.many(entry), r.int(), r.int(), r.int()))
-    pair = lambda: r.fixed(r.int, r.int)  # noqa: E731
-    ghost = Ghost(
-        r.many(lambda: r.fixed(r.int, r.int, entry)),
-        r.many(pair),
-        r.many(lambda: r.fixed(r.int, r.int, r.int)),
-        r.ints(),
-        r.int(),
-        r.many(pair),
-        r.int(),
-        r.int(),
-        r.int(),
-        r.int(),
-        r.int(),
-        r.many(pair),
-        r.int(),
-        r.many(pair),
-        r.int(),
-        r.int(),
-        r.ints(),
-        r.int(),
-    )
-    stops = r.many(lambda: StopReplica(r.int(), r.int(), r.int(), r.int(), r.int(), bool(r.int())))
-    alters = r.many(lambda: AlterPartition(r.int(), r.int(), r.int(), r.int(), r.ints(), r.int(), r.int(), r.int(), r.int()))
-    if r.i != len(data):
-        raise ValueError("bad state encoding: trailing bytes")
-    return State(zk, brokers, lai, fetches, ghost, stops, alters)
+    r = StateReader(data)
+    s = State(r.zk(), r.many(r.broker), r.many(r.leader_and_isr), r.many(r.fetch), r.ghost(), r.many(r.stop_replica),
+              r.many(r.alter_partition))
+    r.end()
+    return s
+
+
+def encode_part(x: object) -> bytes:
+    """The encoding of one part of a state: ``encode(s)`` is its parts' (``state_parts``),
+    one after the other."""
+    out = bytearray()
+    _put(x, out)
+    return bytes(out)
+
+
+def state_parts(s: State) -> tuple:
+    """The fields of ``s`` the native search holds, in the encoding's order (ValueError if
+    a field after them is not at its default)."""
+    return _native_part(s)
 
 
 _M64 = (1 << 64) - 1
@@ -289,19 +359,20 @@ def _cache_dir() -> Path:
     return Path(base) / "epochal"
 
 
-def sources() -> list[Path]:
-    """Every file the binary is built from: the units (``*.c``) and the header they share."""
-    return sorted(p for p in SOURCE_DIR.iterdir() if p.suffix in (".c", ".h"))
+def sources(directory: Path | None = None) -> list[Path]:
+    """Every file the binary is built from (in ``directory``, default ``SOURCE_DIR``): the
+    units (``*.c``) and the header they share."""
+    return sorted(p for p in (directory or SOURCE_DIR).iterdir() if p.suffix in (".c", ".h"))
 
 
-def build_key(compiler: str) -> str:
+def build_key(compiler: str, flags: tuple[str, ...] = CFLAGS, directory: Path | None = None) -> str:
     """The cache key of a build: every source file's name and text, the compiler and the flags."""
     h = hashlib.sha256()
-    for path in sources():
+    for path in sources(directory):
         text = path.read_bytes()
         h.update(f"{path.name}\0{len(text)}\0".encode())
         h.update(text)
-    h.update(" ".join((compiler, *CFLAGS)).encode())
+    h.update(" ".join((compiler, *flags)).encode())
     return h.hexdigest()[:16]
 
 
@@ -317,8 +388,17 @@ def _first_error(stderr: str) -> str:
 
 def binary() -> Path:
     """The compiled search, built now if these sources have not been built before."""
+    return compiled("epochal-search", CFLAGS)
+
+
+def compiled(name: str, flags: tuple[str, ...], suffix: str = "", directory: Path | None = None) -> Path:
+    """The sources (of ``directory``) built with ``flags`` into the cache as
+    ``name``-KEY``suffix``, built now if they have not been built so before: the search
+    binary, and the judge's step library of ``properties.checkers.native_step``, which builds
+    the same units as a shared library (a test builds it from altered sources too)."""
     compiler = os.environ.get("CC", "cc")
-    target = _cache_dir() / f"epochal-search-{build_key(compiler)}"
+    directory = directory or SOURCE_DIR
+    target = _cache_dir() / f"{name}-{build_key(compiler, flags, directory)}{suffix}"
     if target.exists():
         return target
     if shutil.which(compiler) is None:
@@ -326,11 +406,11 @@ def binary() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".build-")
     os.close(fd)
-    units = [p.name for p in sources() if p.suffix == ".c"]
+    units = [p.name for p in sources(directory) if p.suffix == ".c"]
     try:  # in the source directory, so that an error names its unit (rules.c:12:3: error: ...)
-        done = subprocess.run([compiler, *CFLAGS, "-o", tmp, *units], cwd=SOURCE_DIR, capture_output=True, text=True)
+        done = subprocess.run([compiler, *flags, "-o", tmp, *units], cwd=directory, capture_output=True, text=True)
         if done.returncode != 0:
-            raise NativeUnavailable(f"compiling the native search ({SOURCE_DIR}) with {compiler} failed: {_first_error(done.stderr)}")
+            raise NativeUnavailable(f"compiling the native search ({directory}) with {compiler} failed: {_first_error(done.stderr)}")
         os.replace(tmp, target)  # atomic: a concurrent build finds a whole binary or none
     finally:
         if os.path.exists(tmp):

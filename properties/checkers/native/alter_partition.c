@@ -68,7 +68,7 @@ static int pending(const S *s, int b) {
     return 0;
 }
 
-static int propose_isr(S *s, int b, int f) {
+int propose_isr(S *s, int b, int f) {
     if (!C.alter_partition || pending(s, b)) return 0;
     const Replica *lr = &s->br[b].r;
     u8 isr;
@@ -105,7 +105,7 @@ static int refusal(const S *s, const Alter *m) {
     return OK;
 }
 
-static int alter_partition(S *s, int c, Alter m) {
+int alter_partition(S *s, int c, Alter m) {
     int i = find_alter(s, &m);
     if (m.kind != ALTER_REQUEST || i < 0 || !acting_controller(s, c)) return 0;
     remove_alter_at(s, i);
@@ -126,7 +126,7 @@ static int alter_partition(S *s, int c, Alter m) {
     return 1;
 }
 
-static int apply_isr(S *s, Alter m) {
+int apply_isr(S *s, Alter m) {
     int b = m.leader, i = find_alter(s, &m);
     if (m.kind != ALTER_RESPONSE || i < 0 || s->br[b].status != UP) return 0;
     remove_alter_at(s, i);

@@ -43,7 +43,13 @@ void put_log(Buf *b, const Entry *log, int len) {
     mark(b, 0);
 }
 
-typedef struct { u8 bytes[64]; int n; } Item;
+/* One element of a sorted tuple, encoded on its own to be sorted: at most a fetch answer
+ * (ten fields and its records); the capacities are the state.h ones, which the judge's step
+ * library raises. */
+#define ITEM_BYTES (16 + 2 * MAXREC > 64 ? 16 + 2 * MAXREC : 64)
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define MAXITEMS MAX2(MAX2(MAX2(MAXLAI, MAXFETCH), MAX2(MAXCOMMIT, MAXSMALL)), MAX2(MAXLED, MAXSTOP))
+typedef struct { u8 bytes[ITEM_BYTES]; int n; } Item;
 
 static int item_cmp(const void *a, const void *b) {
     const Item *x = a, *y = b;
@@ -82,7 +88,7 @@ int encode(const S *s, const int *perm, u8 *out) {
     int inv[MAXB];
     for (int b = 0; b < n; b++) inv[perm[b]] = b;
     Buf B = {out, 0}, *b = &B;
-    Item items[MAXLAI > MAXFETCH ? MAXLAI : MAXFETCH];
+    Item items[MAXITEMS];
     /* Zk(controller, controller_epoch, live, broker_epochs, zxid, partitions) */
     put(b, mapb(perm, s->controller));
     put(b, s->controller_epoch);

@@ -20,6 +20,7 @@
  *   store.c       the seen-set of fingerprints and the level files
  *   search.c      properties/checkers/bfs.py check: the breadth-first loop on several threads
  *   main.c        the command line: the search mode and the successors mode of the tests
+ *   step.c        one named step, by the functions above: the trace judge's (native_step.py)
  *
  * It is a second copy of the rules, so it is held to the Python model by tests
  * (tests/properties/test_native.py): for every state of the two-broker searches and samples of
@@ -36,15 +37,36 @@
 #include <string.h>
 
 #define MAXB 4
+/* Capacities of the state's arrays.  The search keeps them small (its states are bounded by
+ * the configuration); the judge's step library (properties/checkers/native_step.py) builds the
+ * same sources with larger ones, for recorded runs that produce more. */
+#ifndef MAXREC
 #define MAXREC 6
+#endif
+#ifndef MAXLAI
 #define MAXLAI 48
+#endif
+#ifndef MAXFETCH
 #define MAXFETCH 24
+#endif
+#ifndef MAXCOMMIT
 #define MAXCOMMIT 16
+#endif
+#ifndef MAXLED
 #define MAXLED 16
+#endif
+#ifndef MAXSMALL
 #define MAXSMALL 8
+#endif
+#ifndef MAXSTOP
 #define MAXSTOP 16
+#endif
+#ifndef MAXALTER
 #define MAXALTER 8
+#endif
+#ifndef MAXENC
 #define MAXENC 2048
+#endif
 
 typedef int8_t i8;
 typedef uint8_t u8;
@@ -260,6 +282,9 @@ int isr_least_leo(const S *s, int b);
 void advance_hw_to(S *s, int b, int cap); /* cap < 0: the maximal ISR's least LEO */
 /* alter_partition.c: AlterPartition (model/actions/controller_isr.py) */
 u8 maximal_isr(const S *s, int b);
+int propose_isr(S *s, int b, int f);
+int alter_partition(S *s, int c, Alter m);
+int apply_isr(S *s, Alter m);
 void alter_successors(const Expanding *x, Emit emit, void *ctx);
 /* kafka_leader.c: the HW a follower outside the ISR holds (model/actions/replication.py held_at) */
 int advance_hw_held(S *s, int b, int hold);
@@ -287,6 +312,28 @@ int send_fetch(S *s, int f);
 int handle_fetch(S *s, Fetch m);
 int handle_fetch_held(S *s, Fetch m, int hold);
 int receive_fetch(S *s, Fetch m);
+/* the other actions of rules.c, for the judge's step (step.c): each returns 0 when its guard
+ * fails, as the Python action returns None */
+int broker_crash(S *s, int b);
+int broker_restart(S *s, int b, int checkpointed_hw);
+int broker_pause(S *s, int b);
+int broker_resume(S *s, int b);
+int broker_reregister(S *s, int b);
+int controller_elect(S *s, int b);
+int controller_resign(S *s, int b);
+int elect_leader(S *s, int c, int leader);
+int on_broker_startup(S *s, int c, int b);
+int become_leader(S *s, Lai m);
+int become_follower(S *s, Lai m);
+int truncate_log(S *s, int f);
+int produce(S *s, int b, int hold);
+int shrink_isr(S *s, int b, int f);
+int expand_isr(S *s, int b, int f);
+int isr_update_failed(S *s, int b);
+int preferred_election(S *s, int c);
+/* step.c: the action named, with its int arguments, taken in place: 1, 0 when its guard
+ * fails, -2 for a step rules.c does not take */
+int take_step(S *s, const char *action, const int *args, int nargs);
 
 /* ---------------------------------------------------------------------------------------
  * reduction.c, symmetry.c, properties.c
