@@ -22,28 +22,17 @@ import pytest
 import conformance.judge.replay as replay
 from conformance.judge.compiled import compiled_step
 from conformance.mutations import MUTATIONS
-from conformance.spark.order import causal_order, split_groups
 from model.actions import Step
 from model.config import NAMED, Config
 from model.registry import apply, successors
 from model.state import State, initial
 from properties.checkers.native import SOURCE_DIR, NativeUnavailable
 from properties.checkers.native_step import CompiledStep, library
+from tests.conformance.test_replay_fast_path import _groups
 from traces.reader import read_traces
 from traces.synthetic import generate_run
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
-
-
-def _groups(events: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for e in events:
-        runs.setdefault(e["run"], []).append(e)
-    out = []
-    for run, evs in sorted(runs.items()):
-        ordered, _ = causal_order(evs)
-        out.extend((f"{run} {key}", group) for key, group in split_groups(ordered).items())
-    return out
 
 
 QUICK = ("leader-kill", "preferred-election")
