@@ -59,6 +59,7 @@ SEND_EVERY = 0.03  # seconds between two values
 FAULT_KINDS = ("kill-leader", "kill-controller", "pause-follower")
 UNCLEAN_KIND = "lag-then-kill-isr"  # the model's unclean scenario (impl.harness.chaos.schedule)
 LAG_WRITES = 1.0  # seconds the rest of the ISR commits writes the out-of-sync follower never gets
+LAG_ACKS = 3  # and at least this many of them acknowledged, however slow the client is to start
 PAUSE_FOR = 6.0  # longer than the cluster's replica.lag.time.max.ms (4 s): the follower leaves the ISR
 SETTLE = 60.0  # seconds a fault's recovery may take (a new leader, a restart, a whole ISR)
 JUDGE_SECONDS = BUDGET.seconds  # the default budget of judging one partition's trace
@@ -150,6 +151,12 @@ class _Workload:
             self.sent += 1
             self._stop.wait(SEND_EVERY)
 
+    def acked_from(self, first: int) -> int:
+        """How many values numbered ``first`` or later have been acknowledged."""
+        prefix = f"s{self.seed}-"
+        return sum(1 for d in list(self.deliveries)
+                   if d.error is None and d.value.startswith(prefix) and int(d.value[len(prefix):]) >= first)
+
     def start(self) -> None:
         self._thread.start()
 
@@ -160,7 +167,8 @@ class _Workload:
         self.client.close()
 
 
-def _inject(kafka: Any, kind: str, log: Callable[[str], None], admin: AdminWorkload | None = None) -> str:
+def _inject(kafka: Any, kind: str, log: Callable[[str], None], workload: _Workload,
+            admin: AdminWorkload | None = None) -> str:
     """Take one fault and wait until the cluster has recovered from it; what was done."""
     state = kafka.partition_state(TOPIC)
     ctrl = kafka.controller()
@@ -170,7 +178,8 @@ def _inject(kafka: Any, kind: str, log: Callable[[str], None], admin: AdminWorkl
         assert admin is not None
         done = admin_fault(kafka, kind, _bootstrap(kafka), admin, TOPIC)
     elif kind == UNCLEAN_KIND:
-        done = _lag_then_kill_isr(kafka, state.leader, next(b for b in reversed(state.isr) if b != state.leader))
+        done = _lag_then_kill_isr(kafka, state.leader, next(b for b in reversed(state.isr) if b != state.leader),
+                                  workload)
     elif kind == "pause-follower":
         victim = next(b for b in state.isr if b != state.leader)
         kafka.pause(victim)
@@ -194,16 +203,22 @@ def _inject(kafka: Any, kind: str, log: Callable[[str], None], admin: AdminWorkl
     return done
 
 
-def _lag_then_kill_isr(kafka: Any, leader: int, laggard: int) -> str:
+def _lag_then_kill_isr(kafka: Any, leader: int, laggard: int, workload: _Workload) -> str:
     """The model's unclean scenario: ``laggard`` paused until it is out of the ISR (its
     ZooKeeper session expires first), writes committed by the rest of the ISR alone, the rest
     killed, the laggard resumed: the only live replica, elected although out of the ISR (with
-    unclean election on; without it the partition stays leaderless until the rest is back)."""
+    unclean election on; without it the partition stays leaderless until the rest is back).
+    The rest is killed only once ``LAG_ACKS`` values sent after the laggard left the ISR are
+    acknowledged: those the laggard cannot have, so the loss does not hang on how quickly the
+    client got going (its producer id, its metadata) on a loaded machine."""
     rest = [b for b in kafka.partition_state(TOPIC).isr if b != laggard]
     kafka.pause(laggard)
     kafka.wait_until(lambda: (s := kafka.partition_state(TOPIC)) is not None and laggard not in s.isr, SETTLE,
                      f"broker {laggard} out of the ISR")
+    first = workload.sent
     time.sleep(LAG_WRITES)
+    kafka.wait_until(lambda: workload.acked_from(first) >= LAG_ACKS, SETTLE,
+                     f"{LAG_ACKS} writes acknowledged without broker {laggard}")
     for b in rest:
         kafka.kill(b)
     kafka.resume(laggard)
@@ -247,7 +262,7 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
         try:
             for wait, kind in schedule(seed, duration, unclean, admin):
                 time.sleep(wait)
-                report.faults.append(_inject(kafka, kind, log, admin_load))
+                report.faults.append(_inject(kafka, kind, log, workload, admin_load))
             time.sleep(1.0)
         finally:
             workload.stop()
