@@ -10,15 +10,19 @@ import io
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from impl_testing import KAFKA_JARS
 
 from impl.harness.cli.main import main
 from impl.harness.cluster import LocalCluster
+from impl.harness.kafka import fetch
 from impl.harness.recordings import controller_of, wait_for_change
 from impl.node.auth.credentials import ClusterSecret
 from impl.node.client import Admin
+from tests.impl.node.test_kafka_console_tools import CONSOLE_CONSUMER, _java_config, _run
 
 kafka = pytest.importorskip("kafka", reason="kafka-python (the dev extra) is not installed")
 confluent_kafka = pytest.importorskip("confluent_kafka",
@@ -243,14 +247,26 @@ def _failover_send_librdkafka(c: LocalCluster, password: str, topic: str,
                             lambda i: _paced(i, leader_killed, controller_killed), timeout_s=120)
 
 
+def _consume_console(c: LocalCluster, topic: str, records: int, config: Path) -> list[str]:
+    """The first ``records`` of the partition as Kafka's console consumer prints them
+    (``key:value``), by partition and offset, configured by ``client-config --java``."""
+    done = _run(fetch().classpath, CONSOLE_CONSUMER, "--bootstrap-server", c.kafka_bootstrap,
+                "--consumer.config", str(_java_config(c, config, user=USER)), "--topic", topic,
+                "--partition", "0", "--offset", "earliest", "--max-messages", str(records),
+                "--property", "print.key=true", "--property", "key.separator=:")
+    return done.stdout.splitlines()
+
+
 @pytest.mark.slow
+@KAFKA_JARS  # Kafka's console consumer reads the records back too
 @pytest.mark.parametrize("client", ["kafka-python", "librdkafka"])
 def test_kafka_clients_produce_each_record_once_in_order_through_a_leader_and_a_controller_kill(
-        make_cluster: Any, client: str) -> None:
+        make_cluster: Any, client: str, tmp_path: Path) -> None:
     """1,000 acks=all idempotent records while the partition's leader and then the
     controller are killed: every send is acknowledged, and the log holds each record once,
     in the order sent -- the clients find the new leader from NOT_LEADER_OR_FOLLOWER and
-    Metadata, and the new leader knows the producer's sequences from its replicated log."""
+    Metadata, and the new leader knows the producer's sequences from its replicated log.
+    Kafka's own console consumer reads the same 1,000 back, in order."""
     c = make_cluster(3, min_insync_replicas=2)
     topic = "failover"
     with Admin(c.bootstrap) as admin:
@@ -274,5 +290,7 @@ def test_kafka_clients_produce_each_record_once_in_order_through_a_leader_and_a_
            else _consume_librdkafka(c, password, topic, FAILOVER_RECORDS))
     assert got == expected
     assert _end_offset(c, password, topic) == FAILOVER_RECORDS  # nothing after them either
+    assert _consume_console(c, topic, FAILOVER_RECORDS, tmp_path / "client.properties") == \
+        [f"{key.decode()}:{value.decode()}" for _, key, value in expected]
     print(f"\n{client}: {FAILOVER_RECORDS} records through a leader and a controller kill "
           f"in {seconds:.1f} s")
