@@ -168,7 +168,7 @@ def test_kafka_clients_produce_idempotently_and_consume_by_assignment_and_a_wron
     assert _consume_kafka_python(c, password, "rd") == expected_rd
     assert _consume_librdkafka(c, password, "kp", RECORDS) == expected_kp
 
-    _assert_wrong_password_refused(c, password + "x", caplog)
+    _assert_wrong_password_refused(c, password, caplog)
     _assert_group_consumers_refused(c, password, "kp")
 
 
@@ -183,18 +183,24 @@ def _assert_group_consumers_refused(c: LocalCluster, password: str, topic: str) 
         grouped.close()
 
 
-def _assert_wrong_password_refused(c: LocalCluster, wrong: str, caplog: Any) -> None:
-    """Kafka's SASL_AUTHENTICATION_FAILED (58), as each client reports it."""
+def _assert_wrong_password_refused(c: LocalCluster, password: str, caplog: Any) -> None:
+    """Kafka's SASL_AUTHENTICATION_FAILED (58), as each client reports it, for a password
+    one character off; and nothing changes."""
+    wrong = password + "x"
     with pytest.raises(kafka.errors.KafkaError):  # kafka-python: its bootstrap gives up
         kafka.KafkaProducer(bootstrap_timeout_ms=3000, **_kafka_python_config(c, wrong))
     assert "SaslAuthenticationFailedError" in caplog.text
     errors: list[Any] = []
     producer = confluent_kafka.Producer({**_librdkafka_config(c, wrong),
                                          "error_cb": errors.append})
+    producer.produce("rd", key=b"k", value=b"never written", partition=0)
     deadline = time.monotonic() + 10
     while not errors and time.monotonic() < deadline:
         producer.poll(0.2)
     assert errors and errors[0].code() == confluent_kafka.KafkaError._AUTHENTICATION, errors
+    producer.purge()
+    # nothing changes: the refused client's record is not in the log
+    assert _end_offset(c, password, "rd") == RECORDS
 
 
 # -- through failovers ------------------------------------------------------------------------
