@@ -47,9 +47,13 @@ def _wait_for_leaders(c: LocalCluster, topic: str, partitions: int, timeout: flo
 
 
 def _kafka_python_config(c: LocalCluster, password: str) -> dict[str, Any]:
-    return {"bootstrap_servers": c.kafka_bootstrap.split(","),
-            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256",
-            "sasl_plain_username": USER, "sasl_plain_password": password}
+    """The same properties under kafka-python's names, as docs/kafka-protocol.md shows."""
+    config = _librdkafka_config(c, password)
+    return {"bootstrap_servers": config["bootstrap.servers"].split(","),
+            "security_protocol": config["security.protocol"],
+            "sasl_mechanism": config["sasl.mechanism"],
+            "sasl_plain_username": config["sasl.username"], "sasl_plain_password": password,
+            **({"ssl_cafile": config["ssl.ca.location"]} if "ssl.ca.location" in config else {})}
 
 
 def _librdkafka_config(c: LocalCluster, password: str) -> dict[str, Any]:
@@ -59,7 +63,7 @@ def _librdkafka_config(c: LocalCluster, password: str) -> dict[str, Any]:
         assert main(["cluster", "client-config", "--data-dir", str(c.data_dir), "--user", USER]) == 0
     config = dict(line.split("=", 1) for line in out.getvalue().splitlines())
     assert config["bootstrap.servers"] == c.kafka_bootstrap
-    assert config["security.protocol"] == "SASL_PLAINTEXT"
+    assert config["sasl.mechanism"] == "SCRAM-SHA-256" and config["sasl.username"] == USER
     return {**config, "sasl.password": password}
 
 
@@ -150,6 +154,25 @@ def _consume_librdkafka(c: LocalCluster, password: str, topic: str,
 def test_kafka_clients_produce_idempotently_and_consume_by_assignment_and_a_wrong_password_is_refused(
         make_cluster: Any, caplog: Any) -> None:
     c = make_cluster(3, min_insync_replicas=2)
+    password = _produce_and_read_back_with_both_clients(c)
+    assert _librdkafka_config(c, password)["security.protocol"] == "SASL_PLAINTEXT"
+    _assert_wrong_password_refused(c, password, caplog)
+    _assert_group_consumers_refused(c, password, "kp")
+
+
+@pytest.mark.slow
+def test_kafka_clients_over_sasl_ssl_trust_the_cluster_ca(make_cluster: Any) -> None:
+    """With ``--tls`` (Kafka's SASL_SSL) both clients connect with the CA ``client-config``
+    names, verifying the brokers' certificates, and produce and read back the same."""
+    c = make_cluster(3, min_insync_replicas=2, tls=True)
+    password = _produce_and_read_back_with_both_clients(c)
+    config = _librdkafka_config(c, password)
+    assert config["security.protocol"] == "SASL_SSL" and config["ssl.ca.location"].endswith(".pem")
+
+
+def _produce_and_read_back_with_both_clients(c: LocalCluster) -> str:
+    """100 keyed idempotent acks=all records by each client to a topic of its own, each
+    topic read back by assignment by both clients, once and in order; the password used."""
     with Admin(c.bootstrap) as admin:
         admin.create_topic("kp", partitions=1, replication_factor=3)
         admin.create_topic("rd", partitions=1, replication_factor=3)
@@ -167,9 +190,7 @@ def test_kafka_clients_produce_idempotently_and_consume_by_assignment_and_a_wron
     # each client reads the other's records too, in order, once
     assert _consume_kafka_python(c, password, "rd") == expected_rd
     assert _consume_librdkafka(c, password, "kp", RECORDS) == expected_kp
-
-    _assert_wrong_password_refused(c, password, caplog)
-    _assert_group_consumers_refused(c, password, "kp")
+    return password
 
 
 def _assert_group_consumers_refused(c: LocalCluster, password: str, topic: str) -> None:
