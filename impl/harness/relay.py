@@ -8,7 +8,10 @@ Clients that read the metadata do too; the relay passes their traffic straight t
 The relay reads whole frames (``impl.node.wire``'s framing: the messages it classifies
 are Kafka's -- LeaderAndIsr, StopReplica, UpdateMetadata, Fetch, OffsetForLeaderEpoch, read
 through :mod:`impl.node.kafka.translate` -- and each answer is read as the request it
-answers, by correlation id) and classifies each one:
+answers, by correlation id) and classifies each one.  A frame at a version other than the
+one Epochal's brokers send -- a Kafka broker's -- is read by :mod:`impl.harness.frames.kafka`
+instead, at its own version, so the relay can stand between any brokers that speak Kafka's
+protocol; a frame neither reads is passed on unclassified, never dropped:
 
 * requests: ``leader_and_isr``, ``stop_replica``, ``update_metadata`` (from the controller,
   ``src`` is its id), ``fetch_request`` (from a follower, ``src`` is its ``replica_id``),
@@ -40,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from impl.harness.frames import kafka as kafka_frames
 from impl.node.wire import (
     ApiKey,
     ProtocolError,
@@ -51,6 +55,7 @@ from impl.node.wire import (
 
 _U32 = struct.Struct(">I")
 _CID = struct.Struct(">i")  # the correlation id that starts every response
+_HEAD = struct.Struct(">hhi")  # api key, version, correlation id: Epochal's frames and Kafka's
 
 REQUEST_KINDS = {ApiKey.LEADER_AND_ISR: "leader_and_isr", ApiKey.STOP_REPLICA: "stop_replica",
                  ApiKey.UPDATE_METADATA: "update_metadata", ApiKey.FETCH: "fetch_request",
@@ -114,8 +119,8 @@ class _Conn:
     dst: int
     client: asyncio.StreamWriter  # towards the connecting peer
     server: asyncio.StreamWriter  # towards the broker
-    # cid -> (kind, src, api key): the api key says how to read the answer
-    requests: dict[int, tuple[str, int | None, int]] = field(default_factory=dict)
+    # cid -> (kind, src, api key, version: None when read as Epochal's): how to read the answer
+    requests: dict[int, tuple[str, int | None, int, int | None]] = field(default_factory=dict)
     swallow: dict[int, int] = field(default_factory=dict)  # cid -> answers to duplicates to drop
     closed: bool = False
     server_ended: bool = False  # the broker's side ended while answers were held for the client
@@ -132,6 +137,7 @@ class Relay:
         self.hold = frozenset(hold)
         self.ports: dict[int, int] = dict(ports or {})
         self.frames: list[Frame] = []
+        self.topic_ids: kafka_frames.TopicIds = {}  # a Kafka broker's topic ids, from its LeaderAndIsr
         self._ids = itertools.count(1)
         self._conn_ids = itertools.count(1)
         self._conns: dict[int, _Conn] = {}
@@ -307,36 +313,76 @@ class Relay:
     def _classify(self, c: _Conn, payload: bytes, request: bool) -> Frame | None:
         data = _U32.pack(len(payload)) + payload
         if request:
-            header = decode_request_header(payload)
-            api, _, cid, _ = header
-            kind = REQUEST_KINDS.get(api, "client")
-            body: dict[str, Any] = {}
-            src: int | None = None
-            if kind != "client":
-                with contextlib.suppress(ProtocolError):
-                    body = decode_request_body(payload, header)
-                if kind == "fetch_request" or kind == "epoch_lookup":
-                    rid = body.get("replica_id", -1)
-                    if not isinstance(rid, int) or rid < 0:
-                        kind = "client"  # a consumer's fetch
-                    else:
-                        src = rid
-                else:
-                    cid_ = body.get("controller_id")
-                    src = cid_ if isinstance(cid_, int) else None
-            c.requests[cid] = (kind, src, api)
-            return Frame(next(self._ids), c.id, kind, src, c.dst, cid, summarize(kind, body), data)
+            if len(payload) < _HEAD.size:
+                raise ProtocolError("frame shorter than a request header")
+            kind, src, summary, version = self._read_request(payload)
+            api, _, cid = _HEAD.unpack_from(payload)
+            c.requests[cid] = (kind, src, api, version)
+            return Frame(next(self._ids), c.id, kind, src, c.dst, cid, summary, data)
         if len(payload) < _CID.size:
             raise ProtocolError("frame shorter than a correlation id")
         (cid,) = _CID.unpack_from(payload)
         if c.swallow.get(cid, 0) > 0:
             c.swallow[cid] -= 1
             return None
-        asked = c.requests.get(cid)
-        cid, _, error, body = decode_response(payload, asked[2] if asked else None)
-        req_kind, req_src, _ = c.requests.pop(cid, ("client", None, -1))
+        req_kind, req_src, api, version = c.requests.pop(cid, ("client", None, -1, None))
         kind = RESPONSE_KINDS.get(req_kind, "client_response")
-        summary = summarize(kind, body)
+        return Frame(next(self._ids), c.id, kind, c.dst, req_src, cid,
+                     self._read_response(payload, kind, api, version), data)
+
+    def _read_request(self, payload: bytes) -> tuple[str, int | None, dict[str, Any], int | None]:
+        """(kind, sender, summary, the version its answer is read at: None, Epochal's)."""
+        try:
+            header = decode_request_header(payload)
+            kind = REQUEST_KINDS.get(header[0], "client")
+            body = decode_request_body(payload, header) if kind != "client" else {}
+        except ProtocolError:  # not at Epochal's version: a Kafka broker's
+            return self._read_kafka_request(payload)
+        src: int | None = None
+        if kind == "fetch_request" or kind == "epoch_lookup":
+            rid = body.get("replica_id", -1)
+            if not isinstance(rid, int) or rid < 0:
+                kind = "client"  # a consumer's fetch
+            else:
+                src = rid
+        elif kind != "client":
+            cid_ = body.get("controller_id")
+            src = cid_ if isinstance(cid_, int) else None
+        return kind, src, summarize(kind, body), None
+
+    def _read_kafka_request(self, payload: bytes) -> tuple[str, int | None, dict[str, Any], int | None]:
+        api, version, _ = _HEAD.unpack_from(payload)
+        kind = REQUEST_KINDS.get(api, "client")
+        if kind == "client":
+            return kind, None, {}, version
+        try:
+            found = kafka_frames.summarize_request(
+                api, kafka_frames.decode_request(payload, kafka_frames.decode_request_header(payload)),
+                self.topic_ids)
+        except Exception as exc:  # noqa: BLE001 - kio's reader raises several kinds; passed on as is
+            return "client", None, {"decode_error": f"{type(exc).__name__}: {exc}"}, version
+        if found is None:  # a consumer's fetch or epoch lookup
+            return "client", None, {}, version
+        src = found.pop("src", None)
+        if kind == "stop_replica":  # the driver matches on the request's delete, as Epochal's
+            found["delete"] = any(p.get("delete") for p in found.get("partitions", []))
+        return kind, src if isinstance(src, int) and src >= 0 else None, found, version
+
+    def _read_response(self, payload: bytes, kind: str, api: int, version: int | None) -> dict[str, Any]:
+        """The summary of an answer, read as its request was; one that does not read is
+        passed on with its ``decode_error``."""
+        try:
+            if version is None:
+                _, _, error, body = decode_response(payload, api if api >= 0 else None)
+                summary = summarize(kind, body)
+            elif kind == "client_response":
+                return {}
+            else:
+                summary = kafka_frames.summarize_response(
+                    api, kafka_frames.decode_response(payload, api, version), self.topic_ids)
+                error = summary.pop("error", 0)
+        except Exception as exc:  # noqa: BLE001 - forwarded whatever it holds
+            return {"decode_error": f"{type(exc).__name__}: {exc}"}
         if error:
             summary["error"] = error
-        return Frame(next(self._ids), c.id, kind, c.dst, req_src, cid, summary, data)
+        return summary

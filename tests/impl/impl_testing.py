@@ -101,9 +101,10 @@ def zk_session_reads(hosts: str, **sign_in: Any) -> bool:
         zk.close()
 
 
-REAL_KAFKA = [pytest.mark.slow, pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
-                                 reason="needs mvn and java (docs/kafka.md)")]
+KAFKA_JARS = pytest.mark.skipif(shutil.which("mvn") is None or shutil.which("java") is None,
+                                reason="needs mvn and java (docs/kafka.md)")
+"""The mark of a test that runs Kafka's own jars (brokers or command-line tools)."""
+REAL_KAFKA = [pytest.mark.slow, pytest.mark.integration, KAFKA_JARS]
 """The marks of a test that runs real Kafka: slow (the jars come from Maven Central, once)."""
 
 

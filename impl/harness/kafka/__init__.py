@@ -9,7 +9,8 @@
   controller and leader, read from ZooKeeper.
 * :mod:`.wire` -- CreateTopics in Kafka's own wire format, the one request the harness sends.
 * :mod:`.relay` -- a Kafka-protocol relay per broker (``KafkaCluster(relay=True)``) that logs
-  the inter-broker messages; :mod:`.control` describes the ZooKeeper-era ones kio lacks.
+  the inter-broker messages, read by :mod:`impl.harness.frames` (which also describes the
+  ZooKeeper-era ones kio lacks).
 
 docs/kafka.md says how to run it and what it costs.
 """

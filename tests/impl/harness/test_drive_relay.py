@@ -1,11 +1,15 @@
 """The harness's relay (impl.harness.relay): frames held, released in any order, duplicated
-and dropped, over real TCP on 127.0.0.1 -- against a small echo server, no brokers."""
+and dropped, over real TCP on 127.0.0.1 -- against a small echo server, no brokers; and a
+Kafka broker's frames, at versions Epochal's brokers do not send, held by what they say."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -19,6 +23,7 @@ from impl.node.wire import (
     read_frame,
 )
 from impl.node.zk import free_port
+from tests.impl.harness.test_kafka_relay import fetch_v11, fetch_v11_answer, leader_and_isr
 
 
 class EchoBroker:
@@ -142,6 +147,58 @@ def test_frames_of_kinds_not_held_pass_straight_through() -> None:
         assert out and not isinstance(out[0], Exception)
         assert relay.held() == []
         assert [x.kind for x in relay.frames] == ["client", "client_response"]
+
+
+# -- a Kafka broker's frames, at its own versions -----------------------------------------------
+
+class KafkaFetchBroker:
+    """Stands in for a Kafka 2.x broker: answers a Fetch v11 with three records, reads
+    anything else without answering; keeps the frames it received."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            while head := conn.recv(4, socket.MSG_WAITALL):
+                payload = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                self.received.append(head + payload)
+                api, _, cid = struct.unpack_from(">hhi", payload)
+                if api == 1:
+                    conn.sendall(fetch_v11_answer(cid))
+
+
+def test_a_kafka_brokers_messages_are_held_by_what_they_say_and_forwarded_unchanged() -> None:
+    """Between Kafka brokers (LeaderAndIsr v5, a follower's Fetch v11 and its answer: not
+    the versions Epochal's brokers send) the relay reads each frame at its own version,
+    holds it by kind with the fields a driver matches on, and passes the bytes on as sent."""
+    broker = KafkaFetchBroker()
+    held = frozenset({"leader_and_isr", "fetch_request", "fetch_response"})
+    with Relay({2: ("127.0.0.1", broker.port)}, hold=held) as relay, \
+            socket.create_connection(("127.0.0.1", relay.ports[2]), timeout=10) as peer:
+        control_frame, fetch = leader_and_isr(5, uuid.uuid4()), fetch_v11(replica_id=3)
+        peer.sendall(control_frame + fetch)
+        lai = relay.wait_held("leader_and_isr", src=1, dst=2)
+        fr = relay.wait_held("fetch_request", src=3, dst=2)
+        assert lai is not None and fr is not None and broker.received == []
+        (p,) = lai.summary["partitions"]
+        assert (lai.summary["controller_epoch"], p["topic"], p["leader"], p["leader_epoch"], p["isr"],
+                p["zk_version"]) == (2, "orders", 3, 5, [3, 1], 6)
+        assert fr.summary["partitions"][0]["fetch_offset"] == 3
+        relay.release(fr.id)
+        answer = relay.wait_held("fetch_response", src=2, dst=3)
+        assert answer is not None and answer.summary["partitions"][0]["high_watermark"] == 5
+        relay.release(answer.id)
+        assert peer.recv(len(fetch_v11_answer()), socket.MSG_WAITALL) == fetch_v11_answer()
+        relay.release(lai.id)
+        deadline = time.monotonic() + 5
+        while len(broker.received) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert broker.received == [fetch, control_frame]  # in the order released, as sent
 
 
 # -- harness step mode's permits (impl.node.step_gate) ----------------------------------------------

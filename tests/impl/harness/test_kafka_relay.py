@@ -24,7 +24,7 @@ from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1 import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_writer
 
-from impl.harness.kafka import control
+from impl.harness.frames import control
 from impl.harness.kafka.relay import (
     FrameError,
     FrameSplitter,

@@ -10,15 +10,19 @@ import io
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from impl_testing import KAFKA_JARS
 
 from impl.harness.cli.main import main
 from impl.harness.cluster import LocalCluster
+from impl.harness.kafka import fetch
 from impl.harness.recordings import controller_of, wait_for_change
 from impl.node.auth.credentials import ClusterSecret
 from impl.node.client import Admin
+from tests.impl.node.test_kafka_console_tools import CONSOLE_CONSUMER, _java_config, _run
 
 kafka = pytest.importorskip("kafka", reason="kafka-python (the dev extra) is not installed")
 confluent_kafka = pytest.importorskip("confluent_kafka",
@@ -43,9 +47,13 @@ def _wait_for_leaders(c: LocalCluster, topic: str, partitions: int, timeout: flo
 
 
 def _kafka_python_config(c: LocalCluster, password: str) -> dict[str, Any]:
-    return {"bootstrap_servers": c.kafka_bootstrap.split(","),
-            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256",
-            "sasl_plain_username": USER, "sasl_plain_password": password}
+    """The same properties under kafka-python's names, as docs/kafka-protocol.md shows."""
+    config = _librdkafka_config(c, password)
+    return {"bootstrap_servers": config["bootstrap.servers"].split(","),
+            "security_protocol": config["security.protocol"],
+            "sasl_mechanism": config["sasl.mechanism"],
+            "sasl_plain_username": config["sasl.username"], "sasl_plain_password": password,
+            **({"ssl_cafile": config["ssl.ca.location"]} if "ssl.ca.location" in config else {})}
 
 
 def _librdkafka_config(c: LocalCluster, password: str) -> dict[str, Any]:
@@ -55,7 +63,7 @@ def _librdkafka_config(c: LocalCluster, password: str) -> dict[str, Any]:
         assert main(["cluster", "client-config", "--data-dir", str(c.data_dir), "--user", USER]) == 0
     config = dict(line.split("=", 1) for line in out.getvalue().splitlines())
     assert config["bootstrap.servers"] == c.kafka_bootstrap
-    assert config["security.protocol"] == "SASL_PLAINTEXT"
+    assert config["sasl.mechanism"] == "SCRAM-SHA-256" and config["sasl.username"] == USER
     return {**config, "sasl.password": password}
 
 
@@ -146,6 +154,25 @@ def _consume_librdkafka(c: LocalCluster, password: str, topic: str,
 def test_kafka_clients_produce_idempotently_and_consume_by_assignment_and_a_wrong_password_is_refused(
         make_cluster: Any, caplog: Any) -> None:
     c = make_cluster(3, min_insync_replicas=2)
+    password = _produce_and_read_back_with_both_clients(c)
+    assert _librdkafka_config(c, password)["security.protocol"] == "SASL_PLAINTEXT"
+    _assert_wrong_password_refused(c, password, caplog)
+    _assert_group_consumers_refused(c, password, "kp")
+
+
+@pytest.mark.slow
+def test_kafka_clients_over_sasl_ssl_trust_the_cluster_ca(make_cluster: Any) -> None:
+    """With ``--tls`` (Kafka's SASL_SSL) both clients connect with the CA ``client-config``
+    names, verifying the brokers' certificates, and produce and read back the same."""
+    c = make_cluster(3, min_insync_replicas=2, tls=True)
+    password = _produce_and_read_back_with_both_clients(c)
+    config = _librdkafka_config(c, password)
+    assert config["security.protocol"] == "SASL_SSL" and config["ssl.ca.location"].endswith(".pem")
+
+
+def _produce_and_read_back_with_both_clients(c: LocalCluster) -> str:
+    """100 keyed idempotent acks=all records by each client to a topic of its own, each
+    topic read back by assignment by both clients, once and in order; the password used."""
     with Admin(c.bootstrap) as admin:
         admin.create_topic("kp", partitions=1, replication_factor=3)
         admin.create_topic("rd", partitions=1, replication_factor=3)
@@ -163,22 +190,38 @@ def test_kafka_clients_produce_idempotently_and_consume_by_assignment_and_a_wron
     # each client reads the other's records too, in order, once
     assert _consume_kafka_python(c, password, "rd") == expected_rd
     assert _consume_librdkafka(c, password, "kp", RECORDS) == expected_kp
+    return password
 
-    _assert_wrong_password_refused(c, password + "x", caplog)
+
+def _assert_group_consumers_refused(c: LocalCluster, password: str, topic: str) -> None:
+    """No consumer groups (docs/kafka-protocol.md): ApiVersions does not list
+    FindCoordinator, so kafka-python's consumer that subscribes fails at once, naming it."""
+    grouped = kafka.KafkaConsumer(topic, group_id="g", **_kafka_python_config(c, password))
+    try:
+        with pytest.raises(kafka.errors.IncompatibleBrokerVersion, match="FindCoordinator"):
+            grouped.poll(timeout_ms=10_000)
+    finally:
+        grouped.close()
 
 
-def _assert_wrong_password_refused(c: LocalCluster, wrong: str, caplog: Any) -> None:
-    """Kafka's SASL_AUTHENTICATION_FAILED (58), as each client reports it."""
+def _assert_wrong_password_refused(c: LocalCluster, password: str, caplog: Any) -> None:
+    """Kafka's SASL_AUTHENTICATION_FAILED (58), as each client reports it, for a password
+    one character off; and nothing changes."""
+    wrong = password + "x"
     with pytest.raises(kafka.errors.KafkaError):  # kafka-python: its bootstrap gives up
         kafka.KafkaProducer(bootstrap_timeout_ms=3000, **_kafka_python_config(c, wrong))
     assert "SaslAuthenticationFailedError" in caplog.text
     errors: list[Any] = []
     producer = confluent_kafka.Producer({**_librdkafka_config(c, wrong),
                                          "error_cb": errors.append})
+    producer.produce("rd", key=b"k", value=b"never written", partition=0)
     deadline = time.monotonic() + 10
     while not errors and time.monotonic() < deadline:
         producer.poll(0.2)
     assert errors and errors[0].code() == confluent_kafka.KafkaError._AUTHENTICATION, errors
+    producer.purge()
+    # nothing changes: the refused client's record is not in the log
+    assert _end_offset(c, password, "rd") == RECORDS
 
 
 # -- through failovers ------------------------------------------------------------------------
@@ -243,14 +286,26 @@ def _failover_send_librdkafka(c: LocalCluster, password: str, topic: str,
                             lambda i: _paced(i, leader_killed, controller_killed), timeout_s=120)
 
 
+def _consume_console(c: LocalCluster, topic: str, records: int, config: Path) -> list[str]:
+    """The first ``records`` of the partition as Kafka's console consumer prints them
+    (``key:value``), by partition and offset, configured by ``client-config --java``."""
+    done = _run(fetch().classpath, CONSOLE_CONSUMER, "--bootstrap-server", c.kafka_bootstrap,
+                "--consumer.config", str(_java_config(c, config, user=USER)), "--topic", topic,
+                "--partition", "0", "--offset", "earliest", "--max-messages", str(records),
+                "--property", "print.key=true", "--property", "key.separator=:")
+    return done.stdout.splitlines()
+
+
 @pytest.mark.slow
+@KAFKA_JARS  # Kafka's console consumer reads the records back too
 @pytest.mark.parametrize("client", ["kafka-python", "librdkafka"])
 def test_kafka_clients_produce_each_record_once_in_order_through_a_leader_and_a_controller_kill(
-        make_cluster: Any, client: str) -> None:
+        make_cluster: Any, client: str, tmp_path: Path) -> None:
     """1,000 acks=all idempotent records while the partition's leader and then the
     controller are killed: every send is acknowledged, and the log holds each record once,
     in the order sent -- the clients find the new leader from NOT_LEADER_OR_FOLLOWER and
-    Metadata, and the new leader knows the producer's sequences from its replicated log."""
+    Metadata, and the new leader knows the producer's sequences from its replicated log.
+    Kafka's own console consumer reads the same 1,000 back, in order."""
     c = make_cluster(3, min_insync_replicas=2)
     topic = "failover"
     with Admin(c.bootstrap) as admin:
@@ -274,5 +329,7 @@ def test_kafka_clients_produce_each_record_once_in_order_through_a_leader_and_a_
            else _consume_librdkafka(c, password, topic, FAILOVER_RECORDS))
     assert got == expected
     assert _end_offset(c, password, topic) == FAILOVER_RECORDS  # nothing after them either
+    assert _consume_console(c, topic, FAILOVER_RECORDS, tmp_path / "client.properties") == \
+        [f"{key.decode()}:{value.decode()}" for _, key, value in expected]
     print(f"\n{client}: {FAILOVER_RECORDS} records through a leader and a controller kill "
           f"in {seconds:.1f} s")

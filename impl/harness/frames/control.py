@@ -9,7 +9,7 @@ pins kio below 0.6.3, whose own classes for them name some fields as later Kafka
 of :class:`Field` s, as Kafka's JSON message definitions list them (name, type, the
 versions that carry it); :func:`entity` turns one version of a table into a frozen
 dataclass kio's native reader and writer take, exactly as kio's generated classes.  So
-:mod:`.relay` decodes these messages, and a test encodes them, with kio itself.
+:mod:`.kafka` decodes these messages, and a test encodes them, with kio itself.
 
 UpdateMetadata's request is described only as far as the relay reads it, its opening fixed
 fields (:data:`PREFIXES`, :func:`read_prefix`).
