@@ -34,6 +34,7 @@ class Target:
     config: str  # the model configuration (and the cluster's truncation rule)
     knobs: dict[str, int] = field(default_factory=dict)
     brokers: int = 2
+    beyond: tuple[str, ...] = ()  # the targets, besides the baseline, whose pairs its sample leaves out
 
     def command(self) -> str:
         """The ``epochal drive`` command that generates this target's cases."""
@@ -54,16 +55,21 @@ TARGETS: tuple[Target, ...] = (
     Target("preferred-election", "kip320", {"preferred_elections": 1}),
     Target("reassignment", "kip320", {"reassignments": 1}),
     Target("fetch-cut-short", "kip320", {"fetch_max_records": 1}),
+    # a leader paused through its topic's deletion and re-creation: the new incarnation's
+    # LeaderAndISR meets the deleted one's records (``topic_identity``)
+    Target("incarnation", "zombie", {"deletions": 1}, beyond=("zombie", "deletion")),
 )
 BASELINE = TARGETS[0]
 
 
 def sample_focus(target: Target, max_states: int) -> frozenset[Pair] | None:
-    """The pairs a sample drives for ``target``: those the baseline lacks; None (the first
-    path alone) when it adds none."""
+    """The pairs a sample drives for ``target``: those the baseline lacks (and the targets
+    it names ``beyond``); None (the first path alone) when it adds none."""
     if target == BASELINE:
         return None
     own = _pairs(target.name, max_states) - _pairs(BASELINE.name, max_states)
+    for name in target.beyond:
+        own -= _pairs(name, max_states)
     return own or None
 
 
