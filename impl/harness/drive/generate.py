@@ -7,8 +7,9 @@ harness operation, and, as the checker does, not past a state that breaks a prop
 the path to the first transition of each (action, outcome) pair is a shortest one.  An *outcome* is what the step did, read off the two states
 (:func:`outcome`): a fetch answered (cut short with the HW ahead of what the follower will
 have, under ``fetch_max_records``), refused or out of range; an answer appended (its HW
-capped at the follower's LEO, or not), taken for its HW only, truncating or discarded; a LeaderAndISR taken, already followed, or
-taken onto the records of another incarnation of the topic; an election
+capped at the follower's LEO, or not), taken for its HW only, truncating or discarded; a
+LeaderAndISR taken, already followed, or taken onto the records of a deleted incarnation of
+the topic (``other_incarnation``: the broker must drop them first); an election
 of a new leader, of the same one, of none, or unclean; a truncation that cut or kept; a
 StopReplica that deleted, stopped, or was refused (stale, or for another incarnation of the topic).
 The admin actions (preferred election, topic deletion and creation, partitions added and
