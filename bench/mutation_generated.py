@@ -51,8 +51,9 @@ GENERATED_EXTRA: dict[str, list[str]] = {
     "impl/node/controller/context.py": ["ControllerContext._txn", "ControllerContext._commit"],
 }
 
-# unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other
-DEFAULT_CONFIGS = ("kip320", "zombie", "unclean")
+# unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other;
+# incarnation its LeaderAndISRs onto a deleted incarnation's records (topic_identity.compare)
+DEFAULT_CONFIGS = ("kip320", "zombie", "unclean", "incarnation")
 FOLLOWED = ("followed", "model_refused")
 
 # Written as sitecustomize.py into a directory on the trace run's PYTHONPATH: every process
