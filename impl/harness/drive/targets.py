@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from impl.harness.drive.generate import GenerateReport, Pair, generate, search
+from impl.harness.drive.generate import Case, GenerateReport, Pair, generate, search
 from impl.harness.drive.guided import GuidedReport, fuzz
 from model.config import DRIVABLE, named
 
@@ -74,10 +74,15 @@ def sample_focus(target: Target, max_states: int) -> frozenset[Pair] | None:
 
 
 @functools.cache
-def _pairs(name: str, max_states: int) -> frozenset[Pair]:
+def found(name: str, max_states: int) -> tuple[Case, ...]:
+    """The cases the search finds for the target ``name`` (searched once per bound)."""
     target = next(t for t in TARGETS if t.name == name)
     cfg = named(target.config, brokers=target.brokers, **target.knobs)
-    return frozenset(c.pair for c in search(cfg, max_states)[0])
+    return tuple(search(cfg, max_states)[0])
+
+
+def _pairs(name: str, max_states: int) -> frozenset[Pair]:
+    return frozenset(c.pair for c in found(name, max_states))
 
 
 @dataclass

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from impl.harness.cli.drive import DRIVE_KNOBS
-from impl.harness.drive.generate import search, walk
-from impl.harness.drive.targets import TARGETS, generate_every, sample_focus
+from impl.harness.drive.generate import walk
+from impl.harness.drive.targets import TARGETS, found, generate_every, sample_focus
 from model.config import DRIVABLE, NAMED, named
 
 SAMPLE_STATES = 10_000  # the preferred election's path (10 steps) is past 3,000 states
@@ -43,7 +43,7 @@ def test_a_leader_and_isr_onto_a_deleted_incarnations_records_is_an_outcome_of_i
     """A paused leader keeps the deleted incarnation's records; the new incarnation's
     LeaderAndISR meets them (the broker drops them first: ``topic_identity``)."""
     cfg = named("zombie", brokers=2, deletions=1)
-    cases = {c.pair: c.steps for c in search(cfg, SAMPLE_STATES)[0]}
+    cases = {c.pair: c.steps for c in found("incarnation", SAMPLE_STATES)}  # the sample's search
     for action in ("become_leader", "become_follower"):
         (s, _), step, result = walk(cfg, cases[(action, "other_incarnation")])[-1]
         m = step.args[0]
