@@ -51,8 +51,9 @@ GENERATED_EXTRA: dict[str, list[str]] = {
     "impl/node/controller/context.py": ["ControllerContext._txn", "ControllerContext._commit"],
 }
 
-# unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other
-DEFAULT_CONFIGS = ("kip320", "zombie", "unclean")
+# unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other;
+# incarnation its LeaderAndISRs onto a deleted incarnation's records (topic_identity.compare)
+DEFAULT_CONFIGS = ("kip320", "zombie", "unclean", "incarnation")
 FOLLOWED = ("followed", "model_refused")
 
 # Written as sitecustomize.py into a directory on the trace run's PYTHONPATH: every process
@@ -162,8 +163,8 @@ def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> li
     """Up to ``per_config`` generated paths of each target, each taking a pair no case chosen
     before it takes -- in this target or an earlier one: a target after the first adds its own
     pairs and what the others lack, not the baseline's paths again."""
-    from impl.harness.drive.generate import pairs_along, search
-    from impl.harness.drive.targets import TARGETS, sample_focus
+    from impl.harness.drive.generate import pairs_along
+    from impl.harness.drive.targets import TARGETS, found, sample_focus
     from model.config import named
 
     out = []
@@ -171,14 +172,14 @@ def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> li
     for name in configs:
         target = next(t for t in TARGETS if t.name == name)
         cfg = named(target.config, brokers=target.brokers, **target.knobs)
-        found = search(cfg, max_states)[0]
+        cases = found(name, max_states)
         focus = sample_focus(target, max_states) or frozenset()
-        along = {c.pair: pairs_along(cfg, c.steps) for c in found}
-        cover = greedy_cover([c.pair for c in found], along, focus, per_config, taken)
+        along = {c.pair: pairs_along(cfg, c.steps) for c in cases}
+        cover = greedy_cover([c.pair for c in cases], along, focus, per_config, taken)
         for c in cover:
             taken |= along[c]
         for n, c in enumerate(cover, 1):
-            steps = next(x.steps for x in found if x.pair == c)
+            steps = next(x.steps for x in cases if x.pair == c)
             out.append({"id": f"{name}#{n}", "target": name, "config": target.config, "knobs": target.knobs,
                         "brokers": target.brokers, "pair": list(c), "steps": steps})
     return out

@@ -280,7 +280,7 @@ class TraceJudge:
                     return self._inconclusive(i, spent)
             if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
                 shift = _renumbering(self.hyps[0].state, e, shift)
-            if shift != _NO_SHIFT:
+            if shift != _NO_SHIFT and not _of_older_incarnation(self.hyps[0].state, e, self.ids):
                 e = _shifted(e, shift)
             step = recall(e, values)
             if step is None:
@@ -406,6 +406,23 @@ def _renumbering(s: State, e: Event, shift: tuple[int, int]) -> tuple[int, int]:
     if zn.ar or not isinstance(epoch, int) or not isinstance(version, int):
         return shift  # the first creation (or a second init of a live topic: no step matches it)
     return 1 - epoch, zn.zk_version + 1 - version
+
+
+_REPLICA_KINDS = frozenset({"produce", "send_fetch", "handle_fetch", "receive_fetch", "truncate", "shrink_isr",
+                            "expand_isr", "isr_update_failed", "propose_isr", "apply_isr"})
+"""Kinds a broker records of its own replica's life, numbered in its replica's incarnation
+(a LeaderAndISR's and a controller's numbers are those of the request, the znode)."""
+
+
+def _of_older_incarnation(s: State, e: Event, ids: dict[int, int]) -> bool:
+    """Whether ``e`` is a broker's act on a replica of an incarnation older than the
+    partition's now: a zombie leader, paused through the deletion and the re-creation,
+    appending to the deleted topic's log.  Its numbers are that incarnation's, which the
+    model kept as they were: they are not renumbered (``_renumbering``)."""
+    b = ids.get(e["node"])
+    if e["kind"] not in _REPLICA_KINDS or b is None:
+        return False
+    return s.brokers[b].replicas[0].topic_id < s.zk.partitions[0].topic_id
 
 
 def _shifted(e: Event, shift: tuple[int, int]) -> Event:

@@ -262,6 +262,15 @@ def _stop_replica_view(args: Args, before: State, after: State) -> View:
     return {"delete": args[0].delete} if args else {}
 
 
+def _only_consumed(args: Args, before: State, after: State) -> bool:
+    """A StopReplica refused (an older controller's, an older incarnation's, an older
+    epoch's) or meeting nothing to stop: only the request is gone.  An implementation
+    records no ``stop_replica`` of the partition then -- this one a cluster-wide
+    ``request_rejected`` for an older controller's, nothing for the others -- so the judge
+    may take it unrecorded, and a re-creation it held back (``removal_pending``) follows."""
+    return after == before._replace(stop_replica=after.stop_replica)
+
+
 STOP_REPLICA = Entry(
     "stop_replica", stop_replica, stop_requests_args,
     section="000 C", impl="impl.node.broker.Broker.on_stop_replica", trace=Traced("stop_replica"),
@@ -274,7 +283,7 @@ STOP_REPLICA = Entry(
     explored=False, knob=REASSIGNMENTS, actor=request_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
     # a leader answers no fetch of the replica once it is stopped, so the judge must be able
     # to place the fetches it answered silently before the StopReplica (the search's FREEZING)
-    freezing=True,
+    freezing=True, silent=_only_consumed,
 )
 
 

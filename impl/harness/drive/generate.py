@@ -7,7 +7,9 @@ harness operation, and, as the checker does, not past a state that breaks a prop
 the path to the first transition of each (action, outcome) pair is a shortest one.  An *outcome* is what the step did, read off the two states
 (:func:`outcome`): a fetch answered (cut short with the HW ahead of what the follower will
 have, under ``fetch_max_records``), refused or out of range; an answer appended (its HW
-capped at the follower's LEO, or not), taken for its HW only, truncating or discarded; a LeaderAndISR taken or already followed; an election
+capped at the follower's LEO, or not), taken for its HW only, truncating or discarded; a
+LeaderAndISR taken, already followed, or taken onto the records of a deleted incarnation of
+the topic (``other_incarnation``: the broker must drop them first); an election
 of a new leader, of the same one, of none, or unclean; a truncation that cut or kept; a
 StopReplica that deleted, stopped, or was refused (stale, or for another incarnation of the topic).
 The admin actions (preferred election, topic deletion and creation, partitions added and
@@ -85,7 +87,9 @@ def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = froz
         before, after = s.brokers[m.to].replicas[m.partition], t.brokers[m.to].replicas[m.partition]
         if before.role == after.role and before.leader == after.leader:
             return "already_" + ("following" if a == "become_follower" else "leading")
-        return "taken"
+        # onto the records of a deleted incarnation (its broker was down for the deletion):
+        # the broker drops them first (``for_incarnation``; ``topic_identity.compare``)
+        return "other_incarnation" if before.log and before.topic_id != m.topic_id else "taken"
     if a == "truncate":
         f, p = step.args
         return "cut" if t.brokers[f].replicas[p].leo < s.brokers[f].replicas[p].leo else "kept"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from impl.harness.drive.generate import GenerateReport, Pair, generate, search
+from impl.harness.drive.generate import Case, GenerateReport, Pair, generate, search
 from impl.harness.drive.guided import GuidedReport, fuzz
 from model.config import DRIVABLE, named
 
@@ -34,6 +34,7 @@ class Target:
     config: str  # the model configuration (and the cluster's truncation rule)
     knobs: dict[str, int] = field(default_factory=dict)
     brokers: int = 2
+    beyond: tuple[str, ...] = ()  # the targets, besides the baseline, whose pairs its sample leaves out
 
     def command(self) -> str:
         """The ``epochal drive`` command that generates this target's cases."""
@@ -54,24 +55,34 @@ TARGETS: tuple[Target, ...] = (
     Target("preferred-election", "kip320", {"preferred_elections": 1}),
     Target("reassignment", "kip320", {"reassignments": 1}),
     Target("fetch-cut-short", "kip320", {"fetch_max_records": 1}),
+    # a leader paused through its topic's deletion and re-creation: the new incarnation's
+    # LeaderAndISR meets the deleted one's records (``topic_identity``)
+    Target("incarnation", "zombie", {"deletions": 1}, beyond=("zombie", "deletion")),
 )
 BASELINE = TARGETS[0]
 
 
 def sample_focus(target: Target, max_states: int) -> frozenset[Pair] | None:
-    """The pairs a sample drives for ``target``: those the baseline lacks; None (the first
-    path alone) when it adds none."""
+    """The pairs a sample drives for ``target``: those the baseline lacks (and the targets
+    it names ``beyond``); None (the first path alone) when it adds none."""
     if target == BASELINE:
         return None
     own = _pairs(target.name, max_states) - _pairs(BASELINE.name, max_states)
+    for name in target.beyond:
+        own -= _pairs(name, max_states)
     return own or None
 
 
 @functools.cache
-def _pairs(name: str, max_states: int) -> frozenset[Pair]:
+def found(name: str, max_states: int) -> tuple[Case, ...]:
+    """The cases the search finds for the target ``name`` (searched once per bound)."""
     target = next(t for t in TARGETS if t.name == name)
     cfg = named(target.config, brokers=target.brokers, **target.knobs)
-    return frozenset(c.pair for c in search(cfg, max_states)[0])
+    return tuple(search(cfg, max_states)[0])
+
+
+def _pairs(name: str, max_states: int) -> frozenset[Pair]:
+    return frozenset(c.pair for c in found(name, max_states))
 
 
 @dataclass

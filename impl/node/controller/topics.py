@@ -111,10 +111,16 @@ class Topics(ControlRequestSender):
         txn.delete(zkl.topic_path(topic))
         txn.delete(admin)
         self._commit(txn)
+        # the multi's zxid, as the pzxid of /brokers/topics it changed: it orders the
+        # deletion before a broker's later registration, which the model's StopReplica
+        # (to the live replicas only) depends on (a topic created since would give a later
+        # zxid, still after every write the deletion followed)
+        stat = self.zk.exists(zkl.TOPICS)
         del self.assignments[topic]
         self.topic_ids.pop(topic, None)
         self.known_topics.discard(topic)
         for key in [k for k in self.reassigning if k[0] == topic]:
             del self.reassigning[key]
-        self.recorder.emit(events.topic_deleted(topic=topic, partitions=sorted(parts)))
+        self.recorder.emit(events.topic_deleted(topic=topic, partitions=sorted(parts),
+                                                zxid=stat.pzxid if stat is not None else None))
         self._send_update_metadata()

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from impl.harness.cli.drive import DRIVE_KNOBS
-from impl.harness.drive.targets import TARGETS, generate_every, sample_focus
-from model.config import DRIVABLE, NAMED
+from impl.harness.drive.generate import walk
+from impl.harness.drive.targets import TARGETS, found, generate_every, sample_focus
+from model.config import DRIVABLE, NAMED, named
 
 SAMPLE_STATES = 10_000  # the preferred election's path (10 steps) is past 3,000 states
 
@@ -35,6 +36,21 @@ def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
     assert ("preferred_election", "taken") in focus["preferred-election"]
     assert ("reassign_complete", "taken") in focus["reassignment"]
     assert {("handle_fetch", "answered_hw_ahead"), ("receive_fetch", "appended_hw_capped")} <= focus["fetch-cut-short"]
+    assert focus["incarnation"] == {("become_leader", "other_incarnation"), ("become_follower", "other_incarnation")}
+
+
+def test_a_leader_and_isr_onto_a_deleted_incarnations_records_is_an_outcome_of_its_own() -> None:
+    """A paused leader keeps the deleted incarnation's records; the new incarnation's
+    LeaderAndISR meets them (the broker drops them first: ``topic_identity``)."""
+    cfg = named("zombie", brokers=2, deletions=1)
+    cases = {c.pair: c.steps for c in found("incarnation", SAMPLE_STATES)}  # the sample's search
+    for action in ("become_leader", "become_follower"):
+        (s, _), step, result = walk(cfg, cases[(action, "other_incarnation")])[-1]
+        m = step.args[0]
+        assert result == "other_incarnation" and step.action == action
+        assert s.brokers[m.to].replicas[m.partition].log and s.brokers[m.to].replicas[m.partition].topic_id < m.topic_id
+    # a LeaderAndISR onto an empty replica, or one of its own incarnation, is taken
+    assert all(p[1] != "other_incarnation" for p in cases if p[0] not in ("become_leader", "become_follower"))
 
 
 @pytest.mark.integration
