@@ -245,7 +245,7 @@ class Driver:
                         raise Divergence(f"after delivering older requests first ({len(self.inserted)}), "
                                          f"{action}{_args_text(step)} is no longer enabled",
                                          f"{action} before them")
-                for own in on_its_own(step, t, self.cfg, self.waiting):  # taken at once, after the step
+                for own in on_its_own(step, t, self.cfg, waiting_after(step, s, self.cfg, self.waiting)):  # at once, after it
                     after = apply(t, self.cfg, own)
                     then.append(StepReport(0, own.action, _args_text(own), describe(own, t, after),
                                            OPERATIONS[own.action].name, "inserted",

@@ -61,7 +61,7 @@ def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = froz
     """The distinct outcome of one step, in the model's terms; ``waiting``, the controllers
     frozen inside an election on the path to ``s`` (``drive.zombie``)."""
     a = step.action
-    if a in ("broker_pause", "broker_resume", "controller_resign"):
+    if a in ("broker_pause", "broker_expire", "broker_resume", "controller_resign"):
         return _zombie_outcome(step, s, t, cfg, waiting)
     if a == "handle_fetch":
         m = step.args[0]
@@ -110,11 +110,11 @@ def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = froz
 
 
 def _zombie_outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting) -> str:
-    """A pause of a controller in the middle of an election, of a controller, of another
-    broker; a resume of a controller another has replaced (a zombie); a zombie's resignation
+    """A pause or a session expiry of a controller in the middle of an election, of a
+    controller, of another broker; a resume of a controller another has replaced (a zombie); a zombie's resignation
     after its election's write was refused by the controller-epoch check."""
     b = step.args[0]
-    if step.action == "broker_pause":
+    if step.action in ("broker_pause", "broker_expire"):
         if b in waiting_after(step, s, cfg, waiting):
             return "controller_electing"
         return "controller" if s.brokers[b].is_controller else "broker"
@@ -209,7 +209,8 @@ def moves(node: Node, cfg: Config) -> list[tuple[Step, Node, str]]:
         if step.action == "controller_resign" and step.args[0] in waiting and writes_unfenced(s, step.args[0], cfg):
             continue
         result = outcome(step, s, t, cfg, waiting)
-        out.append((step, (with_own_steps(step, t, cfg, waiting), waiting_after(step, s, cfg, waiting)), result))
+        after = waiting_after(step, s, cfg, waiting)
+        out.append((step, (with_own_steps(step, t, cfg, after), after), result))
     return out
 
 
