@@ -145,13 +145,29 @@ def controller_would_choose(step: Step, s: State) -> bool:
     return leader == min(b for b in ar if b in s.zk.live and b not in shutting_down(s))
 
 
+DELIVERIES = frozenset({"become_leader", "become_follower", "reject_leader_and_isr", "stop_replica"})
+
+
+def sent_while_registered(step: Step, s: State) -> bool:
+    """Whether a control request delivered by ``step`` may be one the implementation sent.
+    The model's controller sends to every assigned replica; Kafka's, and the
+    implementation's, only to the live brokers.  A broker whose session expired while it
+    runs (``broker_expire``) is up and unregistered until ``broker_reregister``: a request
+    to it in flight then may have been sent since the expiry, which the implementation never
+    sent, so the generated paths deliver it none until it registers again (those sent since
+    are stale by then, and forgotten)."""
+    return step.action not in DELIVERIES or step.args[0].to in s.zk.live
+
+
 def drivable(step: Step, s: State, t: State) -> bool:
     """Whether the generated paths take ``step`` (from ``s`` to ``t``): it has a harness
     operation, the implementation's controller would make the same choice
-    (``controller_would_choose``), and no partition but partition 0 gets a follower
+    (``controller_would_choose``), it sends to registered brokers only
+    (``sent_while_registered``), and no partition but partition 0 gets a follower
     (``one_follower_partition``).  A partition removal needs no check of its own: the
     implementation's admin removes any partition the topic has, its last one too."""
-    return step.action in OPERATIONS and controller_would_choose(step, s) and one_follower_partition(t) is None
+    return step.action in OPERATIONS and controller_would_choose(step, s) and sent_while_registered(step, s) \
+        and one_follower_partition(t) is None
 
 
 @dataclass

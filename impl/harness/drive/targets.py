@@ -54,6 +54,7 @@ TARGETS: tuple[Target, ...] = (
     Target("preferred-election", "kip320", {"preferred_elections": 1}),
     Target("reassignment", "kip320", {"reassignments": 1}),
     Target("fetch-cut-short", "kip320", {"fetch_max_records": 1}),
+    Target("expiry", "kip320", {"max_expiries": 1}),
 )
 BASELINE = TARGETS[0]
 
