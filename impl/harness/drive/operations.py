@@ -220,14 +220,19 @@ def _remove_partitions(d: Driver, step: Step, s: State, t: State) -> None:
 
 # -- deliveries of held messages ----------------------------------------------------------------
 
+TAKEN = ("become_leader", "become_follower")
+"""What a broker records when it takes a LeaderAndISR rather than refusing it."""
+
+
 def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
     def run(d: Driver, step: Step, s: State, t: State) -> None:
         m = step.args[0]
         d.deliver_leader_and_isr(m)
         b, p = m.to, m.partition
         if t.brokers[b].replicas[p] != s.brokers[b].replicas[p] or kind == "reject_leader_and_isr":
-            d.expect(kind, b, f"broker {b} acts on LeaderAndISR (leader {m.leader}, epoch {m.leader_epoch})",
-                     partition=p)
+            refuses = kind == "reject_leader_and_isr"  # a request taken instead shows at once
+            d.expect(kind, b, f"broker {b} {'refuses' if refuses else 'acts on'} LeaderAndISR (leader {m.leader}, "
+                              f"epoch {m.leader_epoch})", partition=p, instead=TAKEN if refuses else ())
         else:
             d.settle()
     return run
