@@ -35,6 +35,7 @@ def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
     assert ("preferred_election", "taken") in focus["preferred-election"]
     assert ("reassign_complete", "taken") in focus["reassignment"]
     assert {("handle_fetch", "answered_hw_ahead"), ("receive_fetch", "appended_hw_capped")} <= focus["fetch-cut-short"]
+    assert {("broker_expire", "broker"), ("broker_expire", "controller"), ("broker_reregister", "taken")} <= focus["expiry"]
 
 
 @pytest.mark.integration
