@@ -42,7 +42,8 @@ election stays at its permit, frozen or not, and resigns only once its write is 
 
 def waiting_after(step: Step, s: State, cfg: Config, waiting: Waiting) -> Waiting:
     """The zombies with a pending election after ``step`` is taken in ``s``: a controller
-    paused, or whose session expired, while electing joins them; one that resigns, crashes or restarts leaves them."""
+    paused, or whose session expired, while electing joins them; one that resigns, crashes
+    or restarts leaves them."""
     b = step.args[0] if step.args else None
     if step.action in SESSION_ENDS_RUNNING and electing(s, cfg, b):
         return waiting | {b}
