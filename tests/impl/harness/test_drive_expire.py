@@ -94,6 +94,35 @@ def test_an_expired_controller_resigns_at_once_and_registers_again_only_at_its_o
     assert on_its_own(Step("broker_expire", (2,)), apply(s, cfg, Step("broker_expire", (2,))), cfg, frozenset()) == []
 
 
+def _recorded(mbe_of: str) -> list[dict]:
+    """The plan's events as a real run records them: each registration's broker epoch the
+    czxid of its ZooKeeper write (large, as a real cluster's), and the refusal naming the
+    max broker epoch of the request it refused -- that of ``mbe_of``, the registration the
+    controller had read last before sending it (``"first"``), or the re-registration."""
+    from conformance.judge.replay import events_from_steps
+
+    events = events_from_steps(_cfg(), [step for step, _ in _steps()])
+    czxid = {id(e): 50 + 10 * e["zxid"] for e in events if e["kind"] in ("broker_restart", "broker_reregister")}
+    for e in events:
+        if id(e) in czxid:
+            e["params"]["broker_epoch"] = czxid[id(e)]
+    first, again = (czxid[id(e)] for e in events if id(e) in czxid and e["node"] == 2)
+    for e in events:
+        if e["kind"] == "reject_leader_and_isr":
+            e["params"]["max_broker_epoch"] = first if mbe_of == "first" else again
+    return events
+
+
+def test_the_judge_takes_a_refusal_for_the_broker_epoch_only_of_a_request_sent_before_the_re_registration() -> None:
+    """The request's max broker epoch is a czxid; the judge orders it among the trace's
+    registrations, as the fence does."""
+    from conformance.judge.replay import judge
+
+    assert judge(_recorded("first"), "kip320")["conforms"]
+    verdict = judge(_recorded("re-registration"), "kip320")
+    assert not verdict["conforms"] and "reject_leader_and_isr" in verdict["reason"]
+
+
 def test_generated_cases_take_session_expiries() -> None:
     cases, _, _ = search(_cfg(), max_states=3000)
     pairs = {c.pair for c in cases}
