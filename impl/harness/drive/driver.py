@@ -356,20 +356,23 @@ class Driver:
 
     # -- what operations use -------------------------------------------------------------------
     def expect(self, kind: str, node: int, what: str, timeout: float | None = None,
-               partition: int | None = None, instead: tuple[str, ...] = ()) -> dict[str, Any]:
+               partition: int | None = None,
+               instead: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
         """Wait for the implementation to record ``kind`` on ``node`` (an event not yet
-        consumed by an earlier expectation), of ``partition`` if one is named; an event of
-        a kind in ``instead`` found first is the divergence at once (what it did instead)."""
+        consumed by an earlier expectation), of ``partition`` if one is named; an event
+        ``instead`` accepts, found first, is the divergence at once (what it did instead)."""
         deadline = time.monotonic() + (timeout or self.step_timeout)
         while time.monotonic() < deadline:
             for e in self.cluster.events():
                 key = (e["node"], e["seq"])
-                if e["kind"] in (kind, *instead) and e["node"] == node and key not in self._seen \
-                        and key not in self._consumed and (partition is None or e.get("partition") == partition):
+                if e["node"] != node or key in self._seen or key in self._consumed \
+                        or (partition is not None and e.get("partition") != partition):
+                    continue
+                if e["kind"] == kind:
                     self._consumed.add(key)
-                    if e["kind"] != kind:
-                        raise Divergence(f"{_event_text(e)}, instead of {kind}", what)
                     return e
+                if instead is not None and instead(e):
+                    raise Divergence(f"{_event_text(e)}, instead of {kind}", what)
             time.sleep(0.05)
         raise Divergence(f"broker {node} recorded no {kind} within {timeout or self.step_timeout:.0f}s", what)
 

@@ -40,7 +40,7 @@ from model.actions import Step
 from model.actions.common import set_replica
 from model.config import Config
 from model.registry import apply
-from model.state import FETCH_RESPONSE, OUT_OF_RANGE, State
+from model.state import FETCH_RESPONSE, OUT_OF_RANGE, LeaderAndIsr, State
 
 if TYPE_CHECKING:
     from impl.harness.drive.driver import Driver
@@ -220,8 +220,14 @@ def _remove_partitions(d: Driver, step: Step, s: State, t: State) -> None:
 
 # -- deliveries of held messages ----------------------------------------------------------------
 
-TAKEN = ("become_leader", "become_follower")
-"""What a broker records when it takes a LeaderAndISR rather than refusing it."""
+def _taken(d: Driver, m: LeaderAndIsr) -> Callable[[dict], bool]:
+    """Whether an event is the broker taking LeaderAndISR ``m`` (its leader epoch and
+    controller epoch), not refusing it -- not an older request delivered first."""
+    def took(e: dict) -> bool:
+        params = e.get("params") or {}
+        return e["kind"] in ("become_leader", "become_follower") and \
+            params.get("leader_epoch") == m.leader_epoch + d.shift and params.get("controller_epoch") == m.controller_epoch
+    return took
 
 
 def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
@@ -230,9 +236,9 @@ def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
         d.deliver_leader_and_isr(m)
         b, p = m.to, m.partition
         if t.brokers[b].replicas[p] != s.brokers[b].replicas[p] or kind == "reject_leader_and_isr":
-            refuses = kind == "reject_leader_and_isr"  # a request taken instead shows at once
+            refuses = kind == "reject_leader_and_isr"  # the request taken instead shows at once
             d.expect(kind, b, f"broker {b} {'refuses' if refuses else 'acts on'} LeaderAndISR (leader {m.leader}, "
-                              f"epoch {m.leader_epoch})", partition=p, instead=TAKEN if refuses else ())
+                              f"epoch {m.leader_epoch})", partition=p, instead=_taken(d, m) if refuses else None)
         else:
             d.settle()
     return run
