@@ -110,6 +110,7 @@ PARAMS: dict[str, tuple[FieldSpec, ...]] = {
     "broker_restart": _BROKER_EPOCH,
     "broker_pause": _BROKER,
     "broker_resume": _BROKER,
+    "broker_expire": _BROKER,
     "broker_reregister": _BROKER_EPOCH,
     "controller_elect": (
         _p("controller_epoch", "int", True, "the new controller epoch"),
@@ -237,6 +238,7 @@ ZXID: dict[str, str] = {
     "broker_restart": ZXID_REQUIRED,  # czxid of /brokers/ids/N
     "broker_pause": ZXID_OPTIONAL,  # the victim's session end
     "broker_resume": ZXID_ABSENT,
+    "broker_expire": ZXID_OPTIONAL,  # the victim's session end
     "broker_stop": ZXID_OPTIONAL,  # the stopped broker's session end
     "broker_reregister": ZXID_REQUIRED,  # czxid of the new /brokers/ids/N
     "controller_elect": ZXID_REQUIRED,  # the write of /controller_epoch

@@ -27,6 +27,7 @@ KINDS: dict[str, Kind] = {
         Kind("broker_restart", "cluster", "broker started and registered /brokers/ids/N (new broker epoch = czxid); startup recovery from ZK (seed 000 E)"),
         Kind("broker_pause", "cluster", "broker frozen (SIGSTOP / GC pause); its ZK session expires while it is frozen"),
         Kind("broker_resume", "cluster", "a paused broker runs again, still believing its old state"),
+        Kind("broker_expire", "cluster", "a running broker's ZK session expired (not a crash, not a pause): it keeps running, unregistered"),
         Kind("broker_stop", "cluster", "broker exited cleanly after its controlled shutdown (SIGTERM)"),
         Kind("broker_reregister", "cluster", "a resumed/expired broker opened a new ZK session and re-created /brokers/ids/N"),
         # -- controller (cluster-level) --

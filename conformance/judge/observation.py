@@ -4,6 +4,7 @@ against the view of a model step (``model.registry``, each entry's ``view``)."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Sequence
 from dataclasses import replace
@@ -106,7 +107,8 @@ def replay_config(config: str, brokers: int) -> Config:
     Cached: ``Config`` is frozen, and building it was a tenth of judging a short trace."""
     cfg = named(config)
     return replace(cfg, brokers=max(1, brokers), partitions=1, records=UNBOUNDED, max_epoch=UNBOUNDED,
-                   max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_shutdowns=UNBOUNDED, min_insync=min(cfg.min_insync, max(1, brokers)),
+                   max_crashes=UNBOUNDED, max_pauses=UNBOUNDED, max_expiries=UNBOUNDED, max_shutdowns=UNBOUNDED,
+                   min_insync=min(cfg.min_insync, max(1, brokers)),
                    reassignments=UNBOUNDED, preferred_elections=UNBOUNDED, deletions=UNBOUNDED,
                    partition_changes=UNBOUNDED)
 
@@ -161,6 +163,28 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
     # replay's lifted bound on partition changes would make initial() a state of as many ids
     ghost = initial(replace(cfg, partition_changes=0)).ghost._replace(led=())
     return State(zk, brokers, (), (), ghost)
+
+
+REGISTRATIONS = ("broker_restart", "broker_reregister")
+
+
+def registration_epochs(events: Sequence[Event]) -> list[int]:
+    """The broker epochs (czxids of ``/brokers/ids/N``) the trace's registrations got, in
+    order: the model's broker epoch of the k-th is k (its zxid counts registrations alone,
+    from 0 before the trace)."""
+    return sorted(int(e["params"]["broker_epoch"]) for e in events
+                  if e["kind"] in REGISTRATIONS and isinstance((e.get("params") or {}).get("broker_epoch"), int))
+
+
+def in_model_broker_epochs(e: Event, epochs: list[int]) -> Event:
+    """A refusal's ``max_broker_epoch`` -- a czxid, the newest registration the sender had
+    read -- as the model's: the number of the trace's registrations no newer than it.  Only
+    the order of broker epochs matters to the fence (seed 003), and both count alike."""
+    params = e.get("params") or {}
+    mbe = params.get("max_broker_epoch")
+    if not isinstance(mbe, int) or isinstance(mbe, bool):
+        return e
+    return {**e, "params": {**params, "max_broker_epoch": bisect.bisect_right(epochs, mbe)}}
 
 
 # ---------------------------------------------------------------------------------------

@@ -58,8 +58,10 @@ from conformance.judge.observation import (
     Event,
     Observation,
     broker_ids,
+    in_model_broker_epochs,
     observe,
     prelife_state,
+    registration_epochs,
     replay_config,
     value_key,
 )
@@ -258,6 +260,7 @@ class TraceJudge:
         self.speculation = Speculation()
         self.values: dict[Any, set[int]] = {}  # trace value -> the model values it may be
         self.key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
+        self.registrations = registration_epochs(events)  # real broker epochs, for a refusal's
 
     def verdict(self) -> Verdict:
         events, key, values, on_states = self.events, self.key, self.values, self.on_states
@@ -282,6 +285,8 @@ class TraceJudge:
                 shift = _renumbering(self.hyps[0].state, e, shift)
             if shift != _NO_SHIFT and not _of_older_incarnation(self.hyps[0].state, e, self.ids):
                 e = _shifted(e, shift)
+            if e["kind"] == "reject_leader_and_isr":
+                e = in_model_broker_epochs(e, self.registrations)
             step = recall(e, values)
             if step is None:
                 step = self._search(i, e)

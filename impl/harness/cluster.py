@@ -3,7 +3,8 @@
 Used by ``epochal cluster start`` and by the integration tests.  Brokers are real OS
 processes (``python -m impl.node.broker``); faults are real signals (``kill -9``, SIGSTOP,
 SIGCONT), each recorded by the harness (trace node -1) as ``broker_crash`` /
-``broker_pause`` / ``broker_resume``.  ``<data-dir>/cluster.json`` records the run id, the
+``broker_pause`` / ``broker_resume``, and a running broker's session expired through
+ZooKeeper (``broker_expire``).  ``<data-dir>/cluster.json`` records the run id, the
 ZooKeeper address and each broker's pid, endpoint and command line, so that
 ``epochal broker kill|pause|resume|start ID`` work from another shell.
 
@@ -33,6 +34,7 @@ from impl.node.auth import tls
 from impl.node.auth.scram import MECHANISM as SCRAM_MECHANISM
 from impl.node.auth.zookeeper import ZkAcl, acl_of
 from impl.node.config import BrokerConfig
+from impl.node.faults import expire_session
 from impl.node.layout import DataDir, private_dir, private_opener, write_atomic
 from impl.node.tracing import observe_node, open_harness_recorder
 from impl.node.wire import ApiKey, BlockingConnection, ErrorCode
@@ -485,6 +487,16 @@ class LocalCluster:
         # recorded before the signal: the broker reads the harness clock when it wakes
         self.harness(victim=broker).emit(events.broker_resume(broker=broker))
         self.procs[broker].send_signal(signal.SIGCONT)
+
+    def expire(self, broker: int) -> None:
+        """End the running broker's ZooKeeper session -- not the process -- and return once
+        ``/brokers/ids/N`` is gone (broker_expire).  Every clock is taken first: the broker,
+        still running, then reacts to the expiry (a controller resigns), and those steps
+        must order after the fault; its zxid orders the controller's reaction after it."""
+        rec = self.stop_then_observe(lambda: None)
+        expire_session(self.zookeeper, self.data_dir, broker)
+        zxid = session_end_zxid(self.zookeeper, broker, self._session_wait(broker), self.zk_acl)
+        rec.emit(events.broker_expire(zxid=zxid, broker=broker))
 
     def stop_broker(self, broker: int, timeout: float = 20.0) -> int | None:
         """SIGTERM: the broker performs a controlled shutdown, then exits."""

@@ -12,6 +12,10 @@ controls with its relay; but some steps no message starts:
 * ``controller_elect`` -- every broker campaigns for ``/controller`` the moment it is gone;
 * ``elect_leader`` -- the controller elects new leaders the moment a broker's registration
   goes (seed 000 A on_broker_change);
+* ``broker_reregister`` -- a broker whose ZooKeeper session expired while it ran re-creates
+  ``/brokers/ids/N`` as soon as its client has a new session; the model lets it run
+  unregistered meanwhile (``broker_expire``, then ``broker_reregister`` when it likes), while
+  the controller may fail it over;
 * ``admin_tick`` -- the controller's periodic scan of the admin paths
   (``reassign_interval_s``), which is what switches a reassignment to RAR once it caught up
   (seed 000 F 3.2); admin requests still start at once, on their watches;
@@ -45,7 +49,7 @@ from pathlib import Path
 from impl.node.layout import DataDir
 
 GATES = ("send_fetch", "truncate", "shrink_isr", "expand_isr", "controller_elect", "elect_leader", "admin_tick",
-         "isr_write_as_is")
+         "isr_write_as_is", "broker_reregister")
 _POLL_S = 0.005
 
 

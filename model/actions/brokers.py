@@ -26,7 +26,6 @@ from model.actions.common import (
 )
 from model.actions.entry import (
     DRIVEN,
-    SILENT,
     Args,
     Coverage,
     Entry,
@@ -36,7 +35,7 @@ from model.actions.entry import (
     Unsupported,
 )
 from model.actions.replication import advance_hw
-from model.actions.views import always, harness_event, nothing_observed, registration_event
+from model.actions.views import harness_event, nothing_observed, registration_event
 from model.state import (
     DELETED,
     DOWN,
@@ -338,14 +337,13 @@ REREGISTER = Entry(
 
 EXPIRE = Entry(
     "broker_expire", broker_expire, brokers_args,
-    section="000 A", impl="impl.node.faults.expire_session", trace=SILENT,
+    section="000 A", impl="impl.harness.cluster.LocalCluster.expire", trace=Traced("broker_expire"),
     describe=lambda args, before, after: f"broker {args[0]}'s ZK session expires; it keeps running, believing its old state",
-    view=nothing_observed, event=lambda args, before, after: None,
+    view=nothing_observed, event=harness_event,
     coverage=Coverage(native=Supported("native/expire.c"),
                       z3=Unsupported("session expiry is not encoded (no named configuration expires)"),
-                      judge=Unsupported("no trace kind yet: an expiry shows only in what follows it"),
-                      driver=Unsupported("the driver has no operation that expires a running broker's session yet")),
-    knob=EXPIRIES, silent=always,
+                      judge=Supported(), driver=DRIVEN),
+    knob=EXPIRIES,
 )
 
 ENTRIES = (CRASH, RESTART, PAUSE, RESUME, REREGISTER, EXPIRE)

@@ -47,6 +47,7 @@ WALKED = [  # configurations whose random walks take every explored action betwe
     named("unclean"),
     named("kip320", brokers=3, records=2, max_shutdowns=1),
     named("kip320", brokers=3, replication_factor=2, records=2, reassignments=1),
+    named("kip320", brokers=3, records=2, max_expiries=1),
     # no crashes: a restarted Kafka broker waits for the controller's startup LeaderAndISR, a
     # silent step the judge takes just before the broker applies it -- too late when the ISR
     # moved in between (docs/kafka.md, "What the judge cannot place")

@@ -245,7 +245,7 @@ class Driver:
                         raise Divergence(f"after delivering older requests first ({len(self.inserted)}), "
                                          f"{action}{_args_text(step)} is no longer enabled",
                                          f"{action} before them")
-                for own in on_its_own(step, t, self.cfg, self.waiting):  # taken at once, after the step
+                for own in on_its_own(step, t, self.cfg, waiting_after(step, s, self.cfg, self.waiting)):  # at once, after it
                     after = apply(t, self.cfg, own)
                     then.append(StepReport(0, own.action, _args_text(own), describe(own, t, after),
                                            OPERATIONS[own.action].name, "inserted",
@@ -356,17 +356,23 @@ class Driver:
 
     # -- what operations use -------------------------------------------------------------------
     def expect(self, kind: str, node: int, what: str, timeout: float | None = None,
-               partition: int | None = None) -> dict[str, Any]:
+               partition: int | None = None,
+               instead: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
         """Wait for the implementation to record ``kind`` on ``node`` (an event not yet
-        consumed by an earlier expectation), of ``partition`` if one is named."""
+        consumed by an earlier expectation), of ``partition`` if one is named; an event
+        ``instead`` accepts, found first, is the divergence at once (what it did instead)."""
         deadline = time.monotonic() + (timeout or self.step_timeout)
         while time.monotonic() < deadline:
             for e in self.cluster.events():
                 key = (e["node"], e["seq"])
-                if e["kind"] == kind and e["node"] == node and key not in self._seen and key not in self._consumed \
-                        and (partition is None or e.get("partition") == partition):
+                if e["node"] != node or key in self._seen or key in self._consumed \
+                        or (partition is not None and e.get("partition") != partition):
+                    continue
+                if e["kind"] == kind:
                     self._consumed.add(key)
                     return e
+                if instead is not None and instead(e):
+                    raise Divergence(f"{_event_text(e)}, instead of {kind}", what)
             time.sleep(0.05)
         raise Divergence(f"broker {node} recorded no {kind} within {timeout or self.step_timeout:.0f}s", what)
 

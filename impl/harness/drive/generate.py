@@ -63,7 +63,7 @@ def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = froz
     """The distinct outcome of one step, in the model's terms; ``waiting``, the controllers
     frozen inside an election on the path to ``s`` (``drive.zombie``)."""
     a = step.action
-    if a in ("broker_pause", "broker_resume", "controller_resign"):
+    if a in ("broker_pause", "broker_expire", "broker_resume", "controller_resign"):
         return _zombie_outcome(step, s, t, cfg, waiting)
     if a == "handle_fetch":
         m = step.args[0]
@@ -114,11 +114,11 @@ def outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting = froz
 
 
 def _zombie_outcome(step: Step, s: State, t: State, cfg: Config, waiting: Waiting) -> str:
-    """A pause of a controller in the middle of an election, of a controller, of another
-    broker; a resume of a controller another has replaced (a zombie); a zombie's resignation
+    """A pause or a session expiry of a controller in the middle of an election, of a
+    controller, of another broker; a resume of a controller another has replaced (a zombie); a zombie's resignation
     after its election's write was refused by the controller-epoch check."""
     b = step.args[0]
-    if step.action == "broker_pause":
+    if step.action in ("broker_pause", "broker_expire"):
         if b in waiting_after(step, s, cfg, waiting):
             return "controller_electing"
         return "controller" if s.brokers[b].is_controller else "broker"
@@ -149,13 +149,29 @@ def controller_would_choose(step: Step, s: State) -> bool:
     return leader == min(b for b in ar if b in s.zk.live and b not in shutting_down(s))
 
 
+DELIVERIES = frozenset({"become_leader", "become_follower", "reject_leader_and_isr", "stop_replica"})
+
+
+def sent_while_registered(step: Step, s: State) -> bool:
+    """Whether a control request delivered by ``step`` may be one the implementation sent.
+    The model's controller sends to every assigned replica; Kafka's, and the
+    implementation's, only to the live brokers.  A broker whose session expired while it
+    runs (``broker_expire``) is up and unregistered until ``broker_reregister``: a request
+    to it in flight then may have been sent since the expiry, which the implementation never
+    sent, so the generated paths deliver it none until it registers again (those sent since
+    are stale by then, and forgotten)."""
+    return step.action not in DELIVERIES or step.args[0].to in s.zk.live
+
+
 def drivable(step: Step, s: State, t: State) -> bool:
     """Whether the generated paths take ``step`` (from ``s`` to ``t``): it has a harness
     operation, the implementation's controller would make the same choice
-    (``controller_would_choose``), and no partition but partition 0 gets a follower
+    (``controller_would_choose``), it sends to registered brokers only
+    (``sent_while_registered``), and no partition but partition 0 gets a follower
     (``one_follower_partition``).  A partition removal needs no check of its own: the
     implementation's admin removes any partition the topic has, its last one too."""
-    return step.action in OPERATIONS and controller_would_choose(step, s) and one_follower_partition(t) is None
+    return step.action in OPERATIONS and controller_would_choose(step, s) and sent_while_registered(step, s) \
+        and one_follower_partition(t) is None
 
 
 @dataclass
@@ -213,7 +229,8 @@ def moves(node: Node, cfg: Config) -> list[tuple[Step, Node, str]]:
         if step.action == "controller_resign" and step.args[0] in waiting and writes_unfenced(s, step.args[0], cfg):
             continue
         result = outcome(step, s, t, cfg, waiting)
-        out.append((step, (with_own_steps(step, t, cfg, waiting), waiting_after(step, s, cfg, waiting)), result))
+        after = waiting_after(step, s, cfg, waiting)
+        out.append((step, (with_own_steps(step, t, cfg, after), after), result))
     return out
 
 

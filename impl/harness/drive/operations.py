@@ -5,7 +5,7 @@ Three sorts of operation (docs/drive.md has the table):
 
 * **a fault or an admin operation** -- ``broker_crash`` is kill -9, ``broker_restart`` starts
   the process again, ``broker_pause``/``broker_resume`` are SIGSTOP (until the session
-  expires) and SIGCONT, ``broker_stop`` is SIGTERM (a clean stop), ``produce`` is one acks=all
+  expires) and SIGCONT, ``broker_expire`` ends a running broker's session through ZooKeeper, ``broker_stop`` is SIGTERM (a clean stop), ``produce`` is one acks=all
   write; ``controlled_shutdown`` is the broker's request sent in its name; ``preferred_election``,
   ``delete_topic``, ``create_topic``, ``add_partitions`` and ``remove_partitions`` are the
   admin client's requests to the controller;
@@ -15,9 +15,10 @@ Three sorts of operation (docs/drive.md has the table):
   ``handle_fetch`` releases a follower's fetch to the leader, ``receive_fetch`` the answer;
 * **a permit** (``impl.node.step_gate``) for a step the implementation takes on its own --
   ``send_fetch``, ``truncate``, ``shrink_isr``, ``expand_isr``, ``controller_elect``,
-  ``elect_leader``, and ``isr_update_failed`` (the ISR write a leader behind ZooKeeper
-  attempts: :func:`isr_write_attempt`); ``on_broker_startup``, ``controller_resign`` and ``broker_reregister``
-  need nothing: the implementation takes them as soon as they are enabled.
+  ``elect_leader``, ``broker_reregister`` (a broker whose session expired registers again),
+  and ``isr_update_failed`` (the ISR write a leader behind ZooKeeper attempts:
+  :func:`isr_write_attempt`); ``on_broker_startup`` and ``controller_resign`` need nothing:
+  the implementation takes them as soon as they are enabled.
 
 The registry (``model.registry``) declares, per action, whether a driver exists
 (``driver=Supported()``) or why not; the operation's name lives here, beside its code, since
@@ -32,14 +33,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from impl.harness.drive.network import record_value
-from impl.harness.drive.zombie import on_its_own, write_refused
+from impl.harness.drive.zombie import on_its_own, waiting_after, write_refused
 from impl.node.step_gate import permit_name
 from impl.node.wire import RpcError
 from model.actions import Step
 from model.actions.common import set_replica
 from model.config import Config
 from model.registry import apply
-from model.state import FETCH_RESPONSE, OUT_OF_RANGE, State
+from model.state import FETCH_RESPONSE, OUT_OF_RANGE, LeaderAndIsr, State
 
 if TYPE_CHECKING:
     from impl.harness.drive.driver import Driver
@@ -97,9 +98,27 @@ def _pause(d: Driver, step: Step, s: State, t: State) -> None:
 def _resume(d: Driver, step: Step, s: State, t: State) -> None:
     b = step.args[0]
     d.cluster.cluster.resume(b)
-    for follow in on_its_own(step, t, d.cfg, d.waiting):  # its session expired while it was frozen
-        d.expect(follow.action, b, f"broker {b} takes {follow.action} at once, its session gone")
+    _own_steps(d, step, s, t)  # its session expired while it was frozen
     time.sleep(0.2)
+
+
+def _expire(d: Driver, step: Step, s: State, t: State) -> None:
+    """The session ends, the process runs on: messages to it stay in flight, and it takes
+    the steps it owes at once (a controller resigns); it re-registers at its own step."""
+    b = step.args[0]
+    d.cluster.cluster.expire(b)
+    _own_steps(d, step, s, t)
+    d.settle()
+
+
+def _own_steps(d: Driver, step: Step, s: State, t: State) -> None:
+    """Wait for the steps broker ``step.args[0]`` takes at once after ``step``
+    (``zombie.on_its_own``); its re-registration waits for a permit in step mode: granted."""
+    b = step.args[0]
+    for follow in on_its_own(step, t, d.cfg, waiting_after(step, s, d.cfg, d.waiting)):
+        if follow.action == "broker_reregister":
+            d.cluster.grant(b, "broker_reregister")
+        d.expect(follow.action, b, f"broker {b} takes {follow.action} at once, its session gone")
 
 
 def _admin(d: Driver, controller: int, what: str, partition: int, replicas: list[int] | None = None,
@@ -201,14 +220,25 @@ def _remove_partitions(d: Driver, step: Step, s: State, t: State) -> None:
 
 # -- deliveries of held messages ----------------------------------------------------------------
 
+def _taken(d: Driver, m: LeaderAndIsr) -> Callable[[dict], bool]:
+    """Whether an event is the broker taking LeaderAndISR ``m`` (its leader epoch and
+    controller epoch), not refusing it -- not an older request delivered first."""
+    def took(e: dict) -> bool:
+        params = e.get("params") or {}
+        return e["kind"] in ("become_leader", "become_follower") and \
+            params.get("leader_epoch") == m.leader_epoch + d.shift and params.get("controller_epoch") == m.controller_epoch
+    return took
+
+
 def _leader_and_isr(kind: str) -> Callable[[Driver, Step, State, State], None]:
     def run(d: Driver, step: Step, s: State, t: State) -> None:
         m = step.args[0]
         d.deliver_leader_and_isr(m)
         b, p = m.to, m.partition
         if t.brokers[b].replicas[p] != s.brokers[b].replicas[p] or kind == "reject_leader_and_isr":
-            d.expect(kind, b, f"broker {b} acts on LeaderAndISR (leader {m.leader}, epoch {m.leader_epoch})",
-                     partition=p)
+            refuses = kind == "reject_leader_and_isr"  # the request taken instead shows at once
+            d.expect(kind, b, f"broker {b} {'refuses' if refuses else 'acts on'} LeaderAndISR (leader {m.leader}, "
+                              f"epoch {m.leader_epoch})", partition=p, instead=_taken(d, m) if refuses else None)
         else:
             d.settle()
     return run
@@ -404,7 +434,11 @@ OPERATIONS: dict[str, Operation] = {
     "controller_resign": Operation("(awaited)",
                                     "wait for the broker to resign; a zombie frozen inside an election first gets its "
                                     "permit, and its write must be refused by the controller-epoch check", _resign),
-    "broker_reregister": Operation("(awaited)", "wait for the resumed broker to register again", _await("broker_reregister", _first)),
+    "broker_expire": Operation("LocalCluster.expire", "end the running broker's ZooKeeper session (a second client "
+                               "attached to it closes it), then wait for /brokers/ids/N to go", _expire),
+    "broker_reregister": Operation("permit(broker_reregister)", "let the broker whose session expired register "
+                                   "again (after a resume: granted with it)",
+                                   _permit("broker_reregister", _first, "broker {b} registers again in a new session")),
 }
 """Every model action the driver can execute, by name."""
 

@@ -18,7 +18,7 @@ from model.state import Entry, Fetch, LeaderAndIsr, State, StopReplica
 Chooser = Callable[[State], tuple]
 
 
-BOUNDS = ("records", "max_epoch", "max_crashes", "max_pauses", "max_shutdowns", "reassignments", "deletions",
+BOUNDS = ("records", "max_epoch", "max_crashes", "max_pauses", "max_expiries", "max_shutdowns", "reassignments", "deletions",
           "preferred_elections", "partition_changes", "fetch_max_records")
 """The search bounds a counterexample keeps when it is driven under another configuration:
 its steps stay within them (the configuration's own rules -- truncation, unclean election,

@@ -58,6 +58,7 @@ TARGETS: tuple[Target, ...] = (
     # a leader paused through its topic's deletion and re-creation: the new incarnation's
     # LeaderAndISR meets the deleted one's records (``topic_identity``)
     Target("incarnation", "zombie", {"deletions": 1}, beyond=("zombie", "deletion")),
+    Target("expiry", "kip320", {"max_expiries": 1}),
 )
 BASELINE = TARGETS[0]
 

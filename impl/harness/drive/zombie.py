@@ -35,11 +35,17 @@ def electing(s: State, cfg: Config, c: int) -> bool:
         st.action == "elect_leader" and st.args[0] == c for st, _ in successors(s, cfg))
 
 
+SESSION_ENDS_RUNNING = ("broker_pause", "broker_expire")
+"""The steps that end a controller's session while its process lives on: one inside an
+election stays at its permit, frozen or not, and resigns only once its write is refused."""
+
+
 def waiting_after(step: Step, s: State, cfg: Config, waiting: Waiting) -> Waiting:
     """The zombies with a pending election after ``step`` is taken in ``s``: a controller
-    paused while electing joins them; one that resigns, crashes or restarts leaves them."""
+    paused, or whose session expired, while electing joins them; one that resigns, crashes
+    or restarts leaves them."""
     b = step.args[0] if step.args else None
-    if step.action == "broker_pause" and electing(s, cfg, b):
+    if step.action in SESSION_ENDS_RUNNING and electing(s, cfg, b):
         return waiting | {b}
     if step.action in ("controller_resign", "broker_crash", "broker_restart") and b in waiting:
         return waiting - {b}
@@ -76,20 +82,30 @@ def writes_unfenced(s: State, c: int, cfg: Config) -> bool:
     return not superseded(s, c) and _would_write(s, c, cfg)
 
 
+OWN_STEPS = {
+    "broker_resume": ("controller_resign", "broker_reregister"),
+    "broker_expire": ("controller_resign",),
+}
+"""What a broker does at once when it finds its session gone: after a resume, a controller
+stops acting and the broker registers again; a broker whose session expired while it ran
+(``broker_expire``) stops acting as controller at once too, but registers again only at
+its own step (in step mode, at its ``broker_reregister`` permit, ``impl.node.step_gate``)."""
+
+
 def on_its_own(step: Step, t: State, cfg: Config, waiting: Waiting) -> list[Step]:
     """The steps the implementation takes at once after ``step``, where the model lets them
-    wait, in the order it takes them.  A resumed broker's ZooKeeper client finds its session
-    expired while it was frozen: a controller stops acting (``controller_resign``) -- unless
-    it is frozen inside an election (``waiting``): its event loop is still at the permit, and
-    it resigns once its write is refused -- and the broker registers again
-    (``broker_reregister``).  The generated paths and the driver take them with ``step``."""
-    if step.action != "broker_resume":
-        return []
-    b = step.args[0]
+    wait, in the order it takes them (``OWN_STEPS``).  A resumed broker's ZooKeeper client
+    finds its session expired while it was frozen: a controller stops acting
+    (``controller_resign``) -- unless it is frozen inside an election (``waiting``): its
+    event loop is still at the permit, and it resigns once its write is refused -- and the
+    broker registers again (``broker_reregister``).  The generated paths and the driver take
+    them with ``step``."""
+    b = step.args[0] if step.args else None
     out = []
-    for follow in (Step("controller_resign", (b,)), Step("broker_reregister", (b,))):
-        if follow.action == "controller_resign" and b in waiting:
+    for action in OWN_STEPS.get(step.action, ()):
+        if action == "controller_resign" and b in waiting:
             continue
+        follow = Step(action, (b,))
         after = apply(t, cfg, follow)
         if after is not None:
             out.append(follow)

@@ -156,7 +156,8 @@ def _latest(events: Sequence[Event], i: int, match) -> int | None:
 
 
 STATUS_AFTER = {"broker_crash": "crashed", "broker_pause": "paused", "broker_resume": "up",
-                "broker_restart": "up", "broker_stop": "stopped"}
+                "broker_restart": "up", "broker_stop": "stopped", "broker_expire": "up, unregistered",
+                "broker_reregister": "up"}
 
 
 def snapshots(events: Sequence[Event]) -> list[Snapshot]:

@@ -136,11 +136,14 @@ class ControlRequests(ReplicationFollower):
         if refusal is None:
             return
         reason, code = refusal
+        # a request meant for an earlier registration says which: the judge rebuilds it
+        # from the event (without it, a request meant for the current one)
+        meant_for = {"max_broker_epoch": header.broker_epoch} if reason == "stale_broker_epoch" else {}
         if kind == "leader_and_isr":
             for st in entries:
                 self.recorder.emit(events.reject_leader_and_isr(
                     topic=st.topic, partition=st.partition, reason=reason, leader_epoch=st.leader_epoch,
-                    controller_epoch=header.controller_epoch))
+                    controller_epoch=header.controller_epoch, **meant_for))
         self._reject(header, kind, reason)
         raise RequestError(code, reason)
 

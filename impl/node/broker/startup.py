@@ -19,7 +19,8 @@ it (E.1-2) and becomes leader or follower as ZooKeeper says (E.3).  Why it is do
   E.3 deletes a log of an older one before it takes the state.
 * **A lost session re-registers without a startup** (``broker_reregister``): the process and
   its replicas are the same, only the ephemeral znode is new; control requests are held
-  while it is missing.
+  while it is being re-created (in harness step mode, the re-registration waits for its
+  permit, ``impl.node.step_gate``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class Startup(ReplicationFollower):
         if self.stopping:
             return
         if session_was_lost:
+            # harness step mode: the model's broker_reregister is a step of its own, which a
+            # broker running with its session gone (broker_expire) takes when the harness says;
+            # until then it acts on what it has, control requests included
+            if not self.step_gate.wait_blocking("broker_reregister") or self.stopping:
+                return
             self._set_control_ready(False)
             try:
                 self.register(reregister=True)

@@ -37,6 +37,7 @@ def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
     assert ("reassign_complete", "taken") in focus["reassignment"]
     assert {("handle_fetch", "answered_hw_ahead"), ("receive_fetch", "appended_hw_capped")} <= focus["fetch-cut-short"]
     assert focus["incarnation"] == {("become_leader", "other_incarnation"), ("become_follower", "other_incarnation")}
+    assert {("broker_expire", "broker"), ("broker_expire", "controller"), ("broker_reregister", "taken")} <= focus["expiry"]
 
 
 def test_a_leader_and_isr_onto_a_deleted_incarnations_records_is_an_outcome_of_its_own() -> None:
