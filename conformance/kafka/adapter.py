@@ -175,6 +175,7 @@ class _Replica:
     received: dict[str, Any] | None = None  # the last LeaderAndIsr partition state received
     fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
+    read_when: dict[int, float] = field(default_factory=dict)  # leader: when that fetch was read
     appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
     became_at: float = float("-inf")  # when it applied its leader epoch (a LeaderAndIsr)
     became_hw: int | None = None  # a new leader's HW as it took the epoch (it knows no follower's offset yet)
@@ -291,6 +292,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts):
         self.trigger: dict[int, Trigger] = {}
         self.moves = Reassignments()  # conformance.kafka.reassignment
         self.following: dict[tuple[int, str], tuple[int, tuple[str, int]]] = {}  # conformance.kafka.fetchers
+        self.derived: dict[float, int] = {}  # conformance.kafka.unlogged
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -575,14 +577,16 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts):
         # another one is a second round trip at the same offset, after the follower took the first
         made = None if read else r.read_answer.pop(follower, None)
         if made is not None and made != answer and not self._gone(follower, ts):
-            self._receive_read_answer(leader, follower, key, offset, made, ts - 2e-6)
+            # taken in after the read, before the answer: the two can be a microsecond apart
+            at = max(ts - 2e-6, min(r.read_when.get(follower, ts) + 1e-7, ts - 1e-8))
+            self._receive_read_answer(leader, follower, key, offset, made, at)
         if read or made != answer:
             self.out.add(ts, leader, events.handle_fetch(
                 topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
                 leader_epoch=r.leader_epoch, records=records, leader_hw=leader_hw, error=error,
                 post={"hw": r.hw if pd else leader_hw, "leo": len(r.log), "isr": list(r.isr)}))
         if read:
-            r.read_answer[follower] = answer
+            r.read_answer[follower], r.read_when[follower] = answer, ts
             pending = self.expansions.get((*key, leader))
             if pending is not None and pending[1] == follower and offset >= r.hw:
                 del self.expansions[(*key, leader)]

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from traces import events
 
 BEFORE_KILL = 1e-4
-"""Seconds before the kill at which the derived round trips start (the last line the killed
-leader wrote is earlier; the derived steps come after it, one microsecond apart)."""
+"""Seconds before the kill at which the derived round trips go (the last line the killed leader
+wrote is earlier); their steps one microsecond apart, and in the order derived where they meet."""
 
 
 class UnloggedReceipts:
@@ -31,7 +31,7 @@ class UnloggedReceipts:
     out: Any
     placed: Any
     down: dict[int, list[tuple[float, float]]]
-    derived: int = 0  # round trips derived so far: each one's steps come after the one before
+    derived: dict[float, int]  # a kill's time -> the steps derived before it so far
 
     if TYPE_CHECKING:  # the adapter's own (``conformance.kafka.adapter._Adapter``)
         def replica(self, topic: str, partition: int, broker: int) -> Any: ...
@@ -56,26 +56,26 @@ class UnloggedReceipts:
         if killed is None or lr.leader != old or lr.leader_epoch != r.leader_epoch:
             return
         offset = len(r.log)
-        at = killed - BEFORE_KILL
+        derived = []  # (node, event) in order
         for o in range(len(lr.log), leo):
             value = self.placed.value(topic, p, o, lr.leader_epoch)
             lr.log.append([o, lr.leader_epoch, value])
-            lr.appended_at[o] = at
-            self._derived(at, old, events.produce(topic=topic, partition=p, offset=o, value=value,
+            lr.appended_at[o] = killed - BEFORE_KILL
+            derived.append((old, events.produce(topic=topic, partition=p, offset=o, value=value,
                                                   leader_epoch=lr.leader_epoch,
-                                                  post={"hw": min(self._hw_as_read(lr, old), o), "leo": len(lr.log)}))
+                                                  post={"hw": min(self._hw_as_read(lr, old), o), "leo": len(lr.log)})))
         lr.fetch_offset[broker] = offset
         hw = self._hw_as_read(lr, old)
         records = [list(x) for x in lr.log[offset:leo]]
-        self._derived(at, old, events.handle_fetch(
+        derived.append((old, events.handle_fetch(
             topic=topic, partition=p, follower=broker, fetch_offset=offset, leader_epoch=lr.leader_epoch,
-            records=records, leader_hw=hw, error=None, post={"hw": hw, "leo": len(lr.log), "isr": list(lr.isr)}))
+            records=records, leader_hw=hw, error=None, post={"hw": hw, "leo": len(lr.log), "isr": list(lr.isr)})))
         r.log.extend(records)
         r.hw = min(hw, len(r.log))
-        self._derived(at, broker, events.receive_fetch(
+        derived.append((broker, events.receive_fetch(
             topic=topic, partition=p, leader=old, fetch_offset=offset, leader_epoch=r.leader_epoch,
-            records=records, leader_hw=hw, error=None, post={"hw": r.hw, "leo": len(r.log)}))
-
-    def _derived(self, at: float, node: int, event: Any) -> None:
-        self.derived += 1
-        self.out.add(at + self.derived * 1e-7, node, event)
+            records=records, leader_hw=hw, error=None, post={"hw": r.hw, "leo": len(r.log)})))
+        first = self.derived.get(killed, 0)
+        for i, (node, event) in enumerate(derived, start=first):
+            self.out.add(killed - BEFORE_KILL + i * 1e-6, node, event)
+        self.derived[killed] = first + len(derived)
