@@ -80,8 +80,9 @@ def relay_answers(run_dir: Path) -> dict[tuple[int, str, int], list[tuple[float,
 
 def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
     """``steps`` (broker, position, line) with each produce moved before the first answer of
-    its leader that carried its record, when that answer sorts first (within the produce's
-    own time: the same offset may be written again in another epoch)."""
+    its leader that carried its record -- before its read, when it was answered as it was
+    read -- when that answer sorts first (within the produce's own time: the same offset may
+    be written again in another epoch)."""
     relayed = relay_answers(run_dir)
     names: dict[str, str] = {}  # topic id -> name (Fetch from v13 names topics by id)
     for _, _, line in steps:
@@ -89,10 +90,14 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
             names[line.fields["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(line.fields["tp"])[0]
     sent: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, first, last)
     session: Session = {}
+    read = {id(line.fields["request"]): line.ts for _, _, line in steps if line.fields.get("read")}
     for broker, _, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and fetching_replica(line.fields["request"]) >= 0:
+            req = line.fields["request"]
+            # answered as it was read (no remote wait): its records were taken at the read
+            taken = read.get(id(req), line.ts) if req["remoteTimeMs"] == 0 else line.ts
             for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
-                sent[(broker, topic, p)].append((line.ts, first, last))
+                sent[(broker, topic, p)].append((taken, first, last))
     unseen = _unseen_reads(steps, names)
     out = []
     written: dict[tuple[int, str, int, int], float] = {}  # (leader, topic, partition, offset) -> last produce

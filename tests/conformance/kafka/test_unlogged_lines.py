@@ -108,3 +108,18 @@ def test_a_new_leaders_hw_waits_for_its_followers_first_fetch() -> None:
     (produce,) = [e for _, _, _, e in adapter.out.events if e.kind == "produce"]
     assert produce.params["offset"] == 82 and produce.post == {"hw": 81, "leo": 83}
     assert adapter.replica("chaos", 0, 1).hw == 82, "the line itself is taken"
+
+
+def test_a_produce_goes_before_the_read_of_an_answer_at_once_that_carried_its_record(tmp_path: Path) -> None:
+    """Leader 1 at 3.9: follower 2's fetch at 262, answered at once (no remote wait) with
+    record 262 and HW 262; the produce of 262, placed at its start, sorts after it.  It goes
+    before the read -- the records were taken there -- not between the read and its answer,
+    where the read would have seen no record and its answer would be a second round trip."""
+    raw = [(1, pos, line) for pos, line in enumerate(_lines("chaos-produce-before-read-at-once"))]
+
+    def order(steps_: list[tuple[int, int, Line]]) -> list[tuple[str, bool]]:
+        return [(line.fields["request"]["requestHeader"]["requestApiKeyName"], bool(line.fields.get("read")))
+                for _, _, line in sorted(steps_, key=lambda x: (x[2].ts, x[1])) if line.name == "request"]
+
+    assert order(raw) == [("FETCH", True), ("FETCH", False), ("PRODUCE", False)], "the rebuilt order"
+    assert order(appends_first(raw, tmp_path)) == [("PRODUCE", False), ("FETCH", True), ("FETCH", False)]
