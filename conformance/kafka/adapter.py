@@ -105,7 +105,8 @@ OBSERVED = {
                  "and version updated to V",
     "produce": "kafka-request.log, the leader: PRODUCE response's baseOffset; the value, the next written",
     "handle_fetch": "kafka-request.log, the leader: FETCH from replicaId F that moved its offset or carried news",
-    "receive_fetch": "derived: right after the handle_fetch whose response it is",
+    "receive_fetch": "derived: right after the handle_fetch whose response it is; with that handle_fetch (and the "
+                     "produce) before a kill, from the next epoch's from offset N (conformance.kafka.unlogged)",
     "broker_crash": "faults.jsonl: kill", "broker_stop": "faults.jsonl: stop",
     "broker_pause": "faults.jsonl: pause", "broker_resume": "faults.jsonl: resume",
 }
