@@ -51,12 +51,14 @@ from conformance.kafka.ordering import (
     stopped_while_polling,
 )
 from conformance.kafka.patterns import Line, ints, parse_file, topic_partition
+from conformance.kafka.placed import Placed
 from conformance.kafka.reassignment import (
     ReassignmentLines,
     Reassignments,
     expansions_before_caught_up,
 )
 from conformance.kafka.triggers import Trigger
+from conformance.kafka.unlogged import UnloggedReceipts
 from traces import SCHEMA_ID, events
 from traces.events import Event
 
@@ -103,7 +105,8 @@ OBSERVED = {
                  "and version updated to V",
     "produce": "kafka-request.log, the leader: PRODUCE response's baseOffset; the value, the next written",
     "handle_fetch": "kafka-request.log, the leader: FETCH from replicaId F that moved its offset or carried news",
-    "receive_fetch": "derived: right after the handle_fetch whose response it is",
+    "receive_fetch": "derived: right after the handle_fetch whose response it is; with that handle_fetch (and the "
+                     "produce) before a kill, from the next epoch's from offset N (conformance.kafka.unlogged)",
     "broker_crash": "faults.jsonl: kill", "broker_stop": "faults.jsonl: stop",
     "broker_pause": "faults.jsonl: pause", "broker_resume": "faults.jsonl: resume",
 }
@@ -173,8 +176,10 @@ class _Replica:
     received: dict[str, Any] | None = None  # the last LeaderAndIsr partition state received
     fetch_offset: dict[int, int] = field(default_factory=dict)  # leader: each follower's, in its session
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
+    read_when: dict[int, float] = field(default_factory=dict)  # leader: when that fetch was read
     appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
     became_at: float = float("-inf")  # when it applied its leader epoch (a LeaderAndIsr)
+    became_hw: int | None = None  # a new leader's HW as it took the epoch (it knows no follower's offset yet)
 
     def log_end_epoch(self) -> int | None:
         return self.log[-1][1] if self.log else None
@@ -265,27 +270,7 @@ def _values(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(t) for t in path.read_text().splitlines()] if path.exists() else []
 
 
-class Placed:
-    """Where the workload's values landed, per topic, partition and offset: (leader_epoch, value) as the client's
-    acknowledgements and the read-back saw them (``-1``: epoch unknown).  A value no one saw
-    (appended, never acknowledged, truncated away) is named by its place."""
-
-    def __init__(self, entries: list[dict[str, Any]]) -> None:
-        self.at: dict[tuple[str, int, int], list[tuple[int, str]]] = {}
-        for e in entries:
-            key = (str(e.get("topic", "")), int(e.get("partition", 0)), int(e["offset"]))
-            self.at.setdefault(key, []).append((int(e.get("leader_epoch", -1)), str(e["value"])))
-
-    def value(self, topic: str, partition: int, offset: int, leader_epoch: int) -> str:
-        seen = self.at.get((topic, partition, offset), []) or self.at.get(("", partition, offset), [])
-        exact = [v for epoch, v in seen if epoch == leader_epoch]
-        unknown = [v for epoch, v in seen if epoch < 0]
-        if exact or unknown:
-            return (exact or unknown)[0]
-        return seen[0][1] if len({v for _, v in seen}) == 1 else f"unseen@{offset}/{leader_epoch}"
-
-
-class _Adapter(ReassignmentLines, FetcherLines):
+class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts):
     def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = [str(v["value"]) for v in values]
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
@@ -308,6 +293,7 @@ class _Adapter(ReassignmentLines, FetcherLines):
         self.trigger: dict[int, Trigger] = {}
         self.moves = Reassignments()  # conformance.kafka.reassignment
         self.following: dict[tuple[int, str], tuple[int, tuple[str, int]]] = {}  # conformance.kafka.fetchers
+        self.derived: dict[float, int] = {}  # conformance.kafka.unlogged
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -383,6 +369,7 @@ class _Adapter(ReassignmentLines, FetcherLines):
                                f"LeaderAndIsr of that epoch logged before it")
         kept = dict(r.fetch_offset) if role == "leader" and r.leader == broker else {}
         leo = int(f["leo"])
+        self.receipts_before_kill(broker, ts, topic, p, leo)  # records a killed leader's unlogged answers carried
         del r.log[leo:]
         r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
         r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
@@ -390,6 +377,7 @@ class _Adapter(ReassignmentLines, FetcherLines):
         r.became_at = ts
         if kept:
             r.hw = hw_after_make_leader(r.hw, len(r.log), r.isr, broker, kept)
+        r.became_hw = None if kept else r.hw
         make = events.become_leader if role == "leader" else events.become_follower
         self.out.add(ts, broker, make(topic=topic, partition=p, **r.received, post={
             "role": role, "leader": r.leader, "leader_epoch": r.leader_epoch, "hw": r.hw, "leo": len(r.log),
@@ -590,14 +578,16 @@ class _Adapter(ReassignmentLines, FetcherLines):
         # another one is a second round trip at the same offset, after the follower took the first
         made = None if read else r.read_answer.pop(follower, None)
         if made is not None and made != answer and not self._gone(follower, ts):
-            self._receive_read_answer(leader, follower, key, offset, made, ts - 2e-6)
+            # taken in after the read, before the answer: the two can be a microsecond apart
+            at = max(ts - 2e-6, min(r.read_when.get(follower, ts) + 1e-7, ts - 1e-8))
+            self._receive_read_answer(leader, follower, key, offset, made, at)
         if read or made != answer:
             self.out.add(ts, leader, events.handle_fetch(
                 topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
                 leader_epoch=r.leader_epoch, records=records, leader_hw=leader_hw, error=error,
                 post={"hw": r.hw if pd else leader_hw, "leo": len(r.log), "isr": list(r.isr)}))
         if read:
-            r.read_answer[follower] = answer
+            r.read_answer[follower], r.read_when[follower] = answer, ts
             pending = self.expansions.get((*key, leader))
             if pending is not None and pending[1] == follower and offset >= r.hw:
                 del self.expansions[(*key, leader)]
@@ -661,6 +651,10 @@ class _Adapter(ReassignmentLines, FetcherLines):
         followers = [f for f in r.isr if f != leader]
         known = [r.fetch_offset[f] for f in followers if f in r.fetch_offset]
         hw = min([r.hw, *known])
+        if len(known) < len(followers) and r.became_hw is not None:
+            # a new leader's HW moves only once every ISR follower fetched in its epoch: a HW line
+            # before that was written by a read whose step is rebuilt later (a long local time)
+            hw = min(hw, r.became_hw)
         if len(known) == len(followers):
             # and no lower than the ISR's known offsets make it: the line of the HW update this
             # read made can carry a later millisecond than the read rebuilt from durations

@@ -40,6 +40,10 @@ MATCH_WINDOW = 2.0
 """Seconds between the request log's line and the relay's entry of one answer, at most
 (correlation ids start again with each incarnation of a fetcher)."""
 
+STAMP = 0.001
+"""Seconds of a log line's stamp (milliseconds): a step rebuilt from one line and its durations may
+be this much earlier or later against another line's."""
+
 Carried = dict[tuple[str, int], tuple[int, int]]
 """(topic, partition) -> (first, last) offset of the records one Fetch answer carried."""
 
@@ -76,8 +80,9 @@ def relay_answers(run_dir: Path) -> dict[tuple[int, str, int], list[tuple[float,
 
 def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tuple[int, int, Line]]:
     """``steps`` (broker, position, line) with each produce moved before the first answer of
-    its leader that carried its record, when that answer sorts first (within the produce's
-    own time: the same offset may be written again in another epoch)."""
+    its leader that carried its record -- before its read, when it was answered as it was
+    read -- when that answer sorts first (within the produce's own time: the same offset may
+    be written again in another epoch)."""
     relayed = relay_answers(run_dir)
     names: dict[str, str] = {}  # topic id -> name (Fetch from v13 names topics by id)
     for _, _, line in steps:
@@ -85,10 +90,14 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
             names[line.fields["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(line.fields["tp"])[0]
     sent: dict[tuple[int, str, int], list[tuple[float, int, int]]] = defaultdict(list)  # -> (ts, first, last)
     session: Session = {}
+    read = {id(line.fields["request"]): line.ts for _, _, line in steps if line.fields.get("read")}
     for broker, _, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and fetching_replica(line.fields["request"]) >= 0:
+            req = line.fields["request"]
+            # answered as it was read (no remote wait): its records were taken at the read
+            taken = read.get(id(req), line.ts) if req["remoteTimeMs"] == 0 else line.ts
             for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
-                sent[(broker, topic, p)].append((line.ts, first, last))
+                sent[(broker, topic, p)].append((taken, first, last))
     unseen = _unseen_reads(steps, names)
     out = []
     written: dict[tuple[int, str, int, int], float] = {}  # (leader, topic, partition, offset) -> last produce
@@ -105,7 +114,7 @@ def appends_first(steps: list[tuple[int, int, Line]], run_dir: Path) -> list[tup
                     if answers:
                         line = line._replace(ts=min(answers) - 1e-6)
                         continue
-                    appended_by = line.ts + req["localTimeMs"] / 1000
+                    appended_by = line.ts + req["localTimeMs"] / 1000 + STAMP
                     reads = [ts for ts, seen in unseen.get(key[:3], ()) if seen <= key[3] and line.ts <= ts <= appended_by]
                     if reads:
                         line = line._replace(ts=max(reads) + 1e-6)
@@ -158,9 +167,10 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
     """``steps`` with each replica Fetch answer that carried a HW no read before it had
     reached moved right after the read that did: another follower's fetch read at an offset
     at or past that HW, rebuilt a hair later (within :data:`HW_WINDOW`) from millisecond
-    durations.  Where that would put the answer past its own follower's next read, the read
-    that moved the HW goes right before the answer instead -- its line was written late --
-    if its own fetcher had the answer before it by then."""
+    durations -- and with it its own read, when it was answered as it was read (no remote
+    wait: the answer, and its HW, were made then).  Where that would put the answer past its
+    own follower's next read, the read that moved the HW goes right before the answer
+    instead -- its line was written late -- if its own fetcher had the answer before it by then."""
     names = _topic_names(steps)
     reads: dict[tuple[int, str, int], list[tuple[float, int, int, int]]] = defaultdict(list)  # -> (ts, follower, offset, pos)
     previous: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its fetcher's answer before it
@@ -177,6 +187,7 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
                     reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"], pos))
     out = []
     earlier: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its new time
+    along: dict[int, float] = {}  # id of a request answered at once -> its read's new time
     for broker, pos, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
             for t in line.fields["request"]["response"].get("responses", ()):
@@ -190,10 +201,24 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
                     own = min((ts for ts, other, _, _ in seen if other == f and ts > line.ts), default=float("inf"))
                     if movers and not before and movers[0][0] < own:
                         line = line._replace(ts=movers[0][0] + 1e-6)
+                        _read_along(line, along)
                     elif movers and not before and previous[(broker, movers[0][1])] < line.ts:
                         earlier[(broker, movers[0][1])] = line.ts - 1e-6
         out.append((broker, pos, line))
-    return [(b, pos, line._replace(ts=earlier[(b, pos)]) if (b, pos) in earlier else line) for b, pos, line in out]
+    out = [(b, pos, line._replace(ts=earlier[(b, pos)]) if (b, pos) in earlier else line) for b, pos, line in out]
+    return _reads_moved(out, along)
+
+
+def _read_along(answer: Line, along: dict[int, float]) -> None:
+    """Note the read of a replica Fetch ``answer`` just moved later, if it was answered as it
+    was read (no remote wait: its records and HW were taken then): the read was as late."""
+    if answer.fields["request"]["remoteTimeMs"] == 0:
+        along[id(answer.fields["request"])] = answer.ts - 5e-7
+
+
+def _reads_moved(steps: list[tuple[int, int, Line]], along: dict[int, float]) -> list[tuple[int, int, Line]]:
+    return [(b, pos, line._replace(ts=max(line.ts, along[id(line.fields["request"])]))
+             if line.fields.get("read") and id(line.fields["request"]) in along else line) for b, pos, line in steps]
 
 
 def reads_after_answers(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int, Line]]:
@@ -223,7 +248,7 @@ def answers_after_appends(steps: list[tuple[int, int, Line]], run_dir: Path) -> 
     """``steps`` with each replica Fetch answer that sorts before the produce of a record it
     carried moved right after that produce -- the answer was sent with the record in the
     leader's log -- unless that would put it past the same follower's next read, which the
-    answer made possible.  (``appends_first`` moves the produce before such an answer; a
+    answer made possible -- and its read along, when it was answered at once.  (``appends_first`` moves the produce before such an answer; a
     later move of the answer, ``answers_after_hw``, or of the produce after a read that did
     not see its record, can undo it within a millisecond.)"""
     relayed, names = relay_answers(run_dir), _topic_names(steps)
@@ -240,6 +265,7 @@ def answers_after_appends(steps: list[tuple[int, int, Line]], run_dir: Path) -> 
                     reads[(broker, _name(t, names), pd["partition"], f)].append(line.ts)
     session: Session = {}
     out = []
+    along: dict[int, float] = {}  # id of a request answered at once -> its read's new time
     for broker, pos, line in steps:
         if _api(line) == "FETCH" and not line.fields.get("read") and (f := fetching_replica(line.fields["request"])) >= 0:
             for (topic, p), (first, last) in _carried(line, broker, relayed, names, session).items():
@@ -248,8 +274,9 @@ def answers_after_appends(steps: list[tuple[int, int, Line]], run_dir: Path) -> 
                 own = min((ts for ts in reads.get((broker, topic, p, f), ()) if ts > line.ts), default=float("inf"))
                 if later and max(later) < own:
                     line = line._replace(ts=max(later) + 1e-6)
+                    _read_along(line, along)
         out.append((broker, pos, line))
-    return out
+    return _reads_moved(out, along)
 
 
 def _topic_names(steps: list[tuple[int, int, Line]]) -> dict[str, str]:
@@ -344,3 +371,4 @@ def lookups_at_answers(steps: list[tuple[int, int, Line]], run_dir: Path) -> lis
                 line = line._replace(ts=min(line.ts, max(before) + 1e-6))
         out.append((broker, pos, line))
     return out
+

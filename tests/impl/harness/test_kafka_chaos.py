@@ -19,11 +19,13 @@ from impl.harness.cli.chaos_verdict import chaos_document
 from impl.harness.cli.main import main
 
 KNOWN_STOPS = ("handle_fetch", "receive_fetch", "produce", "expand_isr", "shrink_isr", "propose_isr",
-               "alter_partition", "apply_isr", "broker_restart", "controller_elect", "elect_leader")
-"""Where the judge stops on chaos runs so far (docs/kafka.md, Divergences 9, 11, 14 to 18):
+               "alter_partition", "apply_isr", "broker_restart", "controller_elect", "elect_leader",
+               "become_follower")
+"""Where the judge stops on chaos runs so far (docs/kafka.md, Divergences 9, 11, 14 to 18, 22):
 replication steps, the registration after a paused broker's session expired, a topic
-deletion's ISR removals, and the unclean election itself, which the judge refuses when every
-state it leads to breaks ``committed_durable`` -- the loss the run reports."""
+deletion's ISR removals, the unclean election itself, which the judge refuses when every
+state it leads to breaks ``committed_durable`` -- the loss the run reports --, and a restarted
+broker's first LeaderAndIsr, whose checkpointed HW the judge's bounded states dropped."""
 
 
 def _judged(report: dict, code: int, config: str) -> None:
