@@ -283,10 +283,7 @@ class TraceJudge:
                     return self._inconclusive(i, spent)
             if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
                 shift = _renumbering(self.hyps[0].state, e, shift)
-            if shift != _NO_SHIFT and not _of_older_incarnation(self.hyps[0].state, e, self.ids):
-                e = _shifted(e, shift)
-            if e["kind"] == "reject_leader_and_isr":
-                e = in_model_broker_epochs(e, self.registrations)
+            e = self._in_model_terms(e, shift)
             step = recall(e, values)
             if step is None:
                 step = self._search(i, e)
@@ -303,6 +300,16 @@ class TraceJudge:
             if broke is not None:
                 self.speculation.note(i, broke)
         return Verdict(True, len(events), len(events), None, None, None, [], self.bound)
+
+    def _in_model_terms(self, e: Event, shift: tuple[int, int]) -> Event:
+        """``e`` with the trace's numbers read as the model's: the current incarnation's
+        leader epochs and znode versions renumbered (an act on an older incarnation's
+        replica keeps its own), a refusal's max broker epoch as the model's broker epoch."""
+        if shift != _NO_SHIFT and not _of_older_incarnation(self.hyps[0].state, e, self.ids):
+            e = _shifted(e, shift)
+        if e["kind"] == "reject_leader_and_isr":
+            e = in_model_broker_epochs(e, self.registrations)
+        return e
 
     def _search(self, i: int, e: Event) -> Recalled | Verdict | None:
         """The step event ``i`` is, searched (and remembered in the memo): the states it
