@@ -31,11 +31,11 @@ static void remove_stop_at(S *s, int i) {
     memset(&s->stop[s->nstop], 0, sizeof(Stop));
 }
 
-/* brokers.py _unanswered_deletions_dropped: a deletion's or a controlled shutdown's
- * StopReplica to a broker dies with its process (_lost_with); a reassignment's stays */
+/* brokers.py _unanswered_deletions_dropped: every StopReplica to a broker dies with its
+ * process (Kafka's controller drops the broker's channel, queue and all) */
 void remove_stops_to(S *s, int b) {
     for (int i = s->nstop - 1; i >= 0; i--)
-        if (s->stop[i].to == b && (s->stop[i].leader_epoch == EPOCH_DURING_DELETE || !s->stop[i].delete)) remove_stop_at(s, i);
+        if (s->stop[i].to == b) remove_stop_at(s, i);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ int stop_replica(S *s, Stop m) {
     Broker *br = &s->br[b];
     for (i = 0; i < s->nstop; i++)
         if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
-    if (i == s->nstop || br->status != UP) return 0;
+    if (i == s->nstop || br->status != UP || stop_waits(s, &m)) return 0;
     remove_stop_at(s, i);
     if (m.controller_epoch < br->controller_epoch) return 1; /* refused */
     int deletion = m.leader_epoch == EPOCH_DURING_DELETE;

@@ -271,6 +271,7 @@ Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int
 /* rules.c, shared with topics.c, reassign.c and expire.c */
 void deregister(S *s, int b);
 int stale_reason(const S *s, const Lai *m);
+int stop_waits(const S *s, const Stop *m); /* behind an earlier LeaderAndISR (channel order) */
 void add_lai(S *s, Lai m);
 Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
 int max_broker_epoch(const S *s);
