@@ -12,26 +12,24 @@ replay both runs up to the swap and show it refused, and the two configurations 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from model.actions import Step
 from model.config import named
 from model.registry import apply
-from model.state import FETCH_REQUEST, FETCH_RESPONSE, LEADER, NONE, LeaderAndIsr, State, StopReplica, initial
+from model.state import FETCH_REQUEST, FETCH_RESPONSE, LEADER, NONE, initial
 from properties.checkers.bfs import SearchOptions
 from properties.checkers.native import check_native
-from properties.safety import all_violations
+from tests.model.test_reassignment import _step
 from tests.pinned import pinned
+
+if TYPE_CHECKING:
+    from model.state import LeaderAndIsr, State, StopReplica
 
 TWO_MOVES = named("kip320", reassignments=2)
 MOVE_AND_DELETE = named("kip320", reassignments=1, deletions=1)
-
-
-def _step(s: State, cfg, name: str, *args) -> State:
-    t = apply(s, cfg, Step(name, args))
-    assert t is not None, f"{name}{args} not enabled"
-    assert not all_violations(s, t), all_violations(s, t)
-    return t
 
 
 def _refused(s: State, cfg, name: str, *args) -> bool:
