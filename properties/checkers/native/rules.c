@@ -477,38 +477,6 @@ int stale_reason(const S *s, const Lai *m) {
 
 static int stale(const S *s, const Lai *m) { return stale_reason(s, m) != 0; }
 
-/* model/actions/commands.py sent_earlier and waits_in_channel: a broker takes one
- * controller's requests in the order they were sent (Kafka's ControllerChannelManager: one
- * queue and one sender thread per broker).  One partition here, and no re-added ids. */
-static int sent_earlier(int to, int cepoch, int topic_id, int epoch, int removal, int then_to, int then_cepoch,
-                        int then_topic_id, int then_epoch) {
-    if (to != then_to || cepoch != then_cepoch) return 0;
-    if (topic_id != then_topic_id) return topic_id < then_topic_id;
-    if (epoch == EPOCH_DURING_DELETE || then_epoch == EPOCH_DURING_DELETE) return 0;
-    if (epoch == then_epoch) return removal; /* a reassignment's StopReplica (delete) comes first */
-    return epoch < then_epoch;
-}
-
-/* a LeaderAndISR waits behind a StopReplica sent before it */
-static int lai_waits(const S *s, const Lai *m) {
-    for (int i = 0; i < s->nstop; i++) {
-        const Stop *x = &s->stop[i];
-        if (sent_earlier(x->to, x->controller_epoch, x->topic_id, x->leader_epoch, x->delete,
-                         m->to, m->controller_epoch, m->topic_id, m->leader_epoch)) return 1;
-    }
-    return 0;
-}
-
-/* a StopReplica waits behind a LeaderAndISR sent before it that the broker would still take */
-int stop_waits(const S *s, const Stop *m) {
-    for (int i = 0; i < s->nlai; i++) {
-        const Lai *x = &s->lai[i];
-        if (sent_earlier(x->to, x->controller_epoch, x->topic_id, x->leader_epoch, 0,
-                         m->to, m->controller_epoch, m->topic_id, m->leader_epoch) && !stale(s, x)) return 1;
-    }
-    return 0;
-}
-
 static void accept_request(S *s, const Lai *m) {
     Broker *br = &s->br[(int)m->to];
     if (m->controller_epoch < br->controller_epoch || m->max_broker_epoch < br->broker_epoch) s->stale_accepts++;
