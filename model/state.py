@@ -125,7 +125,9 @@ class LeaderAndIsr(NamedTuple):
     """A LeaderAndISR request for one partition (seed 000 ``LeaderAndISRRequest``).
 
     Requests are kept as the set of requests ever sent: delivery may be delayed, repeated,
-    reordered or never happen; brokers only guard on epochs (as hachikuji's TLA+ spec does).
+    reordered or never happen; brokers only guard on epochs (as hachikuji's TLA+ spec does)
+    -- except across a StopReplica to the same broker, which keeps the order of the
+    controller's channel (``model.actions.commands.waits_in_channel``).
     """
 
     to: int

@@ -32,7 +32,8 @@ merges are deliberate and sound:
 * a controller's conditional ZK write and the sending of the resulting LeaderAndISR
   requests are one step: requests go into the set of requests ever sent, and delivery is a
   separate step that may be delayed, repeated, reordered or never happen -- which covers
-  every way the send could have been late or lost;
+  every way the send could have been late or lost (a StopReplica and a LeaderAndISR to one
+  broker alone keep the order they were sent in: ``commands.waits_in_channel``);
 * seed 000 A 3.1 (read the ISR) and 3.3 (conditional write) are one step: the design asks
   for them to be one ZooKeeper ``multi``, and the write is conditional on the version read.
 

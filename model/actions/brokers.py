@@ -39,7 +39,6 @@ from model.actions.views import harness_event, nothing_observed, registration_ev
 from model.state import (
     DELETED,
     DOWN,
-    EPOCH_DURING_DELETE,
     FETCH_REQUEST,
     FOLLOWER,
     IDLE,
@@ -55,7 +54,6 @@ from model.state import (
     Ghost,
     Replica,
     State,
-    StopReplica,
     Zk,
     ever_created,
 )
@@ -113,18 +111,17 @@ def process_ends(s: State, cfg: Config, b: int) -> State:
 
 
 def _unanswered_deletions_dropped(s: State, b: int) -> State:
-    """A topic deletion's StopReplica to a broker that dies before answering is never
-    answered: the controller counts the broker as down, and the deletion no longer waits
-    for it (``create_topic``).  Its copy stays on disk until its startup (seed 000 E 4)."""
-    kept = tuple(m for m in s.stop_replica if not _lost_with(m, b))
+    """The StopReplica requests to a broker whose process ends die with it: Kafka's
+    controller tears the broker's channel down, queue and all, when its registration goes
+    (``ControllerChannelManager.removeBroker``), and a new registration gets a new channel
+    -- so a restarted broker takes none sent to the process before it.  A deletion's is
+    never answered, and the deletion no longer waits for it (``create_topic``): the copy
+    stays on disk until the broker's startup (seed 000 E 4); a controlled shutdown's stop of
+    a follower is moot, as the next incarnation follows again whatever it starts into; a
+    reassignment's removed replica stays on disk as a replica of a partition no longer
+    assigned to the broker."""
+    kept = tuple(m for m in s.stop_replica if m.to != b)
     return s if len(kept) == len(s.stop_replica) else s._replace(stop_replica=kept)
-
-
-def _lost_with(m: StopReplica, b: int) -> bool:
-    """Whether StopReplica m dies with broker b's process: a deletion's (see above), and a
-    controlled shutdown's stop of a follower -- its broker is gone, and the next incarnation
-    follows again whatever it starts into."""
-    return m.to == b and (m.leader_epoch == EPOCH_DURING_DELETE or not m.delete)
 
 
 def _unannounce(brokers: tuple[Broker, ...], b: int) -> tuple[Broker, ...]:

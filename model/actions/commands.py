@@ -35,6 +35,7 @@ from model.actions.replication import advance_hw
 from model.actions.views import REJECT_CFG, replica_post, replica_view
 from model.state import (
     DELETED,
+    EPOCH_DURING_DELETE,
     FETCHING,
     FOLLOWER,
     IDLE,
@@ -46,6 +47,7 @@ from model.state import (
     LeaderAndIsr,
     Replica,
     State,
+    StopReplica,
 )
 from model.text import brokers_text, leader_text, log_text
 from model.truncation import truncation_point
@@ -105,6 +107,47 @@ def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
     return None
 
 
+def sent_earlier(cfg: Config, first: LeaderAndIsr | StopReplica, then: LeaderAndIsr | StopReplica) -> bool:
+    """Whether control request ``first`` was sent before ``then``, as far as their fields
+    tell: both to one broker for one partition by one controller (its controller epoch),
+    and of an older incarnation of the topic, or of its incarnation with a lower leader
+    epoch -- a controller sends a partition's requests with the epoch it has just read or
+    written, and the znode's epoch only grows within an incarnation.  Of one epoch, a
+    reassignment's StopReplica (with delete) comes first: it carries the epoch of the write
+    that removed its broker, and no LeaderAndISR of that epoch went to the broker before
+    it.  A deletion's StopReplica carries no epoch (``EPOCH_DURING_DELETE``), and a
+    partition id re-added without an identity of its own starts its epochs again at 1:
+    those are compared by topic id alone."""
+    if (first.to, first.partition, first.controller_epoch) != (then.to, then.partition, then.controller_epoch):
+        return False
+    if first.topic_id != then.topic_id:
+        return first.topic_id < then.topic_id
+    if EPOCH_DURING_DELETE in (first.leader_epoch, then.leader_epoch):
+        return False
+    if cfg.reuse_partition_ids and not cfg.partition_identity:
+        return False
+    if first.leader_epoch == then.leader_epoch:
+        return isinstance(first, StopReplica) and first.delete
+    return first.leader_epoch < then.leader_epoch
+
+
+def waits_in_channel(s: State, cfg: Config, m: LeaderAndIsr | StopReplica) -> bool:
+    """Kafka's controller sends each broker its requests through one queue and one sender
+    thread (``ControllerChannelManager``: a ``RequestSendThread`` takes the next request
+    only once the broker has answered the last), so a broker takes one controller's
+    requests in the order they were sent.  The model holds requests as sets and lets them
+    arrive in any order; this is the one place the order is kept: a LeaderAndISR waits
+    while a StopReplica sent before it to the same broker is in flight, and a StopReplica
+    while a LeaderAndISR sent before it is one the broker would still act on
+    (``stale_reason``).  Two LeaderAndISRs may still swap: the leader epoch fences the older
+    one once the newer is taken, so a swap adds only runs in which the older was lost.  A
+    StopReplica deletes what that fence reads, so a swap across one gives runs no FIFO
+    channel can (docs/model.md, "Control requests in channel order")."""
+    if isinstance(m, LeaderAndIsr):
+        return any(sent_earlier(cfg, stop, m) for stop in s.stop_replica)
+    return any(sent_earlier(cfg, lai, m) and stale_reason(s, cfg, lai) is None for lai in s.leader_and_isr)
+
+
 def _waiting_since_startup(cfg: Config, r: Replica) -> bool:
     """A replica of a broker that started without reading ZooKeeper
     (``Config.startup_from_controller``) and has no role yet: Kafka holds no partition state
@@ -134,7 +177,7 @@ def become_leader(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     b, p = m.to, m.partition
     if m not in s.leader_and_isr or m.leader != b or s.brokers[b].status != UP:
         return None
-    if stale_reason(s, cfg, m) is not None:
+    if stale_reason(s, cfg, m) is not None or waits_in_channel(s, cfg, m):
         return None
     s = drop_responses_to(_accept(s, cfg, m), b, p)
     r = for_incarnation(cfg, replica(s, b, p), m.topic_id)
@@ -164,7 +207,7 @@ def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     b, p = m.to, m.partition
     if m not in s.leader_and_isr or m.leader == b or s.brokers[b].status != UP:
         return None
-    if stale_reason(s, cfg, m) is not None:
+    if stale_reason(s, cfg, m) is not None or waits_in_channel(s, cfg, m):
         return None
     s = _accept(s, cfg, m)
     r = for_incarnation(cfg, replica(s, b, p), m.topic_id)

@@ -21,6 +21,7 @@ from model.state import (
     PartitionZnode,
     Replica,
     State,
+    StopReplica,
     Zk,
 )
 from model.truncation import to_high_watermark
@@ -164,3 +165,16 @@ def acting_controller(s: State, c: int) -> bool:
 
 def max_broker_epoch(zk: Zk) -> int:
     return max((zk.broker_epochs[b] for b in zk.live), default=0)
+
+
+def stop_removed_replicas(s: State, p: int, removed_from: tuple[int, ...], leader_epoch: int) -> State:
+    """A reassignment's StopReplica (delete) to each replica of p it removed, with the
+    leader epoch of the write that removed it -- to the registered brokers only: Kafka's
+    controller has a channel only to a live broker and drops a request to any other
+    (``ControllerChannelManager.sendRequest``: "since it is offline"); a broker that comes
+    back holds the removed replica as one of a partition no longer assigned to it."""
+    stops = s.stop_replica
+    for b in removed_from:
+        if b in s.zk.live:
+            stops = added(stops, StopReplica(b, p, leader_epoch, s.zk.controller_epoch, s.zk.partitions[p].topic_id))
+    return s._replace(stop_replica=stops)

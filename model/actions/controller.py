@@ -21,6 +21,7 @@ from model.actions.common import (
     removed,
     set_znode,
     shutting_down,
+    stop_removed_replicas,
     stops_controlling,
 )
 from model.actions.entry import (
@@ -42,7 +43,7 @@ from model.actions.views import (
     written,
     znode_event,
 )
-from model.state import NO_LEADER, UP, LeaderAndIsr, PartitionZnode, State, StopReplica, Zk
+from model.state import NO_LEADER, UP, LeaderAndIsr, PartitionZnode, State, Zk
 
 if TYPE_CHECKING:
     from model.config import Config
@@ -190,11 +191,7 @@ def end_reassignment(s: State, p: int, isr: tuple[int, ...]) -> State:
     if not set(isr) <= set(zn.rar):
         return s
     s = set_znode(s, p, zn._replace(ar=zn.rar, rar=()))
-    stops = s.stop_replica
-    for b in zn.ar:
-        if b not in zn.rar:
-            stops = added(stops, StopReplica(b, p, zn.leader_epoch + 1, s.zk.controller_epoch, zn.topic_id))
-    return s._replace(stop_replica=stops)
+    return stop_removed_replicas(s, p, tuple(b for b in zn.ar if b not in zn.rar), zn.leader_epoch + 1)
 
 
 def write_and_send(s: State, p: int, leader: int, isr: tuple[int, ...]) -> State:

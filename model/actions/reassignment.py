@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from model.actions.commands import request_addressee
+from model.actions.commands import request_addressee, waits_in_channel
 from model.actions.common import (
     acting_controller,
     added,
@@ -20,6 +20,7 @@ from model.actions.common import (
     set_replica,
     set_znode,
     shutting_down,
+    stop_removed_replicas,
     stopped_replica,
     stops_controlling,
     topic_deleted,
@@ -207,11 +208,8 @@ def reassign_complete(s: State, cfg: Config, c: int, p: int, leader: int) -> Sta
                                         zn.topic_id))
     if owed:
         return s._replace(leader_and_isr=sent)
-    stops = s.stop_replica
-    for b in zn.ar:
-        if b not in rar:
-            stops = added(stops, StopReplica(b, p, znode.leader_epoch, cepoch, zn.topic_id))
-    return s._replace(leader_and_isr=sent, stop_replica=stops)
+    s = s._replace(leader_and_isr=sent)
+    return stop_removed_replicas(s, p, tuple(b for b in zn.ar if b not in rar), znode.leader_epoch)
 
 
 def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
@@ -221,7 +219,7 @@ def stop_replica(s: State, cfg: Config, m: StopReplica) -> State | None:
     the LeaderAndISR the replica has since taken, is refused -- either way it is consumed."""
     b, p = m.to, m.partition
     broker = s.brokers[b]
-    if m not in s.stop_replica or broker.status != UP:
+    if m not in s.stop_replica or broker.status != UP or waits_in_channel(s, cfg, m):
         return None
     s = s._replace(stop_replica=removed(s.stop_replica, m))
     r = replica(s, b, p)

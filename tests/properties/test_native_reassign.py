@@ -40,8 +40,8 @@ EXPIRIES = named("kip320", records=1, max_crashes=0, max_expiries=1)
 FAMILIES = [
     REASSIGNMENTS,
     # two: a replica set shrunk and grown again, so a deleted replica (its leader epoch
-    # kept) is brought back by a LeaderAndISR -- and the model's counterexample, through a
-    # deleted replica taking an older LeaderAndISR, is found alike
+    # kept) is brought back by a LeaderAndISR -- and the order of the controller's channel
+    # kept alike (without it both found a deleted replica taking an older LeaderAndISR)
     named("kip320", records=1, max_crashes=0, reassignments=2),
     EXPIRIES,
     named("unclean", records=1, max_expiries=1),

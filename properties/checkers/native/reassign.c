@@ -52,14 +52,14 @@ int reassign_start(S *s, int c, u8 rar) {
 
 /* reassign_complete: once RAR is in the ISR, a conditional write of leader (a live member of
  * RAR not shutting down, the current leader if it is one), leader_epoch + 1 and ISR ∩ RAR;
- * AR := RAR, no RAR; LeaderAndISR to RAR and StopReplica (delete) to the replicas removed */
+ * AR := RAR, no RAR; LeaderAndISR to RAR and StopReplica (delete) to the live replicas removed */
 int reassign_complete(S *s, int c, int leader) {
     if (!acting_controller(s, c)) return 0;
     u8 rar = s->zn_rar;
     if (!rar || (rar & ~s->zn_isr) || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
     u8 live_rar = rar & s->live & (u8)~shutting_down(s);
     if (!has(live_rar, leader) || (has(live_rar, s->zn_leader) && leader != s->zn_leader)) return 0;
-    u8 removed = s->zn_ar & (u8)~rar;
+    u8 removed = s->zn_ar & (u8)~rar & s->live; /* stop_removed_replicas: no channel to a broker down */
     s->zn_leader = (i8)leader;
     s->zn_leader_epoch++;
     s->zn_isr &= rar;

@@ -231,7 +231,7 @@ void process_ends(S *s, int b) {
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (addressee(&s->fetch[i]) == b) remove_fetch_at(s, i);
     deregister(s, b);
-    remove_stops_to(s, b); /* _unanswered_deletions_dropped: a controlled shutdown's die with it */
+    remove_stops_to(s, b); /* _unanswered_deletions_dropped: every StopReplica to it dies with it */
 }
 
 int broker_crash(S *s, int b) {
@@ -494,7 +494,7 @@ void drop_responses_to(S *s, int b) {
 int become_leader(S *s, Lai m) {
     int b = m.to;
     if (m.leader != b || s->br[b].status != UP) return 0;
-    if (stale(s, &m)) return 0;
+    if (stale(s, &m) || lai_waits(s, &m)) return 0;
     accept_request(s, &m);
     drop_responses_to(s, b);
     Replica *r = &s->br[b].r;
@@ -520,7 +520,7 @@ int become_leader(S *s, Lai m) {
 int become_follower(S *s, Lai m) {
     int b = m.to;
     if (m.leader == b || s->br[b].status != UP) return 0;
-    if (stale(s, &m)) return 0;
+    if (stale(s, &m) || lai_waits(s, &m)) return 0;
     accept_request(s, &m);
     Replica *r = &s->br[b].r;
     for_incarnation(r, m.topic_id);

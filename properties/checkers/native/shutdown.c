@@ -31,11 +31,11 @@ static void remove_stop_at(S *s, int i) {
     memset(&s->stop[s->nstop], 0, sizeof(Stop));
 }
 
-/* brokers.py _unanswered_deletions_dropped: a deletion's or a controlled shutdown's
- * StopReplica to a broker dies with its process (_lost_with); a reassignment's stays */
+/* brokers.py _unanswered_deletions_dropped: every StopReplica to a broker dies with its
+ * process (Kafka's controller drops the broker's channel, queue and all) */
 void remove_stops_to(S *s, int b) {
     for (int i = s->nstop - 1; i >= 0; i--)
-        if (s->stop[i].to == b && (s->stop[i].leader_epoch == EPOCH_DURING_DELETE || !s->stop[i].delete)) remove_stop_at(s, i);
+        if (s->stop[i].to == b) remove_stop_at(s, i);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -99,6 +99,38 @@ int broker_stop(S *s, int b) {
     return 1;
 }
 
+/* model/actions/commands.py sent_earlier and waits_in_channel: a broker takes one
+ * controller's requests in the order they were sent (Kafka's ControllerChannelManager: one
+ * queue and one sender thread per broker).  One partition here, and no re-added ids. */
+static int sent_earlier(int to, int cepoch, int topic_id, int epoch, int removal, int then_to, int then_cepoch,
+                        int then_topic_id, int then_epoch) {
+    if (to != then_to || cepoch != then_cepoch) return 0;
+    if (topic_id != then_topic_id) return topic_id < then_topic_id;
+    if (epoch == EPOCH_DURING_DELETE || then_epoch == EPOCH_DURING_DELETE) return 0;
+    if (epoch == then_epoch) return removal; /* a reassignment's StopReplica (delete) comes first */
+    return epoch < then_epoch;
+}
+
+/* a LeaderAndISR waits behind a StopReplica sent before it */
+int lai_waits(const S *s, const Lai *m) {
+    for (int i = 0; i < s->nstop; i++) {
+        const Stop *x = &s->stop[i];
+        if (sent_earlier(x->to, x->controller_epoch, x->topic_id, x->leader_epoch, x->delete,
+                         m->to, m->controller_epoch, m->topic_id, m->leader_epoch)) return 1;
+    }
+    return 0;
+}
+
+/* a StopReplica waits behind a LeaderAndISR sent before it that the broker would still take */
+int stop_waits(const S *s, const Stop *m) {
+    for (int i = 0; i < s->nlai; i++) {
+        const Lai *x = &s->lai[i];
+        if (sent_earlier(x->to, x->controller_epoch, x->topic_id, x->leader_epoch, 0,
+                         m->to, m->controller_epoch, m->topic_id, m->leader_epoch) && !stale_reason(s, x)) return 1;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------------------------------
  * model/actions/reassignment.py stop_replica: a controlled shutdown's (stopped_replica), a
  * topic deletion's (topic_deleted) and a reassignment's (deleted_replica)
@@ -109,7 +141,7 @@ int stop_replica(S *s, Stop m) {
     Broker *br = &s->br[b];
     for (i = 0; i < s->nstop; i++)
         if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
-    if (i == s->nstop || br->status != UP) return 0;
+    if (i == s->nstop || br->status != UP || stop_waits(s, &m)) return 0;
     remove_stop_at(s, i);
     if (m.controller_epoch < br->controller_epoch) return 1; /* refused */
     int deletion = m.leader_epoch == EPOCH_DURING_DELETE;

@@ -267,6 +267,8 @@ int broker_stop(S *s, int b);
 int stop_replica(S *s, Stop m);
 void remove_stops_to(S *s, int b);
 void add_stop(S *s, Stop m);
+int lai_waits(const S *s, const Lai *m);   /* channel order: behind an earlier StopReplica */
+int stop_waits(const S *s, const Stop *m); /* channel order: behind an earlier LeaderAndISR */
 Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete);
 /* rules.c, shared with topics.c, reassign.c and expire.c */
 void deregister(S *s, int b);
