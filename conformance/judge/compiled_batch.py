@@ -1,0 +1,224 @@
+"""The judge's search for a run of events, taken in C (``properties/checkers/native/judge.c``).
+
+``judge(..., compiled=True)`` hands the C whole runs of events at a time: the states the
+system may be in (their encodings), each event as a row of ints (``CompiledSearch.row``:
+the action, the broker, the fields the event observed, record values as ids of the
+judge's value map) and the value map.  The C matches produce, send_fetch, handle_fetch and
+receive_fetch with no internal step before them, checks every property of each match, and
+goes on until the run ends or it *declines* an event -- no match without internal steps, a
+match that breaks a property, a number past its fields: it never guesses.  The judge takes
+a declined event, and every event of another kind, with the Python search from the states
+the C left, then hands the next run back.  So the verdict is the Python judge's in every
+case (``tests/conformance/test_compiled_judge.py``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from array import array
+from typing import Any
+
+from conformance.judge.observation import Observation, value_key
+from conformance.judge.search import FREEZING, Hypothesis
+from model.actions.views import ERRORS, FENCED
+from model.config import Config
+from model.registry import ACTIONS
+from model.state import OUT_OF_RANGE
+from properties.checkers.native import NativeUnavailable, decode, encode
+from properties.checkers.native_step import CAPACITIES, _c_config, library, step_unsupported
+
+ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3}
+"""The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
+NO_STEP = 4
+
+KEYS = {"leader": 0, "follower": 1, "fetch_offset": 2, "leader_epoch": 3, "post.hw": 4, "post.leo": 5,
+        "post.isr": 6, "offset": 7, "error": 8, "leader_hw": 9, "records": 10}
+"""The fields of these actions' views (``judge.c`` K_ constants; a produce's "value" is
+mapped after the step, never compared)."""
+
+V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS = range(6)
+STRINGS = {ERRORS[OUT_OF_RANGE]: 1, FENCED: 2}
+"""The strings a view of these actions may hold, as ``judge.c`` names them."""
+
+assert not any(ACTIONS[a].from_event or a in FREEZING for a in ACTIONS_TAKEN), "judge.c matches none of these"
+
+MAX_STATES = 256  # judge.c MAXFOUND
+_INT = 1 << 31
+
+
+def unsupported(cfg: Config) -> str | None:
+    """Why ``judge.c`` cannot judge under ``cfg``, or None: the compiled step's limits, and
+    the holds of Kafka's HW outside the ISR, whose extra arguments it does not enumerate."""
+    why = step_unsupported(cfg)
+    if why is None and cfg.hw_waits_outside_isr:
+        why = "the HW held outside the ISR (hw_waits_outside_isr): its steps' hold arguments"
+    return why
+
+
+@functools.cache
+def _entry() -> Any:
+    fn = library().epochal_judge
+    p_int = ctypes.POINTER(ctypes.c_int)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [p_int, ctypes.c_int, ctypes.c_char_p, p_int, p_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                   ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_char_p, ctypes.c_int, p_int, p_int, p_int]
+    return fn
+
+
+def available() -> bool:
+    """Whether the library builds here (a C compiler)."""
+    try:
+        _entry()
+    except NativeUnavailable:
+        return False
+    return True
+
+
+def _int(v: object) -> int | None:
+    """``v`` as the int it equals in Python (a bool, a whole float), or None."""
+    if isinstance(v, int):
+        return int(v) if -_INT <= v < _INT else None
+    if isinstance(v, float) and v.is_integer() and -_INT <= v < _INT:
+        return int(v)
+    return None
+
+
+class CompiledSearch:
+    """One judgement's runs of events in C: the value ids of its value map, and the rows."""
+
+    def __init__(self, cfg: Config, limit: int) -> None:
+        self.cfg, self.limit = cfg, min(limit, MAX_STATES)
+        self.ids: dict[Any, int] = {}  # value_key -> the id judge.c knows it by
+        self.keys: list[Any] = []
+        self.flat = array("i")  # the rows of the events encoded so far, one after the other
+        self.at: dict[int, int] = {}  # event index -> its row's offset in flat, -1: no row
+
+    def _value(self, v: object) -> int | None:
+        try:
+            k = value_key(v)
+            known = self.ids.get(k)
+        except TypeError:  # unhashable: the Python judge's to fail on
+            return None
+        if known is None:
+            known = self.ids[k] = len(self.keys)
+            self.keys.append(k)
+        return known
+
+    def _field(self, key: str, v: Any) -> list[int] | None:
+        """The field as judge.c reads it: key, tag, length, payload; None if it cannot say
+        what Python's ``==`` would."""
+        if key == "records":
+            return self._records(v)
+        if v is None:
+            return [KEYS[key], V_NONE, 0]
+        if isinstance(v, list):
+            ints = [_int(x) for x in v]
+            if any(x is None or isinstance(y, bool) for x, y in zip(ints, v, strict=True)):
+                return None
+            return [KEYS[key], V_LIST, len(ints), *ints]  # type: ignore[list-item]
+        if isinstance(v, str):
+            sid = STRINGS.get(v)
+            return [KEYS[key], V_OTHER, 0] if sid is None else [KEYS[key], V_STR, 1, sid]
+        i = _int(v)
+        if i is None:
+            return [KEYS[key], V_OTHER, 0] if isinstance(v, (int, float, dict)) else None
+        return [KEYS[key], V_INT, 1, i]
+
+    def _records(self, v: Any) -> list[int] | None:
+        """Records (offset, epoch, value id)*; a list that matches no records as V_OTHER."""
+        if not isinstance(v, list):
+            return [KEYS["records"], V_OTHER, 0]
+        out: list[int] = []
+        for rec in v:
+            if not (isinstance(rec, list) and len(rec) == 3):
+                return [KEYS["records"], V_OTHER, 0]
+            offset, epoch, value = _int(rec[0]), _int(rec[1]), self._value(rec[2])
+            if value is None:
+                return None
+            if offset is None or epoch is None:
+                return [KEYS["records"], V_OTHER, 0]
+            out += (offset, epoch, value)
+        return [KEYS["records"], V_RECORDS, len(out), *out]
+
+    def row(self, obs: Observation | None) -> list[int] | None:
+        """The event as judge.c reads it (None: an event that is no step), or None where the
+        C cannot judge it: another action, a field it cannot compare as Python does."""
+        if obs is None or not obs.action:
+            return [NO_STEP, 0, 0, 0, 0]
+        action = ACTIONS_TAKEN.get(obs.action)
+        if action is None:
+            return None
+        fields: list[int] = []
+        n = 0
+        for key, v in obs.fields.items():
+            if key not in KEYS:
+                continue
+            f = self._field(key, v)
+            if f is None:
+                return None
+            fields += f
+            n += 1
+        answer = obs.fields.get("records")
+        cut = len(answer) if obs.action == "handle_fetch" and isinstance(answer, list) else 0
+        value = 0
+        if obs.action == "produce":
+            value = self._value((obs.event.get("params") or {}).get("value"))  # type: ignore[assignment]
+            if value is None:
+                return None
+        return [action, obs.actor, cut, value, n, *fields]
+
+    def add(self, i: int, row: list[int] | None) -> None:
+        """Remember event ``i``'s row (None: the Python judge's event)."""
+        if row is None:
+            self.at[i] = -1
+        else:
+            self.at[i] = len(self.flat)
+            self.flat.extend(row)
+
+    def run(self, hyps: list[Hypothesis], first: int, end: int,
+            values: dict[Any, set[int]]) -> tuple[int, list[Hypothesis]] | None:
+        """Judge the rows of events ``first`` .. ``end`` - 1 (``add``) from ``hyps``: how
+        many were judged (all, or up to the one the C declined) and the states after them;
+        ``values`` updated with what their produces wrote.  None if the C cannot hold these
+        states (the Python judge goes on)."""
+        if len(hyps) > MAX_STATES:
+            return None
+        try:
+            encs = [encode(h.state) for h in hyps]
+        except ValueError:
+            return None
+        offsets = array("i", (self.at[k] for k in range(first, end)))
+        nval = max(1, len(self.keys))
+        table = (ctypes.c_uint64 * (2 * nval))()
+        for vid, k in enumerate(self.keys):
+            for v in values.get(k, ()):
+                if 0 <= v < 128:
+                    table[2 * vid + v // 64] |= 1 << (v % 64)
+        out, outlens, outspec, nout = _buffers()
+        judged = _entry()(_c_config(self.cfg), len(hyps), b"".join(encs), _ints([len(e) for e in encs]),
+                          _ints([int(h.speculative) for h in hyps]), self.flat.buffer_info()[0],
+                          offsets.buffer_info()[0], len(offsets), table, self.limit, out, len(out), outlens,
+                          outspec, ctypes.byref(nout))
+        if judged <= 0:
+            return None if judged < 0 else (0, hyps)
+        for vid, k in enumerate(self.keys):
+            bits = table[2 * vid] | table[2 * vid + 1] << 64
+            if bits:
+                values.setdefault(k, set()).update(v for v in range(128) if bits >> v & 1)
+        after, at = [], 0
+        for h in range(nout.value):
+            after.append(Hypothesis(decode(out[at:at + outlens[h]]), bool(outspec[h])))
+            at += outlens[h]
+        return judged, after
+
+
+@functools.cache
+def _buffers() -> tuple[Any, Any, Any, Any]:
+    """The output buffers of every call (one process judges one group at a time)."""
+    return (ctypes.create_string_buffer(CAPACITIES["MAXENC"] * (MAX_STATES + 1)), (ctypes.c_int * MAX_STATES)(),
+            (ctypes.c_int * MAX_STATES)(), ctypes.c_int())
+
+
+def _ints(xs: list[int]) -> Any:
+    return (ctypes.c_int * max(1, len(xs)))(*xs)
