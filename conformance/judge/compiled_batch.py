@@ -24,24 +24,30 @@ from conformance.judge.search import FREEZING, Hypothesis
 from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
-from model.state import OUT_OF_RANGE
+from model.state import OUT_OF_RANGE, ROLE_NAMES
 from properties.checkers.native import NativeUnavailable, decode, encode
 from properties.checkers.native_step import CAPACITIES, _c_config, library, step_unsupported
 
-ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3}
+ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
+                 "become_follower": 6, "broker_restart": 7, "controller_elect": 8}
 """The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
 NO_STEP = 4
+FREEZING_TAKEN = {"become_leader", "become_follower"}
+"""The freezing ones among them (judge.c ``freezing``; a kill -9's speculation is the Python judge's)."""
 
 KEYS = {"leader": 0, "follower": 1, "fetch_offset": 2, "leader_epoch": 3, "post.hw": 4, "post.leo": 5,
-        "post.isr": 6, "offset": 7, "error": 8, "leader_hw": 9, "records": 10}
-"""The fields of these actions' views (``judge.c`` K_ constants; a produce's "value" is
+        "post.isr": 6, "offset": 7, "error": 8, "leader_hw": 9, "records": 10, "post.role": 11, "post.leader": 12,
+        "post.leader_epoch": 13, "post.log_end_epoch": 14, "isr": 15, "zk_version": 16, "controller_epoch": 17,
+        "truncated_to": 18}
+"""Every field of these actions' views (``judge.c`` K_ constants; a produce's "value" is
 mapped after the step, never compared)."""
 
 V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS = range(6)
-STRINGS = {ERRORS[OUT_OF_RANGE]: 1, FENCED: 2}
+STRINGS = {ERRORS[OUT_OF_RANGE]: 1, FENCED: 2, **{name: 3 + role for role, name in ROLE_NAMES.items()}}
 """The strings a view of these actions may hold, as ``judge.c`` names them."""
 
-assert not any(ACTIONS[a].from_event or a in FREEZING for a in ACTIONS_TAKEN), "judge.c matches none of these"
+assert not any(ACTIONS[a].from_event for a in ACTIONS_TAKEN), "judge.c takes no step from an event's fields"
+assert set(ACTIONS_TAKEN) & set(FREEZING) == FREEZING_TAKEN, "judge.c's freezing actions are the registry's"
 
 MAX_STATES = 256  # judge.c MAXFOUND
 _INT = 1 << 31
@@ -53,6 +59,10 @@ def unsupported(cfg: Config) -> str | None:
     why = step_unsupported(cfg)
     if why is None and cfg.hw_waits_outside_isr:
         why = "the HW held outside the ISR (hw_waits_outside_isr): its steps' hold arguments"
+    if why is None and cfg.startup_from_controller:
+        why = "Kafka's broker start (startup_from_controller): its restarts' checkpointed HW"
+    if why is None and cfg.alter_partition:
+        why = "AlterPartition: its internal steps"
     return why
 
 
@@ -62,12 +72,14 @@ def _entry() -> Any:
     p_int = ctypes.POINTER(ctypes.c_int)
     fn.restype = ctypes.c_int
     fn.argtypes = [p_int, ctypes.c_int, ctypes.c_char_p, p_int, p_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                   ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_char_p, ctypes.c_int, p_int, p_int, p_int]
+                   ctypes.POINTER(ctypes.c_uint64), ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, p_int, p_int, p_int]
     return fn
 
 
+@functools.cache
 def available() -> bool:
-    """Whether the library builds here (a C compiler)."""
+    """Whether the library builds here (a C compiler); asked once a process, not once a
+    judgement: a failed build is not cached."""
     try:
         _entry()
     except NativeUnavailable:
@@ -87,8 +99,8 @@ def _int(v: object) -> int | None:
 class CompiledSearch:
     """One judgement's runs of events in C: the value ids of its value map, and the rows."""
 
-    def __init__(self, cfg: Config, limit: int) -> None:
-        self.cfg, self.limit = cfg, min(limit, MAX_STATES)
+    def __init__(self, cfg: Config, limit: int, bound: int) -> None:
+        self.cfg, self.limit, self.bound = cfg, min(limit, MAX_STATES), bound
         self.ids: dict[Any, int] = {}  # value_key -> the id judge.c knows it by
         self.keys: list[Any] = []
         self.flat = array("i")  # the rows of the events encoded so far, one after the other
@@ -152,7 +164,7 @@ class CompiledSearch:
         fields: list[int] = []
         n = 0
         for key, v in obs.fields.items():
-            if key not in KEYS:
+            if key not in KEYS or (key == "truncated_to" and v is None):  # (mismatch skips such a cut)
                 continue
             f = self._field(key, v)
             if f is None:
@@ -198,7 +210,7 @@ class CompiledSearch:
         out, outlens, outspec, nout = _buffers()
         judged = _entry()(_c_config(self.cfg), len(hyps), b"".join(encs), _ints([len(e) for e in encs]),
                           _ints([int(h.speculative) for h in hyps]), self.flat.buffer_info()[0],
-                          offsets.buffer_info()[0], len(offsets), table, self.limit, out, len(out), outlens,
+                          offsets.buffer_info()[0], len(offsets), table, self.limit, self.bound, out, len(out), outlens,
                           outspec, ctypes.byref(nout))
         if judged <= 0:
             return None if judged < 0 else (0, hyps)

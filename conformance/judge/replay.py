@@ -258,7 +258,7 @@ class TraceJudge:
         self.fast = fast and _holds(self.hyps[0].state)
         # compiled: runs of events judged in C, the others by the Python model's step; where
         # the C cannot judge at all, every step by the compiled step (``compiled.stepper``)
-        self.batch = (CompiledSearch(self.cfg, limit) if compiled and self.fast and on_states is None
+        self.batch = (CompiledSearch(self.cfg, limit, bound) if compiled and self.fast and on_states is None
                       and budget is None and limit <= MAX_COMPILED_STATES and batch_unsupported(self.cfg) is None
                       and batch_available() else None)
         self.take: Stepper = stepper(self.cfg) if compiled and self.batch is None else apply

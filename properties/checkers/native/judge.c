@@ -7,12 +7,15 @@
  * every state, the observed action's steps by the observed broker, keeps those whose view
  * (model.registry, each action's ``view``) agrees with every field the event observed, and
  * drops none for a property: the new set is the matches, deduplicated and in order when
- * there are several.  This file does that for produce, send_fetch, handle_fetch and
- * receive_fetch matched with no internal step before them -- most events of a recorded run
- * -- and *declines* an event whenever the answer needs more: no step matches without
- * internal steps, a match breaks a property, a state or counter passes what the C holds.
- * Declining is never a verdict: the caller judges that event with the Python judge, from
- * the states as they were before it, and goes on.
+ * there are several.  When no state explains the event, it searches the silent internal
+ * steps before it, the fewest first (iterative deepening, ``bound`` at most); before a
+ * freezing event (a LeaderAndISR applied) it also keeps the matches after the victim's own
+ * silent steps (search.py _before_freeze).  This file does that for the actions ACTION
+ * names -- most events of a recorded run -- and *declines* an event whenever the answer
+ * needs more: no step matches, a match breaks a property, a state or counter passes what
+ * the C holds, a set of states passes its arrays.  Declining is never a verdict: the caller
+ * judges that event with the Python judge, from the states as they were before it, and
+ * goes on.
  *
  * An event is a row of ints (compiled_batch.py writes them): action, actor, the records a
  * fetch answer carried (its fetch_max_records, 0: the configuration's), the id of a
@@ -22,27 +25,36 @@
  */
 #ifdef EPOCHAL_LIBRARY
 #include <setjmp.h>
+#include <stdlib.h>
 
 #include "state.h"
 
 extern jmp_buf step_failed; /* step.c: where a rule's die() returns */
 
-enum { J_PRODUCE = 0, J_SEND_FETCH = 1, J_HANDLE_FETCH = 2, J_RECEIVE_FETCH = 3, J_NO_STEP = 4 };
+enum { J_PRODUCE, J_SEND_FETCH, J_HANDLE_FETCH, J_RECEIVE_FETCH, J_NO_STEP, J_BECOME_LEADER, J_BECOME_FOLLOWER,
+       J_BROKER_RESTART, J_CONTROLLER_ELECT };
 enum { K_LEADER, K_FOLLOWER, K_FETCH_OFFSET, K_LEADER_EPOCH, K_POST_HW, K_POST_LEO, K_POST_ISR, K_OFFSET, K_ERROR,
-       K_LEADER_HW, K_RECORDS };
+       K_LEADER_HW, K_RECORDS, K_POST_ROLE, K_POST_LEADER, K_POST_LEADER_EPOCH, K_POST_LOG_END_EPOCH, K_ISR,
+       K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO };
 /* a field's tag: an int (bools and whole floats included), None, a known string (its id),
  * a list of ints, a value equal to nothing a view holds, records (offset, epoch, value id)* */
 enum { V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS };
-enum { STR_OUT_OF_RANGE = 1, STR_FENCED = 2 }; /* model.actions.views ERRORS, FENCED */
+/* model.actions.views ERRORS, FENCED; then model.state ROLE_NAMES, role r as STR_ROLE + r */
+enum { STR_OUT_OF_RANGE = 1, STR_FENCED = 2, STR_ROLE = 3 };
 
-#define MAXFOUND 256
-#define ARENA (MAXFOUND * MAXENC)
+#define MAXFOUND 256            /* states kept after an event (the judge's limit at most) */
+#define MAXFRONT (4 * MAXFOUND) /* states one level of internal steps may reach (limit * 4) */
+#define ARENA (1 << 24)         /* encodings of an event's states */
 
-typedef struct { S s; int spec, origin, off, len; } Hyp;
+typedef struct { S s; int spec, origin, len; const u8 *enc; uint64_t fp; } Hyp;
 
-static Hyp cur[MAXFOUND], found[MAXFOUND];
+static Hyp cur[MAXFOUND], found[MAXFOUND], level_a[MAXFRONT], level_b[MAXFRONT];
 static int ncur, nfound;
-static u8 arena[ARENA];
+static u8 cur_enc[MAXFOUND * MAXENC], arena[ARENA];
+static int arena_used;
+typedef struct { uint64_t fp; int spec, len; const u8 *enc; } Seen;
+static Seen seen[2 * MAXFRONT + MAXFOUND];
+static int nseen;
 
 static int fits(const u8 *enc, int len) {
     for (int i = 0; i < len; i++)
@@ -50,13 +62,53 @@ static int fits(const u8 *enc, int len) {
     return 1;
 }
 
+/* s encoded into the arena as h's encoding; 0 when it does not fit (the event is declined) */
+static int encode_into(Hyp *h) {
+    if (arena_used + MAXENC > ARENA) return 0;
+    u8 *at = arena + arena_used;
+    h->len = encode(&h->s, IDENTITY, at);
+    if (!fits(at, h->len)) return 0; /* a counter past what the C holds */
+    h->enc = at;
+    h->fp = fingerprint(at, h->len);
+    arena_used += h->len;
+    return 1;
+}
+
+static int same(const Hyp *h, const Seen *x) {
+    return x->fp == h->fp && x->spec == h->spec && x->len == h->len && memcmp(x->enc, h->enc, (size_t)h->len) == 0;
+}
+
+/* Add h to the seen set: 0 if it was there already */
+static int see(const Hyp *h) {
+    for (int i = 0; i < nseen; i++)
+        if (same(h, &seen[i])) return 0;
+    if (nseen == (int)(sizeof seen / sizeof seen[0])) die("seen set overflow");
+    seen[nseen++] = (Seen){h->fp, h->spec, h->len, h->enc};
+    return 1;
+}
+
+/* Hypothesis order: the state's (its order-preserving encoding), then speculative */
+static int by_state(const void *a, const void *b) {
+    const Hyp *x = a, *y = b;
+    int n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->enc, y->enc, (size_t)n);
+    if (c) return c;
+    if (x->len != y->len) return x->len - y->len;
+    return x->spec - y->spec;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Views (model.registry's, per action) and the observation's fields
+ * ------------------------------------------------------------------------------------- */
+
 /* A view's value for one key: a tag, an int, and a list */
 typedef struct { int tag, v, n; int list[3 * MAXREC]; } Value;
 
 static void as_int(Value *x, int v) { x->tag = V_INT; x->v = v; }
 static void as_none(Value *x) { x->tag = V_NONE; }
+static void as_str(Value *x, int id) { x->tag = V_STR; x->v = id; }
 static void as_error(Value *x, int error) {
-    if (error == OUT_OF_RANGE) { x->tag = V_STR; x->v = STR_OUT_OF_RANGE; } else as_none(x);
+    if (error == OUT_OF_RANGE) as_str(x, STR_OUT_OF_RANGE); else as_none(x);
 }
 static void as_brokers(Value *x, u8 set) {
     x->tag = V_LIST; x->n = 0;
@@ -82,53 +134,56 @@ static const Fetch *new_response(const S *before, const S *after, const Fetch *m
     return NULL;
 }
 
-/* The view's value of key for the step (action, actor, message m) from before to after; 0
- * when the view has no such key (the field is then not compared, as mismatch does). */
-static int view(int action, int actor, const Fetch *m, const S *before, const S *after, int key, Value *x) {
-    if (action == J_PRODUCE) {
-        const Replica *r = &after->br[actor].r;
-        switch (key) {
-        case K_OFFSET: as_int(x, r->loglen - 1); return 1;
-        case K_LEADER_EPOCH: as_int(x, r->log[r->loglen - 1].epoch); return 1;
-        case K_POST_HW: as_int(x, r->hw); return 1;
-        case K_POST_LEO: as_int(x, r->loglen); return 1;
-        }
-        return 0;
+/* The step's message: a fetch (handle_fetch, receive_fetch) or a LeaderAndISR (become_*) */
+typedef struct { Fetch fetch; Lai lai; } Message;
+
+static int produce_view(const S *after, int b, int key, Value *x) {
+    const Replica *r = &after->br[b].r;
+    switch (key) {
+    case K_OFFSET: as_int(x, r->loglen - 1); return 1;
+    case K_LEADER_EPOCH: as_int(x, r->log[r->loglen - 1].epoch); return 1;
+    case K_POST_HW: as_int(x, r->hw); return 1;
+    case K_POST_LEO: as_int(x, r->loglen); return 1;
     }
-    if (action == J_SEND_FETCH) {
-        const Replica *r = &before->br[actor].r;
-        switch (key) {
-        case K_LEADER: as_int(x, r->leader); return 1;
-        case K_FETCH_OFFSET: as_int(x, r->loglen); return 1;
-        case K_LEADER_EPOCH: as_int(x, r->leader_epoch); return 1;
-        case K_POST_HW: as_int(x, r->hw); return 1;
-        case K_POST_LEO: as_int(x, r->loglen); return 1;
-        }
-        return 0;
+    return 0;
+}
+
+static int send_fetch_view(const S *before, int f, int key, Value *x) {
+    const Replica *r = &before->br[f].r;
+    switch (key) {
+    case K_LEADER: as_int(x, r->leader); return 1;
+    case K_FETCH_OFFSET: as_int(x, r->loglen); return 1;
+    case K_LEADER_EPOCH: as_int(x, r->leader_epoch); return 1;
+    case K_POST_HW: as_int(x, r->hw); return 1;
+    case K_POST_LEO: as_int(x, r->loglen); return 1;
     }
-    if (action == J_HANDLE_FETCH) {
-        const Replica *lr = &after->br[(int)m->leader].r;
-        const Fetch *resp = new_response(before, after, m);
-        switch (key) {
-        case K_FOLLOWER: as_int(x, m->follower); return 1;
-        case K_FETCH_OFFSET: as_int(x, m->offset); return 1;
-        case K_LEADER_EPOCH: as_int(x, lr->leader_epoch); return 1;
-        case K_POST_HW: as_int(x, lr->hw); return 1;
-        case K_POST_LEO: as_int(x, lr->loglen); return 1;
-        case K_POST_ISR: as_brokers(x, lr->isr); return 1;
-        case K_ERROR:
-            if (resp == NULL) { x->tag = V_STR; x->v = STR_FENCED; } else as_error(x, resp->error);
-            return 1;
-        case K_RECORDS:
-            if (resp == NULL) as_records(x, m->offset, NULL, 0); else as_records(x, m->offset, resp->rec, resp->nrec);
-            return 1;
-        case K_LEADER_HW:
-            if (resp == NULL) as_none(x); else as_int(x, resp->hw);
-            return 1;
-        }
-        return 0;
+    return 0;
+}
+
+static int handle_fetch_view(const Fetch *m, const S *before, const S *after, int key, Value *x) {
+    const Replica *lr = &after->br[(int)m->leader].r;
+    const Fetch *resp = key == K_ERROR || key == K_RECORDS || key == K_LEADER_HW ? new_response(before, after, m) : NULL;
+    switch (key) {
+    case K_FOLLOWER: as_int(x, m->follower); return 1;
+    case K_FETCH_OFFSET: as_int(x, m->offset); return 1;
+    case K_LEADER_EPOCH: as_int(x, lr->leader_epoch); return 1;
+    case K_POST_HW: as_int(x, lr->hw); return 1;
+    case K_POST_LEO: as_int(x, lr->loglen); return 1;
+    case K_POST_ISR: as_brokers(x, lr->isr); return 1;
+    case K_ERROR:
+        if (resp == NULL) as_str(x, STR_FENCED); else as_error(x, resp->error);
+        return 1;
+    case K_RECORDS:
+        if (resp == NULL) as_records(x, m->offset, NULL, 0); else as_records(x, m->offset, resp->rec, resp->nrec);
+        return 1;
+    case K_LEADER_HW:
+        if (resp == NULL) as_none(x); else as_int(x, resp->hw);
+        return 1;
     }
-    /* J_RECEIVE_FETCH */
+    return 0;
+}
+
+static int receive_fetch_view(const Fetch *m, const S *before, const S *after, int key, Value *x) {
     const Replica *rb = &before->br[(int)m->follower].r, *ra = &after->br[(int)m->follower].r;
     switch (key) {
     case K_LEADER: as_int(x, m->leader); return 1;
@@ -146,6 +201,47 @@ static int view(int action, int actor, const Fetch *m, const S *before, const S 
     case K_POST_LEO: as_int(x, ra->loglen); return 1;
     }
     return 0;
+}
+
+/* become_leader, become_follower: the request, and the replica after it (commands.py
+ * _request_view, views.py replica_view) */
+static int request_view(const Lai *m, const S *after, int key, Value *x) {
+    const Replica *r = &after->br[(int)m->to].r;
+    switch (key) {
+    case K_POST_ROLE: as_str(x, STR_ROLE + r->role); return 1;
+    case K_POST_LEADER: as_int(x, r->leader); return 1;
+    case K_POST_LEADER_EPOCH: as_int(x, r->leader_epoch); return 1;
+    case K_POST_HW: as_int(x, r->hw); return 1;
+    case K_POST_LEO: as_int(x, r->loglen); return 1;
+    case K_POST_LOG_END_EPOCH:
+        if (r->loglen) as_int(x, r->log[r->loglen - 1].epoch); else as_none(x);
+        return 1;
+    case K_POST_ISR: as_brokers(x, r->isr); return 1;
+    case K_LEADER: as_int(x, m->leader); return 1;
+    case K_LEADER_EPOCH: as_int(x, m->leader_epoch); return 1;
+    case K_ISR: as_brokers(x, m->isr); return 1;
+    case K_ZK_VERSION: as_int(x, m->zk_version); return 1;
+    case K_CONTROLLER_EPOCH: as_int(x, m->controller_epoch); return 1;
+    case K_TRUNCATED_TO: as_int(x, r->loglen); return 1;
+    }
+    return 0;
+}
+
+/* The view's value of key for the step from before to after; 0 when the view has no such
+ * key (the field is then not compared, as observation.py mismatch does) */
+static int view(int action, int actor, const Message *m, const S *before, const S *after, int key, Value *x) {
+    switch (action) {
+    case J_PRODUCE: return produce_view(after, actor, key, x);
+    case J_SEND_FETCH: return send_fetch_view(before, actor, key, x);
+    case J_HANDLE_FETCH: return handle_fetch_view(&m->fetch, before, after, key, x);
+    case J_RECEIVE_FETCH: return receive_fetch_view(&m->fetch, before, after, key, x);
+    case J_BECOME_LEADER: case J_BECOME_FOLLOWER: return request_view(&m->lai, after, key, x);
+    case J_CONTROLLER_ELECT:
+        if (key != K_CONTROLLER_EPOCH) return 0;
+        as_int(x, after->controller_epoch);
+        return 1;
+    }
+    return 0; /* broker_restart: nothing observed (broker epochs are zxids) */
 }
 
 /* Whether the observed field (tag, n, payload) equals the view's value (observation.py
@@ -172,13 +268,17 @@ static int agrees(int tag, int n, const int *p, const Value *x, const uint64_t (
     return 0; /* V_OTHER: equal to nothing */
 }
 
-/* One candidate step of the event from cur[h]: taken on found[nfound], kept if its view
- * agrees with the fields.  -1 when the C cannot take it (the event is declined). */
-static int try_step(int h, const int *ev, const char *name, const int *args, int nargs, const Fetch *m,
+/* ---------------------------------------------------------------------------------------
+ * Matching an event in one state (search.py _match_in, _candidates)
+ * ------------------------------------------------------------------------------------- */
+
+/* One candidate step of the event from h: taken on found[nfound], kept if its view agrees
+ * with the fields.  -1 when the C cannot take it (the event is declined). */
+static int try_step(const Hyp *h, const int *ev, const char *name, const int *args, int nargs, const Message *m,
                     const uint64_t (*values)[2]) {
     if (nfound >= MAXFOUND) return -1;
     Hyp *t = &found[nfound];
-    t->s = cur[h].s;
+    t->s = h->s;
     int done = take_step(&t->s, name, args, nargs);
     if (done < 0) return -1;
     if (done == 0) return 0;
@@ -186,54 +286,205 @@ static int try_step(int h, const int *ev, const char *name, const int *args, int
     Value x;
     for (int k = 0; k < ev[4]; k++) {
         int key = f[0], tag = f[1], n = f[2];
-        if (view(ev[0], ev[1], m, &cur[h].s, &t->s, key, &x) && !agrees(tag, n, f + 3, &x, values)) return 0;
+        if (view(ev[0], ev[1], m, &h->s, &t->s, key, &x) && !agrees(tag, n, f + 3, &x, values)) return 0;
         f += 3 + n;
     }
-    t->spec = cur[h].spec;
-    t->origin = h;
+    t->spec = h->spec;
+    t->origin = h->origin;
     nfound++;
     return 1;
 }
 
-static int by_state(const void *a, const void *b) {
-    const Hyp *x = a, *y = b;
-    int n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(arena + x->off, arena + y->off, (size_t)n);
-    if (c) return c;
-    if (x->len != y->len) return x->len - y->len;
-    return x->spec - y->spec;
+/* Every candidate step of the event from h (search.py _candidates, _actor_args) */
+static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
+    int action = ev[0], b = ev[1], r = 0;
+    const S *s = &h->s;
+    Message m;
+    if (b < 0 || b >= C.brokers) return 0;
+    switch (action) {
+    case J_PRODUCE: return try_step(h, ev, "produce", (int[]){b, NO_HOLD}, 2, NULL, values);
+    case J_SEND_FETCH: return try_step(h, ev, "send_fetch", (int[]){b}, 1, NULL, values);
+    case J_BROKER_RESTART: return try_step(h, ev, "broker_restart", (int[]){b, -1}, 2, NULL, values);
+    case J_CONTROLLER_ELECT: return try_step(h, ev, "controller_elect", (int[]){b}, 1, NULL, values);
+    case J_HANDLE_FETCH: case J_RECEIVE_FETCH:
+        for (int i = 0; i < s->nfetch && r >= 0; i++) {
+            m.fetch = s->fetch[i];
+            if (action == J_HANDLE_FETCH && m.fetch.leader == b)
+                r = try_step(h, ev, "handle_fetch", (int[]){i, NO_HOLD}, 2, &m, values);
+            if (action == J_RECEIVE_FETCH && m.fetch.follower == b)
+                r = try_step(h, ev, "receive_fetch", (int[]){i}, 1, &m, values);
+        }
+        return r;
+    case J_BECOME_LEADER: case J_BECOME_FOLLOWER:
+        for (int i = 0; i < s->nlai && r >= 0; i++) {
+            m.lai = s->lai[i];
+            if (m.lai.to == b)
+                r = try_step(h, ev, action == J_BECOME_LEADER ? "become_leader" : "become_follower", (int[]){i}, 1, &m,
+                             values);
+        }
+        return r;
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Silent internal steps (search.py _internal_steps, loud off)
+ * ------------------------------------------------------------------------------------- */
+
+static int same_replica(const Replica *a, const Replica *b) {
+    if (a->role != b->role || a->leader != b->leader || a->leader_epoch != b->leader_epoch || a->isr != b->isr ||
+        a->zk_version != b->zk_version || a->loglen != b->loglen || a->hw != b->hw || a->fetch_state != b->fetch_state ||
+        a->epoch_start != b->epoch_start || a->topic_id != b->topic_id)
+        return 0;
+    if (memcmp(a->log, b->log, sizeof(Entry) * (size_t)a->loglen) != 0) return 0;
+    return memcmp(a->follower_leo, b->follower_leo, (size_t)C.brokers) == 0;
+}
+
+static int same_znode(const S *a, const S *b) {
+    return a->zn_leader == b->zn_leader && a->zn_leader_epoch == b->zn_leader_epoch && a->zn_isr == b->zn_isr &&
+           a->zn_zk_version == b->zn_zk_version && a->zn_ar == b->zn_ar && a->zn_rar == b->zn_rar &&
+           a->zn_topic_id == b->zn_topic_id;
+}
+
+/* The next level: where successors go, and which origin and speculation they carry */
+typedef struct { Hyp *out; int n; const Hyp *from; } Expansion;
+
+/* Keep t (a step from lv->from) if it is a step at all (not a self-loop) and not seen yet */
+static int keep(Expansion *lv, Hyp *t) {
+    t->spec = lv->from->spec;
+    t->origin = lv->from->origin;
+    if (!encode_into(t)) return -1;
+    if (t->len == lv->from->len && memcmp(t->enc, lv->from->enc, (size_t)t->len) == 0) return 0;
+    if (!see(t)) return 0;
+    lv->n++;
+    return 1;
+}
+
+/* One internal step named with args by broker actor, if silent (its action's ``silent``) */
+static int internal(Expansion *lv, int by, int actor, const char *name, const int *args, int nargs) {
+    if (by >= 0 && actor != by) return 0;
+    if (lv->n >= MAXFRONT) return -1;
+    const S *s = &lv->from->s;
+    Hyp *t = &lv->out[lv->n];
+    t->s = *s;
+    int done = take_step(&t->s, name, args, nargs);
+    if (done < 0) return -1;
+    if (done == 0) return 0;
+    int silent = 1;
+    if (strcmp(name, "controlled_shutdown") == 0) silent = same_znode(s, &t->s);
+    if (strcmp(name, "truncate") == 0)
+        silent = s->br[actor].r.loglen == t->s.br[actor].r.loglen &&
+                 memcmp(s->br[actor].r.log, t->s.br[actor].r.log, sizeof(Entry) * (size_t)s->br[actor].r.loglen) == 0;
+    if (strcmp(name, "handle_fetch") == 0) {
+        const Fetch *resp = new_response(s, &t->s, &s->fetch[args[0]]);
+        silent = same_replica(&s->br[actor].r, &t->s.br[actor].r) && (resp == NULL || resp->nrec == 0);
+    }
+    if (strcmp(name, "receive_fetch") == 0) silent = same_replica(&s->br[actor].r, &t->s.br[actor].r);
+    return silent ? keep(lv, t) : 0;
+}
+
+/* Every silent internal step from lv->from, of broker by (-1: of any) */
+static int internal_steps(Expansion *lv, int by) {
+    const S *s = &lv->from->s;
+    int n = C.brokers, r = 0;
+    if (C.alter_partition || s->nalter) return -1; /* propose_isr, alter_partition, apply_isr: not here */
+    for (int f = 0; f < n; f++) { /* search.py skip_empty_lookup */
+        const Replica *x = &s->br[f].r;
+        if ((by >= 0 && f != by) || s->br[f].status != UP || x->role != FOLLOWER || x->fetch_state != TRUNCATING ||
+            x->loglen)
+            continue;
+        if (lv->n >= MAXFRONT) return -1;
+        Hyp *t = &lv->out[lv->n];
+        t->s = *s;
+        t->s.br[f].r.fetch_state = FETCHING;
+        if (keep(lv, t) < 0) return -1;
+    }
+    for (int b = 0; b < n && r >= 0; b++) r = internal(lv, by, b, "broker_expire", (int[]){b}, 1);
+    for (int b = 0; b < n && r >= 0; b++) r = internal(lv, by, b, "controller_resign", (int[]){b}, 1);
+    int c = s->controller;
+    if (c != NO_LEADER) {
+        for (int b = 0; b < n && r >= 0; b++)
+            if (has(s->br[c].new_brokers, b)) r = internal(lv, by, c, "on_broker_startup", (int[]){c, b}, 2);
+        int args[MAXB * MAXB][2];
+        int k = shutdowns_args(s, args);
+        for (int i = 0; i < k && r >= 0; i++)
+            r = internal(lv, by, c, "controlled_shutdown", (int[]){c, args[i][0], args[i][1]}, 3);
+    }
+    for (int f = 0; f < n && r >= 0; f++) r = internal(lv, by, f, "truncate", (int[]){f}, 1);
+    for (int f = 0; f < n && r >= 0; f++) r = internal(lv, by, f, "send_fetch", (int[]){f}, 1);
+    for (int i = 0; i < s->nfetch && r >= 0; i++)
+        r = internal(lv, by, s->fetch[i].leader, "handle_fetch", (int[]){i, NO_HOLD}, 2);
+    for (int i = 0; i < s->nfetch && r >= 0; i++)
+        r = internal(lv, by, s->fetch[i].follower, "receive_fetch", (int[]){i}, 1);
+    return r < 0 ? -1 : 0;
+}
+
+/* Every state of from[0..n) expanded into out: how many, -1 when the C cannot say */
+static int expand(const Hyp *from, int n, Hyp *out, int by) {
+    Expansion lv = {out, 0, NULL};
+    for (int i = 0; i < n; i++) {
+        lv.from = &from[i];
+        if (internal_steps(&lv, by) < 0) return -1;
+    }
+    return lv.n;
+}
+
+/* search.py _before_freeze (its victim's silent steps only: no kill -9 here) */
+static int before_freeze(const Hyp *frontier, int n, const int *ev, const uint64_t (*values)[2], int bound) {
+    nseen = 0;
+    for (int i = 0; i < n; i++) see(&frontier[i]);
+    const Hyp *level = frontier;
+    for (int d = 0; d < bound && n > 0; d++) {
+        Hyp *next = level == level_a ? level_b : level_a;
+        n = expand(level, n, next, ev[1]);
+        if (n < 0) return -1;
+        for (int i = 0; i < n; i++)
+            if (match(&next[i], ev, values) < 0) return -1;
+        level = next;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * One event (search.py advance, replay.py TraceJudge._search)
+ * ------------------------------------------------------------------------------------- */
+
+static int freezing(int action) { return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER; }
+
+/* The matches of the event with the fewest internal steps, into found: 0 when none */
+static int advance(const int *ev, const uint64_t (*values)[2], int limit, int bound) {
+    const Hyp *frontier = cur;
+    int n = ncur;
+    nseen = 0;
+    for (int depth = 0; depth <= bound; depth++) {
+        for (int i = 0; i < n; i++)
+            if (match(&frontier[i], ev, values) < 0) return 0;
+        if (nfound) return !freezing(ev[0]) || before_freeze(frontier, n, ev, values, bound - depth) == 0;
+        if (depth == bound) return 0;
+        if (depth == 0)
+            for (int i = 0; i < ncur; i++) see(&cur[i]);
+        Hyp *next = frontier == level_a ? level_b : level_a;
+        n = expand(frontier, n, next, -1);
+        if (n <= 0) return 0;
+        qsort(next, (size_t)n, sizeof(Hyp), by_state);
+        if (n > 4 * limit) n = 4 * limit;
+        frontier = next;
+    }
+    return 0;
 }
 
 /* One event: 1 judged (cur holds the states after it), 0 declined (cur unchanged) */
-static int judge_event(const int *ev, uint64_t (*values)[2], int limit, int fetch_max_records) {
+static int judge_event(const int *ev, uint64_t (*values)[2], int limit, int bound, int fetch_max_records) {
     int action = ev[0], b = ev[1];
     if (action == J_NO_STEP) return 1;
     C.fetch_max_records = action == J_HANDLE_FETCH && ev[2] > 0 ? ev[2] : fetch_max_records;
     nfound = 0;
-    int in_range = b >= 0 && b < C.brokers;
-    for (int h = 0; h < ncur; h++) {
-        const S *s = &cur[h].s;
-        int r = 0;
-        if (action == J_PRODUCE && in_range) r = try_step(h, ev, "produce", (int[]){b, NO_HOLD}, 2, NULL, values);
-        if (action == J_SEND_FETCH && in_range) r = try_step(h, ev, "send_fetch", (int[]){b}, 1, NULL, values);
-        if (action == J_HANDLE_FETCH || action == J_RECEIVE_FETCH)
-            for (int i = 0; i < s->nfetch && r >= 0; i++) {
-                Fetch m = s->fetch[i];
-                if (action == J_HANDLE_FETCH && m.leader == b) r = try_step(h, ev, "handle_fetch", (int[]){i, NO_HOLD}, 2, &m, values);
-                if (action == J_RECEIVE_FETCH && m.follower == b) r = try_step(h, ev, "receive_fetch", (int[]){i}, 1, &m, values);
-            }
-        if (r < 0) return 0;
-    }
-    if (nfound == 0) return 0; /* internal steps, or no step at all: the Python judge's to say */
-    int off = 0;
+    arena_used = 0;
+    if (!advance(ev, (const uint64_t(*)[2])values, limit, bound)) return 0;
     for (int i = 0; i < nfound; i++) {
         Hyp *t = &found[i];
         if (state_violation(&t->s) || transition_violation(&cur[t->origin].s, &t->s)) return 0;
-        if (off + MAXENC > ARENA) return 0;
-        t->off = off;
-        t->len = encode(&t->s, IDENTITY, arena + off);
-        if (!fits(arena + off, t->len)) return 0; /* a counter past what the C holds */
-        off += t->len;
+        if (!encode_into(t)) return 0;
     }
     if (action == J_PRODUCE)
         for (int i = 0; i < nfound; i++) {
@@ -242,42 +493,52 @@ static int judge_event(const int *ev, uint64_t (*values)[2], int limit, int fetc
             values[ev[3]][value >> 6] |= (uint64_t)1 << (value & 63);
         }
     if (nfound > 1) qsort(found, (size_t)nfound, sizeof(Hyp), by_state);
-    ncur = 0;
-    for (int i = 0; i < nfound && ncur < limit; i++)
-        if (ncur == 0 || by_state(&found[i], &cur[ncur - 1]) != 0) cur[ncur++] = found[i];
+    int kept = 0;
+    for (int i = 0; i < nfound && kept < limit; i++)
+        if (kept == 0 || by_state(&found[i], &found[kept - 1]) != 0) found[kept++] = found[i];
+    for (int h = 0, at = 0; h < kept; at += found[h].len, h++) {
+        cur[h] = found[h];
+        memcpy(cur_enc + at, found[h].enc, (size_t)found[h].len);
+        cur[h].enc = cur_enc + at;
+        cur[h].origin = h;
+    }
+    ncur = kept;
     return 1;
 }
 
 /* The library's entry point for a run of events: the configuration (Cfg's fields in order),
  * the states (nhyps encodings one after the other, their lengths, whether each is
  * speculative), the events (offsets[i] the start of event i in events), the value sets
- * (updated in place) and the most states kept.  Returns how many events were judged, from
- * the first: all of them, or up to the one declined.  The states after them are written to
- * out (the same layout; *nout states), -1 when the states given cannot be held here. */
+ * (updated in place), the most states kept and the internal steps searched before an
+ * event.  Returns how many events were judged, from the first: all of them, or up to the
+ * one declined.  The states after them are written to out (the same layout; *nout states),
+ * -1 when the states given cannot be held here. */
 int epochal_judge(const int *cfg, int nhyps, const u8 *enc, const int *lens, const int *spec, const int *events,
-                  const int *offsets, int nevents, uint64_t (*values)[2], int limit, u8 *out, int cap, int *outlens,
-                  int *outspec, int *nout) {
+                  const int *offsets, int nevents, uint64_t (*values)[2], int limit, int bound, u8 *out, int cap,
+                  int *outlens, int *outspec, int *nout) {
     memcpy(&C, cfg, sizeof C);
     int fetch_max_records = C.fetch_max_records;
-    if (nhyps > MAXFOUND || limit > MAXFOUND) return -1;
+    if (nhyps > MAXFOUND || limit > MAXFOUND || bound < 0) return -1;
     if (setjmp(step_failed)) return -1;
     ncur = 0;
     for (int h = 0, at = 0; h < nhyps; at += lens[h], h++) {
-        if (!fits(enc + at, lens[h])) return -1;
+        if (!fits(enc + at, lens[h]) || lens[h] > MAXENC) return -1;
         decode(enc + at, lens[h], &cur[h].s);
-        cur[h].spec = spec[h];
+        memcpy(cur_enc + at, enc + at, (size_t)lens[h]);
+        cur[h] = (Hyp){cur[h].s, spec[h], h, lens[h], cur_enc + at, fingerprint(enc + at, lens[h])};
         ncur++;
     }
     volatile int judged = 0;
     if (setjmp(step_failed) == 0)
-        while (judged < nevents && judge_event(events + offsets[judged], values, limit, fetch_max_records)) judged++;
+        while (judged < nevents &&
+               judge_event(events + offsets[judged], values, limit, bound, fetch_max_records))
+            judged++;
     /* (a rule's die() mid-event lands here with the states before that event intact) */
-    int at = 0;
-    for (int h = 0; h < ncur; h++) {
-        if (at + MAXENC > cap) return -1;
-        outlens[h] = encode(&cur[h].s, IDENTITY, out + at);
+    for (int h = 0, at = 0; h < ncur; at += cur[h].len, h++) {
+        if (at + cur[h].len > cap) return -1;
+        memcpy(out + at, cur[h].enc, (size_t)cur[h].len);
+        outlens[h] = cur[h].len;
         outspec[h] = cur[h].spec;
-        at += outlens[h];
     }
     *nout = ncur;
     return judged;
