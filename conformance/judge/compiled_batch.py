@@ -19,7 +19,16 @@ import functools
 from array import array
 from typing import Any
 
-from conformance.judge.observation import Observation, value_key
+from conformance.judge.observation import (
+    HARNESS,
+    ID_FIELDS,
+    ID_LIST_FIELDS,
+    UNSEEN,
+    Event,
+    Observation,
+    event_action,
+    value_key,
+)
 from conformance.judge.search import FREEZING, Hypothesis
 from model.actions.views import ERRORS, FENCED
 from model.config import Config
@@ -27,6 +36,7 @@ from model.registry import ACTIONS
 from model.state import OUT_OF_RANGE, ROLE_NAMES
 from properties.checkers.native import NativeUnavailable, decode, encode
 from properties.checkers.native_step import CAPACITIES, _c_config, library, step_unsupported
+from traces.schema import PARAMS, POST
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
                  "become_follower": 6, "broker_restart": 7, "controller_elect": 8}
@@ -85,6 +95,39 @@ def available() -> bool:
     except NativeUnavailable:
         return False
     return True
+
+
+_RECORDS = KEYS["records"]
+
+
+def _plain(key: int, v: object) -> list[int] | None:
+    """A field of a plain type as judge.c reads it; None for another type."""
+    t = type(v)
+    if t is int:
+        return [key, V_INT, 1, v] if -_INT <= v < _INT else None  # type: ignore[list-item,operator]
+    if v is None:
+        return [key, V_NONE, 0]
+    if t is str:
+        sid = STRINGS.get(v)  # type: ignore[arg-type]
+        return [key, V_OTHER, 0] if sid is None else [key, V_STR, 1, sid]
+    if t is list and all(type(x) is int and -_INT <= x < _INT for x in v):  # type: ignore[attr-defined]
+        return [key, V_LIST, len(v), *v]  # type: ignore[arg-type]
+    return None
+
+
+def _plans() -> dict[str, tuple[int, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]]:
+    """Per trace kind whose model action judge.c takes, whatever its params: the action, and
+    the schema's params and post fields that are keys of its view (``observe``'s fields)."""
+    plans = {}
+    for kind in PARAMS.keys() | POST.keys():
+        action = event_action(kind, {})
+        if action not in ACTIONS_TAKEN or any(event_action(kind, {"reason": r, "state": r}) != action
+                                              for r in ("", "init", "stop_replica", "IN_PROGRESS", "shutdown")):
+            continue
+        names = tuple((spec.name, KEYS[spec.name]) for spec in PARAMS.get(kind, ()) if spec.name in KEYS)
+        post = tuple((spec.name, KEYS["post." + spec.name]) for spec in POST.get(kind, ()) if "post." + spec.name in KEYS)
+        plans[kind] = (ACTIONS_TAKEN[action], names, post)
+    return plans
 
 
 def _int(v: object) -> int | None:
@@ -153,6 +196,60 @@ class CompiledSearch:
             out += (offset, epoch, value)
         return [KEYS["records"], V_RECORDS, len(out), *out]
 
+    def event_row(self, e: Event, ids: dict[int, int]) -> list[int] | None:
+        """``row(observe(i, e, ids))`` without building the observation, for an event of a
+        kind whose action is fixed and whose fields are of the plain types; None where it
+        cannot say (then ``row`` says)."""
+        plan = _PLANS.get(e["kind"])
+        params, post = e.get("params") or {}, e.get("post") or {}
+        if plan is None or type(params) is not dict or type(post) is not dict:
+            return None
+        action, names, post_names = plan
+        node = e["node"]
+        actor = ids.get(params.get("broker") if node == HARNESS else node, UNSEEN)  # type: ignore[arg-type]
+        if type(actor) is not int:
+            return None
+        fields: list[int] = []
+        n = 0
+        try:
+            for name, key in names:
+                if name not in params:
+                    continue
+                v = params[name]
+                if name in ID_FIELDS and type(v) is int and v >= 0:
+                    v = ids[v]
+                elif name in ID_LIST_FIELDS and type(v) is list:
+                    v = sorted(ids[x] for x in v)
+                f = self._records(v) if key == _RECORDS else _plain(key, v)
+                if f is None:
+                    return None
+                if name != "truncated_to" or v is not None:
+                    fields += f
+                    n += 1
+            for name, key in post_names:
+                if name not in post:
+                    continue
+                v = post[name]
+                if name == "leader" and type(v) is int and v >= 0:
+                    v = ids.get(v, UNSEEN)
+                elif name == "isr" and type(v) is list:
+                    v = sorted(ids.get(x, UNSEEN) for x in v)
+                f = _plain(key, v)
+                if f is None:
+                    return None
+                fields += f
+                n += 1
+        except (KeyError, TypeError):  # an id no broker has, an unhashable one: observe's to say
+            return None
+        answer = params.get("records")
+        cut = len(answer) if action == ACTIONS_TAKEN["handle_fetch"] and type(answer) is list else 0
+        value = 0
+        if action == ACTIONS_TAKEN["produce"]:
+            value = self._value(params.get("value"))  # type: ignore[assignment]
+            if value is None:
+                return None
+        return [action, actor, cut, value, n, *fields]
+
     def row(self, obs: Observation | None) -> list[int] | None:
         """The event as judge.c reads it (None: an event that is no step), or None where the
         C cannot judge it: another action, a field it cannot compare as Python does."""
@@ -188,12 +285,14 @@ class CompiledSearch:
             self.at[i] = len(self.flat)
             self.flat.extend(row)
 
-    def run(self, hyps: list[Hypothesis], first: int, end: int,
-            values: dict[Any, set[int]]) -> tuple[int, list[Hypothesis]] | None:
+    def run(self, hyps: list[Hypothesis], first: int, end: int, values: dict[Any, set[int]],
+            last: bool = False) -> tuple[int, list[Hypothesis]] | None:
         """Judge the rows of events ``first`` .. ``end`` - 1 (``add``) from ``hyps``: how
         many were judged (all, or up to the one the C declined) and the states after them;
         ``values`` updated with what their produces wrote.  None if the C cannot hold these
-        states (the Python judge goes on)."""
+        states (the Python judge goes on).  ``last``: no event follows ``end``, so when all
+        are judged nobody asks for the states after them, and they are not decoded (the
+        answer's states are then ``hyps``)."""
         if len(hyps) > MAX_STATES:
             return None
         try:
@@ -218,6 +317,8 @@ class CompiledSearch:
             bits = table[2 * vid] | table[2 * vid + 1] << 64
             if bits:
                 values.setdefault(k, set()).update(v for v in range(128) if bits >> v & 1)
+        if last and judged == end - first:
+            return judged, hyps
         after, at = [], 0
         for h in range(nout.value):
             after.append(Hypothesis(decode(out[at:at + outlens[h]]), bool(outspec[h])))
@@ -230,6 +331,9 @@ def _buffers() -> tuple[Any, Any, Any, Any]:
     """The output buffers of every call (one process judges one group at a time)."""
     return (ctypes.create_string_buffer(CAPACITIES["MAXENC"] * (MAX_STATES + 1)), (ctypes.c_int * MAX_STATES)(),
             (ctypes.c_int * MAX_STATES)(), ctypes.c_int())
+
+
+_PLANS = _plans()
 
 
 def _ints(xs: list[int]) -> Any:

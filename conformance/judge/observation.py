@@ -167,8 +167,8 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
 # An observation: one event, in model terms
 # ---------------------------------------------------------------------------------------
 
-_ID_FIELDS = ("leader", "follower", "broker")
-_ID_LIST_FIELDS = ("isr", "rar", "ar")
+ID_FIELDS = ("leader", "follower", "broker")
+ID_LIST_FIELDS = ("isr", "rar", "ar")
 
 
 class Observation(NamedTuple):
@@ -198,7 +198,7 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
     params = e.get("params") or {}
     node = e["node"]
     who = params.get("broker") if node == HARNESS else node
-    return Observation(index, kind, _action(kind, params), ids.get(who, UNSEEN),
+    return Observation(index, kind, event_action(kind, params), ids.get(who, UNSEEN),
                        _fields(kind, params, e.get("post") or {}, ids), e)
 
 
@@ -215,11 +215,11 @@ def _fields(kind: str, params: dict[str, Any], post: dict[str, Any], ids: dict[i
     for name, key in names[1]:
         if name in post:
             fields[key] = post[name]  # post-state, kept apart from params
-    for key in _ID_FIELDS:
+    for key in ID_FIELDS:
         v = fields.get(key)
         if isinstance(v, int) and v >= 0:
             fields[key] = ids[v]
-    for key in _ID_LIST_FIELDS:
+    for key in ID_LIST_FIELDS:
         if isinstance(fields.get(key), list):
             fields[key] = sorted(ids[x] for x in fields[key])
     if isinstance(fields.get("post.leader"), int) and fields["post.leader"] >= 0:
@@ -232,7 +232,7 @@ def _fields(kind: str, params: dict[str, Any], post: dict[str, Any], ids: dict[i
     return fields
 
 
-def _action(kind: str, params: dict[str, Any]) -> str:
+def event_action(kind: str, params: dict[str, Any]) -> str:
     """The model action an event of ``kind`` is, or "" if it is no step of its own."""
     action = REPLAYED.get(kind, "")
     if kind in _BY_REASON:  # a kind several actions share: its reason says which (model.registry)

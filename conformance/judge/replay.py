@@ -327,6 +327,10 @@ class TraceJudge:
             return None
         if self.shift != _NO_SHIFT:
             e = _shifted(e, self.shift)
+        else:
+            row = batch.event_row(e, self.ids)
+            if row is not None:
+                return row
         return batch.row(observe(i, e, self.ids))
 
     def _verdict_in_runs(self, batch: CompiledSearch) -> Verdict:
@@ -341,7 +345,7 @@ class TraceJudge:
                 if batch.at[end] < 0:
                     break
                 end += 1
-            ran = batch.run(self.hyps, i, end, self.values) if end > i else None
+            ran = batch.run(self.hyps, i, end, self.values, end == len(events)) if end > i else None
             if ran is not None:
                 judged, self.hyps = ran
                 i += judged
