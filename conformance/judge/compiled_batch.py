@@ -34,8 +34,14 @@ from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
 from model.state import OUT_OF_RANGE, ROLE_NAMES
-from properties.checkers.native import NativeUnavailable, decode, encode
-from properties.checkers.native_step import CAPACITIES, _c_config, library, step_unsupported
+from properties.checkers.native import NativeUnavailable
+from properties.checkers.native_step import (
+    CAPACITIES,
+    CompiledStep,
+    c_config,
+    library,
+    step_unsupported,
+)
 from traces.schema import PARAMS, POST
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
@@ -115,18 +121,29 @@ def _plain(key: int, v: object) -> list[int] | None:
     return None
 
 
-def _plans() -> dict[str, tuple[int, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]]:
+_PLAIN, _ID, _ID_LIST, _RECORDS_FIELD, _CUT = range(5)
+"""How ``event_row`` reads a field: as it is, a broker id, a list of them, records, a cut."""
+_HANDLE_FETCH, _PRODUCE = ACTIONS_TAKEN["handle_fetch"], ACTIONS_TAKEN["produce"]
+
+
+def _plans() -> dict[str, tuple[int, tuple[tuple[bool, str, int, int], ...]]]:
     """Per trace kind whose model action judge.c takes, whatever its params: the action, and
-    the schema's params and post fields that are keys of its view (``observe``'s fields)."""
+    the schema's params and post fields that are keys of its view (``observe``'s fields),
+    each as (in post, name, key, how ``event_row`` reads it)."""
     plans = {}
     for kind in PARAMS.keys() | POST.keys():
         action = event_action(kind, {})
         if action not in ACTIONS_TAKEN or any(event_action(kind, {"reason": r, "state": r}) != action
                                               for r in ("", "init", "stop_replica", "IN_PROGRESS", "shutdown")):
             continue
-        names = tuple((spec.name, KEYS[spec.name]) for spec in PARAMS.get(kind, ()) if spec.name in KEYS)
-        post = tuple((spec.name, KEYS["post." + spec.name]) for spec in POST.get(kind, ()) if "post." + spec.name in KEYS)
-        plans[kind] = (ACTIONS_TAKEN[action], names, post)
+        fields = [(False, spec.name, KEYS[spec.name],
+                   _ID if spec.name in ID_FIELDS else _ID_LIST if spec.name in ID_LIST_FIELDS
+                   else _RECORDS_FIELD if spec.name == "records" else _CUT if spec.name == "truncated_to" else _PLAIN)
+                  for spec in PARAMS.get(kind, ()) if spec.name in KEYS]
+        fields += [(True, spec.name, KEYS["post." + spec.name],
+                    _ID if spec.name == "leader" else _ID_LIST if spec.name == "isr" else _PLAIN)
+                   for spec in POST.get(kind, ()) if "post." + spec.name in KEYS]
+        plans[kind] = (ACTIONS_TAKEN[action], tuple(fields))
     return plans
 
 
@@ -204,51 +221,48 @@ class CompiledSearch:
         params, post = e.get("params") or {}, e.get("post") or {}
         if plan is None or type(params) is not dict or type(post) is not dict:
             return None
-        action, names, post_names = plan
+        action, fields_plan = plan
         node = e["node"]
-        actor = ids.get(params.get("broker") if node == HARNESS else node, UNSEEN)  # type: ignore[arg-type]
-        if type(actor) is not int:
-            return None
-        fields: list[int] = []
-        n = 0
         try:
-            for name, key in names:
-                if name not in params:
+            actor = ids.get(params.get("broker") if node == HARNESS else node, UNSEEN)  # type: ignore[arg-type]
+            row = [action, actor, 0, 0, 0]
+            n = 0
+            for in_post, name, key, how in fields_plan:
+                d = post if in_post else params
+                if name not in d:
                     continue
-                v = params[name]
-                if name in ID_FIELDS and type(v) is int and v >= 0:
-                    v = ids[v]
-                elif name in ID_LIST_FIELDS and type(v) is list:
-                    v = sorted(ids[x] for x in v)
-                f = self._records(v) if key == _RECORDS else _plain(key, v)
-                if f is None:
-                    return None
-                if name != "truncated_to" or v is not None:
-                    fields += f
+                v = d[name]
+                if type(v) is int:
+                    if how == _ID and v >= 0:
+                        v = ids[v] if not in_post else ids.get(v, UNSEEN)
+                    if not -_INT <= v < _INT:
+                        return None
+                    row += (key, V_INT, 1, v)
                     n += 1
-            for name, key in post_names:
-                if name not in post:
                     continue
-                v = post[name]
-                if name == "leader" and type(v) is int and v >= 0:
-                    v = ids.get(v, UNSEEN)
-                elif name == "isr" and type(v) is list:
-                    v = sorted(ids.get(x, UNSEEN) for x in v)
-                f = _plain(key, v)
+                if how == _ID_LIST and type(v) is list:
+                    v = sorted(ids[x] for x in v) if not in_post else sorted(ids.get(x, UNSEEN) for x in v)
+                if how == _CUT and v is None:
+                    continue  # (mismatch skips a cut named as none)
+                f = self._records(v) if how == _RECORDS_FIELD else _plain(key, v)
                 if f is None:
                     return None
-                fields += f
+                row += f
                 n += 1
         except (KeyError, TypeError):  # an id no broker has, an unhashable one: observe's to say
             return None
-        answer = params.get("records")
-        cut = len(answer) if action == ACTIONS_TAKEN["handle_fetch"] and type(answer) is list else 0
-        value = 0
-        if action == ACTIONS_TAKEN["produce"]:
-            value = self._value(params.get("value"))  # type: ignore[assignment]
+        if type(actor) is not int:
+            return None
+        row[4] = n
+        if action == _HANDLE_FETCH:
+            answer = params.get("records")
+            row[2] = len(answer) if type(answer) is list else 0
+        elif action == _PRODUCE:
+            value = self._value(params.get("value"))
             if value is None:
                 return None
-        return [action, actor, cut, value, n, *fields]
+            row[3] = value
+        return row
 
     def row(self, obs: Observation | None) -> list[int] | None:
         """The event as judge.c reads it (None: an event that is no step), or None where the
@@ -295,10 +309,12 @@ class CompiledSearch:
         answer's states are then ``hyps``)."""
         if len(hyps) > MAX_STATES:
             return None
-        try:
-            encs = [encode(h.state) for h in hyps]
-        except ValueError:
-            return None
+        encs = []
+        for h in hyps:
+            enc = _parts().encoding(h.state)
+            if enc is None:  # fields of actions the C does not run, or a number past its own
+                return None
+            encs.append(enc)
         offsets = array("i", (self.at[k] for k in range(first, end)))
         nval = max(1, len(self.keys))
         table = (ctypes.c_uint64 * (2 * nval))()
@@ -306,24 +322,36 @@ class CompiledSearch:
             for v in values.get(k, ()):
                 if 0 <= v < 128:
                     table[2 * vid + v // 64] |= 1 << (v % 64)
+        given = table[:]
         out, outlens, outspec, nout = _buffers()
-        judged = _entry()(_c_config(self.cfg), len(hyps), b"".join(encs), _ints([len(e) for e in encs]),
+        judged = _entry()(c_config(self.cfg), len(hyps), b"".join(encs), _ints([len(e) for e in encs]),
                           _ints([int(h.speculative) for h in hyps]), self.flat.buffer_info()[0],
                           offsets.buffer_info()[0], len(offsets), table, self.limit, self.bound, out, len(out), outlens,
                           outspec, ctypes.byref(nout))
         if judged <= 0:
             return None if judged < 0 else (0, hyps)
-        for vid, k in enumerate(self.keys):
-            bits = table[2 * vid] | table[2 * vid + 1] << 64
-            if bits:
-                values.setdefault(k, set()).update(v for v in range(128) if bits >> v & 1)
+        for vid in range(len(self.keys)):
+            bits = (table[2 * vid] ^ given[2 * vid]) | (table[2 * vid + 1] ^ given[2 * vid + 1]) << 64
+            if bits:  # the model values its produces added
+                added = values.setdefault(self.keys[vid], set())
+                while bits:
+                    low = bits & -bits
+                    added.add(low.bit_length() - 1)
+                    bits ^= low
         if last and judged == end - first:
             return judged, hyps
         after, at = [], 0
         for h in range(nout.value):
-            after.append(Hypothesis(decode(out[at:at + outlens[h]]), bool(outspec[h])))
+            after.append(Hypothesis(_parts().decoded(out[at:at + outlens[h]], hyps[0].state), bool(outspec[h])))
             at += outlens[h]
         return judged, after
+
+
+@functools.cache
+def _parts() -> CompiledStep:
+    """The compiled step's encoder: a state's parts' encodings remembered, so that a state
+    handed back and forth is encoded and decoded only where it changed."""
+    return CompiledStep()
 
 
 @functools.cache
