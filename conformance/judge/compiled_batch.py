@@ -45,11 +45,11 @@ from properties.checkers.native_step import (
 from traces.schema import PARAMS, POST
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
-                 "become_follower": 6, "broker_restart": 7, "controller_elect": 8}
+                 "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9}
 """The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
 NO_STEP = 4
-FREEZING_TAKEN = {"become_leader", "become_follower"}
-"""The freezing ones among them (judge.c ``freezing``; a kill -9's speculation is the Python judge's)."""
+FREEZING_TAKEN = {"become_leader", "become_follower", "broker_crash"}
+"""The freezing ones among them (judge.c ``freezing``)."""
 
 KEYS = {"leader": 0, "follower": 1, "fetch_offset": 2, "leader_epoch": 3, "post.hw": 4, "post.leo": 5,
         "post.isr": 6, "offset": 7, "error": 8, "leader_hw": 9, "records": 10, "post.role": 11, "post.leader": 12,

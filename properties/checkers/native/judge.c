@@ -32,7 +32,7 @@
 extern jmp_buf step_failed; /* step.c: where a rule's die() returns */
 
 enum { J_PRODUCE, J_SEND_FETCH, J_HANDLE_FETCH, J_RECEIVE_FETCH, J_NO_STEP, J_BECOME_LEADER, J_BECOME_FOLLOWER,
-       J_BROKER_RESTART, J_CONTROLLER_ELECT };
+       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH };
 enum { K_LEADER, K_FOLLOWER, K_FETCH_OFFSET, K_LEADER_EPOCH, K_POST_HW, K_POST_LEO, K_POST_ISR, K_OFFSET, K_ERROR,
        K_LEADER_HW, K_RECORDS, K_POST_ROLE, K_POST_LEADER, K_POST_LEADER_EPOCH, K_POST_LOG_END_EPOCH, K_ISR,
        K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO };
@@ -46,7 +46,9 @@ enum { STR_OUT_OF_RANGE = 1, STR_FENCED = 2, STR_ROLE = 3 };
 #define MAXFRONT (4 * MAXFOUND) /* states one level of internal steps may reach (limit * 4) */
 #define ARENA (1 << 24)         /* encodings of an event's states */
 
-typedef struct { S s; int spec, origin, len; const u8 *enc; uint64_t fp; } Hyp;
+/* a possible state: whether it assumes a step a kill -9 cut short, the state at the start of the
+ * event it comes from (its index in cur), its encoding; loud: it may still take such a step */
+typedef struct { S s; int spec, origin, len, loud; const u8 *enc; uint64_t fp; } Hyp;
 
 static Hyp cur[MAXFOUND], found[MAXFOUND], level_a[MAXFRONT], level_b[MAXFRONT];
 static int ncur, nfound;
@@ -241,7 +243,7 @@ static int view(int action, int actor, const Message *m, const S *before, const 
         as_int(x, after->controller_epoch);
         return 1;
     }
-    return 0; /* broker_restart: nothing observed (broker epochs are zxids) */
+    return 0; /* broker_restart, broker_crash: nothing observed (broker epochs are zxids) */
 }
 
 /* Whether the observed field (tag, n, payload) equals the view's value (observation.py
@@ -306,6 +308,7 @@ static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     case J_SEND_FETCH: return try_step(h, ev, "send_fetch", (int[]){b}, 1, NULL, values);
     case J_BROKER_RESTART: return try_step(h, ev, "broker_restart", (int[]){b, -1}, 2, NULL, values);
     case J_CONTROLLER_ELECT: return try_step(h, ev, "controller_elect", (int[]){b}, 1, NULL, values);
+    case J_BROKER_CRASH: return try_step(h, ev, "broker_crash", (int[]){b}, 1, NULL, values);
     case J_HANDLE_FETCH: case J_RECEIVE_FETCH:
         for (int i = 0; i < s->nfetch && r >= 0; i++) {
             m.fetch = s->fetch[i];
@@ -328,7 +331,8 @@ static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
 }
 
 /* ---------------------------------------------------------------------------------------
- * Silent internal steps (search.py _internal_steps, loud off)
+ * Internal steps (search.py _internal_steps): silent ones, and before a kill -9 one loud
+ * step of its victim (one the kill cut short before its trace line)
  * ------------------------------------------------------------------------------------- */
 
 static int same_replica(const Replica *a, const Replica *b) {
@@ -346,12 +350,14 @@ static int same_znode(const S *a, const S *b) {
            a->zn_topic_id == b->zn_topic_id;
 }
 
-/* The next level: where successors go, and which origin and speculation they carry */
-typedef struct { Hyp *out; int n; const Hyp *from; } Expansion;
+/* The next level: where successors go, the state they come from, and whether it may take
+ * a loud step */
+typedef struct { Hyp *out; int n; const Hyp *from; int loud; } Expansion;
 
 /* Keep t (a step from lv->from) if it is a step at all (not a self-loop) and not seen yet */
-static int keep(Expansion *lv, Hyp *t) {
-    t->spec = lv->from->spec;
+static int keep(Expansion *lv, Hyp *t, int silent) {
+    t->spec = lv->from->spec || !silent;
+    t->loud = lv->loud && silent;
     t->origin = lv->from->origin;
     if (!encode_into(t)) return -1;
     if (t->len == lv->from->len && memcmp(t->enc, lv->from->enc, (size_t)t->len) == 0) return 0;
@@ -380,7 +386,8 @@ static int internal(Expansion *lv, int by, int actor, const char *name, const in
         silent = same_replica(&s->br[actor].r, &t->s.br[actor].r) && (resp == NULL || resp->nrec == 0);
     }
     if (strcmp(name, "receive_fetch") == 0) silent = same_replica(&s->br[actor].r, &t->s.br[actor].r);
-    return silent ? keep(lv, t) : 0;
+    if (strcmp(name, "shrink_isr") == 0 || strcmp(name, "expand_isr") == 0) silent = 0; /* cut short only */
+    return silent || lv->loud ? keep(lv, t, silent) : 0;
 }
 
 /* Every silent internal step from lv->from, of broker by (-1: of any) */
@@ -397,7 +404,7 @@ static int internal_steps(Expansion *lv, int by) {
         Hyp *t = &lv->out[lv->n];
         t->s = *s;
         t->s.br[f].r.fetch_state = FETCHING;
-        if (keep(lv, t) < 0) return -1;
+        if (keep(lv, t, 1) < 0) return -1;
     }
     for (int b = 0; b < n && r >= 0; b++) r = internal(lv, by, b, "broker_expire", (int[]){b}, 1);
     for (int b = 0; b < n && r >= 0; b++) r = internal(lv, by, b, "controller_resign", (int[]){b}, 1);
@@ -416,27 +423,34 @@ static int internal_steps(Expansion *lv, int by) {
         r = internal(lv, by, s->fetch[i].leader, "handle_fetch", (int[]){i, NO_HOLD}, 2);
     for (int i = 0; i < s->nfetch && r >= 0; i++)
         r = internal(lv, by, s->fetch[i].follower, "receive_fetch", (int[]){i}, 1);
+    if (lv->loud) /* search.py CUT_SHORT_ACTIONS */
+        for (const char *const *name = (const char *const[]){"shrink_isr", "expand_isr", NULL}; *name; name++)
+            for (int b = 0; b < n && r >= 0; b++)
+                for (int f = 0; f < n && r >= 0; f++)
+                    if (f != b) r = internal(lv, by, b, *name, (int[]){b, f}, 2);
     return r < 0 ? -1 : 0;
 }
 
-/* Every state of from[0..n) expanded into out: how many, -1 when the C cannot say */
-static int expand(const Hyp *from, int n, Hyp *out, int by) {
-    Expansion lv = {out, 0, NULL};
+/* Every state of from[0..n) expanded into out: how many, -1 when the C cannot say.  loud:
+ * whether the states may take a loud step, -1: as each says */
+static int expand(const Hyp *from, int n, Hyp *out, int by, int loud) {
+    Expansion lv = {out, 0, NULL, 0};
     for (int i = 0; i < n; i++) {
         lv.from = &from[i];
+        lv.loud = loud < 0 ? from[i].loud : loud;
         if (internal_steps(&lv, by) < 0) return -1;
     }
     return lv.n;
 }
 
-/* search.py _before_freeze (its victim's silent steps only: no kill -9 here) */
+/* search.py _before_freeze: the victim's silent steps, and before a kill -9 one loud one */
 static int before_freeze(const Hyp *frontier, int n, const int *ev, const uint64_t (*values)[2], int bound) {
     nseen = 0;
     for (int i = 0; i < n; i++) see(&frontier[i]);
     const Hyp *level = frontier;
     for (int d = 0; d < bound && n > 0; d++) {
         Hyp *next = level == level_a ? level_b : level_a;
-        n = expand(level, n, next, ev[1]);
+        n = expand(level, n, next, ev[1], d == 0 ? ev[0] == J_BROKER_CRASH : -1);
         if (n < 0) return -1;
         for (int i = 0; i < n; i++)
             if (match(&next[i], ev, values) < 0) return -1;
@@ -449,7 +463,7 @@ static int before_freeze(const Hyp *frontier, int n, const int *ev, const uint64
  * One event (search.py advance, replay.py TraceJudge._search)
  * ------------------------------------------------------------------------------------- */
 
-static int freezing(int action) { return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER; }
+static int freezing(int action) { return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER || action == J_BROKER_CRASH; }
 
 /* The matches of the event with the fewest internal steps, into found: 0 when none */
 static int advance(const int *ev, const uint64_t (*values)[2], int limit, int bound) {
@@ -464,7 +478,7 @@ static int advance(const int *ev, const uint64_t (*values)[2], int limit, int bo
         if (depth == 0)
             for (int i = 0; i < ncur; i++) see(&cur[i]);
         Hyp *next = frontier == level_a ? level_b : level_a;
-        n = expand(frontier, n, next, -1);
+        n = expand(frontier, n, next, -1, 0);
         if (n <= 0) return 0;
         qsort(next, (size_t)n, sizeof(Hyp), by_state);
         if (n > 4 * limit) n = 4 * limit;
@@ -525,7 +539,12 @@ int epochal_judge(const int *cfg, int nhyps, const u8 *enc, const int *lens, con
         if (!fits(enc + at, lens[h]) || lens[h] > MAXENC) return -1;
         decode(enc + at, lens[h], &cur[h].s);
         memcpy(cur_enc + at, enc + at, (size_t)lens[h]);
-        cur[h] = (Hyp){cur[h].s, spec[h], h, lens[h], cur_enc + at, fingerprint(enc + at, lens[h])};
+        cur[h].spec = spec[h];
+        cur[h].origin = h;
+        cur[h].len = lens[h];
+        cur[h].loud = 0;
+        cur[h].enc = cur_enc + at;
+        cur[h].fp = fingerprint(enc + at, lens[h]);
         ncur++;
     }
     volatile int judged = 0;
