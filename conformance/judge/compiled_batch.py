@@ -33,7 +33,7 @@ from conformance.judge.search import FREEZING, Hypothesis
 from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
-from model.state import OUT_OF_RANGE, ROLE_NAMES
+from model.state import NO_LEADER, OUT_OF_RANGE, ROLE_NAMES
 from properties.checkers.native import NativeUnavailable
 from properties.checkers.native_step import (
     CAPACITIES,
@@ -45,7 +45,8 @@ from properties.checkers.native_step import (
 from traces.schema import PARAMS, POST
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
-                 "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9}
+                 "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9,
+                 "create_topic": 10}
 """The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
 NO_STEP = 4
 FREEZING_TAKEN = {"become_leader", "become_follower", "broker_crash"}
@@ -54,7 +55,8 @@ FREEZING_TAKEN = {"become_leader", "become_follower", "broker_crash"}
 KEYS = {"leader": 0, "follower": 1, "fetch_offset": 2, "leader_epoch": 3, "post.hw": 4, "post.leo": 5,
         "post.isr": 6, "offset": 7, "error": 8, "leader_hw": 9, "records": 10, "post.role": 11, "post.leader": 12,
         "post.leader_epoch": 13, "post.log_end_epoch": 14, "isr": 15, "zk_version": 16, "controller_epoch": 17,
-        "truncated_to": 18}
+        "truncated_to": 18, "unclean": 19}
+K_INIT = 20  # the partition's first znode (judge.c init_partition's numbers), not a field
 """Every field of these actions' views (``judge.c`` K_ constants; a produce's "value" is
 mapped after the step, never compared)."""
 
@@ -282,6 +284,12 @@ class CompiledSearch:
                 return None
             fields += f
             n += 1
+        if obs.action == "create_topic":
+            init = self._init(obs.fields)
+            if init is None:
+                return None
+            fields += (K_INIT, V_LIST, len(init), *init)
+            n += 1
         answer = obs.fields.get("records")
         cut = len(answer) if obs.action == "handle_fetch" and isinstance(answer, list) else 0
         value = 0
@@ -290,6 +298,27 @@ class CompiledSearch:
             if value is None:
                 return None
         return [action, obs.actor, cut, value, n, *fields]
+
+    def _init(self, f: dict[str, Any]) -> list[int] | None:
+        """The topic's creation as ``search.init_partition`` writes it from the fields --
+        leader, leader epoch, ISR and version, the AR (as bits) -- or None where the C cannot
+        hold them."""
+        isr, ar = f.get("isr") or [], f.get("_ar") or list(range(self.cfg.brokers))
+        numbers = [f.get("leader", NO_LEADER), f.get("leader_epoch", 0), f.get("zk_version", 0)]
+        if not all(type(x) is int and -2 <= x <= 100 for x in numbers):
+            return None
+        bits = []
+        for brokers in (isr, ar):
+            if type(brokers) is not list or any(type(b) is not int or not 0 <= b < self.cfg.brokers for b in brokers) \
+                    or brokers != sorted(set(brokers)):
+                return None
+            bits.append(sum(1 << b for b in brokers))
+        return [numbers[0], numbers[1], bits[0], numbers[2], bits[1]]
+
+    def forget_after(self, i: int) -> None:
+        """Forget the rows of the events after ``i`` (written with numbers since renumbered)."""
+        for k in [k for k in self.at if k > i]:
+            del self.at[k]
 
     def add(self, i: int, row: list[int] | None) -> None:
         """Remember event ``i``'s row (None: the Python judge's event)."""

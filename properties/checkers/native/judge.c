@@ -32,10 +32,11 @@
 extern jmp_buf step_failed; /* step.c: where a rule's die() returns */
 
 enum { J_PRODUCE, J_SEND_FETCH, J_HANDLE_FETCH, J_RECEIVE_FETCH, J_NO_STEP, J_BECOME_LEADER, J_BECOME_FOLLOWER,
-       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH };
+       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT };
 enum { K_LEADER, K_FOLLOWER, K_FETCH_OFFSET, K_LEADER_EPOCH, K_POST_HW, K_POST_LEO, K_POST_ISR, K_OFFSET, K_ERROR,
        K_LEADER_HW, K_RECORDS, K_POST_ROLE, K_POST_LEADER, K_POST_LEADER_EPOCH, K_POST_LOG_END_EPOCH, K_ISR,
-       K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO };
+       K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO, K_UNCLEAN,
+       K_INIT /* not a field: the partition's first leader, epoch, ISR, version and AR (bits) */ };
 /* a field's tag: an int (bools and whole floats included), None, a known string (its id),
  * a list of ints, a value equal to nothing a view holds, records (offset, epoch, value id)* */
 enum { V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS };
@@ -229,6 +230,35 @@ static int request_view(const Lai *m, const S *after, int key, Value *x) {
     return 0;
 }
 
+/* The partition's first leader and ISR written (search.py init_partition, init_view) */
+static int init_partition(S *s, int c, const int *p) {
+    if (s->zn_leader_epoch != -1 || s->controller != c || s->br[c].status != UP || !s->br[c].is_controller) return 0;
+    s->zn_leader = (i8)p[0];
+    s->zn_leader_epoch = (i8)p[1];
+    s->zn_isr = (u8)p[2];
+    s->zn_zk_version = (i8)p[3];
+    s->zn_ar = (u8)p[4];
+    s->zn_rar = 0;
+    s->zn_topic_id = 0;
+    int mbe = max_broker_epoch(s);
+    for (int to = 0; to < C.brokers; to++)
+        if (has(s->zn_ar, to)) add_lai(s, make_lai(to, p[0], p[1], (u8)p[2], p[3], s->controller_epoch, mbe, 0));
+    forget_stale_requests(s);
+    return 1;
+}
+
+static int init_view(const S *after, int key, Value *x) {
+    switch (key) {
+    case K_LEADER: as_int(x, after->zn_leader); return 1;
+    case K_LEADER_EPOCH: as_int(x, after->zn_leader_epoch); return 1;
+    case K_ISR: as_brokers(x, after->zn_isr); return 1;
+    case K_ZK_VERSION: as_int(x, after->zn_zk_version); return 1;
+    case K_CONTROLLER_EPOCH: as_int(x, after->controller_epoch); return 1;
+    case K_UNCLEAN: as_int(x, 0); return 1;
+    }
+    return 0;
+}
+
 /* The view's value of key for the step from before to after; 0 when the view has no such
  * key (the field is then not compared, as observation.py mismatch does) */
 static int view(int action, int actor, const Message *m, const S *before, const S *after, int key, Value *x) {
@@ -238,6 +268,7 @@ static int view(int action, int actor, const Message *m, const S *before, const 
     case J_HANDLE_FETCH: return handle_fetch_view(&m->fetch, before, after, key, x);
     case J_RECEIVE_FETCH: return receive_fetch_view(&m->fetch, before, after, key, x);
     case J_BECOME_LEADER: case J_BECOME_FOLLOWER: return request_view(&m->lai, after, key, x);
+    case J_INIT: return init_view(after, key, x);
     case J_CONTROLLER_ELECT:
         if (key != K_CONTROLLER_EPOCH) return 0;
         as_int(x, after->controller_epoch);
@@ -275,13 +306,14 @@ static int agrees(int tag, int n, const int *p, const Value *x, const uint64_t (
  * ------------------------------------------------------------------------------------- */
 
 /* One candidate step of the event from h: taken on found[nfound], kept if its view agrees
- * with the fields.  -1 when the C cannot take it (the event is declined). */
+ * with the fields.  -1 when the C cannot take it (the event is declined).  name NULL: the
+ * partition's first leader written (init_partition, its numbers in args). */
 static int try_step(const Hyp *h, const int *ev, const char *name, const int *args, int nargs, const Message *m,
                     const uint64_t (*values)[2]) {
     if (nfound >= MAXFOUND) return -1;
     Hyp *t = &found[nfound];
     t->s = h->s;
-    int done = take_step(&t->s, name, args, nargs);
+    int done = name == NULL ? init_partition(&t->s, ev[1], args) : take_step(&t->s, name, args, nargs);
     if (done < 0) return -1;
     if (done == 0) return 0;
     const int *f = ev + 5;
@@ -309,6 +341,13 @@ static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     case J_BROKER_RESTART: return try_step(h, ev, "broker_restart", (int[]){b, -1}, 2, NULL, values);
     case J_CONTROLLER_ELECT: return try_step(h, ev, "controller_elect", (int[]){b}, 1, NULL, values);
     case J_BROKER_CRASH: return try_step(h, ev, "broker_crash", (int[]){b}, 1, NULL, values);
+    case J_INIT: { /* in a state whose partition was written before, create_topic: Python's */
+        const int *f = ev + 5;
+        for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
+            if (f[0] == K_INIT && s->zn_leader_epoch == -1 && cur[0].s.zn_ar) /* (else renumbered) */
+                return try_step(h, ev, NULL, f + 3, 5, NULL, values);
+        return -1;
+    }
     case J_HANDLE_FETCH: case J_RECEIVE_FETCH:
         for (int i = 0; i < s->nfetch && r >= 0; i++) {
             m.fetch = s->fetch[i];
