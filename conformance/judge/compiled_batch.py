@@ -71,6 +71,7 @@ MAX_STATES = 256  # judge.c MAXFOUND
 _INT = 1 << 31
 
 
+@functools.lru_cache(maxsize=64)
 def unsupported(cfg: Config) -> str | None:
     """Why ``judge.c`` cannot judge under ``cfg``, or None: the compiled step's limits, and
     the holds of Kafka's HW outside the ISR, whose extra arguments it does not enumerate."""

@@ -157,10 +157,15 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
         Broker(DOWN if b in down else UP, b == controller, cepoch if b not in down else 0, 0, (blank,))
         for b in range(n)
     )
-    # empty history, whatever the ghost records; the ghost has no per-partition shape, and the
-    # replay's lifted bound on partition changes would make initial() a state of as many ids
-    ghost = initial(replace(cfg, partition_changes=0)).ghost._replace(led=())
-    return State(zk, brokers, (), (), ghost)
+    return State(zk, brokers, (), (), _empty_ghost(cfg))
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_ghost(cfg: Config) -> Any:
+    """Empty history, whatever the ghost records; the ghost has no per-partition shape, and
+    the replay's lifted bound on partition changes would make initial() a state of as many
+    ids.  (Cached: building the initial state of a replay configuration is slow.)"""
+    return initial(replace(cfg, partition_changes=0)).ghost._replace(led=())
 
 
 # ---------------------------------------------------------------------------------------
