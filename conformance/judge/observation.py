@@ -144,11 +144,17 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
     controller as ``_controller_start`` finds it; the partition znode not yet written
     (leader -1, epoch -1, version -1), so its first ``elect_leader`` (reason ``init``: the
     topic's creation) initialises it with the numbers the trace shows."""
-    n = cfg.brokers
     first = _first_lifecycle(events, ids)
-    down = {b for b in range(n) if first.get(b) == "broker_restart"}
+    down = frozenset(b for b in range(cfg.brokers) if first.get(b) == "broker_restart")
+    return _prelife(cfg, down, *_controller_start(events, ids))
+
+
+@functools.lru_cache(maxsize=1024)
+def _prelife(cfg: Config, down: frozenset[int], controller: int, cepoch: int) -> State:
+    """``prelife_state`` of these down brokers and controller: one object for equal states,
+    whose parts the compiled judge's encodings remember (``native_step.CompiledStep``)."""
+    n = cfg.brokers
     live = tuple(b for b in range(n) if b not in down)
-    controller, cepoch = _controller_start(events, ids)
     unknown = (UNKNOWN,) * n
     znode = PartitionZnode(NO_LEADER, -1, (), -1, tuple(range(n)))
     zk = Zk(controller, cepoch, live, (0,) * n, 0, (znode,))
