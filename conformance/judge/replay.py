@@ -319,28 +319,31 @@ class TraceJudge:
     def _row(self, i: int, e: Event, batch: CompiledSearch) -> list[int] | None:
         """Event ``i`` as the compiled search reads it, or None where ``_event`` must judge it
         (every check ``_event`` makes first, and the renumbering, is done here the same way)."""
-        if KINDS.get(e["kind"]) is None or RETENTION_MARK in (e.get("params") or {}):
+        kind = e["kind"]
+        if kind not in KINDS or RETENTION_MARK in (e.get("params") or {}):
             return None
-        if e["kind"] not in REPLAYED or (e["kind"] in _SCOPED and not _concerns(e, self.key)):
+        if kind not in REPLAYED or (kind in _SCOPED and not _concerns(e, self.key)):
             return batch.row(None)
-        if self.shift != _NO_SHIFT:  # (a creation that renumbers is judge.c's to decline)
-            e = _shifted(e, self.shift)
-        else:
+        if self.shift == _NO_SHIFT:
             row = batch.event_row(e, self.ids)
             if row is not None:
                 return row
+        else:  # (a creation that renumbers is judge.c's to decline)
+            e = _shifted(e, self.shift)
         return batch.row(observe(i, e, self.ids))
 
     def _verdict_in_runs(self, batch: CompiledSearch) -> Verdict:
         """``verdict`` with runs of events judged by the compiled search (``compiled_batch``),
         and each event it does not take, or declines, by ``_event``."""
-        events, i = self.events, 0
+        events, i, at = self.events, 0, batch.at
         while i < len(events):
             end = i
             while end < len(events):
-                if end not in batch.at:
+                k = at.get(end)
+                if k is None:
                     batch.add(end, self._row(end, events[end], batch))
-                if batch.at[end] < 0:
+                    k = at[end]
+                if k < 0:
                     break
                 end += 1
             ran = batch.run(self.hyps, i, end, self.values, end == len(events)) if end > i else None
