@@ -49,7 +49,7 @@ enum { STR_OUT_OF_RANGE = 1, STR_FENCED = 2, STR_ROLE = 3 };
 
 /* a possible state: whether it assumes a step a kill -9 cut short, the state at the start of the
  * event it comes from (its index in cur), its encoding; loud: it may still take such a step */
-typedef struct { S s; int spec, origin, len, loud; const u8 *enc; uint64_t fp; } Hyp;
+typedef struct { S s; int spec, origin, len, loud; const u8 *enc; } Hyp;
 
 static Hyp cur[MAXFOUND], found[MAXFOUND], level_a[MAXFRONT], level_b[MAXFRONT];
 static int ncur, nfound;
@@ -72,21 +72,20 @@ static int encode_into(Hyp *h) {
     h->len = encode(&h->s, IDENTITY, at);
     if (!fits(at, h->len)) return 0; /* a counter past what the C holds */
     h->enc = at;
-    h->fp = fingerprint(at, h->len);
     arena_used += h->len;
     return 1;
 }
 
-static int same(const Hyp *h, const Seen *x) {
-    return x->fp == h->fp && x->spec == h->spec && x->len == h->len && memcmp(x->enc, h->enc, (size_t)h->len) == 0;
-}
-
 /* Add h to the seen set: 0 if it was there already */
 static int see(const Hyp *h) {
-    for (int i = 0; i < nseen; i++)
-        if (same(h, &seen[i])) return 0;
+    uint64_t fp = fingerprint(h->enc, h->len);
+    for (int i = 0; i < nseen; i++) {
+        const Seen *x = &seen[i];
+        if (x->fp == fp && x->spec == h->spec && x->len == h->len && memcmp(x->enc, h->enc, (size_t)h->len) == 0)
+            return 0;
+    }
     if (nseen == (int)(sizeof seen / sizeof seen[0])) die("seen set overflow");
-    seen[nseen++] = (Seen){h->fp, h->spec, h->len, h->enc};
+    seen[nseen++] = (Seen){fp, h->spec, h->len, h->enc};
     return 1;
 }
 
@@ -583,7 +582,6 @@ int epochal_judge(const int *cfg, int nhyps, const u8 *enc, const int *lens, con
         cur[h].len = lens[h];
         cur[h].loud = 0;
         cur[h].enc = cur_enc + at;
-        cur[h].fp = fingerprint(enc + at, lens[h]);
         ncur++;
     }
     volatile int judged = 0;
