@@ -69,6 +69,7 @@ assert set(ACTIONS_TAKEN) & set(FREEZING) == FREEZING_TAKEN, "judge.c's freezing
 
 MAX_STATES = 256  # judge.c MAXFOUND
 _INT = 1 << 31
+_LOW = (1 << 64) - 1
 
 
 @functools.lru_cache(maxsize=64)
@@ -351,21 +352,23 @@ class CompiledSearch:
                 return None
             encs.append(enc)
         offsets = _packed(end - first).pack(*[self.at[k] for k in range(first, end)])
-        nval = max(1, len(self.keys))
-        table = (ctypes.c_uint64 * (2 * nval))()
-        for vid, k in enumerate(self.keys):
+        given: list[int] = []  # each value id's model values as two 64-bit sets
+        for k in self.keys:
+            bits = 0
             for v in values.get(k, ()):
                 if 0 <= v < 128:
-                    table[2 * vid + v // 64] |= 1 << (v % 64)
-        given = table[:]
+                    bits |= 1 << v
+            given += (bits & _LOW, bits >> 64)
+        table = (ctypes.c_uint64 * max(2, len(given)))(*given)
         out, outlens, outspec, nout = _buffers()
         judged = _entry()(c_config(self.cfg), len(hyps), b"".join(encs), _ints([len(e) for e in encs]),
-                          _ints([int(h.speculative) for h in hyps]), bytes(self.flat), offsets, end - first, table, self.limit, self.bound, out, len(out), outlens,
-                          outspec, ctypes.byref(nout))
+                          _ints([int(h.speculative) for h in hyps]), bytes(self.flat), offsets, end - first, table,
+                          self.limit, self.bound, out, len(out), outlens, outspec, ctypes.byref(nout))
         if judged <= 0:
             return None if judged < 0 else (0, hyps)
+        now = table[:len(given)]
         for vid in range(len(self.keys)):
-            bits = (table[2 * vid] ^ given[2 * vid]) | (table[2 * vid + 1] ^ given[2 * vid + 1]) << 64
+            bits = (now[2 * vid] ^ given[2 * vid]) | (now[2 * vid + 1] ^ given[2 * vid + 1]) << 64
             if bits:  # the model values its produces added
                 added = values.setdefault(self.keys[vid], set())
                 while bits:
