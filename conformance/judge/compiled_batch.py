@@ -130,10 +130,10 @@ _PLAIN, _ID, _ID_LIST, _RECORDS_FIELD, _CUT = range(5)
 _HANDLE_FETCH, _PRODUCE = ACTIONS_TAKEN["handle_fetch"], ACTIONS_TAKEN["produce"]
 
 
-def _plans() -> dict[str, tuple[int, tuple[tuple[bool, str, int, int], ...]]]:
+def _plans() -> dict[str, tuple[int, Any]]:
     """Per trace kind whose model action judge.c takes, whatever its params: the action, and
-    the schema's params and post fields that are keys of its view (``observe``'s fields),
-    each as (in post, name, key, how ``event_row`` reads it)."""
+    a function that appends to a row the schema's params and post fields that are keys of
+    its view (``observe``'s fields) and says how many (-1: a field ``row`` must read)."""
     plans = {}
     for kind in PARAMS.keys() | POST.keys():
         action = event_action(kind, {})
@@ -147,8 +147,35 @@ def _plans() -> dict[str, tuple[int, tuple[tuple[bool, str, int, int], ...]]]:
         fields += [(True, spec.name, KEYS["post." + spec.name],
                     _ID if spec.name == "leader" else _ID_LIST if spec.name == "isr" else _PLAIN)
                    for spec in POST.get(kind, ()) if "post." + spec.name in KEYS]
-        plans[kind] = (ACTIONS_TAKEN[action], tuple(fields))
+        plans[kind] = (ACTIONS_TAKEN[action], _filler(fields))
     return plans
+
+
+def _filler(fields: list[tuple[bool, str, int, int]]) -> Any:
+    """The straight-line reader of these fields (as the schema's validators are generated):
+    ``observe``'s translation of broker ids, then ``_plain`` or ``_records``."""
+    lines = ["def fill(self, params, post, ids, row):", "    n = 0"]
+    for in_post, name, key, how in fields:
+        d = "post" if in_post else "params"
+        lookup = "ids.get(v, UNSEEN)" if in_post else "ids[v]"
+        lines += [f"    if {name!r} in {d}:", f"        v = {d}[{name!r}]", "        if type(v) is int:"]
+        if how == _ID:
+            lines.append(f"            if v >= 0: v = {lookup}")
+        lines += ["            if not -_INT <= v < _INT: return -1", f"            row += ({key}, V_INT, 1, v)",
+                  "            n += 1", "        else:"]
+        if how == _ID_LIST:
+            each = "ids.get(x, UNSEEN)" if in_post else "ids[x]"
+            lines.append(f"            if type(v) is list: v = sorted({each} for x in v)")
+        pad = "            "
+        if how == _CUT:  # (mismatch skips a cut named as none)
+            lines.append("            if v is not None:")
+            pad += "    "
+        read = "self._records(v)" if how == _RECORDS_FIELD else f"_plain({key}, v)"
+        lines += [f"{pad}f = {read}", f"{pad}if f is None: return -1", f"{pad}row += f", f"{pad}n += 1"]
+    lines.append("    return n")
+    scope = {"UNSEEN": UNSEEN, "_INT": _INT, "V_INT": V_INT, "_plain": _plain}
+    exec("\n".join(lines), scope)  # noqa: S102 -- code of the schema's own field names
+    return scope["fill"]
 
 
 def _int(v: object) -> int | None:
@@ -225,35 +252,15 @@ class CompiledSearch:
         params, post = e.get("params") or {}, e.get("post") or {}
         if plan is None or type(params) is not dict or type(post) is not dict:
             return None
-        action, fields_plan = plan
+        action, fill = plan
         node = e["node"]
         try:
             actor = ids.get(params.get("broker") if node == HARNESS else node, UNSEEN)  # type: ignore[arg-type]
             row = [action, actor, 0, 0, 0]
-            n = 0
-            for in_post, name, key, how in fields_plan:
-                d = post if in_post else params
-                if name not in d:
-                    continue
-                v = d[name]
-                if type(v) is int:
-                    if how == _ID and v >= 0:
-                        v = ids[v] if not in_post else ids.get(v, UNSEEN)
-                    if not -_INT <= v < _INT:
-                        return None
-                    row += (key, V_INT, 1, v)
-                    n += 1
-                    continue
-                if how == _ID_LIST and type(v) is list:
-                    v = sorted(ids[x] for x in v) if not in_post else sorted(ids.get(x, UNSEEN) for x in v)
-                if how == _CUT and v is None:
-                    continue  # (mismatch skips a cut named as none)
-                f = self._records(v) if how == _RECORDS_FIELD else _plain(key, v)
-                if f is None:
-                    return None
-                row += f
-                n += 1
+            n = fill(self, params, post, ids, row)
         except (KeyError, TypeError):  # an id no broker has, an unhashable one: observe's to say
+            return None
+        if n < 0:
             return None
         if type(actor) is not int:
             return None
