@@ -26,8 +26,9 @@ repeat far less.  The benchmark says how much: it judges a sample in-process wit
 without the memo, with the Python step and the compiled one (hit rate, microseconds per
 event) and, with ``--unmemoized`` (default on), also times the job on the smallest corpus
 with ``judge_unmemoized``, ``judge_compiled`` and ``judge_compiled_unmemoized`` of
-``conformance.judge.replay`` -- the compiled step is the native search's C rules
-(``conformance/judge/compiled.py``).
+``conformance.judge.replay`` -- the compiled judge searches runs of events over C states
+(``conformance/judge/compiled_batch.py``, ``properties/checkers/native/judge.c``) and keeps
+no memo, so its two rows are one judge and its hit rate is 0.
 """
 
 from __future__ import annotations

@@ -146,11 +146,17 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
     controller as ``_controller_start`` finds it; the partition znode not yet written
     (leader -1, epoch -1, version -1), so its first ``elect_leader`` (reason ``init``: the
     topic's creation) initialises it with the numbers the trace shows."""
-    n = cfg.brokers
     first = _first_lifecycle(events, ids)
-    down = {b for b in range(n) if first.get(b) == "broker_restart"}
+    down = frozenset(b for b in range(cfg.brokers) if first.get(b) == "broker_restart")
+    return _prelife(cfg, down, *_controller_start(events, ids))
+
+
+@functools.lru_cache(maxsize=1024)
+def _prelife(cfg: Config, down: frozenset[int], controller: int, cepoch: int) -> State:
+    """``prelife_state`` of these down brokers and controller: one object for equal states,
+    whose parts the compiled judge's encodings remember (``native_step.CompiledStep``)."""
+    n = cfg.brokers
     live = tuple(b for b in range(n) if b not in down)
-    controller, cepoch = _controller_start(events, ids)
     unknown = (UNKNOWN,) * n
     znode = PartitionZnode(NO_LEADER, -1, (), -1, tuple(range(n)))
     zk = Zk(controller, cepoch, live, (0,) * n, 0, (znode,))
@@ -159,10 +165,15 @@ def prelife_state(cfg: Config, events: Sequence[Event], ids: dict[int, int]) -> 
         Broker(DOWN if b in down else UP, b == controller, cepoch if b not in down else 0, 0, (blank,))
         for b in range(n)
     )
-    # empty history, whatever the ghost records; the ghost has no per-partition shape, and the
-    # replay's lifted bound on partition changes would make initial() a state of as many ids
-    ghost = initial(replace(cfg, partition_changes=0)).ghost._replace(led=())
-    return State(zk, brokers, (), (), ghost)
+    return State(zk, brokers, (), (), _empty_ghost(cfg))
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_ghost(cfg: Config) -> Any:
+    """Empty history, whatever the ghost records; the ghost has no per-partition shape, and
+    the replay's lifted bound on partition changes would make initial() a state of as many
+    ids.  (Cached: building the initial state of a replay configuration is slow.)"""
+    return initial(replace(cfg, partition_changes=0)).ghost._replace(led=())
 
 
 REGISTRATIONS = ("broker_restart", "broker_reregister")
@@ -191,8 +202,8 @@ def in_model_broker_epochs(e: Event, epochs: list[int]) -> Event:
 # An observation: one event, in model terms
 # ---------------------------------------------------------------------------------------
 
-_ID_FIELDS = ("leader", "follower", "broker")
-_ID_LIST_FIELDS = ("isr", "rar", "ar")
+ID_FIELDS = ("leader", "follower", "broker")
+ID_LIST_FIELDS = ("isr", "rar", "ar")
 
 
 class Observation(NamedTuple):
@@ -222,7 +233,7 @@ def observe(index: int, e: Event, ids: dict[int, int]) -> Observation:
     params = e.get("params") or {}
     node = e["node"]
     who = params.get("broker") if node == HARNESS else node
-    return Observation(index, kind, _action(kind, params), ids.get(who, UNSEEN),
+    return Observation(index, kind, event_action(kind, params), ids.get(who, UNSEEN),
                        _fields(kind, params, e.get("post") or {}, ids), e)
 
 
@@ -239,11 +250,11 @@ def _fields(kind: str, params: dict[str, Any], post: dict[str, Any], ids: dict[i
     for name, key in names[1]:
         if name in post:
             fields[key] = post[name]  # post-state, kept apart from params
-    for key in _ID_FIELDS:
+    for key in ID_FIELDS:
         v = fields.get(key)
         if isinstance(v, int) and v >= 0:
             fields[key] = ids[v]
-    for key in _ID_LIST_FIELDS:
+    for key in ID_LIST_FIELDS:
         if isinstance(fields.get(key), list):
             fields[key] = sorted(ids[x] for x in fields[key])
     if isinstance(fields.get("post.leader"), int) and fields["post.leader"] >= 0:
@@ -256,7 +267,7 @@ def _fields(kind: str, params: dict[str, Any], post: dict[str, Any], ids: dict[i
     return fields
 
 
-def _action(kind: str, params: dict[str, Any]) -> str:
+def event_action(kind: str, params: dict[str, Any]) -> str:
     """The model action an event of ``kind`` is, or "" if it is no step of its own."""
     action = REPLAYED.get(kind, "")
     if kind in _BY_REASON:  # a kind several actions share: its reason says which (model.registry)

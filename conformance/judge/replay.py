@@ -43,6 +43,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from conformance.judge.compiled import stepper
+from conformance.judge.compiled_batch import MAX_STATES as MAX_COMPILED_STATES
+from conformance.judge.compiled_batch import CompiledSearch
+from conformance.judge.compiled_batch import available as batch_available
+from conformance.judge.compiled_batch import unsupported as batch_unsupported
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
 from conformance.judge.memo import (
     MEMO_MAX_NODES,
@@ -250,55 +254,112 @@ class TraceJudge:
         self.ids = broker_ids(events)
         self.shown = sorted(self.ids, key=self.ids.__getitem__)  # model broker b is the trace's broker shown[b]
         self.cfg = replay_config(config, len(self.ids))
-        self.take: Stepper = stepper(self.cfg) if compiled else apply
         self.hyps = [Hypothesis(prelife_state(self.cfg, events, self.ids))]
         # may_break assumes the state before each step holds every property; survivors do,
         # the state before the partition's life is checked here once.
         self.fast = fast and _holds(self.hyps[0].state)
+        # compiled: runs of events judged in C, the others by the Python model's step; where
+        # the C cannot judge at all, every step by the compiled step (``compiled.stepper``)
+        self.batch = (CompiledSearch(self.cfg, limit, bound) if compiled and self.fast and on_states is None
+                      and budget is None and limit <= MAX_COMPILED_STATES and batch_unsupported(self.cfg) is None
+                      and batch_available() else None)
+        self.take: Stepper = stepper(self.cfg) if compiled and self.batch is None else apply
         self.memo: MemoPath | NoMemo = (MemoPath(Memo.scope(config, bound, limit, self.ids), self.hyps)
-                                        if self.fast and memo else NoMemo())
+                                        if self.fast and memo and self.batch is None else NoMemo())
         self.speculation = Speculation()
         self.values: dict[Any, set[int]] = {}  # trace value -> the model values it may be
+        self.shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
         self.key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
         self.registrations = registration_epochs(events)  # real broker epochs, for a refusal's
 
     def verdict(self) -> Verdict:
-        events, key, values, on_states = self.events, self.key, self.values, self.on_states
-        recall = self.memo.recall  # (bound once: most events are recalled)
-        shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
-        for i, e in enumerate(events):
-            kind = KINDS.get(e["kind"])
-            if kind is None:
-                return self._fails(i, f"unknown event kind {e['kind']!r}")
-            if RETENTION_MARK in (e.get("params") or {}):
-                return self._fails(i, "recorded with log retention on (a follower started at its leader's log "
-                                   "start offset): the model knows no retention, so a judged run keeps "
-                                   "retention_bytes and retention_ms at -1")
-            if e["kind"] not in REPLAYED or (e["kind"] in _SCOPED and not _concerns(e, key)):
-                continue  # informational (validated and ordered upstream), or another partition's change
-            if self.budget is not None:
-                self.carried += len(self.hyps)
-                spent = self.budget.spent(self.started, self.carried)
-                if spent is not None:
-                    return self._inconclusive(i, spent)
-            if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
-                shift = _renumbering(self.hyps[0].state, e, shift)
-            e = self._in_model_terms(e, shift)
-            step = recall(e, values)
+        if self.batch is not None:
+            return self._verdict_in_runs(self.batch)
+        for i, e in enumerate(self.events):
+            failed = self._event(i, e)
+            if failed is not None:
+                return failed
+        return Verdict(True, len(self.events), len(self.events), None, None, None, [], self.bound)
+
+    def _event(self, i: int, e: Event) -> Verdict | None:
+        """Judge event ``i``: the states after it kept, or the verdict if it fails."""
+        values, on_states = self.values, self.on_states
+        kind = KINDS.get(e["kind"])
+        if kind is None:
+            return self._fails(i, f"unknown event kind {e['kind']!r}")
+        if RETENTION_MARK in (e.get("params") or {}):
+            return self._fails(i, "recorded with log retention on (a follower started at its leader's log "
+                               "start offset): the model knows no retention, so a judged run keeps "
+                               "retention_bytes and retention_ms at -1")
+        if e["kind"] not in REPLAYED or (e["kind"] in _SCOPED and not _concerns(e, self.key)):
+            return None  # informational (validated and ordered upstream), or another partition's change
+        if self.budget is not None:
+            self.carried += len(self.hyps)
+            spent = self.budget.spent(self.started, self.carried)
+            if spent is not None:
+                return self._inconclusive(i, spent)
+        if e["kind"] == "elect_leader" and (e.get("params") or {}).get("reason") == "init":
+            self.shift = _renumbering(self.hyps[0].state, e, self.shift)
+        e = self._in_model_terms(e, self.shift)
+        step = self.memo.recall(e, values)
+        if step is None:
+            step = self._search(i, e)
             if step is None:
-                step = self._search(i, e)
-                if step is None:
-                    continue  # recorded for people, subsumed by the model step that follows
-                if isinstance(step, Verdict):
-                    return self.speculation.refuted(step, events)
-            hyps, produced, broke = step
-            self.hyps = hyps
-            if on_states is not None:
-                on_states(hyps)
-            if produced:  # a fetched record of the produced value may be any of these model values
-                values.setdefault(value_key(e["params"].get("value")), set()).update(produced)
-            if broke is not None:
-                self.speculation.note(i, broke)
+                return None  # recorded for people, subsumed by the model step that follows
+            if isinstance(step, Verdict):
+                return self.speculation.refuted(step, self.events)
+        hyps, produced, broke = step
+        self.hyps = hyps
+        if on_states is not None:
+            on_states(hyps)
+        if produced:  # a fetched record of the produced value may be any of these model values
+            values.setdefault(value_key(e["params"].get("value")), set()).update(produced)
+        if broke is not None:
+            self.speculation.note(i, broke)
+        return None
+
+    def _row(self, i: int, e: Event, batch: CompiledSearch) -> list[int] | None:
+        """Event ``i`` as the compiled search reads it, or None where ``_event`` must judge it
+        (every check ``_event`` makes first is done here the same way; an event whose numbers
+        are read against the states before it is left to ``_event``)."""
+        kind = e["kind"]
+        if kind not in KINDS or RETENTION_MARK in (e.get("params") or {}):
+            return None
+        if kind not in REPLAYED or (kind in _SCOPED and not _concerns(e, self.key)):
+            return batch.row(None)
+        if self.shift != _NO_SHIFT or kind == "reject_leader_and_isr":
+            # renumbered or re-read against the states before it (``_in_model_terms``): the
+            # rows of a run are built before the run reaches them, so ``_event`` takes these
+            return None
+        row = batch.event_row(e, self.ids)
+        return row if row is not None else batch.row(observe(i, e, self.ids))
+
+    def _verdict_in_runs(self, batch: CompiledSearch) -> Verdict:
+        """``verdict`` with runs of events judged by the compiled search (``compiled_batch``),
+        and each event it does not take, or declines, by ``_event``."""
+        events, i, at = self.events, 0, batch.at
+        while i < len(events):
+            end = i
+            while end < len(events):
+                k = at.get(end)
+                if k is None:
+                    batch.add(end, self._row(end, events[end], batch))
+                    k = at[end]
+                if k < 0:
+                    break
+                end += 1
+            ran = batch.run(self.hyps, i, end, self.values, end == len(events)) if end > i else None
+            if ran is not None:
+                judged, self.hyps = ran
+                i += judged
+            if i < len(events):
+                shift = self.shift
+                failed = self._event(i, events[i])
+                if failed is not None:
+                    return failed
+                if self.shift != shift:
+                    batch.forget_after(i)
+                i += 1
         return Verdict(True, len(events), len(events), None, None, None, [], self.bound)
 
     def _in_model_terms(self, e: Event, shift: tuple[int, int]) -> Event:

@@ -80,7 +80,7 @@ def step_unsupported(cfg: Config) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _c_config(cfg: Config) -> Any:
+def c_config(cfg: Config) -> Any:
     """``native/state.h``'s Cfg for ``cfg``, its fields in order (``native.config_args``'s
     settings, as main.c derives them)."""
     kip320 = cfg.truncation == "kip320"
@@ -225,7 +225,7 @@ class CompiledStep:
     def compiled(self, s: State, cfg: Config, step: Step) -> State | None | bool:
         """The compiled step's answer, or False where the C cannot take it."""
         convert = _ARGS.get(step.action)
-        enc = self._encoding(s)
+        enc = self.encoding(s)
         if convert is None or enc is None:
             return False
         args = convert(s, step.args)
@@ -235,14 +235,14 @@ class CompiledStep:
             self.argv[i] = a
         known = self._config
         if known[0] is not cfg:
-            known = self._config = (cfg, _c_config(cfg))
+            known = self._config = (cfg, c_config(cfg))
         n = self.lib.epochal_step(known[1], enc, len(enc), _NAMES[step.action], self.argv, len(args), self.out,
                                   len(self.out))
         if n == 0:
             return None
         if n < 0:
             return False
-        return self._decode(ctypes.string_at(self.out, n), s)
+        return self.decoded(ctypes.string_at(self.out, n), s)
 
     # A step changes a part or two of a state: the others keep their objects in the model's
     # successor, and their encodings here.  So a state is encoded part by part, each part's
@@ -250,7 +250,7 @@ class CompiledStep:
     # it was stepped from: a part whose encoding is the same as the parent's is the parent's
     # object (the encoding of a part is self-delimiting, so equal bytes are an equal part).
 
-    def _encoding(self, s: State) -> bytes | None:
+    def encoding(self, s: State) -> bytes | None:
         """``native.encode(s)`` (None if the C cannot hold it), remembered for the last state:
         the judge tries every candidate step of a state in a row."""
         last, enc = self._last
@@ -278,7 +278,7 @@ class CompiledStep:
             self._parts.clear()
         self._parts[id(x)] = (x, enc)
 
-    def _decode(self, data: bytes, parent: State) -> State:
+    def decoded(self, data: bytes, parent: State) -> State:
         """``native.decode(data)``, sharing the parts it has in common with ``parent``."""
         r = StateReader(data)
         zk = self._read(r, parent.zk, r.zk)

@@ -93,6 +93,8 @@ def _judge_every_step(cases: list[tuple[str, list[dict[str, Any]]]], step: Compi
                       monkeypatch: pytest.MonkeyPatch) -> Comparing:
     comparing = Comparing(step)
     monkeypatch.setattr(replay, "stepper", lambda cfg: comparing)
+    # step by step: runs of events in C (test_compiled_judge.py) take no step through the stepper
+    monkeypatch.setattr(replay, "batch_available", lambda: False)
     for _, group in cases:
         replay.judge(group, "kip320", memo=False, compiled=True)
     return comparing

@@ -99,11 +99,11 @@ int take_step(S *s, const char *action, const int *args, int nargs) {
 
 #ifdef EPOCHAL_LIBRARY
 Cfg C;
-static jmp_buf failed;
+jmp_buf step_failed; /* also judge.c's: a rule's die() returns to its caller */
 
 void die(const char *msg) {
     (void)msg;
-    longjmp(failed, 1);
+    longjmp(step_failed, 1);
 }
 
 /* Whether every int of an encoding fits the state's i8 fields (byte v + 2 <= 129) */
@@ -123,7 +123,7 @@ int epochal_step(const int *cfg, const u8 *enc, int len, const char *action, con
     static S s;
     memcpy(&C, cfg, sizeof C);
     if (!fits(enc, len)) return -1;
-    if (setjmp(failed)) return -1;
+    if (setjmp(step_failed)) return -1;
     decode(enc, len, &s);
     int done = take_step(&s, action, args, nargs);
     if (done != STEP_YES) return done;

@@ -1,0 +1,125 @@
+"""The compiled judge's runs of events (``conformance/judge/compiled_batch.py``, ``judge.c``)
+give the Python judge's verdicts.
+
+``judge(..., compiled=True)`` hands runs of events to ``judge.c``, which matches most of them
+over C states and declines the rest to the Python judge.  The verdicts -- reason, index and
+states included -- must be the Python judge's on a sample of the benchmark's corpus (fresh
+shapes, ``bench/bench_conformance.py``) and on the recorded traces, the traces that must fail
+and mutants (``test_compiled_step.py`` holds those to it too, through ``_same_verdicts``).
+Two more tests keep the C honest: it takes most events of the corpus itself (a judge that
+declined everything would pass the first test), and every field the Python views of its
+actions carry is one it compares.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import conformance.judge.compiled_batch as compiled_batch
+import conformance.judge.replay as replay
+import conformance.judge.search as search
+from bench.bench_conformance import fresh_shape
+from conformance.judge.compiled_batch import ACTIONS_TAKEN, KEYS, available
+from conformance.mutations import MUTATIONS
+from conformance.spark.order import causal_order, split_groups
+from traces.reader import read_traces
+from traces.synthetic import generate_run
+
+DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
+
+
+def _split(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    ordered, _ = causal_order(events)
+    return list(split_groups(ordered).values())
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[list[dict[str, Any]]]:
+    """12 runs of the benchmark's corpus, and mutants of the first ones."""
+    if not available():
+        pytest.skip("no C compiler: the compiled judge is the Python one")
+    runs = [generate_run(f"bench-{i:07d}", **fresh_shape(i)) for i in range(12)]
+    groups = [g for run in runs for g in _split(run)]
+    for _, mutate in sorted(MUTATIONS.items()):
+        for k, run in enumerate(runs[:3]):
+            mutant = mutate(run, random.Random(k))
+            if mutant is not None:
+                groups += _split(mutant)
+    return groups
+
+
+@pytest.fixture(scope="module")
+def recorded() -> list[list[dict[str, Any]]]:
+    if not available():
+        pytest.skip("no C compiler: the compiled judge is the Python one")
+    runs = sorted(p for p in (DATA / "recorded").iterdir() if p.is_dir())
+    return _split(read_traces(runs).events) + _split(read_traces([DATA / "nonconforming"]).events)
+
+
+def test_the_compiled_judge_gives_the_python_judges_verdicts_on_the_benchmark_corpus(corpus) -> None:
+    verdicts = [replay.judge(g, memo=False) for g in corpus]
+    assert any(not v["conforms"] for v in verdicts), "no group fails: the mutants did not bite"
+    for group, python in zip(corpus, verdicts, strict=True):
+        assert replay.judge(group, memo=False, compiled=True) == python, group[0]["run"]
+
+
+def test_the_compiled_judge_gives_the_python_judges_verdicts_on_recorded_traces(recorded) -> None:
+    for group in recorded:
+        for config in ("kip320", "design"):
+            python = replay.judge(group, config, memo=False)
+            assert replay.judge(group, config, memo=False, compiled=True) == python, (group[0]["run"], config)
+
+
+def test_the_c_judges_most_events_of_the_corpus_itself(corpus, monkeypatch) -> None:
+    """Events left to the Python judge: those of kinds the C does not match, and those it
+    declined -- a few in a hundred, not most."""
+    python: list[str] = []
+    event = replay.TraceJudge._event
+
+    def counted(self: replay.TraceJudge, i: int, e: dict[str, Any]) -> Any:
+        python.append(e["kind"])
+        return event(self, i, e)
+
+    monkeypatch.setattr(replay.TraceJudge, "_event", counted)
+    total = 0
+    for group in corpus[:40]:
+        replay.judge(group, memo=False, compiled=True)
+        total += len(group)
+    assert len(python) < total * 0.05, f"{len(python)} of {total} events judged in Python: {sorted(set(python))}"
+
+
+def test_every_field_of_the_views_of_the_c_actions_is_one_the_c_compares(corpus, monkeypatch) -> None:
+    """A field the C did not compare would let it match an event the Python judge refuses."""
+    keys: dict[str, set[str]] = {}
+    view = search.model_view
+
+    def noting(step: Any, before: Any, after: Any) -> dict[str, Any]:
+        out = view(step, before, after)
+        keys.setdefault(step.action, set()).update(out)
+        return out
+
+    monkeypatch.setattr(search, "model_view", noting)
+    init_view = search._init_view  # the topic's creation: the partition's first znode
+
+    def noting_init(after: Any) -> dict[str, Any]:
+        out = init_view(after)
+        keys.setdefault("create_topic", set()).update(out)
+        return out
+
+    monkeypatch.setattr(search, "_init_view", noting_init)
+    for group in corpus[:20]:
+        replay.judge(group, memo=False)
+    assert set(ACTIONS_TAKEN) - {"broker_restart"} <= keys.keys(), "the corpus takes every action the C matches"
+    for action in ACTIONS_TAKEN:
+        assert keys.get(action, set()) - {"value"} <= KEYS.keys(), action
+
+
+def test_a_state_the_c_cannot_hold_is_judged_in_python(corpus, monkeypatch) -> None:
+    """``run`` answers None for states past the C's arrays: the judge goes on in Python."""
+    monkeypatch.setattr(compiled_batch, "MAX_STATES", 0)
+    group = corpus[0]
+    assert replay.judge(group, memo=False, compiled=True) == replay.judge(group, memo=False)
