@@ -123,3 +123,20 @@ def test_a_state_the_c_cannot_hold_is_judged_in_python(corpus, monkeypatch) -> N
     monkeypatch.setattr(compiled_batch, "MAX_STATES", 0)
     group = corpus[0]
     assert replay.judge(group, memo=False, compiled=True) == replay.judge(group, memo=False)
+
+
+def test_the_c_searches_exactly_the_python_judges_internal_steps() -> None:
+    """``judge.c``'s ``internal_steps`` names every action the Python judge may take between
+    two events (``search.INTERNAL_ACTIONS``, and before a kill -9 ``CUT_SHORT_ACTIONS``) and
+    no other -- those it declines named in its comment: an action that gains a trace kind
+    leaves the list, one that loses it joins, and the C must follow or its states differ."""
+    import re
+
+    source = (Path(compiled_batch.__file__).resolve().parents[2] / "properties" / "checkers" / "native"
+              / "judge.c").read_text()
+    body = source[source.index("static int internal_steps("):]
+    body = body[: body.index("\n}\n")]
+    declined = re.search(r"/\* declined, the Python judge's to take: ([a-z_, ]+) \*/", body)
+    assert declined is not None
+    named = set(re.findall(r'"([a-z_]+)"', body)) | {n.strip() for n in declined.group(1).split(",")}
+    assert named == set(search.INTERNAL_ACTIONS) | set(search.CUT_SHORT_ACTIONS)

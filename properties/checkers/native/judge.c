@@ -432,7 +432,8 @@ static int internal(Expansion *lv, int by, int actor, const char *name, const in
 static int internal_steps(Expansion *lv, int by) {
     const S *s = &lv->from->s;
     int n = C.brokers, r = 0;
-    if (C.alter_partition || s->nalter) return -1; /* propose_isr, alter_partition, apply_isr: not here */
+    /* declined, the Python judge's to take: propose_isr, alter_partition, apply_isr, stop_replica */
+    if (C.alter_partition || s->nalter || s->nstop) return -1;
     for (int f = 0; f < n; f++) { /* search.py skip_empty_lookup */
         const Replica *x = &s->br[f].r;
         if ((by >= 0 && f != by) || s->br[f].status != UP || x->role != FOLLOWER || x->fetch_state != TRUNCATING ||
@@ -444,7 +445,6 @@ static int internal_steps(Expansion *lv, int by) {
         t->s.br[f].r.fetch_state = FETCHING;
         if (keep(lv, t, 1) < 0) return -1;
     }
-    for (int b = 0; b < n && r >= 0; b++) r = internal(lv, by, b, "broker_expire", (int[]){b}, 1);
     for (int b = 0; b < n && r >= 0; b++) r = internal(lv, by, b, "controller_resign", (int[]){b}, 1);
     int c = s->controller;
     if (c != NO_LEADER) {
