@@ -269,9 +269,6 @@ def broker_reregister(s: State, cfg: Config, b: int) -> State | None:
     return _announce(s._replace(zk=zk, brokers=brokers), b)
 
 
-NO_PAUSES_IN_Z3 = Unsupported("GC pauses are not encoded (no named configuration but zombie pauses)")
-
-
 def _restart_text(args: Args, before: State, after: State) -> str:
     b = args[0]
     if len(args) > 1:
@@ -310,7 +307,7 @@ PAUSE = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.pause", trace=Traced("broker_pause"),
     describe=lambda args, before, after: f"broker {args[0]} pauses (GC); its ZK session expires while it is frozen",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=PAUSES, freezing=True,
 )
 
@@ -320,7 +317,7 @@ RESUME = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.resume", trace=Traced("broker_resume"),
     describe=lambda args, before, after: f"broker {args[0]} resumes, still believing its old state",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=PAUSES,
 )
 
@@ -331,7 +328,7 @@ REREGISTER = Entry(
     describe=lambda args, before, after: (
         f"broker {args[0]} opens a new ZK session and re-registers (broker epoch {after.brokers[args[0]].broker_epoch})"),
     view=nothing_observed, event=registration_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=PAUSES,
 )
 
@@ -342,7 +339,7 @@ EXPIRE = Entry(
     describe=lambda args, before, after: f"broker {args[0]}'s ZK session expires; it keeps running, believing its old state",
     view=nothing_observed, event=lambda args, before, after: None,
     coverage=Coverage(native=Supported("native/expire.c"),
-                      z3=Unsupported("session expiry is not encoded (no named configuration expires)"),
+                      z3=Supported(),
                       judge=Unsupported("no trace kind yet: an expiry shows only in what follows it"),
                       driver=Unsupported("the driver has no operation that expires a running broker's session yet")),
     knob=EXPIRIES, silent=always,

@@ -17,6 +17,7 @@ from model.state import (
     NO_LEADER,
     NONE,
     OUT_OF_RANGE,
+    PAUSED,
     TRUNCATING,
     UNKNOWN,
     UP,
@@ -47,16 +48,32 @@ class Params:
     records: int = 2
     fence_controller_epoch: bool = True
     fence_broker_epoch: bool = True
+    # the knobs of the actions a configuration may leave off: 0 leaves the action out of the
+    # relation altogether (the configuration never takes it), None takes it unboundedly
+    max_pauses: int | None = None
+    max_expiries: int | None = None
+    preferred_elections: int | None = None
 
     @property
     def fenced_fetch(self) -> bool:
         return self.truncation == "kip320"
 
+    @property
+    def sessions_end_alone(self) -> bool:
+        """Whether a broker's ZK session may end while its process runs on (a GC pause or a
+        session expiry): only then is an up broker ever unregistered, so only then may it
+        re-register."""
+        return self.max_pauses != 0 or self.max_expiries != 0
+
     @classmethod
     def of(cls, cfg: Config, bounded: bool = True) -> Params:
+        def knob(value: int) -> int | None:  # a proof drops a bound, never an action's absence
+            return value if bounded or value == 0 else None
+
         return cls(cfg.truncation, cfg.min_insync, cfg.max_epoch if bounded else None,
                    cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
-                   getattr(cfg, "fence_broker_epoch", False))
+                   getattr(cfg, "fence_broker_epoch", False), knob(cfg.max_pauses), knob(cfg.max_expiries),
+                   knob(cfg.preferred_elections))
 
 
 @dataclass
@@ -302,6 +319,62 @@ class Encoding:
         self._send(t, z3.IntVal(leader), lep, new_isr, zkv, s[("cep",)], self._mbe(s))
         return Disjunct("elect_leader", (c, 0, leader), z3.And(g, case), t)
 
+    def preferred_election(self, s: dict, c: int) -> Disjunct:
+        """``preferred_election``: the acting controller moves the leadership back to the
+        preferred replica -- the first of the AR, which is every broker here, so broker 0 --
+        when it is live, in the ISR and not leading already (otherwise a self-loop, which no
+        search takes).  The ISR stays; the write and its LeaderAndISR are ``elect_leader``'s."""
+        g = z3.And(self._acting(s, c), _below(s[("prefs",)], self.p.preferred_elections),
+                   s[("isr", 0)], s[("live", 0)], s[("ldr",)] != 0)
+        if self.p.max_epoch is not None:
+            g = z3.And(g, s[("lep",)] + 1 <= self.p.max_epoch)
+        t = dict(s)
+        lep, zkv = s[("lep",)] + 1, s[("zkv",)] + 1
+        t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(0), lep, zkv
+        self._send(t, z3.IntVal(0), lep, [s[("isr", x)] for x in range(self.n)], zkv, s[("cep",)], self._mbe(s))
+        t[("prefs",)] = s[("prefs",)] + 1
+        return Disjunct("preferred_election", (c, 0), g, t)
+
+    # ---- sessions that end while the process runs on (seed 003)
+    def _session_expires(self, s: dict, t: dict, b: int) -> None:
+        """``_session_expires``: b's registration (and /controller, if it held it) is gone,
+        and the controller no longer owes it a startup; its process keeps its state."""
+        t[("live", b)] = z3.BoolVal(False)
+        t[("ctl",)] = z3.If(s[("ctl",)] == b, NO_LEADER, s[("ctl",)])
+        for x in range(self.n):  # _unannounce
+            t[("nb", x, b)] = z3.BoolVal(False)
+
+    def broker_pause(self, s: dict, b: int) -> Disjunct:
+        g = z3.And(s[("st", b)] == UP, _below(s[("pauses",)], self.p.max_pauses))
+        t = dict(s)
+        t[("st", b)] = z3.IntVal(PAUSED)
+        self._session_expires(s, t, b)
+        t[("pauses",)] = s[("pauses",)] + 1
+        return Disjunct("broker_pause", (b,), g, t)
+
+    def broker_resume(self, s: dict, b: int) -> Disjunct:
+        t = dict(s)
+        t[("st", b)] = z3.IntVal(UP)
+        return Disjunct("broker_resume", (b,), s[("st", b)] == PAUSED, t)
+
+    def broker_expire(self, s: dict, b: int) -> Disjunct:
+        g = z3.And(s[("st", b)] == UP, s[("live", b)], _below(s[("expiries",)], self.p.max_expiries))
+        t = dict(s)
+        self._session_expires(s, t, b)
+        t[("expiries",)] = s[("expiries",)] + 1
+        return Disjunct("broker_expire", (b,), g, t)
+
+    def broker_reregister(self, s: dict, b: int) -> Disjunct:
+        """A new session re-creates /brokers/ids/b with a new broker epoch, and the
+        controller's watch makes onBrokerStartup(b) due."""
+        g = z3.And(s[("st", b)] == UP, z3.Not(s[("live", b)]))
+        t = dict(s)
+        zxid = s[("zxid",)] + 1
+        t[("zxid",)], t[("live", b)], t[("bep", b)], t[("bbep", b)] = zxid, z3.BoolVal(True), zxid, zxid
+        for c in range(self.n):  # _announce
+            t[("nb", c, b)] = z3.Or(s[("nb", c, b)], s[("ctl",)] == c)
+        return Disjunct("broker_reregister", (b,), g, t)
+
     # ---- LeaderAndISR
     def _fresh_msg(self) -> Term:
         self._msgs += 1
@@ -516,6 +589,14 @@ class Encoding:
                     self.controller_resign(s, b), self.become_leader(s, b), self.become_follower(s, b),
                     self.produce(s, b), self.isr_update_failed(s, b)]
             out += [self.elect_leader(s, b, ld) for ld in [NO_LEADER, *range(n)]]
+            if self.p.preferred_elections != 0:
+                out.append(self.preferred_election(s, b))
+            if self.p.max_pauses != 0:
+                out += [self.broker_pause(s, b), self.broker_resume(s, b)]
+            if self.p.max_expiries != 0:
+                out.append(self.broker_expire(s, b))
+            if self.p.sessions_end_alone:
+                out.append(self.broker_reregister(s, b))
             out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:
@@ -551,6 +632,11 @@ class Encoding:
         """Next(s, t) as one formula (stuttering excluded), and the cases it is made of."""
         ds = [d for d in self.disjuncts(s) if actions is None or d.action in actions]
         return z3.Or([z3.And(d.guard, eq_states(self.shape, d.post, t)) for d in ds]), ds
+
+
+def _below(count: Term, bound: int | None) -> Term:
+    """A knob's bound on how often an action is taken (None: unbounded)."""
+    return z3.BoolVal(True) if bound is None else count < bound
 
 
 def _ite(c: Term, a: Term, b: Term) -> Term:

@@ -15,6 +15,7 @@ from model.state import (
     LEADER,
     NO_LEADER,
     NONE,
+    PAUSED,
     UP,
     initial,
 )
@@ -60,7 +61,7 @@ def lemma_well_typed(shape: Shape, s: dict) -> Term:
     parts = [s[("ctl",)] >= -1, s[("ctl",)] < n, s[("ldr",)] >= -1, s[("ldr",)] < n,
              s[("produced",)] >= 0, s[("produced",)] <= r, s[("zkv",)] >= 0, s[("lep",)] >= 1, s[("cep",)] >= 1]
     for b in range(n):
-        parts += [z3.Or(s[("st", b)] == UP, s[("st", b)] == DOWN),
+        parts += [z3.Or(s[("st", b)] == UP, s[("st", b)] == DOWN, s[("st", b)] == PAUSED),
                   z3.Or(s[("role", b)] == NONE, s[("role", b)] == LEADER, s[("role", b)] == FOLLOWER),
                   s[("rl", b)] >= -1, s[("rl", b)] < n, s[("hw", b)] >= 0, s[("leo", b)] >= 0, s[("leo", b)] <= r,
                   s[("leo", b)] <= s[("produced",)], z3.Implies(s[("st", b)] == DOWN, s[("role", b)] == NONE)]

@@ -53,7 +53,8 @@ class Shape:
     def keys(self) -> Iterator[tuple[tuple, str]]:
         """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'L' epoch set)."""
         n, r = self.n, self.r
-        for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses"):
+        for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses",
+                  "expiries", "prefs"):
             yield (k,), "i"
         for b in range(n):
             yield ("live", b), "b"
@@ -133,7 +134,7 @@ def encode(shape: Shape, s: State) -> dict:
         ("ctl",): I(zk.controller), ("cep",): I(zk.controller_epoch), ("zxid",): I(zk.zxid),
         ("ldr",): I(zn.leader), ("lep",): I(zn.leader_epoch), ("zkv",): I(zn.zk_version),
         ("stale",): I(g.stale_accepts), ("produced",): I(g.produced), ("crashes",): I(g.crashes),
-        ("pauses",): I(g.pauses),
+        ("pauses",): I(g.pauses), ("expiries",): I(g.expiries), ("prefs",): I(g.preferred_elections),
         ("ledmax",): I(max((e for p, e, _ in g.led if p == 0), default=0)),
     }
     for b, br in enumerate(s.brokers):
