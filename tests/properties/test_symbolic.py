@@ -116,6 +116,9 @@ KNOBBED = [
     ("zombie", {}, "broker_reregister"),
     ("kip320", {"max_expiries": 1}, "broker_expire"),
     ("kip320", {"preferred_elections": 1}, "preferred_election"),
+    ("kip320", {"max_shutdowns": 1}, "controlled_shutdown"),
+    ("kip320", {"max_shutdowns": 1}, "broker_stop"),
+    ("kip320", {"max_shutdowns": 1}, "stop_replica"),
 ]
 
 
