@@ -87,7 +87,8 @@ def lemma_leader_in_own_isr(shape: Shape, s: dict) -> Term:
 def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
     """Every request ever sent (and not yet forgotten) is a past or present ZK state: its
     epochs and version are at most ZK's, its leader is in its ISR, and one carrying the
-    current version (or leader epoch) carries the current leader (and ISR)."""
+    current version (or leader epoch) carries the current leader (and ISR).  A StopReplica
+    in flight, too, carries epochs ZK has reached, to a broker."""
     R = shape.req
     n = shape.n
 
@@ -101,7 +102,10 @@ def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
             z3.Implies(R.lepoch(m) == s[("lep",)], R.leader(m) == s[("ldr",)]),
             z3.Implies(R.zkv(m) == s[("zkv",)], same)))
 
-    return _forall_req(shape, ok)
+    T, q = shape.stop, z3.Const("qs", shape.stop)
+    stops = z3.ForAll([q], z3.Implies(s[("stops",)][q], z3.And(
+        T.sto(q) >= 0, T.sto(q) < n, T.slepoch(q) <= s[("lep",)], T.scepoch(q) <= s[("cep",)])))
+    return z3.And(_forall_req(shape, ok), stops)
 
 
 def lemma_requests_agree(shape: Shape, s: dict) -> Term:
