@@ -131,20 +131,34 @@ def test_differential_of_a_knobbed_action(name, knobs, action):
     assert differential(cfg, enabled + sample_states(cfg, 12)) == []
 
 
+class _WrongPreferred(Encoding):
+    """Moves the leadership to broker 1 rather than the preferred replica."""
+
+    def preferred_election(self, s, c):
+        d = super().preferred_election(s, c)
+        d.post[("ldr",)] = z3.IntVal(1)
+        return d
+
+
+class _ForgetsWhoIsShuttingDown(Encoding):
+    """The controller does not note that the broker is shutting down."""
+
+    def controlled_shutdown(self, s, c, b, leader, write):
+        d = super().controlled_shutdown(s, c, b, leader, write)
+        d.post[("sd", c, b)] = s[("sd", c, b)]
+        return d
+
+
 @pytest.mark.slow
-def test_the_differential_check_catches_a_wrong_preferred_replica():
-    """Not vacuous: a relation that moves the leadership to the wrong broker disagrees."""
-
-    class _WrongPreferred(Encoding):
-        def preferred_election(self, s, c):
-            d = super().preferred_election(s, c)
-            d.post[("ldr",)] = z3.IntVal(1)
-            return d
-
-    cfg = named("kip320", preferred_elections=1)
-    states = sample_states(cfg, 4, explore=10000, enabling="preferred_election")
-    problems = differential(cfg, states, encoding=_WrongPreferred)
-    assert any("preferred_election" in p for p in problems)
+@pytest.mark.parametrize(("knobs", "action", "mutant"), [
+    ({"preferred_elections": 1}, "preferred_election", _WrongPreferred),
+    ({"max_shutdowns": 1}, "controlled_shutdown", _ForgetsWhoIsShuttingDown),
+], ids=["preferred_election", "controlled_shutdown"])
+def test_the_differential_check_catches_a_mutated_knobbed_action(knobs, action, mutant):
+    """Not vacuous: a relation whose knobbed action is wrong disagrees with the model."""
+    cfg = named("kip320", **knobs)
+    states = sample_states(cfg, 4, explore=10000, enabling=action)
+    assert any(action in p for p in differential(cfg, states, encoding=mutant))
 
 
 @pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
