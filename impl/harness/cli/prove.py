@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "3: something not proved (each failed consecution's counterexample to induction is printed).",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
-                        "covers -- kip320)")
+                        "covers -- kip320 and zombie)")
     p.add_argument("--brokers", type=int, default=2, help="brokers in the symbolic encoding (2 or 3; default 2)")
     p.add_argument("--depth", type=int, default=5, help="BMC depth after the explicit prefix (default 5)")
     p.add_argument("--from-initial", action="store_true", help="BMC from the initial state instead of the replicated prefix")
