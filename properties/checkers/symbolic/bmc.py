@@ -168,8 +168,8 @@ def bmc(cfg: Config, depth: int, progress: Callable[[int, float, bool], None] | 
             for i in range(k):
                 d = cases[i][model.eval(sels[i], model_completion=True).as_long()]
                 if d.msg is not None:
-                    decode = stop_decode if d.action == "stop_replica" else req_decode
-                    args: tuple = (decode(shape, model, d.msg),)
+                    stop = d.action == "stop_replica"
+                    args: tuple = (stop_decode(shape, model, d.msg, d.args[0]) if stop else req_decode(shape, model, d.msg),)
                 elif d.action in FETCH_KINDS:
                     args = (fetch_message(x, *d.args),)
                 else:

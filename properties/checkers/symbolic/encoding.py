@@ -184,8 +184,7 @@ class Encoding(KnobbedActions):
                 self._drop_slot_if(t, b, x, t[("fk", b, x)] == RESP)
                 self._drop_slot_if(t, x, b, t[("fk", x, b)] == REQ)
         if self.p.max_shutdowns != 0:  # _lost_with: a controlled shutdown's StopReplica to b
-            m = z3.Const("lost", self.shape.stop)
-            t[("stops",)] = z3.Lambda([m], z3.And(s[("stops",)][m], self.shape.stop.sto(m) != b))
+            t[("stops", b)] = z3.K(self.shape.stop, z3.BoolVal(False))
 
     def broker_restart(self, s: dict, b: int) -> Disjunct:
         g = s[("st", b)] == DOWN

@@ -122,7 +122,7 @@ class KnobbedActions:
         stop = self.shape.stop.stop
         if not write:
             g = z3.And(g, z3.Not(isr[b]), ldr != b, ldr == leader)
-            t[("stops",)] = z3.Store(s[("stops",)], stop(b, s[("lep",)], s[("cep",)]), True)
+            t[("stops", b)] = z3.Store(s[("stops", b)], stop(s[("lep",)], s[("cep",)]), True)
             return Disjunct("controlled_shutdown", (c, 0, b, leader), g, t)
         left = [z3.BoolVal(False) if x == b else isr[x] for x in range(n)]
         moves = z3.And(ldr != NO_LEADER, pick(stopping, ldr, z3.BoolVal(False)))
@@ -138,7 +138,7 @@ class KnobbedActions:
         for x in range(n):
             t[("isr", x)] = left[x]
         self._send(t, z3.IntVal(leader), lep, left, zkv, s[("cep",)], self._mbe(s), stopping)
-        t[("stops",)] = z3.Store(s[("stops",)], stop(b, lep, s[("cep",)]), True)
+        t[("stops", b)] = z3.Store(s[("stops", b)], stop(lep, s[("cep",)]), True)
         return Disjunct("controlled_shutdown", (c, 0, b, leader), g, t)
 
     def broker_stop(self, s: dict, b: int) -> Disjunct:
@@ -159,9 +159,9 @@ class KnobbedActions:
         kept -- and a newer controller epoch makes b stop acting as controller."""
         T = self.shape.stop
         m = self._fresh_msg(T)
-        g = z3.And(s[("stops",)][m], T.sto(m) == b, s[("st", b)] == UP)
+        g = z3.And(s[("stops", b)][m], s[("st", b)] == UP)
         consumed = dict(s)
-        consumed[("stops",)] = z3.Store(s[("stops",)], m, False)
+        consumed[("stops", b)] = z3.Store(s[("stops", b)], m, False)
         cep, bcep = T.scepoch(m), s[("bcep", b)]
         refused = T.slepoch(m) < s[("rlep", b)]
         if self.p.fence_controller_epoch:

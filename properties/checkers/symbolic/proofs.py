@@ -88,7 +88,7 @@ def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
     """Every request ever sent (and not yet forgotten) is a past or present ZK state: its
     epochs and version are at most ZK's, its leader is in its ISR, and one carrying the
     current version (or leader epoch) carries the current leader (and ISR).  A StopReplica
-    in flight, too, carries epochs ZK has reached, to a broker."""
+    in flight, too, carries epochs ZK has reached."""
     R = shape.req
     n = shape.n
 
@@ -103,9 +103,9 @@ def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
             z3.Implies(R.zkv(m) == s[("zkv",)], same)))
 
     T, q = shape.stop, z3.Const("qs", shape.stop)
-    stops = z3.ForAll([q], z3.Implies(s[("stops",)][q], z3.And(
-        T.sto(q) >= 0, T.sto(q) < n, T.slepoch(q) <= s[("lep",)], T.scepoch(q) <= s[("cep",)])))
-    return z3.And(_forall_req(shape, ok), stops)
+    stops = [z3.ForAll([q], z3.Implies(s[("stops", b)][q], z3.And(T.slepoch(q) <= s[("lep",)], T.scepoch(q) <= s[("cep",)])))
+             for b in range(n)]
+    return z3.And(_forall_req(shape, ok), *stops)
 
 
 def lemma_requests_agree(shape: Shape, s: dict) -> Term:

@@ -42,9 +42,10 @@ def req_sort(n: int) -> z3.DatatypeSortRef:
 
 def stop_sort() -> z3.DatatypeSortRef:
     """A controlled shutdown's StopReplica (without delete) as a z3 record: the only kind
-    the encoding sends (one partition, the topic's one incarnation)."""
+    the encoding sends (one partition, the topic's one incarnation); the set of those in
+    flight is kept per addressee, so that a crash drops its own at once."""
     d = z3.Datatype("Stop")
-    d.declare("stop", ("sto", z3.IntSort()), ("slepoch", z3.IntSort()), ("scepoch", z3.IntSort()))
+    d.declare("stop", ("slepoch", z3.IntSort()), ("scepoch", z3.IntSort()))
     return d.create()
 
 
@@ -97,7 +98,8 @@ class Shape:
             for o in range(r):
                 yield ("cmt", o, v), "i"
         yield ("lai",), "S"
-        yield ("stops",), "T"
+        for b in range(n):
+            yield ("stops", b), "T"  # the StopReplica requests in flight to b
 
     def fresh(self, prefix: str) -> dict:
         out: dict = {}
@@ -210,11 +212,13 @@ def encode(shape: Shape, s: State) -> dict:
     for m in s.leader_and_isr:
         lai = z3.Store(lai, req_value(shape, m), True)
     out[("lai",)] = lai
-    stops = z3.K(shape.stop, z3.BoolVal(False))
-    for m in s.stop_replica:
-        assert m.partition == 0 and not m.delete, "a StopReplica other than a controlled shutdown's"
-        stops = z3.Store(stops, shape.stop.stop(m.to, m.leader_epoch, m.controller_epoch), True)
-    out[("stops",)] = stops
+    assert all(m.partition == 0 and not m.delete for m in s.stop_replica), "a StopReplica other than a controlled shutdown's"
+    for b in range(n):
+        stops = z3.K(shape.stop, z3.BoolVal(False))
+        for m in s.stop_replica:
+            if m.to == b:
+                stops = z3.Store(stops, shape.stop.stop(m.leader_epoch, m.controller_epoch), True)
+        out[("stops", b)] = stops
     return out
 
 
@@ -234,14 +238,14 @@ def req_decode(shape: Shape, model: z3.ModelRef, m: Term) -> LeaderAndIsr:
     return LeaderAndIsr(iv(R.to(m)), 0, iv(R.leader(m)), iv(R.lepoch(m)), isr, iv(R.zkv(m)), iv(R.cepoch(m)), iv(R.mbe(m)))
 
 
-def stop_decode(shape: Shape, model: z3.ModelRef, m: Term) -> StopReplica:
-    """A StopReplica constant's value in a z3 model, as the explicit model's request."""
+def stop_decode(shape: Shape, model: z3.ModelRef, m: Term, to: int) -> StopReplica:
+    """A StopReplica constant's value in a z3 model, as the explicit model's request to ``to``."""
     T = shape.stop
 
     def iv(t: Term) -> int:
         return model.eval(t, model_completion=True).as_long()
 
-    return StopReplica(iv(T.sto(m)), 0, iv(T.slepoch(m)), iv(T.scepoch(m)), delete=False)
+    return StopReplica(to, 0, iv(T.slepoch(m)), iv(T.scepoch(m)), delete=False)
 
 
 def initial_state(shape: Shape, cfg: Config) -> dict:
