@@ -183,6 +183,8 @@ def test_prove_cli(capsys):
     assert "committed_durable" in out.split("INCONCLUSIVE: not proved:")[1]
     assert main(["prove", "--config", "kafka39"]) == 2
     assert main(["prove", "--brokers", "5"]) == 2
+    assert main(["prove", "--config", "kip320", "--max-pauses", "-1"]) == 2
+    assert "--max-pauses" in capsys.readouterr().err  # one line, no traceback
 
 
 def test_proofs_are_not_vacuous():
