@@ -119,11 +119,13 @@ KNOBBED = [
     ("kip320", {"max_shutdowns": 1}, "controlled_shutdown"),
     ("kip320", {"max_shutdowns": 1}, "broker_stop"),
     ("kip320", {"max_shutdowns": 1}, "stop_replica"),
+    ("kip320", {"max_shutdowns": 1, "brokers": 3, "max_crashes": 1}, "controlled_shutdown"),  # electing among two
 ]
 
 
 @pytest.mark.slow  # 5-10 s each: exploring 10,000 states to find those that enable it
-@pytest.mark.parametrize(("name", "knobs", "action"), KNOBBED, ids=[a for _, _, a in KNOBBED])
+@pytest.mark.parametrize(("name", "knobs", "action"), KNOBBED,
+                         ids=[a + ("-3" if k.get("brokers") == 3 else "") for _, k, a in KNOBBED])
 def test_differential_of_a_knobbed_action(name, knobs, action):
     cfg = named(name, **knobs)
     enabled = sample_states(cfg, 12, explore=10000, enabling=action)
