@@ -123,7 +123,7 @@ KNOBBED = [
 ]
 
 
-@pytest.mark.slow  # 5-10 s each: exploring 10,000 states to find those that enable it
+@pytest.mark.slow  # 5-10 s each (30 s at three brokers): 10,000 states explored to find those that enable it
 @pytest.mark.parametrize(("name", "knobs", "action"), KNOBBED,
                          ids=[a + ("-3" if k.get("brokers") == 3 else "") for _, k, a in KNOBBED])
 def test_differential_of_a_knobbed_action(name, knobs, action):
