@@ -265,9 +265,6 @@ def broker_reregister(s: State, cfg: Config, b: int) -> State | None:
     return _announce(s._replace(zk=zk, brokers=brokers), b)
 
 
-NO_PAUSES_IN_Z3 = Unsupported("GC pauses are not encoded (no named configuration but zombie pauses)")
-
-
 def _restart_text(args: Args, before: State, after: State) -> str:
     b = args[0]
     if len(args) > 1:
@@ -306,7 +303,7 @@ PAUSE = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.pause", trace=Traced("broker_pause"),
     describe=lambda args, before, after: f"broker {args[0]} pauses (GC); its ZK session expires while it is frozen",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=PAUSES, freezing=True,
 )
 
@@ -316,7 +313,7 @@ RESUME = Entry(
     section="000 A", impl="impl.harness.cluster.LocalCluster.resume", trace=Traced("broker_resume"),
     describe=lambda args, before, after: f"broker {args[0]} resumes, still believing its old state",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=PAUSES,
 )
 
@@ -327,7 +324,7 @@ REREGISTER = Entry(
     describe=lambda args, before, after: (
         f"broker {args[0]} opens a new ZK session and re-registers (broker epoch {after.brokers[args[0]].broker_epoch})"),
     view=nothing_observed, event=registration_event,
-    coverage=Coverage(native=Supported(), z3=NO_PAUSES_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=PAUSES,
 )
 
@@ -338,7 +335,7 @@ EXPIRE = Entry(
     describe=lambda args, before, after: f"broker {args[0]}'s ZK session expires; it keeps running, believing its old state",
     view=nothing_observed, event=harness_event,
     coverage=Coverage(native=Supported("native/expire.c"),
-                      z3=Unsupported("session expiry is not encoded (no named configuration expires)"),
+                      z3=Supported(),
                       judge=Supported(), driver=DRIVEN),
     knob=EXPIRIES,
 )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from model.actions.brokers import process_ends
 from model.actions.common import acting_controller, added, brokers_args, put_at, removed
 from model.actions.controller import write_and_send
-from model.actions.entry import DRIVEN, Args, Coverage, Entry, Knob, Supported, Traced, Unsupported
+from model.actions.entry import DRIVEN, Args, Coverage, Entry, Knob, Supported, Traced
 from model.actions.views import (
     harness_event,
     leader_write_view,
@@ -95,15 +95,12 @@ def broker_stop(s: State, cfg: Config, b: int) -> State | None:
     return s._replace(ghost=s.ghost._replace(shutdowns=s.ghost.shutdowns + 1))
 
 
-NO_SHUTDOWN_IN_Z3 = Unsupported("controlled shutdown is not encoded (no named configuration shuts down)")
-
-
 STOP = Entry(
     "broker_stop", broker_stop, brokers_args,
     section="000 A", impl="impl.harness.cluster.LocalCluster.stop_broker", trace=Traced("broker_stop"),
     describe=lambda args, before, after: f"broker {args[0]} stops cleanly after its controlled shutdown",
     view=nothing_observed, event=harness_event,
-    coverage=Coverage(native=Supported(), z3=NO_SHUTDOWN_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
     knob=SHUTDOWNS, freezing=True,
 )
 
@@ -127,7 +124,7 @@ CONTROLLED_SHUTDOWN = Entry(
     describe=_shutdown_text, view=leader_write_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "controlled_shutdown",
                                                   unclean_election(args[1], before, after)),
-    coverage=Coverage(native=Supported(), z3=NO_SHUTDOWN_IN_Z3,
+    coverage=Coverage(native=Supported(), z3=Supported(),
                       judge=Supported(), driver=DRIVEN),
     knob=SHUTDOWNS,
     silent=_nothing_written,  # a follower outside the ISR: no elect_leader to record

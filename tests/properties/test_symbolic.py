@@ -107,6 +107,62 @@ def test_differential(name):
     assert differential(cfg, states) == []
 
 
+# The actions a configuration turns on by a knob, each held to the model on states where it
+# is enabled (a deep prefix enables some, which an even spread of samples rarely meets) and
+# on an even spread of the configuration's states (where the others interleave with it).
+KNOBBED = [
+    ("zombie", {}, "broker_pause"),
+    ("zombie", {}, "broker_resume"),
+    ("zombie", {}, "broker_reregister"),
+    ("kip320", {"max_expiries": 1}, "broker_expire"),
+    ("kip320", {"preferred_elections": 1}, "preferred_election"),
+    ("kip320", {"max_shutdowns": 1}, "controlled_shutdown"),
+    ("kip320", {"max_shutdowns": 1}, "broker_stop"),
+    ("kip320", {"max_shutdowns": 1}, "stop_replica"),
+    ("kip320", {"max_shutdowns": 1, "brokers": 3, "max_crashes": 1}, "controlled_shutdown"),  # electing among two
+]
+
+
+@pytest.mark.slow  # 5-10 s each (30 s at three brokers): 10,000 states explored to find those that enable it
+@pytest.mark.parametrize(("name", "knobs", "action"), KNOBBED,
+                         ids=[a + ("-3" if k.get("brokers") == 3 else "") for _, k, a in KNOBBED])
+def test_differential_of_a_knobbed_action(name, knobs, action):
+    cfg = named(name, **knobs)
+    enabled = sample_states(cfg, 12, explore=10000, enabling=action)
+    assert len(enabled) == 12, f"too few states enable {action}: the check would hold vacuously"
+    assert differential(cfg, enabled + sample_states(cfg, 12)) == []
+
+
+class _WrongPreferred(Encoding):
+    """Moves the leadership to broker 1 rather than the preferred replica."""
+
+    def preferred_election(self, s, c):
+        d = super().preferred_election(s, c)
+        d.post[("ldr",)] = z3.IntVal(1)
+        return d
+
+
+class _ForgetsWhoIsShuttingDown(Encoding):
+    """The controller does not note that the broker is shutting down."""
+
+    def controlled_shutdown(self, s, c, b, leader, write):
+        d = super().controlled_shutdown(s, c, b, leader, write)
+        d.post[("sd", c, b)] = s[("sd", c, b)]
+        return d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("knobs", "action", "mutant"), [
+    ({"preferred_elections": 1}, "preferred_election", _WrongPreferred),
+    ({"max_shutdowns": 1}, "controlled_shutdown", _ForgetsWhoIsShuttingDown),
+], ids=["preferred_election", "controlled_shutdown"])
+def test_the_differential_check_catches_a_mutated_knobbed_action(knobs, action, mutant):
+    """Not vacuous: a relation whose knobbed action is wrong disagrees with the model."""
+    cfg = named("kip320", **knobs)
+    states = sample_states(cfg, 4, explore=10000, enabling=action)
+    assert any(action in p for p in differential(cfg, states, encoding=mutant))
+
+
 @pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
 @pytest.mark.parametrize("name", ["design", "kip101", "kip279", "kip320"])
 def test_differential_deep(name):
@@ -127,8 +183,10 @@ def test_prove_cli(capsys):
     out = capsys.readouterr().out
     assert "proved" in out and "counterexample to induction:" in out and "    action: truncate(" in out
     assert "committed_durable" in out.split("INCONCLUSIVE: not proved:")[1]
-    assert main(["prove", "--config", "zombie"]) == 2
+    assert main(["prove", "--config", "kafka39"]) == 2
     assert main(["prove", "--brokers", "5"]) == 2
+    assert main(["prove", "--config", "kip320", "--max-pauses", "-1"]) == 2
+    assert "--max-pauses" in capsys.readouterr().err  # one line, no traceback
 
 
 def test_proofs_are_not_vacuous():

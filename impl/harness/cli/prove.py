@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Any
 
+from impl.harness.cli.check import add_knob_arguments
 from impl.harness.cli.errors import UsageError
 from impl.harness.cli.exits import FOUND, HOLDS, INCONCLUSIVE, combined
 from impl.harness.cli.heartbeat import Heartbeat
@@ -33,11 +34,18 @@ from impl.harness.cli.verdict import (
     violation_object,
 )
 from model.config import NAMED
+from model.registry import ACTIONS
 
 # The explicit prefix BMC starts from: the record is replicated and committed (6 steps of
 # the KAFKA-1211 scenario).  BMC time grows ~5x per depth, so the depth budget goes to
 # what happens next: every interleaving of the following ``--depth`` steps is searched.
 PREFIX_STEPS = 6
+
+
+PROVE_KNOBS = tuple(dict.fromkeys(e.knob for e in ACTIONS.values() if e.knob is not None and e.coverage.z3.supported))
+"""The knobs of the actions the encoding covers (crashes, pauses, expiries, preferred
+elections): a proof takes an action whose knob is above 0 with no bound on how often, BMC
+within the bound; the other knobs' actions are refused (``unsupported``)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,11 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "3: something not proved (each failed consecution's counterexample to induction is printed).",
     )
     p.add_argument("--config", action="append", choices=sorted(NAMED), help="named configuration (repeatable; default: those epochal check checks by default that the encoding "
-                        "covers -- kip320)")
+                        "covers -- kip320 and zombie)")
     p.add_argument("--brokers", type=int, default=2, help="brokers in the symbolic encoding (2 or 3; default 2)")
     p.add_argument("--depth", type=int, default=5, help="BMC depth after the explicit prefix (default 5)")
     p.add_argument("--from-initial", action="store_true", help="BMC from the initial state instead of the replicated prefix")
     p.add_argument("--no-bmc", action="store_true", help="proofs only")
+    add_knob_arguments(p, PROVE_KNOBS, {k.field: "default: the configuration's" for k in PROVE_KNOBS})
     add_json_flag(p, "the proofs and BMC results")
     p.set_defaults(func=run)
 
@@ -74,8 +83,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--depth must be between 1 and 12")
     from impl.harness.cli.check import EXPECTED_TO_HOLD
 
-    names = args.config or [n for n in EXPECTED_TO_HOLD if not unsupported(named(n, brokers=args.brokers, partitions=1))]
-    cfgs = [named(n, brokers=args.brokers, partitions=1) for n in names]
+    knobs = {k.field: getattr(args, k.field) for k in PROVE_KNOBS}
+    try:
+        names = args.config or [n for n in EXPECTED_TO_HOLD
+                                if not unsupported(named(n, brokers=args.brokers, partitions=1, **knobs))]
+        cfgs = [named(n, brokers=args.brokers, partitions=1, **knobs) for n in names]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     beyond = [f"{c.name} ({unsupported(c)})" for c in cfgs if unsupported(c)]
     if beyond:
         raise UsageError(f"the symbolic encoding does not cover: {'; '.join(beyond)}")

@@ -10,13 +10,17 @@ Coverage (say it plainly):
 
 * **One partition**, a fixed broker count ``N`` (the tests use 2 and 3) with AR = every broker.
 * **Actions encoded**: those the registry marks z3-supported (``COVERED``; see
-  ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Each
-  action left out has its reason in the registry, and the configuration knob that enables
-  it (GC pauses, controlled shutdowns, reassignments); also left out is unclean election.  ``unsupported(cfg)`` names what a
-  configuration asks for beyond this.
+  ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Those
+  a knob turns on (GC pauses, session expiries, preferred elections, controlled shutdowns:
+  ``knobbed``) are cases of the relation only when the configuration's knob is above 0.
+  Each action left out has its reason in the registry, and the configuration knob that
+  enables it (reassignments, topic deletions, partition changes, AlterPartition); also left
+  out is unclean election.  ``unsupported(cfg)`` names what a configuration asks for beyond
+  this.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
-  configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely.
+  configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely, and so is
+  the bound of each knob above 0 (a knob at 0 still leaves its action out).
 * **Bounded**: logs are sequences of ``R = cfg.records`` slots (values are 1..R, each written
   once, so no log is ever longer -- the bound is the model's own, not the encoding's); the
   set of LeaderAndISR requests ever sent is an unbounded z3 set over a request datatype.
@@ -25,9 +29,10 @@ Ghost history encoding: ``committed`` as the epoch committed at (offset, value) 
 a value is produced once, so it has one epoch), ``acked``, ``zombie_appends`` and
 ``zombie_commits`` as a flag per value, ``led`` as one z3 set of epochs per broker plus its maximum.
 
-The package: ``state`` (the symbolic state and the encoding of explicit states), ``encoding``
-(the relation), ``props`` (the properties), ``proofs`` (induction), ``bmc`` (bounded model
-checking and the differential check), ``coverage`` (what is covered, from the registry).
+The package: ``state`` (the symbolic state and the encoding of explicit states), ``cases``
+(the relation's parameters and cases), ``encoding`` and ``knobbed`` (the relation),
+``props`` (the properties), ``proofs`` (induction), ``bmc`` (bounded model checking and
+the differential check), ``coverage`` (what is covered, from the registry).
 """
 
 from __future__ import annotations

@@ -27,13 +27,15 @@ from properties.checkers.symbolic.state import (
     eq_states,
     fetch_message,
     req_decode,
+    stop_decode,
 )
 
 
-def sample_states(cfg: Config, count: int, explore: int = 5000) -> list[State]:
+def sample_states(cfg: Config, count: int, explore: int = 5000, enabling: str | None = None) -> list[State]:
     """``count`` reachable states spread evenly over the first ``explore`` states of a
     breadth-first search (no symmetry), so that deep states are sampled, not just the
-    first few levels."""
+    first few levels -- with ``enabling``, only states in which that action is enabled
+    (an action that a deep prefix enables, which an even spread would rarely meet)."""
     from model.registry import successors
 
     first = initial(cfg)
@@ -47,22 +49,28 @@ def sample_states(cfg: Config, count: int, explore: int = 5000) -> list[State]:
                     found.append(t)
                     nxt.append(t)
         queue = nxt
+    if enabling is not None:
+        from model.registry import ACTIONS
+
+        entry = ACTIONS[enabling]
+        found = [s for s in found if any(entry.fn(s, cfg, *args) not in (None, s) for args in entry.args(s, cfg))]
     stride = max(1, len(found) // count)
     return found[::stride][:count]
 
 
-def differential(cfg: Config, states: list[State]) -> list[str]:
+def differential(cfg: Config, states: list[State], encoding: type[Encoding] = Encoding) -> list[str]:
     """Mismatches between this relation and ``model.registry.successors`` (restricted to
     ``COVERED``) on each state, and between the symbolic and explicit properties.
 
     The relation and the properties are built once over symbolic states ``S`` and ``X``;
     each sampled state is then pinned (``S == encode(s)``) inside a push/pop scope.
+    ``encoding`` is the relation's class (a test passes a mutated one).
     """
     from model.registry import successors
     from properties.safety import BY_NAME, epoch_monotonic, epoch_monotonic_state
 
     shape = Shape(cfg.brokers, cfg.records)
-    enc = Encoding(shape, Params.of(cfg))
+    enc = encoding(shape, Params.of(cfg))
     S, X = shape.fresh("s"), shape.fresh("x")
     nxt, ds = enc.step(S, X, COVERED)
     rel = z3.Solver()
@@ -160,7 +168,8 @@ def bmc(cfg: Config, depth: int, progress: Callable[[int, float, bool], None] | 
             for i in range(k):
                 d = cases[i][model.eval(sels[i], model_completion=True).as_long()]
                 if d.msg is not None:
-                    args: tuple = (req_decode(shape, model, d.msg),)
+                    stop = d.action == "stop_replica"
+                    args: tuple = (stop_decode(shape, model, d.msg, d.args[0]) if stop else req_decode(shape, model, d.msg),)
                 elif d.action in FETCH_KINDS:
                     args = (fetch_message(x, *d.args),)
                 else:

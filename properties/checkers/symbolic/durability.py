@@ -35,7 +35,8 @@ def _entries_equal(s: dict, a: int, b: int, i: int) -> Term:
 
 
 def lemma_live_is_up(shape: Shape, s: dict) -> Term:
-    """ZooKeeper's live set is exactly the brokers that are up (no pauses are encoded)."""
+    """ZooKeeper's live set is exactly the brokers that are up -- not so once a session may
+    end while its broker runs on (a GC pause, a session expiry), where this tier fails."""
     return z3.And([s[("live", b)] == (s[("st", b)] == UP) for b in range(shape.n)])
 
 

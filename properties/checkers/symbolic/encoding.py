@@ -3,11 +3,8 @@ variables as z3 terms of the predecessor's (written by hand from ``model.actions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import z3
 
-from model.config import Config
 from model.state import (
     DOWN,
     FETCHING,
@@ -21,6 +18,9 @@ from model.state import (
     UNKNOWN,
     UP,
 )
+from properties.checkers.symbolic.cases import Disjunct, Params
+from properties.checkers.symbolic.cases import ite as _ite
+from properties.checkers.symbolic.knobbed import KnobbedActions
 from properties.checkers.symbolic.state import (
     EMPTY,
     INF,
@@ -35,43 +35,12 @@ from properties.checkers.symbolic.state import (
     zmin,
 )
 
-
-@dataclass
-class Params:
-    """What the relation takes from a configuration.  ``None`` bounds are unbounded (proofs)."""
-
-    truncation: str
-    min_insync: int = 1
-    max_epoch: int | None = None
-    max_crashes: int | None = None
-    records: int = 2
-    fence_controller_epoch: bool = True
-    fence_broker_epoch: bool = True
-
-    @property
-    def fenced_fetch(self) -> bool:
-        return self.truncation == "kip320"
-
-    @classmethod
-    def of(cls, cfg: Config, bounded: bool = True) -> Params:
-        return cls(cfg.truncation, cfg.min_insync, cfg.max_epoch if bounded else None,
-                   cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
-                   getattr(cfg, "fence_broker_epoch", False))
+__all__ = ["Disjunct", "Encoding", "Params"]
 
 
-@dataclass
-class Disjunct:
-    """One (action, concrete broker arguments) case of the relation: guard and successor."""
-
-    action: str
-    args: tuple  # concrete broker indices; a request action also has ``msg``
-    guard: Term
-    post: dict
-    msg: Term | None = None
-
-
-class Encoding:
-    """The transition relation of one shape and parameter set."""
+class Encoding(KnobbedActions):
+    """The transition relation of one shape and parameter set (the actions a configuration
+    turns on by a knob are ``KnobbedActions``')."""
 
     def __init__(self, shape: Shape, params: Params) -> None:
         self.shape, self.p = shape, params
@@ -132,10 +101,14 @@ class Encoding:
             out = z3.If(z3.And(s[("live", b)], s[("bep", b)] > out), s[("bep", b)], out)
         return out
 
-    def _send(self, t: dict, leader: Term, lep: Term, isr: list[Term], zkv: Term, cep: Term, mbe: Term) -> None:
+    def _send(self, t: dict, leader: Term, lep: Term, isr: list[Term], zkv: Term, cep: Term, mbe: Term,
+              stopping: list[Term] | None = None) -> None:
+        """LeaderAndISR to every broker -- but, as ``write_and_send``, not to one ``stopping``
+        (shutting down) unless it is the leader."""
         lai = t[("lai",)]
         for to in range(self.n):
-            lai = z3.Store(lai, self.shape.req.req(to, leader, lep, *isr, zkv, cep, mbe), True)
+            sent = z3.Store(lai, self.shape.req.req(to, leader, lep, *isr, zkv, cep, mbe), True)
+            lai = sent if stopping is None else z3.If(z3.And(stopping[to], leader != to), lai, sent)
         t[("lai",)] = lai
 
     def advance_hw(self, t: dict, b: int) -> None:
@@ -195,19 +168,23 @@ class Encoding:
         if self.p.max_crashes is not None:
             g = z3.And(g, s[("crashes",)] < self.p.max_crashes)
         t = dict(s)
+        self._process_ends(s, t, b)
+        t[("crashes",)] = s[("crashes",)] + 1
+        return Disjunct("broker_crash", (b,), g, t)
+
+    def _process_ends(self, s: dict, t: dict, b: int) -> None:
+        """``process_ends``, a crash's or a clean stop's: memory gone, disk kept, the session
+        ended, and nothing more reaches b."""
         self._set_replica(t, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
         t[("st", b)] = z3.IntVal(DOWN)
         self._stops_controlling(t, b, z3.BoolVal(True))
-        t[("live", b)] = z3.BoolVal(False)
-        for x in range(self.n):  # _unannounce: its registration is gone before its startup
-            t[("nb", x, b)] = z3.BoolVal(False)
-        t[("ctl",)] = z3.If(s[("ctl",)] == b, NO_LEADER, s[("ctl",)])
+        self._session_expires(s, t, b)
         for x in range(self.n):  # messages on their way *to* b are lost; those it sent may arrive
             if x != b:
                 self._drop_slot_if(t, b, x, t[("fk", b, x)] == RESP)
                 self._drop_slot_if(t, x, b, t[("fk", x, b)] == REQ)
-        t[("crashes",)] = s[("crashes",)] + 1
-        return Disjunct("broker_crash", (b,), g, t)
+        if self.p.max_shutdowns != 0:  # _lost_with: a controlled shutdown's StopReplica to b
+            t[("stops", b)] = z3.K(self.shape.stop, z3.BoolVal(False))
 
     def broker_restart(self, s: dict, b: int) -> Disjunct:
         g = s[("st", b)] == DOWN
@@ -261,8 +238,8 @@ class Encoding:
 
     def _stops_controlling(self, t: dict, b: int, when: Term) -> None:
         """``_stops_controlling``: when ``when`` holds, b no longer acts as controller and
-        forgets the startups it owed."""
-        for k in [("isc", b)] + [("nb", b, x) for x in range(self.n)]:
+        forgets the startups it owed and the brokers shutting down."""
+        for k in [("isc", b)] + [(k, b, x) for k in ("nb", "sd") for x in range(self.n)]:
             t[k] = z3.BoolVal(False) if z3.is_true(when) else z3.If(when, False, t[k])
 
     def _acting(self, s: dict, c: int) -> Term:
@@ -284,28 +261,31 @@ class Encoding:
             g = z3.And(g, s[("lep",)] + 1 <= self.p.max_epoch)
         ldr, isr, live = s[("ldr",)], [s[("isr", x)] for x in range(n)], [s[("live", x)] for x in range(n)]
         live_isr = [z3.And(isr[x], live[x]) for x in range(n)]
+        stopping = [s[("sd", c, x)] for x in range(n)]  # c acts: it is ZooKeeper's controller
+        electable = [z3.And(live_isr[x], z3.Not(stopping[x])) for x in range(n)]
         leader_live = z3.And(ldr != NO_LEADER, pick(live, ldr, z3.BoolVal(False)))
         some_dead = z3.Or([z3.And(isr[x], z3.Not(live[x])) for x in range(n)])
         if leader == NO_LEADER:
-            case = z3.And(z3.Not(leader_live), z3.Not(z3.Or(live_isr)), ldr != NO_LEADER)
+            case = z3.And(z3.Not(leader_live), z3.Not(z3.Or(electable)), ldr != NO_LEADER)
             new_isr = isr
         else:
             keep = z3.And(leader_live, some_dead, ldr == leader)
-            move = z3.And(z3.Not(leader_live), live_isr[leader])
+            move = z3.And(z3.Not(leader_live), electable[leader])
             case = z3.Or(keep, move)
-            new_isr = live_isr
+            new_isr = [z3.If(leader_live, live_isr[x], electable[x]) for x in range(n)]
         t = dict(s)
         lep, zkv = s[("lep",)] + 1, s[("zkv",)] + 1
         t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(leader), lep, zkv
         for x in range(n):
             t[("isr", x)] = new_isr[x]
-        self._send(t, z3.IntVal(leader), lep, new_isr, zkv, s[("cep",)], self._mbe(s))
+        self._send(t, z3.IntVal(leader), lep, new_isr, zkv, s[("cep",)], self._mbe(s), stopping)
         return Disjunct("elect_leader", (c, 0, leader), z3.And(g, case), t)
 
     # ---- LeaderAndISR
-    def _fresh_msg(self) -> Term:
+    def _fresh_msg(self, sort: z3.SortRef | None = None) -> Term:
+        """A request the case takes: a LeaderAndISR (or a StopReplica, ``sort``)."""
         self._msgs += 1
-        return z3.Const(f"msg{self._msgs}", self.shape.req)
+        return z3.Const(f"msg{self._msgs}", self.shape.req if sort is None else sort)
 
     def _accept(self, s: dict, t: dict, b: int, m: Term) -> None:
         R = self.shape.req
@@ -516,6 +496,7 @@ class Encoding:
                     self.controller_resign(s, b), self.become_leader(s, b), self.become_follower(s, b),
                     self.produce(s, b), self.isr_update_failed(s, b)]
             out += [self.elect_leader(s, b, ld) for ld in [NO_LEADER, *range(n)]]
+            out += self.knobbed(s, b)
             out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:
@@ -553,5 +534,3 @@ class Encoding:
         return z3.Or([z3.And(d.guard, eq_states(self.shape, d.post, t)) for d in ds]), ds
 
 
-def _ite(c: Term, a: Term, b: Term) -> Term:
-    return a if a.eq(b) else z3.If(c, a, b)

@@ -3,6 +3,7 @@ over the unbounded relation."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from model.state import (
     LEADER,
     NO_LEADER,
     NONE,
+    PAUSED,
     UP,
     initial,
 )
@@ -52,15 +54,17 @@ def _forall_req(shape: Shape, body: Callable[[Term], Term], name: str = "q") -> 
     return z3.ForAll([m], body(m))
 
 
-def lemma_well_typed(shape: Shape, s: dict) -> Term:
-    """Variables stay in their domains: ids are brokers or -1, logs fit their R slots, and
-    fetch responses carry a suffix that fits after their offset."""
+def lemma_well_typed(shape: Shape, s: dict, paused: bool = False) -> Term:
+    """Variables stay in their domains: ids are brokers or -1, a broker is up or down (or,
+    when the relation has GC pauses, ``paused``, paused), logs fit their R slots, and fetch
+    responses carry a suffix that fits after their offset."""
     n, r = shape.n, shape.r
+    statuses = (UP, DOWN, PAUSED) if paused else (UP, DOWN)
     R = shape.req
     parts = [s[("ctl",)] >= -1, s[("ctl",)] < n, s[("ldr",)] >= -1, s[("ldr",)] < n,
              s[("produced",)] >= 0, s[("produced",)] <= r, s[("zkv",)] >= 0, s[("lep",)] >= 1, s[("cep",)] >= 1]
     for b in range(n):
-        parts += [z3.Or(s[("st", b)] == UP, s[("st", b)] == DOWN),
+        parts += [z3.Or([s[("st", b)] == st for st in statuses]),
                   z3.Or(s[("role", b)] == NONE, s[("role", b)] == LEADER, s[("role", b)] == FOLLOWER),
                   s[("rl", b)] >= -1, s[("rl", b)] < n, s[("hw", b)] >= 0, s[("leo", b)] >= 0, s[("leo", b)] <= r,
                   s[("leo", b)] <= s[("produced",)], z3.Implies(s[("st", b)] == DOWN, s[("role", b)] == NONE)]
@@ -83,7 +87,8 @@ def lemma_leader_in_own_isr(shape: Shape, s: dict) -> Term:
 def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
     """Every request ever sent (and not yet forgotten) is a past or present ZK state: its
     epochs and version are at most ZK's, its leader is in its ISR, and one carrying the
-    current version (or leader epoch) carries the current leader (and ISR)."""
+    current version (or leader epoch) carries the current leader (and ISR).  A StopReplica
+    in flight, too, carries epochs ZK has reached."""
     R = shape.req
     n = shape.n
 
@@ -97,7 +102,10 @@ def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
             z3.Implies(R.lepoch(m) == s[("lep",)], R.leader(m) == s[("ldr",)]),
             z3.Implies(R.zkv(m) == s[("zkv",)], same)))
 
-    return _forall_req(shape, ok)
+    T, q = shape.stop, z3.Const("qs", shape.stop)
+    stops = [z3.ForAll([q], z3.Implies(s[("stops", b)][q], z3.And(T.slepoch(q) <= s[("lep",)], T.scepoch(q) <= s[("cep",)])))
+             for b in range(n)]
+    return z3.And(_forall_req(shape, ok), *stops)
 
 
 def lemma_requests_agree(shape: Shape, s: dict) -> Term:
@@ -252,8 +260,11 @@ class _Induction:
             failures.append(action + ("?" if r == z3.unknown else ""))
             if r == z3.sat and not cti:
                 model = sol.model()
-                d = next(d for d in cases if z3.is_true(model.eval(z3.And(d.guard, z3.Not(post(d))), model_completion=True)))
-                cti = describe_cti(model, shape, S, d.action, d.args, d.post)
+                # the case z3 took; none evaluates so when the model's quantified parts do not
+                # pin it down (model completion picks other values), and then no CTI is shown
+                taken = [d for d in cases if z3.is_true(model.eval(z3.And(d.guard, z3.Not(post(d))), model_completion=True))]
+                if taken:
+                    cti = describe_cti(model, shape, S, taken[0].action, taken[0].args, taken[0].post)
         secs = time.perf_counter() - started
         status = "proved" if not failures else ("unknown" if all(f.endswith("?") for f in failures) else "failed")
         detail = (f"lemmas: {', '.join(uses)}" if uses else "") if not failures else f"not preserved by: {', '.join(failures)}"
@@ -276,7 +287,8 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     False proves the formulas above alone."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
-    base = z3.And([f(shape, S) for f in {**LEMMAS, **STATE_GOALS}.values()])
+    lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0)}
+    base = z3.And([f(shape, S) for f in {**lemmas, **STATE_GOALS}.values()])
     out: list[Verdict] = []
 
     def report(v: Verdict) -> None:
@@ -284,7 +296,7 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
         if progress:
             progress(v)
 
-    for name, f in LEMMAS.items():
+    for name, f in lemmas.items():
         report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
     for name, f in STATE_GOALS.items():
         report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))

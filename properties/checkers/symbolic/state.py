@@ -16,6 +16,7 @@ from model.state import (
     Fetch,
     LeaderAndIsr,
     State,
+    StopReplica,
     initial,
 )
 
@@ -39,21 +40,34 @@ def req_sort(n: int) -> z3.DatatypeSortRef:
     return d.create()
 
 
+def stop_sort() -> z3.DatatypeSortRef:
+    """A controlled shutdown's StopReplica (without delete) as a z3 record: the only kind
+    the encoding sends (one partition, the topic's one incarnation); the set of those in
+    flight is kept per addressee, so that a crash drops its own at once."""
+    d = z3.Datatype("Stop")
+    d.declare("stop", ("slepoch", z3.IntSort()), ("scepoch", z3.IntSort()))
+    return d.create()
+
+
 @dataclass
 class Shape:
-    """The fixed dimensions of an encoding: brokers, log slots, and the request sort."""
+    """The fixed dimensions of an encoding: brokers, log slots, and the request sorts."""
 
     n: int
     r: int
     req: z3.DatatypeSortRef = field(init=False)
+    stop: z3.DatatypeSortRef = field(init=False)
 
     def __post_init__(self) -> None:
         self.req = req_sort(self.n)
+        self.stop = stop_sort()
 
     def keys(self) -> Iterator[tuple[tuple, str]]:
-        """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'L' epoch set)."""
+        """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'T' StopReplica
+        set, 'L' epoch set)."""
         n, r = self.n, self.r
-        for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses"):
+        for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses",
+                  "expiries", "prefs", "shutdowns"):
             yield (k,), "i"
         for b in range(n):
             yield ("live", b), "b"
@@ -65,6 +79,7 @@ class Shape:
                 yield ("risr", b, x), "b"
                 yield ("fleo", b, x), "i"
                 yield ("nb", b, x), "b"  # x in broker b's new_brokers (b as controller)
+                yield ("sd", b, x), "b"  # x in broker b's shutting_down (b as controller)
             for i in range(r):
                 yield ("val", b, i), "i"
                 yield ("ep", b, i), "i"
@@ -83,6 +98,8 @@ class Shape:
             for o in range(r):
                 yield ("cmt", o, v), "i"
         yield ("lai",), "S"
+        for b in range(n):
+            yield ("stops", b), "T"  # the StopReplica requests in flight to b
 
     def fresh(self, prefix: str) -> dict:
         out: dict = {}
@@ -94,6 +111,8 @@ class Shape:
                 out[key] = z3.Bool(name)
             elif sort == "S":
                 out[key] = z3.Array(name, self.req, z3.BoolSort())
+            elif sort == "T":
+                out[key] = z3.Array(name, self.stop, z3.BoolSort())
             else:
                 out[key] = z3.Array(name, z3.IntSort(), z3.BoolSort())
         return out
@@ -133,7 +152,8 @@ def encode(shape: Shape, s: State) -> dict:
         ("ctl",): I(zk.controller), ("cep",): I(zk.controller_epoch), ("zxid",): I(zk.zxid),
         ("ldr",): I(zn.leader), ("lep",): I(zn.leader_epoch), ("zkv",): I(zn.zk_version),
         ("stale",): I(g.stale_accepts), ("produced",): I(g.produced), ("crashes",): I(g.crashes),
-        ("pauses",): I(g.pauses),
+        ("pauses",): I(g.pauses), ("expiries",): I(g.expiries), ("prefs",): I(g.preferred_elections),
+        ("shutdowns",): I(g.shutdowns),
         ("ledmax",): I(max((e for p, e, _ in g.led if p == 0), default=0)),
     }
     for b, br in enumerate(s.brokers):
@@ -150,6 +170,7 @@ def encode(shape: Shape, s: State) -> dict:
             out[("risr", b, x)] = B(x in rep.isr)
             out[("fleo", b, x)] = I(rep.follower_leo[x])
             out[("nb", b, x)] = B(x in br.new_brokers)
+            out[("sd", b, x)] = B(x in br.shutting_down)
         assert rep.leo <= r, "a log longer than the number of records"
         for i in range(r):
             e = rep.log[i] if i < rep.leo else Entry(0, 0)
@@ -191,6 +212,13 @@ def encode(shape: Shape, s: State) -> dict:
     for m in s.leader_and_isr:
         lai = z3.Store(lai, req_value(shape, m), True)
     out[("lai",)] = lai
+    assert all(m.partition == 0 and not m.delete for m in s.stop_replica), "a StopReplica other than a controlled shutdown's"
+    for b in range(n):
+        stops = z3.K(shape.stop, z3.BoolVal(False))
+        for m in s.stop_replica:
+            if m.to == b:
+                stops = z3.Store(stops, shape.stop.stop(m.leader_epoch, m.controller_epoch), True)
+        out[("stops", b)] = stops
     return out
 
 
@@ -208,6 +236,16 @@ def req_decode(shape: Shape, model: z3.ModelRef, m: Term) -> LeaderAndIsr:
 
     isr = tuple(x for x in range(shape.n) if z3.is_true(model.eval(getattr(R, f"isr{x}")(m), model_completion=True)))
     return LeaderAndIsr(iv(R.to(m)), 0, iv(R.leader(m)), iv(R.lepoch(m)), isr, iv(R.zkv(m)), iv(R.cepoch(m)), iv(R.mbe(m)))
+
+
+def stop_decode(shape: Shape, model: z3.ModelRef, m: Term, to: int) -> StopReplica:
+    """A StopReplica constant's value in a z3 model, as the explicit model's request to ``to``."""
+    T = shape.stop
+
+    def iv(t: Term) -> int:
+        return model.eval(t, model_completion=True).as_long()
+
+    return StopReplica(to, 0, iv(T.slepoch(m)), iv(T.scepoch(m)), delete=False)
 
 
 def initial_state(shape: Shape, cfg: Config) -> dict:
