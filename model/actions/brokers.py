@@ -32,7 +32,6 @@ from model.actions.entry import (
     Knob,
     Supported,
     Traced,
-    Unsupported,
 )
 from model.actions.replication import advance_hw
 from model.actions.views import harness_event, nothing_observed, registration_event
