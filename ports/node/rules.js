@@ -52,7 +52,8 @@ function reassignment({ ar, rar, isr, leader, live }) {
   const liveRar = rar.filter((b) => live.includes(b));
   const leaders = liveRar.includes(leader) ? [leader] : liveRar;
   const moving = new Set([...ar, ...rar]);
-  const removed = sorted([...moving].filter((b) => !rar.includes(b)));
+  // a StopReplica goes to a live broker only: the controller has no channel to another
+  const removed = sorted([...moving].filter((b) => !rar.includes(b) && live.includes(b)));
   const newIsr = isr.filter((b) => rar.includes(b));
   return { outcomes: byLeader(leaders.map((b) => ({ leader: b, isr: newIsr, ar: rar, removed }))) };
 }
