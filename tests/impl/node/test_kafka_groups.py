@@ -31,6 +31,8 @@ pytestmark = pytest.mark.integration
 
 TOPIC = "grouped"
 PER_PARTITION = 20
+QUIET_MS = 2000  # a consumer has read everything once nothing more came for this long
+HEARTBEAT_MS = 500  # members learn of a rebalance from a heartbeat: sooner than the default 3 s
 
 
 def _produce(c: LocalCluster, password: str, first: int, count: int) -> None:
@@ -46,10 +48,11 @@ def _produce(c: LocalCluster, password: str, first: int, count: int) -> None:
 
 
 def _kafka_python_group(c: LocalCluster, password: str, group: str, want: int) -> list[bytes]:
-    """A kafka-python consumer that subscribes: ``want`` records (no more arrive within
-    3 s after them), committed; then it leaves."""
+    """A kafka-python consumer that subscribes: ``want`` records (none more arrives within
+    QUIET_MS), committed; then it leaves."""
     consumer = kafka.KafkaConsumer(TOPIC, group_id=group, enable_auto_commit=False,
-                                   auto_offset_reset="earliest", consumer_timeout_ms=3000,
+                                   auto_offset_reset="earliest", consumer_timeout_ms=QUIET_MS,
+                                   heartbeat_interval_ms=HEARTBEAT_MS,
                                    **_kafka_python_config(c, password))
     try:
         got = [m.value for m in consumer]
@@ -63,7 +66,8 @@ def _kafka_python_group(c: LocalCluster, password: str, group: str, want: int) -
 def _librdkafka_consumer(c: LocalCluster, password: str, group: str) -> Any:
     consumer = confluent_kafka.Consumer({**_librdkafka_config(c, password), "group.id": group,
                                          "enable.auto.commit": False,
-                                         "auto.offset.reset": "earliest"})
+                                         "auto.offset.reset": "earliest",
+                                         "heartbeat.interval.ms": HEARTBEAT_MS})
     consumer.subscribe([TOPIC])
     return consumer
 
@@ -81,7 +85,7 @@ def _librdkafka_group(c: LocalCluster, password: str, group: str, want: int) -> 
             assert msg.error() is None, msg.error()
             got.append(msg.value())
             if len(got) == want:
-                quiet_until = time.monotonic() + 3  # no more than ``want``
+                quiet_until = time.monotonic() + QUIET_MS / 1000  # no more than ``want``
         consumer.commit(asynchronous=False)
         assert len(got) == want, got
         return got
@@ -98,6 +102,7 @@ def _stored(c: LocalCluster, group: str) -> dict[int, dict[str, Any]]:
         zk.close()
 
 
+@pytest.mark.slow  # about 20 s: two consumers per client, each until it has been quiet for 2 s
 def test_group_consumers_subscribe_commit_resume_and_split_partitions(make_cluster: Any) -> None:
     c = make_cluster(3, min_insync_replicas=2)
     with Admin(c.bootstrap) as admin:
