@@ -24,8 +24,9 @@ back into Kafka's (docs/kafka-protocol.md):
 * **ElectLeaders, Alter/ListPartitionReassignments, Describe/AlterClientQuotas,
   DescribeConfigs, IncrementalAlterConfigs, DescribeUserScramCredentials** -- the operator
   tools' requests (:mod:`impl.node.broker.kafka_operations`).
-* **FindCoordinator** -- COORDINATOR_NOT_AVAILABLE: there are no consumer groups and no
-  transactions; consumers assign partitions themselves.
+* **FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+  OffsetFetch** -- consumer groups (:mod:`impl.node.broker.kafka_groups`); a transactional
+  id's coordinator is COORDINATOR_NOT_AVAILABLE: there are no transactions.
 
 Error codes are the broker's, whose numbers are Kafka's (NOT_LEADER is Kafka's
 NOT_LEADER_OR_FOLLOWER).  Requests of one connection are answered one at a time, in order.
@@ -47,6 +48,7 @@ from impl.node.auth.session import Answer, ConnectionSession, session_principal
 from impl.node.broker.clients import ClientRequests
 from impl.node.broker.core import RequestError
 from impl.node.broker.kafka_admin import AS_ADMIN, KafkaAdmin
+from impl.node.broker.kafka_groups import GROUPS_AS, KafkaGroups
 from impl.node.broker.kafka_operations import OPERATIONS_AS, KafkaOperations
 from impl.node.envelope import origin_of
 from impl.node.kafka import (
@@ -85,7 +87,7 @@ RULES_AS: dict[KafkaApi, ApiKey] = {
     KafkaApi.PRODUCE: ApiKey.PRODUCE, KafkaApi.FETCH: ApiKey.FETCH,
     KafkaApi.LIST_OFFSETS: ApiKey.FETCH, KafkaApi.METADATA: ApiKey.METADATA,
     KafkaApi.INIT_PRODUCER_ID: ApiKey.INIT_PRODUCER_ID,
-    KafkaApi.FIND_COORDINATOR: ApiKey.METADATA, **AS_ADMIN, **OPERATIONS_AS,
+    KafkaApi.FIND_COORDINATOR: ApiKey.METADATA, **GROUPS_AS, **AS_ADMIN, **OPERATIONS_AS,
 }
 
 
@@ -93,7 +95,7 @@ def _error(code: int, message: str = "") -> dict[str, Any]:
     return {"error_code": int(code), "error_message": message or None}
 
 
-class KafkaClients(KafkaAdmin, KafkaOperations, ClientRequests):
+class KafkaClients(KafkaAdmin, KafkaOperations, KafkaGroups, ClientRequests):
     """The Kafka listener's connections and its translation of each request."""
 
     _kafka_endpoints: dict[int, tuple[str, int] | None] | None = None
@@ -172,7 +174,10 @@ class KafkaClients(KafkaAdmin, KafkaOperations, ClientRequests):
         if isinstance(screened, Answer):  # not authenticated: Kafka closes without an answer
             return None, screened.close or screened.error != 0
         if api == KafkaApi.FIND_COORDINATOR:
-            return self._find_coordinator(schema, body), False
+            return await self._find_coordinator(schema, body), False
+        if api in GROUPS_AS:  # impl.node.broker.kafka_groups: the group coordinator
+            return await self._kafka_group(api, version, schema, body, request.client_id,
+                                           session.peer, session_principal(session)), False
         if api in AS_ADMIN:  # impl.node.broker.kafka_admin: the controller's admin path
             return await self._kafka_admin(api, version, schema, body, screened.get("user"),
                                            request.client_id), False
@@ -191,15 +196,6 @@ class KafkaClients(KafkaAdmin, KafkaOperations, ClientRequests):
                 for api, (low, high) in sorted(SERVED.items())]
         return build(response_schema(KafkaApi.API_VERSIONS, version), error_code=error,
                      api_keys=keys, throttle_time=0)
-
-    def _find_coordinator(self, schema: type, body: Any) -> Any:
-        message = "no group or transaction coordinator: assign partitions (docs/kafka-protocol.md)"
-        keys = getattr(body, "coordinator_keys", ()) or ()
-        return build(schema, throttle_time=0, node_id=-1, host="", port=-1,
-                     **_error(KafkaError.coordinator_not_available, message),
-                     coordinators=[{"key": k, "node_id": -1, "host": "", "port": -1,
-                                    **_error(KafkaError.coordinator_not_available, message)}
-                                   for k in keys])
 
     async def _kafka_metadata(self, schema: type, body: Any) -> Any:
         meta = await self.on_metadata({})

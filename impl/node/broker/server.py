@@ -89,6 +89,8 @@ class Broker(ControlRequests, Startup, ReplicationLeader, KafkaClients, Shutdown
         checker.cancel()
         propagation.cancel()
         hw_checkpointer.cancel()
+        if self._group_ticker is not None:  # impl.node.broker.kafka_groups
+            self._group_ticker.cancel()
         for s in servers:
             s.close()
         for r in self.replicas.values():

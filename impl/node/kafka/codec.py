@@ -26,7 +26,7 @@ import typing
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from kio.index import UnknownEntity, load_request_schema, load_response_schema
+from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as KafkaError
 from kio.schema.request_header.v1 import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2 import RequestHeader as RequestHeaderV2
@@ -45,7 +45,13 @@ class KafkaApi(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
-    FIND_COORDINATOR = 10  # answered COORDINATOR_NOT_AVAILABLE: no group or transaction coordinator
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10  # a group's coordinator; a transactional id's: COORDINATOR_NOT_AVAILABLE
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -75,6 +81,14 @@ SERVED: dict[KafkaApi, tuple[int, int]] = {
     KafkaApi.CREATE_TOPICS: (2, 7),  # v2 is the first a controller answers (NOT_CONTROLLER)
     KafkaApi.DELETE_TOPICS: (1, 6),  # v6 may name a topic by id: answered UNKNOWN_TOPIC_ID
     KafkaApi.CREATE_PARTITIONS: (0, 3),
+    # consumer groups (impl.node.broker.kafka_groups): the classic protocol, not KIP-848's
+    KafkaApi.OFFSET_COMMIT: (2, 8),  # v0 was ZooKeeper's, v1 had commit timestamps; v9 is KIP-848's
+    KafkaApi.OFFSET_FETCH: (1, 7),  # v8 asks for several groups at once (KIP-709)
+    KafkaApi.FIND_COORDINATOR: (0, 4),  # v5 adds TRANSACTION_ABORTABLE, v6 share groups
+    KafkaApi.JOIN_GROUP: (0, 7),  # v4+ MEMBER_ID_REQUIRED (KIP-394); v8 adds a reason
+    KafkaApi.HEARTBEAT: (0, 4),
+    KafkaApi.LEAVE_GROUP: (0, 4),  # v3+ leaves several members at once (KIP-345)
+    KafkaApi.SYNC_GROUP: (0, 5),
     # the operator tools' requests (impl.node.broker.kafka_operations)
     KafkaApi.DESCRIBE_CONFIGS: (1, 4),  # v0 has no config_source
     KafkaApi.ELECT_LEADERS: (1, 2),  # v0 has no election_type
@@ -85,11 +99,7 @@ SERVED: dict[KafkaApi, tuple[int, int]] = {
     KafkaApi.ALTER_CLIENT_QUOTAS: (0, 1),
     KafkaApi.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
 }
-"""What ApiVersions lists: API key -> (lowest, highest) version answered.  FindCoordinator
-is answered (with COORDINATOR_NOT_AVAILABLE) but not listed, so that a client knows from
-ApiVersions alone that there are no consumer groups."""
-
-ANSWERED_UNLISTED = frozenset({KafkaApi.FIND_COORDINATOR})
+"""What ApiVersions lists: API key -> (lowest, highest) version answered."""
 
 
 class UnsupportedRequest(Exception):
@@ -128,12 +138,6 @@ def served(api_key: int, version: int) -> bool:
         api = KafkaApi(api_key)
     except ValueError:
         return False
-    if api in ANSWERED_UNLISTED:
-        try:
-            load_request_schema(api, version)
-        except UnknownEntity:
-            return False
-        return True
     low, high = SERVED[api]
     return low <= version <= high
 

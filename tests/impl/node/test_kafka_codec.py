@@ -163,7 +163,7 @@ def test_an_unserved_version_and_unparseable_bytes_are_told_apart() -> None:
         decode_request(struct.pack(">hhi", KafkaApi.PRODUCE, low - 1, 3) + b"\x00\x00")
     assert (unsupported.value.api_key, unsupported.value.correlation_id) == (KafkaApi.PRODUCE, 3)
     with pytest.raises(UnsupportedRequest):
-        decode_request(struct.pack(">hhi", 11, 0, 3))  # JoinGroup: no groups here
+        decode_request(struct.pack(">hhi", 24, 0, 3))  # AddPartitionsToTxn: no transactions
     with pytest.raises(MalformedRequest):
         decode_request(struct.pack(">hhi", KafkaApi.METADATA, 1, 3) + b"\x00")
 
