@@ -302,9 +302,10 @@ def _restart_view(args: Args, before: State, after: State) -> View:
     ``Config.startup_from_controller``, the HW it loaded from its replication-offset
     checkpoint -- Kafka logs it when it loads the log ("Log loaded for partition ... with
     initial high watermark N"), so a trace carrying it picks the one checkpoint of the
-    restart's choices.  Otherwise nothing: broker epochs are zxids, not the model's."""
+    restart's choices -- of a replica the restart loads (its partition assigned to it), not
+    of one it deletes.  Otherwise nothing: broker epochs are zxids, not the model's."""
     b = args[0]
-    if len(args) < 2 or not after.brokers[b].replicas:
+    if len(args) < 2 or not after.zk.partitions or b not in after.zk.partitions[0].ar:
         return {}
     return {"checkpointed_hw": after.brokers[b].replicas[0].hw}
 
