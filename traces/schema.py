@@ -103,11 +103,17 @@ _BROKER_EPOCH = (
     _p("broker_epoch", "int", True, "new broker epoch (czxid of /brokers/ids/N)"),
     _p("broker", "int", False, "the registering broker (the event's node)"),
 )
+_RESTART = (
+    *_BROKER_EPOCH,
+    _p("checkpointed_hw", "object", False,
+       "per partition (\"topic-partition\"), the high watermark the restarted broker loaded from its "
+       "replication-offset checkpoint"),
+)
 
 PARAMS: dict[str, tuple[FieldSpec, ...]] = {
     "broker_crash": _BROKER,
     "broker_stop": _BROKER,
-    "broker_restart": _BROKER_EPOCH,
+    "broker_restart": _RESTART,
     "broker_pause": _BROKER,
     "broker_resume": _BROKER,
     "broker_expire": _BROKER,

@@ -198,6 +198,23 @@ def in_model_broker_epochs(e: Event, epochs: list[int]) -> Event:
     return {**e, "params": {**params, "max_broker_epoch": bisect.bisect_right(epochs, mbe)}}
 
 
+def checkpoint_of(e: Event, key: tuple[str, int] | None) -> Event:
+    """A ``broker_restart`` as the judge of partition ``key`` reads it: its
+    ``checkpointed_hw`` -- per partition ("topic-partition"), the HW the broker loaded from
+    its replication-offset checkpoint -- as that partition's alone, the one the restart's
+    view shows (``model.actions.brokers``); dropped when it does not name the partition,
+    so that the restart may have loaded any HW the model allows, as without it."""
+    params = e.get("params") or {}
+    loaded = params.get("checkpointed_hw")
+    if not isinstance(loaded, dict):
+        return e
+    hw = None if key is None else loaded.get(f"{key[0]}-{key[1]}")
+    rest = {k: v for k, v in params.items() if k != "checkpointed_hw"}
+    if isinstance(hw, int) and not isinstance(hw, bool):
+        rest["checkpointed_hw"] = hw
+    return {**e, "params": rest}
+
+
 # ---------------------------------------------------------------------------------------
 # An observation: one event, in model terms
 # ---------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ from conformance.judge.observation import (
     Event,
     Observation,
     broker_ids,
+    checkpoint_of,
     in_model_broker_epochs,
     observe,
     prelife_state,
@@ -370,6 +371,8 @@ class TraceJudge:
             e = _shifted(e, shift)
         if e["kind"] == "reject_leader_and_isr":
             e = in_model_broker_epochs(e, self.registrations)
+        elif e["kind"] == "broker_restart":
+            e = checkpoint_of(e, self.key)
         return e
 
     def _search(self, i: int, e: Event) -> Recalled | Verdict | None:

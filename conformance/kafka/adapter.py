@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from conformance.kafka.checkpoints import CheckpointLines
 from conformance.kafka.fetchers import FetcherLines
 from conformance.kafka.ordering import (
     answers_after_appends,
@@ -270,7 +271,7 @@ def _values(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(t) for t in path.read_text().splitlines()] if path.exists() else []
 
 
-class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts):
+class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLines):
     def __init__(self, values: list[dict[str, Any]], down: dict[int, list[tuple[float, float]]] | None = None) -> None:
         self.values = [str(v["value"]) for v in values]
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
@@ -294,6 +295,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts):
         self.moves = Reassignments()  # conformance.kafka.reassignment
         self.following: dict[tuple[int, str], tuple[int, tuple[str, int]]] = {}  # conformance.kafka.fetchers
         self.derived: dict[float, int] = {}  # conformance.kafka.unlogged
+        self.restarted: dict[int, int] = {}  # conformance.kafka.checkpoints
 
     def replica(self, topic: str, partition: int, broker: int) -> _Replica:
         return self.replicas.setdefault((topic, partition, broker), _Replica())
@@ -309,8 +311,10 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts):
 
     # -- registrations and the controller ---------------------------------------------------
     def _registered(self, broker: int, ts: float, f: dict[str, Any]) -> None:
-        make = events.broker_reregister if self._resumed_since_start(broker, ts) else events.broker_restart
+        resumed = self._resumed_since_start(broker, ts)
+        make = events.broker_reregister if resumed else events.broker_restart
         self.out.add(ts, broker, make(zxid=0, broker_epoch=int(f["czxid"]), broker=broker), 0)
+        self.note_registration(broker, not resumed)
 
     def _resumed_since_start(self, broker: int, ts: float) -> bool:
         """Whether a registration at ``ts`` is the same process's after its ZooKeeper session

@@ -89,6 +89,10 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         r"\[Broker id=(?P<broker>\d+)\] Follower (?P<tp>\S+) starts at leader epoch (?P<epoch>\d+) from "
         r"offset (?P<leo>\d+) with partition epoch (?P<version>\d+) and high watermark (?P<hw>\d+)\. "
         r"Current leader is (?P<leader>-?\d+)\."),
+    # partition.log: a partition's log loaded at the broker's first LeaderAndIsr naming it, with
+    # the HW its replication-offset checkpoint held (conformance.kafka.checkpoints)
+    "log_loaded": re.compile(r"\[Partition (?P<tp>\S+) broker=(?P<broker>\d+)\] Log loaded for partition \S+ with "
+                             r"initial high watermark (?P<hw>\d+)"),
     # server.log, a broker's LeaderAndIsr handling: a partition taken off its replica fetcher
     # (to be added again at its new epoch: conformance.kafka.fetchers)
     "fetcher_removed": re.compile(r"\[ReplicaFetcherManager on broker (?P<broker>\d+)\] Removed fetcher for "

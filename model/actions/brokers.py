@@ -32,6 +32,7 @@ from model.actions.entry import (
     Knob,
     Supported,
     Traced,
+    View,
 )
 from model.actions.replication import advance_hw
 from model.actions.views import harness_event, nothing_observed, registration_event
@@ -289,10 +290,23 @@ CRASH = Entry(
 )
 
 
+def _restart_view(args: Args, before: State, after: State) -> View:
+    """What a restart shows of the replica (the judge's one partition): under
+    ``Config.startup_from_controller``, the HW it loaded from its replication-offset
+    checkpoint -- Kafka logs it when it loads the log ("Log loaded for partition ... with
+    initial high watermark N"), so a trace carrying it picks the one checkpoint of the
+    restart's choices -- of a replica the restart loads (its partition assigned to it), not
+    of one it deletes.  Otherwise nothing: broker epochs are zxids, not the model's."""
+    b = args[0]
+    if len(args) < 2 or not after.zk.partitions or b not in after.zk.partitions[0].ar:
+        return {}
+    return {"checkpointed_hw": after.brokers[b].replicas[0].hw}
+
+
 RESTART = Entry(
     "broker_restart", broker_restart, restarts_args,
     section="000 E", impl="impl.node.broker.Broker.register", trace=Traced("broker_restart"),
-    describe=_restart_text, view=nothing_observed, event=registration_event,
+    describe=_restart_text, view=_restart_view, event=registration_event,
     coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=DRIVEN),
 )
 

@@ -16,11 +16,12 @@ from conformance.spark.verdict import judge_run
 RUN = Path(__file__).parent / "fixtures" / "leader-kill-ibp26"
 ADMIN = Path(__file__).parent / "fixtures" / "admin-elections-39"  # the controller's lines of a chaos --admin run
 REASSIGN = Path(__file__).parent / "fixtures" / "reassign-39"  # kafka record --scenario reassign
+RESTART = Path(__file__).parent / "fixtures" / "restart-checkpoint-ibp26"  # a chaos run's broker 1, killed and paused
 
 
 def _real_lines() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for path in [p for run in (RUN, ADMIN, REASSIGN) for p in sorted(run.glob("broker-*/logs/*.log"))]:
+    for path in [p for run in (RUN, ADMIN, REASSIGN, RESTART) for p in sorted(run.glob("broker-*/logs/*.log"))]:
         for text in path.read_text().splitlines():
             line = parse(text)
             if line is not None:
@@ -74,3 +75,18 @@ def test_the_judge_follows_the_run_to_the_documented_divergence() -> None:
 def test_a_directory_without_logs_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(AdapterError, match="not a Kafka run directory"):
         adapt(tmp_path)
+
+
+def test_a_restart_carries_the_hw_its_broker_loaded_from_the_checkpoint() -> None:
+    """Broker 1 of an ibp-2.6 chaos run (slow test, seed 2): started, killed, restarted, then
+    paused past its session and re-registered.  Each process's first ``Log loaded for partition
+    ... with initial high watermark N`` line of a partition is its restart's checkpoint (483
+    after the kill: the checkpoint lagged the HW 488 it had); a re-registration is the same
+    process, which loads nothing anew -- the offsets topic it loads then is no restart's."""
+    registrations = [(e.kind, dict(e.params)) for _, e, _ in adapt(RESTART)
+                     if e.kind in ("broker_restart", "broker_reregister")]
+    assert registrations == [
+        ("broker_restart", {"broker_epoch": 71, "broker": 1, "checkpointed_hw": {"chaos-0": 0}}),
+        ("broker_restart", {"broker_epoch": 127, "broker": 1, "checkpointed_hw": {"chaos-0": 483}}),
+        ("broker_reregister", {"broker_epoch": 135, "broker": 1}),
+    ]

@@ -25,7 +25,8 @@ KNOWN_STOPS = ("handle_fetch", "receive_fetch", "produce", "expand_isr", "shrink
 replication steps, the registration after a paused broker's session expired, a topic
 deletion's ISR removals, the unclean election itself, which the judge refuses when every
 state it leads to breaks ``committed_durable`` -- the loss the run reports --, and a restarted
-broker's first LeaderAndIsr, whose checkpointed HW the judge's bounded states dropped."""
+broker's first LeaderAndIsr, whose checkpointed HW the judge's bounded states dropped before
+the restart event carried the HW the broker loaded."""
 
 
 def _judged(report: dict, code: int, config: str) -> None:
