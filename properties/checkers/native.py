@@ -89,6 +89,7 @@ SOURCE_DIR = Path(__file__).parent / "native"
 CFLAGS = ("-O3", "-pthread", "-Wall")
 MAX_BROKERS = 4
 MAX_RECORDS = 6
+MAX_PARTITION_IDS = 3  # native/state.h MAXP
 
 
 class NativeUnavailable(Exception):
@@ -335,8 +336,12 @@ def unsupported(cfg: Config) -> str | None:
     """Why the native search cannot run ``cfg``, or None.  The actions ``native/rules.c`` leaves
     out, and the configuration knob each needs, are the registry's (``model.registry``)."""
     reasons = []
-    if cfg.partitions != 1:
-        reasons.append("one partition only (--partitions 1)")
+    if cfg.partition_ids > MAX_PARTITION_IDS:
+        reasons.append(f"at most {MAX_PARTITION_IDS} partition ids (--partitions and --partition-changes)")
+    if cfg.partition_ids > 1:
+        reasons += [f"{what} of one partition only (--partitions 1, no --partition-changes)"
+                    for what, on in (("controlled shutdowns", cfg.max_shutdowns), ("topic deletions", cfg.deletions),
+                                     ("reassignments", cfg.reassignments)) if on]
     if cfg.brokers > MAX_BROKERS:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
@@ -440,6 +445,10 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--hw-waits-outside-isr", str(int(cfg.hw_waits_outside_isr)),
         "--leader-keeps-follower-state", str(int(cfg.leader_keeps_follower_state)),
         "--fetch-max-records", str(cfg.fetch_max_records),
+        "--partitions", str(cfg.partitions),
+        "--partition-changes", str(cfg.partition_changes),
+        "--reuse-partition-ids", str(cfg.reuse_partition_ids),
+        "--partition-identity", str(cfg.partition_identity),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),

@@ -2,7 +2,8 @@
  * shutdown.c: model/actions/shutdown.py -- controlled shutdown and the clean stop after it --
  * and StopReplica (model/actions/reassignment.py stop_replica): a controlled shutdown's to a
  * follower, without delete, and a topic deletion's (topics.c) and a reassignment's
- * (reassign.c), with it.  One partition; each
+ * (reassign.c) and a partition removal's (partitions.c), with it.  Controlled shutdown is
+ * of one partition (partition 0); each
  * function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
@@ -11,11 +12,11 @@
  * The StopReplica requests in flight (a set, as model.state keeps it)
  * ------------------------------------------------------------------------------------- */
 
-Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete) {
+Stop make_stop(int to, int p, int leader_epoch, int controller_epoch, int topic_id, int delete) {
     Stop m;
     memset(&m, 0, sizeof m);
     m.to = (i8)to;
-    m.partition = 0;
+    m.partition = (i8)p;
     m.leader_epoch = (i8)leader_epoch;
     m.controller_epoch = (i8)controller_epoch;
     m.topic_id = (i8)topic_id;
@@ -75,7 +76,7 @@ int controlled_shutdown(S *s, int c, int b, int leader) {
     u8 stopping = s->br[c].shutting_down | (u8)(1 << b);
     if (!has(s->zn_isr, b) && has(s->zn_ar, b) && b != s->zn_leader && leader == s->zn_leader) {
         s->br[c].shutting_down = stopping;
-        add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
+        add_stop(s, make_stop(b, 0, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
         return 1;
     }
     if (!has(s->zn_isr, b) || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
@@ -86,8 +87,8 @@ int controlled_shutdown(S *s, int c, int b, int leader) {
         return 0;
     }
     s->br[c].shutting_down = stopping;
-    write_and_send(s, leader, isr);
-    add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
+    write_and_send(s, 0, leader, isr);
+    add_stop(s, make_stop(b, 0, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
     return 1;
 }
 
@@ -105,26 +106,27 @@ int broker_stop(S *s, int b) {
  * ------------------------------------------------------------------------------------- */
 
 int stop_replica(S *s, Stop m) {
-    int b = m.to, i;
+    int b = m.to, p = m.partition, i;
     Broker *br = &s->br[b];
+    Replica *r = &br->rp[p];
     for (i = 0; i < s->nstop; i++)
         if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
     if (i == s->nstop || br->status != UP) return 0;
     remove_stop_at(s, i);
     if (m.controller_epoch < br->controller_epoch) return 1; /* refused */
     int deletion = m.leader_epoch == EPOCH_DURING_DELETE;
-    if (deletion && C.topic_ids && m.topic_id < br->r.topic_id) return 1; /* a newer incarnation's replica */
-    if (!deletion && m.leader_epoch < br->r.leader_epoch) return 1;
+    if (deletion && C.topic_ids && m.topic_id < r->topic_id) return 1; /* a newer incarnation's replica */
+    if (!deletion && m.leader_epoch < r->leader_epoch) return 1;
     if (m.controller_epoch > br->controller_epoch) { /* seed 002: a newer controller exists */
         br->controller_epoch = m.controller_epoch;
         stop_controlling(br);
     }
-    drop_responses_to(s, b);
+    drop_responses_to(s, b, p);
     if (!m.delete)
-        replica_stops(&br->r); /* it stops fetching and keeps its log, HW and leader epoch */
+        replica_stops(r); /* it stops fetching and keeps its log, HW and leader epoch */
     else if (deletion)
-        topic_deleted(&br->r, m.topic_id > br->r.topic_id ? m.topic_id : br->r.topic_id);
+        topic_deleted(r, m.topic_id > r->topic_id ? m.topic_id : r->topic_id);
     else
-        deleted_replica(&br->r);
+        deleted_replica(r);
     return 1;
 }
