@@ -30,9 +30,12 @@ binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``
 build step at install time, and an edited unit is rebuilt on its next use.  A source that
 does not compile is an error naming the compiler's first error, never a skipped check.
 
-Supported: one partition, up to four brokers, every broker assigned at the start, up to
-six records, fencing on -- the shape of every named configuration -- and of the admin
-actions, preferred-replica elections (``--preferred-elections``), controlled shutdowns
+Supported: up to three partition ids (``Config.partition_ids``: the partitions at the start
+and one slot per partition change), up to four brokers, every broker assigned at the start,
+up to six records, fencing on -- the shape of every named configuration -- and of the admin
+actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
+with reused ids and their identities), preferred-replica elections
+(``--preferred-elections``); with one partition, controlled shutdowns
 with the clean stop after them and their StopReplica (``--max-shutdowns``,
 ``native/shutdown.c``), topic deletion and re-creation with or without topic ids
 (``--deletions``, ``native/topics.c``) and reassignments with their StopReplica
@@ -105,10 +108,8 @@ _NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 
 """How many leading fields of each state tuple the native search holds (``native/state.h``):
 all of them but for what belongs to actions the native search does not run
 (``unsupported``), which is at its default in every state it can be given and left out of
-the encoding, so that ``decode`` (which rebuilds it from the defaults) round-trips.  The
-ghost's count of partitions added or removed and the removed ids (seed 000 H, not run)
-are written all the same, to reach the session expiries after them (always 0 and ``()``:
-the C rejects anything else)."""
+the encoding, so that ``decode`` (which rebuilds it from the defaults) round-trips.  Every
+partition slot of the state is encoded (``native/state.h``'s ``zn`` and ``rp``)."""
 
 
 def _native_part(x: tuple) -> tuple:

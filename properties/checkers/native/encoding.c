@@ -121,23 +121,23 @@ int encode(const S *s, const int *perm, u8 *out) {
         put(b, br->controller_epoch);
         put(b, br->broker_epoch);
         for (int p = 0; p < C.partition_ids; p++) { /* replicas: Replica, by partition */
-        const Replica *r = &br->rp[p];
-        mark(b, 1);
-        put(b, r->role);
-        put(b, mapb(perm, r->leader));
-        put(b, r->leader_epoch);
-        put_set(b, perm, r->isr, n);
-        put(b, r->zk_version);
-        put_log(b, r->log, r->loglen);
-        put(b, r->hw);
-        put(b, r->fetch_state);
-        for (int y = 0; y < n; y++) {
+            const Replica *r = &br->rp[p];
             mark(b, 1);
-            put(b, r->follower_leo[inv[y]]);
-        }
-        mark(b, 0);
-        put(b, r->epoch_start);
-        put(b, r->topic_id);
+            put(b, r->role);
+            put(b, mapb(perm, r->leader));
+            put(b, r->leader_epoch);
+            put_set(b, perm, r->isr, n);
+            put(b, r->zk_version);
+            put_log(b, r->log, r->loglen);
+            put(b, r->hw);
+            put(b, r->fetch_state);
+            for (int y = 0; y < n; y++) {
+                mark(b, 1);
+                put(b, r->follower_leo[inv[y]]);
+            }
+            mark(b, 0);
+            put(b, r->epoch_start);
+            put(b, r->topic_id);
         }
         mark(b, 0);
         put_set(b, perm, br->new_brokers, n);
@@ -346,23 +346,23 @@ void decode(const u8 *p, int len, S *s) {
         br->controller_epoch = (i8)get(r);
         br->broker_epoch = (i8)get(r);
         for (int p = 0; p < C.partition_ids; p++) {
-        Replica *q = &br->rp[p];
-        if (!more(r)) die("bad state encoding (replicas)");
-        q->role = (i8)get(r);
-        q->leader = (i8)get(r);
-        q->leader_epoch = (i8)get(r);
-        q->isr = get_set(r);
-        q->zk_version = (i8)get(r);
-        q->loglen = (i8)get_log(r, q->log);
-        q->hw = (i8)get(r);
-        q->fetch_state = (i8)get(r);
-        for (int y = 0; y < n; y++) {
-            if (!more(r)) die("bad state encoding (follower_leo)");
-            q->follower_leo[y] = (i8)get(r);
-        }
-        expect_end(r);
-        q->epoch_start = (i8)get(r);
-        q->topic_id = (i8)get(r);
+            Replica *q = &br->rp[p];
+            if (!more(r)) die("bad state encoding (replicas)");
+            q->role = (i8)get(r);
+            q->leader = (i8)get(r);
+            q->leader_epoch = (i8)get(r);
+            q->isr = get_set(r);
+            q->zk_version = (i8)get(r);
+            q->loglen = (i8)get_log(r, q->log);
+            q->hw = (i8)get(r);
+            q->fetch_state = (i8)get(r);
+            for (int y = 0; y < n; y++) {
+                if (!more(r)) die("bad state encoding (follower_leo)");
+                q->follower_leo[y] = (i8)get(r);
+            }
+            expect_end(r);
+            q->epoch_start = (i8)get(r);
+            q->topic_id = (i8)get(r);
         }
         expect_end(r);
         br->new_brokers = get_set(r);

@@ -2,7 +2,8 @@
  * reassign.c: model/actions/reassignment.py -- the Reassignment Agent's start of a
  * reassignment (seed 000 F, INIT) and its completion (IN_PROGRESS: RAR in the ISR) -- and
  * what a reassignment's StopReplica leaves of a replica (model/actions/common.py
- * deleted_replica; shutdown.c's stop_replica takes it).  One partition; the AR and RAR are
+ * deleted_replica; shutdown.c's stop_replica takes it).  One partition (partition 0: native.py
+ * refuses reassignments beside more partition ids); the AR and RAR are
  * sets of brokers, as the model's sorted tuples are.  Each function is named after the
  * Python one it ports, read that one for the why.
  */

@@ -1,12 +1,14 @@
 /*
  * rules.c: the model's rules -- model/state.py's initial state, model/truncation.py, and
- * model/actions/ -- and the successors of a state in model.actions.EXPLORED order.
+ * model/actions/; successors.c lists a state's successors in model.actions.EXPLORED order.
  *
- * One partition, up to four brokers, every broker assigned at the start: the shape of every
- * named configuration, with preferred-replica elections, controlled shutdowns (shutdown.c),
+ * Up to MAXP partition ids (partitions.c adds and removes them), up to four brokers, every
+ * broker assigned at the start: the shape of every named configuration, with
+ * preferred-replica elections, controlled shutdowns (shutdown.c),
  * topic deletion and re-creation (topics.c), reassignments (reassign.c), session expiries
  * (expire.c), AlterPartition (alter_partition.c) and the rules of Kafka's brokers
- * (kafka_leader.c, and a line or two where each rule lives)
+ * (kafka_leader.c, and a line or two where each rule lives); a rule of one partition takes
+ * its id p and reads s->zn[p] and br->rp[p]
  * (properties/checkers/native.py rejects anything else with a message naming what is not
  * supported).  Each function is named after the Python one it
  * ports; read that one for the why.  tests/model/test_registry.py reads the actions ported

@@ -1,6 +1,6 @@
 /*
  * state.h: what every unit of the native search shares -- the state's layout (model/state.py
- * for one partition, as fixed-size C structs), the configuration, the small helpers on broker
+ * for up to MAXP partition ids, as fixed-size C structs), the configuration, the small helpers on broker
  * sets, and the functions each unit offers the others.
  *
  * The native search is properties/checkers/native.py's compiled twin of the Python checker,

@@ -1,8 +1,9 @@
 /*
  * topics.c: model/actions/topics.py -- an administrator deletes the topic and creates it
  * again under the same name with any assignment -- and the rules on a replica of a deleted
- * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  One
- * partition; each function is named after the Python one it ports, read that one for the why.
+ * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  The
+ * deletion and creation are of one partition (partition 0: native.py refuses deletions beside
+ * more partition ids); partition_gone, partitions.c's removal too, is of any.  Each function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
 
