@@ -45,6 +45,21 @@ def test_each_partition_family_searches_alike_natively_and_in_python(tmp_path, n
     _searches_and_expands_alike(tmp_path, named(name, **knobs), name + "/" + "+".join(knobs))
 
 
+@pytest.mark.parametrize(("knobs", "depth"), [({"partitions": 3, **SMALL}, 7),
+                                              pytest.param({"partition_changes": 2, "records": 1, "max_crashes": 1}, 8,
+                                                           marks=pytest.mark.slow)],
+                         ids=["three-partitions", "two-fresh-ids"])
+def test_three_partition_ids_search_alike_within_a_few_steps(knobs, depth):
+    """Three partition ids, all there at the start or two added as fresh ids: the runs of up
+    to ``depth`` steps both ways, reduced and not."""
+    cfg = named("kip320", **knobs)
+    for reduction in (False, True):
+        options = SearchOptions(reduction=reduction, max_depth=depth)
+        a, b = check(cfg, options), check_native(cfg, options)
+        assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, a.checked_depth, None)
+        assert a.violation is None
+
+
 REUSE = named("kip320", partition_changes=2, reuse_partition_ids=1, records=1, max_crashes=1, max_epoch=1)
 
 
