@@ -341,8 +341,7 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append(f"at most {MAX_PARTITION_IDS} partition ids (--partitions and --partition-changes)")
     if cfg.partition_ids > 1:
         reasons += [f"{what} of one partition only (--partitions 1, no --partition-changes)"
-                    for what, on in (("controlled shutdowns", cfg.max_shutdowns), ("topic deletions", cfg.deletions),
-                                     ("reassignments", cfg.reassignments)) if on]
+                    for what, on in (("topic deletions", cfg.deletions), ("reassignments", cfg.reassignments)) if on]
     if cfg.brokers > MAX_BROKERS:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:

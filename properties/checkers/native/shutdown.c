@@ -2,8 +2,7 @@
  * shutdown.c: model/actions/shutdown.py -- controlled shutdown and the clean stop after it --
  * and StopReplica (model/actions/reassignment.py stop_replica): a controlled shutdown's to a
  * follower, without delete, and a topic deletion's (topics.c) and a reassignment's
- * (reassign.c) and a partition removal's (partitions.c), with it.  Controlled shutdown is
- * of one partition (partition 0); each
+ * (reassign.c) and a partition removal's (partitions.c), with it.  Each
  * function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
@@ -43,58 +42,63 @@ void remove_stops_to(S *s, int b) {
  * model/actions/shutdown.py
  * ------------------------------------------------------------------------------------- */
 
-/* shutdowns_args: the (b, leader) of each controlled shutdown worth trying, in its order */
-int shutdowns_args(const S *s, int args[][2]) {
+/* shutdowns_args: the (p, b, leader) of each controlled shutdown worth trying, in its order */
+int shutdowns_args(const S *s, int args[][3]) {
     int n = 0, c = s->controller;
     if (c == NO_LEADER || s->shutdowns >= C.max_shutdowns) return 0;
     u8 stopping = s->br[c].shutting_down;
-    int leader = s->zn_leader;
-    for (int b = 0; b < C.brokers; b++)  /* a follower outside the ISR: nothing to write */
-        if (has(s->zn_ar, b) && !has(s->zn_isr, b) && b != leader) {
-            args[n][0] = b;
-            args[n++][1] = leader;
-        }
-    for (int b = 0; b < C.brokers; b++) {
-        if (!has(s->zn_isr, b)) continue;
-        if (leader == b || has(stopping, leader)) { /* the leadership moves */
-            for (int l = 0; l < C.brokers; l++)
-                if (has(s->zn_isr, l) && l != b && !has(stopping, l)) {
-                    args[n][0] = b;
-                    args[n++][1] = l;
+    for (int p = 0; p < C.partition_ids; p++) {
+        const Zn *zn = &s->zn[p];
+        int leader = zn->leader;
+        for (int b = 0; b < C.brokers; b++) /* a follower outside the ISR: nothing to write */
+            if (has(zn->ar, b) && !has(zn->isr, b) && b != leader) {
+                args[n][0] = p, args[n][1] = b, args[n][2] = leader;
+                n++;
+            }
+        for (int b = 0; b < C.brokers; b++) {
+            if (!has(zn->isr, b)) continue;
+            if (leader != b && !has(stopping, leader)) { /* the leadership stays (or there is none) */
+                args[n][0] = p, args[n][1] = b, args[n][2] = leader;
+                n++;
+                continue;
+            }
+            for (int l = 0; l < C.brokers; l++) /* it moves */
+                if (has(zn->isr, l) && l != b && !has(stopping, l)) {
+                    args[n][0] = p, args[n][1] = b, args[n][2] = l;
+                    n++;
                 }
-        } else {
-            args[n][0] = b;
-            args[n++][1] = leader;
         }
     }
     return n;
 }
 
-int controlled_shutdown(S *s, int c, int b, int leader) {
+int controlled_shutdown(S *s, int c, int p, int b, int leader) {
     if (!acting_controller(s, c) || s->br[b].status != UP || !has(s->live, b)) return 0;
     if (s->shutdowns >= C.max_shutdowns) return 0;
+    Zn *zn = &s->zn[p];
     u8 stopping = s->br[c].shutting_down | (u8)(1 << b);
-    if (!has(s->zn_isr, b) && has(s->zn_ar, b) && b != s->zn_leader && leader == s->zn_leader) {
+    if (!has(zn->isr, b) && has(zn->ar, b) && b != zn->leader && leader == zn->leader) {
         s->br[c].shutting_down = stopping;
-        add_stop(s, make_stop(b, 0, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
+        add_stop(s, make_stop(b, p, zn->leader_epoch, s->controller_epoch, zn->topic_id, 0));
         return 1;
     }
-    if (!has(s->zn_isr, b) || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
-    u8 isr = s->zn_isr & (u8)~(1 << b);
-    if (has(stopping, s->zn_leader)) {
+    if (!has(zn->isr, b) || zn->leader_epoch + 1 > C.max_epoch) return 0;
+    u8 isr = zn->isr & (u8)~(1 << b);
+    if (has(stopping, zn->leader)) {
         if (!has(isr, leader) || !has(s->live, leader) || has(stopping, leader)) return 0;
-    } else if (leader != s->zn_leader || !isr) {
+    } else if (leader != zn->leader || !isr) {
         return 0;
     }
     s->br[c].shutting_down = stopping;
-    write_and_send(s, 0, leader, isr);
-    add_stop(s, make_stop(b, 0, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
+    write_and_send(s, p, leader, isr);
+    add_stop(s, make_stop(b, p, zn->leader_epoch, s->controller_epoch, zn->topic_id, 0));
     return 1;
 }
 
 int broker_stop(S *s, int b) {
     if (s->br[b].status != UP || s->shutdowns >= C.max_shutdowns) return 0;
-    if (has(s->zn_isr, b) && popcount8(s->zn_isr) > 1) return 0;
+    for (int p = 0; p < C.partition_ids; p++) /* controlled shutdown first moves it out of every ISR it can leave */
+        if (has(s->zn[p].isr, b) && popcount8(s->zn[p].isr) > 1) return 0;
     process_ends(s, b);
     s->shutdowns++;
     return 1;

@@ -278,8 +278,8 @@ void unknown_leo(Replica *r);
 void replica_stops(Replica *r);
 /* shutdown.c: controlled shutdown (its arguments in shutdowns_args order), the clean stop,
  * and StopReplica */
-int shutdowns_args(const S *s, int args[][2]);
-int controlled_shutdown(S *s, int c, int b, int leader);
+int shutdowns_args(const S *s, int args[][3]);
+int controlled_shutdown(S *s, int c, int p, int b, int leader);
 int broker_stop(S *s, int b);
 int stop_replica(S *s, Stop m);
 void remove_stops_to(S *s, int b);

@@ -72,7 +72,7 @@ static int take(S *s, const char *action, const int *a, int n) {
     }
     if (IS("on_broker_startup", 2)) return in_range(a[1], C.brokers) && on_broker_startup(s, b, a[1]);
     if (IS("controlled_shutdown", 3))
-        return in_range(a[1], C.brokers) && controlled_shutdown(s, b, a[1], a[2]);
+        return in_range(a[1], C.brokers) && controlled_shutdown(s, b, 0, a[1], a[2]);
     if (IS("truncate", 1)) return truncate_log(s, b, 0);
     if (IS("produce", 2)) return holder(a[1]) ? produce(s, b, 0, a[1]) : STEP_UNKNOWN;
     if (IS("send_fetch", 1)) return send_fetch(s, b, 0);

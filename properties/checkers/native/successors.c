@@ -44,9 +44,9 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
         }
         for (int b = 0; b < n; b++)
             if (has(s->br[c].new_brokers, b)) TRY(on_broker_startup(&t, c, b));
-        int args[MAXB * MAXB][2];
+        int args[MAXP * MAXB * MAXB][3];
         int k = shutdowns_args(s, args);
-        for (int i = 0; i < k; i++) TRY(controlled_shutdown(&t, c, args[i][0], args[i][1]));
+        for (int i = 0; i < k; i++) TRY(controlled_shutdown(&t, c, args[i][0], args[i][1], args[i][2]));
     }
     for (int b = 0; b < n; b++) TRY(broker_stop(&t, b));
     for (int i = 0; i < s->nlai; i++) TRY(become_leader(&t, s->lai[i]));
