@@ -35,11 +35,11 @@ and one slot per partition change), up to four brokers, every broker assigned at
 up to six records, fencing on -- the shape of every named configuration -- and of the admin
 actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
 with reused ids and their identities), preferred-replica elections
-(``--preferred-elections``); with one partition, controlled shutdowns
+(``--preferred-elections``), controlled shutdowns
 with the clean stop after them and their StopReplica (``--max-shutdowns``,
-``native/shutdown.c``), topic deletion and re-creation with or without topic ids
-(``--deletions``, ``native/topics.c``) and reassignments with their StopReplica
-(``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
+``native/shutdown.c``), and with one partition topic deletion and re-creation with or
+without topic ids (``--deletions``, ``native/topics.c``) and reassignments with their
+StopReplica (``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
 expiries of a running broker (``--max-expiries``, ``native/expire.c``) too; and the Kafka
 configurations: ISR changes through the controller (``--alter-partition``,
 ``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
