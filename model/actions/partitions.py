@@ -150,9 +150,6 @@ def remove_partitions(s: State, cfg: Config, c: int, p: int) -> State | None:
     return s._replace(ghost=ghost)
 
 
-NOT_IN_C = Unsupported("partitions added and removed are not ported to native/rules.c (its partitions always exist)")
-
-
 NOT_IN_Z3 = Unsupported("partitions added and removed are not encoded (its partitions always exist)")
 
 
@@ -173,7 +170,7 @@ ADD_PARTITIONS = Entry(
     "add_partitions", add_partitions, partition_adds_args,
     section="000 H", impl="impl.node.controller.Controller._on_partitions_add", trace=Traced("partitions_added"),
     describe=_add_text, view=nothing_observed, event=_add_event,
-    coverage=Coverage(native=NOT_IN_C, z3=NOT_IN_Z3,
+    coverage=Coverage(native=Supported("native/partitions.c"), z3=NOT_IN_Z3,
                       judge=Supported("the added partition's elect_leader (reason init) starts its life, as a new "
                                       "topic's; its partitions_added is the same step seen again"),
                       driver=Supported("an added partition with one replica: the implementation's follower "
@@ -202,7 +199,7 @@ REMOVE_PARTITIONS = Entry(
     section="000 H", impl="impl.node.controller.Controller._on_partitions_remove",
     trace=Traced("partitions_removed"),
     describe=_remove_text, view=nothing_observed, event=_remove_event,
-    coverage=Coverage(native=NOT_IN_C, z3=NOT_IN_Z3,
+    coverage=Coverage(native=Supported("native/partitions.c"), z3=NOT_IN_Z3,
                       judge=Supported("taken at the first StopReplica(delete) a replica records, as a topic "
                                       "deletion; its partitions_removed is the same step seen again (or the step "
                                       "itself, if every replica was down)"),

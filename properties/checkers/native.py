@@ -30,13 +30,16 @@ binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``
 build step at install time, and an edited unit is rebuilt on its next use.  A source that
 does not compile is an error naming the compiler's first error, never a skipped check.
 
-Supported: one partition, up to four brokers, every broker assigned at the start, up to
-six records, fencing on -- the shape of every named configuration -- and of the admin
-actions, preferred-replica elections (``--preferred-elections``), controlled shutdowns
+Supported: up to three partition ids (``Config.partition_ids``: the partitions at the start
+and one slot per partition change), up to four brokers, every broker assigned at the start,
+up to six records, fencing on -- the shape of every named configuration -- and of the admin
+actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
+with reused ids and their identities), preferred-replica elections
+(``--preferred-elections``), controlled shutdowns
 with the clean stop after them and their StopReplica (``--max-shutdowns``,
-``native/shutdown.c``), topic deletion and re-creation with or without topic ids
-(``--deletions``, ``native/topics.c``) and reassignments with their StopReplica
-(``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
+``native/shutdown.c``), and with one partition topic deletion and re-creation with or
+without topic ids (``--deletions``, ``native/topics.c``) and reassignments with their
+StopReplica (``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
 expiries of a running broker (``--max-expiries``, ``native/expire.c``) too; and the Kafka
 configurations: ISR changes through the controller (``--alter-partition``,
 ``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
@@ -89,6 +92,7 @@ SOURCE_DIR = Path(__file__).parent / "native"
 CFLAGS = ("-O3", "-pthread", "-Wall")
 MAX_BROKERS = 4
 MAX_RECORDS = 6
+MAX_PARTITION_IDS = 3  # native/state.h MAXP
 
 
 class NativeUnavailable(Exception):
@@ -104,10 +108,8 @@ _NATIVE_FIELDS = {PartitionZnode: 7, Replica: 11, LeaderAndIsr: 9, StopReplica: 
 """How many leading fields of each state tuple the native search holds (``native/state.h``):
 all of them but for what belongs to actions the native search does not run
 (``unsupported``), which is at its default in every state it can be given and left out of
-the encoding, so that ``decode`` (which rebuilds it from the defaults) round-trips.  The
-ghost's count of partitions added or removed and the removed ids (seed 000 H, not run)
-are written all the same, to reach the session expiries after them (always 0 and ``()``:
-the C rejects anything else)."""
+the encoding, so that ``decode`` (which rebuilds it from the defaults) round-trips.  Every
+partition slot of the state is encoded (``native/state.h``'s ``zn`` and ``rp``)."""
 
 
 def _native_part(x: tuple) -> tuple:
@@ -335,8 +337,11 @@ def unsupported(cfg: Config) -> str | None:
     """Why the native search cannot run ``cfg``, or None.  The actions ``native/rules.c`` leaves
     out, and the configuration knob each needs, are the registry's (``model.registry``)."""
     reasons = []
-    if cfg.partitions != 1:
-        reasons.append("one partition only (--partitions 1)")
+    if cfg.partition_ids > MAX_PARTITION_IDS:
+        reasons.append(f"at most {MAX_PARTITION_IDS} partition ids (--partitions and --partition-changes)")
+    if cfg.partition_ids > 1:
+        reasons += [f"{what} of one partition only (--partitions 1, no --partition-changes)"
+                    for what, on in (("topic deletions", cfg.deletions), ("reassignments", cfg.reassignments)) if on]
     if cfg.brokers > MAX_BROKERS:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
@@ -440,6 +445,10 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--hw-waits-outside-isr", str(int(cfg.hw_waits_outside_isr)),
         "--leader-keeps-follower-state", str(int(cfg.leader_keeps_follower_state)),
         "--fetch-max-records", str(cfg.fetch_max_records),
+        "--partitions", str(cfg.partitions),
+        "--partition-changes", str(cfg.partition_changes),
+        "--reuse-partition-ids", str(cfg.reuse_partition_ids),
+        "--partition-identity", str(cfg.partition_identity),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),

@@ -90,7 +90,10 @@ def c_config(cfg: Config) -> Any:
               min(cfg.deletions, _BOUND), int(cfg.topic_ids), min(cfg.reassignments, _BOUND),
               min(cfg.max_expiries, _BOUND), cfg.fetch_max_records, 1, 0, int(cfg.alter_partition),
               int(cfg.startup_from_controller), int(cfg.offline_replica_writes), int(cfg.hw_waits_outside_isr),
-              int(cfg.leader_keeps_follower_state))
+              int(cfg.leader_keeps_follower_state),
+              # the state's partition slots: its partitions alone, as the judge's states have them
+              # (a state with more, of partitions added, fails to decode and is the model's)
+              cfg.partitions, 0, cfg.partitions, int(cfg.reuse_partition_ids), int(cfg.partition_identity))
     return (ctypes.c_int * len(fields))(*fields)
 
 

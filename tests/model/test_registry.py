@@ -56,7 +56,8 @@ WALKED = [  # configurations whose random walks take every explored action betwe
 
 
 ADMIN_WALKED = [named("unclean", preferred_elections=1), named("kip320", max_shutdowns=1, preferred_elections=1),
-                named("kip320", deletions=1), named("kip320", reassignments=2, max_expiries=1)]
+                named("kip320", deletions=1), named("kip320", reassignments=2, max_expiries=1),
+                named("kip320", partition_changes=2, reuse_partition_ids=1)]
 """Beside ``WALKED``, where the native search's admin actions run: a knob it supports on."""
 
 

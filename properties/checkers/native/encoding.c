@@ -99,41 +99,46 @@ int encode(const S *s, const int *perm, u8 *out) {
     }
     mark(b, 0);
     put(b, s->zxid);
-    mark(b, 1); /* partitions: one PartitionZnode(leader, leader_epoch, isr, zk_version, ar, rar, topic_id) */
-    put(b, mapb(perm, s->zn_leader));
-    put(b, s->zn_leader_epoch);
-    put_set(b, perm, s->zn_isr, n);
-    put(b, s->zn_zk_version);
-    put_set(b, perm, s->zn_ar, n);
-    put_set(b, perm, s->zn_rar, n);
-    put(b, s->zn_topic_id);
+    for (int p = 0; p < C.partition_ids; p++) { /* partitions: PartitionZnode(leader, leader_epoch, isr, zk_version, ar, rar, topic_id) */
+        const Zn *zn = &s->zn[p];
+        mark(b, 1);
+        put(b, mapb(perm, zn->leader));
+        put(b, zn->leader_epoch);
+        put_set(b, perm, zn->isr, n);
+        put(b, zn->zk_version);
+        put_set(b, perm, zn->ar, n);
+        put_set(b, perm, zn->rar, n);
+        put(b, zn->topic_id);
+    }
     mark(b, 0);
     /* brokers: Broker(status, is_controller, controller_epoch, broker_epoch, replicas, new_brokers,
        shutting_down) */
     for (int x = 0; x < n; x++) {
         const Broker *br = &s->br[inv[x]];
-        const Replica *r = &br->r;
         mark(b, 1);
         put(b, br->status);
         put(b, br->is_controller);
         put(b, br->controller_epoch);
         put(b, br->broker_epoch);
-        mark(b, 1); /* replicas: one Replica */
-        put(b, r->role);
-        put(b, mapb(perm, r->leader));
-        put(b, r->leader_epoch);
-        put_set(b, perm, r->isr, n);
-        put(b, r->zk_version);
-        put_log(b, r->log, r->loglen);
-        put(b, r->hw);
-        put(b, r->fetch_state);
-        for (int y = 0; y < n; y++) {
+        for (int p = 0; p < C.partition_ids; p++) { /* replicas: Replica, by partition */
+            const Replica *r = &br->rp[p];
             mark(b, 1);
-            put(b, r->follower_leo[inv[y]]);
+            put(b, r->role);
+            put(b, mapb(perm, r->leader));
+            put(b, r->leader_epoch);
+            put_set(b, perm, r->isr, n);
+            put(b, r->zk_version);
+            put_log(b, r->log, r->loglen);
+            put(b, r->hw);
+            put(b, r->fetch_state);
+            for (int y = 0; y < n; y++) {
+                mark(b, 1);
+                put(b, r->follower_leo[inv[y]]);
+            }
+            mark(b, 0);
+            put(b, r->epoch_start);
+            put(b, r->topic_id);
         }
-        mark(b, 0);
-        put(b, r->epoch_start);
-        put(b, r->topic_id);
         mark(b, 0);
         put_set(b, perm, br->new_brokers, n);
         put_set(b, perm, br->shutting_down, n);
@@ -195,11 +200,7 @@ int encode(const S *s, const int *perm, u8 *out) {
         items[i].n = e.n;
     }
     put_items(b, items, s->nled);
-    if (s->unclean) {
-        mark(b, 1);
-        put(b, 0);
-    }
-    mark(b, 0);
+    put_set(b, IDENTITY, s->unclean, C.partition_ids); /* partition ids, not renamed */
     put(b, s->stale_accepts);
     put_pvs(b, items, s->zapp, s->nzapp);
     put(b, s->produced);
@@ -211,8 +212,8 @@ int encode(const S *s, const int *perm, u8 *out) {
     put(b, s->deletions);
     put_pvs(b, items, s->retired, s->nretired);
     put(b, s->preferred_elections);
-    put(b, 0);     /* partition_changes: none (seed 000 H is not run here) */
-    mark(b, 0);    /* removed: () */
+    put(b, s->partition_changes);
+    put_set(b, IDENTITY, s->removed, C.partition_ids);
     put(b, s->expiries);
     /* stop_replica: StopReplica(to, partition, leader_epoch, controller_epoch, topic_id,
        delete), sorted */
@@ -274,6 +275,15 @@ static u8 get_set(Rd *r) {
     }
     return set;
 }
+static u8 get_partitions(Rd *r) {
+    u8 set = 0;
+    while (more(r)) {
+        int p = get(r);
+        if (p < 0 || p >= C.partition_ids) die("bad state encoding (partition id)");
+        set |= (u8)(1 << p);
+    }
+    return set;
+}
 static int get_log(Rd *r, Entry *log) {
     int n = 0;
     while (more(r)) {
@@ -316,39 +326,44 @@ void decode(const u8 *p, int len, S *s) {
     }
     if (n != C.brokers) die("state has a different number of brokers than --brokers");
     s->zxid = (i8)get(r);
-    if (!more(r)) die("bad state encoding (no partition)");
-    s->zn_leader = (i8)get(r);
-    s->zn_leader_epoch = (i8)get(r);
-    s->zn_isr = get_set(r);
-    s->zn_zk_version = (i8)get(r);
-    s->zn_ar = get_set(r);
-    s->zn_rar = get_set(r);
-    s->zn_topic_id = (i8)get(r);
+    for (int p = 0; p < C.partition_ids; p++) {
+        if (!more(r)) die("bad state encoding (fewer partitions than --partitions and --partition-changes)");
+        Zn *zn = &s->zn[p];
+        zn->leader = (i8)get(r);
+        zn->leader_epoch = (i8)get(r);
+        zn->isr = get_set(r);
+        zn->zk_version = (i8)get(r);
+        zn->ar = get_set(r);
+        zn->rar = get_set(r);
+        zn->topic_id = (i8)get(r);
+    }
     expect_end(r);
     for (int x = 0; x < n; x++) {
         if (!more(r)) die("bad state encoding (brokers)");
         Broker *br = &s->br[x];
-        Replica *q = &br->r;
         br->status = (i8)get(r);
         br->is_controller = (i8)get(r);
         br->controller_epoch = (i8)get(r);
         br->broker_epoch = (i8)get(r);
-        if (!more(r)) die("bad state encoding (replicas)");
-        q->role = (i8)get(r);
-        q->leader = (i8)get(r);
-        q->leader_epoch = (i8)get(r);
-        q->isr = get_set(r);
-        q->zk_version = (i8)get(r);
-        q->loglen = (i8)get_log(r, q->log);
-        q->hw = (i8)get(r);
-        q->fetch_state = (i8)get(r);
-        for (int y = 0; y < n; y++) {
-            if (!more(r)) die("bad state encoding (follower_leo)");
-            q->follower_leo[y] = (i8)get(r);
+        for (int p = 0; p < C.partition_ids; p++) {
+            Replica *q = &br->rp[p];
+            if (!more(r)) die("bad state encoding (replicas)");
+            q->role = (i8)get(r);
+            q->leader = (i8)get(r);
+            q->leader_epoch = (i8)get(r);
+            q->isr = get_set(r);
+            q->zk_version = (i8)get(r);
+            q->loglen = (i8)get_log(r, q->log);
+            q->hw = (i8)get(r);
+            q->fetch_state = (i8)get(r);
+            for (int y = 0; y < n; y++) {
+                if (!more(r)) die("bad state encoding (follower_leo)");
+                q->follower_leo[y] = (i8)get(r);
+            }
+            expect_end(r);
+            q->epoch_start = (i8)get(r);
+            q->topic_id = (i8)get(r);
         }
-        expect_end(r);
-        q->epoch_start = (i8)get(r);
-        q->topic_id = (i8)get(r);
         expect_end(r);
         br->new_brokers = get_set(r);
         br->shutting_down = get_set(r);
@@ -398,10 +413,7 @@ void decode(const u8 *p, int len, S *s) {
         more(r); l->b = (i8)get(r);
         expect_end(r);
     }
-    while (more(r)) {
-        if (get(r) != 0) die("bad state encoding (unclean partition)");
-        s->unclean = 1;
-    }
+    s->unclean = get_partitions(r);
     s->stale_accepts = (i8)get(r);
     s->nzapp = (i8)get_pvs(r, s->zapp, "zombie appends");
     s->produced = (i8)get(r);
@@ -413,7 +425,8 @@ void decode(const u8 *p, int len, S *s) {
     s->deletions = (i8)get(r);
     s->nretired = (i8)get_pvs(r, s->retired, "retired");
     s->preferred_elections = (i8)get(r);
-    if (get(r) != 0 || more(r)) die("partitions added or removed are not supported by the native search");
+    s->partition_changes = (i8)get(r);
+    s->removed = get_partitions(r);
     s->expiries = (i8)get(r);
     while (more(r)) {
         if (s->nstop >= MAXSTOP) die("state too large for the native search (StopReplica requests)");

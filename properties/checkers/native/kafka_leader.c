@@ -12,23 +12,23 @@
 #include "state.h"
 
 /* held_at: the offset follower hold holds leader b's HW at, or -1 where it holds nothing back */
-static int held_at(const S *s, int b, int hold) {
-    const Replica *r = &s->br[b].r;
-    if (!C.hw_waits_outside_isr || hold == b || !has(s->zn_ar, hold) || !has(s->live, hold)) return -1;
-    int leo = r->follower_leo[hold], unheld = isr_least_leo(s, b);
-    if (has(maximal_isr(s, b), hold) || leo == UNKNOWN || leo >= unheld || unheld <= r->hw) return -1;
+static int held_at(const S *s, int b, int p, int hold) {
+    const Replica *r = &s->br[b].rp[p];
+    if (!C.hw_waits_outside_isr || hold == b || !has(s->zn[p].ar, hold) || !has(s->live, hold)) return -1;
+    int leo = r->follower_leo[hold], unheld = isr_least_leo(s, b, p);
+    if (has(maximal_isr(s, b, p), hold) || leo == UNKNOWN || leo >= unheld || unheld <= r->hw) return -1;
     return leo;
 }
 
 /* advance_hw_held: advance_hw, held by follower hold (unless NO_HOLD); 0 if hold cannot hold it */
-int advance_hw_held(S *s, int b, int hold) {
+int advance_hw_held(S *s, int b, int p, int hold) {
     if (hold == NO_HOLD) {
-        advance_hw_to(s, b, -1);
+        advance_hw_to(s, b, p, -1);
         return 1;
     }
-    int cap = held_at(s, b, hold);
+    int cap = held_at(s, b, p, hold);
     if (cap < 0) return 0;
-    advance_hw_to(s, b, cap);
+    advance_hw_to(s, b, p, cap);
     return 1;
 }
 
@@ -36,11 +36,12 @@ int advance_hw_held(S *s, int b, int hold) {
  * controller taking dead ISR member r offline by a write of its own -- elect_leader with its
  * offline argument.  The leader it writes is -1 if r led, else the leader as it is; the ISR
  * loses r unless r is its only member (the ISR never becomes empty); leader epoch + 1. */
-int offline_replica_write(S *s, int c, int r) {
+int offline_replica_write(S *s, int c, int p, int r) {
+    const Zn *zn = &s->zn[p];
     if (!acting_controller(s, c)) return 0;
-    if (s->zn_leader_epoch + 1 > C.max_epoch) return 0;
-    if (!C.offline_replica_writes || !s->zn_ar || !has(s->zn_isr, r) || has(s->live, r)) return 0;
-    write_and_send(s, s->zn_leader == r ? NO_LEADER : s->zn_leader,
-                   popcount8(s->zn_isr) == 1 ? s->zn_isr : (u8)(s->zn_isr & ~(1 << r)));
+    if (zn->leader_epoch + 1 > C.max_epoch) return 0;
+    if (!C.offline_replica_writes || !zn->ar || !has(zn->isr, r) || has(s->live, r)) return 0;
+    write_and_send(s, p, zn->leader == r ? NO_LEADER : zn->leader,
+                   popcount8(zn->isr) == 1 ? zn->isr : (u8)(zn->isr & ~(1 << r)));
     return 1;
 }

@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
     o.workers = 1;
     o.workdir = "/tmp";
     C = (Cfg){.brokers = 2, .records = 2, .max_epoch = 3, .max_crashes = 1, .max_pauses = 0, .min_insync = 1,
-              .unclean = 0, .truncation = T_KIP320, .topic_ids = 1, .symmetry = 1, .reduction = 0};
+              .unclean = 0, .truncation = T_KIP320, .topic_ids = 1, .symmetry = 1, .reduction = 0, .partitions = 1};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -144,6 +144,10 @@ int main(int argc, char **argv) {
         else if (OPT("--offline-replica-writes")) C.offline_replica_writes = (int)arg_long(v, a);
         else if (OPT("--hw-waits-outside-isr")) C.hw_waits_outside_isr = (int)arg_long(v, a);
         else if (OPT("--leader-keeps-follower-state")) C.leader_keeps_follower_state = (int)arg_long(v, a);
+        else if (OPT("--partitions")) C.partitions = (int)arg_long(v, a);
+        else if (OPT("--partition-changes")) C.partition_changes = (int)arg_long(v, a);
+        else if (OPT("--reuse-partition-ids")) C.reuse_partition_ids = (int)arg_long(v, a);
+        else if (OPT("--partition-identity")) C.partition_identity = (int)arg_long(v, a);
         else if (OPT("--fetch-max-records")) C.fetch_max_records = (int)arg_long(v, a);
         else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
         else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);
@@ -176,6 +180,11 @@ int main(int argc, char **argv) {
     }
     if (C.records < 0 || C.records > MAXREC) {
         fprintf(stderr, "epochal-search: --records must be between 0 and %d\n", MAXREC);
+        return 2;
+    }
+    C.partition_ids = C.partitions + C.partition_changes;
+    if (C.partitions < 1 || C.partition_changes < 0 || C.partition_ids > MAXP) {
+        fprintf(stderr, "epochal-search: --partitions and --partition-changes must make 1 to %d partition ids\n", MAXP);
         return 2;
     }
     if (o.workers > 64) o.workers = 64;

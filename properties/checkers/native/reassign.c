@@ -2,7 +2,8 @@
  * reassign.c: model/actions/reassignment.py -- the Reassignment Agent's start of a
  * reassignment (seed 000 F, INIT) and its completion (IN_PROGRESS: RAR in the ISR) -- and
  * what a reassignment's StopReplica leaves of a replica (model/actions/common.py
- * deleted_replica; shutdown.c's stop_replica takes it).  One partition; the AR and RAR are
+ * deleted_replica; shutdown.c's stop_replica takes it).  One partition (partition 0: native.py
+ * refuses reassignments beside more partition ids); the AR and RAR are
  * sets of brokers, as the model's sorted tuples are.  Each function is named after the
  * Python one it ports, read that one for the why.
  */
@@ -46,7 +47,7 @@ int reassign_start(S *s, int c, u8 rar) {
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
         if (has(rar, to))
-            add_lai(s, make_lai(to, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
+            add_lai(s, make_lai(to, 0, s->zn_leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
     return 1;
 }
 
@@ -69,8 +70,8 @@ int reassign_complete(S *s, int c, int leader) {
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
         if (has(rar, to))
-            add_lai(s, make_lai(to, leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
+            add_lai(s, make_lai(to, 0, leader, s->zn_leader_epoch, s->zn_isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
     for (int b = 0; b < C.brokers; b++)
-        if (has(removed, b)) add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 1));
+        if (has(removed, b)) add_stop(s, make_stop(b, 0, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 1));
     return 1;
 }

@@ -18,7 +18,7 @@ int free_step(const Expanding *x, S *t) {
     if (!C.fenced) return 0;
     for (int i = 0; i < s->nfetch; i++) {
         const Fetch *m = &s->fetch[i];
-        if (m->kind == FETCH_REQUEST && m->epoch < s->br[(int)m->leader].r.leader_epoch) {
+        if (m->kind == FETCH_REQUEST && m->epoch < s->br[(int)m->leader].rp[(int)m->partition].leader_epoch) {
             *t = *s;
             if (take(x, t, handle_fetch(t, *m))) return 1;
         }
@@ -26,7 +26,7 @@ int free_step(const Expanding *x, S *t) {
     for (int i = 0; i < s->nfetch; i++) {
         const Fetch *m = &s->fetch[i];
         if (m->kind != FETCH_RESPONSE) continue;
-        const Replica *r = &s->br[(int)m->follower].r;
+        const Replica *r = &s->br[(int)m->follower].rp[(int)m->partition];
         int dead = m->epoch < r->leader_epoch;
         int empty = m->error == OK && m->nrec == 0 && r->role == FOLLOWER && r->leader == m->leader &&
                     r->fetch_state == FETCHING && m->offset == r->loglen && m->epoch == r->leader_epoch &&
@@ -36,13 +36,14 @@ int free_step(const Expanding *x, S *t) {
             if (take(x, t, receive_fetch(t, *m))) return 1;
         }
     }
-    for (int f = 0; f < C.brokers; f++) {
-        const Replica *r = &s->br[f].r;
-        if (r->fetch_state == FETCHING && r->leader != NO_LEADER && s->br[(int)r->leader].r.leader_epoch <= r->leader_epoch) {
-            *t = *s;
-            if (take(x, t, send_fetch(t, f))) return 1;
+    for (int f = 0; f < C.brokers; f++)
+        for (int p = 0; p < C.partitions; p++) { /* the partitions at the start only, as reduction.py */
+            const Replica *r = &s->br[f].rp[p];
+            if (r->fetch_state == FETCHING && r->leader != NO_LEADER && s->br[(int)r->leader].rp[p].leader_epoch <= r->leader_epoch) {
+                *t = *s;
+                if (take(x, t, send_fetch(t, f, p))) return 1;
+            }
         }
-    }
     return 0;
 }
 

@@ -2,7 +2,7 @@
  * shutdown.c: model/actions/shutdown.py -- controlled shutdown and the clean stop after it --
  * and StopReplica (model/actions/reassignment.py stop_replica): a controlled shutdown's to a
  * follower, without delete, and a topic deletion's (topics.c) and a reassignment's
- * (reassign.c), with it.  One partition; each
+ * (reassign.c) and a partition removal's (partitions.c), with it.  Each
  * function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
@@ -11,11 +11,11 @@
  * The StopReplica requests in flight (a set, as model.state keeps it)
  * ------------------------------------------------------------------------------------- */
 
-Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete) {
+Stop make_stop(int to, int p, int leader_epoch, int controller_epoch, int topic_id, int delete) {
     Stop m;
     memset(&m, 0, sizeof m);
     m.to = (i8)to;
-    m.partition = 0;
+    m.partition = (i8)p;
     m.leader_epoch = (i8)leader_epoch;
     m.controller_epoch = (i8)controller_epoch;
     m.topic_id = (i8)topic_id;
@@ -42,58 +42,63 @@ void remove_stops_to(S *s, int b) {
  * model/actions/shutdown.py
  * ------------------------------------------------------------------------------------- */
 
-/* shutdowns_args: the (b, leader) of each controlled shutdown worth trying, in its order */
-int shutdowns_args(const S *s, int args[][2]) {
+/* shutdowns_args: the (p, b, leader) of each controlled shutdown worth trying, in its order */
+int shutdowns_args(const S *s, int args[][3]) {
     int n = 0, c = s->controller;
     if (c == NO_LEADER || s->shutdowns >= C.max_shutdowns) return 0;
     u8 stopping = s->br[c].shutting_down;
-    int leader = s->zn_leader;
-    for (int b = 0; b < C.brokers; b++)  /* a follower outside the ISR: nothing to write */
-        if (has(s->zn_ar, b) && !has(s->zn_isr, b) && b != leader) {
-            args[n][0] = b;
-            args[n++][1] = leader;
-        }
-    for (int b = 0; b < C.brokers; b++) {
-        if (!has(s->zn_isr, b)) continue;
-        if (leader == b || has(stopping, leader)) { /* the leadership moves */
-            for (int l = 0; l < C.brokers; l++)
-                if (has(s->zn_isr, l) && l != b && !has(stopping, l)) {
-                    args[n][0] = b;
-                    args[n++][1] = l;
+    for (int p = 0; p < C.partition_ids; p++) {
+        const Zn *zn = &s->zn[p];
+        int leader = zn->leader;
+        for (int b = 0; b < C.brokers; b++) /* a follower outside the ISR: nothing to write */
+            if (has(zn->ar, b) && !has(zn->isr, b) && b != leader) {
+                args[n][0] = p, args[n][1] = b, args[n][2] = leader;
+                n++;
+            }
+        for (int b = 0; b < C.brokers; b++) {
+            if (!has(zn->isr, b)) continue;
+            if (leader != b && !has(stopping, leader)) { /* the leadership stays (or there is none) */
+                args[n][0] = p, args[n][1] = b, args[n][2] = leader;
+                n++;
+                continue;
+            }
+            for (int l = 0; l < C.brokers; l++) /* it moves */
+                if (has(zn->isr, l) && l != b && !has(stopping, l)) {
+                    args[n][0] = p, args[n][1] = b, args[n][2] = l;
+                    n++;
                 }
-        } else {
-            args[n][0] = b;
-            args[n++][1] = leader;
         }
     }
     return n;
 }
 
-int controlled_shutdown(S *s, int c, int b, int leader) {
+int controlled_shutdown(S *s, int c, int p, int b, int leader) {
     if (!acting_controller(s, c) || s->br[b].status != UP || !has(s->live, b)) return 0;
     if (s->shutdowns >= C.max_shutdowns) return 0;
+    Zn *zn = &s->zn[p];
     u8 stopping = s->br[c].shutting_down | (u8)(1 << b);
-    if (!has(s->zn_isr, b) && has(s->zn_ar, b) && b != s->zn_leader && leader == s->zn_leader) {
+    if (!has(zn->isr, b) && has(zn->ar, b) && b != zn->leader && leader == zn->leader) {
         s->br[c].shutting_down = stopping;
-        add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
+        add_stop(s, make_stop(b, p, zn->leader_epoch, s->controller_epoch, zn->topic_id, 0));
         return 1;
     }
-    if (!has(s->zn_isr, b) || s->zn_leader_epoch + 1 > C.max_epoch) return 0;
-    u8 isr = s->zn_isr & (u8)~(1 << b);
-    if (has(stopping, s->zn_leader)) {
+    if (!has(zn->isr, b) || zn->leader_epoch + 1 > C.max_epoch) return 0;
+    u8 isr = zn->isr & (u8)~(1 << b);
+    if (has(stopping, zn->leader)) {
         if (!has(isr, leader) || !has(s->live, leader) || has(stopping, leader)) return 0;
-    } else if (leader != s->zn_leader || !isr) {
+    } else if (leader != zn->leader || !isr) {
         return 0;
     }
     s->br[c].shutting_down = stopping;
-    write_and_send(s, leader, isr);
-    add_stop(s, make_stop(b, s->zn_leader_epoch, s->controller_epoch, s->zn_topic_id, 0));
+    write_and_send(s, p, leader, isr);
+    add_stop(s, make_stop(b, p, zn->leader_epoch, s->controller_epoch, zn->topic_id, 0));
     return 1;
 }
 
 int broker_stop(S *s, int b) {
     if (s->br[b].status != UP || s->shutdowns >= C.max_shutdowns) return 0;
-    if (has(s->zn_isr, b) && popcount8(s->zn_isr) > 1) return 0;
+    for (int p = 0; p < C.partition_ids; p++) /* controlled shutdown first moves it out of every ISR it can leave */
+        if (has(s->zn[p].isr, b) && popcount8(s->zn[p].isr) > 1) return 0;
     process_ends(s, b);
     s->shutdowns++;
     return 1;
@@ -101,12 +106,13 @@ int broker_stop(S *s, int b) {
 
 /* model/actions/commands.py sent_earlier and waits_in_channel: a broker takes one
  * controller's requests in the order they were sent (Kafka's ControllerChannelManager: one
- * queue and one sender thread per broker).  One partition here, and no re-added ids. */
-static int sent_earlier(int to, int cepoch, int topic_id, int epoch, int removal, int then_to, int then_cepoch,
-                        int then_topic_id, int then_epoch) {
-    if (to != then_to || cepoch != then_cepoch) return 0;
+ * queue and one sender thread per broker). */
+static int sent_earlier(int to, int p, int cepoch, int topic_id, int epoch, int removal, int then_to, int then_p,
+                        int then_cepoch, int then_topic_id, int then_epoch) {
+    if (to != then_to || p != then_p || cepoch != then_cepoch) return 0;
     if (topic_id != then_topic_id) return topic_id < then_topic_id;
     if (epoch == EPOCH_DURING_DELETE || then_epoch == EPOCH_DURING_DELETE) return 0;
+    if (C.reuse_partition_ids && !C.partition_identity) return 0; /* a re-added id's epochs start again */
     if (epoch == then_epoch) return removal; /* a reassignment's StopReplica (delete) comes first */
     return epoch < then_epoch;
 }
@@ -115,8 +121,8 @@ static int sent_earlier(int to, int cepoch, int topic_id, int epoch, int removal
 int lai_waits(const S *s, const Lai *m) {
     for (int i = 0; i < s->nstop; i++) {
         const Stop *x = &s->stop[i];
-        if (sent_earlier(x->to, x->controller_epoch, x->topic_id, x->leader_epoch, x->delete,
-                         m->to, m->controller_epoch, m->topic_id, m->leader_epoch)) return 1;
+        if (sent_earlier(x->to, x->partition, x->controller_epoch, x->topic_id, x->leader_epoch, x->delete,
+                         m->to, m->partition, m->controller_epoch, m->topic_id, m->leader_epoch)) return 1;
     }
     return 0;
 }
@@ -125,8 +131,9 @@ int lai_waits(const S *s, const Lai *m) {
 int stop_waits(const S *s, const Stop *m) {
     for (int i = 0; i < s->nlai; i++) {
         const Lai *x = &s->lai[i];
-        if (sent_earlier(x->to, x->controller_epoch, x->topic_id, x->leader_epoch, 0,
-                         m->to, m->controller_epoch, m->topic_id, m->leader_epoch) && !stale_reason(s, x)) return 1;
+        if (sent_earlier(x->to, x->partition, x->controller_epoch, x->topic_id, x->leader_epoch, 0,
+                         m->to, m->partition, m->controller_epoch, m->topic_id, m->leader_epoch) && !stale_reason(s, x))
+            return 1;
     }
     return 0;
 }
@@ -137,26 +144,27 @@ int stop_waits(const S *s, const Stop *m) {
  * ------------------------------------------------------------------------------------- */
 
 int stop_replica(S *s, Stop m) {
-    int b = m.to, i;
+    int b = m.to, p = m.partition, i;
     Broker *br = &s->br[b];
+    Replica *r = &br->rp[p];
     for (i = 0; i < s->nstop; i++)
         if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
     if (i == s->nstop || br->status != UP || stop_waits(s, &m)) return 0;
     remove_stop_at(s, i);
     if (m.controller_epoch < br->controller_epoch) return 1; /* refused */
     int deletion = m.leader_epoch == EPOCH_DURING_DELETE;
-    if (deletion && C.topic_ids && m.topic_id < br->r.topic_id) return 1; /* a newer incarnation's replica */
-    if (!deletion && m.leader_epoch < br->r.leader_epoch) return 1;
+    if (deletion && C.topic_ids && m.topic_id < r->topic_id) return 1; /* a newer incarnation's replica */
+    if (!deletion && m.leader_epoch < r->leader_epoch) return 1;
     if (m.controller_epoch > br->controller_epoch) { /* seed 002: a newer controller exists */
         br->controller_epoch = m.controller_epoch;
         stop_controlling(br);
     }
-    drop_responses_to(s, b);
+    drop_responses_to(s, b, p);
     if (!m.delete)
-        replica_stops(&br->r); /* it stops fetching and keeps its log, HW and leader epoch */
+        replica_stops(r); /* it stops fetching and keeps its log, HW and leader epoch */
     else if (deletion)
-        topic_deleted(&br->r, m.topic_id > br->r.topic_id ? m.topic_id : br->r.topic_id);
+        topic_deleted(r, m.topic_id > r->topic_id ? m.topic_id : r->topic_id);
     else
-        deleted_replica(&br->r);
+        deleted_replica(r);
     return 1;
 }

@@ -1,12 +1,14 @@
 /*
  * state.h: what every unit of the native search shares -- the state's layout (model/state.py
- * for one partition, as fixed-size C structs), the configuration, the small helpers on broker
+ * for up to MAXP partition ids, as fixed-size C structs), the configuration, the small helpers on broker
  * sets, and the functions each unit offers the others.
  *
  * The native search is properties/checkers/native.py's compiled twin of the Python checker,
  * split by concern, each unit named after the Python it ports:
  *   encoding.c    the order-preserving encoding (properties/checkers/native.py encode) and fingerprints
- *   rules.c       model/actions/ and model/truncation.py: the initial state and the successors
+ *   rules.c       model/actions/ and model/truncation.py: the initial state and the rules
+ *   successors.c  the successors of a state, in model.actions.EXPLORED order
+ *   partitions.c  model/actions/partitions.py: partitions added and removed
  *   shutdown.c    model/actions/shutdown.py and StopReplica: controlled shutdown, the clean stop
  *   topics.c      model/actions/topics.py: topic deletion and re-creation, topic ids
  *   alter_partition.c  model/actions/controller_isr.py: ISR changes through the controller
@@ -37,6 +39,8 @@
 #include <string.h>
 
 #define MAXB 4
+/* partition ids: --partitions and one more per partition change allowed (Config.partition_ids) */
+#define MAXP 3
 /* Capacities of the state's arrays.  The search keeps them small (its states are bounded by
  * the configuration); the judge's step library (properties/checkers/native_step.py) builds the
  * same sources with larger ones, for recorded runs that produce more. */
@@ -99,7 +103,10 @@ typedef struct {
 
 typedef struct {
     i8 status, is_controller, controller_epoch, broker_epoch;
-    Replica r;
+    union {
+        Replica r;          /* partition 0's: the one partition of most configurations */
+        Replica rp[MAXP];   /* by partition id (C.partition_ids of them) */
+    };
     u8 new_brokers; /* controller only: registrations whose onBrokerStartup is still to run */
     u8 shutting_down; /* controller only: the brokers that asked it for a controlled shutdown */
 } Broker;
@@ -119,19 +126,20 @@ typedef struct { i8 p, offset; Entry e; } Committed;
 typedef struct { i8 p, value; } PV;
 typedef struct { i8 p, epoch, b; } Led;
 
-/* One partition: the Zk's partitions tuple has one PartitionZnode (a deleted topic's has no
- * AR and keeps its topic id; rar: the reassignment pending, 0 for none). */
+/* A PartitionZnode (a deleted topic's or removed partition's has no AR and keeps its topic
+ * id; rar: the reassignment pending, 0 for none; an id not created yet has leader epoch -1) */
+typedef struct { i8 leader, leader_epoch; u8 isr; i8 zk_version; u8 ar, rar; i8 topic_id; } Zn;
+
+/* The Zk's partitions tuple is zn[0 .. C.partition_ids); zn_* name partition 0's fields. */
 typedef struct {
     i8 controller, controller_epoch;
     u8 live;
     i8 broker_epochs[MAXB];
     i8 zxid;
-    i8 zn_leader, zn_leader_epoch;
-    u8 zn_isr;
-    i8 zn_zk_version;
-    u8 zn_ar;
-    u8 zn_rar;
-    i8 zn_topic_id;
+    union {
+        struct { i8 zn_leader, zn_leader_epoch; u8 zn_isr; i8 zn_zk_version; u8 zn_ar, zn_rar; i8 zn_topic_id; };
+        Zn zn[MAXP];
+    };
     Broker br[MAXB];
     i8 nlai;
     Lai lai[MAXLAI];
@@ -143,7 +151,7 @@ typedef struct {
     PV acked[MAXSMALL];
     i8 nled;
     Led led[MAXLED];
-    i8 unclean; /* 1: partition 0 has had an unclean election */
+    u8 unclean; /* bit p: partition p has had an unclean election */
     i8 stale_accepts;
     i8 nzapp;
     PV zapp[MAXSMALL];
@@ -157,6 +165,8 @@ typedef struct {
     i8 nstop;
     Stop stop[MAXSTOP]; /* StopReplica requests in flight */
     i8 expiries; /* ghost: session expiries of a running broker taken */
+    i8 partition_changes; /* ghost: partitions added or removed (partitions.c) */
+    u8 removed; /* ghost: bit p, partition p was removed */
     i8 nalter;
     Alter alter[MAXALTER]; /* AlterPartition proposals and answers in flight */
 } S;
@@ -172,6 +182,10 @@ typedef struct {
     int alter_partition; /* the ISR written by the controller (AlterPartition) */
     /* the rules of Kafka's brokers (model.config.KAFKA_BROKER) */
     int startup_from_controller, offline_replica_writes, hw_waits_outside_isr, leader_keeps_follower_state;
+    /* the partitions at the start, the partitions added or removed (partitions.c), and the
+     * partition ids the state has a slot for: their sum (Config.partition_ids) */
+    int partitions, partition_changes, partition_ids;
+    int reuse_partition_ids, partition_identity;
 } Cfg;
 
 
@@ -182,6 +196,9 @@ void die(const char *msg) __attribute__((noreturn));
 
 static inline int popcount8(u8 x) { return __builtin_popcount(x); }
 static inline int has(u8 set, int b) { return b >= 0 && ((set >> b) & 1); }
+/* model.state.ever_created: the topic has, or had, partition id p (its znode has an AR or
+ * keeps the leader epoch it had) */
+static inline int ever_created(const Zn *zn) { return zn->ar || zn->leader_epoch != -1; }
 
 /* ---------------------------------------------------------------------------------------
  * Sets kept as arrays; membership by bytewise equality (every struct is zeroed before use,
@@ -253,44 +270,47 @@ void remove_lai_at(S *s, int i);
 static inline u8 shutting_down(const S *s) { return s->controller < 0 ? 0 : s->br[(int)s->controller].shutting_down; }
 /* what the rules share with shutdown.c */
 int acting_controller(const S *s, int c);
-void write_and_send(S *s, int leader, u8 isr);
+void write_and_send(S *s, int p, int leader, u8 isr);
 void process_ends(S *s, int b);
 void stop_controlling(Broker *br);
-void drop_responses_to(S *s, int b);
+void drop_responses_to(S *s, int b, int p);
 void unknown_leo(Replica *r);
 void replica_stops(Replica *r);
 /* shutdown.c: controlled shutdown (its arguments in shutdowns_args order), the clean stop,
  * and StopReplica */
-int shutdowns_args(const S *s, int args[][2]);
-int controlled_shutdown(S *s, int c, int b, int leader);
+int shutdowns_args(const S *s, int args[][3]);
+int controlled_shutdown(S *s, int c, int p, int b, int leader);
 int broker_stop(S *s, int b);
 int stop_replica(S *s, Stop m);
 void remove_stops_to(S *s, int b);
 void add_stop(S *s, Stop m);
 int lai_waits(const S *s, const Lai *m);   /* channel order: behind an earlier StopReplica */
 int stop_waits(const S *s, const Stop *m); /* channel order: behind an earlier LeaderAndISR */
-Stop make_stop(int to, int leader_epoch, int controller_epoch, int topic_id, int delete);
+Stop make_stop(int to, int p, int leader_epoch, int controller_epoch, int topic_id, int delete);
 /* rules.c, shared with topics.c, reassign.c and expire.c */
 void deregister(S *s, int b);
 int stale_reason(const S *s, const Lai *m);
 void add_lai(S *s, Lai m);
-Lai make_lai(int to, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
+Lai make_lai(int to, int p, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
 int max_broker_epoch(const S *s);
 
 /* rules.c, shared with alter_partition.c and kafka_leader.c */
-int out_of_sync(const S *s, int b, int f);
-int caught_up(const S *s, int b, int f);
-int isr_least_leo(const S *s, int b);
-void advance_hw_to(S *s, int b, int cap); /* cap < 0: the maximal ISR's least LEO */
+int out_of_sync(const S *s, int b, int p, int f);
+int caught_up(const S *s, int b, int p, int f);
+int isr_least_leo(const S *s, int b, int p);
+void advance_hw_to(S *s, int b, int p, int cap); /* cap < 0: the maximal ISR's least LEO */
+/* election_outcomes: the (leader, ISR, unclean) choices of an election of p */
+typedef struct { int leader; u8 isr; int unclean; } Outcome;
+int election_outcomes(const S *s, int p, Outcome *out);
 /* alter_partition.c: AlterPartition (model/actions/controller_isr.py) */
-u8 maximal_isr(const S *s, int b);
-int propose_isr(S *s, int b, int f);
+u8 maximal_isr(const S *s, int b, int p);
+int propose_isr(S *s, int b, int p, int f);
 int alter_partition(S *s, int c, Alter m);
 int apply_isr(S *s, Alter m);
 void alter_successors(const Expanding *x, Emit emit, void *ctx);
 /* kafka_leader.c: the HW a follower outside the ISR holds (model/actions/replication.py held_at) */
-int advance_hw_held(S *s, int b, int hold);
-int offline_replica_write(S *s, int c, int r);
+int advance_hw_held(S *s, int b, int p, int hold);
+int offline_replica_write(S *s, int c, int p, int r);
 
 /* topics.c: topic deletion and re-creation (model/actions/topics.py), and what a replica of
  * a deleted incarnation becomes (model/actions/common.py) */
@@ -298,7 +318,14 @@ int delete_topic(S *s, int c);
 int create_topic(S *s, int c, u8 ar, int leader);
 void topic_deleted(Replica *r, int topic_id);
 void for_incarnation(Replica *r, int topic_id);
-int is_current(const S *s, const Replica *r);
+int is_current(const S *s, int p, const Replica *r);
+void partition_gone(S *s, int p);
+/* partitions.c: partitions added and removed (model/actions/partitions.py), and their
+ * successors in partition_adds_args, partition_removals_args order */
+int removal_pending(const S *s, int p);
+int add_partitions(S *s, int c, int p, u8 ar, int leader);
+int remove_partitions(S *s, int c, int p);
+void partition_successors(const Expanding *x, Emit emit, void *ctx);
 /* reassign.c: a reassignment's start (a pending one again, or any non-empty replica set
  * within the bound, in reassign_starts_args order) and completion, and what a
  * reassignment's StopReplica leaves (deleted_replica) */
@@ -310,7 +337,7 @@ void deleted_replica(Replica *r);
 int broker_expire(S *s, int b);
 int reject_leader_and_isr(S *s, Lai m);
 /* the fetch actions the reduction takes on their own */
-int send_fetch(S *s, int f);
+int send_fetch(S *s, int f, int p);
 int handle_fetch(S *s, Fetch m);
 int handle_fetch_held(S *s, Fetch m, int hold);
 int receive_fetch(S *s, Fetch m);
@@ -323,16 +350,16 @@ int broker_resume(S *s, int b);
 int broker_reregister(S *s, int b);
 int controller_elect(S *s, int b);
 int controller_resign(S *s, int b);
-int elect_leader(S *s, int c, int leader);
+int elect_leader(S *s, int c, int p, int leader);
 int on_broker_startup(S *s, int c, int b);
 int become_leader(S *s, Lai m);
 int become_follower(S *s, Lai m);
-int truncate_log(S *s, int f);
-int produce(S *s, int b, int hold);
-int shrink_isr(S *s, int b, int f);
-int expand_isr(S *s, int b, int f);
-int isr_update_failed(S *s, int b);
-int preferred_election(S *s, int c);
+int truncate_log(S *s, int f, int p);
+int produce(S *s, int b, int p, int hold);
+int shrink_isr(S *s, int b, int p, int f);
+int expand_isr(S *s, int b, int p, int f);
+int isr_update_failed(S *s, int b, int p);
+int preferred_election(S *s, int c, int p);
 /* step.c: the action named, with its int arguments, taken in place: 1, 0 when its guard
  * fails, -2 for a step rules.c does not take */
 int take_step(S *s, const char *action, const int *args, int nargs);

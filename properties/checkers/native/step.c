@@ -34,7 +34,7 @@ static int holder(int h) { return h == NO_HOLD || in_range(h, C.brokers); }
  * which leaves the leader ``leader`` (the model's check that its leader argument is so) */
 static int offline_write(S *s, int c, int leader, int r) {
     int left = s->zn_leader == r ? NO_LEADER : s->zn_leader;
-    return left == leader && offline_replica_write(s, c, r);
+    return left == leader && offline_replica_write(s, c, 0, r);
 }
 
 /* The action named ``action`` with its int arguments, taken in place on *s: STEP_YES,
@@ -67,25 +67,25 @@ static int take(S *s, const char *action, const int *a, int n) {
     if (IS("controller_resign", 1)) return controller_resign(s, b);
     if (IS("broker_stop", 1)) return broker_stop(s, b);
     if (IS("elect_leader", 3)) {
-        if (a[2] == NO_OFFLINE) return elect_leader(s, b, a[1]);
+        if (a[2] == NO_OFFLINE) return elect_leader(s, b, 0, a[1]);
         return in_range(a[2], C.brokers) ? offline_write(s, b, a[1], a[2]) : STEP_UNKNOWN;
     }
     if (IS("on_broker_startup", 2)) return in_range(a[1], C.brokers) && on_broker_startup(s, b, a[1]);
     if (IS("controlled_shutdown", 3))
-        return in_range(a[1], C.brokers) && controlled_shutdown(s, b, a[1], a[2]);
-    if (IS("truncate", 1)) return truncate_log(s, b);
-    if (IS("produce", 2)) return holder(a[1]) ? produce(s, b, a[1]) : STEP_UNKNOWN;
-    if (IS("send_fetch", 1)) return send_fetch(s, b);
-    if (IS("isr_update_failed", 1)) return isr_update_failed(s, b);
-    if (IS("shrink_isr", 2)) return in_range(a[1], C.brokers) && shrink_isr(s, b, a[1]);
-    if (IS("expand_isr", 2)) return in_range(a[1], C.brokers) && expand_isr(s, b, a[1]);
-    if (IS("propose_isr", 2)) return in_range(a[1], C.brokers) && propose_isr(s, b, a[1]);
+        return in_range(a[1], C.brokers) && controlled_shutdown(s, b, 0, a[1], a[2]);
+    if (IS("truncate", 1)) return truncate_log(s, b, 0);
+    if (IS("produce", 2)) return holder(a[1]) ? produce(s, b, 0, a[1]) : STEP_UNKNOWN;
+    if (IS("send_fetch", 1)) return send_fetch(s, b, 0);
+    if (IS("isr_update_failed", 1)) return isr_update_failed(s, b, 0);
+    if (IS("shrink_isr", 2)) return in_range(a[1], C.brokers) && shrink_isr(s, b, 0, a[1]);
+    if (IS("expand_isr", 2)) return in_range(a[1], C.brokers) && expand_isr(s, b, 0, a[1]);
+    if (IS("propose_isr", 2)) return in_range(a[1], C.brokers) && propose_isr(s, b, 0, a[1]);
     if (IS("delete_topic", 1)) return delete_topic(s, b);
     if (IS("create_topic", 3))
         return brokers_set(a[1]) ? in_range(a[2], C.brokers) && create_topic(s, b, (u8)a[1], a[2]) : STEP_UNKNOWN;
     if (IS("reassign_start", 2)) return brokers_set(a[1]) ? reassign_start(s, b, (u8)a[1]) : STEP_UNKNOWN;
     if (IS("reassign_complete", 2)) return in_range(a[1], C.brokers) && reassign_complete(s, b, a[1]);
-    if (IS("preferred_election", 1)) return preferred_election(s, b);
+    if (IS("preferred_election", 1)) return preferred_election(s, b, 0);
 #undef IS
     return STEP_UNKNOWN;
 }

@@ -12,11 +12,12 @@
 
 static void rename_versions(S *s) {
     /* zk_versions, dense from 0; zxids (broker epochs), dense from 1 */
-    int vs[2 + MAXB + MAXLAI + MAXALTER], nv = 0;
+    int vs[MAXP + MAXP * MAXB + MAXLAI + MAXALTER], nv = 0;
     int zs[2 + 2 * MAXB + MAXLAI + MAXALTER], nz = 0;
-    vs[nv++] = s->zn_zk_version;
+    for (int p = 0; p < C.partition_ids; p++) vs[nv++] = s->zn[p].zk_version;
     for (int b = 0; b < C.brokers; b++)
-        if (s->br[b].r.zk_version >= 0) vs[nv++] = s->br[b].r.zk_version;
+        for (int p = 0; p < C.partition_ids; p++)
+            if (s->br[b].rp[p].zk_version >= 0) vs[nv++] = s->br[b].rp[p].zk_version;
     for (int i = 0; i < s->nlai; i++) vs[nv++] = s->lai[i].zk_version;
     for (int b = 0; b < C.brokers; b++) zs[nz++] = s->broker_epochs[b];
     for (int b = 0; b < C.brokers; b++) zs[nz++] = s->br[b].broker_epoch;
@@ -39,9 +40,10 @@ static void rename_versions(S *s) {
         if (zpresent[v]) zmap[v] = rank++;
 #define VM(x) ((i8)vmap[(x) + 128])
 #define ZM(x) ((i8)zmap[(x) + 128])
-    s->zn_zk_version = VM(s->zn_zk_version);
+    for (int p = 0; p < C.partition_ids; p++) s->zn[p].zk_version = VM(s->zn[p].zk_version);
     for (int b = 0; b < C.brokers; b++) {
-        if (s->br[b].r.zk_version >= 0) s->br[b].r.zk_version = VM(s->br[b].r.zk_version);
+        for (int p = 0; p < C.partition_ids; p++)
+            if (s->br[b].rp[p].zk_version >= 0) s->br[b].rp[p].zk_version = VM(s->br[b].rp[p].zk_version);
         s->broker_epochs[b] = ZM(s->broker_epochs[b]);
         s->br[b].broker_epoch = ZM(s->br[b].broker_epoch);
     }
@@ -58,11 +60,10 @@ static void rename_versions(S *s) {
 #undef ZM
 }
 
-typedef struct { u8 bytes[64]; int n; int b; } Sig;
+typedef struct { u8 bytes[64 * MAXP]; int n; int b; } Sig;
 
 static void signature(const S *s, int b, Sig *sig) {
     const Broker *br = &s->br[b];
-    const Replica *r = &br->r;
     Buf B = {sig->bytes, 0}, *o = &B;
     mark(o, 1); put(o, br->status);
     mark(o, 1); put(o, br->is_controller);
@@ -71,17 +72,21 @@ static void signature(const S *s, int b, Sig *sig) {
     mark(o, 1); put(o, has(s->live, b));
     mark(o, 1); put(o, s->controller == b);
     mark(o, 1);
-    mark(o, 1); /* the one partition's tuple */
-    mark(o, 1); put(o, r->role);
-    mark(o, 1); put(o, r->leader == b);
-    mark(o, 1); put(o, r->leader_epoch);
-    mark(o, 1); put_log(o, r->log, r->loglen);
-    mark(o, 1); put(o, r->hw);
-    mark(o, 1); put(o, r->fetch_state);
-    mark(o, 1); put(o, popcount8(r->isr));
-    mark(o, 1); put(o, s->zn_leader == b);
-    mark(o, 1); put(o, has(s->zn_isr, b));
-    mark(o, 0);
+    for (int p = 0; p < C.partition_ids; p++) { /* each partition's tuple */
+        const Replica *r = &br->rp[p];
+        const Zn *zn = &s->zn[p];
+        mark(o, 1);
+        mark(o, 1); put(o, r->role);
+        mark(o, 1); put(o, r->leader == b);
+        mark(o, 1); put(o, r->leader_epoch);
+        mark(o, 1); put_log(o, r->log, r->loglen);
+        mark(o, 1); put(o, r->hw);
+        mark(o, 1); put(o, r->fetch_state);
+        mark(o, 1); put(o, popcount8(r->isr));
+        mark(o, 1); put(o, zn->leader == b);
+        mark(o, 1); put(o, has(zn->isr, b));
+        mark(o, 0);
+    }
     mark(o, 0);
     mark(o, 0);
     sig->n = o->n;

@@ -1,8 +1,9 @@
 /*
  * topics.c: model/actions/topics.py -- an administrator deletes the topic and creates it
  * again under the same name with any assignment -- and the rules on a replica of a deleted
- * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  One
- * partition; each function is named after the Python one it ports, read that one for the why.
+ * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  The
+ * deletion and creation are of one partition (partition 0: native.py refuses deletions beside
+ * more partition ids); partition_gone, partitions.c's removal too, is of any.  Each function is named after the Python one it ports, read that one for the why.
  */
 #include "state.h"
 
@@ -31,44 +32,62 @@ void for_incarnation(Replica *r, int topic_id) {
 }
 
 /* is_current: the topic exists and r acts for its current incarnation */
-int is_current(const S *s, const Replica *r) { return s->zn_ar && r->topic_id == s->zn_topic_id; }
+int is_current(const S *s, int p, const Replica *r) { return s->zn[p].ar && r->topic_id == s->zn[p].topic_id; }
 
 /* ---------------------------------------------------------------------------------------
  * model/actions/topics.py
  * ------------------------------------------------------------------------------------- */
 
-static void retire(S *s, const Entry *log, int len) {
+static void retire(S *s, int p, const Entry *log, int len) {
     for (int i = 0; i < len; i++) {
-        PV x = {0, log[i].value};
+        PV x = {(i8)p, log[i].value};
         SET_ADD(s->retired, s->nretired, MAXSMALL, x);
     }
+}
+
+/* the (partition, value) pairs of pvs[0..n) not of partition p, in order */
+static i8 pvs_without(PV *pvs, int n, int p) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (pvs[i].p != p) pvs[k++] = pvs[i];
+    memset(&pvs[k], 0, sizeof(PV) * (size_t)(n - k));
+    return (i8)k;
 }
 
 /* partition_gone: StopReplica(delete) to the live assigned replicas, the znode loses its AR,
  * leader and ISR (its version moves on), and the history forgets the partition's records,
  * every one of them retired */
-static void partition_gone(S *s) {
+void partition_gone(S *s, int p) {
+    Zn *zn = &s->zn[p];
     for (int b = 0; b < C.brokers; b++)
-        if (has(s->zn_ar, b) && has(s->live, b))
-            add_stop(s, make_stop(b, EPOCH_DURING_DELETE, s->controller_epoch, s->zn_topic_id, 1));
-    s->zn_leader = NO_LEADER;
-    s->zn_isr = 0;
-    s->zn_zk_version++;
-    s->zn_ar = 0;
-    for (int b = 0; b < C.brokers; b++) retire(s, s->br[b].r.log, s->br[b].r.loglen);
-    for (int i = 0; i < s->nfetch; i++) retire(s, s->fetch[i].rec, s->fetch[i].nrec);
-    memset(s->committed, 0, sizeof s->committed);
-    memset(s->acked, 0, sizeof s->acked);
-    memset(s->led, 0, sizeof s->led);
-    memset(s->zapp, 0, sizeof s->zapp);
-    memset(s->zc, 0, sizeof s->zc);
-    s->ncommitted = s->nacked = s->nled = s->nzapp = s->nzc = 0;
-    s->unclean = 0;
+        if (has(zn->ar, b) && has(s->live, b))
+            add_stop(s, make_stop(b, p, EPOCH_DURING_DELETE, s->controller_epoch, zn->topic_id, 1));
+    zn->leader = NO_LEADER;
+    zn->isr = 0;
+    zn->zk_version++;
+    zn->ar = 0;
+    for (int b = 0; b < C.brokers; b++) retire(s, p, s->br[b].rp[p].log, s->br[b].rp[p].loglen);
+    for (int i = 0; i < s->nfetch; i++)
+        if (s->fetch[i].partition == p) retire(s, p, s->fetch[i].rec, s->fetch[i].nrec);
+    int k = 0;
+    for (int i = 0; i < s->ncommitted; i++)
+        if (s->committed[i].p != p) s->committed[k++] = s->committed[i];
+    memset(&s->committed[k], 0, sizeof(Committed) * (size_t)(s->ncommitted - k));
+    s->ncommitted = (i8)k;
+    k = 0;
+    for (int i = 0; i < s->nled; i++)
+        if (s->led[i].p != p) s->led[k++] = s->led[i];
+    memset(&s->led[k], 0, sizeof(Led) * (size_t)(s->nled - k));
+    s->nled = (i8)k;
+    s->nacked = pvs_without(s->acked, s->nacked, p);
+    s->nzapp = pvs_without(s->zapp, s->nzapp, p);
+    s->nzc = pvs_without(s->zc, s->nzc, p);
+    s->unclean &= (u8)~(1 << p);
 }
 
 int delete_topic(S *s, int c) {
     if (!acting_controller(s, c) || s->deletions >= C.deletions || !s->zn_ar || s->zn_rar) return 0;
-    partition_gone(s);
+    partition_gone(s, 0);
     s->deletions++;
     return 1;
 }
@@ -89,7 +108,7 @@ int create_topic(S *s, int c, u8 ar, int leader) {
     s->zn_topic_id++;
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
-        if (has(ar, to)) add_lai(s, make_lai(to, leader, 1, isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
+        if (has(ar, to)) add_lai(s, make_lai(to, 0, leader, 1, isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
     Led l = {0, 1, (i8)leader};
     SET_ADD(s->led, s->nled, MAXLED, l);
     return 1;
