@@ -24,7 +24,7 @@ PAGE = ROOT / "docs" / "porting.md"
 DESIGN = ROOT / "docs" / "design.md"
 NODE = ROOT / "impl" / "node"
 PLACEHOLDERS = {"broker": "N", "topic": "T", "partition": "P"}
-PAGE_PLACEHOLDERS = {"N", "T", "P", "U", "C", "<default>"}
+PAGE_PLACEHOLDERS = {"N", "T", "P", "U", "C", "G", "<default>"}
 
 
 def _modules() -> list[tuple[Path, ast.Module]]:
