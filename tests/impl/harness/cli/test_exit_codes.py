@@ -21,6 +21,7 @@ from tests.ctrl_c import as_from_a_terminal
 ROOT = Path(__file__).resolve().parents[4]
 
 
+@pytest.mark.slow  # z3, about 14 s: kip320's proofs also run in test_symbolic and test_verdict_schema
 def test_prove_holds_once_durability_is_proved_by_induction(capsys: pytest.CaptureFixture[str]) -> None:
     """kip320's durability is proved by induction, so prove answers 0; BMC still runs, as a
     cross-check, and finds nothing."""
