@@ -154,3 +154,14 @@ def drive_mutant(tmp_path: Path, file: str, line: str, seeded: str, *drive_args:
                           capture_output=True, text=True, cwd=src, env=dict(os.environ, PYTHONPATH=str(src)),
                           timeout=600)
     return proc.returncode, json.loads(proc.stdout)
+
+
+def drive_path_file(path: Path, config: dict[str, Any], steps: list[tuple[Any, Any]]) -> Path:
+    """``steps`` ((Step, state before) pairs of a hand-built model path) written to ``path``
+    in the format ``epochal drive --path`` reads, a LeaderAndISR argument as its fields."""
+    from model.state import LeaderAndIsr
+
+    path.write_text(json.dumps({"config": config, "steps": [
+        {"action": step.action, "args": [a._asdict() if isinstance(a, LeaderAndIsr) else a for a in step.args]}
+        for step, _ in steps]}))
+    return path

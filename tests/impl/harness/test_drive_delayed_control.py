@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 import pytest
-from impl_testing import drive_mutant
+from impl_testing import drive_mutant, drive_path_file
 
 from impl.harness.drive import Driver, from_json
 from model.actions import Step
@@ -66,12 +66,7 @@ def _steps() -> list[tuple[Step, State]]:
 
 
 def _path(tmp_path: Path) -> Path:
-    steps = [{"action": step.action,
-              "args": [a._asdict() if isinstance(a, LeaderAndIsr) else a for a in step.args]}
-             for step, _ in _steps()]
-    path = tmp_path / "delayed_control.json"
-    path.write_text(json.dumps({"config": CFG, "steps": steps}))
-    return path
+    return drive_path_file(tmp_path / "delayed_control.json", CFG, _steps())
 
 
 def test_the_deposed_controllers_request_is_stale_by_its_controller_epoch_alone_after_the_election() -> None:

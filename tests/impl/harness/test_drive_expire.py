@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from impl_testing import drive_mutant
+from impl_testing import drive_mutant, drive_path_file
 
 from impl.harness.drive import Driver, from_json
 from impl.harness.drive.generate import search
@@ -30,7 +30,7 @@ from model.actions import Step
 from model.actions.commands import stale_reason
 from model.config import named
 from model.registry import apply
-from model.state import LeaderAndIsr, State, initial
+from model.state import State, initial
 
 CFG = {"name": "kip320", "brokers": 3, "max_crashes": 1, "max_expiries": 1}
 HELD = ("held", 2, 2)  # controller 0's request to broker 2 at leader epoch 2, sent before the expiry
@@ -69,12 +69,7 @@ def _steps() -> list[tuple[Step, State]]:
 
 
 def _path(tmp_path: Path) -> Path:
-    steps = [{"action": step.action,
-              "args": [a._asdict() if isinstance(a, LeaderAndIsr) else a for a in step.args]}
-             for step, _ in _steps()]
-    path = tmp_path / "expire.json"
-    path.write_text(json.dumps({"config": CFG, "steps": steps}))
-    return path
+    return drive_path_file(tmp_path / "expire.json", CFG, _steps())
 
 
 def test_a_request_sent_before_the_re_registration_is_stale_by_the_broker_epoch_alone() -> None:
