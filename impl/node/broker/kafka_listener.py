@@ -205,7 +205,10 @@ class KafkaClients(KafkaAdmin, KafkaOperations, KafkaGroups, ClientRequests):
                    for b in live if endpoints.get(b) is not None]
         asked = getattr(body, "topics", None)
         names = sorted(meta["topics"]) if not asked else [t.name for t in asked]
-        topics = [self._kafka_topic(name, meta["topics"].get(name), set(live)) for name in names]
+        # a partition's leader counts as live only if it is listed: a client may hold no
+        # address for any other (a registration gone before the metadata's cache moved)
+        listed = {b["node_id"] for b in brokers}
+        topics = [self._kafka_topic(name, meta["topics"].get(name), listed) for name in names]
         return build(schema, throttle_time=0, brokers=brokers, cluster_id=None,
                      controller_id=int(meta.get("controller_id", -1)), topics=topics)
 
@@ -216,9 +219,9 @@ class KafkaClients(KafkaAdmin, KafkaOperations, KafkaGroups, ClientRequests):
                     "topic_id": None, "is_internal": False, "partitions": []}
         rows = []
         for p, st in sorted(partitions.items(), key=lambda kv: int(kv[0])):
-            leader = int(st["leader"])
-            rows.append({"error_code": KafkaError.none if leader in live
-                         else KafkaError.leader_not_available,
+            # Kafka's MetadataCache: a leader not among the live brokers is no leader (-1)
+            leader = int(st["leader"]) if int(st["leader"]) in live else -1
+            rows.append({"error_code": KafkaError.none if leader != -1 else KafkaError.leader_not_available,
                          "partition_index": int(p), "leader_id": leader,
                          "leader_epoch": int(st["leader_epoch"]),
                          "replica_nodes": list(st["replicas"]), "isr_nodes": list(st["isr"]),

@@ -297,7 +297,14 @@ class Encoding(KnobbedActions):
 
     def _request_guard(self, s: dict, b: int, m: Term) -> Term:
         R = self.shape.req
-        return z3.And(s[("lai",)][m], R.to(m) == b, s[("st", b)] == UP, z3.Not(self._stale(s, m)))
+        guard = z3.And(s[("lai",)][m], R.to(m) == b, s[("st", b)] == UP, z3.Not(self._stale(s, m)))
+        if ("stops", b) not in s:
+            return guard
+        # commands.waits_in_channel: behind a StopReplica the same controller sent b earlier
+        # (a shutdown's: of a lower leader epoch -- one of the same epoch is not earlier)
+        T, x = self.shape.stop, z3.Const(f"earlier{b}", self.shape.stop)
+        earlier = z3.Exists([x], z3.And(s[("stops", b)][x], T.scepoch(x) == R.cepoch(m), T.slepoch(x) < R.lepoch(m)))
+        return z3.And(guard, z3.Not(earlier))
 
     def become_leader(self, s: dict, b: int) -> Disjunct:
         R = self.shape.req

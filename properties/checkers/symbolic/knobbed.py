@@ -159,7 +159,12 @@ class KnobbedActions:
         kept -- and a newer controller epoch makes b stop acting as controller."""
         T = self.shape.stop
         m = self._fresh_msg(T)
-        g = z3.And(s[("stops", b)][m], s[("st", b)] == UP)
+        R, x = self.shape.req, z3.Const(f"earlier_lai{b}", self.shape.req)
+        # commands.waits_in_channel: behind a LeaderAndISR the same controller sent b earlier
+        # (of a lower leader epoch) that b would still take
+        earlier = z3.Exists([x], z3.And(s[("lai",)][x], R.to(x) == b, R.cepoch(x) == T.scepoch(m),
+                                         R.lepoch(x) < T.slepoch(m), z3.Not(self._stale(s, x))))
+        g = z3.And(s[("stops", b)][m], s[("st", b)] == UP, z3.Not(earlier))
         consumed = dict(s)
         consumed[("stops", b)] = z3.Store(s[("stops", b)], m, False)
         cep, bcep = T.scepoch(m), s[("bcep", b)]
