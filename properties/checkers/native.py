@@ -99,6 +99,11 @@ class NativeUnavailable(Exception):
     """The native search cannot run here or for this configuration (the message says why)."""
 
 
+class NoCompiler(NativeUnavailable):
+    """No C compiler here: the one reason a caller may quietly fall back to Python.  A build
+    that fails is a broken source tree, never a reason to skip."""
+
+
 # ---------------------------------------------------------------------------------------
 # The shared encoding
 # ---------------------------------------------------------------------------------------
@@ -407,7 +412,7 @@ def compiled(name: str, flags: tuple[str, ...], suffix: str = "", directory: Pat
     if target.exists():
         return target
     if shutil.which(compiler) is None:
-        raise NativeUnavailable(f"the native search is compiled on first use and needs a C compiler: {compiler!r} was not found (set $CC, or drop --native)")
+        raise NoCompiler(f"the native search is compiled on first use and needs a C compiler: {compiler!r} was not found (set $CC, or drop --native)")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".build-")
     os.close(fd)

@@ -26,7 +26,7 @@ from model.actions import Step
 from model.config import NAMED, Config
 from model.registry import apply, successors
 from model.state import State, initial
-from properties.checkers.native import SOURCE_DIR, NativeUnavailable
+from properties.checkers.native import SOURCE_DIR, NoCompiler
 from properties.checkers.native_step import CompiledStep, library
 from tests.conformance.test_replay_fast_path import _groups
 from traces.reader import read_traces
@@ -60,7 +60,7 @@ def _cases(full: bool) -> list[tuple[str, list[dict[str, Any]]]]:
 def cases() -> list[tuple[str, list[dict[str, Any]]]]:
     try:
         library()
-    except NativeUnavailable as e:
+    except NoCompiler as e:
         pytest.skip(str(e))
     return _cases(full=False)
 

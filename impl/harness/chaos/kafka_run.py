@@ -260,6 +260,10 @@ def run(seed: int, duration: float, cluster: Any, profile: str, unclean: bool,
             admin_load.start()
         workload.start()
         try:
+            # Faults start once the producer writes: its producer id comes from the controller
+            # (AllocateProducerIds), and a request in flight to a broker a fault then pauses
+            # waits out the client's 60 s socket timeout, so the run would measure the client.
+            kafka.wait_until(lambda: workload.acked_from(0) >= 1, SETTLE, "the first write acknowledged")
             for wait, kind in schedule(seed, duration, unclean, admin):
                 time.sleep(wait)
                 report.faults.append(_inject(kafka, kind, log, workload, admin_load))

@@ -241,7 +241,7 @@ static int init_partition(S *s, int c, const int *p) {
     s->zn_topic_id = 0;
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
-        if (has(s->zn_ar, to)) add_lai(s, make_lai(to, p[0], p[1], (u8)p[2], p[3], s->controller_epoch, mbe, 0));
+        if (has(s->zn_ar, to)) add_lai(s, make_lai(to, 0, p[0], p[1], (u8)p[2], p[3], s->controller_epoch, mbe, 0));
     forget_stale_requests(s);
     return 1;
 }
