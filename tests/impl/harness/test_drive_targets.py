@@ -54,15 +54,25 @@ def test_a_leader_and_isr_onto_a_deleted_incarnations_records_is_an_outcome_of_i
     assert all(p[1] != "other_incarnation" for p in cases if p[0] not in ("become_leader", "become_follower"))
 
 
+# Driven in full, every pair covered, by test_drive.py's generated cases of kip320 with a
+# preferred election allowed: their samples here would drive a subset of those paths again.
+DRIVEN_IN_FULL_ELSEWHERE = ("kip320", "preferred-election")
+
+
 @pytest.mark.integration
 @pytest.mark.slow
-def test_a_sample_of_the_generated_cases_of_every_configuration_follows_the_model(tmp_path: Path) -> None:
-    every = generate_every(90, sample=True, data_dir=tmp_path, max_states=SAMPLE_STATES)
-    assert [t.name for t, _ in every.reports] == [t.name for t in TARGETS]
-    for target, r in every.reports:
-        assert r.cases and all(c["verdict"] in ("followed", "model_refused") for c in r.cases), (target.name, r.cases)
-        assert set(r.focus) <= set(r.covered_pairs), (target.name, set(r.focus) - set(r.covered_pairs))
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.name not in DRIVEN_IN_FULL_ELSEWHERE],
+                         ids=lambda t: t.name)
+def test_the_sample_of_each_targets_generated_cases_follows_the_model(target, tmp_path: Path) -> None:
+    every = generate_every(90, sample=True, data_dir=tmp_path, max_states=SAMPLE_STATES, targets=(target,))
+    (_, r), = every.reports
+    assert r.cases and all(c["verdict"] in ("followed", "model_refused") for c in r.cases), r.cases
+    assert set(r.focus) <= set(r.covered_pairs), set(r.focus) - set(r.covered_pairs)
     assert every.exit_code == 0
+
+
+def test_the_targets_driven_in_full_elsewhere_are_targets() -> None:
+    assert set(DRIVEN_IN_FULL_ELSEWHERE) <= {t.name for t in TARGETS}
 
 
 def test_guided_fuzzing_runs_every_drivable_named_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
