@@ -40,8 +40,11 @@ DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
 
 def _split(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    ordered, _ = causal_order(events)
-    return list(split_groups(ordered).values())
+    """Per run, in causal order (``causal_order`` orders one run), per (topic, partition)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        runs.setdefault(e["run"], []).append(e)
+    return [group for _, run in sorted(runs.items()) for group in split_groups(causal_order(run)[0]).values()]
 
 
 def _built() -> None:
