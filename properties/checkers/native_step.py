@@ -39,6 +39,7 @@ from model.registry import apply
 from model.state import State
 from properties.checkers.native import (
     MAX_RECORDS,
+    STRICT,
     StateReader,
     compiled,
     encode_part,
@@ -51,7 +52,7 @@ CAPACITIES = {"MAXREC": 48, "MAXCOMMIT": 96, "MAXSMALL": 96, "MAXLED": 48, "MAXL
 """The library's array capacities (``native/state.h``): records in a log or a fetch answer,
 committed and acknowledged records, leaders, requests in flight, encoded bytes."""
 
-LIBRARY_FLAGS = ("-O3", "-Wall", "-shared", "-fPIC", "-DEPOCHAL_LIBRARY",
+LIBRARY_FLAGS = ("-O3", *STRICT, "-shared", "-fPIC", "-DEPOCHAL_LIBRARY",
                  *(f"-D{name}={value}" for name, value in CAPACITIES.items()))
 
 _TRUNCATION = {"hw": 0, "kip101": 1, "kip279": 2, "kip320": 3}

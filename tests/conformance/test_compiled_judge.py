@@ -14,6 +14,7 @@ actions carry is one it compares.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,13 @@ import conformance.judge.replay as replay
 import conformance.judge.search as search
 from bench.bench_conformance import fresh_shape
 from conformance.judge.compiled_batch import ACTIONS_TAKEN, KEYS
+from conformance.judge.export import events_from_steps
 from conformance.mutations import MUTATIONS
 from conformance.spark.order import causal_order, split_groups
+from model.actions import Step
+from model.config import NAMED
+from model.registry import ACTIONS, apply
+from model.state import initial
 from properties.checkers.native import NoCompiler
 from traces.reader import read_traces
 from traces.synthetic import generate_run
@@ -34,8 +40,11 @@ DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
 
 def _split(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    ordered, _ = causal_order(events)
-    return list(split_groups(ordered).values())
+    """Per run, in causal order (``causal_order`` orders one run), per (topic, partition)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        runs.setdefault(e["run"], []).append(e)
+    return [group for _, run in sorted(runs.items()) for group in split_groups(causal_order(run)[0]).values()]
 
 
 def _built() -> None:
@@ -130,6 +139,33 @@ def test_a_state_the_c_cannot_hold_is_judged_in_python(corpus, monkeypatch) -> N
     monkeypatch.setattr(compiled_batch, "MAX_STATES", 0)
     group = corpus[0]
     assert replay.judge(group, memo=False, compiled=True) == replay.judge(group, memo=False)
+
+
+def test_the_c_takes_the_controllers_silent_controlled_shutdown_before_it_follows() -> None:
+    """Before a freezing event the judge keeps the states where its broker first took silent
+    steps (``search._before_freeze``).  A controller may silently stop a follower outside the
+    ISR (``controlled_shutdown`` writing nothing): here broker 0 restarts outside the ISR
+    and controller 1 then follows the new leader 2.  The event repeated after it is no step,
+    and its verdict counts the states the follow left -- the C's must be the Python judge's."""
+    _built()
+    cfg = replace(NAMED["kip320"], brokers=3)
+    steps = [Step("broker_crash", (0,)), Step("controller_elect", (1,)), Step("elect_leader", (1, 0, 2)),
+             Step("broker_restart", (0,))]
+    s = initial(cfg)
+    for step in steps:
+        s = apply(s, cfg, step)
+    follow = Step("become_follower", (next(m for m in s.leader_and_isr if m.to == 1),))
+    shutdown, stopping = ACTIONS["controlled_shutdown"], replace(cfg, max_shutdowns=1)  # as the judge's
+    assert any(shutdown.silent(args, s, t) for args in shutdown.args(s, stopping)
+               if (t := apply(s, stopping, Step("controlled_shutdown", args))) is not None), \
+        "the controller may stop broker 0 silently before it follows"
+    events = events_from_steps(cfg, [*steps, follow])
+    last = events[-1]
+    events.append({**last, "seq": last["seq"] + 1, "clock": last["clock"] + 1})
+    for config in ("kip320", "design"):
+        python = replay.judge(events, config, memo=False)
+        assert python["first_bad"] == len(events) - 1
+        assert replay.judge(events, config, memo=False, compiled=True) == python, config
 
 
 def test_the_c_searches_exactly_the_python_judges_internal_steps() -> None:

@@ -450,10 +450,11 @@ static int internal_steps(Expansion *lv, int by) {
     if (c != NO_LEADER) {
         for (int b = 0; b < n && r >= 0; b++)
             if (has(s->br[c].new_brokers, b)) r = internal(lv, by, c, "on_broker_startup", (int[]){c, b}, 2);
-        int args[MAXB * MAXB][2];
+        int args[MAXP * MAXB * MAXB][3]; /* (p, b, leader); step.c takes partition 0's */
         int k = shutdowns_args(s, args);
         for (int i = 0; i < k && r >= 0; i++)
-            r = internal(lv, by, c, "controlled_shutdown", (int[]){c, args[i][0], args[i][1]}, 3);
+            r = args[i][0] != 0 ? -1
+                                : internal(lv, by, c, "controlled_shutdown", (int[]){c, args[i][1], args[i][2]}, 3);
     }
     for (int f = 0; f < n && r >= 0; f++) r = internal(lv, by, f, "truncate", (int[]){f}, 1);
     for (int f = 0; f < n && r >= 0; f++) r = internal(lv, by, f, "send_fetch", (int[]){f}, 1);
