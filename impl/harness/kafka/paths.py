@@ -66,12 +66,15 @@ class Step:
     ``frozenset``: whichever of them Kafka makes take it), ``expect`` the event's parameters it must show.  A value that is a ``frozenset`` is a
     choice Kafka makes (any of them); ``values`` lists the values of the records the event
     carries; ``target`` names the other broker of a harness operation (the leader a held
-    fetch goes to, or whose relay holds a LeaderAndIsr: ``actor`` is then its receiver)."""
+    fetch goes to).  ``concurrent``: Kafka takes it alongside the step before, on another
+    broker, from the same cause (the replicas applying one controller's LeaderAndIsr), so
+    its event may come before that step's."""
 
     action: str
     actor: Actor
     expect: Mapping[str, Any] = field(default_factory=dict)
     target: int | None = None
+    concurrent: bool = False
 
     @property
     def controlled(self) -> bool:
@@ -133,8 +136,8 @@ def matches(step: Step, record: Mapping[str, Any], cast: Cast) -> bool:
         return False
     for key, want in step.expect.items():
         got = params.get(key)
-        if key == "values":
-            if [r[2] for r in got or ()] != list(want):
+        if key == "values":  # the records' values, as (offset, epoch, value)
+            if [r[2] for r in params.get("records") or ()] != list(want):
                 return False
         elif key in BROKER_PARAMS:
             if got not in cast.all(want):
@@ -151,9 +154,33 @@ FAULT_ACTIONS = frozenset({"broker_crash", "broker_stop", "broker_pause", "broke
 """Faults the harness records (``faults.jsonl``): the trace's node is the harness, ``broker`` the victim."""
 
 
-def find(step: Step, records: list[dict[str, Any]], after: int, cast: Cast) -> int | None:
-    """The index of the first event past ``after`` that is ``step``, or None."""
-    return next((i for i in range(after + 1, len(records)) if matches(step, records[i], cast)), None)
+def find(step: Step, records: list[dict[str, Any]], after: int, cast: Cast,
+         taken: frozenset[int] = frozenset()) -> int | None:
+    """The index of the first event past ``after`` that is ``step`` (and not an event
+    already ``taken`` by another step), or None."""
+    return next((i for i in range(after + 1, len(records))
+                 if i not in taken and matches(step, records[i], cast)), None)
+
+
+@dataclass
+class Progress:
+    """Where a path stands in a trace: the events its steps took, and where the next step's
+    search starts -- after the last event taken, or, for a step concurrent with the one
+    before, after the event that step's group started from."""
+
+    taken: list[int] = field(default_factory=list)
+    anchor: int = -1
+
+    def start(self, step: Step) -> int:
+        if not step.concurrent:
+            self.anchor = max(self.taken, default=-1)
+        return self.anchor
+
+    def find(self, step: Step, records: list[dict[str, Any]], cast: Cast) -> int | None:
+        return find(step, records, self.start(step), cast, frozenset(self.taken))
+
+    def take(self, at: int) -> None:
+        self.taken.append(at)
 
 
 # -- the paths ------------------------------------------------------------------------------
@@ -171,8 +198,8 @@ def _creation(controller: int) -> list[Step]:
     """The topic's creation: the controller elects ``A`` (the first replica assigned), which
     leads; ``B`` and ``C`` follow."""
     return [Step("elect_leader", controller, {"leader": A, "reason": "init", "isr": (A, B, C)}),
-            Step("become_leader", A, {"leader": A}), Step("become_follower", B, {"leader": A}),
-            Step("become_follower", C, {"leader": A})]
+            Step("become_leader", A, {"leader": A}), Step("become_follower", B, {"leader": A}, concurrent=True),
+            Step("become_follower", C, {"leader": A}, concurrent=True)]
 
 
 def leader_kill_isr(profile: str) -> list[Step]:
@@ -181,7 +208,7 @@ def leader_kill_isr(profile: str) -> list[Step]:
     itself from the ISR; ``C`` follows it, takes the record and rejoins the ISR."""
     return [*_creation(B),
             Step("hold_fetch", C, target=A),
-            Step("produce", A, {"values": ["v0"]}),
+            Step("produce", A, {"value": "v0"}),
             Step("handle_fetch", A, {"follower": B, "values": ["v0"]}),
             Step("receive_fetch", B, {"leader": A, "values": ["v0"]}),
             *isr_change(A, B, (A, B), profile, grows=False),
@@ -189,7 +216,7 @@ def leader_kill_isr(profile: str) -> list[Step]:
             Step("broker_crash", A),
             Step("elect_leader", B, {"leader": B, "isr": (B,)}),
             Step("become_leader", B, {"leader": B}),
-            Step("become_follower", C, {"leader": B}),
+            Step("become_follower", C, {"leader": B}, concurrent=True),
             Step("receive_fetch", C, {"leader": B, "values": ["v0"]}),
             *isr_change(B, B, (B, C), profile, grows=True)]
 
@@ -201,7 +228,7 @@ def controller_failover(profile: str) -> list[Step]:
     second record, ``C`` restarts, takes the controller's LeaderAndIsr, catches up and rejoins."""
     new = frozenset({A, B})
     return [*_creation(C),
-            Step("produce", A, {"values": ["v0"]}),
+            Step("produce", A, {"value": "v0"}),
             Step("receive_fetch", B, {"leader": A, "leader_hw": 1}),
             Step("receive_fetch", C, {"leader": A, "leader_hw": 1}),
             Step("hold_leader_and_isr", B),
@@ -211,7 +238,7 @@ def controller_failover(profile: str) -> list[Step]:
             Step("become_leader", A, {"leader": A, "isr": (A, B)}),
             Step("release_leader_and_isr", B),
             Step("become_follower", B, {"leader": A, "isr": (A, B)}),
-            Step("produce", A, {"values": ["v1"]}),
+            Step("produce", A, {"value": "v1"}),
             Step("receive_fetch", B, {"leader": A, "values": ["v1"]}),
             Step("broker_restart", C),
             Step("become_follower", C, {"leader": A}),
