@@ -42,6 +42,11 @@ from impl.harness.kafka.paths import (
 from impl.harness.kafka.scenarios import TOPIC, produce
 
 POLL_S = 0.5
+SETTLE_S = 1.0
+"""After the last step, before the brokers are stopped: the followers' long polls in flight
+(``replica.fetch.wait.max.ms``) are answered, and so logged -- a request in flight at a kill
+never reaches the request log, and an ISR expansion waits, in the trace, for the read of
+the fetch that brought its follower to the HW."""
 RESTART_S = 60.0
 """How long a restart may take: the old session's end (3 s) and a JVM's start."""
 FOLLOWED, DIVERGED, INCONCLUSIVE, INTERRUPTED = "followed", "diverged", "inconclusive", "interrupted"
@@ -125,6 +130,7 @@ class KafkaDriver:
             report.setup_seconds = time.monotonic() - start
             self.progress(f"cast {report.cast.text()}; topic {TOPIC} created in {report.setup_seconds:.1f}s")
             reached = self._drive(cluster, run_dir, report)
+            time.sleep(SETTLE_S)
         except KeyboardInterrupt:
             report.verdict = INTERRUPTED
         finally:

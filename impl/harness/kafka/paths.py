@@ -194,7 +194,7 @@ def isr_change(leader: int, controller: Actor, isr: tuple[int, ...], profile: st
             Step("apply_isr", leader, {"isr": isr})]
 
 
-def _creation(controller: int) -> list[Step]:
+def creation(controller: int) -> list[Step]:
     """The topic's creation: the controller elects ``A`` (the first replica assigned), which
     leads; ``B`` and ``C`` follow."""
     return [Step("elect_leader", controller, {"leader": A, "reason": "init", "isr": (A, B, C)}),
@@ -206,7 +206,7 @@ def leader_kill_isr(profile: str) -> list[Step]:
     """``C``'s fetches to leader ``A`` held: ``A`` writes a record ``B`` takes, takes ``C``
     out of the ISR, and the record is committed; then ``A`` dies, and controller ``B`` elects
     itself from the ISR; ``C`` follows it, takes the record and rejoins the ISR."""
-    return [*_creation(B),
+    return [*creation(B),
             Step("hold_fetch", C, target=A),
             Step("produce", A, {"value": "v0"}),
             Step("handle_fetch", A, {"follower": B, "values": ["v0"]}),
@@ -227,10 +227,10 @@ def controller_failover(profile: str) -> list[Step]:
     LeaderAndIsr to ``B`` the relay holds until ``A`` has applied its own); ``A`` writes a
     second record, ``C`` restarts, takes the controller's LeaderAndIsr, catches up and rejoins."""
     new = frozenset({A, B})
-    return [*_creation(C),
+    return [*creation(C),
             Step("produce", A, {"value": "v0"}),
             Step("receive_fetch", B, {"leader": A, "leader_hw": 1}),
-            Step("receive_fetch", C, {"leader": A, "leader_hw": 1}),
+            Step("receive_fetch", C, {"leader": A, "leader_hw": 1}, concurrent=True),
             Step("hold_leader_and_isr", B),
             Step("broker_crash", C),
             Step("controller_elect", new, {"broker": new}),

@@ -1,0 +1,79 @@
+"""``epochal drive --engine kafka``: a path of model steps driven on real Apache Kafka
+(:mod:`impl.harness.kafka.drive`, docs/drive.md "Real Kafka").
+
+What the engine does not have -- a counterexample path, generated cases, the admin knobs,
+the HTML and JSON reports -- is refused in one line (exit 2) before any process starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from impl.harness.cli.errors import UsageError
+
+ENGINES = ("epochal", "kafka")
+
+
+def add_kafka_engine_arguments(p: argparse.ArgumentParser) -> None:
+    from impl.harness.kafka.paths import PATHS
+
+    p.add_argument("--engine", choices=ENGINES, default="epochal",
+                   help="the brokers driven: epochal's own (default), or real Apache Kafka "
+                   f"(--profile; paths: {', '.join(PATHS)})")
+    p.add_argument("--profile", choices=("ibp-2.6", "3.9"),
+                   help="with --engine kafka: the Kafka profile (default ibp-2.6), judged by kafka26 or kafka39")
+
+
+UNSUPPORTED = (("--path", "path"), ("--generate", "generate"), ("--json", "json"), ("--html", "html"),
+               ("--budget", "budget"), ("--seed", "seed"))
+"""Options the Kafka engine does not take yet."""
+
+
+def run_kafka_drive(args: argparse.Namespace, knobs_given: list[str]) -> int:
+    """``knobs_given``: the model knobs' flags on the command line (none applies to Kafka)."""
+    from conformance.kafka.adapter import CONFIGS
+    from impl.harness.kafka.drive import KafkaDriveError, KafkaDriver, render
+    from impl.harness.kafka.paths import PATHS
+
+    used = [flag for flag, dest in UNSUPPORTED if getattr(args, dest, None)] + knobs_given
+    if args.brokers != 2:
+        used.append("--brokers")
+    if used:
+        raise UsageError(f"{', '.join(used)} not supported with --engine kafka (a --scenario of "
+                         f"{', '.join(PATHS)}, at --profile ibp-2.6 or 3.9)")
+    profile = args.profile or "ibp-2.6"
+    if args.config is not None and args.config != CONFIGS[profile]:
+        raise UsageError(f"--engine kafka --profile {profile} is judged by {CONFIGS[profile]}, not {args.config}")
+    if args.scenario not in PATHS:
+        raise UsageError(f"{args.scenario!r} is not a Kafka path; choose one of {', '.join(PATHS)}")
+    if args.step_timeout <= 0:
+        raise UsageError("--step-timeout must be positive")
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    if data_dir is not None and data_dir.exists() and any(data_dir.iterdir()):
+        raise UsageError(f"--data-dir {data_dir} is not empty")
+    progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    jars = _jars()
+    try:
+        report = KafkaDriver(args.scenario, profile, data_dir, args.step_timeout, progress, jars).run()
+    except KafkaDriveError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, a broker that exited, no controller
+        raise UsageError(f"could not start the Kafka cluster: {exc}") from None
+    print(render(report))
+    return report.exit_code
+
+
+def _jars() -> object:
+    """Kafka's jars, fetched once (``epochal kafka fetch``); no Maven or no network: one line."""
+    import shutil
+
+    from impl.harness.kafka import KafkaFetchError, fetch
+
+    if shutil.which("java") is None:
+        raise UsageError("--engine kafka needs java on PATH (docs/kafka.md)")
+    try:
+        return fetch()
+    except KafkaFetchError as exc:
+        raise UsageError(str(exc)) from None

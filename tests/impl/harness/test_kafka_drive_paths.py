@@ -1,0 +1,122 @@
+"""The mapping of ``epochal drive --engine kafka`` (impl/harness/kafka/paths.py, drive.py),
+without a process: model brokers cast onto Kafka's, each step matched to the trace event the
+adapter makes of Kafka's logs, and the judgement of a run's complete trace step by step --
+on the committed ibp-2.6 run where kill -9 hit the controller and leader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.kafka.adapter import OBSERVED, adapt, to_records
+from impl.harness.kafka.drive import (
+    DIVERGED,
+    FOLLOWED,
+    KafkaDriver,
+    KafkaDriveReport,
+    StepResult,
+    render,
+)
+from impl.harness.kafka.paths import (
+    HARNESS_ONLY,
+    OPERATIONS,
+    PATHS,
+    A,
+    B,
+    C,
+    Cast,
+    Progress,
+    Step,
+    creation,
+    isr_change,
+    matches,
+)
+
+RUN = Path(__file__).parents[2] / "conformance" / "kafka" / "fixtures" / "leader-kill-ibp26"
+CAST = Cast.of(A, 3, [1, 2, 3])  # broker 3 was controller and leader: it plays A
+OBSERVED_LEADER_KILL = [
+    *creation(A),
+    Step("produce", A, {"value": "v0"}),
+    Step("broker_crash", A),
+    Step("controller_elect", frozenset({B, C}), {"broker": frozenset({B, C})}),
+    Step("elect_leader", B, {"leader": B, "isr": (B, C)}),  # the leaderless write before it is skipped
+    Step("become_leader", B, {"leader": B}),
+    Step("become_follower", C, {"leader": B}, concurrent=True),
+    Step("broker_restart", A),
+    Step("become_follower", A, {"leader": B}),
+    Step("receive_fetch", A, {"leader": B, "values": ["v3", "v4", "v5"]}),
+    *isr_change(B, B, (A, B, C), "ibp-2.6", grows=True),
+]
+"""What happened in the committed run, as a path's steps."""
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    return to_records(adapt(RUN), "kafka")
+
+
+def test_the_controller_plays_its_role_and_the_others_follow_in_id_order() -> None:
+    assert CAST.kafka == (3, 1, 2) and CAST.model(1) == B
+    assert Cast.of(B, 1, [1, 2, 3]).kafka == (2, 1, 3)
+    assert Cast.of(C, 2, [1, 2, 3]).text() == "A=1, B=3, C=2"
+
+
+def test_every_step_is_an_operation_of_the_harness_or_an_event_the_adapter_observes() -> None:
+    for name, path in PATHS.items():
+        for profile in ("ibp-2.6", "3.9"):
+            for step in path.steps(profile):
+                assert step.controlled or step.action in OBSERVED, (name, profile, step)
+                assert step.action in HARNESS_ONLY or step.action in OBSERVED, (name, profile, step)
+    assert HARNESS_ONLY <= set(OPERATIONS)
+
+
+def test_an_isr_change_is_the_leaders_write_at_ibp26_and_the_controllers_at_39() -> None:
+    (own,) = isr_change(A, B, (A, B), "ibp-2.6", grows=False)
+    assert (own.action, own.actor) == ("shrink_isr", A)
+    write, applied = isr_change(A, B, (A, B, C), "3.9", grows=True)
+    assert (write.action, write.actor, write.expect["leader"]) == ("alter_partition", B, A)
+    assert (applied.action, applied.actor) == ("apply_isr", A)
+
+
+def test_the_run_is_found_step_by_step_in_its_trace(records: list[dict]) -> None:
+    where = Progress()
+    for step in OBSERVED_LEADER_KILL:
+        at = where.find(step, records, CAST)
+        assert at is not None, step.describe()
+        where.take(at)
+    assert where.taken == [4, 7, 5, 6, 12, 37, 38, 40, 41, 42, 61, 62, 65, 67]
+
+
+def test_a_step_kafka_did_not_take_is_not_found(records: list[dict]) -> None:
+    # a follower's receipt before its leader applied its role is found only if concurrent
+    assert Progress(taken=[7]).find(Step("become_follower", B, {"leader": A}), records, CAST) is None
+    assert not matches(Step("elect_leader", B, {"leader": C}), records[40], CAST)
+    assert not matches(Step("broker_crash", B), records[37], CAST)
+    assert not matches(Step("receive_fetch", A, {"values": ["v3"]}), records[65], CAST)
+    assert matches(Step("receive_fetch", A, {"leader_hw": 6}), records[65], CAST)
+
+
+def _judged(steps: list[Step]) -> KafkaDriveReport:
+    driver = KafkaDriver("leader_kill_isr", "ibp-2.6")
+    driver.steps = steps
+    report = KafkaDriveReport("observed", "ibp-2.6", "kafka26", CAST,
+                              [StepResult(n, s, FOLLOWED) for n, s in enumerate(steps, 1)])
+    driver._judge(RUN, report, len(steps))
+    return report
+
+
+def test_the_complete_trace_judged_up_to_each_step() -> None:
+    report = _judged(OBSERVED_LEADER_KILL)
+    assert report.verdict == FOLLOWED and report.exit_code == 0, render(report)
+    assert [s.event for s in report.steps][-1] == 67
+    assert "followed the path to its end" in render(report)
+
+
+def test_the_first_step_missing_from_the_trace_is_the_divergence() -> None:
+    steps = list(OBSERVED_LEADER_KILL)
+    steps[8] = Step("elect_leader", B, {"leader": C})  # Kafka elected B
+    report = _judged(steps)
+    assert report.verdict == DIVERGED and report.exit_code == 1
+    assert report.divergence is not None and report.divergence["step"] == 9
+    assert report.steps[8].outcome == DIVERGED and all(s.event is not None for s in report.steps[:8])
