@@ -90,8 +90,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_drive)
 
 
-def _drivable_config(name: str) -> None:
-    """A configuration drive can run, else the one-line reason (bad input)."""
+def _drivable_config(args: argparse.Namespace) -> None:
+    """A configuration drive can run on Epochal's brokers, else the one-line reason (bad input)."""
+    if args.profile is not None:
+        raise UsageError("--profile goes with --engine kafka")
+    if args.config is None:
+        raise UsageError("--config NAME is required (or --engine kafka --profile P)")
+    name = args.config
     if name not in NAMED:
         raise UsageError(f"unknown configuration {name!r}; choose one of {', '.join(DRIVABLE)}")
     if name not in DRIVABLE:
@@ -102,11 +107,7 @@ def _drivable_config(name: str) -> None:
 def run_drive(args: argparse.Namespace) -> int:
     if args.engine == "kafka":
         return run_kafka_drive(args, [k.flag for k in DRIVE_KNOBS if getattr(args, k.field) is not None])
-    if args.profile is not None:
-        raise UsageError("--profile goes with --engine kafka")
-    if args.config is None:
-        raise UsageError("--config NAME is required (or --engine kafka --profile P)")
-    _drivable_config(args.config)
+    _drivable_config(args)
     if args.step_timeout <= 0:
         raise UsageError("--step-timeout must be positive")
     if args.generate and (args.budget is None or args.budget <= 0):
