@@ -1,8 +1,10 @@
 """``epochal drive --engine kafka``: a path of model steps driven on real Apache Kafka
 (:mod:`impl.harness.kafka.drive`, docs/drive.md "Real Kafka").
 
-What the engine does not have -- a counterexample path, generated cases, the admin knobs,
-the HTML and JSON reports -- is refused in one line (exit 2) before any process starts.
+``--json`` prints the verdict object (docs/cli.md) with the report under ``drive``; the
+violation of a divergence has no model steps (the run is Kafka's trace, judged as
+``epochal conform`` judges one).  What the engine does not have -- a counterexample path,
+generated cases, the admin knobs, the HTML report -- is refused in one line (exit 2) before any process starts.
 """
 
 from __future__ import annotations
@@ -10,8 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from impl.harness.cli.errors import UsageError
+from impl.harness.cli.verdict import print_verdict
+
+if TYPE_CHECKING:
+    from impl.harness.kafka.drive import KafkaDriveReport
 
 ENGINES = ("epochal", "kafka")
 
@@ -26,7 +33,7 @@ def add_kafka_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --engine kafka: the Kafka profile (default ibp-2.6), judged by kafka26 or kafka39")
 
 
-UNSUPPORTED = (("--path", "path"), ("--generate", "generate"), ("--json", "json"), ("--html", "html"),
+UNSUPPORTED = (("--path", "path"), ("--generate", "generate"), ("--html", "html"),
                ("--budget", "budget"), ("--seed", "seed"))
 """Options the Kafka engine does not take yet."""
 
@@ -61,8 +68,24 @@ def run_kafka_drive(args: argparse.Namespace, knobs_given: list[str]) -> int:
         raise UsageError(str(exc)) from None
     except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, a broker that exited, no controller
         raise UsageError(f"could not start the Kafka cluster: {exc}") from None
+    if args.json:
+        config, violation = verdict_fields(report)
+        return print_verdict(args, report.exit_code, config, violation, drive=report.as_dict())
     print(render(report))
     return report.exit_code
+
+
+def verdict_fields(report: KafkaDriveReport) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The verdict object's configuration (the profile's, the engine, the path) and violation."""
+    from impl.harness.cli.verdict import FOLLOWS_MODEL, violation_object
+    from impl.harness.kafka.drive import DIVERGED
+
+    config = {"name": report.config, "engine": "kafka", "profile": report.profile, "path": report.path}
+    d = report.divergence
+    if report.verdict != DIVERGED or d is None:
+        return config, None
+    message = f"step {d.get('step')} ({d.get('action')}): {d.get('implementation_did')}"
+    return config, violation_object(FOLLOWS_MODEL, message, f"kafka {report.profile} {report.path}", [])
 
 
 def _jars() -> object:

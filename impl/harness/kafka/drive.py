@@ -84,6 +84,18 @@ class KafkaDriveReport:
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
 
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON: every step (its model step, whether the harness took it or
+        Kafka did, its event's index in the trace), the verdict and the divergence."""
+        return {"path": self.path, "profile": self.profile, "config": self.config,
+                "cast": None if self.cast is None else dict(zip("ABC", self.cast.kafka, strict=True)),
+                "verdict": self.verdict, "divergence": self.divergence, "events": self.events,
+                "seconds": round(self.seconds, 1), "setup_seconds": round(self.setup_seconds, 1),
+                "steps": [{"n": s.n, "step": s.step.describe(), "action": s.step.action,
+                           "by": "harness" if s.step.controlled else "kafka", "outcome": s.outcome,
+                           "event": s.event, "seconds": round(s.seconds, 1), "note": s.note}
+                          for s in self.steps]}
+
 
 def _trace(run_dir: Path, name: str) -> list[dict[str, Any]]:
     """The run's trace now; a log caught in the middle of a line yields what reads so far."""

@@ -5,11 +5,15 @@ on the committed ibp-2.6 run where kill -9 hit the controller and leader."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
+from impl_testing import verdict_object
 
 from conformance.kafka.adapter import OBSERVED, adapt, to_records
+from impl.harness.cli.drive_kafka import verdict_fields
+from impl.harness.cli.verdict import print_verdict
 from impl.harness.kafka.drive import (
     DIVERGED,
     FOLLOWED,
@@ -120,3 +124,20 @@ def test_the_first_step_missing_from_the_trace_is_the_divergence() -> None:
     assert report.verdict == DIVERGED and report.exit_code == 1
     assert report.divergence is not None and report.divergence["step"] == 9
     assert report.steps[8].outcome == DIVERGED and all(s.event is not None for s in report.steps[:8])
+
+
+@pytest.mark.parametrize("diverge", [False, True])
+def test_the_verdict_object_of_a_kafka_drive(diverge: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    steps = list(OBSERVED_LEADER_KILL)
+    if diverge:
+        steps[8] = Step("elect_leader", B, {"leader": C})
+    report = _judged(steps)
+    args = argparse.Namespace(command="drive", json=True)
+    assert print_verdict(args, report.exit_code, *verdict_fields(report), drive=report.as_dict()) == int(diverge)
+    doc = verdict_object(capsys.readouterr().out)
+    assert doc["config"] == {"name": "kafka26", "engine": "kafka", "profile": "ibp-2.6", "path": "observed"}
+    assert doc["drive"]["cast"] == {"A": 3, "B": 1, "C": 2} and len(doc["drive"]["steps"]) == len(steps)
+    if diverge:
+        assert doc["verdict"] == "violated" and doc["violation"]["message"].startswith("step 9 (elect_leader B")
+    else:
+        assert doc["verdict"] == "holds" and doc["violation"] is None
