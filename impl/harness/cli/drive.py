@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--config", metavar="NAME",
                    help=f"the model configuration: its truncation rule is the cluster's ({', '.join(DRIVABLE)}); "
-                   "with --engine kafka: the profile's (kafka26, kafka39)")
+                   "with --engine kafka: default the profile's (kafka26, kafka39); another shows where Kafka and it part")
     add_kafka_engine_arguments(p)
     run = p.add_mutually_exclusive_group(required=True)
     run.add_argument("--scenario", metavar="NAME", help=f"a named scenario ({', '.join(SCENARIOS)})")

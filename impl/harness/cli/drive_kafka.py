@@ -43,6 +43,7 @@ def run_kafka_drive(args: argparse.Namespace, knobs_given: list[str]) -> int:
     from conformance.kafka.adapter import CONFIGS
     from impl.harness.kafka.drive import KafkaDriveError, KafkaDriver, render
     from impl.harness.kafka.paths import PATHS
+    from model.config import NAMED
 
     used = [flag for flag, dest in UNSUPPORTED if getattr(args, dest, None)] + knobs_given
     if args.brokers != 2:
@@ -51,8 +52,8 @@ def run_kafka_drive(args: argparse.Namespace, knobs_given: list[str]) -> int:
         raise UsageError(f"{', '.join(used)} not supported with --engine kafka (a --scenario of "
                          f"{', '.join(PATHS)}, at --profile ibp-2.6 or 3.9)")
     profile = args.profile or "ibp-2.6"
-    if args.config is not None and args.config != CONFIGS[profile]:
-        raise UsageError(f"--engine kafka --profile {profile} is judged by {CONFIGS[profile]}, not {args.config}")
+    if args.config is not None and args.config not in NAMED:
+        raise UsageError(f"unknown configuration {args.config!r}; the profile's is {CONFIGS[profile]}")
     if args.scenario not in PATHS:
         raise UsageError(f"{args.scenario!r} is not a Kafka path; choose one of {', '.join(PATHS)}")
     if args.step_timeout <= 0:
@@ -63,7 +64,7 @@ def run_kafka_drive(args: argparse.Namespace, knobs_given: list[str]) -> int:
     progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     jars = _jars()
     try:
-        report = KafkaDriver(args.scenario, profile, data_dir, args.step_timeout, progress, jars).run()
+        report = KafkaDriver(args.scenario, profile, data_dir, args.step_timeout, progress, jars, args.config).run()
     except KafkaDriveError as exc:
         raise UsageError(str(exc)) from None
     except (OSError, TimeoutError, RuntimeError) as exc:  # no Java, a broker that exited, no controller

@@ -9,7 +9,8 @@ them (``conformance.kafka.adapter``), re-read at every poll -- bounded by the st
 
 Once the path is done (or a step was not taken in time) the cluster is stopped and the
 complete logs are adapted once more; each step's event is found again, in order, and the
-trace up to it judged against the profile's configuration (``kafka26``, ``kafka39``) by the
+trace up to it judged against the profile's configuration (``kafka26``, ``kafka39``; or
+another the caller names, to see where Kafka and that one part) by the
 trace judge ``epochal conform`` runs.  The first step whose event is missing, or up to
 which the trace does not conform, is the divergence.
 """
@@ -40,6 +41,7 @@ from impl.harness.kafka.paths import (
     Step,
 )
 from impl.harness.kafka.scenarios import TOPIC, produce
+from model.config import NAMED
 
 POLL_S = 0.5
 SETTLE_S = 1.0
@@ -50,6 +52,8 @@ the fetch that brought its follower to the HW."""
 RESTART_S = 60.0
 """How long a restart may take: the old session's end (3 s) and a JVM's start."""
 FOLLOWED, DIVERGED, INCONCLUSIVE, INTERRUPTED = "followed", "diverged", "inconclusive", "interrupted"
+UNJUDGED = "unjudged"
+"""A step Kafka was seen taking after the one it diverged at: not judged."""
 EXIT_CODES = {FOLLOWED: 0, DIVERGED: 1, INCONCLUSIVE: 3, INTERRUPTED: 3}
 
 
@@ -61,7 +65,7 @@ class KafkaDriveError(ValueError):
 class StepResult:
     n: int
     step: Step
-    outcome: str  # followed | diverged | not reached
+    outcome: str  # followed | diverged | unjudged
     seconds: float = 0.0
     event: int | None = None  # the step's event, in the final trace
     note: str = ""
@@ -115,12 +119,15 @@ class KafkaDriver:
     """Drive one path (:data:`~.paths.PATHS`) on real Kafka at one profile."""
 
     def __init__(self, path: str, profile: str, data_dir: Path | None = None, step_timeout: float = 20.0,
-                 progress: Callable[[str], None] | None = None, jars: KafkaJars | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, jars: KafkaJars | None = None,
+                 config: str | None = None) -> None:
         if path not in PATHS:
             raise KafkaDriveError(f"unknown Kafka path {path!r}; choose one of {', '.join(PATHS)}")
         if profile not in CONFIGS:
             raise KafkaDriveError(f"unknown Kafka profile {profile!r}; choose one of {', '.join(CONFIGS)}")
-        self.name, self.profile, self.config = path, profile, CONFIGS[profile]
+        if config is not None and config not in NAMED:
+            raise KafkaDriveError(f"unknown configuration {config!r}; choose one of {', '.join(NAMED)}")
+        self.name, self.profile, self.config = path, profile, config or CONFIGS[profile]
         self.path = PATHS[path]
         self.steps = self.path.steps(profile)
         self.data_dir = data_dir
@@ -285,6 +292,8 @@ class KafkaDriver:
 
     def _diverge(self, report: KafkaDriveReport, result: StepResult, why: str, verdict: str = DIVERGED) -> None:
         result.outcome, result.note = DIVERGED, why
+        for later in report.steps[result.n:]:
+            later.outcome = UNJUDGED
         report.verdict = verdict
         report.divergence = {"step": result.n, "action": result.step.describe(), "implementation_did": why,
                              "model_allowed": result.step.describe()}

@@ -19,6 +19,7 @@ from impl.harness.kafka.drive import (
     FOLLOWED,
     KafkaDriver,
     KafkaDriveReport,
+    UNJUDGED,
     StepResult,
     render,
 )
@@ -124,6 +125,7 @@ def test_the_first_step_missing_from_the_trace_is_the_divergence() -> None:
     assert report.verdict == DIVERGED and report.exit_code == 1
     assert report.divergence is not None and report.divergence["step"] == 9
     assert report.steps[8].outcome == DIVERGED and all(s.event is not None for s in report.steps[:8])
+    assert {s.outcome for s in report.steps[9:]} == {UNJUDGED}
 
 
 @pytest.mark.parametrize("diverge", [False, True])
