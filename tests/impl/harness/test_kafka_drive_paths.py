@@ -17,9 +17,9 @@ from impl.harness.cli.verdict import print_verdict
 from impl.harness.kafka.drive import (
     DIVERGED,
     FOLLOWED,
+    UNJUDGED,
     KafkaDriver,
     KafkaDriveReport,
-    UNJUDGED,
     StepResult,
     render,
 )
