@@ -143,3 +143,58 @@ def test_the_verdict_object_of_a_kafka_drive(diverge: bool, capsys: pytest.Captu
         assert doc["verdict"] == "violated" and doc["violation"]["message"].startswith("step 9 (elect_leader B")
     else:
         assert doc["verdict"] == "holds" and doc["violation"] is None
+
+
+class FakeRelay:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.holding: dict[tuple, int] = {}
+
+    def hold(self, *key: object) -> None:
+        self.calls.append(("hold", *key))
+        self.holding[key] = 1  # the follower's next request arrives at once
+
+    def held(self, *key: object) -> int:
+        return self.holding.get(key, 0)
+
+    def release(self, *key: object) -> int:
+        self.calls.append(("release", *key))
+        return self.holding.pop(key, 0)
+
+
+class FakeCluster:
+    """What the driver's operations call, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.relay = FakeRelay()
+        self.jars = object()
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("kill", "restart", "pause", "resume"):
+            return lambda broker, *rest: self.calls.append((name, broker))
+        raise AttributeError(name)
+
+
+def test_each_controlled_step_is_its_operation_on_the_cast_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import impl.harness.kafka.drive as drive
+
+    cluster = FakeCluster()
+    writes: list[tuple] = []
+    monkeypatch.setattr(drive, "produce", lambda c, jars, values, acks: writes.append((c, values, acks)))
+    driver = KafkaDriver("leader_kill_isr", "ibp-2.6", step_timeout=0.2)
+    perform = lambda step: driver._perform(cluster, step, CAST)  # noqa: E731 - one line per case below
+    assert perform(Step("produce", A, {"value": "v7"})) == ""
+    assert writes == [(cluster, ["v7"], "1")]  # acks=1: a held follower must not hold the write up
+    for action, actor in (("broker_crash", A), ("broker_restart", B), ("broker_pause", C), ("broker_resume", C)):
+        assert perform(Step(action, actor)) == ""
+    assert cluster.calls == [("kill", 3), ("restart", 1), ("pause", 2), ("resume", 2)]
+    # C's fetches to A: the relay in front of A (broker 3) holds broker 2's Fetch requests
+    assert perform(Step("hold_fetch", C, target=A)) == ""
+    assert perform(Step("release_fetch", C, target=A)) == "1 released"
+    # a LeaderAndIsr to B (broker 1) from whichever controller sends it
+    assert perform(Step("hold_leader_and_isr", B)) == ""
+    assert cluster.relay.calls == [("hold", 3, "Fetch", 2), ("release", 3, "Fetch", 2),
+                                   ("hold", 1, "LeaderAndIsr")]
+    # nothing held to release: the step fails ("!"), the driver reports it as the divergence
+    assert perform(Step("release_fetch", B, target=A)).startswith("!the relay held no Fetch request")
