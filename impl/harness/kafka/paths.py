@@ -246,6 +246,24 @@ def controller_failover(profile: str) -> list[Step]:
             *isr_change(A, new, (A, B, C), profile, grows=True)]
 
 
+def paused_leader(profile: str) -> list[Step]:
+    """Leader ``A`` frozen (SIGSTOP) after a committed write, until its ZooKeeper session
+    expires: controller ``B`` elects itself from the ISR; ``A`` resumed registers again in a
+    new session, takes the controller's LeaderAndIsr as a follower and rejoins the ISR."""
+    return [*creation(B),
+            Step("produce", A, {"value": "v0"}),
+            Step("receive_fetch", B, {"leader": A, "leader_hw": 1}),
+            Step("receive_fetch", C, {"leader": A, "leader_hw": 1}, concurrent=True),
+            Step("broker_pause", A),
+            Step("elect_leader", B, {"leader": B, "isr": (B, C)}),
+            Step("become_leader", B, {"leader": B}),
+            Step("become_follower", C, {"leader": B}, concurrent=True),
+            Step("broker_resume", A),
+            Step("broker_reregister", A),
+            Step("become_follower", A, {"leader": B}),
+            *isr_change(B, B, (A, B, C), profile, grows=True)]
+
+
 @dataclass(frozen=True)
 class KafkaPath:
     """A named path: its story, the model broker that starts as controller, its steps per profile."""
@@ -264,5 +282,9 @@ PATHS: dict[str, KafkaPath] = {
         "the controller (a follower) killed; the new controller takes it out of the ISR, its "
         "LeaderAndIsr to the other follower held until the leader applied its own; it restarts and rejoins",
         C, controller_failover),
+    "paused_leader": KafkaPath(
+        "the leader frozen past its session: the controller elects a follower from the ISR; "
+        "resumed, the old leader registers again and follows",
+        B, paused_leader),
 }
 """The paths ``epochal drive --engine kafka --scenario NAME`` drives."""
