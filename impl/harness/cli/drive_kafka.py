@@ -77,11 +77,16 @@ def run_kafka_drive(args: argparse.Namespace, knobs_given: list[str]) -> int:
 
 
 def verdict_fields(report: KafkaDriveReport) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The verdict object's configuration (the profile's, the engine, the path) and violation."""
+    """The verdict object's configuration (the profile's, the engine, the path) and violation:
+    the property a reproduced run breaks, or ``follows_model`` for a divergence."""
     from impl.harness.cli.verdict import FOLLOWS_MODEL, violation_object
-    from impl.harness.kafka.drive import DIVERGED
+    from impl.harness.kafka.drive import DIVERGED, REPRODUCED
 
     config = {"name": report.config, "engine": "kafka", "profile": report.profile, "path": report.path}
+    if report.verdict == REPRODUCED and report.violated is not None:
+        at = report.steps[-1]
+        return config, violation_object(report.violated, f"step {at.n} ({at.step.describe()}): {at.note}",
+                                        "reproduced", [])
     d = report.divergence
     if report.verdict != DIVERGED or d is None:
         return config, None

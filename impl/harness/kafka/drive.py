@@ -41,7 +41,7 @@ from impl.harness.kafka.paths import (
     Step,
 )
 from impl.harness.kafka.scenarios import TOPIC, produce
-from model.config import NAMED
+from model.config import NAMED, UNCLEAN_OF
 
 POLL_S = 0.5
 SETTLE_S = 1.0
@@ -52,9 +52,12 @@ the fetch that brought its follower to the HW."""
 RESTART_S = 60.0
 """How long a restart may take: the old session's end (3 s) and a JVM's start."""
 FOLLOWED, DIVERGED, INCONCLUSIVE, INTERRUPTED = "followed", "diverged", "inconclusive", "interrupted"
+REPRODUCED = "reproduced"
+"""The trace breaks, at the step the model's run breaks it, the property it breaks there
+(``Step.breaks``): Kafka lost what the model says it loses there."""
 UNJUDGED = "unjudged"
 """A step Kafka was seen taking after the one it diverged at: not judged."""
-EXIT_CODES = {FOLLOWED: 0, DIVERGED: 1, INCONCLUSIVE: 3, INTERRUPTED: 3}
+EXIT_CODES = {FOLLOWED: 0, DIVERGED: 1, REPRODUCED: 1, INCONCLUSIVE: 3, INTERRUPTED: 3}
 
 
 class KafkaDriveError(ValueError):
@@ -80,6 +83,7 @@ class KafkaDriveReport:
     steps: list[StepResult] = field(default_factory=list)
     verdict: str = INCONCLUSIVE
     divergence: dict[str, Any] | None = None
+    violated: str | None = None  # the property a reproduced run breaks
     events: int = 0
     setup_seconds: float = 0.0
     seconds: float = 0.0
@@ -93,7 +97,8 @@ class KafkaDriveReport:
         Kafka did, its event's index in the trace), the verdict and the divergence."""
         return {"path": self.path, "profile": self.profile, "config": self.config,
                 "cast": None if self.cast is None else dict(zip("ABC", self.cast.kafka, strict=True)),
-                "verdict": self.verdict, "divergence": self.divergence, "events": self.events,
+                "verdict": self.verdict, "divergence": self.divergence, "property": self.violated,
+                "events": self.events,
                 "seconds": round(self.seconds, 1), "setup_seconds": round(self.setup_seconds, 1),
                 "steps": [{"n": s.n, "step": s.step.describe(), "action": s.step.action,
                            "by": "harness" if s.step.controlled else "kafka", "outcome": s.outcome,
@@ -127,8 +132,9 @@ class KafkaDriver:
             raise KafkaDriveError(f"unknown Kafka profile {profile!r}; choose one of {', '.join(CONFIGS)}")
         if config is not None and config not in NAMED:
             raise KafkaDriveError(f"unknown configuration {config!r}; choose one of {', '.join(NAMED)}")
-        self.name, self.profile, self.config = path, profile, config or CONFIGS[profile]
         self.path = PATHS[path]
+        own = UNCLEAN_OF[CONFIGS[profile]] if self.path.unclean else CONFIGS[profile]
+        self.name, self.profile, self.config = path, profile, config or own
         self.steps = self.path.steps(profile)
         self.data_dir = data_dir
         self.step_timeout = step_timeout
@@ -140,7 +146,8 @@ class KafkaDriver:
         start = time.monotonic()
         report = KafkaDriveReport(self.name, self.profile, self.config)
         run_dir = self.data_dir or Path(tempfile.mkdtemp(prefix="epochal-kafka-drive-"))
-        cluster = KafkaCluster(run_dir, brokers=3, profile=self.profile, jars=self.jars or fetch(), relay=True)
+        cluster = KafkaCluster(run_dir, brokers=3, profile=self.profile, jars=self.jars or fetch(), relay=True,
+                               unclean_leader_election=self.path.unclean)
         self.progress(f"starting 3 Kafka brokers ({self.profile}) behind the relay in {run_dir}")
         reached = 0
         try:
@@ -224,7 +231,7 @@ class KafkaDriver:
         key = (cast(step.target), api, cast(step.actor)) if step.target is not None else (cast(step.actor), api)
         if holds:
             relay.hold(*key)
-            if api == "Fetch" and not self._wait(lambda: relay.held(*key) > 0):
+            if api == "Fetch" and step.in_flight and not self._wait(lambda: relay.held(*key) > 0):
                 return f"!no {api} request held within {self.step_timeout:.0f}s"
             return ""
         if not self._wait(lambda: relay.held(*key) > 0):
@@ -266,6 +273,11 @@ class KafkaDriver:
                 self._diverge(report, result, "its event is not in the complete trace after the step before's")
                 return
             verdict = _verdict(records[:at + 1], self.config)
+            if self._reproduces(verdict, result):
+                result.event, result.outcome = at, REPRODUCED
+                result.note = f"the trace breaks {verdict['property']}: {verdict['reason']}"
+                report.verdict, report.violated = REPRODUCED, verdict["property"]
+                return
             if verdict["status"] != "conforms":
                 why = f"the trace up to it does not conform to {self.config}: {verdict['reason']}"
                 self._diverge(report, result, why, INCONCLUSIVE if verdict["status"] == "inconclusive" else DIVERGED)
@@ -290,6 +302,11 @@ class KafkaDriver:
             return
         report.verdict = FOLLOWED
 
+    def _reproduces(self, verdict: dict[str, Any], result: StepResult) -> bool:
+        """Whether the judge finds the property the model's run breaks at this step."""
+        return (verdict["status"] == "violates" and result.step.breaks is not None
+                and verdict.get("property") == result.step.breaks)
+
     def _diverge(self, report: KafkaDriveReport, result: StepResult, why: str, verdict: str = DIVERGED) -> None:
         result.outcome, result.note = DIVERGED, why
         for later in report.steps[result.n:]:
@@ -312,6 +329,8 @@ def render(r: KafkaDriveReport) -> str:
             lines.append(f"      {s.note}")
     if r.verdict == FOLLOWED:
         lines.append(f"verdict: Kafka followed the path to its end; its whole trace conforms to {r.config}")
+    elif r.verdict == REPRODUCED:
+        lines.append(f"verdict: reproduced the model's violation at step {r.steps[-1].n}: {r.violated}")
     elif r.verdict == INTERRUPTED:
         lines.append(f"verdict: INCONCLUSIVE: interrupted by Ctrl-C after {len(r.steps)} steps")
     else:

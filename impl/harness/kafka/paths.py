@@ -68,13 +68,18 @@ class Step:
     carries; ``target`` names the other broker of a harness operation (the leader a held
     fetch goes to).  ``concurrent``: Kafka takes it alongside the step before, on another
     broker, from the same cause (the replicas applying one controller's LeaderAndIsr), so
-    its event may come before that step's."""
+    its event may come before that step's.  ``in_flight`` (a hold): the follower fetches from
+    that leader now, so the hold is done once a request is held (the one in flight before
+    it answered); else the hold waits for fetches still to come, done at once.  ``breaks``:
+    the property the model's run breaks at this step (the path's last)."""
 
     action: str
     actor: Actor
     expect: Mapping[str, Any] = field(default_factory=dict)
     target: int | None = None
     concurrent: bool = False
+    in_flight: bool = True
+    breaks: str | None = None
 
     @property
     def controlled(self) -> bool:
@@ -207,6 +212,7 @@ def leader_kill_isr(profile: str) -> list[Step]:
     out of the ISR, and the record is committed; then ``A`` dies, and controller ``B`` elects
     itself from the ISR; ``C`` follows it, takes the record and rejoins the ISR."""
     return [*creation(B),
+            Step("receive_fetch", C, {"leader": A}),  # a follower that never fetched counts as lagging
             Step("hold_fetch", C, target=A),
             Step("produce", A, {"value": "v0"}),
             Step("handle_fetch", A, {"follower": B, "values": ["v0"]}),
@@ -246,6 +252,28 @@ def controller_failover(profile: str) -> list[Step]:
             *isr_change(A, new, (A, B, C), profile, grows=True)]
 
 
+def unclean_loss(profile: str) -> list[Step]:
+    """``C``'s fetches held, to leader ``A`` and to ``B`` after it: ``A`` writes a record
+    ``B`` takes and takes ``C`` out of the ISR (committed); ``A`` dies, controller ``B`` leads;
+    ``B`` dies too, ``C`` becomes controller and, unclean election on, elects itself with a
+    log that lacks the committed record: the model's ``committed_durable`` breaks."""
+    return [*creation(B),
+            Step("receive_fetch", C, {"leader": A}),  # a follower that never fetched counts as lagging
+            Step("hold_fetch", C, target=A),
+            Step("produce", A, {"value": "v0"}),
+            Step("receive_fetch", B, {"leader": A, "values": ["v0"]}),
+            *isr_change(A, B, (A, B), profile, grows=False),
+            Step("receive_fetch", B, {"leader": A, "leader_hw": 1}),
+            Step("hold_fetch", C, target=B, in_flight=False),
+            Step("broker_crash", A),
+            Step("elect_leader", B, {"leader": B, "isr": (B,)}),
+            Step("become_leader", B, {"leader": B}),
+            Step("become_follower", C, {"leader": B}, concurrent=True),
+            Step("broker_crash", B),
+            Step("controller_elect", C, {"broker": C}),
+            Step("elect_leader", C, {"leader": C, "unclean": True}, breaks="committed_durable")]
+
+
 def paused_leader(profile: str) -> list[Step]:
     """Leader ``A`` frozen (SIGSTOP) after a committed write, until its ZooKeeper session
     expires: controller ``B`` elects itself from the ISR; ``A`` resumed registers again in a
@@ -266,11 +294,14 @@ def paused_leader(profile: str) -> list[Step]:
 
 @dataclass(frozen=True)
 class KafkaPath:
-    """A named path: its story, the model broker that starts as controller, its steps per profile."""
+    """A named path: its story, the model broker that starts as controller, its steps per
+    profile; ``unclean``: the cluster elects out of the ISR (``unclean.leader.election.enable``)
+    and is judged by the profile's unclean twin (``kafka26-unclean``, ``kafka39-unclean``)."""
 
     description: str
     controller: int
     steps: Callable[[str], list[Step]]
+    unclean: bool = False
 
 
 PATHS: dict[str, KafkaPath] = {
@@ -286,5 +317,9 @@ PATHS: dict[str, KafkaPath] = {
         "the leader frozen past its session: the controller elects a follower from the ISR; "
         "resumed, the old leader registers again and follows",
         B, paused_leader),
+    "unclean_loss": KafkaPath(
+        "a follower held out of the ISR; the leader and then the controller, leading, killed; the "
+        "held follower, controller now, elects itself uncleanly and the committed record is lost",
+        B, unclean_loss, unclean=True),
 }
 """The paths ``epochal drive --engine kafka --scenario NAME`` drives."""

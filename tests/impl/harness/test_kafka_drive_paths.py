@@ -17,6 +17,7 @@ from impl.harness.cli.verdict import print_verdict
 from impl.harness.kafka.drive import (
     DIVERGED,
     FOLLOWED,
+    REPRODUCED,
     UNJUDGED,
     KafkaDriver,
     KafkaDriveReport,
@@ -102,12 +103,14 @@ def test_a_step_kafka_did_not_take_is_not_found(records: list[dict]) -> None:
     assert matches(Step("receive_fetch", A, {"leader_hw": 6}), records[65], CAST)
 
 
-def _judged(steps: list[Step]) -> KafkaDriveReport:
-    driver = KafkaDriver("leader_kill_isr", "ibp-2.6")
+def _judged(steps: list[Step], run: Path = RUN, cast: Cast = CAST, path: str = "leader_kill_isr",
+            config: str | None = None) -> KafkaDriveReport:
+    """The complete trace of a committed run judged step by step, as the driver judges its own."""
+    driver = KafkaDriver(path, "ibp-2.6", config=config)
     driver.steps = steps
-    report = KafkaDriveReport("observed", "ibp-2.6", "kafka26", CAST,
+    report = KafkaDriveReport("observed", "ibp-2.6", driver.config, cast,
                               [StepResult(n, s, FOLLOWED) for n, s in enumerate(steps, 1)])
-    driver._judge(RUN, report, len(steps))
+    driver._judge(run, report, len(steps))
     return report
 
 
@@ -198,3 +201,30 @@ def test_each_controlled_step_is_its_operation_on_the_cast_brokers(monkeypatch: 
                                    ("hold", 1, "LeaderAndIsr")]
     # nothing held to release: the step fails ("!"), the driver reports it as the divergence
     assert perform(Step("release_fetch", B, target=A)).startswith("!the relay held no Fetch request")
+
+
+UNCLEAN_RUN = RUN.parent / "unclean-loss-ibp26"
+"""A run of the unclean_loss path at ibp-2.6 (``drive --engine kafka``), trimmed to the lines
+the adapter reads: controller 3 (B), leader 1 (A), broker 2 (C) held out of the ISR."""
+
+
+def test_an_unclean_election_reproduces_the_loss_the_model_has_there() -> None:
+    steps = PATHS["unclean_loss"].steps("ibp-2.6")
+    report = _judged(steps, UNCLEAN_RUN, Cast.of(B, 3, [1, 2, 3]), "unclean_loss")
+    assert report.config == "kafka26-unclean"  # the path's cluster elects out of the ISR
+    assert (report.verdict, report.violated, report.exit_code) == (REPRODUCED, "committed_durable", 1), render(report)
+    assert report.steps[-1].outcome == REPRODUCED and report.steps[-1].step.breaks == "committed_durable"
+    assert "reproduced the model's violation at step 18: committed_durable" in render(report)
+    # judged by the profile's own configuration, which elects from the ISR only: a divergence there
+    strict = _judged(steps, UNCLEAN_RUN, Cast.of(B, 3, [1, 2, 3]), "unclean_loss", config="kafka26")
+    assert strict.verdict == DIVERGED and strict.divergence is not None and strict.divergence["step"] == 18
+
+
+def test_the_verdict_object_of_a_reproduced_loss(capsys: pytest.CaptureFixture[str]) -> None:
+    report = _judged(PATHS["unclean_loss"].steps("ibp-2.6"), UNCLEAN_RUN, Cast.of(B, 3, [1, 2, 3]), "unclean_loss")
+    args = argparse.Namespace(command="drive", json=True)
+    assert print_verdict(args, report.exit_code, *verdict_fields(report), drive=report.as_dict()) == 1
+    doc = verdict_object(capsys.readouterr().out)
+    assert (doc["verdict"], doc["config"]["name"]) == ("violated", "kafka26-unclean")
+    assert (doc["violation"]["property"], doc["violation"]["label"]) == ("committed_durable", "reproduced")
+    assert doc["drive"]["verdict"] == "reproduced" and doc["drive"]["property"] == "committed_durable"
