@@ -54,6 +54,10 @@ RELAY_HOLDS = {"hold_fetch": ("Fetch", True), "release_fetch": ("Fetch", False),
 Actor = int | frozenset[int] | None
 """Who takes a step: a model broker, any of several (Kafka's choice), or the harness (None)."""
 
+FAULT_ACTIONS = frozenset({"broker_crash", "broker_stop", "broker_pause", "broker_resume"})
+"""Faults the harness records (``faults.jsonl``): the trace's node is the harness, ``broker`` the victim."""
+
+
 BROKER_PARAMS = frozenset({"broker", "leader", "follower"})
 """Event parameters that name one broker (model id in a step, Kafka id in a trace)."""
 BROKER_SETS = frozenset({"isr", "replicas"})
@@ -63,9 +67,9 @@ BROKER_SETS = frozenset({"isr", "replicas"})
 @dataclass(frozen=True)
 class Step:
     """One step of a path: ``action`` taken by model broker ``actor`` (None: the harness; a
-    ``frozenset``: whichever of them Kafka makes take it), ``expect`` the event's parameters it must show.  A value that is a ``frozenset`` is a
-    choice Kafka makes (any of them); ``values`` lists the values of the records the event
-    carries; ``target`` names the other broker of a harness operation (the leader a held
+    ``frozenset``: whichever of them Kafka makes take it), ``expect`` the parameters its event
+    must show.  A value that is a ``frozenset`` is a choice Kafka makes (any of them);
+    ``values`` lists the values of the records the event carries; ``target`` names the other broker of a harness operation (the leader a held
     fetch goes to).  ``concurrent``: Kafka takes it alongside the step before, on another
     broker, from the same cause (the replicas applying one controller's LeaderAndIsr), so
     its event may come before that step's.  ``in_flight`` (a hold): the follower fetches from
@@ -153,10 +157,6 @@ def matches(step: Step, record: Mapping[str, Any], cast: Cast) -> bool:
         elif got != want:
             return False
     return True
-
-
-FAULT_ACTIONS = frozenset({"broker_crash", "broker_stop", "broker_pause", "broker_resume"})
-"""Faults the harness records (``faults.jsonl``): the trace's node is the harness, ``broker`` the victim."""
 
 
 def find(step: Step, records: list[dict[str, Any]], after: int, cast: Cast,
