@@ -46,6 +46,7 @@ RULES: list[tuple[str, str]] = [
      r"^printf .* java", "needs the cluster the page starts in the block above"),
     (r"epochal kafka (fetch|record)|runs/kafka",
      "real Kafka from Maven Central: tests/conformance/kafka/test_record_real.py records and judges such runs"),
+    (r"drive --engine kafka", "real Kafka: tests/impl/harness/test_kafka_drive_real.py drives leader_kill_isr at ibp-2.6"),
     (r"chaos --engine kafka", "real Kafka: tests/impl/harness/test_kafka_chaos.py runs these seeds and durations"),
     (r"epochal chaos --seed 1 --duration (60|35)", "a chaos run of a minute: tests/impl/test_chaos*.py"),
     (r"epochal check --config design\s+#", DEFAULT),

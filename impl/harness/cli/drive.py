@@ -17,6 +17,7 @@ from pathlib import Path
 
 from impl.harness.cli.check import add_knob_arguments
 from impl.harness.cli.drive_guided import run_guided
+from impl.harness.cli.drive_kafka import add_kafka_engine_arguments, run_kafka_drive
 from impl.harness.cli.drive_verdict import (
     check_path_fits,
     generate_exit_code,
@@ -61,8 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Model-driven testing: the model chooses the schedule, real brokers run it, "
         "the model judges every step (docs/drive.md).",
     )
-    p.add_argument("--config", required=True, metavar="NAME",
-                   help=f"the model configuration: its truncation rule is the cluster's ({', '.join(DRIVABLE)})")
+    p.add_argument("--config", metavar="NAME",
+                   help=f"the model configuration: its truncation rule is the cluster's ({', '.join(DRIVABLE)}); "
+                   "with --engine kafka: default the profile's (kafka26, kafka39); another shows where Kafka and it part")
+    add_kafka_engine_arguments(p)
     run = p.add_mutually_exclusive_group(required=True)
     run.add_argument("--scenario", metavar="NAME", help=f"a named scenario ({', '.join(SCENARIOS)})")
     run.add_argument("--path", metavar="FILE.json", help="a counterexample exported by 'epochal check --json' "
@@ -87,8 +90,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_drive)
 
 
-def _drivable_config(name: str) -> None:
-    """A configuration drive can run, else the one-line reason (bad input)."""
+def _drivable_config(args: argparse.Namespace) -> None:
+    """A configuration drive can run on Epochal's brokers, else the one-line reason (bad input)."""
+    if args.profile is not None:
+        raise UsageError("--profile goes with --engine kafka")
+    if args.config is None:
+        raise UsageError("--config NAME is required (or --engine kafka --profile P)")
+    name = args.config
     if name not in NAMED:
         raise UsageError(f"unknown configuration {name!r}; choose one of {', '.join(DRIVABLE)}")
     if name not in DRIVABLE:
@@ -97,7 +105,9 @@ def _drivable_config(name: str) -> None:
 
 
 def run_drive(args: argparse.Namespace) -> int:
-    _drivable_config(args.config)
+    if args.engine == "kafka":
+        return run_kafka_drive(args, [k.flag for k in DRIVE_KNOBS if getattr(args, k.field) is not None])
+    _drivable_config(args)
     if args.step_timeout <= 0:
         raise UsageError("--step-timeout must be positive")
     if args.generate and (args.budget is None or args.budget <= 0):

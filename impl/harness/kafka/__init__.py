@@ -11,6 +11,9 @@
 * :mod:`.relay` -- a Kafka-protocol relay per broker (``KafkaCluster(relay=True)``) that logs
   the inter-broker messages, read by :mod:`impl.harness.frames` (which also describes the
   ZooKeeper-era ones kio lacks).
+* :mod:`.paths`, :mod:`.drive` -- ``epochal drive --engine kafka``: paths of model steps the
+  harness makes Kafka take (kills, pauses, writes, the relay holding a follower's fetches or
+  a LeaderAndIsr) or waits for, each judged in the run's adapted trace (docs/drive.md).
 
 docs/kafka.md says how to run it and what it costs.
 """

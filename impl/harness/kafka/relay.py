@@ -18,6 +18,11 @@ trace adapter reads (:mod:`impl.harness.frames.kafka`).  Clients'
 traffic is forwarded and not logged.  A frame the relay cannot decode is logged with its
 ``decode_error`` and forwarded as it is; a stream that is not Kafka framing (a size below
 zero or above :data:`MAX_FRAME`) is forwarded raw from there on.
+
+On command (:meth:`KafkaRelay.hold`) the relay *holds* the requests of one API from one
+broker to another -- a follower's Fetch to its leader, a controller's LeaderAndIsr -- after
+logging them, and passes them on only when released (:meth:`KafkaRelay.release`):
+``epochal drive --engine kafka`` (:mod:`.drive`) makes a follower fall behind so.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import json
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from impl.harness.frames.kafka import (  # the decoding, shared with the drive relay
     API_NAMES,
@@ -45,6 +51,7 @@ from impl.harness.frames.kafka import (  # the decoding, shared with the drive r
 )
 
 _SIZE = struct.Struct(">i")
+T = TypeVar("T")
 MAX_FRAME = 256 * 1024 * 1024
 """A frame size above this is not Kafka's (a broker's socket.request.max.bytes is 100 MB)."""
 
@@ -89,6 +96,13 @@ class _Connection:
     """correlation id -> (api key, version, whether the request was logged)"""
 
 
+Hold = tuple[int, str, int]
+"""What the relay holds: (the broker it is in front of, the API's name, the sending broker
+or :data:`ANY`)."""
+ANY = -1
+"""A hold of requests from whichever broker sends them (a controller not elected yet)."""
+
+
 class KafkaRelay:
     """A relay in front of each broker added, all served by one asyncio loop on a thread of
     its own; a broker's relay outlives the broker (a connection to a dead broker is refused
@@ -105,6 +119,8 @@ class KafkaRelay:
         self._connection_ids = itertools.count(1)
         self._writers: set[asyncio.StreamWriter] = set()
         self._servers: list[asyncio.Server] = []
+        self._holds: set[Hold] = set()
+        self._held: dict[Hold, list[tuple[asyncio.StreamWriter, bytes]]] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="kafka-relay")
 
@@ -146,6 +162,39 @@ class KafkaRelay:
         for log in self._logs.values():
             log.close()
 
+    # -- holding -------------------------------------------------------------------------
+    def hold(self, broker: int, api: str, src: int = ANY) -> None:
+        """From now on keep ``api`` requests from broker ``src`` to ``broker`` (logged, not passed on)."""
+        self._call(lambda: self._holds.add((broker, api, src)))
+
+    def release(self, broker: int, api: str, src: int = ANY) -> int:
+        """Stop holding those requests and pass on the ones held, in order, on connections
+        still open; returns how many were held."""
+        def release() -> int:
+            self._holds.discard((broker, api, src))
+            held = self._held.pop((broker, api, src), [])
+            for writer, frame in held:
+                if not writer.is_closing():
+                    writer.write(frame)
+            return len(held)
+        return self._call(release)
+
+    def held(self, broker: int, api: str, src: int = ANY) -> int:
+        """How many such requests the relay holds now."""
+        return self._call(lambda: len(self._held.get((broker, api, src), [])))
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """``fn`` on the relay's loop (its state is the loop's alone)."""
+        async def call() -> T:
+            return fn()
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
+
+    def _holding(self, broker: int, entry: dict[str, Any]) -> Hold | None:
+        if entry.get("direction") != "request":
+            return None
+        api = str(entry.get("api"))
+        return next((k for k in ((broker, api, entry.get("src", ANY)), (broker, api, ANY)) if k in self._holds), None)
+
     async def _accept(self, broker: int, client_reader: asyncio.StreamReader,
                       client_writer: asyncio.StreamWriter) -> None:
         try:
@@ -175,8 +224,12 @@ class KafkaRelay:
                 else:
                     try:
                         for frame in splitter.feed(data):
-                            self._observe(connection, frame[_SIZE.size:], request)
-                            writer.write(frame)
+                            entry = self._observe(connection, frame[_SIZE.size:], request)
+                            held = self._holding(connection.broker, entry)
+                            if held is not None:
+                                self._held.setdefault(held, []).append((writer, frame))
+                            else:
+                                writer.write(frame)
                     except FrameError as exc:
                         self._write(connection.broker, {"conn": connection.id, "decode_error": str(exc),
                                                         "direction": "request" if request else "response"})
@@ -188,8 +241,9 @@ class KafkaRelay:
         finally:
             writer.close()
 
-    def _observe(self, connection: _Connection, payload: bytes, request: bool) -> None:
-        """Log the frame if it is an inter-broker message or the answer to one; never raises."""
+    def _observe(self, connection: _Connection, payload: bytes, request: bool) -> dict[str, Any]:
+        """Log the frame if it is an inter-broker message or the answer to one, and return
+        what was read of it; never raises."""
         entry: dict[str, Any] = {"conn": connection.id, "direction": "request" if request else "response"}
         try:
             if request:
@@ -198,22 +252,23 @@ class KafkaRelay:
                              correlation_id=header.correlation_id, client_id=header.client_id)
                 connection.pending[header.correlation_id] = (header.api_key, header.version, False)
                 if header.api_key not in API_NAMES:
-                    return
+                    return entry
                 summary = summarize_request(header.api_key, decode_request(payload, header), self.topic_ids)
                 if summary is None:
-                    return
+                    return entry
                 connection.pending[header.correlation_id] = (header.api_key, header.version, True)
             else:
                 correlation_id = response_correlation_id(payload)
                 api_key, version, logged = connection.pending.pop(correlation_id, (-1, -1, False))
                 if not logged:
-                    return
+                    return entry
                 entry.update(api_key=api_key, version=version, correlation_id=correlation_id)
                 summary = summarize_response(api_key, decode_response(payload, api_key, version), self.topic_ids)
             entry.update(api=API_NAMES[entry["api_key"]], **summary)
         except Exception as exc:  # noqa: BLE001 - a frame that does not decode is still forwarded
             entry["decode_error"] = f"{type(exc).__name__}: {exc}"
         self._write(connection.broker, entry)
+        return entry
 
     def _write(self, broker: int, entry: dict[str, Any]) -> None:
         line = {"seq": next(self._seq), "time": time.time(), "broker": broker, **entry}

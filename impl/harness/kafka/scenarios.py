@@ -50,13 +50,15 @@ class ScenarioError(RuntimeError):
     """A scenario that could not run to its end (one line)."""
 
 
-def produce(cluster: KafkaCluster, jars: KafkaJars, values: list[str]) -> None:
+def produce(cluster: KafkaCluster, jars: KafkaJars, values: list[str], acks: str = "all") -> None:
     """Write ``values`` in order with Kafka's console producer (acks=all, one in flight, no
-    retries reordering them), to every live broker as bootstrap."""
+    retries reordering them), to every live broker as bootstrap.  ``acks="1"``: each is
+    acknowledged once the leader appended it (a driven step that must not wait for a
+    follower the relay holds back)."""
     servers = ",".join(f"{b.settings.host}:{b.settings.port}" for b in cluster.brokers.values() if b.alive)
     argv = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", jars.classpath,
             "kafka.tools.ConsoleProducer", "--bootstrap-server", servers, "--topic", TOPIC,
-            "--producer-property", "acks=all",
+            "--producer-property", f"acks={acks}",
             "--producer-property", "max.in.flight.requests.per.connection=1",
             "--producer-property", "linger.ms=0",
             "--producer-property", "enable.idempotence=false"]

@@ -8,6 +8,7 @@ import io
 import socket
 import struct
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -245,3 +246,51 @@ def test_update_metadata_is_read_as_far_as_its_controller_epoch(version: int) ->
     payload = head.getvalue() + fixed + b"\x00\x01\x02"  # the rest (topics, brokers) is not read
     body = decode_request(payload, decode_request_header(payload))
     assert summarize_request(6, body, {}) == {"src": 1, "controller_epoch": 4}
+
+
+def test_a_held_fetch_waits_for_its_release_while_other_requests_pass(tmp_path: Path,
+                                                                    broker: tuple[int, list[bytes]]) -> None:
+    """What ``drive --engine kafka`` holds: follower 2's Fetch to broker 1 is logged and kept
+    back; a LeaderAndIsr on the same connection passes; the release passes the Fetch on."""
+    port, received = broker
+    relay = KafkaRelay(tmp_path / "relay").start()
+    try:
+        relay_port = relay.add(1, port)
+        relay.hold(1, "Fetch", 2)
+        with socket.create_connection(("127.0.0.1", relay_port)) as client:
+            client.sendall(fetch_v11(replica_id=2))
+            control_request = leader_and_isr(7, uuid.uuid4())
+            client.sendall(control_request)
+            assert read_exactly(client, len(answer(control_request))) == answer(control_request)
+            assert received == [control_request] and relay.held(1, "Fetch", 2) == 1
+            assert relay.held(1, "Fetch", 3) == 0
+            assert relay.release(1, "Fetch", 2) == 1
+            assert read_exactly(client, len(answer(fetch_v11()))) == answer(fetch_v11())
+            client.sendall(fetch_v11(replica_id=2))  # released: no longer held
+            assert read_exactly(client, len(answer(fetch_v11()))) == answer(fetch_v11())
+    finally:
+        relay.stop()
+    assert received == [control_request, fetch_v11(replica_id=2), fetch_v11(replica_id=2)]
+    assert [e.get("api") for e in read_log(relay.log_path(1)) if e["direction"] == "request"] == \
+        ["Fetch", "LeaderAndIsr", "Fetch"]
+
+
+def test_a_hold_of_any_sender_keeps_back_every_controllers_leader_and_isr(tmp_path: Path,
+                                                                         broker: tuple[int, list[bytes]]) -> None:
+    port, received = broker
+    relay = KafkaRelay(tmp_path / "relay").start()
+    try:
+        relay_port = relay.add(3, port)
+        relay.hold(3, "LeaderAndIsr")  # the controller to come is not known yet
+        request = leader_and_isr(7, uuid.uuid4())
+        with socket.create_connection(("127.0.0.1", relay_port)) as client:
+            client.sendall(request)
+            deadline = time.monotonic() + 5
+            while relay.held(3, "LeaderAndIsr") == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert relay.held(3, "LeaderAndIsr") == 1 and received == []
+            assert relay.release(3, "LeaderAndIsr") == 1
+            assert read_exactly(client, len(answer(request))) == answer(request)
+    finally:
+        relay.stop()
+    assert received == [request]
