@@ -34,7 +34,7 @@ from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
 from model.state import NO_LEADER, OUT_OF_RANGE, ROLE_NAMES
-from properties.checkers.native import NativeUnavailable
+from properties.checkers.native import NativeUnavailable, NoCompiler
 from properties.checkers.native_step import (
     CAPACITIES,
     CompiledStep,
@@ -97,14 +97,26 @@ def _entry() -> Any:
 
 
 @functools.cache
-def available() -> bool:
-    """Whether the library builds here (a C compiler); asked once a process, not once a
-    judgement: a failed build is not cached."""
+def _unbuilt() -> NativeUnavailable | None:
+    """Why the library does not build here, or None: asked once a process, not once a
+    judgement (``library`` itself does not cache a failed build)."""
     try:
         _entry()
-    except NativeUnavailable:
+    except NativeUnavailable as exc:
+        return exc
+    return None
+
+
+def available() -> bool:
+    """Whether the library builds here: False only where there is no C compiler
+    (``NoCompiler``).  A build that fails is a broken source tree, never a reason to judge
+    in Python instead: it raises, with the build's error."""
+    why = _unbuilt()
+    if why is None:
+        return True
+    if isinstance(why, NoCompiler):
         return False
-    return True
+    raise NativeUnavailable(str(why))
 
 
 _RECORDS = KEYS["records"]
