@@ -241,7 +241,34 @@ class CompiledSearch:
         return [KEYS[key], V_INT, 1, i]
 
     def _records(self, v: Any) -> list[int] | None:
-        """Records (offset, epoch, value id)*; a list that matches no records as V_OTHER."""
+        """Records (offset, epoch, value id)*; a list that matches no records as V_OTHER.
+        Records of plain ints and a hashable value (all of them, as a broker writes them)
+        are read straight; any other list by ``_odd_records``, from its start."""
+        if type(v) is list:
+            ids, keys = self.ids, self.keys
+            out = [_RECORDS, V_RECORDS, 3 * len(v)]
+            for rec in v:
+                if type(rec) is not list or len(rec) != 3:
+                    break
+                offset, epoch, value = rec
+                if type(offset) is not int or type(epoch) is not int or not -_INT <= offset < _INT \
+                        or not -_INT <= epoch < _INT:
+                    break
+                try:
+                    k = value_key(value)
+                    known = ids.get(k)
+                except TypeError:
+                    break
+                if known is None:
+                    known = ids[k] = len(keys)
+                    keys.append(k)
+                out += (offset, epoch, known)
+            else:
+                return out
+        return self._odd_records(v)
+
+    def _odd_records(self, v: Any) -> list[int] | None:
+        """``_records`` of any value: one record at a time, as Python's ``==`` compares it."""
         if not isinstance(v, list):
             return [KEYS["records"], V_OTHER, 0]
         out: list[int] = []
