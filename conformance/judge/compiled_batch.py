@@ -34,7 +34,7 @@ from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
 from model.state import NO_LEADER, OUT_OF_RANGE, ROLE_NAMES
-from properties.checkers.native import NativeUnavailable, NoCompiler
+from properties.checkers.native import SOURCE_DIR, NativeUnavailable, NoCompiler
 from properties.checkers.native_step import (
     CAPACITIES,
     CompiledStep,
@@ -99,7 +99,10 @@ def _entry() -> Any:
 @functools.cache
 def _unbuilt() -> NativeUnavailable | None:
     """Why the library does not build here, or None: asked once a process, not once a
-    judgement (``library`` itself does not cache a failed build)."""
+    judgement (``library`` itself does not cache a failed build).  A packaged job
+    (``epochal package-job``: Python modules in a zip) has no C sources to build."""
+    if not SOURCE_DIR.is_dir():
+        return _NoSources(f"no C sources at {SOURCE_DIR} (a packaged job ships Python modules only)")
     try:
         _entry()
     except NativeUnavailable as exc:
@@ -107,14 +110,18 @@ def _unbuilt() -> NativeUnavailable | None:
     return None
 
 
+class _NoSources(NativeUnavailable):
+    """The C sources are not on this machine's filesystem: nothing to build."""
+
+
 def available() -> bool:
     """Whether the library builds here: False only where there is no C compiler
-    (``NoCompiler``).  A build that fails is a broken source tree, never a reason to judge
-    in Python instead: it raises, with the build's error."""
+    (``NoCompiler``) or no C sources (a packaged job).  A build that fails is a broken
+    source tree, never a reason to judge in Python instead: it raises, with the build's error."""
     why = _unbuilt()
     if why is None:
         return True
-    if isinstance(why, NoCompiler):
+    if isinstance(why, (NoCompiler, _NoSources)):
         return False
     raise NativeUnavailable(str(why))
 

@@ -65,3 +65,13 @@ def test_a_library_that_fails_to_build_is_an_error_not_the_python_judge(groups, 
     monkeypatch.setattr(compiled_batch, "_unbuilt", lambda: NativeUnavailable("judge.c: error: expected ';'"))
     with pytest.raises(NativeUnavailable, match="expected ';'"):
         judge(groups[0])
+
+
+def test_a_packaged_job_without_the_c_sources_judges_in_python(groups, monkeypatch, tmp_path) -> None:
+    """``epochal package-job`` ships Python modules in a zip: no C sources to build there."""
+    zipped = tmp_path / "epochal-job.zip" / "properties" / "checkers" / "native"
+    monkeypatch.setattr(compiled_batch, "SOURCE_DIR", zipped)
+    monkeypatch.setattr(compiled_batch, "_unbuilt", compiled_batch._unbuilt.__wrapped__)
+    calls = _c_runs(monkeypatch)
+    assert judge(groups[0]) == judge(groups[0], compiled=False)
+    assert not calls
