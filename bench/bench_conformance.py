@@ -11,9 +11,11 @@ Spark session (local[2] by default):
 * **job**: the whole conformance job (read, validate, causal order, split, judge, aggregate).
 
 It prints events/s, events/s per core and the job/read time ratio for each size; two sizes
-show whether the cost grows linearly.  The judge is ``conformance.judge.replay:judge`` when it is
-installed, else the small real judge below (HW <= LEO, leader epochs never go back), so the
-plumbing can be measured on its own; the judge used is printed.
+show whether the cost grows linearly.  The judge is the job's own default,
+``conformance.judge.diagnose:judge`` (runs of events in C where there is a C compiler, see
+``conformance.judge.replay``'s ``compiled=None``) when it is installed, else the small real
+judge below (HW <= LEO, leader epochs never go back), so the plumbing can be measured on its
+own; the judge used is printed.
 
 The synthetic runs are not copies: each has its own seed (its own record values), and a
 shape.  ``conformance.judge.replay.judge`` remembers steps it has matched (an exact memo, see
@@ -25,10 +27,10 @@ partitions (1-4), records per leader (2-20) and kill from its seed (304 shapes),
 repeat far less.  The benchmark says how much: it judges a sample in-process with and
 without the memo, with the Python step and the compiled one (hit rate, microseconds per
 event) and, with ``--unmemoized`` (default on), also times the job on the smallest corpus
-with ``judge_unmemoized``, ``judge_compiled`` and ``judge_compiled_unmemoized`` of
-``conformance.judge.replay`` -- the compiled judge searches runs of events over C states
+with ``OTHER_JUDGES`` of ``conformance.judge.replay``: the Python judge with its memo and
+without, and the compiled judge, which searches runs of events over C states
 (``conformance/judge/compiled_batch.py``, ``properties/checkers/native/judge.c``) and keeps
-no memo, so its two rows are one judge and its hit rate is 0.
+no memo (its hit rate is 0).
 """
 
 from __future__ import annotations
@@ -137,6 +139,13 @@ JUDGES = {"memo": "judge", "no memo": "judge_unmemoized", "compiled, memo": "jud
           "compiled, no memo": "judge_compiled_unmemoized"}
 """The judges timed alone: row name -> function of ``conformance.judge.replay``."""
 
+DEFAULT_JUDGE = "conformance.judge.diagnose:judge"
+"""The job's default judge (``conformance.spark.verdict.default_judge``), named."""
+
+OTHER_JUDGES = ("judge", "judge_unmemoized", "judge_compiled_unmemoized")
+"""Judges of ``conformance.judge.replay`` the job is also timed with, on the smallest corpus:
+the Python judge with its memo and without, and the compiled one named as such."""
+
 
 def judge_alone(directory: Path, runs: int) -> dict[str, float]:
     """The judge without Spark, on the first ``runs`` run files of a corpus: CPU
@@ -204,11 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[250_000, 1_000_000])
     ap.add_argument("--corpus-dir", default="/tmp/epochal-bench")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--judge", default=None, help="MODULE:FUNC (default conformance.judge.replay:judge if installed)")
+    ap.add_argument("--judge", default=None, help=f"MODULE:FUNC (default {DEFAULT_JUDGE}, the job's own, if installed)")
     ap.add_argument("--source", type=Path, default=None,
                     help="replicate the recorded runs under this directory instead of synthetic runs")
     ap.add_argument("--unmemoized", action=argparse.BooleanOptionalAction, default=True,
-                    help="also time the job on the smallest corpus with conformance.judge.replay:judge_unmemoized")
+                    help="also time the job on the smallest corpus with OTHER_JUDGES of conformance.judge.replay")
     ap.add_argument("--sample-runs", type=int, default=1000, help="runs judged in-process (judge alone)")
     ap.add_argument("--shapes", choices=sorted(SHAPES), default="fresh",
                     help="the synthetic runs' shapes: 36 repeated ones, or drawn from each run's seed")
@@ -223,12 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     judge: Any = args.judge
     if judge is None:
         try:
-            import conformance.judge.replay  # noqa: F401
+            import conformance.judge.diagnose  # noqa: F401
 
-            judge = "conformance.judge.replay:judge"
+            judge = DEFAULT_JUDGE
         except ImportError:
             judge = plumbing_judge  # defined in __main__: cloudpickle ships it by value
-    judge_name = judge if isinstance(judge, str) else "bench plumbing_judge (conformance.judge.replay not installed)"
+    judge_name = judge if isinstance(judge, str) else "bench plumbing_judge (conformance.judge not installed)"
 
     corpora = []
     for size in args.sizes:
@@ -241,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         corpora.append((size, d, n, files))
 
     alone: dict[str, float] = {}
-    if judge == "conformance.judge.replay:judge":
+    if judge == DEFAULT_JUDGE:
         alone = judge_alone(corpora[0][1], args.sample_runs)
         print(f"judge alone on {alone['runs']:.0f} runs ({alone['events']:.0f} events): {_alone_text(alone)}", flush=True)
 
@@ -274,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((judge_name, n, files, read_s, job_s, read_cpu, job_cpu, outcome))
             print(f"  {n} events: read {read_s:.1f}s, job {job_s:.1f}s "
                   f"({outcome.groups} groups, {outcome.conforming} conform; stages {outcome.seconds})", flush=True)
-        if args.unmemoized and judge == "conformance.judge.replay:judge":
+        if args.unmemoized and judge == DEFAULT_JUDGE:
             _size, d, n, files = corpora[0]
-            for other in ("judge_unmemoized", "judge_compiled", "judge_compiled_unmemoized"):
+            for other in OTHER_JUDGES:
                 parsed, read_s, read_cpu = read_count(str(d))
                 t, cpu = time.perf_counter(), cpu_seconds()
                 outcome = conform([str(d)], spark=spark, judge=f"conformance.judge.replay:{other}",

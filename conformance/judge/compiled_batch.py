@@ -34,7 +34,7 @@ from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
 from model.state import NO_LEADER, OUT_OF_RANGE, ROLE_NAMES
-from properties.checkers.native import NativeUnavailable
+from properties.checkers.native import SOURCE_DIR, NativeUnavailable, NoCompiler
 from properties.checkers.native_step import (
     CAPACITIES,
     CompiledStep,
@@ -97,14 +97,33 @@ def _entry() -> Any:
 
 
 @functools.cache
-def available() -> bool:
-    """Whether the library builds here (a C compiler); asked once a process, not once a
-    judgement: a failed build is not cached."""
+def _unbuilt() -> NativeUnavailable | None:
+    """Why the library does not build here, or None: asked once a process, not once a
+    judgement (``library`` itself does not cache a failed build).  A packaged job
+    (``epochal package-job``: Python modules in a zip) has no C sources to build."""
+    if not SOURCE_DIR.is_dir():
+        return _NoSources(f"no C sources at {SOURCE_DIR} (a packaged job ships Python modules only)")
     try:
         _entry()
-    except NativeUnavailable:
+    except NativeUnavailable as exc:
+        return exc
+    return None
+
+
+class _NoSources(NativeUnavailable):
+    """The C sources are not on this machine's filesystem: nothing to build."""
+
+
+def available() -> bool:
+    """Whether the library builds here: False only where there is no C compiler
+    (``NoCompiler``) or no C sources (a packaged job).  A build that fails is a broken
+    source tree, never a reason to judge in Python instead: it raises, with the build's error."""
+    why = _unbuilt()
+    if why is None:
+        return True
+    if isinstance(why, (NoCompiler, _NoSources)):
         return False
-    return True
+    raise NativeUnavailable(str(why))
 
 
 _RECORDS = KEYS["records"]
@@ -229,7 +248,34 @@ class CompiledSearch:
         return [KEYS[key], V_INT, 1, i]
 
     def _records(self, v: Any) -> list[int] | None:
-        """Records (offset, epoch, value id)*; a list that matches no records as V_OTHER."""
+        """Records (offset, epoch, value id)*; a list that matches no records as V_OTHER.
+        Records of plain ints and a hashable value (all of them, as a broker writes them)
+        are read straight; any other list by ``_odd_records``, from its start."""
+        if type(v) is list:
+            ids, keys = self.ids, self.keys
+            out = [_RECORDS, V_RECORDS, 3 * len(v)]
+            for rec in v:
+                if type(rec) is not list or len(rec) != 3:
+                    break
+                offset, epoch, value = rec
+                if type(offset) is not int or type(epoch) is not int or not -_INT <= offset < _INT \
+                        or not -_INT <= epoch < _INT:
+                    break
+                try:
+                    k = value_key(value)
+                    known = ids.get(k)
+                except TypeError:
+                    break
+                if known is None:
+                    known = ids[k] = len(keys)
+                    keys.append(k)
+                out += (offset, epoch, known)
+            else:
+                return out
+        return self._odd_records(v)
+
+    def _odd_records(self, v: Any) -> list[int] | None:
+        """``_records`` of any value: one record at a time, as Python's ``==`` compares it."""
         if not isinstance(v, list):
             return [KEYS["records"], V_OTHER, 0]
         out: list[int] = []

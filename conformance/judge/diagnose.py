@@ -26,7 +26,8 @@ from conformance.judge.words import REFINEMENT
 VARIANTS = ("design", "kip101", "kip279", "kip320")
 
 
-def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -> dict[str, Any] | None:
+def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any],
+            compiled: bool | None = None) -> dict[str, Any] | None:
     """For a refusal, the configuration of which the trace is a run, and what that run breaks.
 
     A refusal for a safety property is explained by ``config`` itself. A refusal for a step
@@ -36,7 +37,8 @@ def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -
     that accepts the whole trace first, else the one whose run goes furthest -- and else by
     ``config``, whose rule the trace breaks. Returns ``{"explained_by",
     "explained_property", "explained_at"}`` (the verdict's columns); None for a trace that
-    conforms or is inconclusive, which needs no explanation.
+    conforms or is inconclusive, which needs no explanation.  ``compiled``: how the other
+    variants are judged (``replay.judge``'s; by default runs of events in C where it can).
     """
     if answer.get("conforms") or answer.get("inconclusive"):
         return None
@@ -48,7 +50,7 @@ def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -
     for other in VARIANTS:
         if other == config:
             continue
-        v = replay_judge(events, other)
+        v = replay_judge(events, other, compiled=compiled)
         if not (v["conforms"] or v.get("property") not in (None, REFINEMENT)):
             continue  # not a run of this variant either
         # every step up to its end (or its property violation) is a step of ``other``
@@ -64,9 +66,12 @@ def explain(events: list[dict[str, Any]], config: str, answer: dict[str, Any]) -
 
 def judge(events: list[dict[str, Any]], config: str = "kip320", **kwargs: Any) -> dict[str, Any]:
     """``conformance.judge.replay.judge``, and when it fails on a step ``config`` does not allow, the
-    variant that explains the trace (:func:`explain`) merged into the answer."""
+    variant that explains the trace (:func:`explain`) merged into the answer.  Unless told
+    otherwise (``compiled``), runs of events are judged in C wherever there is a C compiler
+    (``replay.judge``'s ``compiled=None``): the same verdicts, several times faster."""
+    kwargs.setdefault("compiled", None)
     answer = replay_judge(events, config, **kwargs)
-    extra = explain(events, config, answer)
+    extra = explain(events, config, answer, kwargs["compiled"])
     if extra:
         answer = {**answer, **extra}
     return answer

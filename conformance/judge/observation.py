@@ -60,20 +60,23 @@ def broker_ids(events: Sequence[Event]) -> dict[int, int]:
 
     Every id the trace mentions counts: event nodes, the harness's target broker, leaders,
     followers, ISR and assigned-replica members.  -1 ("none") is not a broker."""
-    seen: set[int] = set()
+    seen: set[int] = {node for e in events if (node := e["node"]) >= 0}
     for e in events:
-        if e["node"] >= 0:
-            seen.add(e["node"])
         params = e.get("params")
         if not params:
             continue
-        # (checks in this order because this loop runs over every event of the corpus)
+        # (this loop runs over every event of the corpus: a key the event lacks costs one
+        # lookup, and a plain int -- what JSON gives -- one type test)
+        get = params.get
         for key in ("broker", "leader", "follower"):
-            v = params.get(key)
-            if v is not None and isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-                seen.add(v)
+            v = get(key)
+            if v is None:
+                continue
+            if type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
+                if v >= 0:
+                    seen.add(v)
         for key in ("isr", "replicas", "rar", "ar"):
-            v = params.get(key)
+            v = get(key)
             if v is not None and isinstance(v, list):
                 seen.update(x for x in v if isinstance(x, int) and x >= 0)
     return {real: i for i, real in enumerate(_preferred_first(events, sorted(seen)))}

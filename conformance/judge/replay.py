@@ -97,7 +97,7 @@ __all__ = [
     "DEFAULT_BOUND", "FREEZING", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
     "SHOWN_STATES", "Event", "Hypothesis", "Memo", "Speculation", "TraceJudge", "Verdict", "actor", "broker_ids",
     "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_compiled",
-    "judge_compiled_unmemoized", "judge_unmemoized",
+    "judge_compiled_unmemoized", "judge_default", "judge_unmemoized",
     "may_break", "model_view", "observe", "prelife_state", "replay_config",
 ]
 
@@ -164,7 +164,7 @@ _describe_event = event_words
 def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUND,
           limit: int = MAX_STATES, fast: bool = True, memo: bool = True,
           on_states: Callable[[list[Hypothesis]], None] | None = None,
-          budget: Budget | None = None, compiled: bool = False) -> dict[str, Any]:
+          budget: Budget | None = None, compiled: bool | None = False) -> dict[str, Any]:
     """Judge one causally ordered (run, topic, partition) group of events against the named
     model configuration.  See the module docstring for the method and ``Verdict`` for the
     answer's fields.
@@ -186,8 +186,12 @@ def judge(events: list[Event], config: str = "kip320", bound: int = DEFAULT_BOUN
     *inconclusive* (``inconclusive`` true, ``conforms`` false, ``first_bad`` None,
     ``matched`` the events judged before it ran out) -- not a verdict either way.
 
-    ``compiled`` takes each step with the compiled search's rules instead of the Python
-    model's (``conformance.judge.compiled``): the same steps, so the same verdict."""
+    ``compiled`` judges runs of events in C (``conformance.judge.compiled_batch``) and
+    every other step with the compiled search's rules instead of the Python model's
+    (``conformance.judge.compiled``): the same steps, so the same verdict.  ``None``: runs
+    of events in C wherever the C can judge this configuration (``batch_unsupported``) and
+    there is a C compiler, else the plain Python judge, memo and all -- what
+    ``judge_default`` and the conformance job judge with."""
     return TraceJudge(events, config, bound, limit, fast, memo, on_states, budget, compiled).verdict().as_dict()
 
 
@@ -248,7 +252,7 @@ class TraceJudge:
 
     def __init__(self, events: list[Event], config: str, bound: int, limit: int, fast: bool, memo: bool,
                  on_states: Callable[[list[Hypothesis]], None] | None, budget: Budget | None = None,
-                 compiled: bool = False) -> None:
+                 compiled: bool | None = False) -> None:
         self.events = events
         self.budget, self.started, self.carried = budget, time.monotonic(), 0
         self.bound, self.limit, self.on_states = bound, limit, on_states
@@ -259,12 +263,13 @@ class TraceJudge:
         # may_break assumes the state before each step holds every property; survivors do,
         # the state before the partition's life is checked here once.
         self.fast = fast and _holds(self.hyps[0].state)
-        # compiled: runs of events judged in C, the others by the Python model's step; where
-        # the C cannot judge at all, every step by the compiled step (``compiled.stepper``)
-        self.batch = (CompiledSearch(self.cfg, limit, bound) if compiled and self.fast and on_states is None
+        # compiled (True or None): runs of events judged in C, the others by the Python
+        # model's step; where the C cannot judge at all, every step by the compiled step
+        # (``compiled.stepper``) if True, by the Python model's with its memo if None
+        self.batch = (CompiledSearch(self.cfg, limit, bound) if compiled is not False and self.fast and on_states is None
                       and budget is None and limit <= MAX_COMPILED_STATES and batch_unsupported(self.cfg) is None
                       and batch_available() else None)
-        self.take: Stepper = stepper(self.cfg) if compiled and self.batch is None else apply
+        self.take: Stepper = stepper(self.cfg) if compiled is True and self.batch is None else apply
         self.memo: MemoPath | NoMemo = (MemoPath(Memo.scope(config, bound, limit, self.ids), self.hyps)
                                         if self.fast and memo and self.batch is None else NoMemo())
         self.speculation = Speculation()
@@ -537,6 +542,13 @@ def judge_unmemoized(events: list[Event], config: str = "kip320") -> dict[str, A
     """``judge`` without the memo (``MODULE:FUNC`` for ``epochal conform``'s judge option and
     the benchmark's figures on work that is never repeated)."""
     return judge(events, config, memo=False)
+
+
+def judge_default(events: list[Event], config: str = "kip320") -> dict[str, Any]:
+    """``judge`` as the conformance job runs it (``conformance.judge.diagnose``): runs of
+    events in C where there is a C compiler and the C judges the configuration, else the
+    Python judge with its memo (``compiled=None``)."""
+    return judge(events, config, compiled=None)
 
 
 def judge_compiled(events: list[Event], config: str = "kip320") -> dict[str, Any]:

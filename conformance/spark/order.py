@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from traces.vocabulary import KINDS, OBSERVES_ZXID
@@ -17,8 +18,8 @@ Event = dict[str, Any]
 GroupKey = tuple[str | None, int | None]  # (topic, partition); (None, None) for a cluster-only run
 
 
-def _key(e: Event) -> tuple[int, int, int]:
-    return (e["clock"], e["node"], e["seq"])
+_key: Callable[[Event], tuple[int, int, int]] = operator.itemgetter("clock", "node", "seq")
+"""An event's Lamport order: (clock, node, seq)."""
 
 
 def _zxid_key(e: Event) -> tuple[int, int, int, int, int]:
@@ -250,14 +251,18 @@ def split_groups(ordered: Sequence[Event]) -> dict[GroupKey, list[Event]]:
 
     The same event dict is shared by the groups it goes to: judges must not mutate events.
     """
-    partitions = sorted({(e["topic"], e["partition"]) for e in ordered
-                         if KINDS[e["kind"]].scope == "partition"})
+    scopes = [_SCOPES[e["kind"]] for e in ordered]
+    partitions = sorted({(e["topic"], e["partition"]) for e, scope in zip(ordered, scopes, strict=True)
+                         if scope == "partition"})
     keys: list[GroupKey] = partitions if partitions else [(None, None)]
     groups: dict[GroupKey, list[Event]] = {k: [] for k in keys}
-    for e in ordered:
-        if KINDS[e["kind"]].scope == "cluster":
+    for e, scope in zip(ordered, scopes, strict=True):
+        if scope == "cluster":
             for g in groups.values():
                 g.append(e)
         else:
             groups[(e["topic"], e["partition"])].append(e)
     return groups
+
+
+_SCOPES = {name: kind.scope for name, kind in KINDS.items()}

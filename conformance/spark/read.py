@@ -1,8 +1,8 @@
 """Reading: which trace files an input names, and their records, split and validated.
 
-Every record is split off by ``traces.reader.iter_lines`` and validated by
-``traces.schema.decode_line`` -- the plain reader's code -- wherever the file is read, so the
-job and the plain reader accept and quarantine exactly the same records.  A bad record
+Every record is split off and validated by ``traces.reader.iter_file`` -- the plain reader's
+code -- wherever the file is read, so the job and the plain reader accept and quarantine
+exactly the same records.  A bad record
 becomes a quarantine row with its reason; it never stops the job.
 """
 
@@ -75,22 +75,16 @@ def list_local(directory: str) -> list[str]:
     return sorted(found)
 
 
-def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, str, dict[str, Any] | None, str | None]]:
-    """Every record of one file as both plans see it: ``(line, raw, event, None)`` for a
-    valid record, ``(line, raw[:300], None, reason)`` for one to quarantine -- split by
-    ``traces.reader.iter_lines`` and validated by ``traces.schema.decode_line``, the plain
-    reader's code.  A file that could not be read is one quarantined record at line 0."""
-    from traces.reader import iter_lines
-    from traces.schema import decode_line
+def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, dict[str, Any] | None, str | None, str]]:
+    """Every record of one file as both plans see it -- ``traces.reader.iter_file``'s
+    ``(line, event, reason, raw)``, the plain reader's code: a valid event with its raw text,
+    or None, the reason and the raw text cut short.  A file that could not be read is one
+    quarantined record at line 0."""
+    from traces.reader import iter_file
 
     if isinstance(data, OSError):
-        yield 0, "", None, f"unreadable_file: {data}"[:300]
-        return
-    for line, raw, reason in iter_lines(path, data):
-        event = None
-        if reason is None:
-            event, reason = decode_line(raw)
-        yield line, raw if event is not None else raw[:300], event, reason
+        return iter((0, None, f"unreadable_file: {data}"[:300], ""),)
+    return iter_file(path, data)
 
 
 def read_group(members: list[str], task: int, only: frozenset[str] | None,
@@ -101,7 +95,7 @@ def read_group(members: list[str], task: int, only: frozenset[str] | None,
     runs: dict[str, list[dict[str, Any]]] = {}
     for path, uri in sorted((display_path(u), u) for u in members):
         seen: set[str] = set()
-        for line, raw, event, reason in _file_records(path, _read_local(uri)):
+        for line, event, reason, raw in _file_records(path, _read_local(uri)):
             if event is None:
                 if only is None:
                     out.append({"row": "quarantine", "file": path, "line": line, "raw": raw, "reason": reason})
@@ -143,7 +137,7 @@ def _decode(files: Iterator[tuple[str, bytes | OSError]]) -> Iterator[Any]:
         path = display_path(uri)
         runs: dict[str, list[str]] = {}
         first: dict[str, int] = {}
-        for line, raw, event, reason in _file_records(path, data):
+        for line, event, reason, raw in _file_records(path, data):
             if event is None:
                 run_c.append(None)
                 file_c.append(path)
