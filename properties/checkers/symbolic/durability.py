@@ -67,13 +67,116 @@ def lemma_leader_epochs_positive(shape: Shape, s: dict) -> Term:
     return z3.And([s[("rlep", b)] >= 1 for b in range(shape.n)])
 
 
+def lemma_records_not_newer(shape: Shape, s: dict) -> Term:
+    """A replica's log holds no record of an epoch newer than the leader epoch it knows, nor
+    does a fetch response one newer than the epoch it was answered in (a leader writes in its
+    own epoch, a follower takes records only from a leader of its epoch)."""
+    parts = []
+    for b in range(shape.n):
+        parts += [z3.Implies(i < s[("leo", b)], s[("ep", b, i)] <= s[("rlep", b)]) for i in range(shape.r)]
+        for ld in range(shape.n):
+            if ld != b:
+                resp = s[("fk", b, ld)] == RESP
+                parts += [z3.Implies(z3.And(resp, i < s[("frl", b, ld)]), s[("fre", b, ld, i)] <= s[("fe", b, ld)])
+                          for i in range(shape.r)]
+    return z3.And(parts)
+
+
+def _followed(shape: Shape, s: dict, b: int) -> Term:
+    """Some broker follows b in b's own epoch, or a fetch of that epoch is on its way between
+    them, or a LeaderAndISR on its way would make an up broker follow b in that epoch."""
+    R = shape.req
+    m = z3.Const(f"q_follow{b}", R)
+    rlep = s[("rlep", b)]
+    out = []
+    for x in range(shape.n):
+        if x != b:
+            out.append(z3.And(s[("rlep", x)] == rlep, z3.Or(z3.And(s[("role", x)] == FOLLOWER, s[("rl", x)] == b),
+                                                          z3.And(s[("fk", x, b)] != EMPTY, s[("fe", x, b)] == rlep))))
+            out.append(z3.And(s[("st", x)] == UP, z3.Exists([m], z3.And(
+                s[("lai",)][m], R.to(m) == x, R.leader(m) == b, R.lepoch(m) == rlep, R.lepoch(m) > s[("rlep", x)]))))
+    return z3.Or(out)
+
+
+def _in_charge(shape: Shape, s: dict, b: int) -> Term:
+    """b acts as leader and has not been replaced: it is ZooKeeper's leader or in its ISR, or a
+    broker still follows it in its epoch (so no other leader has taken over from it yet)."""
+    return z3.And(s[("role", b)] == LEADER, z3.Or(s[("ldr",)] == b, s[("isr", b)], _followed(shape, s, b)))
+
+
+def lemma_leader_holds_committed(shape: Shape, s: dict) -> Term:
+    """Leader completeness (KIP-101): a broker acting as leader holds every committed record
+    of an epoch up to its own -- it was elected from an ISR holding them, and a leader it
+    replaced can commit nothing more once its followers left its epoch."""
+    parts = []
+    for b in range(shape.n):
+        for o in range(shape.r):
+            for v in range(1, shape.r + 1):
+                e = s[("cmt", o, v)]
+                parts.append(z3.Implies(z3.And(_in_charge(shape, s, b), e != 0, e <= s[("rlep", b)]),
+                                        z3.And(o < s[("leo", b)], s[("val", b, o)] == v, s[("ep", b, o)] == e)))
+    return z3.And(parts)
+
+
 def lemma_leader_is_zk_leader(shape: Shape, s: dict) -> Term:
     """A broker acting as leader is ZooKeeper's leader, and its ISR contains ZooKeeper's
     (ZooKeeper's ISR only shrinks behind its back: an election keeps the live part)."""
     n = shape.n
     return z3.And([z3.Implies(s[("role", b)] == LEADER,
-                              z3.And(s[("ldr",)] == b, *[z3.Implies(s[("isr", x)], s[("risr", b, x)]) for x in range(n)]))
+                              z3.And(z3.Or(s[("ldr",)] == b, s[("rlep", b)] < s[("lep",)]),
+                                     *[z3.Implies(s[("isr", x)], s[("risr", b, x)]) for x in range(n)]))
                    for b in range(n)])
+
+
+def lemma_leaders_in_distinct_epochs(shape: Shape, s: dict) -> Term:
+    """Two brokers acting as leader do so in different leader epochs (one leader per epoch)."""
+    n = shape.n
+    return z3.And([z3.Not(z3.And(s[("role", a)] == LEADER, s[("role", b)] == LEADER, s[("rlep", a)] == s[("rlep", b)]))
+                   for a in range(n) for b in range(a + 1, n)])
+
+
+def lemma_newer_leaders_in_isr(shape: Shape, s: dict) -> Term:
+    """A leader's ISR holds every broker that leads, or a request on its way would make lead,
+    a later epoch: that broker was elected from ZooKeeper's ISR, which the older leader's
+    contained, and the older leader's ISR writes fail ever after (its zk_version is stale)."""
+    R = shape.req
+    parts = []
+    for b in range(shape.n):
+        m = z3.Const(f"q_newer{b}", R)
+        lead = s[("role", b)] == LEADER
+        for x in range(shape.n):
+            if x != b:
+                newer = z3.And(s[("role", x)] == LEADER, s[("rlep", x)] > s[("rlep", b)])
+                parts.append(z3.Implies(z3.And(lead, newer), s[("risr", b, x)]))
+                pending = z3.And(s[("lai",)][m], R.to(m) == x, R.leader(m) == x, R.lepoch(m) > s[("rlep", x)],
+                                 R.lepoch(m) > s[("rlep", b)], s[("st", x)] == UP)
+                parts.append(z3.ForAll([m], z3.Implies(z3.And(lead, pending), s[("risr", b, x)])))
+    return z3.And(parts)
+
+
+def lemma_epoch_start(shape: Shape, s: dict) -> Term:
+    """A leader's epoch starts at its LEO when it took over (its epoch cache's last entry):
+    every record from there on is of its own epoch."""
+    parts = []
+    for b in range(shape.n):
+        lead = s[("role", b)] == LEADER
+        parts.append(z3.Implies(lead, s[("es", b)] <= s[("leo", b)]))
+        parts += [z3.Implies(z3.And(lead, s[("es", b)] <= i, i < s[("leo", b)]), s[("ep", b, i)] == s[("rlep", b)])
+                  for i in range(shape.r)]
+    return z3.And(parts)
+
+
+def lemma_hw_current(shape: Shape, s: dict) -> Term:
+    """A leader's HW is at least the least LEO over its ISR as it knows them: it recomputes
+    its HW whenever one of them changes, and never moves it backwards."""
+    parts = []
+    for b in range(shape.n):
+        least = s[("leo", b)]
+        for x in range(shape.n):
+            if x != b:
+                least = z3.If(z3.And(s[("risr", b, x)], s[("fleo", b, x)] < least), s[("fleo", b, x)], least)
+        parts.append(z3.Implies(s[("role", b)] == LEADER, least <= s[("hw", b)]))
+    return z3.And(parts)
 
 
 def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
@@ -84,8 +187,9 @@ def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
     parts = []
     for b in range(n):
         live = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
+        older = [z3.Implies(s[("role", x)] == LEADER, s[("rlep", x)] < R.lepoch(m)) for x in range(n) if x != b]
         parts.append(z3.ForAll([m], z3.Implies(live, z3.And(
-            s[("ldr",)] == b, *[z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]))))
+            s[("ldr",)] == b, *older, *[z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]))))
     return z3.And(parts)
 
 
@@ -140,9 +244,7 @@ def lemma_values_placed_once(shape: Shape, s: dict) -> Term:
         for p2, o2, v2, e2 in slots[k + 1:]:
             both = z3.And(p1, p2)
             parts.append(z3.Implies(z3.And(both, v1 == v2), z3.And(o1 == o2, e1 == e2)))
-            for lo, hi in (((o1, v1, e1), (o2, v2, e2)), ((o2, v2, e2), (o1, v1, e1))):
-                parts.append(z3.Implies(z3.And(both, lo[1] < hi[1]),
-                                        z3.And(lo[2] <= hi[2], z3.Implies(lo[0] == hi[0], lo[2] < hi[2]))))
+            parts.append(z3.Implies(z3.And(both, o1 == o2, e1 == e2), v1 == v2))
         for o in range(shape.r):
             for v in range(1, shape.r + 1):
                 c = s[("cmt", o, v)]
@@ -168,7 +270,9 @@ def lemma_log_order(shape: Shape, s: dict) -> Term:
                 later = s[("frv", x, b, i)]
                 parts += [z3.Implies(z3.And(resp, i < frl, o < fo), s[("val", x, o)] < later) for o in range(shape.r)]
                 parts += [z3.Implies(z3.And(resp, j < frl), later < s[("frv", x, b, j)]) for j in range(i + 1, shape.r)]
-    return z3.And(parts)
+                parts += [z3.Implies(z3.And(resp, i < frl, o < fo), s[("ep", x, o)] <= s[("fre", x, b, i)]) for o in range(shape.r)]
+                parts += [z3.Implies(z3.And(resp, j < frl), s[("fre", x, b, i)] <= s[("fre", x, b, j)]) for j in range(i + 1, shape.r)]
+    return z3.And(*parts, prop_log_epochs_monotonic(shape, s))
 
 
 def lemma_leader_epoch_newest(shape: Shape, s: dict) -> Term:
@@ -180,8 +284,6 @@ def lemma_leader_epoch_newest(shape: Shape, s: dict) -> Term:
     slots = _slots(shape, s)
     parts = []
     for b in range(shape.n):
-        lead = s[("role", b)] == LEADER
-        parts += [z3.Implies(z3.And(lead, p), e <= s[("rlep", b)]) for p, _, _, e in slots]
         pending = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
         parts.append(z3.ForAll([m], z3.Implies(pending, z3.And([z3.Implies(p, e < R.lepoch(m)) for p, _, _, e in slots]))))
     rl = pick([s[("rlep", b)] for b in range(shape.n)], s[("ldr",)], z3.IntVal(-1))
@@ -209,7 +311,7 @@ def lemma_followers_follow_zk(shape: Shape, s: dict) -> Term:
 def lemma_fetches_follow_leaders(shape: Shape, s: dict) -> Term:
     """A follower fetches only from a broker that has led its epoch (it truncated against it
     as leader), and a fetch carries an epoch that broker has reached, a request one its
-    follower has too."""
+    follower has too; a leader knows the LEO only of a follower that has reached its epoch."""
     parts = []
     for x in range(shape.n):
         for b in range(shape.n):
@@ -217,7 +319,8 @@ def lemma_fetches_follow_leaders(shape: Shape, s: dict) -> Term:
                 continue
             fetching = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b)
             fk, fe = s[("fk", x, b)], s[("fe", x, b)]
-            parts += [z3.Implies(fetching, s[("rlep", b)] >= s[("rlep", x)]),
+            known = z3.And(s[("role", b)] == LEADER, s[("fleo", b, x)] != UNKNOWN)  # x fetched in b's epoch
+            parts += [z3.Implies(fetching, s[("rlep", b)] >= s[("rlep", x)]), z3.Implies(known, s[("rlep", x)] >= s[("rlep", b)]),
                       z3.Implies(fk != EMPTY, fe <= s[("rlep", b)]),
                       z3.Implies(fk == REQ, fe <= s[("rlep", x)])]
     return z3.And(parts)
@@ -272,8 +375,8 @@ def lemma_hw_committed(shape: Shape, s: dict) -> Term:
         for o in range(shape.r):
             for v in range(1, shape.r + 1):
                 parts.append(z3.Implies(z3.And(o < s[("hw", b)], s[("val", b, o)] == v), s[("cmt", o, v)] == s[("ep", b, o)]))
-                lead = s[("role", b)] == LEADER
-                parts.append(z3.Implies(z3.And(lead, s[("cmt", o, v)] != 0), z3.Or(o < s[("hw", b)], o < s[("es", b)])))
+                parts.append(z3.Implies(z3.And(_in_charge(shape, s, b), s[("cmt", o, v)] != 0),
+                                        z3.Or(o < s[("hw", b)], o < s[("es", b)])))
     for v in range(1, shape.r + 1):
         for o in range(1, shape.r):
             parts.append(z3.Implies(s[("cmt", o, v)] != 0, z3.Or([s[("cmt", o - 1, w)] != 0 for w in range(1, shape.r + 1)])))
@@ -289,6 +392,16 @@ def lemma_isr_holds_committed(shape: Shape, s: dict) -> Term:
             for x in range(shape.n):
                 parts.append(z3.Implies(z3.And(e != 0, s[("isr", x)]),
                                         z3.And(o < s[("leo", x)], s[("val", x, o)] == v, s[("ep", x, o)] == e)))
+    return z3.And(parts)
+
+
+def lemma_committed_log(shape: Shape, s: dict) -> Term:
+    """The committed records form one log: one value at an offset, and ZooKeeper's ISR, which
+    holds them, is never empty."""
+    parts = [z3.Or([s[("isr", x)] for x in range(shape.n)])]
+    for o in range(shape.r):
+        for v in range(1, shape.r + 1):
+            parts += [z3.Not(z3.And(s[("cmt", o, v)] != 0, s[("cmt", o, w)] != 0)) for w in range(v + 1, shape.r + 1)]
     return z3.And(parts)
 
 
@@ -325,8 +438,13 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "live_is_up": lemma_live_is_up,
     "leader_epochs_positive": lemma_leader_epochs_positive,
     "log_slots_clean": lemma_log_slots_clean,
+    "records_not_newer": lemma_records_not_newer,
     "leader_is_zk_leader": lemma_leader_is_zk_leader,
+    "leaders_in_distinct_epochs": lemma_leaders_in_distinct_epochs,
     "pending_leadership": lemma_pending_leadership,
+    "newer_leaders_in_isr": lemma_newer_leaders_in_isr,
+    "epoch_start": lemma_epoch_start,
+    "hw_current": lemma_hw_current,
     "values_placed_once": lemma_values_placed_once,
     "log_order": lemma_log_order,
     "leader_epoch_newest": lemma_leader_epoch_newest,
@@ -338,6 +456,8 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "hw_committed": lemma_hw_committed,
     "follower_prefix": lemma_follower_prefix,
     "isr_holds_committed": lemma_isr_holds_committed,
+    "leader_holds_committed": lemma_leader_holds_committed,
+    "committed_log": lemma_committed_log,
     "acked_committed": lemma_acked_committed,
 }
 
