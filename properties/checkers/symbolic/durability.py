@@ -82,39 +82,36 @@ def lemma_records_not_newer(shape: Shape, s: dict) -> Term:
     return z3.And(parts)
 
 
-def _followed(shape: Shape, s: dict, b: int) -> Term:
-    """Some broker follows b in b's own epoch, or a fetch of that epoch is on its way between
-    them, or a LeaderAndISR on its way would make an up broker follow b in that epoch."""
-    R = shape.req
-    m = z3.Const(f"q_follow{b}", R)
-    rlep = s[("rlep", b)]
-    out = []
-    for x in range(shape.n):
-        if x != b:
-            out.append(z3.And(s[("rlep", x)] == rlep, z3.Or(z3.And(s[("role", x)] == FOLLOWER, s[("rl", x)] == b),
-                                                          z3.And(s[("fk", x, b)] != EMPTY, s[("fe", x, b)] == rlep))))
-            out.append(z3.And(s[("st", x)] == UP, z3.Exists([m], z3.And(
-                s[("lai",)][m], R.to(m) == x, R.leader(m) == b, R.lepoch(m) == rlep, R.lepoch(m) > s[("rlep", x)]))))
-    return z3.Or(out)
+def _replaced(shape: Shape, s: dict, b: int) -> Term:
+    """Every other broker has moved past b's leader epoch: b has been replaced, and none will
+    fetch from it in its epoch again (with two brokers, the proof's shape, the other one is
+    the newer leader or follows a newer one)."""
+    return z3.And([s[("rlep", x)] > s[("rlep", b)] for x in range(shape.n) if x != b])
 
 
 def _in_charge(shape: Shape, s: dict, b: int) -> Term:
-    """b acts as leader and has not been replaced: it is ZooKeeper's leader or in its ISR, or a
-    broker still follows it in its epoch (so no other leader has taken over from it yet)."""
-    return z3.And(s[("role", b)] == LEADER, z3.Or(s[("ldr",)] == b, s[("isr", b)], _followed(shape, s, b)))
+    """b acts as leader and has not been replaced: it is ZooKeeper's leader or in its ISR, or
+    some broker has not moved past its epoch."""
+    return z3.And(s[("role", b)] == LEADER, z3.Or(s[("ldr",)] == b, s[("isr", b)], z3.Not(_replaced(shape, s, b))))
 
 
 def lemma_leader_holds_committed(shape: Shape, s: dict) -> Term:
-    """Leader completeness (KIP-101): a broker acting as leader holds every committed record
-    of an epoch up to its own -- it was elected from an ISR holding them, and a leader it
-    replaced can commit nothing more once its followers left its epoch."""
+    """Leader completeness (KIP-101): a leader in charge holds every committed record of an
+    epoch up to its own -- it was elected from an ISR holding them, and a leader it replaced
+    can commit nothing more once its followers left its epoch; so does a broker a request on
+    its way would make leader in an epoch some other broker has not moved past."""
+    R = shape.req
     parts = []
     for b in range(shape.n):
+        m = z3.Const(f"q_complete{b}", R)
+        passed = z3.And([s[("rlep", x)] > R.lepoch(m) for x in range(shape.n) if x != b])
+        pending = z3.And(_would_lead(shape, s, m, b), z3.Not(passed))
         for o in range(shape.r):
             for v in range(1, shape.r + 1):
                 e = s[("cmt", o, v)]
-                parts.append(z3.Implies(z3.And(_in_charge(shape, s, b), e != 0, e <= s[("rlep", b)]),
-                                        z3.And(o < s[("leo", b)], s[("val", b, o)] == v, s[("ep", b, o)] == e)))
+                has = z3.And(o < s[("leo", b)], s[("val", b, o)] == v, s[("ep", b, o)] == e)
+                parts.append(z3.Implies(z3.And(_in_charge(shape, s, b), e != 0, e <= s[("rlep", b)]), has))
+                parts.append(z3.ForAll([m], z3.Implies(z3.And(pending, e != 0, e <= R.lepoch(m)), has)))
     return z3.And(parts)
 
 
@@ -151,6 +148,9 @@ def lemma_newer_leaders_in_isr(shape: Shape, s: dict) -> Term:
                 pending = z3.And(s[("lai",)][m], R.to(m) == x, R.leader(m) == x, R.lepoch(m) > s[("rlep", x)],
                                  R.lepoch(m) > s[("rlep", b)], s[("st", x)] == UP)
                 parts.append(z3.ForAll([m], z3.Implies(z3.And(lead, pending), s[("risr", b, x)])))
+                # and a request on its way to make x leader has every newer leader b in its ISR
+                parts.append(z3.ForAll([m], z3.Implies(z3.And(_would_lead(shape, s, m, x), lead, s[("rlep", b)] > R.lepoch(m)),
+                                                       getattr(R, f"isr{b}")(m))))
     return z3.And(parts)
 
 
@@ -179,17 +179,38 @@ def lemma_hw_current(shape: Shape, s: dict) -> Term:
     return z3.And(parts)
 
 
+def _would_lead(shape: Shape, s: dict, m: Term, b: int) -> Term:
+    """Request m is on its way to up broker b and would make it leader (it is not stale)."""
+    R = shape.req
+    return z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
+
+
+def _current_request(shape: Shape, s: dict, m: Term, b: int) -> Term:
+    """Request m names ZooKeeper's leader b, in an epoch newer than any other leader's."""
+    R = shape.req
+    older = [z3.Implies(s[("role", x)] == LEADER, s[("rlep", x)] < R.lepoch(m)) for x in range(shape.n) if x != b]
+    return z3.And(s[("ldr",)] == b, *older)
+
+
 def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
-    """A LeaderAndISR request that would still make an up broker leader names ZooKeeper's
-    leader, with an ISR that contains ZooKeeper's."""
+    """A LeaderAndISR request that would still make an up broker leader has an ISR that
+    contains ZooKeeper's, and it is current (names ZooKeeper's leader, in an epoch newer than
+    any other leader's) unless ZooKeeper has moved past its epoch; no leader acts in it."""
     R, n = shape.req, shape.n
     m = z3.Const("q_lead", R)
     parts = []
     for b in range(n):
-        live = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
-        older = [z3.Implies(s[("role", x)] == LEADER, s[("rlep", x)] < R.lepoch(m)) for x in range(n) if x != b]
-        parts.append(z3.ForAll([m], z3.Implies(live, z3.And(
-            s[("ldr",)] == b, *older, *[z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]))))
+        isr = [z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]
+        parts.append(z3.ForAll([m], z3.Implies(_would_lead(shape, s, m, b), z3.And(
+            z3.Or(_current_request(shape, s, m, b), R.lepoch(m) < s[("lep",)]), *isr))))
+    later = z3.Const("q_later", R)
+    for b in range(n):  # ... and every broker a later request names leader (elected from an ISR within it)
+        named = pick([getattr(R, f"isr{x}")(m) for x in range(n)], R.leader(later), z3.BoolVal(True))
+        parts.append(z3.ForAll([m, later], z3.Implies(
+            z3.And(_would_lead(shape, s, m, b), s[("lai",)][later], R.lepoch(later) > R.lepoch(m)), named)))
+    for b in range(n):  # a leader's epoch is its own: a request for it names it
+        parts.append(z3.ForAll([m], z3.Implies(z3.And(s[("role", b)] == LEADER, s[("lai",)][m], R.lepoch(m) == s[("rlep", b)]),
+                                               R.leader(m) == b)))
     return z3.And(parts)
 
 
@@ -284,8 +305,7 @@ def lemma_leader_epoch_newest(shape: Shape, s: dict) -> Term:
     slots = _slots(shape, s)
     parts = []
     for b in range(shape.n):
-        pending = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
-        parts.append(z3.ForAll([m], z3.Implies(pending, z3.And([z3.Implies(p, e < R.lepoch(m)) for p, _, _, e in slots]))))
+        parts.append(z3.ForAll([m], z3.Implies(_would_lead(shape, s, m, b), z3.And([z3.Implies(p, e != R.lepoch(m)) for p, _, _, e in slots]))))
     rl = pick([s[("rlep", b)] for b in range(shape.n)], s[("ldr",)], z3.IntVal(-1))
     parts += [z3.Implies(z3.And(p, e == s[("lep",)]), rl == s[("lep",)]) for p, _, _, e in slots]
     return z3.And(parts)
