@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import z3
 
-from model.state import FETCHING, FOLLOWER, LEADER, NONE, UNKNOWN, UP
+from model.state import DOWN, FETCHING, FOLLOWER, LEADER, NONE, UNKNOWN, UP
 from properties.checkers.symbolic.props import (
     prop_acked_durable,
     prop_committed_durable,
@@ -35,9 +35,9 @@ def _entries_equal(s: dict, a: int, b: int, i: int) -> Term:
 
 
 def lemma_live_is_up(shape: Shape, s: dict) -> Term:
-    """ZooKeeper's live set is exactly the brokers that are up -- not so once a session may
-    end while its broker runs on (a GC pause, a session expiry), where this tier fails."""
-    return z3.And([s[("live", b)] == (s[("st", b)] == UP) for b in range(shape.n)])
+    """A broker in ZooKeeper's live set is up (a session may end while its broker runs on --
+    a GC pause, a session expiry -- but a broker that is down or paused has none)."""
+    return z3.And([z3.Implies(s[("live", b)], s[("st", b)] == UP) for b in range(shape.n)])
 
 
 def lemma_log_slots_clean(shape: Shape, s: dict) -> Term:
@@ -145,8 +145,7 @@ def lemma_newer_leaders_in_isr(shape: Shape, s: dict) -> Term:
             if x != b:
                 newer = z3.And(s[("role", x)] == LEADER, s[("rlep", x)] > s[("rlep", b)])
                 parts.append(z3.Implies(z3.And(lead, newer), s[("risr", b, x)]))
-                pending = z3.And(s[("lai",)][m], R.to(m) == x, R.leader(m) == x, R.lepoch(m) > s[("rlep", x)],
-                                 R.lepoch(m) > s[("rlep", b)], s[("st", x)] == UP)
+                pending = z3.And(_would_lead(shape, s, m, x), R.lepoch(m) > s[("rlep", b)])
                 parts.append(z3.ForAll([m], z3.Implies(z3.And(lead, pending), s[("risr", b, x)])))
                 # and a request on its way to make x leader has every newer leader b in its ISR
                 parts.append(z3.ForAll([m], z3.Implies(z3.And(_would_lead(shape, s, m, x), lead, s[("rlep", b)] > R.lepoch(m)),
@@ -180,9 +179,10 @@ def lemma_hw_current(shape: Shape, s: dict) -> Term:
 
 
 def _would_lead(shape: Shape, s: dict, m: Term, b: int) -> Term:
-    """Request m is on its way to up broker b and would make it leader (it is not stale)."""
+    """Request m is on its way to broker b, up or paused, and would make it leader (it is not
+    stale; a crash makes it stale, by the broker epoch of the restart)."""
     R = shape.req
-    return z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
+    return z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] != DOWN)
 
 
 def _current_request(shape: Shape, s: dict, m: Term, b: int) -> Term:
