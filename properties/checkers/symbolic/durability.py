@@ -1,18 +1,28 @@
 """Durability by induction: ``committed_durable`` and ``acked_durable`` with the lemmas that
 strengthen them into an inductive invariant, as the KIP-101/279/320 argument states it.
 
-The argument: a leader is ZooKeeper's leader and its ISR contains ZooKeeper's; a leader
-commits an offset only once every member of its ISR has fetched past it, and a follower's
-fetch offset is the end of a log that is a prefix of the leader's -- its KIP-320 truncation
-(fenced: only against a leader in its own epoch) keeps exactly what it shares with the
-leader; so every member of ZooKeeper's ISR holds every committed record, and a clean
-election picks its leader from that ISR.
+The argument: a leader's ISR contains ZooKeeper's; a leader commits an offset only once
+every member of its ISR has fetched past it, and a follower's fetch offset is the end of a
+log that is a prefix of the leader's -- its KIP-320 truncation (fenced: only against a
+leader in its own epoch) keeps exactly what it shares with the leader; so every member of
+ZooKeeper's ISR holds every committed record, and a clean election picks its leader from
+that ISR.
 
-Log matching (an epoch and an offset fix the records below them) needs no history here: a
-value is written once, at one offset in one epoch, and a later value has an epoch no older
-(strictly newer at the same offset) -- with the records bound of the configurations proved
-(2), that pins which logs can exist.  These are proved on top of the lemmas of ``proofs``
-(assumed, and proved there), for kip320; the design, kip101 and kip279 fail them.
+A leader that has been replaced -- a preferred election or a controlled shutdown moved the
+leadership, or its session ended under a GC pause or an expiry -- acts on until its
+LeaderAndISR (or StopReplica) arrives: it appends, answers fetches, and may be handed a
+request for an epoch ZooKeeper has already left.  The replaced-leader lemmas say why that
+cannot lose a committed record: its epoch is stale (``leader_is_zk_leader``), so its ISR
+writes fail; its ISR holds every newer leader (``newer_leaders_in_isr``), whose fetches in
+its epoch are over, so its HW (``hw_current``) can move no further; and the leader in
+charge -- ZooKeeper's, or one some broker has not moved past -- holds every committed record
+(``leader_holds_committed``, KIP-101's leader completeness).  A replaced leader's appends
+come out of value order, so log matching is stated per epoch: one record per offset and
+epoch (``values_placed_once``), epochs that never decrease along a log (``log_order``) and
+a leader's own epoch from its epoch start on (``epoch_start``).
+
+These are proved on top of the lemmas of ``proofs`` (assumed, and proved there), for kip320
+with every knobbed action; the design, kip101 and kip279 fail them.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from properties.checkers.symbolic.props import (
     prop_acked_durable,
     prop_committed_durable,
     prop_log_epochs_monotonic,
+    prop_one_record_per_offset,
 )
 from properties.checkers.symbolic.state import EMPTY, REQ, RESP, Shape, Term, pick
 
@@ -116,8 +127,10 @@ def lemma_leader_holds_committed(shape: Shape, s: dict) -> Term:
 
 
 def lemma_leader_is_zk_leader(shape: Shape, s: dict) -> Term:
-    """A broker acting as leader is ZooKeeper's leader, and its ISR contains ZooKeeper's
-    (ZooKeeper's ISR only shrinks behind its back: an election keeps the live part)."""
+    """A broker acting as leader is ZooKeeper's leader or has been replaced (ZooKeeper has
+    moved past its epoch), and its ISR contains ZooKeeper's (ZooKeeper's ISR only shrinks
+    behind its back: an election keeps the live part, a newer leader's writes only add
+    brokers that fetched from it, and those are no longer this one's followers)."""
     n = shape.n
     return z3.And([z3.Implies(s[("role", b)] == LEADER,
                               z3.And(z3.Or(s[("ldr",)] == b, s[("rlep", b)] < s[("lep",)]),
@@ -193,9 +206,11 @@ def _current_request(shape: Shape, s: dict, m: Term, b: int) -> Term:
 
 
 def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
-    """A LeaderAndISR request that would still make an up broker leader has an ISR that
-    contains ZooKeeper's, and it is current (names ZooKeeper's leader, in an epoch newer than
-    any other leader's) unless ZooKeeper has moved past its epoch; no leader acts in it."""
+    """A LeaderAndISR request that would still make a broker leader has an ISR that contains
+    ZooKeeper's and every broker a later request names leader, and it is current (names
+    ZooKeeper's leader, in an epoch newer than any other leader's) unless ZooKeeper has moved
+    past its epoch -- then it makes a replaced leader; and a request in the epoch a broker
+    leads names that broker."""
     R, n = shape.req, shape.n
     m = z3.Const("q_lead", R)
     parts = []
@@ -257,8 +272,9 @@ def _prefix(shape: Shape, s: dict, x: int, b: int, upto: Term) -> Term:
 
 def lemma_values_placed_once(shape: Shape, s: dict) -> Term:
     """A value is written once, by one leader at one offset: wherever it is (a log, a fetch
-    response, the committed records) it has that offset and that epoch; and a later value
-    has an epoch no older, a newer one where it took an earlier value's offset."""
+    response, the committed records) it has that offset and that epoch; and an offset and an
+    epoch fix the value (one leader per epoch writes each offset once).  A later value need
+    not have a newer epoch: a replaced leader appends in its old one."""
     slots = _slots(shape, s)
     parts = []
     for k, (p1, o1, v1, e1) in enumerate(slots):
@@ -279,7 +295,8 @@ def lemma_values_placed_once(shape: Shape, s: dict) -> Term:
 
 
 def lemma_log_order(shape: Shape, s: dict) -> Term:
-    """A log's values increase with their offsets, so (by ``values_placed_once``) do its epochs."""
+    """A log's values increase with their offsets, and its epochs never decrease; a fetch
+    response's records continue its follower's log in that order."""
     parts = [z3.Implies(j < s[("leo", b)], s[("val", b, i)] < s[("val", b, j)])
              for b in range(shape.n) for i in range(shape.r) for j in range(i + 1, shape.r)]
     for x in range(shape.n):  # a fetch response's records continue its follower's log in order
@@ -297,9 +314,8 @@ def lemma_log_order(shape: Shape, s: dict) -> Term:
 
 
 def lemma_leader_epoch_newest(shape: Shape, s: dict) -> Term:
-    """No record is of an epoch newer than a leader's; none is yet of the epoch a pending
-    request would make an up broker leader in; and one of ZooKeeper's current epoch was
-    written by ZooKeeper's leader, in that epoch."""
+    """No record is yet of the epoch a request on its way would make a broker leader in; and
+    one of ZooKeeper's current epoch was written by ZooKeeper's leader, in that epoch."""
     R = shape.req
     m = z3.Const("q_new", R)
     slots = _slots(shape, s)
@@ -416,13 +432,10 @@ def lemma_isr_holds_committed(shape: Shape, s: dict) -> Term:
 
 
 def lemma_committed_log(shape: Shape, s: dict) -> Term:
-    """The committed records form one log: one value at an offset, and ZooKeeper's ISR, which
-    holds them, is never empty."""
-    parts = [z3.Or([s[("isr", x)] for x in range(shape.n)])]
-    for o in range(shape.r):
-        for v in range(1, shape.r + 1):
-            parts += [z3.Not(z3.And(s[("cmt", o, v)] != 0, s[("cmt", o, w)] != 0)) for w in range(v + 1, shape.r + 1)]
-    return z3.And(parts)
+    """The committed records form one log: one value at an offset (not implied once a
+    replaced leader acts: it need not hold them), and ZooKeeper's ISR, which holds them, is
+    never empty."""
+    return z3.And(z3.Or([s[("isr", x)] for x in range(shape.n)]), prop_one_record_per_offset(shape, s))
 
 
 def lemma_acked_committed(shape: Shape, s: dict) -> Term:
@@ -496,16 +509,25 @@ STEPS: dict[str, tuple[Callable[[Shape, dict, dict], Term], tuple[str, ...]]] = 
 
 USES = {  # which lemmas each formula's proof leans on (all are proved together, by induction)
     "log_slots_clean": ("leader_epochs_positive",),
+    "epoch_start": ("records_not_newer",),
     "leader_is_zk_leader": ("live_is_up", "pending_leadership"),
-    "values_placed_once": ("log_slots_clean", "leader_epoch_newest", "leader_holds_its_epoch", "fetch_prefix"),
-    "log_order": ("values_placed_once", "fetch_prefix"),
+    "leaders_in_distinct_epochs": ("leader_is_zk_leader", "pending_leadership"),
+    "pending_leadership": ("leader_is_zk_leader",),
+    "newer_leaders_in_isr": ("leader_is_zk_leader", "pending_leadership"),
+    "values_placed_once": ("log_slots_clean", "records_not_newer", "leader_epoch_newest", "leader_holds_its_epoch",
+                           "fetch_prefix"),
+    "log_order": ("values_placed_once", "records_not_newer", "epoch_start", "fetch_prefix"),
     "leader_epoch_newest": ("leader_is_zk_leader", "pending_leadership", "log_slots_clean"),
     "leader_holds_its_epoch": ("leader_epoch_newest", "followers_follow_zk", "fetch_prefix"),
     "fetching_follower_prefix": ("values_placed_once", "log_order", "leader_holds_its_epoch", "fetch_prefix"),
     "fetch_prefix": ("fetching_follower_prefix", "fetches_follow_leaders", "hw_committed"),
-    "hw_committed": ("fetch_prefix", "values_placed_once"),
+    "hw_committed": ("fetch_prefix", "values_placed_once", "epoch_start", "leader_holds_committed"),
     "follower_prefix": ("fetching_follower_prefix", "fetch_prefix"),
-    "isr_holds_committed": ("leader_is_zk_leader", "follower_prefix", "hw_committed", "values_placed_once"),
+    "isr_holds_committed": ("leader_is_zk_leader", "newer_leaders_in_isr", "hw_current", "follower_prefix",
+                            "hw_committed", "values_placed_once"),
+    "leader_holds_committed": ("isr_holds_committed", "newer_leaders_in_isr", "hw_current", "epoch_start",
+                               "pending_leadership", "fetch_prefix", "follower_prefix"),
+    "committed_log": ("isr_holds_committed", "leader_holds_committed", "hw_committed"),
     "acked_committed": ("log_slots_clean",),
     "committed_durable": ("isr_holds_committed",),
     "acked_durable": ("acked_committed", "isr_holds_committed"),
