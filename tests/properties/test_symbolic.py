@@ -25,14 +25,10 @@ from properties.checkers.symbolic import (
 )
 from properties.safety import all_violations
 
-# kip320 with every knobbed action: durability by induction with the replaced-leader lemmas
-# (plain kip320 answers 0 in test_exit_codes)
-KNOBBED_KIP320 = {"preferred_elections": 1, "max_shutdowns": 1, "max_pauses": 1, "max_expiries": 1}
 
-
-@pytest.mark.parametrize("name", ["design", "kip320"])
+@pytest.mark.parametrize("name", ["design", "kip320"])  # kip320 with its knobbed actions: test_exit_codes
 def test_inductive_proofs(name):
-    verdicts = {v.name: v for v in prove(named(name, **(KNOBBED_KIP320 if name == "kip320" else {})), 2)}
+    verdicts = {v.name: v for v in prove(named(name), 2)}
     base = {*proofs.LEMMAS, *proofs.STATE_GOALS, *proofs.STEP_GOALS}
     assert base >= {"hw_le_leo", "isr_well_formed", "one_leader_per_epoch",
                     "single_controller", "epoch_monotonic", "q3_stale_leader_frozen"}
