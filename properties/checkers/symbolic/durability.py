@@ -93,6 +93,20 @@ def lemma_records_not_newer(shape: Shape, s: dict) -> Term:
     return z3.And(parts)
 
 
+def _would_lead(shape: Shape, s: dict, m: Term, b: int) -> Term:
+    """Request m is on its way to broker b, up or paused, and would make it leader (it is not
+    stale; a crash makes it stale, by the broker epoch of the restart)."""
+    R = shape.req
+    return z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] != DOWN)
+
+
+def _current_request(shape: Shape, s: dict, m: Term, b: int) -> Term:
+    """Request m names ZooKeeper's leader b, in an epoch newer than any other leader's."""
+    R = shape.req
+    older = [z3.Implies(s[("role", x)] == LEADER, s[("rlep", x)] < R.lepoch(m)) for x in range(shape.n) if x != b]
+    return z3.And(s[("ldr",)] == b, *older)
+
+
 def _replaced(shape: Shape, s: dict, b: int) -> Term:
     """Every other broker has moved past b's leader epoch: b has been replaced, and none will
     fetch from it in its epoch again (with two brokers, the proof's shape, the other one is
@@ -189,20 +203,6 @@ def lemma_hw_current(shape: Shape, s: dict) -> Term:
                 least = z3.If(z3.And(s[("risr", b, x)], s[("fleo", b, x)] < least), s[("fleo", b, x)], least)
         parts.append(z3.Implies(s[("role", b)] == LEADER, least <= s[("hw", b)]))
     return z3.And(parts)
-
-
-def _would_lead(shape: Shape, s: dict, m: Term, b: int) -> Term:
-    """Request m is on its way to broker b, up or paused, and would make it leader (it is not
-    stale; a crash makes it stale, by the broker epoch of the restart)."""
-    R = shape.req
-    return z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] != DOWN)
-
-
-def _current_request(shape: Shape, s: dict, m: Term, b: int) -> Term:
-    """Request m names ZooKeeper's leader b, in an epoch newer than any other leader's."""
-    R = shape.req
-    older = [z3.Implies(s[("role", x)] == LEADER, s[("rlep", x)] < R.lepoch(m)) for x in range(shape.n) if x != b]
-    return z3.And(s[("ldr",)] == b, *older)
 
 
 def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
