@@ -26,7 +26,7 @@ from properties.checkers.symbolic import (
 from properties.safety import all_violations
 
 
-@pytest.mark.parametrize("name", ["design", "kip320"])
+@pytest.mark.parametrize("name", ["design", "kip320"])  # kip320 with its knobbed actions: test_exit_codes
 def test_inductive_proofs(name):
     verdicts = {v.name: v for v in prove(named(name), 2)}
     base = {*proofs.LEMMAS, *proofs.STATE_GOALS, *proofs.STEP_GOALS}

@@ -1,18 +1,28 @@
 """Durability by induction: ``committed_durable`` and ``acked_durable`` with the lemmas that
 strengthen them into an inductive invariant, as the KIP-101/279/320 argument states it.
 
-The argument: a leader is ZooKeeper's leader and its ISR contains ZooKeeper's; a leader
-commits an offset only once every member of its ISR has fetched past it, and a follower's
-fetch offset is the end of a log that is a prefix of the leader's -- its KIP-320 truncation
-(fenced: only against a leader in its own epoch) keeps exactly what it shares with the
-leader; so every member of ZooKeeper's ISR holds every committed record, and a clean
-election picks its leader from that ISR.
+The argument: a leader's ISR contains ZooKeeper's; a leader commits an offset only once
+every member of its ISR has fetched past it, and a follower's fetch offset is the end of a
+log that is a prefix of the leader's -- its KIP-320 truncation (fenced: only against a
+leader in its own epoch) keeps exactly what it shares with the leader; so every member of
+ZooKeeper's ISR holds every committed record, and a clean election picks its leader from
+that ISR.
 
-Log matching (an epoch and an offset fix the records below them) needs no history here: a
-value is written once, at one offset in one epoch, and a later value has an epoch no older
-(strictly newer at the same offset) -- with the records bound of the configurations proved
-(2), that pins which logs can exist.  These are proved on top of the lemmas of ``proofs``
-(assumed, and proved there), for kip320; the design, kip101 and kip279 fail them.
+A leader that has been replaced -- a preferred election or a controlled shutdown moved the
+leadership, or its session ended under a GC pause or an expiry -- acts on until its
+LeaderAndISR (or StopReplica) arrives: it appends, answers fetches, and may be handed a
+request for an epoch ZooKeeper has already left.  The replaced-leader lemmas say why that
+cannot lose a committed record: its epoch is stale (``leader_is_zk_leader``), so its ISR
+writes fail; its ISR holds every newer leader (``newer_leaders_in_isr``), whose fetches in
+its epoch are over, so its HW (``hw_current``) can move no further; and the leader in
+charge -- ZooKeeper's, or one some broker has not moved past -- holds every committed record
+(``leader_holds_committed``, KIP-101's leader completeness).  A replaced leader's appends
+come out of value order, so log matching is stated per epoch: one record per offset and
+epoch (``values_placed_once``), epochs that never decrease along a log (``log_order``) and
+a leader's own epoch from its epoch start on (``epoch_start``).
+
+These are proved on top of the lemmas of ``proofs`` (assumed, and proved there), for kip320
+with every knobbed action; the design, kip101 and kip279 fail them.
 """
 
 from __future__ import annotations
@@ -21,11 +31,12 @@ from collections.abc import Callable
 
 import z3
 
-from model.state import FETCHING, FOLLOWER, LEADER, NONE, UNKNOWN, UP
+from model.state import DOWN, FETCHING, FOLLOWER, LEADER, NONE, UNKNOWN, UP
 from properties.checkers.symbolic.props import (
     prop_acked_durable,
     prop_committed_durable,
     prop_log_epochs_monotonic,
+    prop_one_record_per_offset,
 )
 from properties.checkers.symbolic.state import EMPTY, REQ, RESP, Shape, Term, pick
 
@@ -35,9 +46,9 @@ def _entries_equal(s: dict, a: int, b: int, i: int) -> Term:
 
 
 def lemma_live_is_up(shape: Shape, s: dict) -> Term:
-    """ZooKeeper's live set is exactly the brokers that are up -- not so once a session may
-    end while its broker runs on (a GC pause, a session expiry), where this tier fails."""
-    return z3.And([s[("live", b)] == (s[("st", b)] == UP) for b in range(shape.n)])
+    """A broker in ZooKeeper's live set is up (a session may end while its broker runs on --
+    a GC pause, a session expiry -- but a broker that is down or paused has none)."""
+    return z3.And([z3.Implies(s[("live", b)], s[("st", b)] == UP) for b in range(shape.n)])
 
 
 def lemma_log_slots_clean(shape: Shape, s: dict) -> Term:
@@ -67,25 +78,154 @@ def lemma_leader_epochs_positive(shape: Shape, s: dict) -> Term:
     return z3.And([s[("rlep", b)] >= 1 for b in range(shape.n)])
 
 
+def lemma_records_not_newer(shape: Shape, s: dict) -> Term:
+    """A replica's log holds no record of an epoch newer than the leader epoch it knows, nor
+    does a fetch response one newer than the epoch it was answered in (a leader writes in its
+    own epoch, a follower takes records only from a leader of its epoch)."""
+    parts = []
+    for b in range(shape.n):
+        parts += [z3.Implies(i < s[("leo", b)], s[("ep", b, i)] <= s[("rlep", b)]) for i in range(shape.r)]
+        for ld in range(shape.n):
+            if ld != b:
+                resp = s[("fk", b, ld)] == RESP
+                parts += [z3.Implies(z3.And(resp, i < s[("frl", b, ld)]), s[("fre", b, ld, i)] <= s[("fe", b, ld)])
+                          for i in range(shape.r)]
+    return z3.And(parts)
+
+
+def _would_lead(shape: Shape, s: dict, m: Term, b: int) -> Term:
+    """Request m is on its way to broker b, up or paused, and would make it leader (it is not
+    stale; a crash makes it stale, by the broker epoch of the restart)."""
+    R = shape.req
+    return z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] != DOWN)
+
+
+def _current_request(shape: Shape, s: dict, m: Term, b: int) -> Term:
+    """Request m names ZooKeeper's leader b, in an epoch newer than any other leader's."""
+    R = shape.req
+    older = [z3.Implies(s[("role", x)] == LEADER, s[("rlep", x)] < R.lepoch(m)) for x in range(shape.n) if x != b]
+    return z3.And(s[("ldr",)] == b, *older)
+
+
+def _replaced(shape: Shape, s: dict, b: int) -> Term:
+    """Every other broker has moved past b's leader epoch: b has been replaced, and none will
+    fetch from it in its epoch again (with two brokers, the proof's shape, the other one is
+    the newer leader or follows a newer one)."""
+    return z3.And([s[("rlep", x)] > s[("rlep", b)] for x in range(shape.n) if x != b])
+
+
+def _in_charge(shape: Shape, s: dict, b: int) -> Term:
+    """b acts as leader and has not been replaced: it is ZooKeeper's leader or in its ISR, or
+    some broker has not moved past its epoch."""
+    return z3.And(s[("role", b)] == LEADER, z3.Or(s[("ldr",)] == b, s[("isr", b)], z3.Not(_replaced(shape, s, b))))
+
+
+def lemma_leader_holds_committed(shape: Shape, s: dict) -> Term:
+    """Leader completeness (KIP-101): a leader in charge holds every committed record of an
+    epoch up to its own -- it was elected from an ISR holding them, and a leader it replaced
+    can commit nothing more once its followers left its epoch; so does a broker a request on
+    its way would make leader in an epoch some other broker has not moved past."""
+    R = shape.req
+    parts = []
+    for b in range(shape.n):
+        m = z3.Const(f"q_complete{b}", R)
+        passed = z3.And([s[("rlep", x)] > R.lepoch(m) for x in range(shape.n) if x != b])
+        pending = z3.And(_would_lead(shape, s, m, b), z3.Not(passed))
+        for o in range(shape.r):
+            for v in range(1, shape.r + 1):
+                e = s[("cmt", o, v)]
+                has = z3.And(o < s[("leo", b)], s[("val", b, o)] == v, s[("ep", b, o)] == e)
+                parts.append(z3.Implies(z3.And(_in_charge(shape, s, b), e != 0, e <= s[("rlep", b)]), has))
+                parts.append(z3.ForAll([m], z3.Implies(z3.And(pending, e != 0, e <= R.lepoch(m)), has)))
+    return z3.And(parts)
+
+
 def lemma_leader_is_zk_leader(shape: Shape, s: dict) -> Term:
-    """A broker acting as leader is ZooKeeper's leader, and its ISR contains ZooKeeper's
-    (ZooKeeper's ISR only shrinks behind its back: an election keeps the live part)."""
+    """A broker acting as leader is ZooKeeper's leader or has been replaced (ZooKeeper has
+    moved past its epoch), and its ISR contains ZooKeeper's (ZooKeeper's ISR only shrinks
+    behind its back: an election keeps the live part, a newer leader's writes only add
+    brokers that fetched from it, and those are no longer this one's followers)."""
     n = shape.n
     return z3.And([z3.Implies(s[("role", b)] == LEADER,
-                              z3.And(s[("ldr",)] == b, *[z3.Implies(s[("isr", x)], s[("risr", b, x)]) for x in range(n)]))
+                              z3.And(z3.Or(s[("ldr",)] == b, s[("rlep", b)] < s[("lep",)]),
+                                     *[z3.Implies(s[("isr", x)], s[("risr", b, x)]) for x in range(n)]))
                    for b in range(n)])
 
 
+def lemma_leaders_in_distinct_epochs(shape: Shape, s: dict) -> Term:
+    """Two brokers acting as leader do so in different leader epochs (one leader per epoch)."""
+    n = shape.n
+    return z3.And([z3.Not(z3.And(s[("role", a)] == LEADER, s[("role", b)] == LEADER, s[("rlep", a)] == s[("rlep", b)]))
+                   for a in range(n) for b in range(a + 1, n)])
+
+
+def lemma_newer_leaders_in_isr(shape: Shape, s: dict) -> Term:
+    """A leader's ISR holds every broker that leads, or a request on its way would make lead,
+    a later epoch: that broker was elected from ZooKeeper's ISR, which the older leader's
+    contained, and the older leader's ISR writes fail ever after (its zk_version is stale)."""
+    R = shape.req
+    parts = []
+    for b in range(shape.n):
+        m = z3.Const(f"q_newer{b}", R)
+        lead = s[("role", b)] == LEADER
+        for x in range(shape.n):
+            if x != b:
+                newer = z3.And(s[("role", x)] == LEADER, s[("rlep", x)] > s[("rlep", b)])
+                parts.append(z3.Implies(z3.And(lead, newer), s[("risr", b, x)]))
+                pending = z3.And(_would_lead(shape, s, m, x), R.lepoch(m) > s[("rlep", b)])
+                parts.append(z3.ForAll([m], z3.Implies(z3.And(lead, pending), s[("risr", b, x)])))
+                # and a request on its way to make x leader has every newer leader b in its ISR
+                parts.append(z3.ForAll([m], z3.Implies(z3.And(_would_lead(shape, s, m, x), lead, s[("rlep", b)] > R.lepoch(m)),
+                                                       getattr(R, f"isr{b}")(m))))
+    return z3.And(parts)
+
+
+def lemma_epoch_start(shape: Shape, s: dict) -> Term:
+    """A leader's epoch starts at its LEO when it took over (its epoch cache's last entry):
+    every record from there on is of its own epoch."""
+    parts = []
+    for b in range(shape.n):
+        lead = s[("role", b)] == LEADER
+        parts.append(z3.Implies(lead, s[("es", b)] <= s[("leo", b)]))
+        parts += [z3.Implies(z3.And(lead, s[("es", b)] <= i, i < s[("leo", b)]), s[("ep", b, i)] == s[("rlep", b)])
+                  for i in range(shape.r)]
+    return z3.And(parts)
+
+
+def lemma_hw_current(shape: Shape, s: dict) -> Term:
+    """A leader's HW is at least the least LEO over its ISR as it knows them: it recomputes
+    its HW whenever one of them changes, and never moves it backwards."""
+    parts = []
+    for b in range(shape.n):
+        least = s[("leo", b)]
+        for x in range(shape.n):
+            if x != b:
+                least = z3.If(z3.And(s[("risr", b, x)], s[("fleo", b, x)] < least), s[("fleo", b, x)], least)
+        parts.append(z3.Implies(s[("role", b)] == LEADER, least <= s[("hw", b)]))
+    return z3.And(parts)
+
+
 def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
-    """A LeaderAndISR request that would still make an up broker leader names ZooKeeper's
-    leader, with an ISR that contains ZooKeeper's."""
+    """A LeaderAndISR request that would still make a broker leader has an ISR that contains
+    ZooKeeper's and every broker a later request names leader, and it is current (names
+    ZooKeeper's leader, in an epoch newer than any other leader's) unless ZooKeeper has moved
+    past its epoch -- then it makes a replaced leader; and a request in the epoch a broker
+    leads names that broker."""
     R, n = shape.req, shape.n
     m = z3.Const("q_lead", R)
     parts = []
     for b in range(n):
-        live = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
-        parts.append(z3.ForAll([m], z3.Implies(live, z3.And(
-            s[("ldr",)] == b, *[z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]))))
+        isr = [z3.Implies(s[("isr", x)], getattr(R, f"isr{x}")(m)) for x in range(n)]
+        parts.append(z3.ForAll([m], z3.Implies(_would_lead(shape, s, m, b), z3.And(
+            z3.Or(_current_request(shape, s, m, b), R.lepoch(m) < s[("lep",)]), *isr))))
+    later = z3.Const("q_later", R)
+    for b in range(n):  # ... and every broker a later request names leader (elected from an ISR within it)
+        named = pick([getattr(R, f"isr{x}")(m) for x in range(n)], R.leader(later), z3.BoolVal(True))
+        parts.append(z3.ForAll([m, later], z3.Implies(
+            z3.And(_would_lead(shape, s, m, b), s[("lai",)][later], R.lepoch(later) > R.lepoch(m)), named)))
+    for b in range(n):  # a leader's epoch is its own: a request for it names it
+        parts.append(z3.ForAll([m], z3.Implies(z3.And(s[("role", b)] == LEADER, s[("lai",)][m], R.lepoch(m) == s[("rlep", b)]),
+                                               R.leader(m) == b)))
     return z3.And(parts)
 
 
@@ -132,17 +272,16 @@ def _prefix(shape: Shape, s: dict, x: int, b: int, upto: Term) -> Term:
 
 def lemma_values_placed_once(shape: Shape, s: dict) -> Term:
     """A value is written once, by one leader at one offset: wherever it is (a log, a fetch
-    response, the committed records) it has that offset and that epoch; and a later value
-    has an epoch no older, a newer one where it took an earlier value's offset."""
+    response, the committed records) it has that offset and that epoch; and an offset and an
+    epoch fix the value (one leader per epoch writes each offset once).  A later value need
+    not have a newer epoch: a replaced leader appends in its old one."""
     slots = _slots(shape, s)
     parts = []
     for k, (p1, o1, v1, e1) in enumerate(slots):
         for p2, o2, v2, e2 in slots[k + 1:]:
             both = z3.And(p1, p2)
             parts.append(z3.Implies(z3.And(both, v1 == v2), z3.And(o1 == o2, e1 == e2)))
-            for lo, hi in (((o1, v1, e1), (o2, v2, e2)), ((o2, v2, e2), (o1, v1, e1))):
-                parts.append(z3.Implies(z3.And(both, lo[1] < hi[1]),
-                                        z3.And(lo[2] <= hi[2], z3.Implies(lo[0] == hi[0], lo[2] < hi[2]))))
+            parts.append(z3.Implies(z3.And(both, o1 == o2, e1 == e2), v1 == v2))
         for o in range(shape.r):
             for v in range(1, shape.r + 1):
                 c = s[("cmt", o, v)]
@@ -156,7 +295,8 @@ def lemma_values_placed_once(shape: Shape, s: dict) -> Term:
 
 
 def lemma_log_order(shape: Shape, s: dict) -> Term:
-    """A log's values increase with their offsets, so (by ``values_placed_once``) do its epochs."""
+    """A log's values increase with their offsets, and its epochs never decrease; a fetch
+    response's records continue its follower's log in that order."""
     parts = [z3.Implies(j < s[("leo", b)], s[("val", b, i)] < s[("val", b, j)])
              for b in range(shape.n) for i in range(shape.r) for j in range(i + 1, shape.r)]
     for x in range(shape.n):  # a fetch response's records continue its follower's log in order
@@ -168,22 +308,20 @@ def lemma_log_order(shape: Shape, s: dict) -> Term:
                 later = s[("frv", x, b, i)]
                 parts += [z3.Implies(z3.And(resp, i < frl, o < fo), s[("val", x, o)] < later) for o in range(shape.r)]
                 parts += [z3.Implies(z3.And(resp, j < frl), later < s[("frv", x, b, j)]) for j in range(i + 1, shape.r)]
-    return z3.And(parts)
+                parts += [z3.Implies(z3.And(resp, i < frl, o < fo), s[("ep", x, o)] <= s[("fre", x, b, i)]) for o in range(shape.r)]
+                parts += [z3.Implies(z3.And(resp, j < frl), s[("fre", x, b, i)] <= s[("fre", x, b, j)]) for j in range(i + 1, shape.r)]
+    return z3.And(*parts, prop_log_epochs_monotonic(shape, s))
 
 
 def lemma_leader_epoch_newest(shape: Shape, s: dict) -> Term:
-    """No record is of an epoch newer than a leader's; none is yet of the epoch a pending
-    request would make an up broker leader in; and one of ZooKeeper's current epoch was
-    written by ZooKeeper's leader, in that epoch."""
+    """No record is yet of the epoch a request on its way would make a broker leader in; and
+    one of ZooKeeper's current epoch was written by ZooKeeper's leader, in that epoch."""
     R = shape.req
     m = z3.Const("q_new", R)
     slots = _slots(shape, s)
     parts = []
     for b in range(shape.n):
-        lead = s[("role", b)] == LEADER
-        parts += [z3.Implies(z3.And(lead, p), e <= s[("rlep", b)]) for p, _, _, e in slots]
-        pending = z3.And(s[("lai",)][m], R.to(m) == b, R.leader(m) == b, R.lepoch(m) > s[("rlep", b)], s[("st", b)] == UP)
-        parts.append(z3.ForAll([m], z3.Implies(pending, z3.And([z3.Implies(p, e < R.lepoch(m)) for p, _, _, e in slots]))))
+        parts.append(z3.ForAll([m], z3.Implies(_would_lead(shape, s, m, b), z3.And([z3.Implies(p, e != R.lepoch(m)) for p, _, _, e in slots]))))
     rl = pick([s[("rlep", b)] for b in range(shape.n)], s[("ldr",)], z3.IntVal(-1))
     parts += [z3.Implies(z3.And(p, e == s[("lep",)]), rl == s[("lep",)]) for p, _, _, e in slots]
     return z3.And(parts)
@@ -209,7 +347,7 @@ def lemma_followers_follow_zk(shape: Shape, s: dict) -> Term:
 def lemma_fetches_follow_leaders(shape: Shape, s: dict) -> Term:
     """A follower fetches only from a broker that has led its epoch (it truncated against it
     as leader), and a fetch carries an epoch that broker has reached, a request one its
-    follower has too."""
+    follower has too; a leader knows the LEO only of a follower that has reached its epoch."""
     parts = []
     for x in range(shape.n):
         for b in range(shape.n):
@@ -217,7 +355,8 @@ def lemma_fetches_follow_leaders(shape: Shape, s: dict) -> Term:
                 continue
             fetching = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b)
             fk, fe = s[("fk", x, b)], s[("fe", x, b)]
-            parts += [z3.Implies(fetching, s[("rlep", b)] >= s[("rlep", x)]),
+            known = z3.And(s[("role", b)] == LEADER, s[("fleo", b, x)] != UNKNOWN)  # x fetched in b's epoch
+            parts += [z3.Implies(fetching, s[("rlep", b)] >= s[("rlep", x)]), z3.Implies(known, s[("rlep", x)] >= s[("rlep", b)]),
                       z3.Implies(fk != EMPTY, fe <= s[("rlep", b)]),
                       z3.Implies(fk == REQ, fe <= s[("rlep", x)])]
     return z3.And(parts)
@@ -272,8 +411,8 @@ def lemma_hw_committed(shape: Shape, s: dict) -> Term:
         for o in range(shape.r):
             for v in range(1, shape.r + 1):
                 parts.append(z3.Implies(z3.And(o < s[("hw", b)], s[("val", b, o)] == v), s[("cmt", o, v)] == s[("ep", b, o)]))
-                lead = s[("role", b)] == LEADER
-                parts.append(z3.Implies(z3.And(lead, s[("cmt", o, v)] != 0), z3.Or(o < s[("hw", b)], o < s[("es", b)])))
+                parts.append(z3.Implies(z3.And(_in_charge(shape, s, b), s[("cmt", o, v)] != 0),
+                                        z3.Or(o < s[("hw", b)], o < s[("es", b)])))
     for v in range(1, shape.r + 1):
         for o in range(1, shape.r):
             parts.append(z3.Implies(s[("cmt", o, v)] != 0, z3.Or([s[("cmt", o - 1, w)] != 0 for w in range(1, shape.r + 1)])))
@@ -290,6 +429,13 @@ def lemma_isr_holds_committed(shape: Shape, s: dict) -> Term:
                 parts.append(z3.Implies(z3.And(e != 0, s[("isr", x)]),
                                         z3.And(o < s[("leo", x)], s[("val", x, o)] == v, s[("ep", x, o)] == e)))
     return z3.And(parts)
+
+
+def lemma_committed_log(shape: Shape, s: dict) -> Term:
+    """The committed records form one log: one value at an offset (not implied once a
+    replaced leader acts: it need not hold them), and ZooKeeper's ISR, which holds them, is
+    never empty."""
+    return z3.And(z3.Or([s[("isr", x)] for x in range(shape.n)]), prop_one_record_per_offset(shape, s))
 
 
 def lemma_acked_committed(shape: Shape, s: dict) -> Term:
@@ -325,8 +471,13 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "live_is_up": lemma_live_is_up,
     "leader_epochs_positive": lemma_leader_epochs_positive,
     "log_slots_clean": lemma_log_slots_clean,
+    "records_not_newer": lemma_records_not_newer,
     "leader_is_zk_leader": lemma_leader_is_zk_leader,
+    "leaders_in_distinct_epochs": lemma_leaders_in_distinct_epochs,
     "pending_leadership": lemma_pending_leadership,
+    "newer_leaders_in_isr": lemma_newer_leaders_in_isr,
+    "epoch_start": lemma_epoch_start,
+    "hw_current": lemma_hw_current,
     "values_placed_once": lemma_values_placed_once,
     "log_order": lemma_log_order,
     "leader_epoch_newest": lemma_leader_epoch_newest,
@@ -338,6 +489,8 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "hw_committed": lemma_hw_committed,
     "follower_prefix": lemma_follower_prefix,
     "isr_holds_committed": lemma_isr_holds_committed,
+    "leader_holds_committed": lemma_leader_holds_committed,
+    "committed_log": lemma_committed_log,
     "acked_committed": lemma_acked_committed,
 }
 
@@ -356,16 +509,25 @@ STEPS: dict[str, tuple[Callable[[Shape, dict, dict], Term], tuple[str, ...]]] = 
 
 USES = {  # which lemmas each formula's proof leans on (all are proved together, by induction)
     "log_slots_clean": ("leader_epochs_positive",),
+    "epoch_start": ("records_not_newer",),
     "leader_is_zk_leader": ("live_is_up", "pending_leadership"),
-    "values_placed_once": ("log_slots_clean", "leader_epoch_newest", "leader_holds_its_epoch", "fetch_prefix"),
-    "log_order": ("values_placed_once", "fetch_prefix"),
+    "leaders_in_distinct_epochs": ("leader_is_zk_leader", "pending_leadership"),
+    "pending_leadership": ("leader_is_zk_leader",),
+    "newer_leaders_in_isr": ("leader_is_zk_leader", "pending_leadership"),
+    "values_placed_once": ("log_slots_clean", "records_not_newer", "leader_epoch_newest", "leader_holds_its_epoch",
+                           "fetch_prefix"),
+    "log_order": ("values_placed_once", "records_not_newer", "epoch_start", "fetch_prefix"),
     "leader_epoch_newest": ("leader_is_zk_leader", "pending_leadership", "log_slots_clean"),
     "leader_holds_its_epoch": ("leader_epoch_newest", "followers_follow_zk", "fetch_prefix"),
     "fetching_follower_prefix": ("values_placed_once", "log_order", "leader_holds_its_epoch", "fetch_prefix"),
     "fetch_prefix": ("fetching_follower_prefix", "fetches_follow_leaders", "hw_committed"),
-    "hw_committed": ("fetch_prefix", "values_placed_once"),
+    "hw_committed": ("fetch_prefix", "values_placed_once", "epoch_start", "leader_holds_committed"),
     "follower_prefix": ("fetching_follower_prefix", "fetch_prefix"),
-    "isr_holds_committed": ("leader_is_zk_leader", "follower_prefix", "hw_committed", "values_placed_once"),
+    "isr_holds_committed": ("leader_is_zk_leader", "newer_leaders_in_isr", "hw_current", "follower_prefix",
+                            "hw_committed", "values_placed_once"),
+    "leader_holds_committed": ("isr_holds_committed", "newer_leaders_in_isr", "hw_current", "epoch_start",
+                               "pending_leadership", "fetch_prefix", "follower_prefix"),
+    "committed_log": ("isr_holds_committed", "leader_holds_committed", "hw_committed"),
     "acked_committed": ("log_slots_clean",),
     "committed_durable": ("isr_holds_committed",),
     "acked_durable": ("acked_committed", "isr_holds_committed"),
