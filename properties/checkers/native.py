@@ -37,9 +37,10 @@ actions, partitions added and removed (``--partition-changes``, ``native/partiti
 with reused ids and their identities), preferred-replica elections
 (``--preferred-elections``), controlled shutdowns
 with the clean stop after them and their StopReplica (``--max-shutdowns``,
-``native/shutdown.c``), and with one partition topic deletion and re-creation with or
-without topic ids (``--deletions``, ``native/topics.c``) and reassignments with their
-StopReplica (``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
+``native/shutdown.c``), topic deletion and re-creation with or without topic ids
+(``--deletions``, ``native/topics.c``) and reassignments with their StopReplica
+(``--reassignments``, ``native/reassign.c``: seed 000 F's, or Kafka's phases with
+``Config.reassign_phases``); of the failures, session
 expiries of a running broker (``--max-expiries``, ``native/expire.c``) too; and the Kafka
 configurations: ISR changes through the controller (``--alter-partition``,
 ``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
@@ -344,9 +345,6 @@ def unsupported(cfg: Config) -> str | None:
     reasons = []
     if cfg.partition_ids > MAX_PARTITION_IDS:
         reasons.append(f"at most {MAX_PARTITION_IDS} partition ids (--partitions and --partition-changes)")
-    if cfg.partition_ids > 1:
-        reasons += [f"{what} of one partition only (--partitions 1, no --partition-changes)"
-                    for what, on in (("topic deletions", cfg.deletions), ("reassignments", cfg.reassignments)) if on]
     if cfg.brokers > MAX_BROKERS:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
@@ -356,8 +354,6 @@ def unsupported(cfg: Config) -> str | None:
         reasons.append("every broker a replica (no --replication-factor)")
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         reasons.append("fencing on")
-    if cfg.reassign_phases and cfg.reassignments:
-        reasons.append("seed 000 F's reassignment in one write (not Kafka's phases)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
@@ -454,6 +450,7 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--partition-changes", str(cfg.partition_changes),
         "--reuse-partition-ids", str(cfg.reuse_partition_ids),
         "--partition-identity", str(cfg.partition_identity),
+        "--reassign-phases", str(int(cfg.reassign_phases)),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),

@@ -49,14 +49,18 @@ def test_each_partition_family_searches_alike_natively_and_in_python(tmp_path, n
     ("kip320", {"partitions": 3, **SMALL}, 7),
     # a controlled shutdown moves one partition at a time; the clean stop waits for every ISR
     ("kip320", {"partitions": 2, "max_shutdowns": 1, **SMALL}, 7),
+    # a topic deletion and re-creation, and a reassignment, of either partition
+    ("kip320", {"partitions": 2, "deletions": 1, **SMALL}, 7),
+    ("kip320", {"partitions": 2, "reassignments": 1, **SMALL}, 7),
     pytest.param("design", {"partition_changes": 1, "max_shutdowns": 1, "max_epoch": 2, **SMALL}, 8,
                  marks=pytest.mark.slow),
     pytest.param("kip320", {"partition_changes": 2, "records": 1, "max_crashes": 1}, 8, marks=pytest.mark.slow)],
-    ids=["three-partitions", "shutdown-two-partitions", "shutdown-partition-change", "two-fresh-ids"])
+    ids=["three-partitions", "shutdown-two-partitions", "deletion-two-partitions", "reassignment-two-partitions",
+         "shutdown-partition-change", "two-fresh-ids"])
 def test_more_partition_ids_search_alike_within_a_few_steps(name, knobs, depth):
-    """Three partition ids (all there at the start, or two added as fresh ids) and controlled
-    shutdowns beside a second partition: the runs of up to ``depth`` steps both ways, reduced
-    and not."""
+    """Three partition ids (all there at the start, or two added as fresh ids), and controlled
+    shutdowns, topic deletions and reassignments beside a second partition: the runs of up to
+    ``depth`` steps both ways, reduced and not."""
     cfg = named(name, **knobs)
     for reduction in (False, True):
         options = SearchOptions(reduction=reduction, max_depth=depth)

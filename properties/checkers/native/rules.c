@@ -404,12 +404,14 @@ int controller_resign(S *s, int b) {
     return 1;
 }
 
-/* election_outcomes (seed 000 A 3.2), never electing a broker shutting down */
+/* election_outcomes (seed 000 A 3.2), never electing a broker shutting down, nor with a
+ * replica a reassignment in Kafka's phases is removing (removal_owed) */
 int election_outcomes(const S *s, int p, Outcome *out) {
     int n = 0;
     const Zn *zn = &s->zn[p];
     if (!zn->ar) return 0; /* a deleted topic's or removed partition: nothing to elect */
-    u8 live_isr = zn->isr & s->live;
+    /* a reassignment's removed replicas still in the ISR leave it by their own write */
+    u8 live_isr = zn->isr & s->live & (removal_owed(zn) ? zn->rar : (u8)~0);
     if (zn->leader != NO_LEADER && has(s->live, zn->leader)) {
         if (live_isr == zn->isr || C.offline_replica_writes) return 0;
         out[n++] = (Outcome){zn->leader, live_isr, 0};
@@ -460,6 +462,7 @@ int elect_leader(S *s, int c, int p, int leader) {
     int n = election_outcomes(s, p, out);
     for (int i = 0; i < n; i++) {
         if (out[i].leader != leader) continue;
+        if (removal_owed(&s->zn[p])) end_reassignment(s, p, out[i].isr);
         write_and_send(s, p, leader, out[i].isr);
         if (out[i].unclean) s->unclean |= (u8)(1 << p);
         return 1;
