@@ -30,9 +30,9 @@ binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``
 build step at install time, and an edited unit is rebuilt on its next use.  A source that
 does not compile is an error naming the compiler's first error, never a skipped check.
 
-Supported: up to three partition ids (``Config.partition_ids``: the partitions at the start
-and one slot per partition change), up to four brokers, every broker assigned at the start,
-up to six records, fencing on -- the shape of every named configuration -- and of the admin
+Supported: every partition count (``Config.partition_ids``: the partitions at the start and
+one slot per partition change; past three, a build of wider states, ``WIDE_FLAGS``), up to
+four brokers, every broker assigned at the start, up to six records, fencing on -- the shape of every named configuration -- and of the admin
 actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
 with reused ids and their identities), preferred-replica elections
 (``--preferred-elections``), controlled shutdowns
@@ -93,7 +93,11 @@ SOURCE_DIR = Path(__file__).parent / "native"
 CFLAGS = ("-O3", "-pthread", "-Wall")
 MAX_BROKERS = 4
 MAX_RECORDS = 6
-MAX_PARTITION_IDS = 3  # native/state.h MAXP
+NARROW_PARTITION_IDS = 3  # native/state.h MAXP: the partition slots of a state of the usual build
+WIDE_FLAGS = ("-DMAXP=5", "-DMAXENC=4096", "-DMAXLAI=96", "-DMAXLED=40", "-DMAXSTOP=32")
+"""The build for more partition ids (up to the model's five: three partitions, two changes):
+a state with slots for them and room for their requests in flight -- a larger state every
+step copies, so the configurations that fit the usual build keep it."""
 
 
 class NativeUnavailable(Exception):
@@ -343,8 +347,6 @@ def unsupported(cfg: Config) -> str | None:
     """Why the native search cannot run ``cfg``, or None.  The actions ``native/rules.c`` leaves
     out, and the configuration knob each needs, are the registry's (``model.registry``)."""
     reasons = []
-    if cfg.partition_ids > MAX_PARTITION_IDS:
-        reasons.append(f"at most {MAX_PARTITION_IDS} partition ids (--partitions and --partition-changes)")
     if cfg.brokers > MAX_BROKERS:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
@@ -392,8 +394,11 @@ def _first_error(stderr: str) -> str:
     return lines[-1] if lines else "no message"
 
 
-def binary() -> Path:
-    """The compiled search, built now if these sources have not been built before."""
+def binary(cfg: Config | None = None) -> Path:
+    """The compiled search (for ``cfg``: the wide build if it has more partition ids than
+    the usual one holds), built now if these sources have not been built so before."""
+    if cfg is not None and cfg.partition_ids > NARROW_PARTITION_IDS:
+        return compiled("epochal-search-wide", CFLAGS + WIDE_FLAGS)
     return compiled("epochal-search", CFLAGS)
 
 
@@ -471,7 +476,7 @@ def check_native(cfg: Config, options: SearchOptions = DEFAULT_SEARCH, dump: Pat
     if reason is not None:
         raise NativeUnavailable(reason)
     symmetry, reduction, workers = options.symmetry, options.reduction, options.workers
-    exe = binary()
+    exe = binary(cfg)
     args = [str(exe), "search", *config_args(cfg, symmetry, reduction), "--workers", str(workers)]
     if options.max_states is not None:
         args += ["--max-states", str(options.max_states)]
@@ -560,7 +565,7 @@ def native_expansions(cfg: Config, states: list[bytes], symmetry: bool = True, r
     reason = unsupported(cfg)
     if reason is not None:
         raise NativeUnavailable(reason)
-    args = [str(binary()), "successors", *config_args(cfg, symmetry, reduction)]
+    args = [str(binary(cfg)), "successors", *config_args(cfg, symmetry, reduction)]
     stdin = "".join(s.hex() + "\n" for s in states)
     done = subprocess.run(args, input=stdin, capture_output=True, text=True)
     if done.returncode != 0:
@@ -580,7 +585,7 @@ def native_rejects(cfg: Config, states: list[bytes]) -> list[list[bool]]:
     reason = unsupported(cfg)
     if reason is not None:
         raise NativeUnavailable(reason)
-    args = [str(binary()), "rejects", *config_args(cfg, True, False)]
+    args = [str(binary(cfg)), "rejects", *config_args(cfg, True, False)]
     done = subprocess.run(args, input="".join(s.hex() + "\n" for s in states), capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"the native search failed: {done.stderr.strip()}")

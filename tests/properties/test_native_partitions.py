@@ -17,7 +17,7 @@ import pytest
 
 from model.config import named
 from properties.checkers.bfs import SearchOptions, check
-from properties.checkers.native import check_native, decode, native_expansions
+from properties.checkers.native import NARROW_PARTITION_IDS, check_native, decode, native_expansions
 from tests.pinned import pinned
 from tests.properties.test_native import _python_expansion, _reached, _searches_and_expands_alike
 
@@ -67,6 +67,18 @@ def test_more_partition_ids_search_alike_within_a_few_steps(name, knobs, depth):
         a, b = check(cfg, options), check_native(cfg, options)
         assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, a.checked_depth, None)
         assert a.violation is None
+
+
+def test_five_partition_ids_search_alike_in_the_wide_build():
+    """Three partitions and two changes, the model's most: the wide build (``WIDE_FLAGS``),
+    its runs of up to four steps both ways, and of eight reduced."""
+    cfg = named("kip320", partitions=3, partition_changes=2, **SMALL)
+    assert cfg.partition_ids > NARROW_PARTITION_IDS
+    for reduction, depth in ((False, 4), (True, 8)):
+        options = SearchOptions(reduction=reduction, max_depth=depth)
+        a, b = check(cfg, options), check_native(cfg, options)
+        assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)
+        assert a.checked_depth == depth and a.violation is None
 
 
 REUSE = named("kip320", partition_changes=2, reuse_partition_ids=1, records=1, max_crashes=1, max_epoch=1)

@@ -39,8 +39,11 @@
 #include <string.h>
 
 #define MAXB 4
-/* partition ids: --partitions and one more per partition change allowed (Config.partition_ids) */
+/* partition ids: --partitions and one more per partition change allowed (Config.partition_ids);
+ * a configuration with more is searched by a build with more (native.py binary) */
+#ifndef MAXP
 #define MAXP 3
+#endif
 /* Capacities of the state's arrays.  The search keeps them small (its states are bounded by
  * the configuration); the judge's step library (properties/checkers/native_step.py) builds the
  * same sources with larger ones, for recorded runs that produce more. */
