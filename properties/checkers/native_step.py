@@ -78,6 +78,8 @@ def step_unsupported(cfg: Config) -> str | None:
     Python judge step by step, so a configuration with it is the Python model's throughout."""
     if cfg.reassign_phases and cfg.reassignments:
         return "the compiled step supports seed 000 F's reassignment in one write (not Kafka's phases)"
+    if cfg.replication_factor not in (0, cfg.brokers):
+        return "the compiled step supports every broker a replica (no --replication-factor)"
     return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), partition_changes=0))
 
 
@@ -96,7 +98,7 @@ def c_config(cfg: Config) -> Any:
               # the state's partition slots: its partitions alone, as the judge's states have them
               # (a state with more, of partitions added, fails to decode and is the model's)
               cfg.partitions, 0, cfg.partitions, int(cfg.reuse_partition_ids), int(cfg.partition_identity),
-              int(cfg.reassign_phases))
+              int(cfg.reassign_phases), cfg.replication_factor)
     return (ctypes.c_int * len(fields))(*fields)
 
 

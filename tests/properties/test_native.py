@@ -410,16 +410,17 @@ def test_unsupported_configurations_are_named():
     assert unsupported(named("kafka26", partitions=2, reassignments=1)) is None  # Kafka's phases
     assert unsupported(named("kip320", partitions=3, partition_changes=2)) is None  # the wide build
     assert unsupported(named("kip320", reassignments=1, max_expiries=1)) is None
-    assert "every broker a replica" in unsupported(named("kip320", brokers=3, replication_factor=2, reassignments=1))
+    assert unsupported(named("kip320", brokers=3, replication_factor=2, reassignments=1)) is None
+    assert "at most 4 brokers" in unsupported(named("kip320", brokers=5))
     with pytest.raises(NativeUnavailable, match="fencing on"):
         check_native(named("kip320", fence_broker_epoch=False))
 
 
 def test_the_command_line_says_what_native_cannot_do_in_one_line():
-    p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "kip320", "--brokers", "3",
-                        "--replication-factor", "2", "--native"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "kip320", "--brokers", "5",
+                        "--native"], capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert "--native: the native search supports every broker a replica (no --replication-factor)" in p.stderr
+    assert "--native: the native search supports at most 4 brokers" in p.stderr
 
 
 def test_without_a_compiler_the_error_says_so(monkeypatch, tmp_path):

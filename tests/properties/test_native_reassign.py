@@ -48,6 +48,8 @@ FAMILIES = [
     named("kafka26", records=1, max_crashes=0, reassignments=1),
     EXPIRIES,
     named("unclean", records=1, max_expiries=1),
+    # a replication factor below the broker count: a broker outside the AR holds no replica
+    named("kip320", brokers=3, replication_factor=2, records=1, max_crashes=1),
     # a reassignment's StopReplica beside a controlled shutdown's, and beside a topic deletion's
     pytest.param(named("unclean", records=1, reassignments=1, max_shutdowns=1), marks=pytest.mark.slow),
     pytest.param(named("kip320", records=1, max_crashes=0, reassignments=1, deletions=1), marks=pytest.mark.slow),
@@ -61,7 +63,7 @@ def _figures(cfg: Config, options: SearchOptions) -> tuple[tuple, tuple]:
 
 
 @pytest.mark.parametrize("cfg", FAMILIES, ids=lambda c: c.describe().split(":")[0] + "-" + "-".join(
-    f"{k}{getattr(c, k)}" for k in ("reassignments", "max_expiries", "max_shutdowns", "max_crashes") if getattr(c, k)))
+    f"{k}{getattr(c, k)}" for k in ("reassignments", "max_expiries", "max_shutdowns", "replication_factor", "max_crashes") if getattr(c, k)))
 def test_each_family_searches_alike_natively_and_in_python(tmp_path, cfg):
     """Reduced and not: the same states, transitions, depth and verdict (and counterexample),
     and a seeded sample of the native states expands exactly as in Python."""
@@ -73,6 +75,15 @@ def test_a_reassignment_searches_alike_without_symmetry():
     their orbits."""
     for reduction in (False, True):
         python, ours = _figures(REASSIGNMENTS, SearchOptions(symmetry=False, reduction=reduction))
+        assert ours == python
+
+
+def test_a_reassignment_to_a_broker_outside_the_assignment_searches_alike_within_eight_steps():
+    """Three brokers, two of them assigned: a reassignment may move the partition to the third
+    (a LeaderAndISR to a broker that held no replica, a StopReplica to one that did)."""
+    cfg = named("kip320", brokers=3, replication_factor=2, records=1, max_crashes=0, reassignments=1)
+    for reduction in (False, True):
+        python, ours = _figures(cfg, SearchOptions(reduction=reduction, max_depth=8))
         assert ours == python
 
 

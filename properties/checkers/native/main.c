@@ -149,6 +149,7 @@ int main(int argc, char **argv) {
         else if (OPT("--reuse-partition-ids")) C.reuse_partition_ids = (int)arg_long(v, a);
         else if (OPT("--partition-identity")) C.partition_identity = (int)arg_long(v, a);
         else if (OPT("--reassign-phases")) C.reassign_phases = (int)arg_long(v, a);
+        else if (OPT("--replication-factor")) C.replication_factor = (int)arg_long(v, a);
         else if (OPT("--fetch-max-records")) C.fetch_max_records = (int)arg_long(v, a);
         else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
         else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);

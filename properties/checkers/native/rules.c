@@ -45,6 +45,15 @@ void add_lai(S *s, Lai m) { SET_ADD(s->lai, s->nlai, MAXLAI, m); }
  * model/state.py initial
  * ------------------------------------------------------------------------------------- */
 
+/* assigned: partition p's initial AR, every broker or with a replication factor below the
+ * broker count the rf brokers from p mod brokers on */
+static u8 assigned(int p) {
+    int n = C.brokers, rf = C.replication_factor ? C.replication_factor : n;
+    u8 ar = 0;
+    for (int i = 0; i < (rf < n ? rf : n); i++) ar |= (u8)(1 << ((p + i) % n));
+    return ar;
+}
+
 void initial(S *s) {
     int n = C.brokers;
     memset(s, 0, sizeof *s);
@@ -56,7 +65,7 @@ void initial(S *s) {
     s->zxid = 1;
     for (int p = 0; p < C.partition_ids; p++) { /* the ids past C.partitions: NOT_CREATED */
         int created = p < C.partitions, leader = p % n;
-        s->zn[p] = created ? (Zn){(i8)leader, 1, everyone, 0, everyone, 0, 0} : (Zn){NO_LEADER, -1, 0, 0, 0, 0, 0};
+        s->zn[p] = created ? (Zn){(i8)leader, 1, assigned(p), 0, assigned(p), 0, 0} : (Zn){NO_LEADER, -1, 0, 0, 0, 0, 0};
         if (created) s->led[(int)s->nled++] = (Led){(i8)p, 1, (i8)leader};
     }
     for (int b = 0; b < n; b++) {
@@ -69,14 +78,14 @@ void initial(S *s) {
             Replica *r = &br->rp[p];
             int leader = p % n;
             for (int y = 0; y < n; y++) r->follower_leo[y] = UNKNOWN;
-            if (p >= C.partitions) {
+            if (p >= C.partitions || !has(s->zn[p].ar, b)) { /* no replica here */
                 r->leader = NO_LEADER;
                 r->zk_version = -1;
             } else if (b == leader) {
                 r->role = LEADER;
                 r->leader = (i8)leader;
                 r->leader_epoch = 1;
-                r->isr = everyone;
+                r->isr = s->zn[p].isr;
                 r->zk_version = 0;
                 r->fetch_state = IDLE;
             } else {

@@ -190,6 +190,7 @@ typedef struct {
     int partitions, partition_changes, partition_ids;
     int reuse_partition_ids, partition_identity;
     int reassign_phases; /* Kafka's reassignment, each phase with its epoch (reassign.c) */
+    int replication_factor; /* brokers in each partition's initial AR; 0: every broker */
 } Cfg;
 
 
