@@ -32,8 +32,8 @@ does not compile is an error naming the compiler's first error, never a skipped 
 
 Supported: every partition count (``Config.partition_ids``: the partitions at the start and
 one slot per partition change; past three, a build of wider states, ``WIDE_FLAGS``), up to
-four brokers, any replication factor, up to six records, fencing on -- the shape of every
-named configuration -- and of the admin actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
+four brokers, any replication factor, up to six records, with or without fencing -- and
+of the admin actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
 with reused ids and their identities), preferred-replica elections
 (``--preferred-elections``), controlled shutdowns
 with the clean stop after them and their StopReplica (``--max-shutdowns``,
@@ -352,8 +352,6 @@ def unsupported(cfg: Config) -> str | None:
     if cfg.records > MAX_RECORDS:
         reasons.append(f"at most {MAX_RECORDS} records")
     reasons += [f"no {feature}" for feature in unsupported_features("native", cfg)]  # actions not in rules.c
-    if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
-        reasons.append("fencing on")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
@@ -455,6 +453,8 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--partition-identity", str(cfg.partition_identity),
         "--reassign-phases", str(int(cfg.reassign_phases)),
         "--replication-factor", str(cfg.replication_factor),
+        "--fence-controller-epoch", str(int(cfg.fence_controller_epoch)),
+        "--fence-broker-epoch", str(int(cfg.fence_broker_epoch)),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),

@@ -80,6 +80,8 @@ def step_unsupported(cfg: Config) -> str | None:
         return "the compiled step supports seed 000 F's reassignment in one write (not Kafka's phases)"
     if cfg.replication_factor not in (0, cfg.brokers):
         return "the compiled step supports every broker a replica (no --replication-factor)"
+    if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
+        return "the compiled step supports fencing on"
     return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), partition_changes=0))
 
 
@@ -98,7 +100,8 @@ def c_config(cfg: Config) -> Any:
               # the state's partition slots: its partitions alone, as the judge's states have them
               # (a state with more, of partitions added, fails to decode and is the model's)
               cfg.partitions, 0, cfg.partitions, int(cfg.reuse_partition_ids), int(cfg.partition_identity),
-              int(cfg.reassign_phases), cfg.replication_factor)
+              int(cfg.reassign_phases), cfg.replication_factor,
+              int(cfg.fence_controller_epoch), int(cfg.fence_broker_epoch))
     return (ctypes.c_int * len(fields))(*fields)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -85,6 +86,18 @@ def test_a_reassignment_to_a_broker_outside_the_assignment_searches_alike_within
     for reduction in (False, True):
         python, ours = _figures(cfg, SearchOptions(reduction=reduction, max_depth=8))
         assert ours == python
+
+
+@pytest.mark.parametrize("cfg", [
+    # a paused controller's requests taken after a new one is elected (seed 002 unfenced)
+    replace(named("zombie", records=1), fence_controller_epoch=False, fence_broker_epoch=False),
+    # a crashed broker's requests kept for its next incarnation (seed 003 unfenced)
+    replace(named("kip320", records=1, max_crashes=1), fence_broker_epoch=False)],
+    ids=["zombie-unfenced", "kip320-no-broker-epoch-fencing"])
+def test_without_fencing_the_searches_alike(tmp_path, cfg):
+    """``--no-fencing``: requests of an older controller epoch or broker incarnation are taken,
+    kept rather than forgotten, and not dropped by the reduction's normal form."""
+    _searches_and_expands_alike(tmp_path, cfg, cfg.describe())
 
 
 def _walk(cfg: Config, seed: int, length: int) -> list:

@@ -490,15 +490,16 @@ int on_broker_startup(S *s, int c, int b) {
     return 1;
 }
 
-/* stale_reason: 0 (None), STALE_EPOCH for a leader epoch no newer than the replica's, or
- * STALE_FOR_EVER for the rest (controller and broker epochs, topic ids) */
-enum { STALE_EPOCH = 1, STALE_FOR_EVER = 2 };
+/* stale_reason: 0 (None), STALE_EPOCH for a leader epoch no newer than the replica's,
+ * STALE_TOPIC_ID for an older incarnation of the topic, or STALE_FOR_EVER for controller and
+ * broker epochs (each only with its fencing) */
+enum { STALE_EPOCH = 1, STALE_FOR_EVER = 2, STALE_TOPIC_ID = 3 };
 int stale_reason(const S *s, const Lai *m) {
     const Broker *br = &s->br[(int)m->to];
-    if (m->controller_epoch < br->controller_epoch) return STALE_FOR_EVER;
-    if (m->max_broker_epoch < br->broker_epoch) return STALE_FOR_EVER;
+    if (C.fence_controller_epoch && m->controller_epoch < br->controller_epoch) return STALE_FOR_EVER;
+    if (C.fence_broker_epoch && m->max_broker_epoch < br->broker_epoch) return STALE_FOR_EVER;
     const Replica *r = &br->rp[(int)m->partition];
-    if (C.topic_ids && (m->topic_id < r->topic_id || (m->topic_id == r->topic_id && r->role == DELETED))) return STALE_FOR_EVER;
+    if (C.topic_ids && (m->topic_id < r->topic_id || (m->topic_id == r->topic_id && r->role == DELETED))) return STALE_TOPIC_ID;
     int known = C.topic_ids && m->topic_id > r->topic_id ? 0 : r->leader_epoch; /* for_incarnation */
     int waiting = C.startup_from_controller && r->role == NONE && r->leader == NO_LEADER; /* since its start */
     if (m->leader_epoch < known || (m->leader_epoch == known && !waiting)) return STALE_EPOCH;
@@ -739,12 +740,15 @@ int preferred_election(S *s, int c, int p) {
 }
 
 /* _stale_for_ever: without topic ids a deleted replica forgets its leader epoch, so a
- * request refused for its leader epoch may be taken later */
+ * request refused for its leader epoch may be taken later; and without broker-epoch fencing
+ * a removed id added again without its own identity is "reborn" at a restart (commands.py),
+ * so neither its leader epoch nor its topic id refuses a request for ever */
 void forget_stale_requests(S *s) {
-    /* fencing is always on here: a removed id added again is never "reborn" (commands.py) */
-    int epochs_forgotten = (C.deletions || C.reuse_partition_ids) && !C.topic_ids;
+    int reborn = C.reuse_partition_ids && !C.partition_identity && !C.fence_broker_epoch;
+    int epochs_forgotten = ((C.deletions || C.reuse_partition_ids) && !C.topic_ids) || reborn;
     for (int i = s->nlai - 1; i >= 0; i--) {
         int why = stale_reason(s, &s->lai[i]);
-        if (why == STALE_FOR_EVER || (why == STALE_EPOCH && !epochs_forgotten)) remove_lai_at(s, i);
+        if (why == STALE_FOR_EVER || (why == STALE_TOPIC_ID && !reborn) || (why == STALE_EPOCH && !epochs_forgotten))
+            remove_lai_at(s, i);
     }
 }

@@ -191,6 +191,9 @@ typedef struct {
     int reuse_partition_ids, partition_identity;
     int reassign_phases; /* Kafka's reassignment, each phase with its epoch (reassign.c) */
     int replication_factor; /* brokers in each partition's initial AR; 0: every broker */
+    /* control requests refused from an older controller epoch (seed 002), or meant for an
+     * older incarnation of the broker (seed 003): both on unless --fencing is off */
+    int fence_controller_epoch, fence_broker_epoch;
 } Cfg;
 
 
