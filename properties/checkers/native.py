@@ -31,8 +31,8 @@ build step at install time, and an edited unit is rebuilt on its next use.  A so
 does not compile is an error naming the compiler's first error, never a skipped check.
 
 Supported: every partition count (``Config.partition_ids``: the partitions at the start and
-one slot per partition change; past three, a build of wider states, ``WIDE_FLAGS``), up to
-four brokers, any replication factor, up to six records, with or without fencing -- and
+one slot per partition change) and up to five brokers (past three partition ids or four
+brokers, a build of wider states, ``WIDE_FLAGS``), any replication factor, up to six records, with or without fencing -- and
 of the admin actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
 with reused ids and their identities), preferred-replica elections
 (``--preferred-elections``), controlled shutdowns
@@ -91,13 +91,14 @@ from properties.safety import first_violation
 
 SOURCE_DIR = Path(__file__).parent / "native"
 CFLAGS = ("-O3", "-pthread", "-Wall")
-MAX_BROKERS = 4
+MAX_BROKERS = 5  # the wide build's native/state.h MAXB (the model's most too)
+NARROW_BROKERS = 4  # native/state.h MAXB: the brokers of a state of the usual build
 MAX_RECORDS = 6
 NARROW_PARTITION_IDS = 3  # native/state.h MAXP: the partition slots of a state of the usual build
-WIDE_FLAGS = ("-DMAXP=5", "-DMAXENC=4096", "-DMAXLAI=96", "-DMAXLED=40", "-DMAXSTOP=32")
-"""The build for more partition ids (up to the model's five: three partitions, two changes):
-a state with slots for them and room for their requests in flight -- a larger state every
-step copies, so the configurations that fit the usual build keep it."""
+WIDE_FLAGS = ("-DMAXP=5", "-DMAXB=5", "-DMAXENC=4096", "-DMAXLAI=96", "-DMAXLED=40", "-DMAXSTOP=32")
+"""The build for more partition ids (up to the model's five: three partitions, two changes)
+or five brokers: a state with slots for them and room for their requests in flight -- a
+larger state every step copies, so the configurations that fit the usual build keep it."""
 
 
 class NativeUnavailable(Exception):
@@ -391,9 +392,9 @@ def _first_error(stderr: str) -> str:
 
 
 def binary(cfg: Config | None = None) -> Path:
-    """The compiled search (for ``cfg``: the wide build if it has more partition ids than
-    the usual one holds), built now if these sources have not been built so before."""
-    if cfg is not None and cfg.partition_ids > NARROW_PARTITION_IDS:
+    """The compiled search (for ``cfg``: the wide build if it has more partition ids or
+    brokers than the usual one holds), built now if these sources have not been built so before."""
+    if cfg is not None and (cfg.partition_ids > NARROW_PARTITION_IDS or cfg.brokers > NARROW_BROKERS):
         return compiled("epochal-search-wide", CFLAGS + WIDE_FLAGS)
     return compiled("epochal-search", CFLAGS)
 

@@ -39,6 +39,7 @@ from model.registry import apply
 from model.state import State
 from properties.checkers.native import (
     MAX_RECORDS,
+    NARROW_BROKERS,
     StateReader,
     compiled,
     encode_part,
@@ -80,6 +81,8 @@ def step_unsupported(cfg: Config) -> str | None:
         return "the compiled step supports seed 000 F's reassignment in one write (not Kafka's phases)"
     if cfg.replication_factor not in (0, cfg.brokers):
         return "the compiled step supports every broker a replica (no --replication-factor)"
+    if cfg.brokers > NARROW_BROKERS:  # the search's wide build only
+        return f"the compiled step supports at most {NARROW_BROKERS} brokers"
     if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
         return "the compiled step supports fencing on"
     return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), partition_changes=0))

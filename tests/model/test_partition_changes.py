@@ -75,7 +75,6 @@ def test_the_knob_is_bounded_and_refuses_deletions_beside_it() -> None:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("extra, says", [
-    (["--native", "--brokers", "5"], "--native: the native search supports at most 4 brokers"),
     (["--partition-changes", "3"], "--partition-changes must be between 0 and 2"),
     (["--deletions", "1"], "--partition-changes and --deletions cannot be combined"),
 ])

@@ -17,7 +17,13 @@ import pytest
 
 from model.config import named
 from properties.checkers.bfs import SearchOptions, check
-from properties.checkers.native import NARROW_PARTITION_IDS, check_native, decode, native_expansions
+from properties.checkers.native import (
+    NARROW_BROKERS,
+    NARROW_PARTITION_IDS,
+    check_native,
+    decode,
+    native_expansions,
+)
 from tests.pinned import pinned
 from tests.properties.test_native import _python_expansion, _reached, _searches_and_expands_alike
 
@@ -75,6 +81,19 @@ def test_five_partition_ids_search_alike_in_the_wide_build():
     cfg = named("kip320", partitions=3, partition_changes=2, **SMALL)
     assert cfg.partition_ids > NARROW_PARTITION_IDS
     for reduction, depth in ((False, 4), (True, 8)):
+        options = SearchOptions(reduction=reduction, max_depth=depth)
+        a, b = check(cfg, options), check_native(cfg, options)
+        assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)
+        assert a.checked_depth == depth and a.violation is None
+
+
+def test_five_brokers_search_alike_in_the_wide_build():
+    """The model's most brokers, in the wide build too (``NARROW_BROKERS`` is the usual
+    build's): the runs of up to four steps both ways, and of ten reduced -- the
+    canonical renaming chosen among up to 120 candidates."""
+    cfg = named("kip320", brokers=5, records=1, max_crashes=1)
+    assert cfg.brokers > NARROW_BROKERS
+    for reduction, depth in ((False, 4), (True, 10)):
         options = SearchOptions(reduction=reduction, max_depth=depth)
         a, b = check(cfg, options), check_native(cfg, options)
         assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)

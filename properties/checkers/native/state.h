@@ -38,7 +38,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* brokers; a configuration with more is searched by a build with more (native.py binary) */
+#ifndef MAXB
 #define MAXB 4
+#endif
+#if MAXB > 5
+#error "MAXB above 5: candidate_permutations' MAXPERMS would not hold every renaming"
+#endif
+/* the renamings of MAXB brokers (MAXB!) */
+#define MAXPERMS (MAXB == 5 ? 120 : 24)
 /* partition ids: --partitions and one more per partition change allowed (Config.partition_ids);
  * a configuration with more is searched by a build with more (native.py binary) */
 #ifndef MAXP
