@@ -2,7 +2,7 @@
 
     python bench/bench_admin_three_brokers.py [--knobs deletions,reassignments,...]
                                               [--max-seconds S] [--python-seconds S]
-                                              [--workers N] [--no-reduction]
+                                              [--workers N] [--no-reduction] [--max-depth D]
 
 For each admin knob (set to 1) on ``model.three_brokers.three_brokers("kip320")`` (3 brokers,
 2 records, leader epoch <= 3, 2 crashes): the compiled search (``check --native``) in a
@@ -12,7 +12,8 @@ of the search's own process (``RUSAGE_CHILDREN`` of the process that ran it), an
 CPU-second.  With ``--python-seconds`` the Python checker (``properties.checkers.bfs``) runs
 the same configuration in a fresh process too, bounded by that wall time: its figures go
 beside the native ones, and where it ends within its bound its states and transitions must
-be the native search's (else exit 1).  Run it under ``nice``: the searches take a core each
+be the native search's (else exit 1) -- with ``--max-depth`` both stop at that many steps,
+so a Python search that ends there is compared state for state.  Run it under ``nice``: the searches take a core each
 for as long as they are allowed.  Figures: docs/benchmarks.md, "Three-broker searches".
 """
 
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python-seconds", type=float, default=0.0, help="run the Python checker too, this long (0: not)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--no-reduction", action="store_true", help="symmetry only (default: with the partial-order reduction)")
+    ap.add_argument("--max-depth", type=int, help="stop both searches after this many steps")
     args = ap.parse_args(argv)
     knobs = [k for k in args.knobs.split(",") if k]
     bad = [k for k in knobs if k not in KNOBS]
@@ -93,13 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     differ = False
     for knob in knobs:
         cfg = three_brokers("kip320", **{knob: 1})
-        label = f"kip320, 3 brokers, {knob} 1" + ("" if reduction else ", no reduction")
-        ours = run(cfg, True, SearchOptions(reduction=reduction, workers=args.workers, max_seconds=args.max_seconds))
+        label = (f"kip320, 3 brokers, {knob} 1" + ("" if reduction else ", no reduction")
+                 + (f", {args.max_depth} steps" if args.max_depth else ""))
+        bounds = {"reduction": reduction, "max_depth": args.max_depth}
+        ours = run(cfg, True, SearchOptions(workers=args.workers, max_seconds=args.max_seconds, **bounds))
         print(_line(label + ", native", ours), flush=True)
         if args.python_seconds > 0:
-            theirs = run(cfg, False, SearchOptions(reduction=reduction, workers=1, max_seconds=args.python_seconds))
+            theirs = run(cfg, False, SearchOptions(workers=1, max_seconds=args.python_seconds, **bounds))
             print(_line(label + ", Python", theirs), flush=True)
-            if theirs["complete"] and ours["complete"] and (theirs["states"], theirs["transitions"]) != (ours["states"], ours["transitions"]):
+            ended = theirs["verdict"] == ours["verdict"] and "max_seconds" not in theirs["verdict"]
+            if ended and (theirs["states"], theirs["transitions"]) != (ours["states"], ours["transitions"]):
                 print(f"bench_admin_three_brokers: {knob}: the two searches differ", file=sys.stderr)
                 differ = True
     return 1 if differ else 0
