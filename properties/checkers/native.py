@@ -30,16 +30,17 @@ binary is compiled on first use with the machine's C compiler (``$CC`` or ``cc``
 build step at install time, and an edited unit is rebuilt on its next use.  A source that
 does not compile is an error naming the compiler's first error, never a skipped check.
 
-Supported: up to three partition ids (``Config.partition_ids``: the partitions at the start
-and one slot per partition change), up to four brokers, every broker assigned at the start,
-up to six records, fencing on -- the shape of every named configuration -- and of the admin
-actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
+Supported: every partition count (``Config.partition_ids``: the partitions at the start and
+one slot per partition change) and up to five brokers (past three partition ids or four
+brokers, a build of wider states, ``WIDE_FLAGS``), any replication factor, up to six records, with or without fencing -- and
+of the admin actions, partitions added and removed (``--partition-changes``, ``native/partitions.c``,
 with reused ids and their identities), preferred-replica elections
 (``--preferred-elections``), controlled shutdowns
 with the clean stop after them and their StopReplica (``--max-shutdowns``,
-``native/shutdown.c``), and with one partition topic deletion and re-creation with or
-without topic ids (``--deletions``, ``native/topics.c``) and reassignments with their
-StopReplica (``--reassignments``, ``native/reassign.c``, seed 000 F's); of the failures, session
+``native/shutdown.c``), topic deletion and re-creation with or without topic ids
+(``--deletions``, ``native/topics.c``) and reassignments with their StopReplica
+(``--reassignments``, ``native/reassign.c``: seed 000 F's, or Kafka's phases with
+``Config.reassign_phases``); of the failures, session
 expiries of a running broker (``--max-expiries``, ``native/expire.c``) too; and the Kafka
 configurations: ISR changes through the controller (``--alter-partition``,
 ``native/alter_partition.c``) and the rules of Kafka's brokers (``model.config.KAFKA_BROKER``;
@@ -94,9 +95,14 @@ STRICT = ("-Wall", "-Werror=incompatible-pointer-types")
 (a caller left behind when a function's argument rows grew) reads the wrong numbers and
 builds all the same under a compiler older than GCC 14."""
 CFLAGS = ("-O3", "-pthread", *STRICT)
-MAX_BROKERS = 4
+MAX_BROKERS = 5  # the wide build's native/state.h MAXB (the model's most too)
+NARROW_BROKERS = 4  # native/state.h MAXB: the brokers of a state of the usual build
 MAX_RECORDS = 6
-MAX_PARTITION_IDS = 3  # native/state.h MAXP
+NARROW_PARTITION_IDS = 3  # native/state.h MAXP: the partition slots of a state of the usual build
+WIDE_FLAGS = ("-DMAXP=5", "-DMAXB=5", "-DMAXENC=4096", "-DMAXLAI=96", "-DMAXLED=40", "-DMAXSTOP=32")
+"""The build for more partition ids (up to the model's five: three partitions, two changes)
+or five brokers: a state with slots for them and room for their requests in flight -- a
+larger state every step copies, so the configurations that fit the usual build keep it."""
 
 
 class NativeUnavailable(Exception):
@@ -346,22 +352,11 @@ def unsupported(cfg: Config) -> str | None:
     """Why the native search cannot run ``cfg``, or None.  The actions ``native/rules.c`` leaves
     out, and the configuration knob each needs, are the registry's (``model.registry``)."""
     reasons = []
-    if cfg.partition_ids > MAX_PARTITION_IDS:
-        reasons.append(f"at most {MAX_PARTITION_IDS} partition ids (--partitions and --partition-changes)")
-    if cfg.partition_ids > 1:
-        reasons += [f"{what} of one partition only (--partitions 1, no --partition-changes)"
-                    for what, on in (("topic deletions", cfg.deletions), ("reassignments", cfg.reassignments)) if on]
     if cfg.brokers > MAX_BROKERS:
         reasons.append(f"at most {MAX_BROKERS} brokers")
     if cfg.records > MAX_RECORDS:
         reasons.append(f"at most {MAX_RECORDS} records")
     reasons += [f"no {feature}" for feature in unsupported_features("native", cfg)]  # actions not in rules.c
-    if cfg.replication_factor not in (0, cfg.brokers):
-        reasons.append("every broker a replica (no --replication-factor)")
-    if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
-        reasons.append("fencing on")
-    if cfg.reassign_phases and cfg.reassignments:
-        reasons.append("seed 000 F's reassignment in one write (not Kafka's phases)")
     return None if not reasons else "the native search supports " + ", ".join(reasons)
 
 
@@ -400,8 +395,11 @@ def _first_error(stderr: str) -> str:
     return lines[-1] if lines else "no message"
 
 
-def binary() -> Path:
-    """The compiled search, built now if these sources have not been built before."""
+def binary(cfg: Config | None = None) -> Path:
+    """The compiled search (for ``cfg``: the wide build if it has more partition ids or
+    brokers than the usual one holds), built now if these sources have not been built so before."""
+    if cfg is not None and (cfg.partition_ids > NARROW_PARTITION_IDS or cfg.brokers > NARROW_BROKERS):
+        return compiled("epochal-search-wide", CFLAGS + WIDE_FLAGS)
     return compiled("epochal-search", CFLAGS)
 
 
@@ -458,6 +456,10 @@ def config_args(cfg: Config, symmetry: bool, reduction: bool) -> list[str]:
         "--partition-changes", str(cfg.partition_changes),
         "--reuse-partition-ids", str(cfg.reuse_partition_ids),
         "--partition-identity", str(cfg.partition_identity),
+        "--reassign-phases", str(int(cfg.reassign_phases)),
+        "--replication-factor", str(cfg.replication_factor),
+        "--fence-controller-epoch", str(int(cfg.fence_controller_epoch)),
+        "--fence-broker-epoch", str(int(cfg.fence_broker_epoch)),
         "--truncation", cfg.truncation,
         "--symmetry", str(int(symmetry)),
         "--reduction", str(int(reduction)),
@@ -478,7 +480,7 @@ def check_native(cfg: Config, options: SearchOptions = DEFAULT_SEARCH, dump: Pat
     if reason is not None:
         raise NativeUnavailable(reason)
     symmetry, reduction, workers = options.symmetry, options.reduction, options.workers
-    exe = binary()
+    exe = binary(cfg)
     args = [str(exe), "search", *config_args(cfg, symmetry, reduction), "--workers", str(workers)]
     if options.max_states is not None:
         args += ["--max-states", str(options.max_states)]
@@ -567,7 +569,7 @@ def native_expansions(cfg: Config, states: list[bytes], symmetry: bool = True, r
     reason = unsupported(cfg)
     if reason is not None:
         raise NativeUnavailable(reason)
-    args = [str(binary()), "successors", *config_args(cfg, symmetry, reduction)]
+    args = [str(binary(cfg)), "successors", *config_args(cfg, symmetry, reduction)]
     stdin = "".join(s.hex() + "\n" for s in states)
     done = subprocess.run(args, input=stdin, capture_output=True, text=True)
     if done.returncode != 0:
@@ -587,7 +589,7 @@ def native_rejects(cfg: Config, states: list[bytes]) -> list[list[bool]]:
     reason = unsupported(cfg)
     if reason is not None:
         raise NativeUnavailable(reason)
-    args = [str(binary()), "rejects", *config_args(cfg, True, False)]
+    args = [str(binary(cfg)), "rejects", *config_args(cfg, True, False)]
     done = subprocess.run(args, input="".join(s.hex() + "\n" for s in states), capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"the native search failed: {done.stderr.strip()}")

@@ -39,6 +39,7 @@ from model.registry import apply
 from model.state import State
 from properties.checkers.native import (
     MAX_RECORDS,
+    NARROW_BROKERS,
     STRICT,
     StateReader,
     compiled,
@@ -75,8 +76,16 @@ def step_unsupported(cfg: Config) -> str | None:
     own limits (``native.unsupported``), except two that bound or enable single actions
     rather than change a rule -- records, partitions added or removed: their steps, and the
     states they lead to, are the Python model's (see the module docstring).  Kafka's
-    reassignment in phases is not the C's, so a configuration with it is the Python model's
-    throughout."""
+    reassignment in phases is the search's (``native/reassign.c``) but not yet held to the
+    Python judge step by step, so a configuration with it is the Python model's throughout."""
+    if cfg.reassign_phases and cfg.reassignments:
+        return "the compiled step supports seed 000 F's reassignment in one write (not Kafka's phases)"
+    if cfg.replication_factor not in (0, cfg.brokers):
+        return "the compiled step supports every broker a replica (no --replication-factor)"
+    if cfg.brokers > NARROW_BROKERS:  # the search's wide build only
+        return f"the compiled step supports at most {NARROW_BROKERS} brokers"
+    if not (cfg.fence_controller_epoch and cfg.fence_broker_epoch):
+        return "the compiled step supports fencing on"
     return unsupported(replace(cfg, records=min(cfg.records, MAX_RECORDS), partition_changes=0))
 
 
@@ -94,7 +103,9 @@ def c_config(cfg: Config) -> Any:
               int(cfg.leader_keeps_follower_state),
               # the state's partition slots: its partitions alone, as the judge's states have them
               # (a state with more, of partitions added, fails to decode and is the model's)
-              cfg.partitions, 0, cfg.partitions, int(cfg.reuse_partition_ids), int(cfg.partition_identity))
+              cfg.partitions, 0, cfg.partitions, int(cfg.reuse_partition_ids), int(cfg.partition_identity),
+              int(cfg.reassign_phases), cfg.replication_factor,
+              int(cfg.fence_controller_epoch), int(cfg.fence_broker_epoch))
     return (ctypes.c_int * len(fields))(*fields)
 
 

@@ -75,7 +75,6 @@ def test_the_knob_is_bounded_and_refuses_deletions_beside_it() -> None:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("extra, says", [
-    (["--native", "--reassignments", "1"], "--native: the native search supports reassignments of one partition only"),
     (["--partition-changes", "3"], "--partition-changes must be between 0 and 2"),
     (["--deletions", "1"], "--partition-changes and --deletions cannot be combined"),
 ])

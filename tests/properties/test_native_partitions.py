@@ -17,7 +17,13 @@ import pytest
 
 from model.config import named
 from properties.checkers.bfs import SearchOptions, check
-from properties.checkers.native import check_native, decode, native_expansions
+from properties.checkers.native import (
+    NARROW_BROKERS,
+    NARROW_PARTITION_IDS,
+    check_native,
+    decode,
+    native_expansions,
+)
 from tests.pinned import pinned
 from tests.properties.test_native import _python_expansion, _reached, _searches_and_expands_alike
 
@@ -49,20 +55,49 @@ def test_each_partition_family_searches_alike_natively_and_in_python(tmp_path, n
     ("kip320", {"partitions": 3, **SMALL}, 7),
     # a controlled shutdown moves one partition at a time; the clean stop waits for every ISR
     ("kip320", {"partitions": 2, "max_shutdowns": 1, **SMALL}, 7),
+    # a topic deletion and re-creation, and a reassignment, of either partition
+    ("kip320", {"partitions": 2, "deletions": 1, **SMALL}, 7),
+    ("kip320", {"partitions": 2, "reassignments": 1, **SMALL}, 7),
     pytest.param("design", {"partition_changes": 1, "max_shutdowns": 1, "max_epoch": 2, **SMALL}, 8,
                  marks=pytest.mark.slow),
     pytest.param("kip320", {"partition_changes": 2, "records": 1, "max_crashes": 1}, 8, marks=pytest.mark.slow)],
-    ids=["three-partitions", "shutdown-two-partitions", "shutdown-partition-change", "two-fresh-ids"])
+    ids=["three-partitions", "shutdown-two-partitions", "deletion-two-partitions", "reassignment-two-partitions",
+         "shutdown-partition-change", "two-fresh-ids"])
 def test_more_partition_ids_search_alike_within_a_few_steps(name, knobs, depth):
-    """Three partition ids (all there at the start, or two added as fresh ids) and controlled
-    shutdowns beside a second partition: the runs of up to ``depth`` steps both ways, reduced
-    and not."""
+    """Three partition ids (all there at the start, or two added as fresh ids), and controlled
+    shutdowns, topic deletions and reassignments beside a second partition: the runs of up to
+    ``depth`` steps both ways, reduced and not."""
     cfg = named(name, **knobs)
     for reduction in (False, True):
         options = SearchOptions(reduction=reduction, max_depth=depth)
         a, b = check(cfg, options), check_native(cfg, options)
         assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, a.checked_depth, None)
         assert a.violation is None
+
+
+def test_five_partition_ids_search_alike_in_the_wide_build():
+    """Three partitions and two changes, the model's most: the wide build (``WIDE_FLAGS``),
+    its runs of up to four steps both ways, and of eight reduced."""
+    cfg = named("kip320", partitions=3, partition_changes=2, **SMALL)
+    assert cfg.partition_ids > NARROW_PARTITION_IDS
+    for reduction, depth in ((False, 4), (True, 8)):
+        options = SearchOptions(reduction=reduction, max_depth=depth)
+        a, b = check(cfg, options), check_native(cfg, options)
+        assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)
+        assert a.checked_depth == depth and a.violation is None
+
+
+def test_five_brokers_search_alike_in_the_wide_build():
+    """The model's most brokers, in the wide build too (``NARROW_BROKERS`` is the usual
+    build's): the runs of up to four steps both ways, and of ten reduced -- the
+    canonical renaming chosen among up to 120 candidates."""
+    cfg = named("kip320", brokers=5, records=1, max_crashes=1)
+    assert cfg.brokers > NARROW_BROKERS
+    for reduction, depth in ((False, 4), (True, 10)):
+        options = SearchOptions(reduction=reduction, max_depth=depth)
+        a, b = check(cfg, options), check_native(cfg, options)
+        assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)
+        assert a.checked_depth == depth and a.violation is None
 
 
 REUSE = named("kip320", partition_changes=2, reuse_partition_ids=1, records=1, max_crashes=1, max_epoch=1)

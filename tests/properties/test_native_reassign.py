@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -43,8 +44,13 @@ FAMILIES = [
     # kept) is brought back by a LeaderAndISR -- and the order of the controller's channel
     # kept alike (without it both found a deleted replica taking an older LeaderAndISR)
     named("kip320", records=1, max_crashes=0, reassignments=2),
+    # Kafka's reassignment in phases (Config.reassign_phases): the start's own epoch, the
+    # completion that keeps the ISR, and the removed replicas' own ISR writes that end it
+    named("kafka26", records=1, max_crashes=0, reassignments=1),
     EXPIRIES,
     named("unclean", records=1, max_expiries=1),
+    # a replication factor below the broker count: a broker outside the AR holds no replica
+    named("kip320", brokers=3, replication_factor=2, records=1, max_crashes=1),
     # a reassignment's StopReplica beside a controlled shutdown's, and beside a topic deletion's
     pytest.param(named("unclean", records=1, reassignments=1, max_shutdowns=1), marks=pytest.mark.slow),
     pytest.param(named("kip320", records=1, max_crashes=0, reassignments=1, deletions=1), marks=pytest.mark.slow),
@@ -58,7 +64,7 @@ def _figures(cfg: Config, options: SearchOptions) -> tuple[tuple, tuple]:
 
 
 @pytest.mark.parametrize("cfg", FAMILIES, ids=lambda c: c.describe().split(":")[0] + "-" + "-".join(
-    f"{k}{getattr(c, k)}" for k in ("reassignments", "max_expiries", "max_shutdowns", "max_crashes") if getattr(c, k)))
+    f"{k}{getattr(c, k)}" for k in ("reassignments", "max_expiries", "max_shutdowns", "replication_factor", "max_crashes") if getattr(c, k)))
 def test_each_family_searches_alike_natively_and_in_python(tmp_path, cfg):
     """Reduced and not: the same states, transitions, depth and verdict (and counterexample),
     and a seeded sample of the native states expands exactly as in Python."""
@@ -71,6 +77,27 @@ def test_a_reassignment_searches_alike_without_symmetry():
     for reduction in (False, True):
         python, ours = _figures(REASSIGNMENTS, SearchOptions(symmetry=False, reduction=reduction))
         assert ours == python
+
+
+def test_a_reassignment_to_a_broker_outside_the_assignment_searches_alike_within_eight_steps():
+    """Three brokers, two of them assigned: a reassignment may move the partition to the third
+    (a LeaderAndISR to a broker that held no replica, a StopReplica to one that did)."""
+    cfg = named("kip320", brokers=3, replication_factor=2, records=1, max_crashes=0, reassignments=1)
+    for reduction in (False, True):
+        python, ours = _figures(cfg, SearchOptions(reduction=reduction, max_depth=8))
+        assert ours == python
+
+
+@pytest.mark.parametrize("cfg", [
+    # a paused controller's requests taken after a new one is elected (seed 002 unfenced)
+    replace(named("zombie", records=1), fence_controller_epoch=False, fence_broker_epoch=False),
+    # a crashed broker's requests kept for its next incarnation (seed 003 unfenced)
+    replace(named("kip320", records=1, max_crashes=1), fence_broker_epoch=False)],
+    ids=["zombie-unfenced", "kip320-no-broker-epoch-fencing"])
+def test_without_fencing_the_searches_alike(tmp_path, cfg):
+    """``--no-fencing``: requests of an older controller epoch or broker incarnation are taken,
+    kept rather than forgotten, and not dropped by the reduction's normal form."""
+    _searches_and_expands_alike(tmp_path, cfg, cfg.describe())
 
 
 def _walk(cfg: Config, seed: int, length: int) -> list:
@@ -114,9 +141,9 @@ def test_the_native_refusal_of_a_leader_and_isr_is_the_models():
 
 MUTANTS = [
     # the completion before RAR has caught up with the ISR
-    ("reassign.c", "if (!rar || (rar & ~s->zn_isr) ||", "if (!rar ||", REASSIGNMENTS),
+    ("reassign.c", "if (!rar || (rar & ~zn->isr) ||", "if (!rar ||", REASSIGNMENTS),
     # the ISR written keeps the replicas the reassignment removes
-    pytest.param("reassign.c", "s->zn_isr &= rar;", "", REASSIGNMENTS, marks=pytest.mark.slow),
+    pytest.param("reassign.c", "if (!C.reassign_phases) zn->isr &= rar;", "", REASSIGNMENTS, marks=pytest.mark.slow),
     # a reassignment's StopReplica only stops the replica, keeping its log
     pytest.param("shutdown.c", "        deleted_replica(r);\n    return 1;", "        replica_stops(r);\n    return 1;", REASSIGNMENTS, marks=pytest.mark.slow),
     # an expired session leaves /controller in place (its registration alone goes)

@@ -14,7 +14,11 @@
 
 #include "state.h"
 
-const int IDENTITY[MAXB] = {0, 1, 2, 3};
+const int IDENTITY[MAXB] = {0, 1, 2, 3,
+#if MAXB > 4
+                             4,
+#endif
+};
 
 /* ---------------------------------------------------------------------------------------
  * The order-preserving encoding (properties/checkers/native.py ``encode``), under a broker renaming.

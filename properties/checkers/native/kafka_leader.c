@@ -34,14 +34,18 @@ int advance_hw_held(S *s, int b, int p, int hold) {
 
 /* offline_replica_write (model.actions.controller, Config.offline_replica_writes): Kafka's
  * controller taking dead ISR member r offline by a write of its own -- elect_leader with its
- * offline argument.  The leader it writes is -1 if r led, else the leader as it is; the ISR
+ * offline argument -- and, in a reassignment's phases, a removed one dead or alive
+ * (removal_owed).  The leader it writes is -1 if r led, else the leader as it is; the ISR
  * loses r unless r is its only member (the ISR never becomes empty); leader epoch + 1. */
 int offline_replica_write(S *s, int c, int p, int r) {
     const Zn *zn = &s->zn[p];
     if (!acting_controller(s, c)) return 0;
     if (zn->leader_epoch + 1 > C.max_epoch) return 0;
-    if (!C.offline_replica_writes || !zn->ar || !has(zn->isr, r) || has(s->live, r)) return 0;
-    write_and_send(s, p, zn->leader == r ? NO_LEADER : zn->leader,
-                   popcount8(zn->isr) == 1 ? zn->isr : (u8)(zn->isr & ~(1 << r)));
+    if (!C.offline_replica_writes || !zn->ar || !has(zn->isr, r)) return 0;
+    if (has(s->live, r) && !(removal_owed(zn) && !has(zn->rar, r))) return 0; /* offline_replicas */
+    int leader = zn->leader == r ? NO_LEADER : zn->leader;
+    u8 isr = popcount8(zn->isr) == 1 ? zn->isr : (u8)(zn->isr & ~(1 << r));
+    if (removal_owed(zn)) end_reassignment(s, p, isr);
+    write_and_send(s, p, leader, isr);
     return 1;
 }

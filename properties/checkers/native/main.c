@@ -121,7 +121,8 @@ int main(int argc, char **argv) {
     o.workers = 1;
     o.workdir = "/tmp";
     C = (Cfg){.brokers = 2, .records = 2, .max_epoch = 3, .max_crashes = 1, .max_pauses = 0, .min_insync = 1,
-              .unclean = 0, .truncation = T_KIP320, .topic_ids = 1, .symmetry = 1, .reduction = 0, .partitions = 1};
+              .unclean = 0, .truncation = T_KIP320, .topic_ids = 1, .symmetry = 1, .reduction = 0, .partitions = 1,
+              .fence_controller_epoch = 1, .fence_broker_epoch = 1};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -148,6 +149,10 @@ int main(int argc, char **argv) {
         else if (OPT("--partition-changes")) C.partition_changes = (int)arg_long(v, a);
         else if (OPT("--reuse-partition-ids")) C.reuse_partition_ids = (int)arg_long(v, a);
         else if (OPT("--partition-identity")) C.partition_identity = (int)arg_long(v, a);
+        else if (OPT("--reassign-phases")) C.reassign_phases = (int)arg_long(v, a);
+        else if (OPT("--replication-factor")) C.replication_factor = (int)arg_long(v, a);
+        else if (OPT("--fence-controller-epoch")) C.fence_controller_epoch = (int)arg_long(v, a);
+        else if (OPT("--fence-broker-epoch")) C.fence_broker_epoch = (int)arg_long(v, a);
         else if (OPT("--fetch-max-records")) C.fetch_max_records = (int)arg_long(v, a);
         else if (OPT("--symmetry")) C.symmetry = (int)arg_long(v, a);
         else if (OPT("--reduction")) C.reduction = (int)arg_long(v, a);

@@ -53,6 +53,7 @@ void normal_form(S *s) {
     if (!any_down) return;
     for (int i = s->nfetch - 1; i >= 0; i--)
         if (s->fetch[i].kind == FETCH_RESPONSE && s->br[(int)s->fetch[i].follower].status == DOWN) remove_fetch_at(s, i);
-    for (int i = s->nlai - 1; i >= 0; i--)
-        if (s->br[(int)s->lai[i].to].status == DOWN) remove_lai_at(s, i);
+    if (C.fence_broker_epoch) /* a restart's new broker epoch fences them */
+        for (int i = s->nlai - 1; i >= 0; i--)
+            if (s->br[(int)s->lai[i].to].status == DOWN) remove_lai_at(s, i);
 }

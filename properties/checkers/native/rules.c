@@ -45,6 +45,15 @@ void add_lai(S *s, Lai m) { SET_ADD(s->lai, s->nlai, MAXLAI, m); }
  * model/state.py initial
  * ------------------------------------------------------------------------------------- */
 
+/* assigned: partition p's initial AR, every broker or with a replication factor below the
+ * broker count the rf brokers from p mod brokers on */
+static u8 assigned(int p) {
+    int n = C.brokers, rf = C.replication_factor ? C.replication_factor : n;
+    u8 ar = 0;
+    for (int i = 0; i < (rf < n ? rf : n); i++) ar |= (u8)(1 << ((p + i) % n));
+    return ar;
+}
+
 void initial(S *s) {
     int n = C.brokers;
     memset(s, 0, sizeof *s);
@@ -56,7 +65,7 @@ void initial(S *s) {
     s->zxid = 1;
     for (int p = 0; p < C.partition_ids; p++) { /* the ids past C.partitions: NOT_CREATED */
         int created = p < C.partitions, leader = p % n;
-        s->zn[p] = created ? (Zn){(i8)leader, 1, everyone, 0, everyone, 0, 0} : (Zn){NO_LEADER, -1, 0, 0, 0, 0, 0};
+        s->zn[p] = created ? (Zn){(i8)leader, 1, assigned(p), 0, assigned(p), 0, 0} : (Zn){NO_LEADER, -1, 0, 0, 0, 0, 0};
         if (created) s->led[(int)s->nled++] = (Led){(i8)p, 1, (i8)leader};
     }
     for (int b = 0; b < n; b++) {
@@ -69,14 +78,14 @@ void initial(S *s) {
             Replica *r = &br->rp[p];
             int leader = p % n;
             for (int y = 0; y < n; y++) r->follower_leo[y] = UNKNOWN;
-            if (p >= C.partitions) {
+            if (p >= C.partitions || !has(s->zn[p].ar, b)) { /* no replica here */
                 r->leader = NO_LEADER;
                 r->zk_version = -1;
             } else if (b == leader) {
                 r->role = LEADER;
                 r->leader = (i8)leader;
                 r->leader_epoch = 1;
-                r->isr = everyone;
+                r->isr = s->zn[p].isr;
                 r->zk_version = 0;
                 r->fetch_state = IDLE;
             } else {
@@ -404,12 +413,14 @@ int controller_resign(S *s, int b) {
     return 1;
 }
 
-/* election_outcomes (seed 000 A 3.2), never electing a broker shutting down */
+/* election_outcomes (seed 000 A 3.2), never electing a broker shutting down, nor with a
+ * replica a reassignment in Kafka's phases is removing (removal_owed) */
 int election_outcomes(const S *s, int p, Outcome *out) {
     int n = 0;
     const Zn *zn = &s->zn[p];
     if (!zn->ar) return 0; /* a deleted topic's or removed partition: nothing to elect */
-    u8 live_isr = zn->isr & s->live;
+    /* a reassignment's removed replicas still in the ISR leave it by their own write */
+    u8 live_isr = zn->isr & s->live & (removal_owed(zn) ? zn->rar : (u8)~0);
     if (zn->leader != NO_LEADER && has(s->live, zn->leader)) {
         if (live_isr == zn->isr || C.offline_replica_writes) return 0;
         out[n++] = (Outcome){zn->leader, live_isr, 0};
@@ -460,6 +471,7 @@ int elect_leader(S *s, int c, int p, int leader) {
     int n = election_outcomes(s, p, out);
     for (int i = 0; i < n; i++) {
         if (out[i].leader != leader) continue;
+        if (removal_owed(&s->zn[p])) end_reassignment(s, p, out[i].isr);
         write_and_send(s, p, leader, out[i].isr);
         if (out[i].unclean) s->unclean |= (u8)(1 << p);
         return 1;
@@ -478,15 +490,16 @@ int on_broker_startup(S *s, int c, int b) {
     return 1;
 }
 
-/* stale_reason: 0 (None), STALE_EPOCH for a leader epoch no newer than the replica's, or
- * STALE_FOR_EVER for the rest (controller and broker epochs, topic ids) */
-enum { STALE_EPOCH = 1, STALE_FOR_EVER = 2 };
+/* stale_reason: 0 (None), STALE_EPOCH for a leader epoch no newer than the replica's,
+ * STALE_TOPIC_ID for an older incarnation of the topic, or STALE_FOR_EVER for controller and
+ * broker epochs (each only with its fencing) */
+enum { STALE_EPOCH = 1, STALE_FOR_EVER = 2, STALE_TOPIC_ID = 3 };
 int stale_reason(const S *s, const Lai *m) {
     const Broker *br = &s->br[(int)m->to];
-    if (m->controller_epoch < br->controller_epoch) return STALE_FOR_EVER;
-    if (m->max_broker_epoch < br->broker_epoch) return STALE_FOR_EVER;
+    if (C.fence_controller_epoch && m->controller_epoch < br->controller_epoch) return STALE_FOR_EVER;
+    if (C.fence_broker_epoch && m->max_broker_epoch < br->broker_epoch) return STALE_FOR_EVER;
     const Replica *r = &br->rp[(int)m->partition];
-    if (C.topic_ids && (m->topic_id < r->topic_id || (m->topic_id == r->topic_id && r->role == DELETED))) return STALE_FOR_EVER;
+    if (C.topic_ids && (m->topic_id < r->topic_id || (m->topic_id == r->topic_id && r->role == DELETED))) return STALE_TOPIC_ID;
     int known = C.topic_ids && m->topic_id > r->topic_id ? 0 : r->leader_epoch; /* for_incarnation */
     int waiting = C.startup_from_controller && r->role == NONE && r->leader == NO_LEADER; /* since its start */
     if (m->leader_epoch < known || (m->leader_epoch == known && !waiting)) return STALE_EPOCH;
@@ -727,12 +740,15 @@ int preferred_election(S *s, int c, int p) {
 }
 
 /* _stale_for_ever: without topic ids a deleted replica forgets its leader epoch, so a
- * request refused for its leader epoch may be taken later */
+ * request refused for its leader epoch may be taken later; and without broker-epoch fencing
+ * a removed id added again without its own identity is "reborn" at a restart (commands.py),
+ * so neither its leader epoch nor its topic id refuses a request for ever */
 void forget_stale_requests(S *s) {
-    /* fencing is always on here: a removed id added again is never "reborn" (commands.py) */
-    int epochs_forgotten = (C.deletions || C.reuse_partition_ids) && !C.topic_ids;
+    int reborn = C.reuse_partition_ids && !C.partition_identity && !C.fence_broker_epoch;
+    int epochs_forgotten = ((C.deletions || C.reuse_partition_ids) && !C.topic_ids) || reborn;
     for (int i = s->nlai - 1; i >= 0; i--) {
         int why = stale_reason(s, &s->lai[i]);
-        if (why == STALE_FOR_EVER || (why == STALE_EPOCH && !epochs_forgotten)) remove_lai_at(s, i);
+        if (why == STALE_FOR_EVER || (why == STALE_TOPIC_ID && !reborn) || (why == STALE_EPOCH && !epochs_forgotten))
+            remove_lai_at(s, i);
     }
 }

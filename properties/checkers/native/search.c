@@ -115,7 +115,7 @@ static void expand_task(Task *task, const u8 *level) {
                 if (!C.symmetry) {
                     m = encode(&t, IDENTITY, out);
                 } else {
-                    int perms[24][MAXB];
+                    int perms[MAXPERMS][MAXB];
                     if (candidate_permutations(&x->s, perms) == 1) m = encode(&t, IDENTITY, out);
                     else m = canonical(&t, out);
                 }

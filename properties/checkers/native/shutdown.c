@@ -151,7 +151,7 @@ int stop_replica(S *s, Stop m) {
         if (memcmp(&s->stop[i], &m, sizeof m) == 0) break;
     if (i == s->nstop || br->status != UP || stop_waits(s, &m)) return 0;
     remove_stop_at(s, i);
-    if (m.controller_epoch < br->controller_epoch) return 1; /* refused */
+    if (C.fence_controller_epoch && m.controller_epoch < br->controller_epoch) return 1; /* refused */
     int deletion = m.leader_epoch == EPOCH_DURING_DELETE;
     if (deletion && C.topic_ids && m.topic_id < r->topic_id) return 1; /* a newer incarnation's replica */
     if (!deletion && m.leader_epoch < r->leader_epoch) return 1;

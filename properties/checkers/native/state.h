@@ -38,9 +38,20 @@
 #include <stdio.h>
 #include <string.h>
 
+/* brokers; a configuration with more is searched by a build with more (native.py binary) */
+#ifndef MAXB
 #define MAXB 4
-/* partition ids: --partitions and one more per partition change allowed (Config.partition_ids) */
+#endif
+#if MAXB > 5
+#error "MAXB above 5: candidate_permutations' MAXPERMS would not hold every renaming"
+#endif
+/* the renamings of MAXB brokers (MAXB!) */
+#define MAXPERMS (MAXB == 5 ? 120 : 24)
+/* partition ids: --partitions and one more per partition change allowed (Config.partition_ids);
+ * a configuration with more is searched by a build with more (native.py binary) */
+#ifndef MAXP
 #define MAXP 3
+#endif
 /* Capacities of the state's arrays.  The search keeps them small (its states are bounded by
  * the configuration); the judge's step library (properties/checkers/native_step.py) builds the
  * same sources with larger ones, for recorded runs that produce more. */
@@ -186,6 +197,11 @@ typedef struct {
      * partition ids the state has a slot for: their sum (Config.partition_ids) */
     int partitions, partition_changes, partition_ids;
     int reuse_partition_ids, partition_identity;
+    int reassign_phases; /* Kafka's reassignment, each phase with its epoch (reassign.c) */
+    int replication_factor; /* brokers in each partition's initial AR; 0: every broker */
+    /* control requests refused from an older controller epoch (seed 002), or meant for an
+     * older incarnation of the broker (seed 003): both on unless --fencing is off */
+    int fence_controller_epoch, fence_broker_epoch;
 } Cfg;
 
 
@@ -320,6 +336,11 @@ void topic_deleted(Replica *r, int topic_id);
 void for_incarnation(Replica *r, int topic_id);
 int is_current(const S *s, int p, const Replica *r);
 void partition_gone(S *s, int p);
+/* ... of any partition p (the two above are partition 0's), and their successors in
+ * deletions_args, creations_args order */
+int delete_topic_of(S *s, int c, int p);
+int create_topic_of(S *s, int c, int p, u8 ar, int leader);
+void topic_successors(const Expanding *x, Emit emit, void *ctx);
 /* partitions.c: partitions added and removed (model/actions/partitions.py), and their
  * successors in partition_adds_args, partition_removals_args order */
 int removal_pending(const S *s, int p);
@@ -329,10 +350,18 @@ void partition_successors(const Expanding *x, Emit emit, void *ctx);
 /* reassign.c: a reassignment's start (a pending one again, or any non-empty replica set
  * within the bound, in reassign_starts_args order) and completion, and what a
  * reassignment's StopReplica leaves (deleted_replica) */
-int reassign_starts_args(const S *s, u8 rars[]);
+int reassign_starts_args(const S *s, int p, u8 rars[]);
 int reassign_start(S *s, int c, u8 rar);
 int reassign_complete(S *s, int c, int leader);
 void deleted_replica(Replica *r);
+/* ... of any partition p (the two above are partition 0's), their successors in
+ * reassign_starts_args, reassign_completions_args order, and Kafka's phases
+ * (Config.reassign_phases): the removed replicas' own ISR write that ends a move */
+int reassign_start_of(S *s, int c, int p, u8 rar);
+int reassign_complete_of(S *s, int c, int p, int leader);
+void reassign_successors(const Expanding *x, Emit emit, void *ctx);
+int removal_owed(const Zn *zn);
+void end_reassignment(S *s, int p, u8 isr);
 /* expire.c: a running broker's session expiry; a stale LeaderAndISR refused */
 int broker_expire(S *s, int b);
 int reject_leader_and_isr(S *s, Lai m);

@@ -72,21 +72,9 @@ void successors(const Expanding *x, Emit emit, void *ctx) {
                 if (f != b) TRY(expand_isr(&t, b, p, f));
     for (int b = 0; b < n; b++)
         for (int p = 0; p < np; p++) TRY(isr_update_failed(&t, b, p));
-    if (C.reassignments && c != NO_LEADER) { /* reassign_starts_args, reassign_completions_args */
-        u8 rars[1 << MAXB];
-        int k = reassign_starts_args(s, rars);
-        for (int i = 0; i < k; i++) TRY(reassign_start(&t, c, rars[i]));
-        for (int b = 0; b < n; b++)
-            if (has(s->zn_rar & s->live & (u8)~shutting_down(s), b)) TRY(reassign_complete(&t, c, b));
-    }
+    if (C.reassignments && c != NO_LEADER) reassign_successors(x, emit, ctx);
     for (int i = 0; i < s->nstop; i++) TRY(stop_replica(&t, s->stop[i]));
-    if (c != NO_LEADER) {
-        if (s->deletions < C.deletions && s->zn_ar) TRY(delete_topic(&t, c));
-        if (!s->zn_ar && C.deletions) /* creations_args: any non-empty AR and any live member of it as leader */
-            for (int ar = 1; ar < 1 << n; ar++)
-                for (int l = 0; l < n; l++)
-                    if (has((u8)ar, l) && has(s->live, l)) TRY(create_topic(&t, c, (u8)ar, l));
-    }
+    if (C.deletions && c != NO_LEADER) topic_successors(x, emit, ctx);
     if (c != NO_LEADER && s->preferred_elections < C.preferred_elections)
         for (int p = 0; p < np; p++) TRY(preferred_election(&t, c, p));
     if (c != NO_LEADER && s->partition_changes < C.partition_changes) partition_successors(x, emit, ctx);

@@ -132,7 +132,7 @@ int candidate_permutations(const S *s, int perms[][MAXB]) {
     }
     /* every arrangement within each group: enumerate permutations of positions */
     int count = 0;
-    /* recursive enumeration via explicit stack over groups (n <= 4: at most 24) */
+    /* recursive enumeration via explicit stack over groups (at most MAXPERMS) */
     int total = 1;
     for (int g = 0; g < ng; g++) {
         int k = gend[g] - gstart[g];
@@ -170,7 +170,7 @@ int candidate_permutations(const S *s, int perms[][MAXB]) {
 /* The canonical encoding of s (s is renamed in place); returns its length. */
 int canonical(S *s, u8 *out) {
     rename_versions(s);
-    int perms[24][MAXB];
+    int perms[MAXPERMS][MAXB];
     int k = candidate_permutations(s, perms);
     int best = encode(s, perms[0], out);
     u8 buf[MAXENC];

@@ -1,9 +1,10 @@
 /*
  * topics.c: model/actions/topics.py -- an administrator deletes the topic and creates it
  * again under the same name with any assignment -- and the rules on a replica of a deleted
- * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  The
- * deletion and creation are of one partition (partition 0: native.py refuses deletions beside
- * more partition ids); partition_gone, partitions.c's removal too, is of any.  Each function is named after the Python one it ports, read that one for the why.
+ * incarnation (model/actions/common.py topic_deleted, for_incarnation, is_current).  Each
+ * partition id is deleted and created on its own, as the model's (c, p) arguments have it;
+ * partition_gone is partitions.c's removal too.  Each function is named after the Python one
+ * it ports, read that one for the why.
  */
 #include "state.h"
 
@@ -85,31 +86,45 @@ void partition_gone(S *s, int p) {
     s->unclean &= (u8)~(1 << p);
 }
 
-int delete_topic(S *s, int c) {
-    if (!acting_controller(s, c) || s->deletions >= C.deletions || !s->zn_ar || s->zn_rar) return 0;
-    partition_gone(s, 0);
+int delete_topic_of(S *s, int c, int p) {
+    if (!acting_controller(s, c) || s->deletions >= C.deletions || !s->zn[p].ar || s->zn[p].rar) return 0;
+    partition_gone(s, p);
     s->deletions++;
     return 1;
 }
 
 /* create_topic: the name is free once every live replica has answered the deletion's
  * StopReplica; leader epoch 1 again, a new topic id, LeaderAndISR to the assigned brokers */
-int create_topic(S *s, int c, u8 ar, int leader) {
-    if (!acting_controller(s, c) || !ar || s->zn_ar) return 0;
-    for (int i = 0; i < s->nstop; i++)
-        if (s->stop[i].leader_epoch == EPOCH_DURING_DELETE) return 0;
+int create_topic_of(S *s, int c, int p, u8 ar, int leader) {
+    Zn *zn = &s->zn[p];
+    if (!acting_controller(s, c) || !ar || zn->ar || removal_pending(s, p)) return 0;
     u8 isr = ar & s->live & (u8)~shutting_down(s);
     if (!has(isr, leader)) return 0;
-    s->zn_leader = (i8)leader;
-    s->zn_leader_epoch = 1;
-    s->zn_isr = isr;
-    s->zn_zk_version++;
-    s->zn_ar = ar;
-    s->zn_topic_id++;
+    *zn = (Zn){(i8)leader, 1, isr, (i8)(zn->zk_version + 1), ar, 0, (i8)(zn->topic_id + 1)};
     int mbe = max_broker_epoch(s);
     for (int to = 0; to < C.brokers; to++)
-        if (has(ar, to)) add_lai(s, make_lai(to, 0, leader, 1, isr, s->zn_zk_version, s->controller_epoch, mbe, s->zn_topic_id));
-    Led l = {0, 1, (i8)leader};
+        if (has(ar, to)) add_lai(s, make_lai(to, p, leader, 1, isr, zn->zk_version, s->controller_epoch, mbe, zn->topic_id));
+    Led l = {(i8)p, 1, (i8)leader};
     SET_ADD(s->led, s->nled, MAXLED, l);
     return 1;
+}
+
+/* partition 0's, for the judge's step (step.c) */
+int delete_topic(S *s, int c) { return delete_topic_of(s, c, 0); }
+int create_topic(S *s, int c, u8 ar, int leader) { return create_topic_of(s, c, 0, ar, leader); }
+
+/* deletions_args, then creations_args (topics.py assignments: any non-empty AR, any live
+ * member of it as leader), partition by partition */
+void topic_successors(const Expanding *x, Emit emit, void *ctx) {
+    const S *s = &x->s;
+    int c = s->controller, n = C.brokers;
+    S t;
+    if (s->deletions < C.deletions)
+        for (int p = 0; p < C.partition_ids; p++)
+            if (s->zn[p].ar && !s->zn[p].rar) TRY(delete_topic_of(&t, c, p));
+    for (int p = 0; p < C.partition_ids; p++)
+        if (!s->zn[p].ar)
+            for (int ar = 1; ar < 1 << n; ar++)
+                for (int l = 0; l < n; l++)
+                    if (has((u8)ar, l) && has(s->live, l)) TRY(create_topic_of(&t, c, p, (u8)ar, l));
 }
