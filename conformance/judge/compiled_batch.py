@@ -185,17 +185,20 @@ def _filler(fields: list[tuple[bool, str, int, int]]) -> Any:
             lines.append(f"            if v >= 0: v = {lookup}")
         lines += ["            if not -_INT <= v < _INT: return -1", f"            row += ({key}, V_INT, 1, v)",
                   "            n += 1", "        else:"]
-        if how == _ID_LIST:
-            each = "ids.get(x, UNSEEN)" if in_post else "ids[x]"
-            lines.append(f"            if type(v) is list: v = sorted({each} for x in v)")
         pad = "            "
+        if how == _ID_LIST:  # (model ids, so ints _plain would take as they are)
+            each = "ids.get(x, UNSEEN)" if in_post else "ids[x]"
+            lines += ["            if type(v) is list:", f"                v = sorted([{each} for x in v])",
+                      f"                row += ({key}, V_LIST, len(v), *v)", "                n += 1",
+                      "            else:"]
+            pad += "    "
         if how == _CUT:  # (mismatch skips a cut named as none)
             lines.append("            if v is not None:")
             pad += "    "
         read = "self._records(v)" if how == _RECORDS_FIELD else f"_plain({key}, v)"
         lines += [f"{pad}f = {read}", f"{pad}if f is None: return -1", f"{pad}row += f", f"{pad}n += 1"]
     lines.append("    return n")
-    scope = {"UNSEEN": UNSEEN, "_INT": _INT, "V_INT": V_INT, "_plain": _plain}
+    scope = {"UNSEEN": UNSEEN, "_INT": _INT, "V_INT": V_INT, "V_LIST": V_LIST, "_plain": _plain}
     exec("\n".join(lines), scope)  # noqa: S102 -- code of the schema's own field names
     return scope["fill"]
 
