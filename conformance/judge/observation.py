@@ -146,6 +146,8 @@ def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, 
         b = e["params"].get("broker") if e["node"] == HARNESS else e["node"]
         if isinstance(b, int) and b in ids and ids[b] not in first:
             first[ids[b]] = e["kind"]
+            if len(first) == len(ids):  # every broker seen (ids maps onto 0..n-1): nothing left to find
+                break
     return first
 
 
