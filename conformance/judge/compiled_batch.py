@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 from conformance.judge.observation import (
@@ -49,6 +50,8 @@ ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetc
                  "create_topic": 10}
 """The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
 NO_STEP = 4
+NO_STEP_ROW = (NO_STEP, 0, 0, 0, 0)
+"""The row of an event that is no step (``CompiledSearch.row(None)``)."""
 FREEZING_TAKEN = {"become_leader", "become_follower", "broker_crash"}
 """The freezing ones among them (judge.c ``freezing``)."""
 
@@ -182,17 +185,20 @@ def _filler(fields: list[tuple[bool, str, int, int]]) -> Any:
             lines.append(f"            if v >= 0: v = {lookup}")
         lines += ["            if not -_INT <= v < _INT: return -1", f"            row += ({key}, V_INT, 1, v)",
                   "            n += 1", "        else:"]
-        if how == _ID_LIST:
-            each = "ids.get(x, UNSEEN)" if in_post else "ids[x]"
-            lines.append(f"            if type(v) is list: v = sorted({each} for x in v)")
         pad = "            "
+        if how == _ID_LIST:  # (model ids, so ints _plain would take as they are)
+            each = "ids.get(x, UNSEEN)" if in_post else "ids[x]"
+            lines += ["            if type(v) is list:", f"                v = sorted([{each} for x in v])",
+                      f"                row += ({key}, V_LIST, len(v), *v)", "                n += 1",
+                      "            else:"]
+            pad += "    "
         if how == _CUT:  # (mismatch skips a cut named as none)
             lines.append("            if v is not None:")
             pad += "    "
         read = "self._records(v)" if how == _RECORDS_FIELD else f"_plain({key}, v)"
         lines += [f"{pad}f = {read}", f"{pad}if f is None: return -1", f"{pad}row += f", f"{pad}n += 1"]
     lines.append("    return n")
-    scope = {"UNSEEN": UNSEEN, "_INT": _INT, "V_INT": V_INT, "_plain": _plain}
+    scope = {"UNSEEN": UNSEEN, "_INT": _INT, "V_INT": V_INT, "V_LIST": V_LIST, "_plain": _plain}
     exec("\n".join(lines), scope)  # noqa: S102 -- code of the schema's own field names
     return scope["fill"]
 
@@ -214,7 +220,8 @@ class CompiledSearch:
         self.ids: dict[Any, int] = {}  # value_key -> the id judge.c knows it by
         self.keys: list[Any] = []
         self.flat = bytearray()  # the rows of the events encoded so far, one after the other (C ints)
-        self.at: dict[int, int] = {}  # event index -> its row's offset (in ints) in flat, -1: no row
+        self.at: list[int] = []  # event index -> its row's offset (in ints) in flat, -1: no row
+        # (rows are added in the order of the events: ``at`` is the prefix of them written)
 
     def _value(self, v: object) -> int | None:
         try:
@@ -261,8 +268,8 @@ class CompiledSearch:
                 if type(offset) is not int or type(epoch) is not int or not -_INT <= offset < _INT \
                         or not -_INT <= epoch < _INT:
                     break
+                k = (type(value).__name__, value)  # value_key, inlined: once per record
                 try:
-                    k = value_key(value)
                     known = ids.get(k)
                 except TypeError:
                     break
@@ -290,12 +297,12 @@ class CompiledSearch:
             out += (offset, epoch, value)
         return [KEYS["records"], V_RECORDS, len(out), *out]
 
-    def event_row(self, e: Event, ids: dict[int, int]) -> list[int] | None:
+    def event_row(self, e: Event, params: dict[str, Any], ids: dict[int, int]) -> list[int] | None:
         """``row(observe(i, e, ids))`` without building the observation, for an event of a
-        kind whose action is fixed and whose fields are of the plain types; None where it
-        cannot say (then ``row`` says)."""
+        kind whose action is fixed and whose fields are of the plain types (``params``: the
+        event's, or {}); None where it cannot say (then ``row`` says)."""
         plan = _PLANS.get(e["kind"])
-        params, post = e.get("params") or {}, e.get("post") or {}
+        post = e.get("post") or {}
         if plan is None or type(params) is not dict or type(post) is not dict:
             return None
         action, fill = plan
@@ -321,11 +328,11 @@ class CompiledSearch:
             row[3] = value
         return row
 
-    def row(self, obs: Observation | None) -> list[int] | None:
+    def row(self, obs: Observation | None) -> Sequence[int] | None:
         """The event as judge.c reads it (None: an event that is no step), or None where the
         C cannot judge it: another action, a field it cannot compare as Python does."""
         if obs is None or not obs.action:
-            return [NO_STEP, 0, 0, 0, 0]
+            return NO_STEP_ROW
         action = ACTIONS_TAKEN.get(obs.action)
         if action is None:
             return None
@@ -372,21 +379,21 @@ class CompiledSearch:
 
     def forget_after(self, i: int) -> None:
         """Forget the rows of the events after ``i`` (written with numbers since renumbered)."""
-        for k in [k for k in self.at if k > i]:
-            del self.at[k]
+        del self.at[i + 1:]
 
-    def add(self, i: int, row: list[int] | None) -> None:
-        """Remember event ``i``'s row (None: the Python judge's event)."""
-        if row is None:
-            self.at[i] = -1
-        else:
-            try:
+    def add(self, row: Sequence[int] | None) -> int:
+        """Remember the next event's row (None: the Python judge's event): its offset, -1 for none."""
+        at = -1
+        if row is not None:
+            try:  # (one struct call per row: an array's extend converts item by item, 3x slower)
                 packed = _packed(len(row)).pack(*row)
             except struct.error:  # a number past a C int: the Python judge's event
-                self.at[i] = -1
-                return
-            self.at[i] = len(self.flat) // 4
-            self.flat += packed
+                packed = None
+            if packed is not None:
+                at = len(self.flat) // 4
+                self.flat += packed
+        self.at.append(at)
+        return at
 
     def run(self, hyps: list[Hypothesis], first: int, end: int, values: dict[Any, set[int]],
             last: bool = False) -> tuple[int, list[Hypothesis]] | None:
@@ -404,7 +411,7 @@ class CompiledSearch:
             if enc is None:  # fields of actions the C does not run, or a number past its own
                 return None
             encs.append(enc)
-        offsets = _packed(end - first).pack(*[self.at[k] for k in range(first, end)])
+        offsets = _packed(end - first).pack(*self.at[first:end])
         given: list[int] = []  # each value id's model values as two 64-bit sets
         for k in self.keys:
             bits = 0

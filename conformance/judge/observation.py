@@ -55,44 +55,63 @@ a reassignment's switch to RAR), reason -> action, as the registry's ``Traced`` 
 # ---------------------------------------------------------------------------------------
 
 
+_SCALAR_IDS = ("broker", "leader", "follower")
+_LIST_IDS = ("isr", "replicas", "rar", "ar")
+_ID_PARAMS = {kind: (frozenset(names), tuple(k for k in _SCALAR_IDS if k in names),
+                     tuple(k for k in _LIST_IDS if k in names))
+              for kind, names in ((kind, {spec.name for spec in specs}) for kind, specs in PARAMS.items())}
+"""Per kind: the schema's param names, and those of them ``broker_ids`` reads -- all it need
+look up in params that hold no other names (the schema allows extra ones: then every name)."""
+_EVERY_ID = (frozenset(), _SCALAR_IDS, _LIST_IDS)
+
+
 def broker_ids(events: Sequence[Event]) -> dict[int, int]:
     """Real broker id -> model broker id (0..n-1, in the order of the real ids).
 
     Every id the trace mentions counts: event nodes, the harness's target broker, leaders,
     followers, ISR and assigned-replica members.  -1 ("none") is not a broker."""
-    seen: set[int] = {node for e in events if (node := e["node"]) >= 0}
+    seen: set[int] = set()
+    add = seen.add
+    preferred = None  # the first preferred-replica election's params (_preferred_first)
+    # (this loop runs over every event of the corpus, once: a key the event lacks costs
+    # one lookup, and a plain int -- what JSON gives -- one type test)
     for e in events:
+        node = e["node"]
+        if node >= 0:
+            add(node)
         params = e.get("params")
         if not params:
             continue
-        # (this loop runs over every event of the corpus: a key the event lacks costs one
-        # lookup, and a plain int -- what JSON gives -- one type test)
+        names, scalars, lists = _ID_PARAMS.get(e["kind"], _EVERY_ID)
+        if not params.keys() <= names:
+            scalars, lists = _SCALAR_IDS, _LIST_IDS
         get = params.get
-        for key in ("broker", "leader", "follower"):
+        for key in scalars:
             v = get(key)
             if v is None:
                 continue
             if type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
                 if v >= 0:
-                    seen.add(v)
-        for key in ("isr", "replicas", "rar", "ar"):
+                    add(v)
+        for key in lists:
             v = get(key)
             if v is not None and isinstance(v, list):
                 seen.update(x for x in v if isinstance(x, int) and x >= 0)
-    return {real: i for i, real in enumerate(_preferred_first(events, sorted(seen)))}
+        if preferred is None and e["kind"] == "elect_leader" and get("reason") == "preferred" \
+                and isinstance(get("replicas"), list) and params["replicas"]:
+            preferred = params["replicas"]
+    return {real: i for i, real in enumerate(_preferred_first(preferred or [], sorted(seen)))}
 
 
-def _preferred_first(events: Sequence[Event], ids: list[int]) -> list[int]:
+def _preferred_first(assigned: list[int], ids: list[int]) -> list[int]:
     """``ids``, or -- in a trace with a preferred-replica election -- the partition's
-    assignment at that election first, in its order: the model's AR is sorted, so its preferred replica is
+    assignment at that election (``assigned``: the first such election's replicas) first,
+    in its order: the model's AR is sorted, so its preferred replica is
     its lowest id, and Kafka's is the first replica assigned, whatever its id.  (Every other
     rule of the model is symmetric in broker ids, so the naming changes nothing else.)  The
     assignment the election read is the one that names the preferred replica (a reassignment
     may have changed it since the partition's first election); one already in id order
     renames nothing."""
-    assigned = next((e["params"]["replicas"] for e in events if e["kind"] == "elect_leader"
-                     and e["params"].get("reason") == "preferred"
-                     and isinstance(e["params"].get("replicas"), list) and e["params"]["replicas"]), [])
     if assigned == sorted(assigned):  # already in id order: the model names them as the trace does
         return ids
     first = [x for x in assigned if x in ids]
@@ -127,6 +146,8 @@ def _first_lifecycle(events: Sequence[Event], ids: dict[int, int]) -> dict[int, 
         b = e["params"].get("broker") if e["node"] == HARNESS else e["node"]
         if isinstance(b, int) and b in ids and ids[b] not in first:
             first[ids[b]] = e["kind"]
+            if len(first) == len(ids):  # every broker seen (ids maps onto 0..n-1): nothing left to find
+                break
     return first
 
 

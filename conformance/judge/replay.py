@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from conformance.judge.compiled import stepper
 from conformance.judge.compiled_batch import MAX_STATES as MAX_COMPILED_STATES
-from conformance.judge.compiled_batch import CompiledSearch
+from conformance.judge.compiled_batch import NO_STEP_ROW, CompiledSearch
 from conformance.judge.compiled_batch import available as batch_available
 from conformance.judge.compiled_batch import unsupported as batch_unsupported
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
@@ -328,16 +328,17 @@ class TraceJudge:
         """Event ``i`` as the compiled search reads it, or None where ``_event`` must judge it
         (every check ``_event`` makes first is done here the same way; an event whose numbers
         are read against the states before it is left to ``_event``)."""
-        kind = e["kind"]
-        if kind not in KINDS or RETENTION_MARK in (e.get("params") or {}):
+        how = _ROW_KINDS.get(e["kind"], _BY_EVENT)
+        params = e.get("params") or {}
+        if how == _BY_EVENT or RETENTION_MARK in params:
             return None
-        if kind not in REPLAYED or (kind in _SCOPED and not _concerns(e, self.key)):
-            return batch.row(None)
-        if self.shift != _NO_SHIFT or kind == "reject_leader_and_isr":
-            # renumbered or re-read against the states before it (``_in_model_terms``): the
-            # rows of a run are built before the run reaches them, so ``_event`` takes these
+        if how == _NO_STEP or (how == _SCOPED_STEP and not _concerns(e, self.key)):
+            return NO_STEP_ROW
+        if self.shift != _NO_SHIFT:
+            # renumbered against the states before it (``_in_model_terms``): the rows of a
+            # run are built before the run reaches them, so ``_event`` takes these
             return None
-        row = batch.event_row(e, self.ids)
+        row = batch.event_row(e, params, self.ids)
         return row if row is not None else batch.row(observe(i, e, self.ids))
 
     def _verdict_in_runs(self, batch: CompiledSearch) -> Verdict:
@@ -347,10 +348,7 @@ class TraceJudge:
         while i < len(events):
             end = i
             while end < len(events):
-                k = at.get(end)
-                if k is None:
-                    batch.add(end, self._row(end, events[end], batch))
-                    k = at[end]
+                k = at[end] if end < len(at) else batch.add(self._row(end, events[end], batch))
                 if k < 0:
                     break
                 end += 1
@@ -447,6 +445,13 @@ class TraceJudge:
 
 _SCOPED = frozenset({"topic_deleted", "partitions_added", "partitions_removed"})
 """Kinds whose event may be another topic's or partition's change (see ``_concerns``)."""
+
+_BY_EVENT, _NO_STEP, _SCOPED_STEP, _STEP = range(4)
+_ROW_KINDS = {kind: _NO_STEP if kind not in REPLAYED else _SCOPED_STEP if kind in _SCOPED
+              else _BY_EVENT if kind == "reject_leader_and_isr" else _STEP for kind in KINDS}
+"""How ``_row`` takes an event of each kind: as ``_event`` only (an unknown kind, and a
+refusal, whose numbers are read against the states before it), as no step (informational),
+as no step unless it concerns the group's partition (``_SCOPED``), as a step."""
 
 
 def _concerns(e: Event, key: tuple[str, int] | None) -> bool:

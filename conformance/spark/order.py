@@ -32,12 +32,20 @@ def _source(e: Event) -> tuple[str, int]:
     return (e.get("_file", ""), e.get("_line", 0))
 
 
+_read_source: Callable[[Event], tuple[str, int]] = operator.itemgetter("_file", "_line")
+"""``_source`` of an event read from a file (the job's: each has both)."""
+
+
 def source_disorder(events: Sequence[Event]) -> set[int]:
     """``id()`` of the events that appear in their node's stream (files by name, lines in
     order) after an event of the same node with an equal or higher seq."""
     out_of_order: set[int] = set()
     highest: dict[int, int] = {}
-    for e in sorted(events, key=_source):
+    try:
+        in_source_order = sorted(events, key=_read_source)
+    except KeyError:  # events not read from files (a judge's caller's own)
+        in_source_order = sorted(events, key=_source)
+    for e in in_source_order:
         node = e["node"]
         if node in highest and e["seq"] <= highest[node]:
             out_of_order.add(id(e))

@@ -95,18 +95,21 @@ def read_group(members: list[str], task: int, only: frozenset[str] | None,
     runs: dict[str, list[dict[str, Any]]] = {}
     for path, uri in sorted((display_path(u), u) for u in members):
         seen: set[str] = set()
+        last, events = None, []  # (a file's records are one run's, as a rule: its list kept at hand)
         for line, event, reason, raw in _file_records(path, _read_local(uri)):
             if event is None:
                 if only is None:
                     out.append({"row": "quarantine", "file": path, "line": line, "raw": raw, "reason": reason})
                 continue
             run = event["run"]
-            if only is not None and run not in only:
-                continue
+            if run != last:
+                if only is not None and run not in only:
+                    continue
+                last, events = run, runs.setdefault(run, [])
+                seen.add(run)
             event["_file"] = path
             event["_line"] = line
-            runs.setdefault(run, []).append(event)
-            seen.add(run)
+            events.append(event)
         if only is None:
             out.extend({"row": "seen", "run": run, "file": uri, "line": task} for run in sorted(seen))
     return runs
