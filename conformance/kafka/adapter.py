@@ -565,10 +565,15 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
                     read and stopped_while_polling(asked.get(key, -1), r.leader_epoch, answers[key])):
                 r.read_answer.pop(follower, None)
                 continue
-            r.fetch_offset[follower] = offset
-            if read:
+            # asked in an epoch before the leader's: refused as it was read (the answer, sent at
+            # once), and the leader takes no offset from it
+            fenced = read and 0 <= asked.get(key, -1) < r.leader_epoch \
+                and answers.get(key, {}).get("errorCode") == FENCED_LEADER_EPOCH
+            if not fenced:
+                r.fetch_offset[follower] = offset
+            if read and not fenced:
                 note_read(r, follower, offset, ts)
-            pd = answered.get(key)
+            pd = answers[key] if fenced else answered.get(key)
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
@@ -578,8 +583,6 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
             stale = 0 <= asked.get(key, -1) < self.replica(*key, follower).leader_epoch
             if read and stale:
                 at = max(r.became_at + 1e-7, min(at, self.replica(*key, follower).became_at - 1e-6))
-                if r.leader_epoch > asked[key] and answers.get(key, {}).get("errorCode") == FENCED_LEADER_EPOCH:
-                    pd = answers[key]  # fenced as it was read: that answer, sent at once
             upto = self.next_fetch.get((id(req), *key))
             if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
                 at = ts  # it carries a record appended after the pause: sent then, taken in at the resume

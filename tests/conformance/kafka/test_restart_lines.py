@@ -1,14 +1,18 @@
 """The adapter on real lines of a chaos run's restarted brokers (seed 2, 24 s, ibp-2.6, Kafka
 3.9.2): the HW held by a restarted follower that caught up outside the ISR, a produce
 answered REQUEST_TIMED_OUT whose record was appended, an answer's HW ahead of the leader's
-line, and a killed follower's last receipt that its restart shows never happened.  Each
+line, a killed follower's last receipt that its restart shows never happened, a catching-up
+follower's read taken for no HW's mover, and a fetch of an older leader epoch refused as it
+is read.  Each
 excerpt is one broker's lines as the run wrote them, in the order of their stamps."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.kafka.adapter import _Adapter, _ordered_lines
+from conformance.kafka.adapter import _Adapter, _ordered_lines, steps
+from conformance.kafka.ordering import answers_after_hw, fetching_replica
+from conformance.kafka.patterns import Line, parse
 from traces.events import Event
 
 EXCERPTS = Path(__file__).parent / "fixtures" / "excerpts"
@@ -109,3 +113,35 @@ def test_a_killed_followers_last_receipt_its_restart_does_not_show_did_not_happe
     assert (3, "receive_fetch") not in kinds, "the answer never reached the killed follower's log"
     (became,) = [e for node, e in events if e.kind == "become_follower"]
     assert became.post["leo"] == 349 and became.post["hw"] == 328
+
+
+def test_a_follower_catching_up_outside_the_isr_moves_no_hw(tmp_path: Path) -> None:
+    """Leader 2 (ISR [2, 1]): follower 1's fetch at 555 is answered with HW 555 at .394 --
+    moved by its own read at 555 (`High watermark updated ... to (offset=555` at .364) --
+    while restarted follower 3, catching up (its fetch at 349 answered with 206 records),
+    fetches at 555 at .398.  Its read is no mover of that HW: it stays after the answer (it
+    was answered at once, with the HW follower 1's next read moved to 556 meanwhile)."""
+    raw = [(2, pos, step) for pos, text in enumerate(
+        (EXCERPTS / "chaos-catching-up-read-no-hw-mover.log").read_text().splitlines()) for step in steps(parse(text))]
+
+    def at(placed: list[tuple[int, int, Line]], follower: int, read: bool) -> float:
+        return next(line.ts for _, _, line in placed if line.name == "request" and fetching_replica(line.fields["request"]) == follower
+                    and line.fields["request"]["request"]["topics"][0]["partitions"][0]["fetchOffset"] == 555
+                    and bool(line.fields.get("read")) == read)
+
+    placed = answers_after_hw(raw)
+    assert at(placed, 3, read=True) > at(placed, 1, read=False)
+    assert at(placed, 3, read=True) == at(raw, 3, read=True)
+
+
+def test_a_fetch_asked_in_an_older_leader_epoch_is_refused_as_it_is_read(tmp_path: Path) -> None:
+    """Follower 1, paused 6 s while the controller gave leader 2 epoch 4 without it, sends its
+    fetch at 648 in epoch 3 once resumed: leader 2 answers FENCED_LEADER_EPOCH at once.  The
+    read is that refusal -- no records, no HW, no offset taken -- not an answer of epoch 4
+    with the records past 648 and a second, fenced, round trip."""
+    adapter = _adapter(842, 842, [2, 3], epoch=4)
+    adapter.replica("chaos", 0, 1).leader_epoch = 3
+    events = _events(adapter, _run(tmp_path, {2: ["chaos-fenced-as-read"]}))
+    assert [(node, e.kind, e.params["records"], e.params["error"]) for node, e in events] == [
+        (2, "handle_fetch", [], "FENCED_LEADER_EPOCH")]
+    assert 1 not in adapter.replica("chaos", 0, 2).fetch_offset
