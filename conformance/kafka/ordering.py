@@ -224,11 +224,12 @@ def _hw_lines(steps: list[tuple[int, int, Line]]) -> dict[tuple[int, str, int], 
 
 
 def reached(logged: Iterable[tuple[float, int]], hw: int, ts: float) -> bool:
-    """Whether the leader's partition.log had logged its HW at ``hw`` or past it a whole
-    millisecond before ``ts`` (a line's stamp is its millisecond, and the move may be late
-    in it): then a read whose handling began at ``ts`` did not move it there -- a follower
-    catching up outside the ISR, say, whose fetch reached ``hw`` after the ISR's had."""
-    return any(at + STAMP <= ts and logged_hw >= hw for at, logged_hw in logged)
+    """Whether the leader's partition.log had logged its HW at ``hw`` or past it well before
+    ``ts`` -- by more than :data:`HW_WINDOW`, what a read's rebuilt time may be off by (its
+    handling can begin milliseconds before its durations say) -- so that a read whose
+    handling began at ``ts`` did not move it there: a follower catching up outside the
+    ISR, say, whose fetch reached ``hw`` after the ISR's had."""
+    return any(at + HW_WINDOW < ts and logged_hw >= hw for at, logged_hw in logged)
 
 
 def _read_along(answer: Line, along: dict[int, float]) -> None:
