@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from conformance.kafka.checkpoints import CheckpointLines
 from conformance.kafka.fetchers import FetcherLines
@@ -60,6 +60,14 @@ from conformance.kafka.reassignment import (
 )
 from conformance.kafka.triggers import Trigger
 from conformance.kafka.unlogged import UnloggedReceipts
+from conformance.kafka.watermarks import (
+    REPLICA_LAG,
+    hw_after_make_leader,
+    hw_as_read,
+    note_read,
+    replica_lag,
+    waits_for,
+)
 from traces import SCHEMA_ID, events
 from traces.events import Event
 
@@ -141,16 +149,15 @@ def model_config(run_dir: str | Path) -> str:
     return CONFIGS["ibp-2.6"]
 
 
-def hw_after_make_leader(hw: int, leo: int, isr: list[int], leader: int, kept: dict[int, int]) -> int:
-    """The HW a leader given a new epoch of its own ends ``Partition.makeLeader`` with: it
-    keeps its followers' fetch offsets (``kept``; ``isNewLeader`` false), and the closing
-    ``maybeIncrementLeaderHW`` may move the HW over them at once -- after the line that
-    logged ``hw``.  (The adapter's own fetch bookkeeping starts again with the epoch: a
-    fetch of the epoch before is fenced.)"""
-    others = [f for f in isr if f != leader]
-    if others and all(f in kept for f in others):
-        return max(hw, min(leo, *(kept[f] for f in others)))
-    return hw
+APPENDED_ERRORS = frozenset({0, 7, 20})
+"""A produce answered with no error, REQUEST_TIMED_OUT or NOT_ENOUGH_REPLICAS_AFTER_APPEND: the
+leader appended its record (acks=all: the timeout or the ISR shrink came while it waited for
+its followers; the answer keeps the append's baseOffset)."""
+
+
+def appended(answer: dict[str, Any]) -> bool:
+    """Whether a produce's answer of one partition says the leader appended its records."""
+    return answer["errorCode"] in APPENDED_ERRORS and answer["baseOffset"] >= 0
 
 
 def outside_isr(leader: int, isr: list[int] | None) -> bool:
@@ -179,6 +186,8 @@ class _Replica:
     read_answer: dict[int, Any] = field(default_factory=dict)  # leader: the answer made as a fetch was read
     read_when: dict[int, float] = field(default_factory=dict)  # leader: when that fetch was read
     appended_at: dict[int, float] = field(default_factory=dict)  # leader: offset -> when its record was appended
+    caught_up_at: dict[int, float] = field(default_factory=dict)  # leader: watermarks.note_read
+    last_read: dict[int, tuple[float, int]] = field(default_factory=dict)  # leader: watermarks.note_read
     became_at: float = float("-inf")  # when it applied its leader epoch (a LeaderAndIsr)
     became_hw: int | None = None  # a new leader's HW as it took the epoch (it knows no follower's offset yet)
 
@@ -191,6 +200,7 @@ class _Out:
     """The adapted events, (ts, priority, node, Event) each, before clocks are given."""
 
     events: list[tuple[float, int, int, Event]] = field(default_factory=list)
+    dropped: set[int] = field(default_factory=set)  # indices of events found not to have happened
 
     def add(self, ts: float, node: int, event: Event, priority: int = 1) -> None:
         self.events.append((ts, priority, node, event))
@@ -277,6 +287,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
         self.placed = Placed(values) if values and all("offset" in v for v in values) else None
         self.down = down or {}
         self.paused: dict[int, list[tuple[float, float]]] = {}  # per broker, its SIGSTOP to SIGCONT
+        self.lag = REPLICA_LAG  # replica.lag.time.max.ms, seconds (watermarks.replica_lag)
         self.produced = 0
         self.replicas: dict[tuple[str, int, int], _Replica] = {}
         self.assigned: dict[tuple[str, int], list[int]] = {}
@@ -374,10 +385,14 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
         kept = dict(r.fetch_offset) if role == "leader" and r.leader == broker else {}
         leo = int(f["leo"])
         self.receipts_before_kill(broker, ts, topic, p, leo)  # records a killed leader's unlogged answers carried
+        self.receipts_cut_by_kill(broker, ts, topic, p, leo)  # answers a killed follower never took in
         del r.log[leo:]
         r.hw, r.leader, r.leader_epoch = int(f["hw"]), r.received["leader"], r.received["leader_epoch"]
         r.isr, r.zk_version = list(r.received["isr"]), r.received["zk_version"]
         r.fetch_offset.clear()
+        if not kept:  # a new leader counts no follower outside its ISR caught up (resetReplicaState)
+            r.caught_up_at.clear()
+            r.last_read.clear()
         r.became_at = ts
         if kept:
             r.hw = hw_after_make_leader(r.hw, len(r.log), r.isr, broker, kept)
@@ -504,7 +519,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
     def _produce(self, broker: int, ts: float, req: dict[str, Any]) -> None:
         for t in req["response"]["responses"]:
             for pr in t["partitionResponses"]:
-                if pr["errorCode"] != 0:
+                if not appended(pr):
                     continue
                 r = self.replica(t["name"], pr["index"], broker)
                 offset = pr["baseOffset"]
@@ -525,7 +540,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
                 # sorted before the step rebuilt from durations) is not yet
                 self.out.add(ts, broker, events.produce(topic=t["name"], partition=pr["index"], offset=offset, value=value,
                                                  leader_epoch=r.leader_epoch,
-                                                 post={"hw": min(self._hw_as_read(r, broker), offset),
+                                                 post={"hw": min(self._hw_as_read(r, broker, ts), offset),
                                                        "leo": len(r.log)}))
 
     def _fetch(self, broker: int, ts: float, req: dict[str, Any], read: bool) -> None:
@@ -550,8 +565,15 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
                     read and stopped_while_polling(asked.get(key, -1), r.leader_epoch, answers[key])):
                 r.read_answer.pop(follower, None)
                 continue
-            r.fetch_offset[follower] = offset
-            pd = answered.get(key)
+            # asked in an epoch before the leader's: refused as it was read (the answer, sent at
+            # once), and the leader takes no offset from it
+            fenced = read and 0 <= asked.get(key, -1) < r.leader_epoch \
+                and answers.get(key, {}).get("errorCode") == FENCED_LEADER_EPOCH
+            if not fenced:
+                r.fetch_offset[follower] = offset
+            if read and not fenced:
+                note_read(r, follower, offset, ts)
+            pd = answers[key] if fenced else answered.get(key)
             if read:
                 self.read_at[id(req)] = ts
             at = ts if read else self._before_pause(follower, ts, self.read_at.get(id(req), ts))
@@ -561,8 +583,6 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
             stale = 0 <= asked.get(key, -1) < self.replica(*key, follower).leader_epoch
             if read and stale:
                 at = max(r.became_at + 1e-7, min(at, self.replica(*key, follower).became_at - 1e-6))
-                if r.leader_epoch > asked[key] and answers.get(key, {}).get("errorCode") == FENCED_LEADER_EPOCH:
-                    pd = answers[key]  # fenced as it was read: that answer, sent at once
             upto = self.next_fetch.get((id(req), *key))
             if any(r.appended_at.get(o, at) > at for o in range(offset, len(r.log) if upto is None else upto)):
                 at = ts  # it carries a record appended after the pause: sent then, taken in at the resume
@@ -576,7 +596,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
         has_records = pd.get("recordsSizeInBytes", 0) > 0 if pd else len(r.log) > offset
         records = [list(x) for x in r.log[offset:upto]] if has_records else []
         fenced = error == FETCH_ERRORS[FENCED_LEADER_EPOCH]  # the model's: no HW, no answer taken in
-        leader_hw = None if fenced else pd["highWatermark"] if pd else self._hw_as_read(r, leader)
+        leader_hw = None if fenced else pd["highWatermark"] if pd else self._hw_as_read(r, leader, ts)
         answer = (records, leader_hw, error)
         # an answer equal to the one made when the request was read is that one, sent later;
         # another one is a second round trip at the same offset, after the follower took the first
@@ -585,6 +605,9 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
             # taken in after the read, before the answer: the two can be a microsecond apart
             at = max(ts - 2e-6, min(r.read_when.get(follower, ts) + 1e-7, ts - 1e-8))
             self._receive_read_answer(leader, follower, key, offset, made, at)
+        if pd is not None and leader_hw is not None:
+            # the answer carries the HW as it was sent: the line moving it there may come later
+            r.hw = max(r.hw, leader_hw)
         if read or made != answer:
             self.out.add(ts, leader, events.handle_fetch(
                 topic=key[0], partition=key[1], follower=follower, fetch_offset=offset,
@@ -644,26 +667,9 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
         -- as it is resumed (the answer waited in its socket)."""
         return next((end + 1e-6 for start, end in self.paused.get(broker, ()) if start <= ts < end), ts)
 
-    @staticmethod
-    def _hw_as_read(r: _Replica, leader: int) -> int:
-        """The leader's HW as a fetch is read: the last one its partition.log wrote, but no
-        higher than the offsets its ISR followers are known to have fetched from.  Kafka's
-        lines carry the millisecond, the request log's step times are reconstructed from
-        millisecond durations: two followers' fetches read in one millisecond may sort
-        after the HW update the second one made, and the first would seem to see it.  And
-        the other way: the read that moved the HW is sorted before the line that says so."""
-        followers = [f for f in r.isr if f != leader]
-        known = [r.fetch_offset[f] for f in followers if f in r.fetch_offset]
-        hw = min([r.hw, *known])
-        if len(known) < len(followers) and r.became_hw is not None:
-            # a new leader's HW moves only once every ISR follower fetched in its epoch: a HW line
-            # before that was written by a read whose step is rebuilt later (a long local time)
-            hw = min(hw, r.became_hw)
-        if len(known) == len(followers):
-            # and no lower than the ISR's known offsets make it: the line of the HW update this
-            # read made can carry a later millisecond than the read rebuilt from durations
-            hw = max(hw, min([len(r.log), *known]))
-        return hw
+    def _hw_as_read(self, r: _Replica, leader: int, ts: float) -> int:
+        """``watermarks.hw_as_read`` at ``ts``, the followers whose process runs then live."""
+        return hw_as_read(r, leader, waits_for(r, leader, [f for f in r.fetch_offset if not self._gone(f, ts)], ts, self.lag))
 
     def note_next_fetches(self, lines: list[tuple[int, Line]]) -> None:
         """Where each replica Fetch answer's records ended (``ordering.next_fetches``): the
@@ -679,47 +685,6 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
             if line.name == "leader_and_isr_received":
                 key = (line.fields["topic"], int(line.fields["partition"]))
                 self.assigned.setdefault(key, ints(line.fields["replicas"]))
-
-
-class Elected(NamedTuple):
-    """A leader the controller wrote to a partition's state znode."""
-
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    unclean: bool  # outside_isr: elected outside the ISR last written
-
-
-def elections(run_dir: str | Path) -> list[Elected]:
-    """Every leader election of a run, unclean or not, from the partition state writes alone
-    (the controller's elections and ISR removals, an IBP 2.6 leader's own ISR writes, the
-    controller's AlterPartition answers): what ``adapt`` derives, without replaying the
-    replicas' logs -- a chaos run's producer batches many values in one request."""
-    run_dir = Path(run_dir)
-    isr: dict[tuple[str, int], list[int]] = {}
-    names: dict[str, str] = {}  # topic id -> name (AlterPartition from v2 names topics by id)
-    found: list[Elected] = []
-    for _, line in _ordered_lines(run_dir):
-        f = line.fields
-        if line.name == "became_leader":
-            names[f["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(f["tp"])[0]
-        elif line.name in ("leader_elected", "replica_offline", "isr_updated"):
-            if line.name == "isr_updated" and ALTER_CHANNEL in line.thread:
-                continue  # the leader applying the controller's write, counted at the controller
-            key = topic_partition(f["tp"])
-            written = f["isr"] if line.name == "leader_elected" else ints(f["isr"])
-            if line.name == "leader_elected":
-                leader = int(f["leader"])
-                found.append(Elected(*key, leader, int(f["epoch"]), outside_isr(leader, isr.get(key))))
-            isr[key] = written
-        elif line.name == "request" and f["request"]["requestHeader"]["requestApiKeyName"] == "ALTER_PARTITION":
-            for t in f["request"]["response"].get("topics", ()):
-                topic = t.get("topicName") or names.get(t.get("topicId", ""), "")
-                for pd in t["partitions"]:
-                    if pd["errorCode"] == 0:
-                        isr[(topic, pd["partitionIndex"])] = list(pd["isr"])
-    return found
 
 
 def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
@@ -738,6 +703,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
         raise AdapterError(f"{run_dir}: not a Kafka run directory (no broker-N/logs)")
     adapter = _Adapter(_values(run_dir), _down(run_dir))
     adapter.paused = _down(run_dir, ("pause",), "resume")
+    adapter.lag = replica_lag(run_dir)
     lines = _ordered_lines(run_dir)
     adapter.note_assignments(lines)
     adapter.note_next_fetches(lines)
@@ -746,7 +712,8 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     adapter.flush_expansions()
     for ts, kind, broker in _faults(run_dir):
         adapter.out.add(ts, HARNESS, events.CONSTRUCTORS[kind](broker=broker), 0)
-    ordered = sorted(enumerate(adapter.out.events), key=lambda x: (x[1][0], x[1][1], x[0]))
+    kept = [(i, x) for i, x in enumerate(adapter.out.events) if i not in adapter.out.dropped]
+    ordered = sorted(kept, key=lambda x: (x[1][0], x[1][1], x[0]))
     return [(node, event, ts) for _, (ts, _, node, event) in ordered]
 
 

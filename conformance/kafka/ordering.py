@@ -175,6 +175,8 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
     reads: dict[tuple[int, str, int], list[tuple[float, int, int, int]]] = defaultdict(list)  # -> (ts, follower, offset, pos)
     previous: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its fetcher's answer before it
     last: dict[tuple[int, str], float] = {}
+    logged = _hw_lines(steps)
+    started: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> when its handling began
     for broker, pos, line in steps:
         if _api(line) == "FETCH" and (f := fetching_replica(line.fields["request"])) >= 0:
             client = (broker, line.fields["request"]["requestHeader"]["clientId"])
@@ -185,6 +187,7 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
             for t in line.fields["request"]["request"].get("topics", ()):
                 for pd in t["partitions"]:
                     reads[(broker, _name(t, names), pd["partition"])].append((line.ts, f, pd["fetchOffset"], pos))
+            started[(broker, pos)] = line.ts - line.fields["request"]["localTimeMs"] / 1000
     out = []
     earlier: dict[tuple[int, int], float] = {}  # (leader, pos of a read) -> its new time
     along: dict[int, float] = {}  # id of a request answered at once -> its read's new time
@@ -194,8 +197,10 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
                 for pd in t["partitions"]:
                     seen = reads.get((broker, _name(t, names), pd["partitionIndex"]), [])
                     hw = pd["highWatermark"]
+                    hws = logged.get((broker, _name(t, names), pd["partitionIndex"]), ())
                     movers = sorted((ts, p) for ts, other, offset, p in seen
-                                    if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW)
+                                    if other != f and offset >= hw and line.ts < ts <= line.ts + HW_WINDOW
+                                    and not reached(hws, hw, started[(broker, p)]))
                     before = any(ts <= line.ts and other != f and offset >= hw for ts, other, offset, _ in seen)
                     # never past the follower's own next read, which this answer made possible
                     own = min((ts for ts, other, _, _ in seen if other == f and ts > line.ts), default=float("inf"))
@@ -207,6 +212,24 @@ def answers_after_hw(steps: list[tuple[int, int, Line]]) -> list[tuple[int, int,
         out.append((broker, pos, line))
     out = [(b, pos, line._replace(ts=earlier[(b, pos)]) if (b, pos) in earlier else line) for b, pos, line in out]
     return _reads_moved(out, along)
+
+
+def _hw_lines(steps: list[tuple[int, int, Line]]) -> dict[tuple[int, str, int], list[tuple[float, int]]]:
+    """(leader, topic, partition) -> (time, HW) of each ``High watermark updated`` line."""
+    out: dict[tuple[int, str, int], list[tuple[float, int]]] = defaultdict(list)
+    for broker, _, line in steps:
+        if line.name == "hw_updated":
+            out[(broker, *topic_partition(line.fields["tp"]))].append((line.ts, int(line.fields["hw"])))
+    return out
+
+
+def reached(logged: Iterable[tuple[float, int]], hw: int, ts: float) -> bool:
+    """Whether the leader's partition.log had logged its HW at ``hw`` or past it well before
+    ``ts`` -- by more than :data:`HW_WINDOW`, what a read's rebuilt time may be off by (its
+    handling can begin milliseconds before its durations say) -- so that a read whose
+    handling began at ``ts`` did not move it there: a follower catching up outside the
+    ISR, say, whose fetch reached ``hw`` after the ISR's had."""
+    return any(at + HW_WINDOW < ts and logged_hw >= hw for at, logged_hw in logged)
 
 
 def _read_along(answer: Line, along: dict[int, float]) -> None:

@@ -1,4 +1,5 @@
-"""Records a replica holds that no surviving line shows arriving: a killed leader's last answers.
+"""Records a replica holds that no surviving line shows arriving (a killed leader's last answers),
+and records no replica holds that a line showed leaving (a killed follower's last answer).
 
 The leader's request log writes a Fetch when its answer is sent -- a kill -9 can cut off the
 lines of the last answers (and of the produce of the last record, whose client never got
@@ -12,6 +13,13 @@ append when its own rebuilt log lacks them too (each value by its offset, ``prod
 fetch at the follower's offset (the HW as the leader had it, its followers' known fetch
 offsets), and the follower's receipt.  The client's retry then meets the record already
 there, a duplicate (``adapter._produce``).
+
+The other way round: the leader's request log writes an answer as it is sent, and the adapter
+takes the follower's receipt right after it -- but a follower killed (kill -9) before its
+fetcher appended the records never took them in: restarted, its line says its log ends
+before them.  The receipts past that end, its last steps before the kill, did not happen:
+the answer was in flight when the kill took the process (the model's ``broker_crash`` drops
+it).
 """
 
 from __future__ import annotations
@@ -35,12 +43,27 @@ class UnloggedReceipts:
 
     if TYPE_CHECKING:  # the adapter's own (``conformance.kafka.adapter._Adapter``)
         def replica(self, topic: str, partition: int, broker: int) -> Any: ...
-        @staticmethod
-        def _hw_as_read(r: Any, leader: int) -> int: ...
+        def _hw_as_read(self, r: Any, leader: int, ts: float) -> int: ...
 
     def killed_between(self, broker: int, since: float, ts: float) -> float | None:
         """When ``broker``'s process was last killed or stopped after ``since`` and before ``ts``."""
         return max((start for start, _ in self.down.get(broker, ()) if since <= start <= ts), default=None)
+
+    def receipts_cut_by_kill(self, broker: int, ts: float, topic: str, p: int, leo: int) -> None:
+        """``broker``'s replica of ``topic``-``p`` says at ``ts`` that its log ends at ``leo``,
+        before the log its derived receipts rebuilt: those receipts, its last steps of the
+        partition before its process was killed, never happened (``out.dropped``)."""
+        r = self.replica(topic, p, broker)
+        killed = self.killed_between(broker, r.became_at, ts)
+        if leo >= len(r.log) or killed is None:
+            return
+        for i in reversed(range(len(self.out.events))):
+            when, _, node, event = self.out.events[i]
+            if node != broker or when >= killed or i in self.out.dropped or (event.topic, event.partition) != (topic, p):
+                continue
+            if event.kind != "receive_fetch" or event.post["leo"] <= leo:
+                return
+            self.out.dropped.add(i)
 
     def receipts_before_kill(self, broker: int, ts: float, topic: str, p: int, leo: int) -> None:
         """``broker``'s replica of ``topic``-``p`` says at ``ts`` that its log ends at ``leo``:
@@ -63,9 +86,9 @@ class UnloggedReceipts:
             lr.appended_at[o] = killed - BEFORE_KILL
             derived.append((old, events.produce(topic=topic, partition=p, offset=o, value=value,
                                                   leader_epoch=lr.leader_epoch,
-                                                  post={"hw": min(self._hw_as_read(lr, old), o), "leo": len(lr.log)})))
+                                                  post={"hw": min(self._hw_as_read(lr, old, killed), o), "leo": len(lr.log)})))
         lr.fetch_offset[broker] = offset
-        hw = self._hw_as_read(lr, old)
+        hw = self._hw_as_read(lr, old, killed)
         records = [list(x) for x in lr.log[offset:leo]]
         derived.append((old, events.handle_fetch(
             topic=topic, partition=p, follower=broker, fetch_offset=offset, leader_epoch=lr.leader_epoch,

@@ -19,7 +19,7 @@ ISR, the rest of the ISR commits writes without it and is killed, and the follow
 elected outside the ISR. Each lost write is labelled with its cause as the Epochal engine's
 verdict labels it (:func:`~impl.harness.chaos.verdict.explain_loss`), from the elections the
 Kafka adapter reads in the brokers' logs (Kafka does not log an election as unclean: it is
-inferred from the partition state writes, :func:`conformance.kafka.adapter.elections`), and
+inferred from the partition state writes, :func:`conformance.kafka.elections.elections`), and
 with the model's label for that loss (``properties.safety.UNCLEAN_LABEL``).
 
 Then the brokers' logs are judged against the model, by the configuration of the run's
@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.kafka.adapter import elections
+from conformance.kafka.elections import elections
 from impl.harness.chaos.clients import ConfluentClient, Delivery, LogRecords
 from impl.harness.chaos.kafka_admin import (
     ADMIN_KINDS,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.kafka.adapter import Elected, elections, outside_isr
+from conformance.kafka.adapter import outside_isr
+from conformance.kafka.elections import Elected, elections
 from impl.harness.chaos import kafka_run
 from impl.harness.chaos.clients import Delivery
 from properties.safety import UNCLEAN_LABEL
