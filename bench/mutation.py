@@ -194,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
     g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
     g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    g.add_argument("--minutes", type=float, help="drive no mutant after so many minutes (the rest: not driven)")
     g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
                    "--suite before/after")
     args = p.parse_args(argv)
@@ -257,7 +258,7 @@ def _generated(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
         doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
-                               args.seed, args.json, args.mutants)
+                               args.seed, args.json, args.mutants, args.minutes)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -266,9 +267,12 @@ def _generated(args: argparse.Namespace) -> int:
           f"{run['mutants']} run: {run['killed']} killed, {run['survived']} survived, score {run['score']} % "
           f"({run['seconds']} s)" + (f"; counting the not reached as survivors: {every['score']} % of "
                                       f"{every['mutants']}" if run["mutants"] == doc["reached"] else ""))
+    decision = doc["decision_code"]["run"]
+    print(f"decision code the model states (leaving out {', '.join(mg.OUTSIDE_MODEL)}): of {decision['mutants']} "
+          f"run: {decision['killed']} killed, {decision['survived']} survived, score {decision['score']} %")
     for r in doc["results"]:
         if r["status"] == "survived":
-            print(f"survived: {r['name']}")
+            print(f"survived: {r['name']} ({r.get('replay')})")
     return 0
 
 

@@ -42,6 +42,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+try:
+    from mutation_replay import RECORD_HOOK
+except ImportError:  # imported as bench.mutation_generated (the tests)
+    from bench.mutation_replay import RECORD_HOOK
+
 Pair = tuple[str, str]  # (action, outcome), as drive.generate names them
 
 # The process-level fencing that let a zombie controller's writes and stale control requests
@@ -49,6 +54,16 @@ Pair = tuple[str, str]  # (action, outcome), as drive.generate names them
 GENERATED_EXTRA: dict[str, list[str]] = {
     "impl/node/broker/control.py": ["ControlRequests._fence_control", "ControlRequests._refuse_if_stale"],
     "impl/node/controller/context.py": ["ControllerContext._txn", "ControllerContext._commit"],
+}
+
+# The decision functions of rules the model does not state, left out of the decision code's score
+# (their mutants still run, and the unit suite, bench/mutation.py --suite after, scores them):
+# module file -> why no model step can tell their mutants apart.
+OUTSIDE_MODEL: dict[str, str] = {
+    "impl/node/auth/rules.py": "authorization: the model has no principals, every driven request is allowed",
+    "impl/node/producer_state.py": "the idempotent producer: the model's records have no producer id",
+    "impl/node/limits.py": "size limits: the model's records have no size, the driven ones are a few bytes",
+    "impl/node/quota.py": "the request quota: the model has no clock and no request rate",
 }
 
 # unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other;
@@ -76,7 +91,7 @@ if os.environ.get("EPOCHAL_MUTATION_TRACE"):
                 f.write(name + "\\n")
 
     _trampoline.record_trampoline_hit = _hit
-'''
+''' + RECORD_HOOK
 
 
 # -- pure: which mutants, which cases --------------------------------------------------------------
@@ -314,9 +329,13 @@ def say(message: str) -> None:
 
 
 def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config: int, max_states: int,
-                  k: int | None, seed: int, json_out: Path | None, only: Sequence[str] = ()) -> dict[str, Any]:
+                  k: int | None, seed: int, json_out: Path | None, only: Sequence[str] = (),
+                  minutes: float | None = None) -> dict[str, Any]:
     """The clean run, then each chosen mutant (``only``: those matching these mutmut names or
-    globs, else a sample of ``k``, else every reached one) against the cases reaching it."""
+    globs, else a sample of ``k``, else every reached one) replayed on the clean run's calls, and
+    driven, through the cases where it answers differently, unless it answers none differently.
+    ``minutes``: drive no mutant after so many minutes (the rest are *not driven*, left out of
+    the score; they are driven spread over the modules, so a run stopped early is spread)."""
     interruptible()
     tree = workdir / "generated"
     started = time.monotonic()
@@ -345,19 +364,30 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
                                      if not cases_reaching(m, reach, seconds)]
     reached = [m for m in mutants if cases_reaching(m, reach, seconds)]
     chosen = selected_mutants(reached, only) if only else sample(reached, k, seed)
-    say(f"mutation: {len(reached)} mutants reached by a case, {len(results)} not; running {len(chosen)}")
+    replayed = replay_child(python, tree, workdir, chosen, list(reach))
+    quiet = [m for m in chosen if replayed[m]["recorded"] and not replayed[m]["differs"]]
+    say(f"mutation: {len(reached)} mutants reached by a case, {len(results)} not; of {len(chosen)} chosen, "
+        f"{len(quiet)} answer every recorded call as the original (survived, not driven)")
+    results += [{"name": m, "status": "survived", "replay": "same answers", "calls": replayed[m]["calls"]}
+                for m in quiet]
     doc: dict[str, Any] = {}
-    for i, m in enumerate(chosen, 1):
-        todo = cases_reaching(m, reach, seconds)
+    driven = sample([m for m in chosen if m not in quiet], len(chosen), seed)
+    for i, m in enumerate(driven, 1):
+        if minutes is not None and time.monotonic() - started > 60 * minutes:
+            results += [{"name": n, "status": "not_driven"} for n in driven[i - 1:]]
+            say(f"mutation: {minutes} minutes passed; {len(driven) - i + 1} mutants not driven")
+            break
+        todo = [c for c in cases_reaching(m, reach, seconds) if c in replayed[m]["differs"]]
         data = workdir / "data-mutant"
         lines, took = run_child(python, tree, cases_file, todo, data, m, 2 * sum(seconds[c] for c in todo) + 90)
         killed_by = first_failure(lines, todo)
         r = {"name": m, "status": "killed" if killed_by else "survived", "cases_run": len(lines) - 1,
-             "cases_reaching": len(todo), "seconds": round(took, 1)}
+             "cases_reaching": len(todo), "seconds": round(took, 1),
+             "replay": "answers differ" if replayed[m]["recorded"] else "not recorded"}
         if killed_by:
             r["killed_by"] = killed_by
         results.append(r)
-        say(f"mutant {i}/{len(chosen)} {m}: {r['status']}"
+        say(f"mutant {i}/{len(driven)} {m}: {r['status']}"
             + (f" by {killed_by.get('case')} ({killed_by['verdict']})" if killed_by else f" ({len(todo)} cases)")
             + f", {took:.0f} s")
         doc = _document(configs, per_config, max_states, k, seed, mutants, reached, cases, clean, reach,
@@ -368,18 +398,40 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
                             imported, results, time.monotonic() - started)
 
 
+def replay_child(python: str, tree: Path, workdir: Path, mutants: list[str], cases: list[str]) -> dict[str, Any]:
+    """bench/mutation_replay.py, from the scratch tree: per mutant, the cases whose recorded
+    calls it answers differently, and whether its function's calls were all recorded."""
+    ask, answer = workdir / "replay-in.json", workdir / "replay-out.json"
+    ask.write_text(json.dumps({"mutants": mutants, "cases": cases}))
+    env = dict(os.environ, PYTHONPATH=str(tree / "mutants"))
+    env.pop("MUTANT_UNDER_TEST", None)
+    subprocess.run([python, str(tree / "bench" / "mutation_replay.py"), str(workdir / "trace"), str(ask),
+                    str(answer)], cwd=tree / "mutants", env=env, check=True)
+    return json.loads(answer.read_text())
+
+
+def decision_score(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The score of the decision code the model states: the mutants outside OUTSIDE_MODEL's modules."""
+    outside = {path.removesuffix(".py").replace("/", ".") for path in OUTSIDE_MODEL}
+    return score(r for r in results if module_of(r["name"]) not in outside)
+
+
 def _document(configs: Sequence[str], per_config: int, max_states: int, k: int | None, seed: int,
               mutants: list[str], reached: list[str], cases: list[dict[str, Any]], clean: dict[str, Any],
               reach: dict[str, set[str]], imported: str | None, results: list[dict[str, Any]],
               seconds: float) -> dict[str, Any]:
-    ran = [r for r in results if r["status"] != "not_reached"]
+    ran = [r for r in results if r["status"] not in ("not_reached", "not_driven")]
     return {"suite": "generated", "configs": list(configs), "cases_per_config": per_config,
             "max_states": max_states, "sample": k, "seed": seed, "impl_imported_from": imported,
             "mutants": len(mutants), "reached": len(reached),
             "not_reached": sorted(r["name"] for r in results if r["status"] == "not_reached"),
+            "not_driven": sorted(r["name"] for r in results if r["status"] == "not_driven"),
             "cases": [{"id": c["id"], "pair": c["pair"], "steps": len(c["steps"]), **clean.get(c["id"], {}),
                        "reaches": sorted(reach.get(c["id"], ()))} for c in cases],
-            "run": {**score(ran), "seconds": round(seconds, 1)}, "all": score(results),
+            "run": {**score(ran), "seconds": round(seconds, 1)},
+            "all": score(r for r in results if r["status"] != "not_driven"),
+            "decision_code": {"run": decision_score(ran),
+                              "all": decision_score(r for r in results if r["status"] != "not_driven")},
             "results": ran}
 
 
