@@ -194,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
     g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
     g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    g.add_argument("--paths", nargs="+", type=Path, default=(), help="driven tests' paths (epochal drive --path "
+                   "files) run as cases too, e.g. bench/mutation_paths/*.json")
     g.add_argument("--minutes", type=float, help="drive no mutant after so many minutes (the rest: not driven)")
     g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
                    "--suite before/after")
@@ -258,7 +260,7 @@ def _generated(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
     try:
         doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
-                               args.seed, args.json, args.mutants, args.minutes)
+                               args.seed, args.json, args.mutants, args.minutes, args.paths)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

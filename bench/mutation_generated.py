@@ -200,6 +200,19 @@ def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> li
     return out
 
 
+def path_case(file: Path) -> dict[str, Any]:
+    """A driven test's path (a file ``epochal drive --path`` reads) as a case of the run."""
+    from impl.harness.drive.paths import from_json
+    from model.actions import Step
+
+    run = from_json(file)
+    doc = json.loads(file.read_text())
+    config = doc.get("config", {}) if isinstance(doc, dict) else {}
+    return {"id": f"path:{file.stem}", "target": "path", "config": config.get("name", "kip320"),
+            "knobs": run.bounds, "brokers": run.brokers or 2, "pair": ["path", file.stem],
+            "steps": [Step(action, tuple(choose(None))) for action, choose in run.steps]}
+
+
 # -- the children ------------------------------------------------------------------------------------
 def run_child(python: str, tree: Path, cases_file: Path, ids: list[str], data_dir: Path, mutant: str,
               timeout: float, trace_dir: Path | None = None) -> tuple[list[dict[str, Any]], float]:
@@ -330,18 +343,19 @@ def say(message: str) -> None:
 
 def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config: int, max_states: int,
                   k: int | None, seed: int, json_out: Path | None, only: Sequence[str] = (),
-                  minutes: float | None = None) -> dict[str, Any]:
+                  minutes: float | None = None, paths: Sequence[Path] = ()) -> dict[str, Any]:
     """The clean run, then each chosen mutant (``only``: those matching these mutmut names or
     globs, else a sample of ``k``, else every reached one) replayed on the clean run's calls, and
     driven, through the cases where it answers differently, unless it answers none differently.
     ``minutes``: drive no mutant after so many minutes (the rest are *not driven*, left out of
-    the score; they are driven spread over the modules, so a run stopped early is spread)."""
+    the score; they are driven spread over the modules, so a run stopped early is spread).
+    ``paths``: the paths of driven tests (``epochal drive --path`` files), run as cases too."""
     interruptible()
     tree = workdir / "generated"
     started = time.monotonic()
     mutants = make_mutants(python, tree)
     say(f"mutation: {len(mutants)} mutants of {len(decisions())} modules' decision functions")
-    cases = select_cases(configs, per_config, max_states)
+    cases = select_cases(configs, per_config, max_states) + [path_case(p) for p in paths]
     cases_file = workdir / "cases.pkl"
     cases_file.write_bytes(pickle.dumps(cases))
     (workdir / "hook").mkdir()
