@@ -88,3 +88,9 @@ def test_a_driven_tests_path_is_a_case_with_its_config_and_brokers() -> None:
     assert (case["id"], case["config"], case["brokers"], case["knobs"]) == (
         "path:delayed_control", "kip320", 3, {"max_crashes": 2})
     assert [s.action for s in case["steps"]][-1] == "reject_leader_and_isr"
+
+
+def test_only_the_limits_validation_is_outside_the_model_not_the_fetch_cut() -> None:
+    assert mg.outside_model("impl.node.limits.x_check__mutmut_6")
+    assert mg.outside_model("impl.node.limits.x_within__mutmut_6") is None
+    assert mg.outside_model("impl.node.producer_state.x\u01c1ProducerStateTable\u01c1record__mutmut_9")
