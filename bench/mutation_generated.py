@@ -178,23 +178,26 @@ def greedy_cover(order: Sequence[Pair], along: dict[Pair, set[Pair]], focus: fro
 # -- the cases -------------------------------------------------------------------------------------
 def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> list[dict[str, Any]]:
     """Up to ``per_config`` generated paths of each target, each taking a pair no case chosen
-    before it takes -- in this target or an earlier one: a target after the first adds its own
-    pairs and what the others lack, not the baseline's paths again."""
+    before it takes -- in this target or an earlier one of the same truncation rule: a target
+    after the first adds its own pairs and what the others lack, not the baseline's paths
+    again; a target of another rule (``design``, ``kip101``) runs that rule's code, so its
+    pairs count afresh."""
     from impl.harness.drive.generate import pairs_along
     from impl.harness.drive.targets import TARGETS, found, sample_focus
     from model.config import named
 
     out = []
-    taken: set[Pair] = set()
+    taken: dict[str, set[Pair]] = {}  # per truncation rule: one rule's pairs run other code than another's
     for name in configs:
         target = next(t for t in TARGETS if t.name == name)
         cfg = named(target.config, brokers=target.brokers, **target.knobs)
         cases = found(name, max_states)
         focus = sample_focus(target, max_states) or frozenset()
         along = {c.pair: pairs_along(cfg, c.steps) for c in cases}
-        cover = greedy_cover([c.pair for c in cases], along, focus, per_config, taken)
+        rule = taken.setdefault(cfg.truncation, set())
+        cover = greedy_cover([c.pair for c in cases], along, focus, per_config, rule)
         for c in cover:
-            taken |= along[c]
+            rule |= along[c]
         for n, c in enumerate(cover, 1):
             steps = next(x.steps for x in cases if x.pair == c)
             out.append({"id": f"{name}#{n}", "target": name, "config": target.config, "knobs": target.knobs,
@@ -387,7 +390,9 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
     results += [{"name": m, "status": "survived", "replay": "same answers", "calls": replayed[m]["calls"]}
                 for m in quiet]
     doc: dict[str, Any] = {}
-    driven = sample([m for m in chosen if m not in quiet], len(chosen), seed)
+    rest = [m for m in chosen if m not in quiet]  # the decision code the model states first
+    driven = (sample([m for m in rest if not outside_model(m)], len(rest), seed)
+              + sample([m for m in rest if outside_model(m)], len(rest), seed))
     for i, m in enumerate(driven, 1):
         if minutes is not None and time.monotonic() - started > 60 * minutes:
             results += [{"name": n, "status": "not_driven"} for n in driven[i - 1:]]
