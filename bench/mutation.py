@@ -196,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     g.add_argument("--paths", nargs="+", type=Path, default=(), help="driven tests' paths (epochal drive --path "
                    "files) run as cases too, e.g. bench/mutation_paths/*.json")
+    g.add_argument("--workdir", type=Path, help="keep the scratch tree, cases and clean run here; given again, "
+                   "reuse them (no new mutants, cases or clean run)")
     g.add_argument("--minutes", type=float, help="drive no mutant after so many minutes (the rest: not driven)")
     g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
                    "--suite before/after")
@@ -257,12 +259,13 @@ def _generated(args: argparse.Namespace) -> int:
 
 
     configs = args.configs or list(mg.DEFAULT_CONFIGS)
-    workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     try:
         doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
                                args.seed, args.json, args.mutants, args.minutes, args.paths)
     finally:
-        if not args.keep:
+        if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     run, every = doc["run"], doc["all"]
     print(f"generated: {doc['mutants']} mutants, {len(doc['not_reached'])} not reached by a case; of "

@@ -330,12 +330,19 @@ def decisions() -> dict[str, list[str]]:
 
 def make_mutants(python: str, tree: Path) -> list[str]:
     """The scratch copy, its mutants written by mutmut; the names of the decision functions' mutants."""
-    from mutation import ALSO_COPY, mutant_patterns, mutmut_config, scratch_copy
+    from mutation import ALSO_COPY, mutmut_config, scratch_copy
 
     scratch_copy(tree)
     with open(tree / "pyproject.toml", "a") as f:
         f.write(mutmut_config([], decisions(), ALSO_COPY))
     subprocess.run([python, "-c", GENERATE_MUTANTS], cwd=tree, check=True, capture_output=True)
+    return listed_mutants(tree)
+
+
+def listed_mutants(tree: Path) -> list[str]:
+    """The decision functions' mutants mutmut wrote into the scratch tree."""
+    from mutation import mutant_patterns
+
     names: list[str] = []
     for meta in (tree / "mutants").rglob("*.meta"):
         names += json.loads(meta.read_text())["exit_code_by_key"]
@@ -358,19 +365,26 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
     interruptible()
     tree = workdir / "generated"
     started = time.monotonic()
-    mutants = make_mutants(python, tree)
-    say(f"mutation: {len(mutants)} mutants of {len(decisions())} modules' decision functions")
-    cases = select_cases(configs, per_config, max_states) + [path_case(p) for p in paths]
-    cases_file = workdir / "cases.pkl"
-    cases_file.write_bytes(pickle.dumps(cases))
-    (workdir / "hook").mkdir()
-    (workdir / "hook" / "sitecustomize.py").write_text(TRACE_HOOK)
-    trace = workdir / "trace"
-    trace.mkdir()
+    cases_file, trace, done = workdir / "cases.pkl", workdir / "trace", workdir / "clean.json"
+    if done.exists():  # a kept workdir's mutants, cases and clean run, reused (--workdir)
+        mutants = listed_mutants(tree)
+        cases = pickle.loads(cases_file.read_bytes())
+        lines = json.loads(done.read_text())
+        say(f"mutation: reusing {workdir}'s {len(mutants)} mutants, {len(cases)} cases and clean run")
+    else:
+        mutants = make_mutants(python, tree)
+        say(f"mutation: {len(mutants)} mutants of {len(decisions())} modules' decision functions")
+        cases = select_cases(configs, per_config, max_states) + [path_case(p) for p in paths]
+        cases_file.write_bytes(pickle.dumps(cases))
+        (workdir / "hook").mkdir()
+        (workdir / "hook" / "sitecustomize.py").write_text(TRACE_HOOK)
+        trace.mkdir()
+        names = ", ".join(f"{c['id']} {'/'.join(c['pair'])}" for c in cases)
+        say(f"mutation: clean run of {len(cases)} cases: {names}")
+        lines, _ = run_child(python, tree, cases_file, [c["id"] for c in cases], workdir / "data-clean", "stats",
+                             150.0 * len(cases), trace)
+        done.write_text(json.dumps(lines))
     ids = [c["id"] for c in cases]
-    names = ", ".join(f"{c['id']} {'/'.join(c['pair'])}" for c in cases)
-    say(f"mutation: clean run of {len(ids)} cases: {names}")
-    lines, _ = run_child(python, tree, cases_file, ids, workdir / "data-clean", "stats", 150.0 * len(ids), trace)
     clean = {x["case"]: x for x in lines if x.get("case")}
     imported = next((x["impl"] for x in lines if "impl" in x), None)
     seconds = {c: x["seconds"] for c, x in clean.items() if x["verdict"] in FOLLOWED}
@@ -398,7 +412,8 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
             results += [{"name": n, "status": "not_driven"} for n in driven[i - 1:]]
             say(f"mutation: {minutes} minutes passed; {len(driven) - i + 1} mutants not driven")
             break
-        todo = [c for c in cases_reaching(m, reach, seconds) if c in replayed[m]["differs"]]
+        todo = [c for c in cases_reaching(m, reach, seconds)
+                if not replayed[m]["recorded"] or c in replayed[m]["differs"]]
         data = workdir / "data-mutant"
         lines, took = run_child(python, tree, cases_file, todo, data, m, 2 * sum(seconds[c] for c in todo) + 90)
         killed_by = first_failure(lines, todo)
