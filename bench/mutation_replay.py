@@ -11,8 +11,8 @@ and cannot be killed by these cases -- it *survived* without being driven.  A mu
 answers some call differently is driven, through the cases where it does.
 
 Methods (the quota bucket, the producer-state table, the broker's control-request fencing, the
-controller's ZooKeeper transactions) hold state and are not recorded: their mutants are driven
-through every case that reaches them.  A call whose arguments or answer cannot be pickled
+controller's ZooKeeper transactions) hold state and are not recorded, nor is ``truncate_round``,
+which cuts the log it is given: their mutants are driven through every case that reaches them.  A call whose arguments or answer cannot be pickled
 leaves its function unrecorded in that case, which then drives its mutants too.
 
 The replay says what the clean run's inputs show; a case driven again under load may take its
@@ -86,6 +86,10 @@ RECORD_HOOK = '''
 
 Call = tuple[bytes, tuple[str, Any]]  # pickled (args, kwargs), the original's answer
 
+# Plain decision functions that act on an argument besides answering: an answer alone does not
+# say what they did, so their mutants are driven like a method's.
+ACTS_ON_ARGUMENTS = frozenset({"impl.node.truncation.x_truncate_round"})  # cuts the log it is given
+
 
 def read_calls(trace_file: Path) -> tuple[dict[str, list[Call]], set[str]]:
     """One case's recorded calls, per function, and the functions with a call not recorded."""
@@ -155,7 +159,7 @@ def replay(mutants: Iterable[str], traces: dict[str, Path]) -> dict[str, dict[st
         function = m.partition("__mutmut_")[0]
         reached = {c: v for c, v in per_case.items() if function in v[0] or function in v[1]}
         recorded = all(function not in u and "*" not in u for _, u in reached.values())
-        if "ǁ" in m or not reached or not recorded:  # driven through every case that reaches it
+        if "ǁ" in m or function in ACTS_ON_ARGUMENTS or not reached or not recorded:  # driven everywhere
             out[m] = {"recorded": False}
             continue
         f = mutant_callable(m)
