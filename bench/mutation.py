@@ -250,6 +250,13 @@ def _generated_args_error(args: argparse.Namespace) -> str | None:
         return f"unknown target {unknown[0]!r}; choose from {', '.join(t.name for t in TARGETS)}"
     if args.cases < 1 or (args.sample is not None and args.sample < 1):
         return "--cases and --sample must be positive"
+    from impl.harness.drive.paths import PathError
+
+    for path in args.paths:
+        try:
+            mg.path_case(path)
+        except PathError as exc:
+            return str(exc)
     return None
 
 

@@ -94,3 +94,13 @@ def test_only_the_limits_validation_is_outside_the_model_not_the_fetch_cut() -> 
     assert mg.outside_model("impl.node.limits.x_check__mutmut_6")
     assert mg.outside_model("impl.node.limits.x_within__mutmut_6") is None
     assert mg.outside_model("impl.node.producer_state.x\u01c1ProducerStateTable\u01c1record__mutmut_9")
+
+
+def test_a_path_that_cannot_be_read_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    script = Path(mg.__file__).parent / "mutation.py"
+    run = subprocess.run([sys.executable, str(script), "--suite", "generated", "--paths", str(tmp_path / "none.json")],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.startswith("mutation: cannot read") and run.stderr.count("\n") == 1
