@@ -194,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--max-states", type=int, default=10_000, help="the search's bound (default 10,000)")
     g.add_argument("--sample", type=int, help="run K of the reached mutants, spread over the modules")
     g.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    g.add_argument("--paths", nargs="+", type=Path, default=(), help="driven tests' paths (epochal drive --path "
+                   "files) run as cases too, e.g. bench/mutation_paths/*.json")
+    g.add_argument("--workdir", type=Path, help="keep the scratch tree, cases and clean run here; given again, "
+                   "reuse them (no new mutants, cases or clean run)")
+    g.add_argument("--minutes", type=float, help="drive no mutant after so many minutes (the rest: not driven)")
     g.add_argument("--mutants", nargs="+", default=(), help="run these mutants (mutmut names or globs) instead; also with "
                    "--suite before/after")
     args = p.parse_args(argv)
@@ -245,6 +250,13 @@ def _generated_args_error(args: argparse.Namespace) -> str | None:
         return f"unknown target {unknown[0]!r}; choose from {', '.join(t.name for t in TARGETS)}"
     if args.cases < 1 or (args.sample is not None and args.sample < 1):
         return "--cases and --sample must be positive"
+    from impl.harness.drive.paths import PathError
+
+    for path in args.paths:
+        try:
+            mg.path_case(path)
+        except PathError as exc:
+            return str(exc)
     return None
 
 
@@ -254,21 +266,25 @@ def _generated(args: argparse.Namespace) -> int:
 
 
     configs = args.configs or list(mg.DEFAULT_CONFIGS)
-    workdir = Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="epochal-mutation-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     try:
         doc = mg.run_generated(args.python, workdir, configs, args.cases, args.max_states, args.sample,
-                               args.seed, args.json, args.mutants)
+                               args.seed, args.json, args.mutants, args.minutes, args.paths)
     finally:
-        if not args.keep:
+        if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     run, every = doc["run"], doc["all"]
     print(f"generated: {doc['mutants']} mutants, {len(doc['not_reached'])} not reached by a case; of "
           f"{run['mutants']} run: {run['killed']} killed, {run['survived']} survived, score {run['score']} % "
           f"({run['seconds']} s)" + (f"; counting the not reached as survivors: {every['score']} % of "
                                       f"{every['mutants']}" if run["mutants"] == doc["reached"] else ""))
+    decision = doc["decision_code"]["run"]
+    print(f"decision code the model states (leaving out {', '.join(mg.OUTSIDE_MODEL)}): of {decision['mutants']} "
+          f"run: {decision['killed']} killed, {decision['survived']} survived, score {decision['score']} %")
     for r in doc["results"]:
         if r["status"] == "survived":
-            print(f"survived: {r['name']}")
+            print(f"survived: {r['name']} ({r.get('replay')})")
     return 0
 
 

@@ -42,6 +42,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+try:
+    from mutation_replay import RECORD_HOOK
+except ImportError:  # imported as bench.mutation_generated (the tests)
+    from bench.mutation_replay import RECORD_HOOK
+
 Pair = tuple[str, str]  # (action, outcome), as drive.generate names them
 
 # The process-level fencing that let a zombie controller's writes and stale control requests
@@ -49,6 +54,18 @@ Pair = tuple[str, str]  # (action, outcome), as drive.generate names them
 GENERATED_EXTRA: dict[str, list[str]] = {
     "impl/node/broker/control.py": ["ControlRequests._fence_control", "ControlRequests._refuse_if_stale"],
     "impl/node/controller/context.py": ["ControllerContext._txn", "ControllerContext._commit"],
+}
+
+# The decision functions of rules the model does not state, left out of the decision code's score
+# (their mutants still run, and the unit suite, bench/mutation.py --suite after, scores them):
+# a module file, or "file:function", -> why no model step can tell their mutants apart.  Not
+# limits.within and record_size: the model's fetch_max_records is the byte limit's cut.
+OUTSIDE_MODEL: dict[str, str] = {
+    "impl/node/auth/rules.py": "authorization: the model has no principals, every driven request is allowed",
+    "impl/node/producer_state.py": "the idempotent producer: the model's records have no producer id",
+    "impl/node/limits.py:check": "the limits' validation at startup: the model has no configuration to refuse",
+    "impl/node/quota.py": "the controller-mutation quota: the model has no quota and no clock (model/quota.py "
+                          "is a reference rule held by vectors, no model step)",
 }
 
 # unclean adds one case, its unclean election: choose_leader's unclean branch is reached by no other;
@@ -76,7 +93,7 @@ if os.environ.get("EPOCHAL_MUTATION_TRACE"):
                 f.write(name + "\\n")
 
     _trampoline.record_trampoline_hit = _hit
-'''
+''' + RECORD_HOOK
 
 
 # -- pure: which mutants, which cases --------------------------------------------------------------
@@ -161,28 +178,44 @@ def greedy_cover(order: Sequence[Pair], along: dict[Pair, set[Pair]], focus: fro
 # -- the cases -------------------------------------------------------------------------------------
 def select_cases(configs: Sequence[str], per_config: int, max_states: int) -> list[dict[str, Any]]:
     """Up to ``per_config`` generated paths of each target, each taking a pair no case chosen
-    before it takes -- in this target or an earlier one: a target after the first adds its own
-    pairs and what the others lack, not the baseline's paths again."""
+    before it takes -- in this target or an earlier one of the same truncation rule: a target
+    after the first adds its own pairs and what the others lack, not the baseline's paths
+    again; a target of another rule (``design``, ``kip101``) runs that rule's code, so its
+    pairs count afresh."""
     from impl.harness.drive.generate import pairs_along
     from impl.harness.drive.targets import TARGETS, found, sample_focus
     from model.config import named
 
     out = []
-    taken: set[Pair] = set()
+    taken: dict[str, set[Pair]] = {}  # per truncation rule: one rule's pairs run other code than another's
     for name in configs:
         target = next(t for t in TARGETS if t.name == name)
         cfg = named(target.config, brokers=target.brokers, **target.knobs)
         cases = found(name, max_states)
         focus = sample_focus(target, max_states) or frozenset()
         along = {c.pair: pairs_along(cfg, c.steps) for c in cases}
-        cover = greedy_cover([c.pair for c in cases], along, focus, per_config, taken)
+        rule = taken.setdefault(cfg.truncation, set())
+        cover = greedy_cover([c.pair for c in cases], along, focus, per_config, rule)
         for c in cover:
-            taken |= along[c]
+            rule |= along[c]
         for n, c in enumerate(cover, 1):
             steps = next(x.steps for x in cases if x.pair == c)
             out.append({"id": f"{name}#{n}", "target": name, "config": target.config, "knobs": target.knobs,
                         "brokers": target.brokers, "pair": list(c), "steps": steps})
     return out
+
+
+def path_case(file: Path) -> dict[str, Any]:
+    """A driven test's path (a file ``epochal drive --path`` reads) as a case of the run."""
+    from impl.harness.drive.paths import from_json
+    from model.actions import Step
+
+    run = from_json(file)
+    doc = json.loads(file.read_text())
+    config = doc.get("config", {}) if isinstance(doc, dict) else {}
+    return {"id": f"path:{file.stem}", "target": "path", "config": config.get("name", "kip320"),
+            "knobs": run.bounds, "brokers": run.brokers or 2, "pair": ["path", file.stem],
+            "steps": [Step(action, tuple(choose(None))) for action, choose in run.steps]}
 
 
 # -- the children ------------------------------------------------------------------------------------
@@ -297,12 +330,19 @@ def decisions() -> dict[str, list[str]]:
 
 def make_mutants(python: str, tree: Path) -> list[str]:
     """The scratch copy, its mutants written by mutmut; the names of the decision functions' mutants."""
-    from mutation import ALSO_COPY, mutant_patterns, mutmut_config, scratch_copy
+    from mutation import ALSO_COPY, mutmut_config, scratch_copy
 
     scratch_copy(tree)
     with open(tree / "pyproject.toml", "a") as f:
         f.write(mutmut_config([], decisions(), ALSO_COPY))
     subprocess.run([python, "-c", GENERATE_MUTANTS], cwd=tree, check=True, capture_output=True)
+    return listed_mutants(tree)
+
+
+def listed_mutants(tree: Path) -> list[str]:
+    """The decision functions' mutants mutmut wrote into the scratch tree."""
+    from mutation import mutant_patterns
+
     names: list[str] = []
     for meta in (tree / "mutants").rglob("*.meta"):
         names += json.loads(meta.read_text())["exit_code_by_key"]
@@ -314,25 +354,37 @@ def say(message: str) -> None:
 
 
 def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config: int, max_states: int,
-                  k: int | None, seed: int, json_out: Path | None, only: Sequence[str] = ()) -> dict[str, Any]:
+                  k: int | None, seed: int, json_out: Path | None, only: Sequence[str] = (),
+                  minutes: float | None = None, paths: Sequence[Path] = ()) -> dict[str, Any]:
     """The clean run, then each chosen mutant (``only``: those matching these mutmut names or
-    globs, else a sample of ``k``, else every reached one) against the cases reaching it."""
+    globs, else a sample of ``k``, else every reached one) replayed on the clean run's calls, and
+    driven, through the cases where it answers differently, unless it answers none differently.
+    ``minutes``: drive no mutant after so many minutes (the rest are *not driven*, left out of
+    the score; they are driven spread over the modules, so a run stopped early is spread).
+    ``paths``: the paths of driven tests (``epochal drive --path`` files), run as cases too."""
     interruptible()
     tree = workdir / "generated"
     started = time.monotonic()
-    mutants = make_mutants(python, tree)
-    say(f"mutation: {len(mutants)} mutants of {len(decisions())} modules' decision functions")
-    cases = select_cases(configs, per_config, max_states)
-    cases_file = workdir / "cases.pkl"
-    cases_file.write_bytes(pickle.dumps(cases))
-    (workdir / "hook").mkdir()
-    (workdir / "hook" / "sitecustomize.py").write_text(TRACE_HOOK)
-    trace = workdir / "trace"
-    trace.mkdir()
+    cases_file, trace, done = workdir / "cases.pkl", workdir / "trace", workdir / "clean.json"
+    if done.exists():  # a kept workdir's mutants, cases and clean run, reused (--workdir)
+        mutants = listed_mutants(tree)
+        cases = pickle.loads(cases_file.read_bytes())
+        lines = json.loads(done.read_text())
+        say(f"mutation: reusing {workdir}'s {len(mutants)} mutants, {len(cases)} cases and clean run")
+    else:
+        mutants = make_mutants(python, tree)
+        say(f"mutation: {len(mutants)} mutants of {len(decisions())} modules' decision functions")
+        cases = select_cases(configs, per_config, max_states) + [path_case(p) for p in paths]
+        cases_file.write_bytes(pickle.dumps(cases))
+        (workdir / "hook").mkdir()
+        (workdir / "hook" / "sitecustomize.py").write_text(TRACE_HOOK)
+        trace.mkdir()
+        names = ", ".join(f"{c['id']} {'/'.join(c['pair'])}" for c in cases)
+        say(f"mutation: clean run of {len(cases)} cases: {names}")
+        lines, _ = run_child(python, tree, cases_file, [c["id"] for c in cases], workdir / "data-clean", "stats",
+                             150.0 * len(cases), trace)
+        done.write_text(json.dumps(lines))
     ids = [c["id"] for c in cases]
-    names = ", ".join(f"{c['id']} {'/'.join(c['pair'])}" for c in cases)
-    say(f"mutation: clean run of {len(ids)} cases: {names}")
-    lines, _ = run_child(python, tree, cases_file, ids, workdir / "data-clean", "stats", 150.0 * len(ids), trace)
     clean = {x["case"]: x for x in lines if x.get("case")}
     imported = next((x["impl"] for x in lines if "impl" in x), None)
     seconds = {c: x["seconds"] for c, x in clean.items() if x["verdict"] in FOLLOWED}
@@ -345,19 +397,33 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
                                      if not cases_reaching(m, reach, seconds)]
     reached = [m for m in mutants if cases_reaching(m, reach, seconds)]
     chosen = selected_mutants(reached, only) if only else sample(reached, k, seed)
-    say(f"mutation: {len(reached)} mutants reached by a case, {len(results)} not; running {len(chosen)}")
+    replayed = replay_child(python, tree, workdir, chosen, list(reach))
+    quiet = [m for m in chosen if replayed[m]["recorded"] and not replayed[m]["differs"]]
+    say(f"mutation: {len(reached)} mutants reached by a case, {len(results)} not; of {len(chosen)} chosen, "
+        f"{len(quiet)} answer every recorded call as the original (survived, not driven)")
+    results += [{"name": m, "status": "survived", "replay": "same answers", "calls": replayed[m]["calls"]}
+                for m in quiet]
     doc: dict[str, Any] = {}
-    for i, m in enumerate(chosen, 1):
-        todo = cases_reaching(m, reach, seconds)
+    rest = [m for m in chosen if m not in quiet]  # the decision code the model states first
+    driven = (sample([m for m in rest if not outside_model(m)], len(rest), seed)
+              + sample([m for m in rest if outside_model(m)], len(rest), seed))
+    for i, m in enumerate(driven, 1):
+        if minutes is not None and time.monotonic() - started > 60 * minutes:
+            results += [{"name": n, "status": "not_driven"} for n in driven[i - 1:]]
+            say(f"mutation: {minutes} minutes passed; {len(driven) - i + 1} mutants not driven")
+            break
+        todo = [c for c in cases_reaching(m, reach, seconds)
+                if not replayed[m]["recorded"] or c in replayed[m]["differs"]]
         data = workdir / "data-mutant"
         lines, took = run_child(python, tree, cases_file, todo, data, m, 2 * sum(seconds[c] for c in todo) + 90)
         killed_by = first_failure(lines, todo)
         r = {"name": m, "status": "killed" if killed_by else "survived", "cases_run": len(lines) - 1,
-             "cases_reaching": len(todo), "seconds": round(took, 1)}
+             "cases_reaching": len(todo), "seconds": round(took, 1),
+             "replay": "answers differ" if replayed[m]["recorded"] else "not recorded"}
         if killed_by:
             r["killed_by"] = killed_by
         results.append(r)
-        say(f"mutant {i}/{len(chosen)} {m}: {r['status']}"
+        say(f"mutant {i}/{len(driven)} {m}: {r['status']}"
             + (f" by {killed_by.get('case')} ({killed_by['verdict']})" if killed_by else f" ({len(todo)} cases)")
             + f", {took:.0f} s")
         doc = _document(configs, per_config, max_states, k, seed, mutants, reached, cases, clean, reach,
@@ -368,18 +434,49 @@ def run_generated(python: str, workdir: Path, configs: Sequence[str], per_config
                             imported, results, time.monotonic() - started)
 
 
+def replay_child(python: str, tree: Path, workdir: Path, mutants: list[str], cases: list[str]) -> dict[str, Any]:
+    """bench/mutation_replay.py, from the scratch tree: per mutant, the cases whose recorded
+    calls it answers differently, and whether its function's calls were all recorded."""
+    ask, answer = workdir / "replay-in.json", workdir / "replay-out.json"
+    ask.write_text(json.dumps({"mutants": mutants, "cases": cases}))
+    env = dict(os.environ, PYTHONPATH=str(tree / "mutants"))
+    env.pop("MUTANT_UNDER_TEST", None)
+    subprocess.run([python, str(tree / "bench" / "mutation_replay.py"), str(workdir / "trace"), str(ask),
+                    str(answer)], cwd=tree / "mutants", env=env, check=True)
+    return json.loads(answer.read_text())
+
+
+def decision_score(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The score of the decision code the model states: the mutants outside OUTSIDE_MODEL's modules."""
+    return score(r for r in results if not outside_model(r["name"]))
+
+
+def outside_model(mutant: str) -> str | None:
+    """Why the mutant's function is outside the decision code the model states, or None."""
+    for key, why in OUTSIDE_MODEL.items():
+        path, _, function = key.partition(":")
+        module = path.removesuffix(".py").replace("/", ".")
+        if module_of(mutant) == module and (not function or function_of(mutant) == f"{module}.x_{function}"):
+            return why
+    return None
+
+
 def _document(configs: Sequence[str], per_config: int, max_states: int, k: int | None, seed: int,
               mutants: list[str], reached: list[str], cases: list[dict[str, Any]], clean: dict[str, Any],
               reach: dict[str, set[str]], imported: str | None, results: list[dict[str, Any]],
               seconds: float) -> dict[str, Any]:
-    ran = [r for r in results if r["status"] != "not_reached"]
+    ran = [r for r in results if r["status"] not in ("not_reached", "not_driven")]
     return {"suite": "generated", "configs": list(configs), "cases_per_config": per_config,
             "max_states": max_states, "sample": k, "seed": seed, "impl_imported_from": imported,
             "mutants": len(mutants), "reached": len(reached),
             "not_reached": sorted(r["name"] for r in results if r["status"] == "not_reached"),
+            "not_driven": sorted(r["name"] for r in results if r["status"] == "not_driven"),
             "cases": [{"id": c["id"], "pair": c["pair"], "steps": len(c["steps"]), **clean.get(c["id"], {}),
                        "reaches": sorted(reach.get(c["id"], ()))} for c in cases],
-            "run": {**score(ran), "seconds": round(seconds, 1)}, "all": score(results),
+            "run": {**score(ran), "seconds": round(seconds, 1)},
+            "all": score(r for r in results if r["status"] != "not_driven"),
+            "decision_code": {"run": decision_score(ran),
+                              "all": decision_score(r for r in results if r["status"] != "not_driven")},
             "results": ran}
 
 
