@@ -80,11 +80,7 @@ def test_five_partition_ids_search_alike_in_the_wide_build():
     its runs of up to four steps both ways, and of eight reduced."""
     cfg = named("kip320", partitions=3, partition_changes=2, **SMALL)
     assert cfg.partition_ids > NARROW_PARTITION_IDS
-    for reduction, depth in ((False, 4), (True, 8)):
-        options = SearchOptions(reduction=reduction, max_depth=depth)
-        a, b = check(cfg, options), check_native(cfg, options)
-        assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)
-        assert a.checked_depth == depth and a.violation is None
+    _alike_to_depths(cfg, ((False, 4), (True, 8)))
 
 
 def test_five_brokers_search_alike_in_the_wide_build():
@@ -93,7 +89,12 @@ def test_five_brokers_search_alike_in_the_wide_build():
     canonical renaming chosen among up to 120 candidates."""
     cfg = named("kip320", brokers=5, records=1, max_crashes=1)
     assert cfg.brokers > NARROW_BROKERS
-    for reduction, depth in ((False, 4), (True, 10)):
+    _alike_to_depths(cfg, ((False, 4), (True, 10)))
+
+
+def _alike_to_depths(cfg, runs) -> None:
+    """Both searches cut at each (reduction, depth): the same states and transitions, no violation."""
+    for reduction, depth in runs:
         options = SearchOptions(reduction=reduction, max_depth=depth)
         a, b = check(cfg, options), check_native(cfg, options)
         assert (b.states, b.transitions, b.checked_depth, b.violation) == (a.states, a.transitions, depth, None)
