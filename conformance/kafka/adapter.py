@@ -687,7 +687,7 @@ class _Adapter(ReassignmentLines, FetcherLines, UnloggedReceipts, CheckpointLine
                 self.assigned.setdefault(key, ints(line.fields["replicas"]))
 
 
-def _ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
+def ordered_lines(run_dir: Path) -> list[tuple[int, Line]]:
     """(broker, line) of every recognised line of the run, in the order ``adapt`` takes them."""
     steps = reads_after_answers(list(_lines(run_dir)))
     steps = answers_after_appends(answers_after_hw(appends_first(steps, run_dir)), run_dir)
@@ -704,7 +704,7 @@ def adapt(run_dir: str | Path) -> list[tuple[int, Event, float]]:
     adapter = _Adapter(_values(run_dir), _down(run_dir))
     adapter.paused = _down(run_dir, ("pause",), "resume")
     adapter.lag = replica_lag(run_dir)
-    lines = _ordered_lines(run_dir)
+    lines = ordered_lines(run_dir)
     adapter.note_assignments(lines)
     adapter.note_next_fetches(lines)
     for broker, line in lines:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from conformance.kafka.adapter import ALTER_CHANNEL, _ordered_lines, outside_isr
+from conformance.kafka.adapter import ALTER_CHANNEL, ordered_lines, outside_isr
 from conformance.kafka.patterns import ints, topic_partition
 
 
@@ -33,7 +33,7 @@ def elections(run_dir: str | Path) -> list[Elected]:
     isr: dict[tuple[str, int], list[int]] = {}
     names: dict[str, str] = {}  # topic id -> name (AlterPartition from v2 names topics by id)
     found: list[Elected] = []
-    for _, line in _ordered_lines(run_dir):
+    for _, line in ordered_lines(run_dir):
         f = line.fields
         if line.name == "became_leader":
             names[f["topic_id"].removeprefix("Some(").removesuffix(")")] = topic_partition(f["tp"])[0]

@@ -96,6 +96,7 @@ def test_only_the_limits_validation_is_outside_the_model_not_the_fetch_cut() -> 
     assert mg.outside_model("impl.node.producer_state.x\u01c1ProducerStateTable\u01c1record__mutmut_9")
 
 
+@pytest.mark.integration
 def test_a_path_that_cannot_be_read_is_one_line_and_exit_2(tmp_path: Path) -> None:
     import subprocess
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.judge.replay import judge
-from conformance.kafka.adapter import _Adapter, _ordered_lines, adapt, model_config, to_records
+from conformance.kafka.adapter import _Adapter, adapt, model_config, ordered_lines, to_records
 from conformance.kafka.ordering import stopped_while_polling
 from conformance.kafka.patterns import parse
 from conformance.spark.verdict import judge_run
@@ -131,7 +131,7 @@ def test_a_refused_alter_partition_echoes_the_partition_epoch_the_leader_knew(tm
     adapter = _Adapter([])
     adapter.topic_names["MOWI4FkzSIGQ_AlWvzcoTA"] = "orders"  # the leader's line names the topic id
     assert "MOWI4FkzSIGQ_AlWvzcoTA" in leader
-    for _, line in _ordered_lines(tmp_path):
+    for _, line in ordered_lines(tmp_path):
         if line.name == "request":
             adapter.on_line(2, line)
     (event,) = [e for _, _, _, e in adapter.out.events if e.kind == "alter_partition"]

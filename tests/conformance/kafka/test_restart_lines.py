@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.kafka.adapter import _Adapter, _ordered_lines, steps
+from conformance.kafka.adapter import _Adapter, ordered_lines, steps
 from conformance.kafka.ordering import answers_after_hw, fetching_replica
 from conformance.kafka.patterns import Line, parse
 from traces.events import Event
@@ -43,7 +43,7 @@ def _adapter(records: int, values: int, isr: list[int], epoch: int = EPOCH,
 
 
 def _events(adapter: _Adapter, run: Path) -> list[tuple[int, Event]]:
-    for broker, line in _ordered_lines(run):
+    for broker, line in ordered_lines(run):
         adapter.on_line(broker, line)
     kept = [x for i, x in enumerate(adapter.out.events) if i not in adapter.out.dropped]
     return [(node, e) for _, _, node, e in sorted(kept, key=lambda x: (x[0], x[1]))]
