@@ -102,9 +102,23 @@ class KafkaBroker:
         if self.alive:
             raise RuntimeError(f"broker {self.broker_id} is already running (pid {self.pid})")
         self.write_files()
+        log = self.settings.log4j_dir / "server.log"
+        self._log_from = log.stat().st_size if log.exists() else 0
         with open(self.out_path, "ab") as out:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
+
+    @property
+    def started(self) -> bool:
+        """This process logged the end of its start-up (``KafkaServer.startup``): it goes on
+        past its registration in ZooKeeper (the config manager reads ZooKeeper after it), and a
+        pause that ends its session before then makes the process exit."""
+        log = self.settings.log4j_dir / "server.log"
+        if not log.exists():
+            return False
+        with open(log, "rb") as f:
+            f.seek(getattr(self, "_log_from", 0))
+            return b"] started (kafka.server.KafkaServer)" in f.read()
 
     @property
     def pid(self) -> int | None:
@@ -232,7 +246,8 @@ class KafkaCluster:
         os.replace(tmp, self.data_dir / STATE_FILE)
 
     def wait_ready(self, timeout: float = 120.0, brokers: list[int] | None = None) -> None:
-        """Every broker listed is registered in ZooKeeper, and there is a controller."""
+        """Every broker listed is registered in ZooKeeper and done starting, and there is a
+        controller."""
         want = set(brokers if brokers is not None else self.brokers)
 
         def ready() -> bool:
@@ -240,9 +255,10 @@ class KafkaCluster:
                 if not self.brokers[b].alive:
                     raise RuntimeError(f"Kafka broker {b} exited with {self.brokers[b].proc.returncode}"  # type: ignore[union-attr]
                                        f"; see {self.brokers[b].out_path} and its logs/server.log")
-            return want <= self.registered() and self.controller() is not None
+            return (want <= self.registered() and self.controller() is not None
+                    and all(self.brokers[b].started for b in want))
 
-        self.wait_until(ready, timeout, f"Kafka brokers {sorted(want)} registered with a controller")
+        self.wait_until(ready, timeout, f"Kafka brokers {sorted(want)} registered and started, with a controller")
 
     def stop(self, graceful: bool = False) -> None:
         """Stop every broker (SIGTERM with controlled shutdown if ``graceful``, else
