@@ -84,6 +84,7 @@ class KafkaBroker:
                      *config.broker_jvm_args(settings, classpath, heap_mb)]
         self._jaas = config.client_jaas(ZK_USER, zk_password)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._log_from = 0  # server.log's size as this process started: its own lines follow
 
     @property
     def out_path(self) -> Path:
@@ -117,7 +118,7 @@ class KafkaBroker:
         if not log.exists():
             return False
         with open(log, "rb") as f:
-            f.seek(getattr(self, "_log_from", 0))
+            f.seek(self._log_from)
             return b"] started (kafka.server.KafkaServer)" in f.read()
 
     @property
