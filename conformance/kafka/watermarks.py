@@ -65,7 +65,8 @@ def waits_for(r: LeaderReplica, leader: int, live: Iterable[int], ts: float, lag
     (``model.actions.replication.held_at``).  A restarted follower about to be added to the
     ISR holds the HW where it fetched, and the other follower's fetch past it moves nothing:
     the ``High watermark updated`` line comes with the restarted follower's next fetch,
-    after the expansion."""
+    after the expansion.  tests/conformance/kafka/test_watermarks_model.py holds it (and
+    :func:`hw_as_read`) to ``held_at`` in every small situation of three brokers."""
     return [f for f in live if f != leader and f >= 0 and f not in r.isr and f in r.fetch_offset
             and r.caught_up_at.get(f, float("-inf")) > ts - lag]
 
