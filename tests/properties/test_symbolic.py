@@ -6,10 +6,14 @@ explicit successors and every property evaluates the same.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
+
 import pytest
 import z3
 
 from impl.harness.cli.main import main
+from model.actions import Step
 from model.config import named
 from properties.checkers.bfs import replay
 from properties.checkers.scenarios import play
@@ -107,6 +111,59 @@ def test_differential(name):
     assert differential(cfg, states) == []
 
 
+@functools.cache
+def _unclean_elections(cfg, count):
+    """``count`` reachable states of ``cfg`` from which an unclean election is a step (no
+    live ISR member: a live replica outside it may lead), spread over the first 5,000."""
+    from model.registry import successors
+
+    found = [s for s in sample_states(cfg, 5000)
+             if any(0 in t.ghost.unclean and 0 not in s.ghost.unclean for _, t in successors(s, cfg))]
+    return found[::max(1, len(found) // count)][:count]
+
+
+def test_differential_of_unclean_election():
+    """With unclean election on, the relation's elections are the model's: on states that
+    allow an unclean one, and on an even spread of the configuration's states."""
+    cfg = named("unclean")
+    unclean = _unclean_elections(cfg, 8)
+    assert len(unclean) == 8, "too few states allow an unclean election: the check would hold vacuously"
+    assert differential(cfg, [*unclean, *sample_states(cfg, 8)]) == []
+
+
+class _CleanElectionsOnly(Encoding):
+    """Ignores ``unclean.leader.election.enable``: a partition with no live ISR member stays leaderless."""
+
+    def __init__(self, shape, params):
+        super().__init__(shape, replace(params, unclean=False))
+
+
+def test_the_differential_check_catches_a_relation_without_unclean_election():
+    cfg = named("unclean")
+    problems = differential(cfg, _unclean_elections(cfg, 8)[:3], encoding=_CleanElectionsOnly)
+    assert any("explicit step elect_leader" in p for p in problems)
+
+
+UNCLEAN_PREFIX = [Step("produce", (0, 0)), Step("shrink_isr", (0, 0, 1))]
+
+
+def _unclean_prefix():
+    """Leader 0 has written a record and taken follower 1, which lacks it, out of the ISR."""
+    return replay(named("unclean"), UNCLEAN_PREFIX)[-1]
+
+
+def test_bmc_finds_the_unclean_election_loss():
+    """Three steps on -- leader 0 crashes, 1 takes the controller, elects itself uncleanly --
+    the committed record is lost; the same steps with clean elections only lose nothing."""
+    cfg = named("unclean")
+    k, steps, _ = bmc(cfg, 3, start=_unclean_prefix())
+    assert k == 3 and steps[-1].action == "elect_leader"
+    states = replay(cfg, [*UNCLEAN_PREFIX, *steps])
+    assert {n for n, _ in all_violations(states[-2], states[-1])} >= {"committed_durable", "acked_durable"}
+    assert 0 in states[-1].ghost.unclean
+    assert bmc(named("kip320"), 3, start=_unclean_prefix())[0] is None
+
+
 # The actions a configuration turns on by a knob, each held to the model on states where it
 # is enabled (a deep prefix enables some, which an even spread of samples rarely meets) and
 # on an even spread of the configuration's states (where the others interleave with it).
@@ -192,8 +249,6 @@ def test_prove_cli(capsys):
 def test_proofs_are_not_vacuous():
     """Without controller- and broker-epoch fencing a broker may act on a superseded
     controller's request: the induction must fail, and name the actions that break it."""
-    from dataclasses import replace
-
     cfg = replace(named("kip320"), fence_controller_epoch=False, fence_broker_epoch=False)
     failed = {v.name: v.detail for v in prove(cfg, 2, with_durability=False) if v.status != "proved"}
     assert set(failed) == {"single_controller"}

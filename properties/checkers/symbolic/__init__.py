@@ -13,10 +13,11 @@ Coverage (say it plainly):
   ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Those
   a knob turns on (GC pauses, session expiries, preferred elections, controlled shutdowns:
   ``knobbed``) are cases of the relation only when the configuration's knob is above 0.
-  Each action left out has its reason in the registry, and the configuration knob that
-  enables it (reassignments, topic deletions, partition changes, AlterPartition); also left
-  out is unclean election.  ``unsupported(cfg)`` names what a configuration asks for beyond
-  this.
+  Elections are the model's, unclean ones too where the configuration enables them (a
+  live replica outside the ISR leads alone when no ISR member is live).  Each action left
+  out has its reason in the registry, and the configuration knob that enables it
+  (reassignments, topic deletions, partition changes, AlterPartition).
+  ``unsupported(cfg)`` names what a configuration asks for beyond this.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
   configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely, and so is

@@ -253,7 +253,10 @@ class Encoding(KnobbedActions):
         return Disjunct("controller_resign", (b,), g, t)
 
     def elect_leader(self, s: dict, c: int, leader: int) -> Disjunct:
-        """``elect_leader`` with ``election_outcomes`` (clean election only) for leader L."""
+        """``elect_leader`` with ``election_outcomes`` for leader L (or -1): a live leader
+        stays with the live ISR; else a live ISR member leads with the live ISR; else, with
+        unclean election, a live replica (AR is every broker) leads alone in the ISR; else
+        the partition is left leaderless with its ISR."""
         n = self.n
         acting = z3.And(s[("st", c)] == UP, s[("isc", c)], s[("ctl",)] == c, s[("bcep", c)] == s[("cep",)])
         g = acting
@@ -263,16 +266,24 @@ class Encoding(KnobbedActions):
         live_isr = [z3.And(isr[x], live[x]) for x in range(n)]
         stopping = [s[("sd", c, x)] for x in range(n)]  # c acts: it is ZooKeeper's controller
         electable = [z3.And(live_isr[x], z3.Not(stopping[x])) for x in range(n)]
+        clean = z3.Or(electable)
+        # unclean.leader.election.enable: with no ISR member to elect, a live replica not
+        # shutting down (AR is every broker) leads alone in the ISR
+        unclean = [z3.And(live[x], z3.Not(stopping[x])) for x in range(n)] if self.p.unclean else []
         leader_live = z3.And(ldr != NO_LEADER, pick(live, ldr, z3.BoolVal(False)))
         some_dead = z3.Or([z3.And(isr[x], z3.Not(live[x])) for x in range(n)])
         if leader == NO_LEADER:
-            case = z3.And(z3.Not(leader_live), z3.Not(z3.Or(electable)), ldr != NO_LEADER)
+            case = z3.And(z3.Not(leader_live), z3.Not(z3.Or(electable + unclean)), ldr != NO_LEADER)
             new_isr = isr
         else:
             keep = z3.And(leader_live, some_dead, ldr == leader)
             move = z3.And(z3.Not(leader_live), electable[leader])
             case = z3.Or(keep, move)
-            new_isr = [z3.If(leader_live, live_isr[x], electable[x]) for x in range(n)]
+            elected = electable
+            if unclean:
+                case = z3.Or(case, z3.And(z3.Not(leader_live), z3.Not(clean), unclean[leader]))
+                elected = [z3.If(clean, electable[x], z3.BoolVal(x == leader)) for x in range(n)]
+            new_isr = [z3.If(leader_live, live_isr[x], elected[x]) for x in range(n)]
         t = dict(s)
         lep, zkv = s[("lep",)] + 1, s[("zkv",)] + 1
         t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(leader), lep, zkv
