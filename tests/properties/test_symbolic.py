@@ -220,6 +220,56 @@ def test_the_differential_check_catches_a_mutated_knobbed_action(knobs, action, 
     assert any(action in p for p in differential(cfg, states, encoding=mutant))
 
 
+ALTER = ("propose_isr", "alter_partition", "apply_isr")
+
+
+@functools.cache
+def _alter_partition_states():
+    """Of the first 5,000 states with AlterPartition on: 2 enabling each of its actions, and
+    those where a leader's HW waits on a follower only its unanswered proposal adds (the
+    maximal ISR), behind records it has not committed."""
+    from model.registry import ACTIONS
+    from model.state import LEADER
+
+    cfg = named("kip320", alter_partition=1)
+    states = sample_states(cfg, 5000, explore=5000)
+
+    def enables(s, action):
+        entry = ACTIONS[action]
+        return any(entry.fn(s, cfg, *args) not in (None, s) for args in entry.args(s, cfg))
+
+    def waits_on_proposal(s):
+        return any(r.role == LEADER and m.leader_epoch == r.leader_epoch and set(m.isr) - set(r.isr) and r.hw < r.leo
+                   for m in s.alter_partition for r in [s.brokers[m.leader].replicas[0]])
+
+    chosen = {}
+    for action in ALTER:
+        enabled = [s for s in states if enables(s, action)]
+        chosen[action] = enabled[::max(1, len(enabled) // 2)][:2]
+    chosen["maximal_isr"] = [s for s in states if waits_on_proposal(s)]
+    return cfg, chosen
+
+
+def test_differential_of_alter_partition():
+    """With AlterPartition on, the relation's proposals, controller writes and answers are
+    the model's, and so is the HW that waits on the maximal ISR."""
+    cfg, chosen = _alter_partition_states()
+    assert [len(chosen[a]) for a in ALTER] == [2, 2, 2] and chosen["maximal_isr"], "the check would hold vacuously"
+    assert differential(cfg, [s for states in chosen.values() for s in states]) == []
+
+
+class _HwIgnoresTheProposal(Encoding):
+    """The leader's HW waits on its ISR alone, not the ISR it proposed (no maximal ISR)."""
+
+    def proposed(self, t, b, x):
+        return z3.BoolVal(False)
+
+
+def test_the_differential_check_catches_a_hw_that_ignores_the_proposed_isr():
+    cfg, chosen = _alter_partition_states()
+    assert any("not allowed by the z3 relation" in p for p in differential(cfg, chosen["maximal_isr"], encoding=_HwIgnoresTheProposal))
+
+
 @pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
 @pytest.mark.parametrize("name", ["design", "kip101", "kip279", "kip320"])
 def test_differential_deep(name):

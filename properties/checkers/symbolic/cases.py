@@ -29,6 +29,7 @@ class Params:
     max_expiries: int | None = None
     preferred_elections: int | None = None
     max_shutdowns: int | None = None
+    alter_partition: int | None = None  # on (not 0): the controller writes the ISR the leader proposes
 
     @property
     def fenced_fetch(self) -> bool:
@@ -49,7 +50,8 @@ class Params:
         return cls(cfg.truncation, cfg.min_insync, cfg.max_epoch if bounded else None,
                    cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
                    getattr(cfg, "fence_broker_epoch", False), cfg.unclean, knob(cfg.max_pauses),
-                   knob(cfg.max_expiries), knob(cfg.preferred_elections), knob(cfg.max_shutdowns))
+                   knob(cfg.max_expiries), knob(cfg.preferred_elections), knob(cfg.max_shutdowns),
+                   knob(cfg.alter_partition))
 
 
 @dataclass

@@ -18,6 +18,7 @@ from model.state import (
     UNKNOWN,
     UP,
 )
+from properties.checkers.symbolic.alter import AlterPartitionActions
 from properties.checkers.symbolic.cases import Disjunct, Params
 from properties.checkers.symbolic.cases import ite as _ite
 from properties.checkers.symbolic.knobbed import KnobbedActions
@@ -38,9 +39,9 @@ from properties.checkers.symbolic.state import (
 __all__ = ["Disjunct", "Encoding", "Params"]
 
 
-class Encoding(KnobbedActions):
+class Encoding(KnobbedActions, AlterPartitionActions):
     """The transition relation of one shape and parameter set (the actions a configuration
-    turns on by a knob are ``KnobbedActions``')."""
+    turns on by a knob are ``KnobbedActions``' and ``AlterPartitionActions``')."""
 
     def __init__(self, shape: Shape, params: Params) -> None:
         self.shape, self.p = shape, params
@@ -112,13 +113,17 @@ class Encoding(KnobbedActions):
         t[("lai",)] = lai
 
     def advance_hw(self, t: dict, b: int) -> None:
-        """Seed 000 G: hw = min LEO over the ISR, never backwards; commit and acknowledge."""
+        """Seed 000 G: hw = min LEO over the ISR -- the maximal ISR, with a proposed ISR change
+        unanswered (AlterPartition) -- never backwards; commit and acknowledge."""
         n, r = self.n, self.r
         leo = t[("leo", b)]
         new = z3.IntVal(INF)
         for x in range(n):
             lx = leo if x == b else t[("fleo", b, x)]
-            new = z3.If(z3.And(t[("risr", b, x)], lx < new), lx, new)
+            member = t[("risr", b, x)]
+            if self.p.alter_partition != 0:
+                member = z3.Or(member, self.proposed(t, b, x))
+            new = z3.If(z3.And(member, lx < new), lx, new)
         hw = t[("hw", b)]
         moves = new > hw
         enough = count(self._isr_of(t, b)) >= self.p.min_insync
@@ -479,6 +484,9 @@ class Encoding(KnobbedActions):
         return t
 
     def _leading(self, s: dict, b: int) -> Term:
+        """b leads and writes its ISR itself: with AlterPartition only the controller writes."""
+        if self.p.alter_partition != 0:
+            return z3.BoolVal(False)
         return z3.And(s[("st", b)] == UP, s[("role", b)] == LEADER)
 
     def shrink_isr(self, s: dict, b: int, f: int) -> Disjunct:
@@ -515,6 +523,7 @@ class Encoding(KnobbedActions):
                     self.produce(s, b), self.isr_update_failed(s, b)]
             out += [self.elect_leader(s, b, ld) for ld in [NO_LEADER, *range(n)]]
             out += self.knobbed(s, b)
+            out += self.alter_cases(s, b)
             out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:
