@@ -270,6 +270,23 @@ def test_the_differential_check_catches_a_hw_that_ignores_the_proposed_isr():
     assert any("not allowed by the z3 relation" in p for p in differential(cfg, chosen["maximal_isr"], encoding=_HwIgnoresTheProposal))
 
 
+def test_alter_partition_messages_decode_as_the_model_sent_them():
+    """What BMC's counterexample replays: each message of the encoded set, decoded, is one
+    the explicit state has in flight, and every one is found."""
+    from properties.checkers.symbolic.state import Shape, alter_decode, encode
+
+    cfg, chosen = _alter_partition_states()
+    s = chosen["apply_isr"][0]
+    shape = Shape.of(cfg)
+    sol, m = z3.Solver(), z3.Const("m", shape.alt)
+    sol.add(encode(shape, s)[("alt",)][m])
+    found = []
+    while sol.check() == z3.sat and len(found) <= len(s.alter_partition):
+        found.append(alter_decode(shape, sol.model(), m, s.zk.partitions[0].topic_id))
+        sol.add(m != sol.model().eval(m, model_completion=True))
+    assert sorted(found) == sorted(s.alter_partition) and found
+
+
 @pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
 @pytest.mark.parametrize("name", ["design", "kip101", "kip279", "kip320"])
 def test_differential_deep(name):
