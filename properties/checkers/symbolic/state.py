@@ -86,7 +86,7 @@ class Shape:
 
     def keys(self) -> Iterator[tuple[tuple, str]]:
         """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'T' StopReplica
-        set, 'L' epoch set)."""
+        set, 'A' AlterPartition set, 'L' epoch set)."""
         n, r = self.n, self.r
         for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses",
                   "expiries", "prefs", "shutdowns"):
