@@ -178,7 +178,6 @@ def apply_isr(s: State, cfg: Config, m: AlterPartition) -> State | None:
     return advance_hw(s, cfg, b, p)
 
 
-NOT_IN_Z3 = Unsupported("AlterPartition is not encoded (only the kafka39 configuration turns it on)")
 NOT_DRIVEN = Unsupported("Epochal's brokers write the ISR themselves (seed 000 G): it has no AlterPartition to drive")
 IMPL = "impl.harness.kafka.relay.KafkaRelay._observe"  # Apache Kafka's, as the relay observes it
 
@@ -209,7 +208,7 @@ PROPOSE_ISR = Entry(
     "propose_isr", propose_isr, isr_changes_args,
     section="000 G", impl=IMPL, trace=Traced("propose_isr"),
     describe=_propose_text, view=_propose_view, event=_propose_event,
-    coverage=Coverage(native=Supported(), z3=NOT_IN_Z3, judge=Supported("a request changes nothing a trace shows"),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported("a request changes nothing a trace shows"),
                       driver=NOT_DRIVEN),
     explored=False, knob=ALTER_PARTITION, silent=always,
 )
@@ -249,7 +248,7 @@ ALTER = Entry(
     "alter_partition", alter_partition, requests_args,
     section="000 G", impl=IMPL, trace=Traced("alter_partition"),
     describe=_alter_text, view=_alter_view, event=_alter_event,
-    coverage=Coverage(native=Supported(), z3=NOT_IN_Z3, judge=Supported(), driver=NOT_DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=NOT_DRIVEN),
     explored=False, knob=ALTER_PARTITION, silent=_nothing_written,
 )
 
@@ -287,7 +286,7 @@ APPLY_ISR = Entry(
     "apply_isr", apply_isr, answers_args,
     section="000 G", impl=IMPL, trace=Traced("apply_isr"),
     describe=_apply_text, view=_apply_view, event=_apply_event,
-    coverage=Coverage(native=Supported(), z3=NOT_IN_Z3, judge=Supported(), driver=NOT_DRIVEN),
+    coverage=Coverage(native=Supported(), z3=Supported(), judge=Supported(), driver=NOT_DRIVEN),
     explored=False, knob=ALTER_PARTITION, actor=_answer_leader, silent=_leader_unchanged,
 )
 

@@ -6,10 +6,14 @@ explicit successors and every property evaluates the same.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
+
 import pytest
 import z3
 
 from impl.harness.cli.main import main
+from model.actions import Step
 from model.config import named
 from properties.checkers.bfs import replay
 from properties.checkers.scenarios import play
@@ -107,6 +111,59 @@ def test_differential(name):
     assert differential(cfg, states) == []
 
 
+@functools.cache
+def _unclean_elections(cfg, count):
+    """``count`` reachable states of ``cfg`` from which an unclean election is a step (no
+    live ISR member: a live replica outside it may lead), spread over the first 5,000."""
+    from model.registry import successors
+
+    found = [s for s in sample_states(cfg, 5000)
+             if any(0 in t.ghost.unclean and 0 not in s.ghost.unclean for _, t in successors(s, cfg))]
+    return found[::max(1, len(found) // count)][:count]
+
+
+def test_differential_of_unclean_election():
+    """With unclean election on, the relation's elections are the model's: on states that
+    allow an unclean one, and on an even spread of the configuration's states."""
+    cfg = named("unclean")
+    unclean = _unclean_elections(cfg, 8)
+    assert len(unclean) == 8, "too few states allow an unclean election: the check would hold vacuously"
+    assert differential(cfg, [*unclean, *sample_states(cfg, 8)]) == []
+
+
+class _CleanElectionsOnly(Encoding):
+    """Ignores ``unclean.leader.election.enable``: a partition with no live ISR member stays leaderless."""
+
+    def __init__(self, shape, params):
+        super().__init__(shape, replace(params, unclean=False))
+
+
+def test_the_differential_check_catches_a_relation_without_unclean_election():
+    cfg = named("unclean")
+    problems = differential(cfg, _unclean_elections(cfg, 8)[:3], encoding=_CleanElectionsOnly)
+    assert any("explicit step elect_leader" in p for p in problems)
+
+
+UNCLEAN_PREFIX = [Step("produce", (0, 0)), Step("shrink_isr", (0, 0, 1))]
+
+
+def _unclean_prefix():
+    """Leader 0 has written a record and taken follower 1, which lacks it, out of the ISR."""
+    return replay(named("unclean"), UNCLEAN_PREFIX)[-1]
+
+
+def test_bmc_finds_the_unclean_election_loss():
+    """Three steps on -- leader 0 crashes, 1 takes the controller, elects itself uncleanly --
+    the committed record is lost; the same steps with clean elections only lose nothing."""
+    cfg = named("unclean")
+    k, steps, _ = bmc(cfg, 3, start=_unclean_prefix())
+    assert k == 3 and steps[-1].action == "elect_leader"
+    states = replay(cfg, [*UNCLEAN_PREFIX, *steps])
+    assert {n for n, _ in all_violations(states[-2], states[-1])} >= {"committed_durable", "acked_durable"}
+    assert 0 in states[-1].ghost.unclean
+    assert bmc(named("kip320"), 3, start=_unclean_prefix())[0] is None
+
+
 # The actions a configuration turns on by a knob, each held to the model on states where it
 # is enabled (a deep prefix enables some, which an even spread of samples rarely meets) and
 # on an even spread of the configuration's states (where the others interleave with it).
@@ -163,6 +220,73 @@ def test_the_differential_check_catches_a_mutated_knobbed_action(knobs, action, 
     assert any(action in p for p in differential(cfg, states, encoding=mutant))
 
 
+ALTER = ("propose_isr", "alter_partition", "apply_isr")
+
+
+@functools.cache
+def _alter_partition_states():
+    """Of the first 5,000 states with AlterPartition on: 2 enabling each of its actions, and
+    those where a leader's HW waits on a follower only its unanswered proposal adds (the
+    maximal ISR), behind records it has not committed."""
+    from model.registry import ACTIONS
+    from model.state import LEADER
+
+    cfg = named("kip320", alter_partition=1)
+    states = sample_states(cfg, 5000, explore=5000)
+
+    def enables(s, action):
+        entry = ACTIONS[action]
+        return any(entry.fn(s, cfg, *args) not in (None, s) for args in entry.args(s, cfg))
+
+    def waits_on_proposal(s):
+        return any(r.role == LEADER and m.leader_epoch == r.leader_epoch and set(m.isr) - set(r.isr) and r.hw < r.leo
+                   for m in s.alter_partition for r in [s.brokers[m.leader].replicas[0]])
+
+    chosen = {}
+    for action in ALTER:
+        enabled = [s for s in states if enables(s, action)]
+        chosen[action] = enabled[::max(1, len(enabled) // 2)][:2]
+    chosen["maximal_isr"] = [s for s in states if waits_on_proposal(s)]
+    return cfg, chosen
+
+
+def test_differential_of_alter_partition():
+    """With AlterPartition on, the relation's proposals, controller writes and answers are
+    the model's, and so is the HW that waits on the maximal ISR."""
+    cfg, chosen = _alter_partition_states()
+    assert [len(chosen[a]) for a in ALTER] == [2, 2, 2] and chosen["maximal_isr"], "the check would hold vacuously"
+    assert differential(cfg, [s for states in chosen.values() for s in states]) == []
+
+
+class _HwIgnoresTheProposal(Encoding):
+    """The leader's HW waits on its ISR alone, not the ISR it proposed (no maximal ISR)."""
+
+    def proposed(self, t, b, x):
+        return z3.BoolVal(False)
+
+
+def test_the_differential_check_catches_a_hw_that_ignores_the_proposed_isr():
+    cfg, chosen = _alter_partition_states()
+    assert any("not allowed by the z3 relation" in p for p in differential(cfg, chosen["maximal_isr"], encoding=_HwIgnoresTheProposal))
+
+
+def test_alter_partition_messages_decode_as_the_model_sent_them():
+    """What BMC's counterexample replays: each message of the encoded set, decoded, is one
+    the explicit state has in flight, and every one is found."""
+    from properties.checkers.symbolic.state import Shape, alter_decode, encode
+
+    cfg, chosen = _alter_partition_states()
+    s = chosen["apply_isr"][0]
+    shape = Shape.of(cfg)
+    sol, m = z3.Solver(), z3.Const("m", shape.alt)
+    sol.add(encode(shape, s)[("alt",)][m])
+    found = []
+    while sol.check() == z3.sat and len(found) <= len(s.alter_partition):
+        found.append(alter_decode(shape, sol.model(), m, s.zk.partitions[0].topic_id))
+        sol.add(m != sol.model().eval(m, model_completion=True))
+    assert sorted(found) == sorted(s.alter_partition) and found
+
+
 @pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
 @pytest.mark.parametrize("name", ["design", "kip101", "kip279", "kip320"])
 def test_differential_deep(name):
@@ -192,8 +316,6 @@ def test_prove_cli(capsys):
 def test_proofs_are_not_vacuous():
     """Without controller- and broker-epoch fencing a broker may act on a superseded
     controller's request: the induction must fail, and name the actions that break it."""
-    from dataclasses import replace
-
     cfg = replace(named("kip320"), fence_controller_epoch=False, fence_broker_epoch=False)
     failed = {v.name: v.detail for v in prove(cfg, 2, with_durability=False) if v.status != "proved"}
     assert set(failed) == {"single_controller"}

@@ -20,9 +20,11 @@ from properties.checkers.symbolic.props import (
     prop_log_epochs_monotonic,
 )
 from properties.checkers.symbolic.state import (
+    ALTER_ACTIONS,
     FETCH_KINDS,
     Shape,
     Term,
+    alter_decode,
     encode,
     eq_states,
     fetch_message,
@@ -69,7 +71,7 @@ def differential(cfg: Config, states: list[State], encoding: type[Encoding] = En
     from model.registry import successors
     from properties.safety import BY_NAME, epoch_monotonic, epoch_monotonic_state
 
-    shape = Shape(cfg.brokers, cfg.records)
+    shape = Shape.of(cfg)
     enc = encoding(shape, Params.of(cfg))
     S, X = shape.fresh("s"), shape.fresh("x")
     nxt, ds = enc.step(S, X, COVERED)
@@ -137,7 +139,7 @@ def bmc(cfg: Config, depth: int, progress: Callable[[int, float, bool], None] | 
     from model.actions import Step
     from model.registry import apply
 
-    shape = Shape(cfg.brokers, cfg.records)
+    shape = Shape.of(cfg)
     enc = Encoding(shape, Params.of(cfg))
     first = initial(cfg) if start is None else start
     states = [encode(shape, first)]
@@ -167,9 +169,12 @@ def bmc(cfg: Config, depth: int, progress: Callable[[int, float, bool], None] | 
             steps = []
             for i in range(k):
                 d = cases[i][model.eval(sels[i], model_completion=True).as_long()]
-                if d.msg is not None:
+                if d.action in ALTER_ACTIONS:
+                    m = alter_decode(shape, model, d.msg, x.zk.partitions[0].topic_id)
+                    args: tuple = (*d.args[:1], m) if d.action == "alter_partition" else (m,)
+                elif d.msg is not None:
                     stop = d.action == "stop_replica"
-                    args: tuple = (stop_decode(shape, model, d.msg, d.args[0]) if stop else req_decode(shape, model, d.msg),)
+                    args = (stop_decode(shape, model, d.msg, d.args[0]) if stop else req_decode(shape, model, d.msg),)
                 elif d.action in FETCH_KINDS:
                     args = (fetch_message(x, *d.args),)
                 else:

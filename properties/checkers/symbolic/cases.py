@@ -22,12 +22,14 @@ class Params:
     records: int = 2
     fence_controller_epoch: bool = True
     fence_broker_epoch: bool = True
+    unclean: bool = False  # unclean.leader.election.enable: with no live ISR member, a live replica leads alone
     # the knobs of the actions a configuration may leave off: 0 leaves the action out of the
     # relation altogether (the configuration never takes it), None takes it unboundedly
     max_pauses: int | None = None
     max_expiries: int | None = None
     preferred_elections: int | None = None
     max_shutdowns: int | None = None
+    alter_partition: int | None = None  # on (not 0): the controller writes the ISR the leader proposes
 
     @property
     def fenced_fetch(self) -> bool:
@@ -47,8 +49,9 @@ class Params:
 
         return cls(cfg.truncation, cfg.min_insync, cfg.max_epoch if bounded else None,
                    cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
-                   getattr(cfg, "fence_broker_epoch", False), knob(cfg.max_pauses), knob(cfg.max_expiries),
-                   knob(cfg.preferred_elections), knob(cfg.max_shutdowns))
+                   getattr(cfg, "fence_broker_epoch", False), cfg.unclean, knob(cfg.max_pauses),
+                   knob(cfg.max_expiries), knob(cfg.preferred_elections), knob(cfg.max_shutdowns),
+                   knob(cfg.alter_partition))
 
 
 @dataclass

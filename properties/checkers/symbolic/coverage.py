@@ -14,8 +14,7 @@ def unsupported(cfg: Config) -> str | None:
     """What ``cfg`` asks for that this encoding does not cover, or None: a proof of an
     encoding that silently ignores part of the model proves nothing.  The actions it leaves
     out are the registry's; the rest are limits of the encoding's shape."""
-    missing = ["unclean election"] if cfg.unclean else []
-    missing += unsupported_features("z3", cfg)
+    missing = unsupported_features("z3", cfg)
     if cfg.fetch_max_records:  # the relation answers a fetch with every record from its offset
         missing.append("fetch answers cut short")
     if cfg.replication_factor:

@@ -14,16 +14,19 @@ _ROLE = {0: "none", 1: "leader", 2: "follower"}
 _FETCH_STATE = {0: "idle", 1: "truncating", 2: "fetching"}
 
 
-def _iv(model: z3.ModelRef, t: Term) -> int:
-    return model.eval(t, model_completion=True).as_long()
+def _iv(model: z3.ModelRef, t: Term) -> int | str:
+    """t's value in ``model``, or "?" where the model does not evaluate it: a term over a
+    quantifier (the HW over AlterPartition's maximal ISR) keeps it."""
+    v = model.eval(t, model_completion=True)
+    return v.as_long() if z3.is_int_value(v) else "?"
 
 
 def _bv(model: z3.ModelRef, t: Term) -> bool:
     return z3.is_true(model.eval(t, model_completion=True))
 
 
-def _entry(value: int, epoch: int) -> str:
-    return f"{chr(96 + value) if 1 <= value <= 26 else value}@{epoch}"
+def _entry(value: int | str, epoch: int | str) -> str:
+    return f"{chr(96 + value) if isinstance(value, int) and 1 <= value <= 26 else value}@{epoch}"
 
 
 def _brokers(model: z3.ModelRef, shape: Shape, bits: list[Term]) -> str:
@@ -40,7 +43,8 @@ def describe_state(model: z3.ModelRef, shape: Shape, s: dict) -> dict[str, str]:
                   f"zk_version {iv(('zkv',))}, live {_brokers(model, shape, [s[('live', x)] for x in range(n)])}")}
     for b in range(n):
         leo = iv(("leo", b))
-        log = " ".join(_entry(iv(("val", b, i)), iv(("ep", b, i))) for i in range(min(max(leo, 0), r)))
+        shown = min(max(leo, 0), r) if isinstance(leo, int) else 0
+        log = " ".join(_entry(iv(("val", b, i)), iv(("ep", b, i))) for i in range(shown))
         fleo = ",".join(str(iv(("fleo", b, x))) for x in range(n))
         out[f"broker {b}"] = (f"{_STATUS.get(iv(('st', b)), '?')} {_ROLE.get(iv(('role', b)), '?')} "
                               f"(leader {iv(('rl', b))}, leader_epoch {iv(('rlep', b))}, zk_version {iv(('rzkv', b))}, "

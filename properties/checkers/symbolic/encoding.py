@@ -18,6 +18,7 @@ from model.state import (
     UNKNOWN,
     UP,
 )
+from properties.checkers.symbolic.alter import AlterPartitionActions
 from properties.checkers.symbolic.cases import Disjunct, Params
 from properties.checkers.symbolic.cases import ite as _ite
 from properties.checkers.symbolic.knobbed import KnobbedActions
@@ -38,9 +39,9 @@ from properties.checkers.symbolic.state import (
 __all__ = ["Disjunct", "Encoding", "Params"]
 
 
-class Encoding(KnobbedActions):
+class Encoding(KnobbedActions, AlterPartitionActions):
     """The transition relation of one shape and parameter set (the actions a configuration
-    turns on by a knob are ``KnobbedActions``')."""
+    turns on by a knob are ``KnobbedActions``' and ``AlterPartitionActions``')."""
 
     def __init__(self, shape: Shape, params: Params) -> None:
         self.shape, self.p = shape, params
@@ -112,13 +113,17 @@ class Encoding(KnobbedActions):
         t[("lai",)] = lai
 
     def advance_hw(self, t: dict, b: int) -> None:
-        """Seed 000 G: hw = min LEO over the ISR, never backwards; commit and acknowledge."""
+        """Seed 000 G: hw = min LEO over the ISR -- the maximal ISR, with a proposed ISR change
+        unanswered (AlterPartition) -- never backwards; commit and acknowledge."""
         n, r = self.n, self.r
         leo = t[("leo", b)]
         new = z3.IntVal(INF)
         for x in range(n):
             lx = leo if x == b else t[("fleo", b, x)]
-            new = z3.If(z3.And(t[("risr", b, x)], lx < new), lx, new)
+            member = t[("risr", b, x)]
+            if self.p.alter_partition != 0:
+                member = z3.Or(member, self.proposed(t, b, x))
+            new = z3.If(z3.And(member, lx < new), lx, new)
         hw = t[("hw", b)]
         moves = new > hw
         enough = count(self._isr_of(t, b)) >= self.p.min_insync
@@ -253,7 +258,10 @@ class Encoding(KnobbedActions):
         return Disjunct("controller_resign", (b,), g, t)
 
     def elect_leader(self, s: dict, c: int, leader: int) -> Disjunct:
-        """``elect_leader`` with ``election_outcomes`` (clean election only) for leader L."""
+        """``elect_leader`` with ``election_outcomes`` for leader L (or -1): a live leader
+        stays with the live ISR; else a live ISR member leads with the live ISR; else, with
+        unclean election, a live replica (AR is every broker) leads alone in the ISR; else
+        the partition is left leaderless with its ISR."""
         n = self.n
         acting = z3.And(s[("st", c)] == UP, s[("isc", c)], s[("ctl",)] == c, s[("bcep", c)] == s[("cep",)])
         g = acting
@@ -263,16 +271,24 @@ class Encoding(KnobbedActions):
         live_isr = [z3.And(isr[x], live[x]) for x in range(n)]
         stopping = [s[("sd", c, x)] for x in range(n)]  # c acts: it is ZooKeeper's controller
         electable = [z3.And(live_isr[x], z3.Not(stopping[x])) for x in range(n)]
+        clean = z3.Or(electable)
+        # unclean.leader.election.enable: with no ISR member to elect, a live replica not
+        # shutting down (AR is every broker) leads alone in the ISR
+        unclean = [z3.And(live[x], z3.Not(stopping[x])) for x in range(n)] if self.p.unclean else []
         leader_live = z3.And(ldr != NO_LEADER, pick(live, ldr, z3.BoolVal(False)))
         some_dead = z3.Or([z3.And(isr[x], z3.Not(live[x])) for x in range(n)])
         if leader == NO_LEADER:
-            case = z3.And(z3.Not(leader_live), z3.Not(z3.Or(electable)), ldr != NO_LEADER)
+            case = z3.And(z3.Not(leader_live), z3.Not(z3.Or(electable + unclean)), ldr != NO_LEADER)
             new_isr = isr
         else:
             keep = z3.And(leader_live, some_dead, ldr == leader)
             move = z3.And(z3.Not(leader_live), electable[leader])
             case = z3.Or(keep, move)
-            new_isr = [z3.If(leader_live, live_isr[x], electable[x]) for x in range(n)]
+            elected = electable
+            if unclean:
+                case = z3.Or(case, z3.And(z3.Not(leader_live), z3.Not(clean), unclean[leader]))
+                elected = [z3.If(clean, electable[x], z3.BoolVal(x == leader)) for x in range(n)]
+            new_isr = [z3.If(leader_live, live_isr[x], elected[x]) for x in range(n)]
         t = dict(s)
         lep, zkv = s[("lep",)] + 1, s[("zkv",)] + 1
         t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(leader), lep, zkv
@@ -468,6 +484,9 @@ class Encoding(KnobbedActions):
         return t
 
     def _leading(self, s: dict, b: int) -> Term:
+        """b leads and writes its ISR itself: with AlterPartition only the controller writes."""
+        if self.p.alter_partition != 0:
+            return z3.BoolVal(False)
         return z3.And(s[("st", b)] == UP, s[("role", b)] == LEADER)
 
     def shrink_isr(self, s: dict, b: int, f: int) -> Disjunct:
@@ -504,6 +523,7 @@ class Encoding(KnobbedActions):
                     self.produce(s, b), self.isr_update_failed(s, b)]
             out += [self.elect_leader(s, b, ld) for ld in [NO_LEADER, *range(n)]]
             out += self.knobbed(s, b)
+            out += self.alter_cases(s, b)
             out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:

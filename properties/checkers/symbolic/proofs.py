@@ -11,11 +11,13 @@ import z3
 
 from model.config import Config
 from model.state import (
+    ALTER_RESPONSE,
     DOWN,
     FOLLOWER,
     LEADER,
     NO_LEADER,
     NONE,
+    OK,
     PAUSED,
     UP,
     initial,
@@ -147,6 +149,29 @@ def lemma_led_history(shape: Shape, s: dict) -> Term:
     return z3.And(parts)
 
 
+def lemma_alter_messages_match_zk(shape: Shape, s: dict) -> Term:
+    """Every AlterPartition message in flight is of an epoch ZooKeeper has reached -- of its
+    leader, if the current one -- with its leader in its ISR; and an accepted answer
+    carrying ZooKeeper's current version is of the current epoch, with ZooKeeper's ISR -- so
+    the leader that takes it holds the version only as ``zk_version_owner`` says.  And a
+    leader in ZooKeeper's current epoch is ZooKeeper's leader (what a proposal inherits).
+    (True of a shape without AlterPartition.)"""
+    if not shape.alter:
+        return z3.BoolVal(True)
+    A, n = shape.alt, shape.n
+    m = z3.Const("qa_alt", A)
+    isr = [getattr(A, f"aisr{x}")(m) for x in range(n)]
+    current = z3.And(A.akind(m) == ALTER_RESPONSE, A.aerr(m) == OK, A.azkv(m) == s[("zkv",)])
+    messages = z3.ForAll([m], z3.Implies(s[("alt",)][m], z3.And(
+        A.aleader(m) >= 0, A.aleader(m) < n, pick(isr, A.aleader(m), z3.BoolVal(False)),
+        A.alepoch(m) <= s[("lep",)], A.azkv(m) <= s[("zkv",)],
+        z3.Implies(A.alepoch(m) == s[("lep",)], A.aleader(m) == s[("ldr",)]),
+        z3.Implies(current, z3.And(A.alepoch(m) == s[("lep",)], *[isr[x] == s[("isr", x)] for x in range(n)])))))
+    leaders = [z3.Implies(z3.And(s[("role", b)] == LEADER, s[("rlep", b)] == s[("lep",)]), s[("ldr",)] == b)
+               for b in range(n)]
+    return z3.And(messages, *leaders)
+
+
 def lemma_controller_unique(shape: Shape, s: dict) -> Term:
     """Stated as the property itself; it is inductive together with the epoch bounds."""
     return prop_single_controller(shape, s)
@@ -175,6 +200,7 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "known_epochs_bounded": lemma_known_epochs_bounded,
     "zk_version_owner": lemma_zk_version_owner,
     "led_history": lemma_led_history,
+    "alter_messages_match_zk": lemma_alter_messages_match_zk,
 }
 
 
@@ -198,6 +224,7 @@ USES = {  # which lemmas each goal's proof leans on (all are proved together, by
     "one_leader_per_epoch": ("led_history", "requests_agree", "requests_match_zk"),
     "single_controller": ("known_epochs_bounded", "requests_match_zk"),
     "epoch_monotonic": (),
+    "alter_messages_match_zk": ("leader_in_own_isr", "known_epochs_bounded", "requests_match_zk"),
     "q3_stale_leader_frozen": ("well_typed", "known_epochs_bounded", "zk_version_owner"),
 }
 
@@ -225,7 +252,7 @@ class _Induction:
     together; the first failing action's model is kept as a readable CTI."""
 
     def __init__(self, cfg: Config, n: int, timeout_ms: int, encoding: type[Encoding]) -> None:
-        self.shape = Shape(n, cfg.records)
+        self.shape = Shape.of(cfg, n)
         self.enc = encoding(self.shape, Params.of(cfg, bounded=False))
         self.S = self.shape.fresh("s")
         self.init = encode(self.shape, initial(_with_brokers(cfg, n)))

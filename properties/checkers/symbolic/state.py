@@ -12,6 +12,7 @@ from model.config import Config
 from model.state import (
     FETCH_REQUEST,
     FETCH_RESPONSE,
+    AlterPartition,
     Entry,
     Fetch,
     LeaderAndIsr,
@@ -49,22 +50,43 @@ def stop_sort() -> z3.DatatypeSortRef:
     return d.create()
 
 
+def alter_sort(n: int) -> z3.DatatypeSortRef:
+    """An AlterPartition message -- a leader's proposal or the controller's answer -- as a z3
+    record (one partition and one incarnation of its topic, so neither is a field)."""
+    d = z3.Datatype(f"Alter{n}")
+    fields = [("akind", z3.IntSort()), ("aleader", z3.IntSort()), ("alepoch", z3.IntSort())]
+    fields += [(f"aisr{x}", z3.BoolSort()) for x in range(n)]
+    fields += [("azkv", z3.IntSort()), ("abep", z3.IntSort()), ("aerr", z3.IntSort())]
+    d.declare("alter", *fields)
+    return d.create()
+
+
 @dataclass
 class Shape:
-    """The fixed dimensions of an encoding: brokers, log slots, and the request sorts."""
+    """The fixed dimensions of an encoding: brokers, log slots, and the request sorts --
+    with ``alter``, also the set of AlterPartition messages in flight (a configuration
+    without AlterPartition has none, so its states leave the set out)."""
 
     n: int
     r: int
+    alter: bool = True
     req: z3.DatatypeSortRef = field(init=False)
     stop: z3.DatatypeSortRef = field(init=False)
+    alt: z3.DatatypeSortRef = field(init=False)
 
     def __post_init__(self) -> None:
         self.req = req_sort(self.n)
         self.stop = stop_sort()
+        self.alt = alter_sort(self.n)
+
+    @classmethod
+    def of(cls, cfg: Config, n: int | None = None) -> Shape:
+        """The shape of ``cfg``'s states, at ``n`` brokers (default: the configuration's)."""
+        return cls(cfg.brokers if n is None else n, cfg.records, bool(cfg.alter_partition))
 
     def keys(self) -> Iterator[tuple[tuple, str]]:
         """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'T' StopReplica
-        set, 'L' epoch set)."""
+        set, 'A' AlterPartition set, 'L' epoch set)."""
         n, r = self.n, self.r
         for k in ("ctl", "cep", "zxid", "ldr", "lep", "zkv", "stale", "ledmax", "produced", "crashes", "pauses",
                   "expiries", "prefs", "shutdowns"):
@@ -100,6 +122,8 @@ class Shape:
         yield ("lai",), "S"
         for b in range(n):
             yield ("stops", b), "T"  # the StopReplica requests in flight to b
+        if self.alter:
+            yield ("alt",), "A"  # the AlterPartition proposals and answers in flight
 
     def fresh(self, prefix: str) -> dict:
         out: dict = {}
@@ -113,6 +137,8 @@ class Shape:
                 out[key] = z3.Array(name, self.req, z3.BoolSort())
             elif sort == "T":
                 out[key] = z3.Array(name, self.stop, z3.BoolSort())
+            elif sort == "A":
+                out[key] = z3.Array(name, self.alt, z3.BoolSort())
             else:
                 out[key] = z3.Array(name, z3.IntSort(), z3.BoolSort())
         return out
@@ -219,7 +245,31 @@ def encode(shape: Shape, s: State) -> dict:
             if m.to == b:
                 stops = z3.Store(stops, shape.stop.stop(m.leader_epoch, m.controller_epoch), True)
         out[("stops", b)] = stops
+    assert shape.alter or not s.alter_partition, "AlterPartition messages in a shape without them"
+    if shape.alter:
+        assert all(m.partition == 0 and m.topic_id == zn.topic_id for m in s.alter_partition), "one incarnation"
+        alt = z3.K(shape.alt, z3.BoolVal(False))
+        for m in s.alter_partition:
+            alt = z3.Store(alt, alter_value(shape, m), True)
+        out[("alt",)] = alt
     return out
+
+
+def alter_value(shape: Shape, m: AlterPartition) -> Term:
+    isr = [z3.BoolVal(x in m.isr) for x in range(shape.n)]
+    return shape.alt.alter(m.kind, m.leader, m.leader_epoch, *isr, m.zk_version, m.broker_epoch, m.error)
+
+
+def alter_decode(shape: Shape, model: z3.ModelRef, m: Term, topic_id: int) -> AlterPartition:
+    """An AlterPartition constant's value in a z3 model, as the explicit model's message."""
+    A = shape.alt
+
+    def iv(t: Term) -> int:
+        return model.eval(t, model_completion=True).as_long()
+
+    isr = tuple(x for x in range(shape.n) if z3.is_true(model.eval(getattr(A, f"aisr{x}")(m), model_completion=True)))
+    return AlterPartition(iv(A.akind(m)), iv(A.aleader(m)), 0, iv(A.alepoch(m)), isr, iv(A.azkv(m)), iv(A.abep(m)),
+                          iv(A.aerr(m)), topic_id)
 
 
 def req_value(shape: Shape, m: LeaderAndIsr) -> Term:
@@ -258,3 +308,4 @@ def fetch_message(s: State, f: int, ld: int) -> Fetch:
 
 
 FETCH_KINDS = {"handle_fetch": FETCH_REQUEST, "receive_fetch": FETCH_RESPONSE}
+ALTER_ACTIONS = ("alter_partition", "apply_isr")  # the actions that take an AlterPartition message
