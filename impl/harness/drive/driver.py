@@ -490,7 +490,7 @@ class Driver:
     def _release_control(self, f: Frame, own: LeaderAndIsr | None = None, again: bool = False) -> None:
         """Deliver a held control request (``again``: a released one a second time), and, for a
         LeaderAndISR, hold what its broker records and answers to the model's answer for each
-        partition it names (``answers``), judged in the model state it is delivered in.  A
+        partition it names (``drive.answers``), judged in the model state it is delivered in.  A
         partition's request the model holds (``own``: the run's step's) is judged in full; one
         it does not (forgotten as stale for ever, or one the model sends as several) only
         where the model calls it a repetition: the fields of the frame do not say the broker
@@ -505,7 +505,7 @@ class Driver:
             m = own if own is not None and _partition_of(e) == own.partition else self._model_request(f, e)
             if m is None or self.s.brokers[f.dst].status != UP:
                 continue
-            if own is not None and m is own or m in self.s.leader_and_isr:
+            if m is own or m in self.s.leader_and_isr:
                 wants[m.partition] = (expected_answer(self.s, self.cfg, m), True)
             elif repeats(self.s, m):
                 wants[m.partition] = (TAKEN, False)
