@@ -110,6 +110,8 @@ def summarize(kind: str, body: dict[str, Any]) -> dict[str, Any]:
         return {k: body.get(k) for k in ("topic", "partition", "leader_epoch", "replica_id")}
     if kind == "epoch_lookup_response":
         return {k: body.get(k) for k in ("leader_epoch", "end_offset")}
+    if kind == "control_response" and body.get("partitions"):  # a LeaderAndISR's [topic, partition, error]
+        return {"partitions": [list(x) for x in body["partitions"]]}
     return {}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from impl.node.log import PartitionLog, Record
 from impl.node.producer_state import NO_PRODUCER
 from impl.node.tracing import value_digest
+from impl.node.truncation import hw_truncation_point
 from traces import events
 from traces.events import Event
 from traces.recorder import TraceRecorder
@@ -148,7 +149,7 @@ class Replica:
         self.follower_leo, self.last_caught_up, self.last_fetch = {}, {}, {}
         params = self._control_params(st)
         if rule == "hw":
-            truncated_to = min(self.hw, self.leo)  # seed 000 C: "truncate the log to r.hw"
+            truncated_to = hw_truncation_point(self.hw, self.leo)
             self.log.truncate_to(truncated_to)
             params["truncated_to"] = truncated_to
             self.needs_epoch_lookup = False

@@ -37,6 +37,14 @@ from typing import Any
 from conformance.judge.replay import judge
 from conformance.judge.words import DIFFERS, REFINEMENT
 from conformance.spark.order import causal_order, split_groups
+from impl.harness.drive.answers import (
+    RECEIPTS,
+    TAKEN,
+    Answer,
+    answer_mismatch,
+    expected_answer,
+    repeats,
+)
 from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster, answer_bytes
 from impl.harness.drive.operations import OPERATIONS, Divergence
 from impl.harness.drive.paths import ModelRun, brokers_needed, step_of
@@ -46,7 +54,7 @@ from model.actions import Step
 from model.config import Config, named
 from model.export.render import describe
 from model.registry import apply
-from model.state import LeaderAndIsr, State, StopReplica, initial
+from model.state import UP, LeaderAndIsr, State, StopReplica, initial
 from properties.safety import all_violations
 
 FOLLOWED, DIVERGED, REPRODUCED, REFUSED = "followed", "diverged", "reproduced", "model_refused"
@@ -411,7 +419,7 @@ class Driver:
                      if not match(x)]
             if older:
                 first = min(older, key=lambda x: x.id)
-                relay.release(first.id)
+                self._release_control(first)
                 self._take_delivered(first)
         raise Divergence(f"no {kind} from {src} to {dst} held within {self.step_timeout:.0f}s", what)
 
@@ -439,19 +447,19 @@ class Driver:
         for _ in range(10):
             f = relay.wait_held("leader_and_isr", dst=m.to, match=wanted, timeout=1.0)
             if f is not None:
-                relay.release(f.id)
+                self._release_control(f, own=m)
                 self._take_delivered(f, m)
                 return
             again = [x for x in relay.frames if x.kind == "leader_and_isr" and x.dst == m.to
                      and x.state == "released" and wanted(x)]
             if again:  # the model's message was delivered before: deliver it a second time
-                relay.duplicate(again[-1].id)
+                self._release_control(again[-1], own=m, again=True)
                 return
             older = relay.held("leader_and_isr", dst=m.to) + relay.held("stop_replica", dst=m.to)
             if not older:
                 continue
             first = min(older, key=lambda x: x.id)
-            relay.release(first.id)
+            self._release_control(first)
             self._take_delivered(first)
         raise Divergence(f"no LeaderAndISR to broker {m.to} with leader {m.leader} and leader epoch "
                          f"{epoch} (model {m.leader_epoch}) in flight",
@@ -475,9 +483,89 @@ class Driver:
             older = relay.held("leader_and_isr", dst=m.to) + relay.held("stop_replica", dst=m.to)
             if older:
                 first = min(older, key=lambda x: x.id)
-                relay.release(first.id)
+                self._release_control(first)
                 self._take_delivered(first)
         raise Divergence(f"no StopReplica (delete {m.delete}) to broker {m.to} in flight", f"deliver {m}")
+
+    def _release_control(self, f: Frame, own: LeaderAndIsr | None = None, again: bool = False) -> None:
+        """Deliver a held control request (``again``: a released one a second time), and, for a
+        LeaderAndISR, hold what its broker records and answers to the model's answer for each
+        partition it names (``drive.answers``), judged in the model state it is delivered in.  A
+        partition's request the model holds (``own``: the run's step's) is judged in full; one
+        it does not (forgotten as stale for ever, or one the model sends as several) only
+        where the model calls it a repetition: the fields of the frame do not say the broker
+        registration or incarnation it was meant for, and its refusal for those is judged
+        by the trace judge."""
+        relay = self.cluster.relay
+        if f.kind != "leader_and_isr":
+            relay.release(f.id)
+            return
+        wants: dict[int, tuple[Answer, bool]] = {}
+        for e in f.summary.get("partitions") or []:
+            m = own if own is not None and _partition_of(e) == own.partition else self._model_request(f, e)
+            if m is None or self.s.brokers[f.dst].status != UP:
+                continue
+            if m is own or m in self.s.leader_and_isr:
+                wants[m.partition] = (expected_answer(self.s, self.cfg, m), True)
+            elif repeats(self.s, m):
+                wants[m.partition] = (TAKEN, False)
+        mark = max((e["seq"] for e in self.cluster.events() if e["node"] == f.dst), default=-1)
+        (relay.duplicate if again else relay.release)(f.id)
+        if not wants:
+            return
+        response = None if again else self._control_answer(f)
+        for p, (want, held) in wants.items():
+            e = next(x for x in f.summary["partitions"] if _partition_of(x) == p)
+            # recorded before the answer is sent: with the answer seen, no later refusal comes
+            refusals = self._refusals(f, e, mark, 0.0 if response is not None else 2.0 if want.refusal else 0.5)
+            if not held:  # only a refusal for the leader epoch is a repetition refused
+                refusals = [x for x in refusals if (x.get("params") or {}).get("reason") == "stale_leader_epoch"]
+            did = answer_mismatch(want, refusals, response if held else None, TOPIC, p)
+            if did is not None:
+                said = f"refused ({want.refusal}, error {want.error})" if want.refusal else "taken, no refusal"
+                raise Divergence(f"broker {f.dst} {did} for LeaderAndISR {_frame_args(f, e)}",
+                                 f"the request {said}, as the model answers it")
+
+    def _model_request(self, f: Frame, e: dict[str, Any]) -> LeaderAndIsr | None:
+        """The model's message a LeaderAndISR frame's entry is: the one the model holds, else
+        one rebuilt for the broker's registration and replica incarnation now."""
+        p, epoch = _partition_of(e), int(e.get("leader_epoch", -1)) - self.shift
+        if not isinstance(p, int) or p >= len(self.s.brokers[f.dst].replicas):
+            return None
+        for m in self.s.leader_and_isr:
+            if m.to == f.dst and m.partition == p and m.leader == e.get("leader") \
+                    and m.leader_epoch == epoch and m.controller_epoch == f.summary.get("controller_epoch"):
+                return m
+        broker = self.s.brokers[f.dst]
+        return LeaderAndIsr(f.dst, p, int(e.get("leader", -1)), epoch, tuple(e.get("isr") or ()),
+                            int(e.get("zk_version", -1)), int(f.summary.get("controller_epoch") or 0),
+                            broker.broker_epoch, broker.replicas[p].topic_id)
+
+    def _control_answer(self, f: Frame) -> dict[str, Any]:
+        """The summary of a broker's answer to a released control request."""
+        deadline = time.monotonic() + self.step_timeout
+        while time.monotonic() < deadline:
+            for x in reversed(self.cluster.relay.frames):
+                if x.id > f.id and x.kind == "control_response" and x.conn == f.conn \
+                        and x.correlation_id == f.correlation_id:
+                    return x.summary
+            time.sleep(0.05)
+        raise Divergence(f"broker {f.dst} did not answer {f.describe()} within {self.step_timeout:.0f}s",
+                         "an answer to the LeaderAndISR")
+
+    def _refusals(self, f: Frame, e: dict[str, Any], mark: int, wait: float) -> list[dict[str, Any]]:
+        """The refusals broker ``f.dst`` recorded, after event ``mark``, for the entry ``e`` of
+        LeaderAndISR ``f``, waiting up to ``wait`` seconds for it to record the entry at all."""
+        deadline = time.monotonic() + wait
+        while True:
+            mine = [x for x in self.cluster.events()
+                    if x["node"] == f.dst and x["seq"] > mark and x["kind"] in RECEIPTS
+                    and x.get("partition") == _partition_of(e)
+                    and (x.get("params") or {}).get("leader_epoch") == e.get("leader_epoch")
+                    and (x.get("params") or {}).get("controller_epoch") == f.summary.get("controller_epoch")]
+            if mine or time.monotonic() >= deadline:
+                return [x for x in mine if x["kind"] == "reject_leader_and_isr"]
+            time.sleep(0.05)
 
     def _take_delivered(self, f: Frame, step_is: LeaderAndIsr | StopReplica | None = None) -> None:
         """The model steps a delivered request is, taken in the driver's state: one per
