@@ -471,10 +471,18 @@ def rows_tables(kinds: dict[str, Any], ids: dict[int, int]) -> tuple[Any, ...]:
     return kinds, ids, STRINGS, HARNESS, UNSEEN, _HANDLE_FETCH, _PRODUCE, NO_STEP
 
 
-@functools.cache
 def _rows_entry() -> Any:
     """``rows.c``'s ``epochal_rows``, or None where the interpreter has no C headers (its
-    rows are then written in Python, the same ints) or there are no C sources."""
+    rows are then written in Python, the same ints) or there are no C sources.  A build
+    that fails raises (a broken source tree), every time, but is tried once a process."""
+    built = _rows_built()
+    if isinstance(built, NativeUnavailable):
+        raise built
+    return built
+
+
+@functools.cache
+def _rows_built() -> Any:
     include = Path(sysconfig.get_paths()["include"])
     if not (include / "Python.h").is_file() or not ROWS_SOURCE.is_dir():
         return None
@@ -483,6 +491,8 @@ def _rows_entry() -> Any:
         lib = ctypes.PyDLL(str(compiled("epochal-rows", flags, ".so", ROWS_SOURCE)))
     except NoCompiler:
         return None
+    except NativeUnavailable as exc:
+        return exc
     fn = lib.epochal_rows
     fn.restype = ctypes.c_ssize_t
     fn.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
