@@ -127,3 +127,17 @@ def test_an_event_of_any_field_value_gets_the_python_sides_row() -> None:
         groups += [[*group[:e_at], odd, *group[e_at + 1:]] for odd in odd_events]
     rows, written = _same_rows(groups)
     assert written > 0.5 * rows
+
+
+def test_the_row_writer_is_shipped_with_the_package() -> None:
+    """The package data (pyproject.toml, globs in the package's directory, as setuptools
+    reads them: a ``*`` stays in its directory) takes ``rows.c``: an installed epochal
+    builds it from what it was shipped (without it every row is written in Python, slower)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["properties"]
+    shipped = {p for pattern in patterns for p in (root / "properties").glob(pattern)}
+    units = [p for p in compiled_batch.ROWS_SOURCE.iterdir() if p.suffix == ".c"]
+    assert [p.name for p in units] == ["rows.c"]
+    assert {p.resolve() for p in units} <= {p.resolve() for p in shipped}
