@@ -17,7 +17,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+import sysconfig
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from conformance.judge.observation import (
@@ -35,7 +37,7 @@ from model.actions.views import ERRORS, FENCED
 from model.config import Config
 from model.registry import ACTIONS
 from model.state import NO_LEADER, OUT_OF_RANGE, ROLE_NAMES
-from properties.checkers.native import SOURCE_DIR, NativeUnavailable, NoCompiler
+from properties.checkers.native import SOURCE_DIR, STRICT, NativeUnavailable, NoCompiler, compiled
 from properties.checkers.native_step import (
     CAPACITIES,
     CompiledStep,
@@ -170,7 +172,13 @@ def _plans() -> dict[str, tuple[int, Any]]:
                     _ID if spec.name == "leader" else _ID_LIST if spec.name == "isr" else _PLAIN)
                    for spec in POST.get(kind, ()) if "post." + spec.name in KEYS]
         plans[kind] = (ACTIONS_TAKEN[action], _filler(fields))
+        ROW_FIELDS[kind] = (ACTIONS_TAKEN[action], tuple(fields))
     return plans
+
+
+ROW_FIELDS: dict[str, tuple[int, tuple[tuple[bool, str, int, int], ...]]] = {}
+"""Per kind of ``_plans``: the action and its fields as ``_filler`` reads them (in the
+params or the post, name, key, how), the plan ``native/rows/rows.c`` writes a row by."""
 
 
 def _filler(fields: list[tuple[bool, str, int, int]]) -> Any:
@@ -377,6 +385,14 @@ class CompiledSearch:
             bits.append(sum(1 << b for b in brokers))
         return [numbers[0], numbers[1], bits[0], numbers[2], bits[1]]
 
+    def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> None:
+        """The rows of ``events[first:]`` (``first``: the next event without a row) written
+        in C (``rows_written``), up to the first whose row is ``event_row``'s caller's to
+        write: as many rows as ``add`` would get from ``event_row``, the same ints."""
+        write = _rows_entry()
+        if write is not None:
+            write(events, first, tables, self.ids, self.keys, self.flat, self.at)
+
     def forget_after(self, i: int) -> None:
         """Forget the rows of the events after ``i`` (written with numbers since renumbered)."""
         del self.at[i + 1:]
@@ -442,6 +458,50 @@ class CompiledSearch:
             after.append(Hypothesis(_parts().decoded(out[at:at + outlens[h]], hyps[0].state), bool(outspec[h])))
             at += outlens[h]
         return judged, after
+
+
+ROWS_SOURCE = SOURCE_DIR / "rows"
+"""``rows.c``: each event's row written from the decoded event, built on its own (it reads
+Python objects, so against the running interpreter's headers)."""
+
+
+def rows_tables(kinds: dict[str, Any], ids: dict[int, int]) -> tuple[Any, ...]:
+    """What ``rows.c`` reads a judgement's rows with: per kind, None (a row of no step) or
+    its ``ROW_FIELDS``; the broker-id map; the strings of a view; its numbers."""
+    return kinds, ids, STRINGS, HARNESS, UNSEEN, _HANDLE_FETCH, _PRODUCE, NO_STEP
+
+
+def _rows_entry() -> Any:
+    """``rows.c``'s ``epochal_rows``, or None where the interpreter has no C headers (its
+    rows are then written in Python, the same ints) or there are no C sources.  A build
+    that fails raises (a broken source tree), every time, but is tried once a process."""
+    built = _rows_built()
+    if isinstance(built, NativeUnavailable):
+        raise built
+    return built
+
+
+@functools.cache
+def _rows_built() -> Any:
+    include = Path(sysconfig.get_paths()["include"])
+    if not (include / "Python.h").is_file() or not ROWS_SOURCE.is_dir():
+        return None
+    flags = ("-O2", *STRICT, "-shared", "-fPIC", f"-I{include}")
+    try:
+        lib = ctypes.PyDLL(str(compiled("epochal-rows", flags, ".so", ROWS_SOURCE)))
+    except NoCompiler:
+        return None
+    except NativeUnavailable as exc:
+        return exc
+    fn = lib.epochal_rows
+    fn.restype = ctypes.c_ssize_t
+    fn.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
+    return fn
+
+
+def rows_written() -> bool:
+    """Whether the rows are written in C here (``_rows_entry``)."""
+    return _rows_entry() is not None
 
 
 @functools.cache

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from conformance.judge.compiled import stepper
 from conformance.judge.compiled_batch import MAX_STATES as MAX_COMPILED_STATES
-from conformance.judge.compiled_batch import NO_STEP_ROW, CompiledSearch
+from conformance.judge.compiled_batch import NO_STEP_ROW, ROW_FIELDS, CompiledSearch, rows_tables
 from conformance.judge.compiled_batch import available as batch_available
 from conformance.judge.compiled_batch import unsupported as batch_unsupported
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
@@ -345,9 +345,12 @@ class TraceJudge:
         """``verdict`` with runs of events judged by the compiled search (``compiled_batch``),
         and each event it does not take, or declines, by ``_event``."""
         events, i, at = self.events, 0, batch.at
+        tables = rows_tables(_ROWS_IN_C, self.ids)
         while i < len(events):
             end = i
             while end < len(events):
+                if end == len(at) and self.shift == _NO_SHIFT:  # (renumbered rows: ``_row``'s)
+                    batch.write_rows(events, end, tables)
                 k = at[end] if end < len(at) else batch.add(self._row(end, events[end], batch))
                 if k < 0:
                     break
@@ -452,6 +455,10 @@ _ROW_KINDS = {kind: _NO_STEP if kind not in REPLAYED else _SCOPED_STEP if kind i
 """How ``_row`` takes an event of each kind: as ``_event`` only (an unknown kind, and a
 refusal, whose numbers are read against the states before it), as no step (informational),
 as no step unless it concerns the group's partition (``_SCOPED``), as a step."""
+_ROWS_IN_C = {kind: None if how == _NO_STEP else ROW_FIELDS[kind] for kind, how in _ROW_KINDS.items()
+              if how == _NO_STEP or (how == _STEP and kind in ROW_FIELDS)}
+"""The kinds whose rows ``CompiledSearch.write_rows`` writes as ``_row`` does: no step, or
+a step of a fixed action (``ROW_FIELDS``); the others' rows are ``_row``'s."""
 
 
 def _concerns(e: Event, key: tuple[str, int] | None) -> bool:
