@@ -39,7 +39,7 @@ from traces.synthetic import generate_run
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
 
-def _split(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def groups_by_partition(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Per run, in causal order (``causal_order`` orders one run), per (topic, partition)."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for e in events:
@@ -60,12 +60,12 @@ def corpus() -> list[list[dict[str, Any]]]:
     """12 runs of the benchmark's corpus, and mutants of the first ones."""
     _built()
     runs = [generate_run(f"bench-{i:07d}", **fresh_shape(i)) for i in range(12)]
-    groups = [g for run in runs for g in _split(run)]
+    groups = [g for run in runs for g in groups_by_partition(run)]
     for _, mutate in sorted(MUTATIONS.items()):
         for k, run in enumerate(runs[:3]):
             mutant = mutate(run, random.Random(k))
             if mutant is not None:
-                groups += _split(mutant)
+                groups += groups_by_partition(mutant)
     return groups
 
 
@@ -73,7 +73,7 @@ def corpus() -> list[list[dict[str, Any]]]:
 def recorded() -> list[list[dict[str, Any]]]:
     _built()
     runs = sorted(p for p in (DATA / "recorded").iterdir() if p.is_dir())
-    return _split(read_traces(runs).events) + _split(read_traces([DATA / "nonconforming"]).events)
+    return groups_by_partition(read_traces(runs).events) + groups_by_partition(read_traces([DATA / "nonconforming"]).events)
 
 
 def test_the_compiled_judge_gives_the_python_judges_verdicts_on_the_benchmark_corpus(corpus) -> None:

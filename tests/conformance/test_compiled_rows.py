@@ -22,19 +22,12 @@ import conformance.judge.compiled_batch as compiled_batch
 import conformance.judge.replay as replay
 from bench.bench_conformance import fresh_shape
 from conformance.mutations import MUTATIONS
-from conformance.spark.order import causal_order, split_groups
 from properties.checkers.native import NoCompiler
+from tests.conformance.test_compiled_judge import groups_by_partition
 from traces.reader import read_traces
 from traces.synthetic import generate_run
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
-
-
-def _split(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for e in events:
-        runs.setdefault(e["run"], []).append(e)
-    return [group for _, run in sorted(runs.items()) for group in split_groups(causal_order(run)[0]).values()]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -93,18 +86,18 @@ def _same_rows(groups: list[list[dict[str, Any]]]) -> tuple[int, int]:
 
 def test_rows_written_in_c_are_the_python_sides_on_the_benchmark_corpus_and_its_mutants() -> None:
     runs = [generate_run(f"bench-{i:07d}", **fresh_shape(i)) for i in range(8)]
-    groups = [g for run in runs for g in _split(run)]
+    groups = [g for run in runs for g in groups_by_partition(run)]
     for _, mutate in sorted(MUTATIONS.items()):
         mutant = mutate(runs[0], random.Random(0))
         if mutant is not None:
-            groups += _split(mutant)
+            groups += groups_by_partition(mutant)
     rows, written = _same_rows(groups)
     assert written > 0.9 * rows, f"the C wrote {written} of {rows} rows: it leaves most to Python"
 
 
 def test_rows_written_in_c_are_the_python_sides_on_the_recorded_traces() -> None:
     runs = sorted(p for p in (DATA / "recorded").iterdir() if p.is_dir())
-    rows, written = _same_rows(_split(read_traces(runs).events) + _split(read_traces([DATA / "nonconforming"]).events))
+    rows, written = _same_rows(groups_by_partition(read_traces(runs).events) + groups_by_partition(read_traces([DATA / "nonconforming"]).events))
     assert written > 0.5 * rows, f"the C wrote {written} of {rows} rows"
 
 
@@ -116,7 +109,7 @@ ids no broker has, records of odd parts and values (an unhashable one among them
 
 
 def test_an_event_of_any_field_value_gets_the_python_sides_row() -> None:
-    group = next(g for g in _split(generate_run("bench-0000003", **fresh_shape(3))) if len(g) > 40)[:40]
+    group = next(g for g in groups_by_partition(generate_run("bench-0000003", **fresh_shape(3))) if len(g) > 40)[:40]
     groups = []
     for e_at in sorted(random.Random(1).sample(range(len(group)), 5)):
         e = group[e_at]
