@@ -112,13 +112,14 @@ WRITES = re.compile(r"(?:--out|>) (\S+)")
 
 
 def chain(command: Command) -> list[Command]:
-    """The commands of its page that ``command`` reads the output of (``--out X``, ``> X``),
-    each after what it reads in turn, then ``command``: what it needs to run as written."""
+    """The commands of its page that ``command`` reads the output of (``--out X``, ``> X``;
+    read as an argument or as a variable's value, ``VAR=X``), each after what it reads in
+    turn, then ``command``: what it needs to run as written."""
     earlier = COMMANDS[:COMMANDS.index(command)]
     own = set(WRITES.findall(command.text))
     for writer in reversed(earlier):
         written = set(WRITES.findall(writer.text)) - own
-        if writer.page == command.page and any(re.search(rf"(^|\s){re.escape(w)}(/|\s|$)", command.text)
+        if writer.page == command.page and any(re.search(rf"(^|[\s=]){re.escape(w)}(/|\s|$)", command.text)
                                                for w in written):
             return [*chain(writer), command]
     return [command]
