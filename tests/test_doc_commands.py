@@ -49,7 +49,7 @@ RULES: list[tuple[str, str]] = [
     (r"drive --engine kafka", "real Kafka: tests/impl/harness/test_kafka_drive_real.py drives leader_kill_isr at ibp-2.6"),
     (r"chaos --engine kafka", "real Kafka: tests/impl/harness/test_kafka_chaos.py runs these seeds and durations"),
     (r"epochal chaos --seed 1 --duration (60|35)", "a chaos run of a minute: tests/impl/test_chaos*.py"),
-    (r"epochal chaos --client confluent --seed 5 --duration 12",
+    (r"epochal chaos (--client confluent --seed 5 --duration 12|--seed 5 --duration 12 --client confluent)",
      "seed 5 for 12 s through each client: tests/impl/harness/test_chaos.py (test_kafka_clients_...)"),
     (r"epochal check --config design\s+#", DEFAULT),
     (r"epochal package-job --out dist/job$", DEFAULT),
