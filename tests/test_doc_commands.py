@@ -55,6 +55,9 @@ RULES: list[tuple[str, str]] = [
     (r"epochal package-job --out dist/job$", DEFAULT),
     (r"--native|--brokers 3", "a three-broker search: tests/properties/test_*three* (slow)"),
     (r"--budget (300|600)|--partition-changes 2", "a generated drive of five minutes or more"),
+    (r"drive --config (design|kip320) --scenario kafka_1211\s",
+     "KAFKA-1211 driven under the design and kip320: tests/impl/harness/test_drive.py runs both "
+     "(the default suite), with their exit codes"),
     (r"drive --config kip320 --generate transitions --budget 120",
      "kip320's generated cases: tests/impl/harness/test_drive.py drives them with a preferred election "
      "allowed (every pair of these and one more) and checks each pair covered and followed"),
