@@ -48,7 +48,10 @@ RULES: list[tuple[str, str]] = [
      "real Kafka from Maven Central: tests/conformance/kafka/test_record_real.py records and judges such runs"),
     (r"drive --engine kafka", "real Kafka: tests/impl/harness/test_kafka_drive_real.py drives leader_kill_isr at ibp-2.6"),
     (r"chaos --engine kafka", "real Kafka: tests/impl/harness/test_kafka_chaos.py runs these seeds and durations"),
-    (r"epochal chaos --seed 1 --duration (60|35)", "a chaos run of a minute: tests/impl/test_chaos*.py"),
+    (r"epochal chaos --seed 1 --duration (60|22 --admin)", "the chaos runs of tests/impl/harness/test_chaos.py (60 s) and test_chaos_admin.py (22 s, --admin)"),
+    (r"epochal chaos --seed 6 --duration 8 --acks 1\s|epochal chaos --seed 21 --duration 10 --unclean-leader-election\s",
+     "acks=1 (seed 6, 8 s) and unclean election (seed 21, 10 s) losing writes with their causes named: "
+     "tests/impl/harness/test_chaos.py runs both seeds at these durations (exit 1)"),
     (r"epochal chaos (--client confluent --seed 5 --duration 12|--seed 5 --duration 12 --client confluent)",
      "seed 5 for 12 s through each client: tests/impl/harness/test_chaos.py (test_kafka_clients_...)"),
     (r"epochal check --config design\s+#", DEFAULT),
