@@ -12,7 +12,6 @@ from dataclasses import replace
 import pytest
 import z3
 
-from impl.harness.cli.main import main
 from model.actions import Step
 from model.config import named
 from properties.checkers.bfs import replay
@@ -22,33 +21,11 @@ from properties.checkers.symbolic import (
     Encoding,
     bmc,
     differential,
-    durability,
     proofs,
     prove,
     sample_states,
 )
 from properties.safety import all_violations
-
-
-@pytest.mark.parametrize("name", ["design", "kip320"])  # kip320 with its knobbed actions: test_exit_codes
-def test_inductive_proofs(name):
-    verdicts = {v.name: v for v in prove(named(name), 2)}
-    base = {*proofs.LEMMAS, *proofs.STATE_GOALS, *proofs.STEP_GOALS}
-    assert base >= {"hw_le_leo", "isr_well_formed", "one_leader_per_epoch",
-                    "single_controller", "epoch_monotonic", "q3_stale_leader_frozen"}
-    assert [n for n in base if verdicts[n].status != "proved"] == []
-    tier = {*durability.LEMMAS, *durability.GOALS, *durability.STEPS}
-    assert set(verdicts) == base | tier
-    if name == "kip320":  # durability, proved by induction with its lemmas
-        assert [n for n in tier if verdicts[n].status != "proved"] == []
-        return
-    # the design truncates to its own HW, below what it shares with the leader: not proved,
-    # and each failed consecution comes with its counterexample to induction
-    assert verdicts["committed_durable"].status != "proved"
-    failed = [v for v in verdicts.values() if v.status == "failed"]
-    assert failed and all(v.cti[0] == "counterexample to induction:" for v in failed if "Init" not in v.detail)
-    cut = verdicts["truncation_keeps_common_prefix"]
-    assert cut.status == "failed" and any(line.startswith("  action: truncate(") for line in cut.cti)
 
 
 class _CutsBelowTheHw(Encoding):
@@ -298,19 +275,6 @@ def test_covered_actions_are_model_actions():
     from model.registry import ACTIONS
 
     assert set(COVERED) <= set(ACTIONS)
-
-
-def test_prove_cli(capsys):
-    """Where durability's induction fails (the design), prove answers 3 and prints each failed
-    consecution's counterexample to induction (kip320's 0: test_exit_codes)."""
-    assert main(["prove", "--config", "design", "--no-bmc"]) == 3
-    out = capsys.readouterr().out
-    assert "proved" in out and "counterexample to induction:" in out and "    action: truncate(" in out
-    assert "committed_durable" in out.split("INCONCLUSIVE: not proved:")[1]
-    assert main(["prove", "--config", "kafka39"]) == 2
-    assert main(["prove", "--brokers", "5"]) == 2
-    assert main(["prove", "--config", "kip320", "--max-pauses", "-1"]) == 2
-    assert "--max-pauses" in capsys.readouterr().err  # one line, no traceback
 
 
 def test_proofs_are_not_vacuous():
