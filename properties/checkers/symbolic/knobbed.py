@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from model.state import IDLE, NO_LEADER, NONE, PAUSED, UP
+from model.state import EPOCH_DURING_DELETE, IDLE, NO_LEADER, NONE, PAUSED, UP
 from properties.checkers.symbolic.cases import Disjunct, below, ite
-from properties.checkers.symbolic.state import count, pick
+from properties.checkers.symbolic.state import count, pick, zmax
 
 if TYPE_CHECKING:
     from properties.checkers.symbolic.cases import Params
@@ -42,7 +42,9 @@ class KnobbedActions:
         if p.max_shutdowns != 0:
             out += [self.controlled_shutdown(s, b, x, ld, write) for x in range(n) for ld in [NO_LEADER, *range(n)]
                     for write in (False, True)]
-            out += [self.broker_stop(s, b), self.stop_replica(s, b)]
+            out.append(self.broker_stop(s, b))
+        if p.max_shutdowns != 0 or self.shape.topic:  # a controlled shutdown's or a deletion's
+            out.append(self.stop_replica(s, b))
         return out
 
     def preferred_election(self, s: dict, c: int) -> Disjunct:
@@ -119,7 +121,7 @@ class KnobbedActions:
         g = z3.And(self._acting(s, c), s[("st", b)] == UP, s[("live", b)], below(s[("shutdowns",)], self.p.max_shutdowns))
         t = dict(s)
         t[("sd", c, b)] = z3.BoolVal(True)
-        stop = self.shape.stop.stop
+        stop = self._shutdown_stop(s)
         if not write:
             g = z3.And(g, z3.Not(isr[b]), ldr != b, ldr == leader)
             t[("stops", b)] = z3.Store(s[("stops", b)], stop(s[("lep",)], s[("cep",)]), True)
@@ -156,25 +158,39 @@ class KnobbedActions:
         """``stop_replica`` of a controlled shutdown's StopReplica (without delete) to b: it is
         consumed; unless from an older controller epoch or older than the leader epoch b has
         taken since, b's replica stops -- no role, no fetching, its log, HW and leader epoch
-        kept -- and a newer controller epoch makes b stop acting as controller."""
+        kept -- and a newer controller epoch makes b stop acting as controller.  A topic
+        deletion's (leader epoch ``EPOCH_DURING_DELETE``) is refused only by an older
+        controller epoch or a replica of a newer incarnation, and deletes the replica."""
         T = self.shape.stop
         m = self._fresh_msg(T)
         R, x = self.shape.req, z3.Const(f"earlier_lai{b}", self.shape.req)
+        deletion = T.slepoch(m) == EPOCH_DURING_DELETE
         # commands.waits_in_channel: behind a LeaderAndISR the same controller sent b earlier
-        # (of a lower leader epoch) that b would still take
+        # (of a lower leader epoch -- or of an older incarnation) that b would still take
+        before = R.lepoch(x) < T.slepoch(m)
+        if self.shape.topic:
+            before = z3.Or(R.tid(x) < T.stid(m), z3.And(R.tid(x) == T.stid(m), z3.Not(deletion), before))
         earlier = z3.Exists([x], z3.And(s[("lai",)][x], R.to(x) == b, R.cepoch(x) == T.scepoch(m),
-                                         R.lepoch(x) < T.slepoch(m), z3.Not(self._stale(s, x))))
+                                         before, z3.Not(self._stale(s, x))))
         g = z3.And(s[("stops", b)][m], s[("st", b)] == UP, z3.Not(earlier))
         consumed = dict(s)
         consumed[("stops", b)] = z3.Store(s[("stops", b)], m, False)
         cep, bcep = T.scepoch(m), s[("bcep", b)]
         refused = T.slepoch(m) < s[("rlep", b)]
+        if self.shape.topic:
+            refused = z3.If(deletion, T.stid(m) < s[("rtid", b)], refused)
         if self.p.fence_controller_epoch:
             refused = z3.Or(cep < bcep, refused)
         t = dict(consumed)
         self._stops_controlling(t, b, cep > bcep)
         t[("bcep", b)] = z3.If(cep > bcep, cep, bcep)
         self._drop_responses_to(t, b)
-        self._set_replica(t, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
+        stopped = dict(t)
+        self._set_replica(stopped, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
+        if self.shape.topic:
+            self.topic_deleted(t, b, zmax(s[("rtid", b)], T.stid(m)))
+            t = {k: ite(T.sdel(m), t[k], stopped[k]) for k in s}
+        else:
+            t = stopped
         post = {k: ite(refused, consumed[k], t[k]) for k in s}
         return Disjunct("stop_replica", (b,), g, post, m)
