@@ -348,6 +348,17 @@ def test_the_differential_check_catches_a_replica_that_keeps_an_older_incarnatio
     assert any("not allowed by the z3 relation" in p for p in problems)
 
 
+def test_no_deleted_record_is_served_by_induction():
+    """With topic deletions, deleted_not_served is proved for every number of deletions and
+    re-creations (the base tier's other formulas assumed: ``epochal prove`` proves them too);
+    a replica that keeps an older incarnation's log when it takes a newer one does not."""
+    cfg = named("kip320", deletions=1)
+    goals = ("retired_records_gone", "deleted_not_served")
+    assert {v.name: v.status for v in prove(cfg, 2, with_durability=False, only=goals)} == dict.fromkeys(goals, "proved")
+    broken = prove(cfg, 2, with_durability=False, only=goals[:1], encoding=_KeepsTheOlderIncarnation)
+    assert [v.status for v in broken] == ["failed"]
+
+
 @pytest.mark.whole_space  # bench/bench_whole_space.py: about a minute per configuration
 @pytest.mark.parametrize("name", ["design", "kip101", "kip279", "kip320"])
 def test_differential_deep(name):
@@ -372,6 +383,8 @@ def test_prove_cli(capsys):
     assert main(["prove", "--brokers", "5"]) == 2
     assert main(["prove", "--config", "kip320", "--max-pauses", "-1"]) == 2
     assert "--max-pauses" in capsys.readouterr().err  # one line, no traceback
+    assert main(["prove", "--config", "kip320", "--deletions", "1", "--max-shutdowns", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("(topic deletion with controlled shutdowns)")
 
 
 def test_proofs_are_not_vacuous():

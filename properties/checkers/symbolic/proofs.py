@@ -370,7 +370,8 @@ class _Induction:
 
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
           progress: Callable[[Verdict], None] | None = None,
-          encoding: type[Encoding] = Encoding, with_durability: bool = True) -> list[Verdict]:
+          encoding: type[Encoding] = Encoding, with_durability: bool = True,
+          only: tuple[str, ...] | None = None) -> list[Verdict]:
     """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
     state goal, checked one formula and one action at a time (so a failure names both);
     step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
@@ -381,7 +382,8 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     formulas fails, the others are ``unknown`` -- preserved, but only by leaning on it (a
     failure names the actions and prints its counterexample to induction).
     ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
-    False proves the formulas above alone."""
+    False proves the formulas above alone, and ``only`` (names) just those of them -- every
+    one still assumed in the hypothesis."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
     lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0)}
@@ -393,12 +395,18 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
         if progress:
             progress(v)
 
+    def wanted(name: str) -> bool:
+        return only is None or name in only
+
     for name, f in lemmas.items():
-        report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
+        if wanted(name):
+            report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
     for name, f in STATE_GOALS.items():
-        report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
+        if wanted(name):
+            report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
     for name, g in STEP_GOALS.items():
-        report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
+        if wanted(name):
+            report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
 
     if not with_durability:
         return out
