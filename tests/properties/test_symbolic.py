@@ -348,6 +348,32 @@ def test_the_differential_check_catches_a_replica_that_keeps_an_older_incarnatio
     assert any("not allowed by the z3 relation" in p for p in problems)
 
 
+def test_deletion_requests_decode_as_the_model_sent_them():
+    """What BMC's counterexample replays: each deletion StopReplica and LeaderAndISR of the
+    encoded sets, decoded, is one the explicit state has in flight, topic id and all."""
+    from properties.checkers.symbolic.state import Shape, encode, req_decode, stop_decode
+
+    cfg, chosen = _deletion_states()
+    s = next(s for s in chosen["stop_replica"] if s.leader_and_isr)
+    shape = Shape.of(cfg)
+    state = encode(shape, s)
+    stops = []
+    for b in range(cfg.brokers):
+        sol, m = z3.Solver(), z3.Const(f"stop{b}", shape.stop)
+        sol.add(state[("stops", b)][m])
+        while sol.check() == z3.sat and len(stops) <= len(s.stop_replica):
+            stops.append(stop_decode(shape, sol.model(), m, b))
+            sol.add(m != sol.model().eval(m, model_completion=True))
+    sol, q = z3.Solver(), z3.Const("lai", shape.req)
+    sol.add(state[("lai",)][q])
+    requests = []
+    while sol.check() == z3.sat and len(requests) <= len(s.leader_and_isr):
+        requests.append(req_decode(shape, sol.model(), q))
+        sol.add(q != sol.model().eval(q, model_completion=True))
+    assert sorted(stops) == sorted(s.stop_replica) and any(m.delete for m in stops)
+    assert sorted(requests) == sorted(s.leader_and_isr)
+
+
 def test_no_deleted_record_is_served_by_induction():
     """With topic deletions, deleted_not_served is proved for every number of deletions and
     re-creations (the base tier's other formulas assumed: ``epochal prove`` proves them too);
