@@ -31,8 +31,8 @@ class KnobbedActions:
         """The knobbed cases with broker b as their first argument, each only when its knob is on."""
         n, p = self.n, self.p
         out: list[Disjunct] = []
-        if p.preferred_elections != 0:
-            out.append(self.preferred_election(s, b))
+        if p.preferred_elections != 0:  # with the topic's identity, AR's first is any broker
+            out += [self.preferred_election(s, b, x) for x in (range(n) if self.shape.topic else (0,))]
         if p.max_pauses != 0:
             out += [self.broker_pause(s, b), self.broker_resume(s, b)]
         if p.max_expiries != 0:
@@ -47,20 +47,23 @@ class KnobbedActions:
             out.append(self.stop_replica(s, b))
         return out
 
-    def preferred_election(self, s: dict, c: int) -> Disjunct:
+    def preferred_election(self, s: dict, c: int, x: int = 0) -> Disjunct:
         """``preferred_election``: the acting controller moves the leadership back to the
-        preferred replica -- the first of the AR, which is every broker here, so broker 0 --
-        when it is live, in the ISR, not shutting down and not leading already (otherwise a
-        self-loop, which no search takes).  The ISR stays; the write and its LeaderAndISR are ``elect_leader``'s."""
+        preferred replica x -- the first (lowest) of the AR: broker 0 where the AR is every
+        broker -- when it is live, in the ISR, not shutting down and not leading already
+        (otherwise a self-loop, which no search takes).  The ISR stays; the write and its
+        LeaderAndISR are ``elect_leader``'s."""
         g = z3.And(self._acting(s, c), below(s[("prefs",)], self.p.preferred_elections),
-                   s[("isr", 0)], s[("live", 0)], z3.Not(s[("sd", c, 0)]), s[("ldr",)] != 0)
+                   s[("isr", x)], s[("live", x)], z3.Not(s[("sd", c, x)]), s[("ldr",)] != x)
+        if self.shape.topic:
+            g = z3.And(g, s[("ar", x)], *[z3.Not(s[("ar", y)]) for y in range(x)])
         if self.p.max_epoch is not None:
             g = z3.And(g, s[("lep",)] + 1 <= self.p.max_epoch)
         t = dict(s)
         lep, zkv = s[("lep",)] + 1, s[("zkv",)] + 1
-        t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(0), lep, zkv
-        self._send(t, z3.IntVal(0), lep, [s[("isr", x)] for x in range(self.n)], zkv, s[("cep",)], self._mbe(s),
-                   [s[("sd", c, x)] for x in range(self.n)])
+        t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(x), lep, zkv
+        self._send(t, z3.IntVal(x), lep, [s[("isr", y)] for y in range(self.n)], zkv, s[("cep",)], self._mbe(s),
+                   [s[("sd", c, y)] for y in range(self.n)])
         t[("prefs",)] = s[("prefs",)] + 1
         return Disjunct("preferred_election", (c, 0), g, t)
 
@@ -122,8 +125,8 @@ class KnobbedActions:
         t = dict(s)
         t[("sd", c, b)] = z3.BoolVal(True)
         stop = self._shutdown_stop(s)
-        if not write:
-            g = z3.And(g, z3.Not(isr[b]), ldr != b, ldr == leader)
+        if not write:  # a follower outside the ISR (of the AR, with the topic's identity)
+            g = z3.And(g, z3.Not(isr[b]), ldr != b, ldr == leader, *([s[("ar", b)]] if self.shape.topic else []))
             t[("stops", b)] = z3.Store(s[("stops", b)], stop(s[("lep",)], s[("cep",)]), True)
             return Disjunct("controlled_shutdown", (c, 0, b, leader), g, t)
         left = [z3.BoolVal(False) if x == b else isr[x] for x in range(n)]
