@@ -32,7 +32,7 @@ class KnobbedActions:
         n, p = self.n, self.p
         out: list[Disjunct] = []
         if p.preferred_elections != 0:  # with the topic's identity, AR's first is any broker
-            out += [self.preferred_election(s, b, x) for x in (range(n) if self.shape.topic else (0,))]
+            out += [self.preferred_election(s, b, x) for x in range(n)] if self.shape.topic else [self.preferred_election(s, b)]
         if p.max_pauses != 0:
             out += [self.broker_pause(s, b), self.broker_resume(s, b)]
         if p.max_expiries != 0:
