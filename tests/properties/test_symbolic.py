@@ -293,7 +293,7 @@ DELETION_ACTIONS = ("delete_topic", "create_topic", "stop_replica")
 @functools.cache
 def _deletion_states():
     """Of the first 4,000 states with a topic deletion: 2 enabling each of the deletion, the
-    re-creation and a deletion's StopReplica, and 2 of each kind where the topic's identity
+    re-creation and a deletion's StopReplica (the differential takes one), and 2 of each kind where the topic's identity
     decides a step -- a LeaderAndISR of a newer incarnation to a replica with records of an
     older one, a fetch of another incarnation than its receiver's, a broker down while the
     topic is gone."""
