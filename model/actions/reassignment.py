@@ -275,8 +275,8 @@ STOP_REPLICA = Entry(
     describe=_stop_replica_text, view=_stop_replica_view,
     event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
     coverage=Coverage(native=Supported("a controlled shutdown's, a topic deletion's and a reassignment's (native/shutdown.c)"),
-                      z3=Supported("a controlled shutdown's, the only kind it sends: reassignments, topic deletions "
-                                   "and partition removals are not encoded"),
+                      z3=Supported("a controlled shutdown's and a topic deletion's: reassignments and partition "
+                                   "removals are not encoded"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS, actor=request_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),

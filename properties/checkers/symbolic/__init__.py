@@ -8,16 +8,18 @@ property below evaluates as ``properties`` does.
 
 Coverage (say it plainly):
 
-* **One partition**, a fixed broker count ``N`` (the tests use 2 and 3) with AR = every broker.
+* **One partition**, a fixed broker count ``N`` (the tests use 2 and 3) with AR = every broker
+  (with topic deletions, the AR of the topic's current incarnation).
 * **Actions encoded**: those the registry marks z3-supported (``COVERED``; see
   ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Those
   a knob turns on (GC pauses, session expiries, preferred elections, controlled shutdowns:
   ``knobbed``) are cases of the relation only when the configuration's knob is above 0.
   Elections are the model's, unclean ones too where the configuration enables them (a
   live replica outside the ISR leads alone when no ISR member is live); AlterPartition
-  (``alter``) is a knobbed action too, its messages one z3 set.  Each action left out has
-  its reason in the registry, and the configuration knob that enables it (reassignments,
-  topic deletions, partition changes).
+  (``alter``) is a knobbed action too, its messages one z3 set, and so are topic deletion
+  and re-creation (``deletion``), whose shape carries the topic's identity.  Each action
+  left out has its reason in the registry, and the configuration knob that enables it
+  (reassignments, partition changes).
   ``unsupported(cfg)`` names what a configuration asks for beyond this.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
@@ -32,7 +34,7 @@ a value is produced once, so it has one epoch), ``acked``, ``zombie_appends`` an
 ``zombie_commits`` as a flag per value, ``led`` as one z3 set of epochs per broker plus its maximum.
 
 The package: ``state`` (the symbolic state and the encoding of explicit states), ``cases``
-(the relation's parameters and cases), ``encoding``, ``knobbed`` and ``alter`` (the relation),
+(the relation's parameters and cases), ``encoding``, ``knobbed``, ``alter`` and ``deletion`` (the relation),
 ``props`` (the properties), ``proofs`` (induction), ``bmc`` (bounded model checking and
 the differential check), ``coverage`` (what is covered, from the registry).
 """

@@ -30,6 +30,7 @@ class Params:
     preferred_elections: int | None = None
     max_shutdowns: int | None = None
     alter_partition: int | None = None  # on (not 0): the controller writes the ISR the leader proposes
+    deletions: int | None = None  # topic deletions (each then re-created); the shape's ``topic`` has the variables
 
     @property
     def fenced_fetch(self) -> bool:
@@ -51,7 +52,7 @@ class Params:
                    cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
                    getattr(cfg, "fence_broker_epoch", False), cfg.unclean, knob(cfg.max_pauses),
                    knob(cfg.max_expiries), knob(cfg.preferred_elections), knob(cfg.max_shutdowns),
-                   knob(cfg.alter_partition))
+                   knob(cfg.alter_partition), knob(cfg.deletions))
 
 
 @dataclass

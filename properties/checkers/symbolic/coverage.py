@@ -27,4 +27,9 @@ def unsupported(cfg: Config) -> str | None:
         missing.append("Kafka's HW wait for a caught-up follower outside the ISR")
     if cfg.leader_keeps_follower_state:
         missing.append("Kafka's followers' fetch state kept across a leader's new epoch")
+    if cfg.deletions:  # the topic's identity is encoded for the deletions alone
+        if not cfg.topic_ids:
+            missing.append("topic deletion without topic ids")
+        if cfg.alter_partition:
+            missing.append("topic deletion with AlterPartition")
     return ", ".join(missing) or None

@@ -10,7 +10,7 @@ import z3
 from properties.checkers.symbolic.state import EMPTY, REQ, Shape, Term
 
 _STATUS = {0: "up", 1: "down", 2: "paused"}
-_ROLE = {0: "none", 1: "leader", 2: "follower"}
+_ROLE = {0: "none", 1: "leader", 2: "follower", 3: "deleted"}
 _FETCH_STATE = {0: "idle", 1: "truncating", 2: "fetching"}
 
 
@@ -40,7 +40,9 @@ def describe_state(model: z3.ModelRef, shape: Shape, s: dict) -> dict[str, str]:
     iv = lambda k: _iv(model, s[k])  # noqa: E731
     out = {"zk": (f"controller {iv(('ctl',))} (epoch {iv(('cep',))}), leader {iv(('ldr',))} in leader epoch "
                   f"{iv(('lep',))}, isr {_brokers(model, shape, [s[('isr', x)] for x in range(n)])}, "
-                  f"zk_version {iv(('zkv',))}, live {_brokers(model, shape, [s[('live', x)] for x in range(n)])}")}
+                  f"zk_version {iv(('zkv',))}, live {_brokers(model, shape, [s[('live', x)] for x in range(n)])}"
+                  + (f", topic id {iv(('tid',))}, ar {_brokers(model, shape, [s[('ar', x)] for x in range(n)])}"
+                     if shape.topic else ""))}
     for b in range(n):
         leo = iv(("leo", b))
         shown = min(max(leo, 0), r) if isinstance(leo, int) else 0
@@ -50,7 +52,8 @@ def describe_state(model: z3.ModelRef, shape: Shape, s: dict) -> dict[str, str]:
                               f"(leader {iv(('rl', b))}, leader_epoch {iv(('rlep', b))}, zk_version {iv(('rzkv', b))}, "
                               f"isr {_brokers(model, shape, [s[('risr', b, x)] for x in range(n)])}, "
                               f"{_FETCH_STATE.get(iv(('fs', b)), '?')}) log [{log}] leo {leo} hw {iv(('hw', b))} "
-                              f"follower_leo [{fleo}] epoch_start {iv(('es', b))}")
+                              f"follower_leo [{fleo}] epoch_start {iv(('es', b))}"
+                              + (f" topic id {iv(('rtid', b))}" if shape.topic else ""))
         for ld in range(n):
             if ld == b or iv(("fk", b, ld)) == EMPTY:
                 continue

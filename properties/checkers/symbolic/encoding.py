@@ -3,10 +3,14 @@ variables as z3 terms of the predecessor's (written by hand from ``model.actions
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import z3
 
 from model.state import (
+    DELETED,
     DOWN,
+    EPOCH_DURING_DELETE,
     FETCHING,
     FOLLOWER,
     IDLE,
@@ -21,6 +25,7 @@ from model.state import (
 from properties.checkers.symbolic.alter import AlterPartitionActions
 from properties.checkers.symbolic.cases import Disjunct, Params
 from properties.checkers.symbolic.cases import ite as _ite
+from properties.checkers.symbolic.deletion import TopicActions
 from properties.checkers.symbolic.knobbed import KnobbedActions
 from properties.checkers.symbolic.state import (
     EMPTY,
@@ -39,9 +44,10 @@ from properties.checkers.symbolic.state import (
 __all__ = ["Disjunct", "Encoding", "Params"]
 
 
-class Encoding(KnobbedActions, AlterPartitionActions):
+class Encoding(KnobbedActions, AlterPartitionActions, TopicActions):
     """The transition relation of one shape and parameter set (the actions a configuration
-    turns on by a knob are ``KnobbedActions``' and ``AlterPartitionActions``')."""
+    turns on by a knob are ``KnobbedActions``', ``AlterPartitionActions``' and
+    ``TopicActions``')."""
 
     def __init__(self, shape: Shape, params: Params) -> None:
         self.shape, self.p = shape, params
@@ -52,15 +58,19 @@ class Encoding(KnobbedActions, AlterPartitionActions):
     def _isr_of(self, s: dict, b: int) -> list[Term]:
         return [s[("risr", b, x)] for x in range(self.n)]
 
+    @property
+    def _slot_fields(self) -> tuple[str, ...]:
+        return ("fk", "fo", "fe", "frl", "fhw", "ferr", "ftid") if self.shape.topic else ("fk", "fo", "fe", "frl", "fhw", "ferr")
+
     def _empty_slot(self, t: dict, f: int, ld: int) -> None:
-        for k in ("fk", "fo", "fe", "frl", "fhw", "ferr"):
+        for k in self._slot_fields:
             t[(k, f, ld)] = z3.IntVal(0)
         for i in range(self.r):
             t[("frv", f, ld, i)] = z3.IntVal(0)
             t[("fre", f, ld, i)] = z3.IntVal(0)
 
     def _drop_slot_if(self, t: dict, f: int, ld: int, cond: Term) -> None:
-        for k in ("fk", "fo", "fe", "frl", "fhw", "ferr"):
+        for k in self._slot_fields:
             t[(k, f, ld)] = z3.If(cond, 0, t[(k, f, ld)])
         for i in range(self.r):
             t[("frv", f, ld, i)] = z3.If(cond, 0, t[("frv", f, ld, i)])
@@ -102,14 +112,29 @@ class Encoding(KnobbedActions, AlterPartitionActions):
             out = z3.If(z3.And(s[("live", b)], s[("bep", b)] > out), s[("bep", b)], out)
         return out
 
+    def _req(self, to: Term, leader: Term, lep: Term, isr: list[Term], zkv: Term, cep: Term, mbe: Term,
+             tid: Term | None = None) -> Term:
+        """A LeaderAndISR request; with the topic's identity, of incarnation ``tid``."""
+        return self.shape.req.req(to, leader, lep, *isr, zkv, cep, mbe, *([tid] if self.shape.topic else []))
+
+    def _shutdown_stop(self, s: dict) -> Callable[[Term, Term], Term]:
+        """A controlled shutdown's StopReplica (without delete) of (leader epoch, controller
+        epoch) -- with the topic's identity, of the current incarnation."""
+        if not self.shape.topic:
+            return self.shape.stop.stop
+        return lambda lep, cep: self.shape.stop.stop(lep, cep, s[("tid",)], z3.BoolVal(False))
+
     def _send(self, t: dict, leader: Term, lep: Term, isr: list[Term], zkv: Term, cep: Term, mbe: Term,
               stopping: list[Term] | None = None) -> None:
-        """LeaderAndISR to every broker -- but, as ``write_and_send``, not to one ``stopping``
-        (shutting down) unless it is the leader."""
+        """LeaderAndISR to every assigned broker (every broker, without the topic's identity)
+        -- but, as ``write_and_send``, not to one ``stopping`` (shutting down) unless it is the leader."""
         lai = t[("lai",)]
         for to in range(self.n):
-            sent = z3.Store(lai, self.shape.req.req(to, leader, lep, *isr, zkv, cep, mbe), True)
-            lai = sent if stopping is None else z3.If(z3.And(stopping[to], leader != to), lai, sent)
+            sent = z3.Store(lai, self._req(to, leader, lep, isr, zkv, cep, mbe, t.get(("tid",))), True)
+            skip = [z3.And(stopping[to], leader != to)] if stopping is not None else []
+            if self.shape.topic:
+                skip.append(z3.Not(t[("ar", to)]))
+            lai = z3.If(z3.Or(skip), lai, sent) if skip else sent
         t[("lai",)] = lai
 
     def advance_hw(self, t: dict, b: int) -> None:
@@ -126,13 +151,14 @@ class Encoding(KnobbedActions, AlterPartitionActions):
             new = z3.If(z3.And(member, lx < new), lx, new)
         hw = t[("hw", b)]
         moves = new > hw
+        counts = z3.And(moves, self.is_current(t, b))  # a deleted incarnation's leader: nothing counts
         enough = count(self._isr_of(t, b)) >= self.p.min_insync
         vals, eps, _ = self._log(t, b)
         superseded = t[("ledmax",)] > t[("rlep", b)]
         for v in range(1, r + 1):
             hit_ack, hit = [], []
             for o in range(r):
-                newly = z3.And(moves, hw <= o, o < new, vals[o] == v)
+                newly = z3.And(counts, hw <= o, o < new, vals[o] == v)
                 t[("cmt", o, v)] = z3.If(newly, eps[o], t[("cmt", o, v)])
                 hit_ack.append(z3.And(newly, eps[o] == t[("rlep", b)], enough))
                 hit.append(newly)
@@ -156,11 +182,11 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         R = self.shape.req
         to = R.to(m)
         bcep = pick([t[("bcep", b)] for b in range(self.n)], to, z3.IntVal(INF))
-        rlep = pick([t[("rlep", b)] for b in range(self.n)], to, z3.IntVal(INF))
         bbep = pick([t[("bbep", b)] for b in range(self.n)], to, z3.IntVal(INF))
         old_ctl = R.cepoch(m) < bcep if self.p.fence_controller_epoch else z3.BoolVal(False)
         old_incarnation = R.mbe(m) < bbep if self.p.fence_broker_epoch else z3.BoolVal(False)
-        return z3.Or(old_ctl, old_incarnation, R.lepoch(m) <= rlep)
+        old_topic, rlep = self.stale_topic(t, m)
+        return z3.Or(old_ctl, old_incarnation, old_topic, R.lepoch(m) <= rlep)
 
     def forget_stale(self, t: dict) -> None:
         m = z3.Const("m", self.shape.req)
@@ -181,6 +207,8 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         """``process_ends``, a crash's or a clean stop's: memory gone, disk kept, the session
         ended, and nothing more reaches b."""
         self._set_replica(t, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
+        if self.shape.topic:  # a deleted replica stays deleted
+            t[("role", b)] = z3.If(s[("role", b)] == DELETED, DELETED, NONE)
         t[("st", b)] = z3.IntVal(DOWN)
         self._stops_controlling(t, b, z3.BoolVal(True))
         self._session_expires(s, t, b)
@@ -188,7 +216,7 @@ class Encoding(KnobbedActions, AlterPartitionActions):
             if x != b:
                 self._drop_slot_if(t, b, x, t[("fk", b, x)] == RESP)
                 self._drop_slot_if(t, x, b, t[("fk", x, b)] == REQ)
-        if self.p.max_shutdowns != 0:  # _lost_with: a controlled shutdown's StopReplica to b
+        if self.p.max_shutdowns != 0 or self.shape.topic:  # _lost_with: a StopReplica to b
             t[("stops", b)] = z3.K(self.shape.stop, z3.BoolVal(False))
 
     def broker_restart(self, s: dict, b: int) -> Disjunct:
@@ -204,12 +232,18 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         for x in range(self.n):  # a new incarnation: its old fetches (as follower) are gone
             if x != b:
                 self._drop_slot_if(t, b, x, z3.BoolVal(True))
-        epoch = zmax(s[("rlep", b)], s[("lep",)])
+        gone, unassigned = dict(t), dict(t)  # E 4: its topic deleted while it was down, or not assigned to it
+        if self.shape.topic:
+            self.topic_deleted(gone, b, s[("tid",)])
+            self._truncate_log(unassigned, b, z3.IntVal(0))
+            unassigned[("hw", b)], unassigned[("role", b)] = z3.IntVal(0), z3.IntVal(NONE)
+        self.take_incarnation(t, b, s.get(("tid",)))
+        epoch = zmax(t[("rlep", b)], s[("lep",)])
         ldr = s[("ldr",)]
         # three outcomes, merged with If over every replica variable
         lead = dict(t)
         self._set_replica(lead, b, LEADER, z3.IntVal(b), epoch, [s[("isr", x)] for x in range(self.n)],
-                          s[("zkv",)], IDLE, s[("leo", b)])
+                          s[("zkv",)], IDLE, t[("leo", b)])
         self.advance_hw(lead, b)
         orphan = dict(t)
         orphan[("role", b)], orphan[("rl", b)], orphan[("rlep", b)] = z3.IntVal(FOLLOWER), z3.IntVal(NO_LEADER), epoch
@@ -217,6 +251,9 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         self._follow(follow, b, ldr, epoch)
         for k in t:
             t[k] = _ite(ldr == b, lead[k], _ite(ldr == NO_LEADER, orphan[k], follow[k]))
+        if self.shape.topic:
+            for k in t:
+                t[k] = _ite(z3.Not(self.exists(s)), gone[k], _ite(z3.Not(s[("ar", b)]), unassigned[k], t[k]))
         return Disjunct("broker_restart", (b,), g, t)
 
     def controller_elect(self, s: dict, b: int) -> Disjunct:
@@ -233,12 +270,13 @@ class Encoding(KnobbedActions, AlterPartitionActions):
     def on_broker_startup(self, s: dict, c: int, b: int) -> Disjunct:
         """The acting controller runs onBrokerStartup once for b's new registration: the
         current LeaderAndISR, with the current max broker epoch."""
-        req = self.shape.req.req(b, s[("ldr",)], s[("lep",)], *[s[("isr", x)] for x in range(self.n)],
-                                 s[("zkv",)], s[("cep",)], self._mbe(s))
+        req = self._req(b, s[("ldr",)], s[("lep",)], [s[("isr", x)] for x in range(self.n)],
+                        s[("zkv",)], s[("cep",)], self._mbe(s), s.get(("tid",)))
         g = z3.And(self._acting(s, c), s[("nb", c, b)])
         t = dict(s)
         t[("nb", c, b)] = z3.BoolVal(False)
-        t[("lai",)] = z3.Store(s[("lai",)], req, True)
+        sent = z3.Store(s[("lai",)], req, True)
+        t[("lai",)] = z3.If(s[("ar", b)], sent, s[("lai",)]) if self.shape.topic else sent
         return Disjunct("on_broker_startup", (c, b), g, t)
 
     def _stops_controlling(self, t: dict, b: int, when: Term) -> None:
@@ -274,7 +312,10 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         clean = z3.Or(electable)
         # unclean.leader.election.enable: with no ISR member to elect, a live replica not
         # shutting down (AR is every broker) leads alone in the ISR
-        unclean = [z3.And(live[x], z3.Not(stopping[x])) for x in range(n)] if self.p.unclean else []
+        assigned = [s[("ar", x)] if self.shape.topic else z3.BoolVal(True) for x in range(n)]
+        unclean = [z3.And(live[x], z3.Not(stopping[x]), assigned[x]) for x in range(n)] if self.p.unclean else []
+        if self.shape.topic:  # a deleted topic's partition: nothing to elect
+            g = z3.And(g, self.exists(s))
         leader_live = z3.And(ldr != NO_LEADER, pick(live, ldr, z3.BoolVal(False)))
         some_dead = z3.Or([z3.And(isr[x], z3.Not(live[x])) for x in range(n)])
         if leader == NO_LEADER:
@@ -319,7 +360,12 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         # commands.waits_in_channel: behind a StopReplica the same controller sent b earlier
         # (a shutdown's: of a lower leader epoch -- one of the same epoch is not earlier)
         T, x = self.shape.stop, z3.Const(f"earlier{b}", self.shape.stop)
-        earlier = z3.Exists([x], z3.And(s[("stops", b)][x], T.scepoch(x) == R.cepoch(m), T.slepoch(x) < R.lepoch(m)))
+        before = T.slepoch(x) < R.lepoch(m)
+        if self.shape.topic:  # commands.sent_earlier: an older incarnation's, or of its epochs
+            before = z3.Or(T.stid(x) < R.tid(m), z3.And(
+                T.stid(x) == R.tid(m), T.slepoch(x) != EPOCH_DURING_DELETE,
+                z3.Or(before, z3.And(T.slepoch(x) == R.lepoch(m), T.sdel(x)))))
+        earlier = z3.Exists([x], z3.And(s[("stops", b)][x], T.scepoch(x) == R.cepoch(m), before))
         return z3.And(guard, z3.Not(earlier))
 
     def become_leader(self, s: dict, b: int) -> Disjunct:
@@ -330,9 +376,11 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         self._accept(s, t, b, m)
         self._drop_responses_to(t, b)
         isr = [getattr(R, f"isr{x}")(m) for x in range(self.n)]
-        self._set_replica(t, b, LEADER, z3.IntVal(b), R.lepoch(m), isr, R.zkv(m), IDLE, s[("leo", b)])
-        t[("led", b)] = z3.Store(s[("led", b)], R.lepoch(m), True)
-        t[("ledmax",)] = zmax(s[("ledmax",)], R.lepoch(m))
+        self.take_incarnation(t, b, R.tid(m) if self.shape.topic else None)
+        self._set_replica(t, b, LEADER, z3.IntVal(b), R.lepoch(m), isr, R.zkv(m), IDLE, t[("leo", b)])
+        current = self.is_current(t, b)  # a deleted incarnation's leaders are no history of the current one
+        t[("led", b)] = _ite(current, z3.Store(s[("led", b)], R.lepoch(m), True), s[("led", b)])
+        t[("ledmax",)] = _ite(current, zmax(s[("ledmax",)], R.lepoch(m)), s[("ledmax",)])
         self.advance_hw(t, b)
         return Disjunct("become_leader", (b,), g, t, m)
 
@@ -342,11 +390,12 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         g = z3.And(self._request_guard(s, b, m), R.leader(m) != b)
         t = dict(s)
         self._accept(s, t, b, m)
+        self.take_incarnation(t, b, R.tid(m) if self.shape.topic else None)
         base = dict(t)
         orphan = dict(base)
         self._set_replica(orphan, b, FOLLOWER, z3.IntVal(NO_LEADER), R.lepoch(m), None, z3.IntVal(-1), IDLE, z3.IntVal(0))
         self._drop_responses_to(orphan, b)
-        already = z3.And(s[("role", b)] == FOLLOWER, s[("rl", b)] == R.leader(m))
+        already = z3.And(base[("role", b)] == FOLLOWER, base[("rl", b)] == R.leader(m))
         if self.p.truncation == "kip320":  # refollow_on_new_epoch
             already = z3.BoolVal(False)
         keep = dict(base)
@@ -422,6 +471,8 @@ class Encoding(KnobbedActions, AlterPartitionActions):
         t = dict(s)
         t[("fk", f, ld)], t[("fo", f, ld)], t[("fe", f, ld)] = z3.IntVal(REQ), s[("leo", f)], s[("rlep", f)]
         t[("fhw", f, ld)] = z3.IntVal(-1)
+        if self.shape.topic:
+            t[("ftid", f, ld)] = s[("rtid", f)]
         return Disjunct("send_fetch", (f, 0), g, t)
 
     def handle_fetch(self, s: dict, f: int, ld: int) -> Disjunct:
@@ -443,6 +494,9 @@ class Encoding(KnobbedActions, AlterPartitionActions):
             ok[("frv", f, ld, i)] = z3.If(inside, pick(vals, off + i, z3.IntVal(0)), 0)
             ok[("fre", f, ld, i)] = z3.If(inside, pick(eps, off + i, z3.IntVal(0)), 0)
         fenced = s[("fe", f, ld)] != lep if self.p.fenced_fetch else z3.BoolVal(False)
+        if self.shape.topic:  # another incarnation's request is refused; the answer carries the leader's
+            fenced = z3.Or(fenced, s[("ftid", f, ld)] != s[("rtid", ld)])
+            oor[("ftid", f, ld)] = ok[("ftid", f, ld)] = s[("rtid", ld)]
         t = {k: _ite(fenced, refused[k], _ite(off > leo, oor[k], ok[k])) for k in s}
         return Disjunct("handle_fetch", (f, ld), g, t)
 
@@ -455,6 +509,8 @@ class Encoding(KnobbedActions, AlterPartitionActions):
                            s[("fo", f, ld)] != leo)
         if self.p.fenced_fetch:
             unexpected = z3.Or(unexpected, s[("fe", f, ld)] != s[("rlep", f)])
+        if self.shape.topic:
+            unexpected = z3.Or(unexpected, s[("ftid", f, ld)] != s[("rtid", f)])
         oor = dict(dropped)
         cut = zmin(s[("fhw", f, ld)], leo)
         self._truncate_log(oor, f, cut)
@@ -501,6 +557,8 @@ class Encoding(KnobbedActions, AlterPartitionActions):
                    s[("zkv",)] == s[("rzkv", b)])
         if self.p.fenced_fetch:
             g = z3.And(g, fl >= s[("es", b)])
+        if self.shape.topic:  # an assigned replica
+            g = z3.And(g, s[("ar", f)])
         isr = [z3.BoolVal(True) if x == f else s[("risr", b, x)] for x in range(self.n)]
         return Disjunct("expand_isr", (b, 0, f), g, self._isr_write(s, b, isr))
 
@@ -524,6 +582,7 @@ class Encoding(KnobbedActions, AlterPartitionActions):
             out += [self.elect_leader(s, b, ld) for ld in [NO_LEADER, *range(n)]]
             out += self.knobbed(s, b)
             out += self.alter_cases(s, b)
+            out += self.topic_cases(s, b)
             out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:
@@ -538,7 +597,8 @@ class Encoding(KnobbedActions, AlterPartitionActions):
 
     @property
     def _stale_keys(self) -> list[tuple]:
-        return [("lai",)] + [(k, b) for k in ("bcep", "bbep", "rlep") for b in range(self.n)]
+        keys = ("bcep", "bbep", "rlep", "rtid", "role") if self.shape.topic else ("bcep", "bbep", "rlep")
+        return [("lai",)] + [(k, b) for k in keys for b in range(self.n)]
 
     def merged_step(self, s: dict, t: dict, tag: str) -> tuple[Term, list[Disjunct], Term]:
         """Next(s, t) with an action selector: t's variables are one If-chain each, over just

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from model.state import IDLE, NO_LEADER, NONE, PAUSED, UP
+from model.state import EPOCH_DURING_DELETE, IDLE, NO_LEADER, NONE, PAUSED, UP
 from properties.checkers.symbolic.cases import Disjunct, below, ite
-from properties.checkers.symbolic.state import count, pick
+from properties.checkers.symbolic.state import count, pick, zmax
 
 if TYPE_CHECKING:
     from properties.checkers.symbolic.cases import Params
@@ -31,8 +31,8 @@ class KnobbedActions:
         """The knobbed cases with broker b as their first argument, each only when its knob is on."""
         n, p = self.n, self.p
         out: list[Disjunct] = []
-        if p.preferred_elections != 0:
-            out.append(self.preferred_election(s, b))
+        if p.preferred_elections != 0:  # with the topic's identity, AR's first is any broker
+            out += [self.preferred_election(s, b, x) for x in range(n)] if self.shape.topic else [self.preferred_election(s, b)]
         if p.max_pauses != 0:
             out += [self.broker_pause(s, b), self.broker_resume(s, b)]
         if p.max_expiries != 0:
@@ -42,23 +42,28 @@ class KnobbedActions:
         if p.max_shutdowns != 0:
             out += [self.controlled_shutdown(s, b, x, ld, write) for x in range(n) for ld in [NO_LEADER, *range(n)]
                     for write in (False, True)]
-            out += [self.broker_stop(s, b), self.stop_replica(s, b)]
+            out.append(self.broker_stop(s, b))
+        if p.max_shutdowns != 0 or self.shape.topic:  # a controlled shutdown's or a deletion's
+            out.append(self.stop_replica(s, b))
         return out
 
-    def preferred_election(self, s: dict, c: int) -> Disjunct:
+    def preferred_election(self, s: dict, c: int, x: int = 0) -> Disjunct:
         """``preferred_election``: the acting controller moves the leadership back to the
-        preferred replica -- the first of the AR, which is every broker here, so broker 0 --
-        when it is live, in the ISR, not shutting down and not leading already (otherwise a
-        self-loop, which no search takes).  The ISR stays; the write and its LeaderAndISR are ``elect_leader``'s."""
+        preferred replica x -- the first (lowest) of the AR: broker 0 where the AR is every
+        broker -- when it is live, in the ISR, not shutting down and not leading already
+        (otherwise a self-loop, which no search takes).  The ISR stays; the write and its
+        LeaderAndISR are ``elect_leader``'s."""
         g = z3.And(self._acting(s, c), below(s[("prefs",)], self.p.preferred_elections),
-                   s[("isr", 0)], s[("live", 0)], z3.Not(s[("sd", c, 0)]), s[("ldr",)] != 0)
+                   s[("isr", x)], s[("live", x)], z3.Not(s[("sd", c, x)]), s[("ldr",)] != x)
+        if self.shape.topic:
+            g = z3.And(g, s[("ar", x)], *[z3.Not(s[("ar", y)]) for y in range(x)])
         if self.p.max_epoch is not None:
             g = z3.And(g, s[("lep",)] + 1 <= self.p.max_epoch)
         t = dict(s)
         lep, zkv = s[("lep",)] + 1, s[("zkv",)] + 1
-        t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(0), lep, zkv
-        self._send(t, z3.IntVal(0), lep, [s[("isr", x)] for x in range(self.n)], zkv, s[("cep",)], self._mbe(s),
-                   [s[("sd", c, x)] for x in range(self.n)])
+        t[("ldr",)], t[("lep",)], t[("zkv",)] = z3.IntVal(x), lep, zkv
+        self._send(t, z3.IntVal(x), lep, [s[("isr", y)] for y in range(self.n)], zkv, s[("cep",)], self._mbe(s),
+                   [s[("sd", c, y)] for y in range(self.n)])
         t[("prefs",)] = s[("prefs",)] + 1
         return Disjunct("preferred_election", (c, 0), g, t)
 
@@ -119,9 +124,9 @@ class KnobbedActions:
         g = z3.And(self._acting(s, c), s[("st", b)] == UP, s[("live", b)], below(s[("shutdowns",)], self.p.max_shutdowns))
         t = dict(s)
         t[("sd", c, b)] = z3.BoolVal(True)
-        stop = self.shape.stop.stop
-        if not write:
-            g = z3.And(g, z3.Not(isr[b]), ldr != b, ldr == leader)
+        stop = self._shutdown_stop(s)
+        if not write:  # a follower outside the ISR (of the AR, with the topic's identity)
+            g = z3.And(g, z3.Not(isr[b]), ldr != b, ldr == leader, *([s[("ar", b)]] if self.shape.topic else []))
             t[("stops", b)] = z3.Store(s[("stops", b)], stop(s[("lep",)], s[("cep",)]), True)
             return Disjunct("controlled_shutdown", (c, 0, b, leader), g, t)
         left = [z3.BoolVal(False) if x == b else isr[x] for x in range(n)]
@@ -156,25 +161,39 @@ class KnobbedActions:
         """``stop_replica`` of a controlled shutdown's StopReplica (without delete) to b: it is
         consumed; unless from an older controller epoch or older than the leader epoch b has
         taken since, b's replica stops -- no role, no fetching, its log, HW and leader epoch
-        kept -- and a newer controller epoch makes b stop acting as controller."""
+        kept -- and a newer controller epoch makes b stop acting as controller.  A topic
+        deletion's (leader epoch ``EPOCH_DURING_DELETE``) is refused only by an older
+        controller epoch or a replica of a newer incarnation, and deletes the replica."""
         T = self.shape.stop
         m = self._fresh_msg(T)
         R, x = self.shape.req, z3.Const(f"earlier_lai{b}", self.shape.req)
+        deletion = T.slepoch(m) == EPOCH_DURING_DELETE
         # commands.waits_in_channel: behind a LeaderAndISR the same controller sent b earlier
-        # (of a lower leader epoch) that b would still take
+        # (of a lower leader epoch -- or of an older incarnation) that b would still take
+        before = R.lepoch(x) < T.slepoch(m)
+        if self.shape.topic:
+            before = z3.Or(R.tid(x) < T.stid(m), z3.And(R.tid(x) == T.stid(m), z3.Not(deletion), before))
         earlier = z3.Exists([x], z3.And(s[("lai",)][x], R.to(x) == b, R.cepoch(x) == T.scepoch(m),
-                                         R.lepoch(x) < T.slepoch(m), z3.Not(self._stale(s, x))))
+                                         before, z3.Not(self._stale(s, x))))
         g = z3.And(s[("stops", b)][m], s[("st", b)] == UP, z3.Not(earlier))
         consumed = dict(s)
         consumed[("stops", b)] = z3.Store(s[("stops", b)], m, False)
         cep, bcep = T.scepoch(m), s[("bcep", b)]
         refused = T.slepoch(m) < s[("rlep", b)]
+        if self.shape.topic:
+            refused = z3.If(deletion, T.stid(m) < s[("rtid", b)], refused)
         if self.p.fence_controller_epoch:
             refused = z3.Or(cep < bcep, refused)
         t = dict(consumed)
         self._stops_controlling(t, b, cep > bcep)
         t[("bcep", b)] = z3.If(cep > bcep, cep, bcep)
         self._drop_responses_to(t, b)
-        self._set_replica(t, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
+        stopped = dict(t)
+        self._set_replica(stopped, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
+        if self.shape.topic:
+            self.topic_deleted(t, b, zmax(s[("rtid", b)], T.stid(m)))
+            t = {k: ite(T.sdel(m), t[k], stopped[k]) for k in s}
+        else:
+            t = stopped
         post = {k: ite(refused, consumed[k], t[k]) for k in s}
         return Disjunct("stop_replica", (b,), g, post, m)

@@ -12,6 +12,7 @@ import z3
 from model.config import Config
 from model.state import (
     ALTER_RESPONSE,
+    DELETED,
     DOWN,
     FOLLOWER,
     LEADER,
@@ -25,6 +26,7 @@ from model.state import (
 from properties.checkers.symbolic import durability
 from properties.checkers.symbolic.encoding import Disjunct, Encoding, Params
 from properties.checkers.symbolic.props import (
+    prop_deleted_not_served,
     prop_epoch_monotonic,
     prop_hw_le_leo,
     prop_isr_well_formed,
@@ -56,20 +58,35 @@ def _forall_req(shape: Shape, body: Callable[[Term], Term], name: str = "q") -> 
     return z3.ForAll([m], body(m))
 
 
+def _of_incarnation(shape: Shape, s: dict, tid: Term) -> Term:
+    """A request (or replica) of topic id ``tid`` is of the topic's current incarnation:
+    always, without the topic's identity."""
+    return tid == s[("tid",)] if shape.topic else z3.BoolVal(True)
+
+
+def _topic_exists(shape: Shape, s: dict) -> Term:
+    return z3.Or([s[("ar", x)] for x in range(shape.n)]) if shape.topic else z3.BoolVal(True)
+
+
 def lemma_well_typed(shape: Shape, s: dict, paused: bool = False) -> Term:
     """Variables stay in their domains: ids are brokers or -1, a broker is up or down (or,
     when the relation has GC pauses, ``paused``, paused), logs fit their R slots, and fetch
-    responses carry a suffix that fits after their offset."""
+    responses carry a suffix that fits after their offset.  With the topic's identity, a
+    replica may be deleted (and stays so while down), no topic id is ahead of the znode's,
+    and the ISR is within the AR."""
     n, r = shape.n, shape.r
     statuses = (UP, DOWN, PAUSED) if paused else (UP, DOWN)
+    roles = (NONE, LEADER, FOLLOWER, DELETED) if shape.topic else (NONE, LEADER, FOLLOWER)
     R = shape.req
     parts = [s[("ctl",)] >= -1, s[("ctl",)] < n, s[("ldr",)] >= -1, s[("ldr",)] < n,
              s[("produced",)] >= 0, s[("produced",)] <= r, s[("zkv",)] >= 0, s[("lep",)] >= 1, s[("cep",)] >= 1]
     for b in range(n):
-        parts += [z3.Or([s[("st", b)] == st for st in statuses]),
-                  z3.Or(s[("role", b)] == NONE, s[("role", b)] == LEADER, s[("role", b)] == FOLLOWER),
+        down = z3.Or([s[("role", b)] == role for role in roles if role in (NONE, DELETED)])
+        parts += [z3.Or([s[("st", b)] == st for st in statuses]), z3.Or([s[("role", b)] == role for role in roles]),
                   s[("rl", b)] >= -1, s[("rl", b)] < n, s[("hw", b)] >= 0, s[("leo", b)] >= 0, s[("leo", b)] <= r,
-                  s[("leo", b)] <= s[("produced",)], z3.Implies(s[("st", b)] == DOWN, s[("role", b)] == NONE)]
+                  s[("leo", b)] <= s[("produced",)], z3.Implies(s[("st", b)] == DOWN, down)]
+        if shape.topic:
+            parts += [s[("rtid", b)] >= 0, s[("rtid", b)] <= s[("tid",)], z3.Implies(s[("isr", b)], s[("ar", b)])]
         for f in range(n):
             if f != b:
                 fk = s[("fk", f, b)]
@@ -77,7 +94,8 @@ def lemma_well_typed(shape: Shape, s: dict, paused: bool = False) -> Term:
                           z3.Implies(fk == RESP, z3.And(s[("frl", f, b)] >= 0, s[("fhw", f, b)] >= 0,
                                                         s[("fo", f, b)] + s[("frl", f, b)] <= s[("produced",)]))]
     parts.append(_forall_req(shape, lambda m: z3.Implies(
-        s[("lai",)][m], z3.And(R.to(m) >= 0, R.to(m) < n, R.leader(m) >= -1, R.leader(m) < n))))
+        s[("lai",)][m], z3.And(R.to(m) >= 0, R.to(m) < n, R.leader(m) >= -1, R.leader(m) < n,
+                               *([R.tid(m) >= 0, R.tid(m) <= s[("tid",)]] if shape.topic else [])))))
     return z3.And(parts)
 
 
@@ -90,7 +108,9 @@ def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
     """Every request ever sent (and not yet forgotten) is a past or present ZK state: its
     epochs and version are at most ZK's, its leader is in its ISR, and one carrying the
     current version (or leader epoch) carries the current leader (and ISR).  A StopReplica
-    in flight, too, carries epochs ZK has reached."""
+    in flight, too, carries epochs ZK has reached.  With the topic's identity, the epochs
+    are the current incarnation's to compare (a deleted one's requests keep their leader
+    in their ISR), and the leader epoch names ZK's leader only while the topic exists."""
     R = shape.req
     n = shape.n
 
@@ -98,29 +118,38 @@ def lemma_requests_match_zk(shape: Shape, s: dict) -> Term:
         isr = [getattr(R, f"isr{x}")(m) for x in range(n)]
         same = z3.And(R.leader(m) == s[("ldr",)], R.lepoch(m) == s[("lep",)],
                       *[isr[x] == s[("isr", x)] for x in range(n)])
+        current = _of_incarnation(shape, s, R.tid(m)) if shape.topic else z3.BoolVal(True)
+        # a deleted incarnation's: the deletion (and a re-creation) moved the version past it
+        past = [z3.Implies(z3.Not(z3.And(current, _topic_exists(shape, s))), R.zkv(m) < s[("zkv",)])] if shape.topic else []
         return z3.Implies(s[("lai",)][m], z3.And(
             z3.Implies(R.leader(m) != NO_LEADER, pick(isr, R.leader(m), z3.BoolVal(False))),
-            R.lepoch(m) <= s[("lep",)], R.zkv(m) <= s[("zkv",)], R.cepoch(m) <= s[("cep",)],
-            z3.Implies(R.lepoch(m) == s[("lep",)], R.leader(m) == s[("ldr",)]),
-            z3.Implies(R.zkv(m) == s[("zkv",)], same)))
+            R.zkv(m) <= s[("zkv",)], R.cepoch(m) <= s[("cep",)], *past,
+            z3.Implies(current, z3.And(
+                R.lepoch(m) <= s[("lep",)],
+                z3.Implies(z3.And(R.lepoch(m) == s[("lep",)], _topic_exists(shape, s)), R.leader(m) == s[("ldr",)]),
+                z3.Implies(R.zkv(m) == s[("zkv",)], same)))))
 
     T, q = shape.stop, z3.Const("qs", shape.stop)
-    stops = [z3.ForAll([q], z3.Implies(s[("stops", b)][q], z3.And(T.slepoch(q) <= s[("lep",)], T.scepoch(q) <= s[("cep",)])))
+    stops = [z3.ForAll([q], z3.Implies(s[("stops", b)][q], z3.And(
+        z3.Implies(_of_incarnation(shape, s, T.stid(q)) if shape.topic else z3.BoolVal(True), T.slepoch(q) <= s[("lep",)]),
+        T.scepoch(q) <= s[("cep",)], *([T.stid(q) <= s[("tid",)]] if shape.topic else []))))
              for b in range(n)]
     return z3.And(_forall_req(shape, ok), *stops)
 
 
 def lemma_requests_agree(shape: Shape, s: dict) -> Term:
-    """Two requests for the same leader epoch name the same leader."""
+    """Two requests for the same leader epoch (of one incarnation) name the same leader."""
     R = shape.req
     a, b = z3.Const("qa", shape.req), z3.Const("qb", shape.req)
-    return z3.ForAll([a, b], z3.Implies(z3.And(s[("lai",)][a], s[("lai",)][b], R.lepoch(a) == R.lepoch(b)),
-                                        R.leader(a) == R.leader(b)))
+    same = z3.And(R.lepoch(a) == R.lepoch(b), *([R.tid(a) == R.tid(b)] if shape.topic else []))
+    return z3.ForAll([a, b], z3.Implies(z3.And(s[("lai",)][a], s[("lai",)][b], same), R.leader(a) == R.leader(b)))
 
 
 def lemma_known_epochs_bounded(shape: Shape, s: dict) -> Term:
-    """No broker knows a leader epoch, controller epoch or zk version ahead of ZooKeeper."""
-    return z3.And([z3.And(s[("rlep", b)] <= s[("lep",)], s[("bcep", b)] <= s[("cep",)], s[("rzkv", b)] <= s[("zkv",)])
+    """No broker knows a leader epoch (of the current incarnation), controller epoch or zk
+    version ahead of ZooKeeper."""
+    return z3.And([z3.And(z3.Implies(_of_incarnation(shape, s, s.get(("rtid", b))), s[("rlep", b)] <= s[("lep",)]),
+                          s[("bcep", b)] <= s[("cep",)], s[("rzkv", b)] <= s[("zkv",)])
                    for b in range(shape.n)])
 
 
@@ -137,15 +166,18 @@ def lemma_zk_version_owner(shape: Shape, s: dict) -> Term:
 
 def lemma_led_history(shape: Shape, s: dict) -> Term:
     """A broker became leader only in epochs ZK has reached, in the current one only if it is
-    ZK's leader, and every outstanding request for such an epoch names that broker."""
+    ZK's leader, and every outstanding request for such an epoch names that broker.  With
+    the topic's identity, this is the current incarnation's history, empty while the topic
+    is deleted, and the requests are the current incarnation's."""
     R = shape.req
     e = z3.Int("e_hist")
     parts = []
     for b in range(shape.n):
         parts.append(z3.ForAll([e], z3.Implies(s[("led", b)][e], z3.And(
-            e <= s[("lep",)], z3.Implies(e == s[("lep",)], s[("ldr",)] == b)))))
+            e <= s[("lep",)], z3.Implies(e == s[("lep",)], s[("ldr",)] == b), _topic_exists(shape, s)))))
         parts.append(_forall_req(shape, lambda m, b=b: z3.Implies(
-            z3.And(s[("lai",)][m], s[("led", b)][R.lepoch(m)]), R.leader(m) == b), name=f"qh{b}"))
+            z3.And(s[("lai",)][m], s[("led", b)][R.lepoch(m)], _of_incarnation(shape, s, R.tid(m)) if shape.topic
+                   else z3.BoolVal(True)), R.leader(m) == b), name=f"qh{b}"))
     return z3.And(parts)
 
 
@@ -172,6 +204,38 @@ def lemma_alter_messages_match_zk(shape: Shape, s: dict) -> Term:
     return z3.And(messages, *leaders)
 
 
+def lemma_retired_records_gone(shape: Shape, s: dict) -> Term:
+    """No record of a deleted incarnation is in a replica of the current one, nor in a fetch
+    answer of it in flight; a deleted replica holds no records; and every record held or
+    retired was produced, so a new one is never retired.  (True of a shape without the
+    topic's identity.)"""
+    if not shape.topic:
+        return z3.BoolVal(True)
+    n, r = shape.n, shape.r
+    exists = _topic_exists(shape, s)
+
+    def produced(v: Term) -> Term:
+        return z3.And(1 <= v, v <= s[("produced",)])
+
+    parts = [z3.Implies(s[("ret", v)], v <= s[("produced",)]) for v in range(1, r + 1)]
+    for b in range(n):
+        current = z3.And(exists, s[("rtid", b)] == s[("tid",)], s[("role", b)] != DELETED)
+        parts.append(z3.Implies(s[("role", b)] == DELETED, s[("leo", b)] == 0))
+        parts += [z3.Implies(i < s[("leo", b)], produced(s[("val", b, i)])) for i in range(r)]
+        parts += [z3.Implies(z3.And(s[("fk", f, b)] == RESP, i < s[("frl", f, b)]), produced(s[("frv", f, b, i)]))
+                  for f in range(n) if f != b for i in range(r)]
+        parts += [s[("ftid", f, b)] <= s[("tid",)] for f in range(n) if f != b]
+        parts += [z3.Implies(z3.And(current, i < s[("leo", b)]), z3.Not(pick(
+            [s[("ret", v)] for v in range(1, r + 1)], s[("val", b, i)] - 1, z3.BoolVal(False)))) for i in range(r)]
+        for f in range(n):
+            if f != b:
+                answer = z3.And(exists, s[("fk", f, b)] == RESP, s[("ftid", f, b)] == s[("tid",)])
+                parts += [z3.Implies(z3.And(answer, i < s[("frl", f, b)]), z3.Not(pick(
+                    [s[("ret", v)] for v in range(1, r + 1)], s[("frv", f, b, i)] - 1, z3.BoolVal(False))))
+                    for i in range(r)]
+    return z3.And(parts)
+
+
 def lemma_controller_unique(shape: Shape, s: dict) -> Term:
     """Stated as the property itself; it is inductive together with the epoch bounds."""
     return prop_single_controller(shape, s)
@@ -180,11 +244,13 @@ def lemma_controller_unique(shape: Shape, s: dict) -> Term:
 def q3_stale_leader_frozen(shape: Shape, s: dict, t: dict) -> Term:
     """Seed 000 question 3 as a step property: a leader whose zk version ZK has moved past
     (a paused or superseded leader), while it stays leader in the same epoch, keeps exactly
-    its ISR and stays behind ZK -- it can never shrink the ISR to commit on its own."""
+    its ISR and stays behind ZK -- it can never shrink the ISR to commit on its own.  (With
+    the topic's identity: while it stays leader of one incarnation.)"""
     parts = []
     for b in range(shape.n):
         stale = z3.And(s[("role", b)] == LEADER, s[("rzkv", b)] != s[("zkv",)])
-        stays = z3.And(t[("role", b)] == LEADER, t[("rlep", b)] == s[("rlep", b)])
+        stays = z3.And(t[("role", b)] == LEADER, t[("rlep", b)] == s[("rlep", b)],
+                       *([t[("rtid", b)] == s[("rtid", b)]] if shape.topic else []))
         same = z3.And(t[("rzkv", b)] == s[("rzkv", b)], t[("rzkv", b)] != t[("zkv",)],
                       *[t[("risr", b, x)] == s[("risr", b, x)] for x in range(shape.n)])
         parts.append(z3.Implies(z3.And(stale, stays), same))
@@ -201,6 +267,7 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "zk_version_owner": lemma_zk_version_owner,
     "led_history": lemma_led_history,
     "alter_messages_match_zk": lemma_alter_messages_match_zk,
+    "retired_records_gone": lemma_retired_records_gone,
 }
 
 
@@ -209,6 +276,7 @@ STATE_GOALS: dict[str, Callable[[Shape, dict], Term]] = {
     "isr_well_formed": prop_isr_well_formed,
     "one_leader_per_epoch": prop_one_leader_per_epoch,
     "single_controller": prop_single_controller,
+    "deleted_not_served": prop_deleted_not_served,
 }
 
 
@@ -226,6 +294,8 @@ USES = {  # which lemmas each goal's proof leans on (all are proved together, by
     "epoch_monotonic": (),
     "alter_messages_match_zk": ("leader_in_own_isr", "known_epochs_bounded", "requests_match_zk"),
     "q3_stale_leader_frozen": ("well_typed", "known_epochs_bounded", "zk_version_owner"),
+    "retired_records_gone": ("well_typed",),
+    "deleted_not_served": ("retired_records_gone",),
 }
 
 
@@ -300,7 +370,8 @@ class _Induction:
 
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
           progress: Callable[[Verdict], None] | None = None,
-          encoding: type[Encoding] = Encoding, with_durability: bool = True) -> list[Verdict]:
+          encoding: type[Encoding] = Encoding, with_durability: bool = True,
+          only: tuple[str, ...] | None = None) -> list[Verdict]:
     """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
     state goal, checked one formula and one action at a time (so a failure names both);
     step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
@@ -311,7 +382,8 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     formulas fails, the others are ``unknown`` -- preserved, but only by leaning on it (a
     failure names the actions and prints its counterexample to induction).
     ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
-    False proves the formulas above alone."""
+    False proves the formulas above alone, and ``only`` (names) just those of them -- every
+    one still assumed in the hypothesis."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
     lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0)}
@@ -323,12 +395,18 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
         if progress:
             progress(v)
 
+    def wanted(name: str) -> bool:
+        return only is None or name in only
+
     for name, f in lemmas.items():
-        report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
+        if wanted(name):
+            report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
     for name, f in STATE_GOALS.items():
-        report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
+        if wanted(name):
+            report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
     for name, g in STEP_GOALS.items():
-        report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
+        if wanted(name):
+            report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
 
     if not with_durability:
         return out

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import z3
 
 from model.state import (
+    DELETED,
     NO_LEADER,
 )
 from properties.checkers.symbolic.state import (
@@ -37,11 +38,28 @@ def prop_log_epochs_monotonic(shape: Shape, s: dict) -> Term:
 
 
 def prop_epoch_monotonic(shape: Shape, s: dict, t: dict) -> Term:
-    """The transition half of ``epoch_monotonic``."""
-    parts = [t[("cep",)] >= s[("cep",)], t[("lep",)] >= s[("lep",)],
-             z3.Implies(t[("ldr",)] != s[("ldr",)], t[("lep",)] > s[("lep",)])]
-    parts += [t[("rlep", b)] >= s[("rlep", b)] for b in range(shape.n)]
-    return z3.And(parts)
+    """The transition half of ``epoch_monotonic`` -- with the topic's identity, within one
+    incarnation: a deleted or re-created topic's epochs start over, and so do those of a
+    replica that deleted it or took a newer incarnation."""
+    zk = [t[("lep",)] >= s[("lep",)], z3.Implies(t[("ldr",)] != s[("ldr",)], t[("lep",)] > s[("lep",)])]
+    replicas = [t[("rlep", b)] >= s[("rlep", b)] for b in range(shape.n)]
+    if shape.topic:
+        same = z3.And(t[("tid",)] == s[("tid",)], _exists(shape, s), _exists(shape, t))
+        zk = [z3.Implies(same, z3.And(zk))]
+        replicas = [z3.Implies(z3.And(t[("rtid", b)] == s[("rtid", b)], t[("role", b)] != DELETED), replicas[b])
+                    for b in range(shape.n)]
+    return z3.And(t[("cep",)] >= s[("cep",)], *zk, *replicas)
+
+
+def _exists(shape: Shape, s: dict) -> Term:
+    return z3.Or([s[("ar", x)] for x in range(shape.n)])
+
+
+def _of_current(shape: Shape, s: dict, b: int) -> Term:
+    """b's replica holds the current incarnation's data (``replicas_consistent``'s filter)."""
+    if not shape.topic:
+        return z3.BoolVal(True)
+    return z3.And(s[("rtid", b)] == s[("tid",)], s[("role", b)] != DELETED)
 
 
 def prop_one_leader_per_epoch(shape: Shape, s: dict) -> Term:
@@ -81,13 +99,18 @@ def prop_replicas_consistent(shape: Shape, s: dict) -> Term:
     for a in range(shape.n):
         for b in range(a + 1, shape.n):
             upto = zmin(s[("hw", a)], s[("hw", b)])
+            both = z3.And(_of_current(shape, s, a), _of_current(shape, s, b))
             for i in range(shape.r):
-                out.append(z3.Implies(i < upto, z3.And(s[("val", a, i)] == s[("val", b, i)], s[("ep", a, i)] == s[("ep", b, i)])))
+                out.append(z3.Implies(z3.And(both, i < upto),
+                                      z3.And(s[("val", a, i)] == s[("val", b, i)], s[("ep", a, i)] == s[("ep", b, i)])))
     return z3.And(out) if out else z3.BoolVal(True)
 
 
 def prop_isr_well_formed(shape: Shape, s: dict) -> Term:
-    return z3.Implies(s[("ldr",)] != NO_LEADER, pick([s[("isr", b)] for b in range(shape.n)], s[("ldr",)], z3.BoolVal(False)))
+    in_isr = pick([s[("isr", b)] for b in range(shape.n)], s[("ldr",)], z3.BoolVal(False))
+    if shape.topic:  # and the ISR within the AR
+        in_isr = z3.And(in_isr, *[z3.Implies(s[("isr", b)], s[("ar", b)]) for b in range(shape.n)])
+    return z3.Implies(s[("ldr",)] != NO_LEADER, in_isr)
 
 
 def prop_single_controller(shape: Shape, s: dict) -> Term:
@@ -101,10 +124,17 @@ def prop_zombie_cannot_commit(shape: Shape, s: dict) -> Term:
 
 
 def prop_deleted_not_served(shape: Shape, s: dict) -> Term:
-    """True in every state of this encoding: it has no topic deletion (the registry marks
-    ``delete_topic`` unsupported here and ``unsupported()`` refuses ``deletions``), so no
-    record is ever of a deleted incarnation."""
-    return z3.BoolVal(True)
+    """No leader of the current incarnation serves a retired record (one of a deleted
+    incarnation).  Without the topic's identity there is no deletion: true everywhere."""
+    if not shape.topic:
+        return z3.BoolVal(True)
+    out = []
+    for b in range(shape.n):
+        serving = z3.And(_exists(shape, s), s[("ldr",)] == b, _of_current(shape, s, b))
+        old = [z3.And(i < s[("leo", b)], s[("val", b, i)] == v, s[("ret", v)]) for i in range(shape.r)
+               for v in range(1, shape.r + 1)]
+        out.append(z3.Implies(serving, z3.Not(z3.Or(old))))
+    return z3.And(out)
 
 
 # property name (as in ``properties.PROPERTIES``) -> its state formula

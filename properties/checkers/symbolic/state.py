@@ -10,6 +10,7 @@ import z3
 
 from model.config import Config
 from model.state import (
+    EPOCH_DURING_DELETE,
     FETCH_REQUEST,
     FETCH_RESPONSE,
     AlterPartition,
@@ -31,22 +32,29 @@ INF = 1 << 30
 EMPTY, REQ, RESP = 0, 1, 2
 
 
-def req_sort(n: int) -> z3.DatatypeSortRef:
-    """The LeaderAndISR request as a z3 record (one partition, so no partition field)."""
-    d = z3.Datatype(f"Req{n}")
+def req_sort(n: int, topic: bool = False) -> z3.DatatypeSortRef:
+    """The LeaderAndISR request as a z3 record (one partition, so no partition field); with
+    ``topic`` (topic deletion), the incarnation of the topic the controller read."""
+    d = z3.Datatype(f"Req{n}{'t' if topic else ''}")
     fields = [("to", z3.IntSort()), ("leader", z3.IntSort()), ("lepoch", z3.IntSort())]
     fields += [(f"isr{x}", z3.BoolSort()) for x in range(n)]
     fields += [("zkv", z3.IntSort()), ("cepoch", z3.IntSort()), ("mbe", z3.IntSort())]
+    if topic:
+        fields.append(("tid", z3.IntSort()))
     d.declare("req", *fields)
     return d.create()
 
 
-def stop_sort() -> z3.DatatypeSortRef:
-    """A controlled shutdown's StopReplica (without delete) as a z3 record: the only kind
-    the encoding sends (one partition, the topic's one incarnation); the set of those in
-    flight is kept per addressee, so that a crash drops its own at once."""
-    d = z3.Datatype("Stop")
-    d.declare("stop", ("slepoch", z3.IntSort()), ("scepoch", z3.IntSort()))
+def stop_sort(topic: bool = False) -> z3.DatatypeSortRef:
+    """A StopReplica as a z3 record (one partition): a controlled shutdown's (without
+    delete) and, with ``topic``, a topic deletion's too -- of leader epoch
+    ``EPOCH_DURING_DELETE``, with the incarnation it deletes and the delete flag.  The set
+    of those in flight is kept per addressee, so that a crash drops its own at once."""
+    d = z3.Datatype(f"Stop{'t' if topic else ''}")
+    fields = [("slepoch", z3.IntSort()), ("scepoch", z3.IntSort())]
+    if topic:
+        fields += [("stid", z3.IntSort()), ("sdel", z3.BoolSort())]
+    d.declare("stop", *fields)
     return d.create()
 
 
@@ -65,24 +73,27 @@ def alter_sort(n: int) -> z3.DatatypeSortRef:
 class Shape:
     """The fixed dimensions of an encoding: brokers, log slots, and the request sorts --
     with ``alter``, also the set of AlterPartition messages in flight (a configuration
-    without AlterPartition has none, so its states leave the set out)."""
+    without AlterPartition has none, so its states leave the set out); with ``topic``
+    (topic deletion), the topic's identity: the znode's topic id and AR, each replica's
+    topic id, each message's, and the retired records."""
 
     n: int
     r: int
     alter: bool = True
+    topic: bool = False
     req: z3.DatatypeSortRef = field(init=False)
     stop: z3.DatatypeSortRef = field(init=False)
     alt: z3.DatatypeSortRef = field(init=False)
 
     def __post_init__(self) -> None:
-        self.req = req_sort(self.n)
-        self.stop = stop_sort()
+        self.req = req_sort(self.n, self.topic)
+        self.stop = stop_sort(self.topic)
         self.alt = alter_sort(self.n)
 
     @classmethod
     def of(cls, cfg: Config, n: int | None = None) -> Shape:
         """The shape of ``cfg``'s states, at ``n`` brokers (default: the configuration's)."""
-        return cls(cfg.brokers if n is None else n, cfg.records, bool(cfg.alter_partition))
+        return cls(cfg.brokers if n is None else n, cfg.records, bool(cfg.alter_partition), bool(cfg.deletions))
 
     def keys(self) -> Iterator[tuple[tuple, str]]:
         """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'T' StopReplica
@@ -124,6 +135,17 @@ class Shape:
             yield ("stops", b), "T"  # the StopReplica requests in flight to b
         if self.alter:
             yield ("alt",), "A"  # the AlterPartition proposals and answers in flight
+        if self.topic:
+            yield ("tid",), "i"  # the znode's topic id
+            yield ("dels",), "i"  # topic deletions, in all
+            for b in range(n):
+                yield ("ar", b), "b"  # b in the znode's AR (none: the topic is deleted)
+                yield ("rtid", b), "i"  # the incarnation b's replica is of
+                for ld in range(n):
+                    if ld != b:
+                        yield ("ftid", b, ld), "i"  # the fetch slot's topic id
+            for v in range(1, r + 1):
+                yield ("ret", v), "b"  # value v is a record of a deleted incarnation
 
     def fresh(self, prefix: str) -> dict:
         out: dict = {}
@@ -238,13 +260,25 @@ def encode(shape: Shape, s: State) -> dict:
     for m in s.leader_and_isr:
         lai = z3.Store(lai, req_value(shape, m), True)
     out[("lai",)] = lai
-    assert all(m.partition == 0 and not m.delete for m in s.stop_replica), "a StopReplica other than a controlled shutdown's"
+    assert all(m.partition == 0 and (not m.delete or (shape.topic and m.leader_epoch == EPOCH_DURING_DELETE))
+               for m in s.stop_replica), "a StopReplica other than a controlled shutdown's or a deletion's"
     for b in range(n):
         stops = z3.K(shape.stop, z3.BoolVal(False))
         for m in s.stop_replica:
             if m.to == b:
-                stops = z3.Store(stops, shape.stop.stop(m.leader_epoch, m.controller_epoch), True)
+                stops = z3.Store(stops, stop_value(shape, m), True)
         out[("stops", b)] = stops
+    if shape.topic:
+        out[("tid",)], out[("dels",)] = I(zn.topic_id), I(g.deletions)
+        for b, br in enumerate(s.brokers):
+            out[("ar", b)] = B(b in zn.ar)
+            out[("rtid", b)] = I(br.replicas[0].topic_id)
+            for ld in range(n):
+                if ld != b:
+                    m = slots.get((b, ld))
+                    out[("ftid", b, ld)] = I(0 if m is None else m.topic_id)
+        for v in range(1, r + 1):
+            out[("ret", v)] = B((0, v) in g.retired)
     assert shape.alter or not s.alter_partition, "AlterPartition messages in a shape without them"
     if shape.alter:
         assert all(m.partition == 0 and m.topic_id == zn.topic_id for m in s.alter_partition), "one incarnation"
@@ -274,7 +308,13 @@ def alter_decode(shape: Shape, model: z3.ModelRef, m: Term, topic_id: int) -> Al
 
 def req_value(shape: Shape, m: LeaderAndIsr) -> Term:
     isr = [z3.BoolVal(x in m.isr) for x in range(shape.n)]
-    return shape.req.req(m.to, m.leader, m.leader_epoch, *isr, m.zk_version, m.controller_epoch, m.max_broker_epoch)
+    tid = (m.topic_id,) if shape.topic else ()
+    return shape.req.req(m.to, m.leader, m.leader_epoch, *isr, m.zk_version, m.controller_epoch, m.max_broker_epoch, *tid)
+
+
+def stop_value(shape: Shape, m: StopReplica) -> Term:
+    tid = (m.topic_id, z3.BoolVal(m.delete)) if shape.topic else ()
+    return shape.stop.stop(m.leader_epoch, m.controller_epoch, *tid)
 
 
 def req_decode(shape: Shape, model: z3.ModelRef, m: Term) -> LeaderAndIsr:
@@ -285,7 +325,8 @@ def req_decode(shape: Shape, model: z3.ModelRef, m: Term) -> LeaderAndIsr:
         return model.eval(t, model_completion=True).as_long()
 
     isr = tuple(x for x in range(shape.n) if z3.is_true(model.eval(getattr(R, f"isr{x}")(m), model_completion=True)))
-    return LeaderAndIsr(iv(R.to(m)), 0, iv(R.leader(m)), iv(R.lepoch(m)), isr, iv(R.zkv(m)), iv(R.cepoch(m)), iv(R.mbe(m)))
+    return LeaderAndIsr(iv(R.to(m)), 0, iv(R.leader(m)), iv(R.lepoch(m)), isr, iv(R.zkv(m)), iv(R.cepoch(m)), iv(R.mbe(m)),
+                        iv(R.tid(m)) if shape.topic else 0)
 
 
 def stop_decode(shape: Shape, model: z3.ModelRef, m: Term, to: int) -> StopReplica:
@@ -295,7 +336,10 @@ def stop_decode(shape: Shape, model: z3.ModelRef, m: Term, to: int) -> StopRepli
     def iv(t: Term) -> int:
         return model.eval(t, model_completion=True).as_long()
 
-    return StopReplica(to, 0, iv(T.slepoch(m)), iv(T.scepoch(m)), delete=False)
+    if not shape.topic:
+        return StopReplica(to, 0, iv(T.slepoch(m)), iv(T.scepoch(m)), delete=False)
+    delete = z3.is_true(model.eval(T.sdel(m), model_completion=True))
+    return StopReplica(to, 0, iv(T.slepoch(m)), iv(T.scepoch(m)), iv(T.stid(m)), delete=delete)
 
 
 def initial_state(shape: Shape, cfg: Config) -> dict:

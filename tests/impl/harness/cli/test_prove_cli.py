@@ -68,3 +68,5 @@ def test_prove_cli(monkeypatch, capsys):
     assert main(["prove", "--brokers", "5"]) == 2
     assert main(["prove", "--config", "kip320", "--max-pauses", "-1"]) == 2
     assert "--max-pauses" in capsys.readouterr().err  # one line, no traceback
+    assert main(["prove", "--config", "kip320", "--deletions", "1", "--alter-partition", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("(topic deletion with AlterPartition)")
