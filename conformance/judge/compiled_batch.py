@@ -26,6 +26,9 @@ from conformance.judge.observation import (
     HARNESS,
     ID_FIELDS,
     ID_LIST_FIELDS,
+    LIST_IDS,
+    REGISTRATIONS,
+    SCALAR_IDS,
     UNSEEN,
     Event,
     Observation,
@@ -385,13 +388,13 @@ class CompiledSearch:
             bits.append(sum(1 << b for b in brokers))
         return [numbers[0], numbers[1], bits[0], numbers[2], bits[1]]
 
-    def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> None:
+    def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> int:
         """The rows of ``events[first:]`` (``first``: the next event without a row) written
         in C (``rows_written``), up to the first whose row is ``event_row``'s caller's to
-        write: as many rows as ``add`` would get from ``event_row``, the same ints."""
+        write: as many rows as ``add`` would get from ``event_row``, the same ints.  The
+        index of that event (``len(events)`` if none; ``first`` where no row is written in C)."""
         write = _rows_entry()
-        if write is not None:
-            write(events, first, tables, self.ids, self.keys, self.flat, self.at)
+        return first if write is None else write(events, first, tables, self.ids, self.keys, self.flat, self.at)
 
     def forget_after(self, i: int) -> None:
         """Forget the rows of the events after ``i`` (written with numbers since renumbered)."""
@@ -475,6 +478,12 @@ def _rows_entry() -> Any:
     """``rows.c``'s ``epochal_rows``, or None where the interpreter has no C headers (its
     rows are then written in Python, the same ints) or there are no C sources.  A build
     that fails raises (a broken source tree), every time, but is tried once a process."""
+    lib = _rows_library()
+    return None if lib is None else lib.epochal_rows
+
+
+def _rows_library() -> Any:
+    """``rows.c`` loaded, or None (``_rows_entry``); a failed build raises."""
     built = _rows_built()
     if isinstance(built, NativeUnavailable):
         raise built
@@ -493,10 +502,23 @@ def _rows_built() -> Any:
         return None
     except NativeUnavailable as exc:
         return exc
-    fn = lib.epochal_rows
-    fn.restype = ctypes.c_ssize_t
-    fn.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
-    return fn
+    lib.epochal_rows.restype = ctypes.c_ssize_t
+    lib.epochal_rows.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
+    lib.epochal_group_ids.restype = ctypes.py_object
+    lib.epochal_group_ids.argtypes = [ctypes.py_object, ctypes.py_object]
+    return lib
+
+
+_ID_NAMES = (SCALAR_IDS, LIST_IDS, REGISTRATIONS)
+
+
+def group_ids(events: list[Event]) -> tuple[dict[int, int], list[int]] | None:
+    """``(broker_ids(events), registration_epochs(events))`` read by ``rows.c`` in one pass
+    over the group's events, or None where they are the Python side's to read: no C rows
+    here (``_rows_entry``), or an event ``rows.c`` does not read as they do (a field of a
+    type or size JSON does not give them as: an int subclass, an id past 64 bits)."""
+    lib = _rows_library()
+    return None if lib is None else lib.epochal_group_ids(events, _ID_NAMES)
 
 
 def rows_written() -> bool:
