@@ -48,7 +48,8 @@ from properties.checkers.native_step import (
     library,
     step_unsupported,
 )
-from traces.schema import PARAMS, POST
+from traces.schema import FIELDS, PARAMS, POST, SCHEMA_ID, TYPES, FieldSpec
+from traces.vocabulary import KINDS
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
                  "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9,
@@ -506,6 +507,8 @@ def _rows_built() -> Any:
     lib.epochal_rows.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
     lib.epochal_group_ids.restype = ctypes.py_object
     lib.epochal_group_ids.argtypes = [ctypes.py_object, ctypes.py_object]
+    lib.epochal_valid_events.restype = ctypes.c_ssize_t
+    lib.epochal_valid_events.argtypes = [ctypes.py_object] * 3
     return lib
 
 
@@ -519,6 +522,39 @@ def group_ids(events: list[Event]) -> tuple[dict[int, int], list[int]] | None:
     type or size JSON does not give them as: an int subclass, an id past 64 bits)."""
     lib = _rows_library()
     return None if lib is None else lib.epochal_group_ids(events, _ID_NAMES)
+
+
+SCHEMA_TYPES = ("string", "int", "bool", "number", "object", "value", "list<int>", "list<record>")
+"""``traces.schema``'s types, as ``rows.c`` numbers them."""
+assert set(SCHEMA_TYPES) == {t for t in TYPES if not t.endswith("?")}, "rows.c checks every type of the schema"
+
+
+def _specs(specs: tuple[FieldSpec, ...]) -> tuple[tuple[str, int, bool, bool], ...]:
+    return tuple((s.name, SCHEMA_TYPES.index(s.type.rstrip("?")), s.type.endswith("?"), s.required) for s in specs)
+
+
+_EVENT_TABLES = (SCHEMA_ID, _specs(FIELDS), {kind: (spec.scope == "partition", _specs(PARAMS.get(kind, ())),
+                                                    _specs(POST.get(kind, ()))) for kind, spec in KINDS.items()})
+"""What ``rows.c`` recognises a valid event by: the schema's id, its top-level fields, and
+per kind its scope and the fields of its params and post (each: name, type, nullable,
+required), as ``traces.schema``'s generated checks read them."""
+
+
+def valid_events(objs: list[Any]) -> bytearray:
+    """Per decoded line, 1 where ``rows.c`` finds it a valid event (``traces.schema.validate``
+    says None), normalized in place as ``normalize`` does; 0 where it is ``validate``'s to say
+    (``traces.reader.Recognise``).  All 0 where no rows are written in C."""
+    valid = bytearray(len(objs))
+    lib = _rows_library()
+    if lib is not None:
+        lib.epochal_valid_events(objs, _EVENT_TABLES, valid)
+    return valid
+
+
+def recognise() -> Any:
+    """``valid_events`` where the rows are written in C (``rows_written``), else None: the
+    reader validates each line in Python alone."""
+    return valid_events if rows_written() else None
 
 
 def rows_written() -> bool:

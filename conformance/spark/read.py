@@ -80,11 +80,12 @@ def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, dict[
     ``(line, event, reason, raw)``, the plain reader's code: a valid event with its raw text,
     or None, the reason and the raw text cut short.  A file that could not be read is one
     quarantined record at line 0."""
+    from conformance.judge.compiled_batch import recognise
     from traces.reader import iter_file
 
     if isinstance(data, OSError):
         return iter((0, None, f"unreadable_file: {data}"[:300], ""),)
-    return iter_file(path, data)
+    return iter_file(path, data, recognise())
 
 
 def read_group(members: list[str], task: int, only: frozenset[str] | None,

@@ -10,11 +10,13 @@ value map) are built both ways and compared: on the benchmark's corpus and its m
 the recorded traces, and on events whose fields are of every odd type or size a row may
 meet, where the C must either write the Python's row or leave the event to it.  The same
 for a group's broker-id map -- key for key, in order -- and for the verdicts of a judge that
-finds no C rows at all (an interpreter without headers).
+finds no C rows at all (an interpreter without headers); and for the valid events it
+recognises among a file's decoded lines, before any of that.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 from pathlib import Path
 from typing import Any
@@ -29,8 +31,11 @@ from conformance.judge.observation import LIST_IDS, SCALAR_IDS, broker_ids, regi
 from conformance.mutations import MUTATIONS
 from properties.checkers.native import NoCompiler
 from tests.conformance.test_compiled_judge import groups_by_partition
-from traces.reader import read_traces
+from traces import schema
+from traces.reader import iter_file, read_traces
+from traces.schema import SCHEMA_ID
 from traces.synthetic import generate_run
+from traces.vocabulary import KINDS
 
 DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
@@ -237,3 +242,60 @@ def test_the_verdicts_are_the_same_where_every_row_and_id_is_read_in_python() ->
         in_python = [replay.judge_default(g, "kip320") for g in groups]
     assert in_python == in_c
     assert any(not v["conforms"] for v in in_c), "no failing verdict among them: the test shows too little"
+
+
+def test_the_events_recognised_in_c_are_exactly_those_validate_accepts_normalized_alike() -> None:
+    """Recorded events of every kind, mutated at random (fields dropped, null, of another
+    JSON type, negative, past 64 bits, an unknown kind or schema, params or post of another
+    type): ``rows.c`` finds an object valid exactly when ``validate`` does, and normalizes it
+    as ``normalize`` does; objects of types JSON does not give it leaves to ``validate``."""
+    events = [{k: v for k, v in e.items() if not k.startswith("_")} for e in read_traces([DATA / "recorded"]).events]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        by_kind.setdefault(e["kind"], []).append(e)
+    values: list[Any] = [None, 0, 7, -1, True, 1.5, "x", [], [1, 2], [1, True], [[0, 1, "a"]], [[0, 1]],
+                        [[0, True, "a"]], [[0, 1, [1]]], [[0, 1, None]], {}, {"a": 1}, 2**70, -(2**70), SCHEMA_ID]
+    rng = random.Random(12)
+    objs: list[Any] = []
+    for _ in range(12000):
+        e = copy.deepcopy(rng.choice(rng.choice(list(by_kind.values()))))
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            d = e if (where := rng.choice(["top", "params", "post"])) == "top" else e.get(where)
+            if not isinstance(d, dict):
+                continue
+            key = rng.choice([*d, "extra", "post", "zxid"]) if d else "extra"
+            if where == "top" and rng.random() < 0.1:
+                d["kind"] = rng.choice([*KINDS, "nope", 3])
+            elif rng.random() < 0.2:
+                d.pop(key, None)
+            else:
+                d[key] = rng.choice(values)
+        objs.append(e)
+    objs += [None, 3, "x", [{}], {}, *[{**e, "seq": _Int(1)} for e in events[:20]],
+             *[{**e, "schema": _Str(SCHEMA_ID)} for e in events[:20]]]
+    expected = [schema.validate(copy.deepcopy(obj)) is None for obj in objs]
+    normalized = [schema.normalize(copy.deepcopy(obj)) if ok else None for obj, ok in zip(objs, expected, strict=True)]
+    flags = compiled_batch.valid_events(objs)
+    of_json = len(objs) - 40
+    assert [bool(f) for f in flags[:of_json]] == expected[:of_json]
+    assert not any(flags[of_json:]), "an int or str of another type: the Python side's"
+    assert [obj for obj, f in zip(objs, flags, strict=True) if f] == [n for n in normalized[:of_json] if n is not None]
+    assert 2000 < sum(flags) < len(objs) - 2000
+
+
+def test_a_file_read_with_the_valid_events_recognised_in_c_gives_the_same_records() -> None:
+    """Every record of the data files (recorded, malformed, failing) and of a file of odd
+    lines -- bad JSON, NaN, blank lines, JSON that is no object, null, a torn last line --
+    is the same (line, event, reason, raw) through ``iter_file`` with ``recognise`` as without."""
+    files = sorted(p for d in ("recorded", "malformed", "nonconforming") for p in (DATA / d).rglob("*")
+                   if p.is_file() and p.name != "README.md")
+    valid = next(line for f in files if f.suffix == ".jsonl" and "recorded" in f.parts
+                 for line in f.read_text().splitlines() if line.strip())
+    odd = "\n".join([valid, "", "{not json", "NaN", "[1, 2]", "null", '{"a": 1}', valid.replace('"seq"', '"sq"'),
+                     "  ", valid.replace("{", '{"post": null, ', 1), valid[:40]]).encode()
+    datas = [(str(f), f.read_bytes()) for f in files] + [("odd.jsonl", odd)]
+    recognised = compiled_batch.recognise()
+    assert recognised is not None
+    for name, data in datas:
+        assert list(iter_file(name, data, recognised)) == list(iter_file(name, data)), name
+    assert sum(1 for name, data in datas for _, e, _, _ in iter_file(name, data, recognised) if e) > 100

@@ -15,7 +15,9 @@
  *
  * It also reads a group's broker-id map and its registrations' broker epochs from the same
  * dicts in one pass (epochal_group_ids: observation.py broker_ids and registration_epochs),
- * and answers None -- the Python side's to read -- for any event it does not read as they do.
+ * and answers None -- the Python side's to read -- for any event it does not read as they do;
+ * and, before that, recognises the valid events among a file's decoded objects
+ * (epochal_valid_events: traces/schema.py validate's generated check, then normalize).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,7 +42,8 @@ typedef struct {
 typedef struct { int n; int v[MAXROW]; } Row;
 
 static PyObject *s_kind, *s_params, *s_post, *s_node, *s_broker, *s_records, *s_value, *s_retention, *s_str, *s_int,
-    *s_elect, *s_reason, *s_preferred, *s_replicas, *s_broker_epoch, *none;
+    *s_elect, *s_reason, *s_preferred, *s_replicas, *s_broker_epoch, *s_schema, *s_seq, *s_clock, *s_zxid, *s_topic,
+    *s_partition, *none;
 
 static int interned(void) {
     if (none != NULL) return 1;
@@ -59,8 +62,15 @@ static int interned(void) {
     s_preferred = PyUnicode_InternFromString("preferred");
     s_replicas = PyUnicode_InternFromString("replicas");
     s_broker_epoch = PyUnicode_InternFromString("broker_epoch"); /* registration_epochs */
+    s_schema = PyUnicode_InternFromString("schema"); /* traces/schema.py FIELDS: _event_check's, normalize's */
+    s_seq = PyUnicode_InternFromString("seq");
+    s_clock = PyUnicode_InternFromString("clock");
+    s_zxid = PyUnicode_InternFromString("zxid");
+    s_topic = PyUnicode_InternFromString("topic");
+    s_partition = PyUnicode_InternFromString("partition");
     if (!(s_kind && s_params && s_post && s_node && s_broker && s_records && s_value && s_retention && s_str && s_int &&
-          s_elect && s_reason && s_preferred && s_replicas && s_broker_epoch))
+          s_elect && s_reason && s_preferred && s_replicas && s_broker_epoch && s_schema && s_seq && s_clock && s_zxid &&
+          s_topic && s_partition))
         return 0;
     none = PyDict_New(); /* an absent (or None) params or post: no field */
     return none != NULL;
@@ -462,4 +472,131 @@ PyObject *epochal_group_ids(PyObject *events, PyObject *names) {
     Py_DECREF(ids);
     Py_DECREF(epochs);
     return both;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Valid events recognised: traces/schema.py's generated check of one event (_event_check,
+ * what validate asks first) over a file's decoded objects, each one it finds valid
+ * normalized in place as normalize does.  It only ever says "valid": an object it does not
+ * find valid -- invalid, or of a type JSON does not give (a str subclass) -- is the Python
+ * side's, whose rules word the reason (and may yet find it valid).
+ * --------------------------------------------------------------------------------------- */
+
+/* schema.py's types, in the order compiled_batch.SCHEMA_TYPES names them */
+enum { T_STRING, T_INT, T_BOOL, T_NUMBER, T_OBJECT, T_VALUE, T_LIST_INT, T_LIST_RECORD };
+
+static int scalar(PyObject *v) { /* type(v) in _SCALARS */
+    return PyUnicode_CheckExact(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v) || v == Py_None;
+}
+
+static int of_type(PyObject *v, long type) {
+    switch (type) {
+    case T_STRING: return PyUnicode_CheckExact(v);
+    case T_INT: return PyLong_CheckExact(v);
+    case T_BOOL: return PyBool_Check(v);
+    case T_NUMBER: return PyLong_CheckExact(v) || PyFloat_CheckExact(v);
+    case T_OBJECT: return PyDict_CheckExact(v);
+    case T_VALUE: return scalar(v);
+    case T_LIST_INT:
+        if (!PyList_CheckExact(v)) return 0;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++)
+            if (!PyLong_CheckExact(PyList_GET_ITEM(v, i))) return 0;
+        return 1;
+    case T_LIST_RECORD:
+        if (!PyList_CheckExact(v)) return 0;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+            PyObject *r = PyList_GET_ITEM(v, i);
+            if (!PyList_CheckExact(r) || PyList_GET_SIZE(r) != 3 || !PyLong_CheckExact(PyList_GET_ITEM(r, 0)) ||
+                !PyLong_CheckExact(PyList_GET_ITEM(r, 1)) || !scalar(PyList_GET_ITEM(r, 2)))
+                return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* _field_lines: every spec (name, type, nullable, required) of d holds */
+static int fields_hold(PyObject *d, PyObject *specs) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(specs); k++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, k);
+        PyObject *v = get(d, PyTuple_GET_ITEM(spec, 0));
+        int nullable = PyTuple_GET_ITEM(spec, 2) == Py_True, required = PyTuple_GET_ITEM(spec, 3) == Py_True;
+        if (v == NULL) {
+            if (required) return 0;
+        } else if (v == Py_None) {
+            if (required && !nullable) return 0;
+        } else if (!of_type(v, PyLong_AsLong(PyTuple_GET_ITEM(spec, 1)))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int negative(PyObject *v) { /* v < 0, v a plain int */
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    return overflow < 0 || (overflow == 0 && x < 0);
+}
+
+/* validate(obj) is None (1), or the Python side's to say (0) */
+static int valid_event(PyObject *obj, PyObject *schema_id, PyObject *top, PyObject *kinds) {
+    if (!PyDict_CheckExact(obj)) return 0;
+    PyObject *kind = get(obj, s_kind), *schema = get(obj, s_schema);
+    if (kind == NULL || !PyUnicode_CheckExact(kind) || schema == NULL || !PyUnicode_CheckExact(schema) ||
+        PyUnicode_Compare(schema, schema_id) != 0)
+        return 0;
+    PyObject *of_kind = get(kinds, kind); /* (partition scope, params' specs, post's specs) */
+    if (of_kind == NULL || !fields_hold(obj, top)) return 0;
+    PyObject *seq = get(obj, s_seq), *clock = get(obj, s_clock), *params = get(obj, s_params),
+             *post = get(obj, s_post);
+    if (seq == NULL || clock == NULL || !PyLong_CheckExact(seq) || !PyLong_CheckExact(clock) || negative(seq) ||
+        negative(clock))
+        return 0;
+    if (PyTuple_GET_ITEM(of_kind, 0) == Py_True) {
+        PyObject *topic = get(obj, s_topic), *partition = get(obj, s_partition);
+        if (topic == NULL || topic == Py_None || partition == NULL || !PyLong_CheckExact(partition) ||
+            negative(partition))
+            return 0;
+    }
+    if (params == NULL || !PyDict_CheckExact(params) || !fields_hold(params, PyTuple_GET_ITEM(of_kind, 1))) return 0;
+    if (post == NULL || post == Py_None) post = none; /* (an empty dict) */
+    return PyDict_CheckExact(post) && fields_hold(post, PyTuple_GET_ITEM(of_kind, 2));
+}
+
+/* normalize(obj), in place: 0 with an exception on a memory error */
+static int normalized(PyObject *obj) {
+    PyObject *names[3] = {s_zxid, s_topic, s_partition};
+    for (int k = 0; k < 3; k++)
+        if (PyDict_SetDefault(obj, names[k], Py_None) == NULL) return 0;
+    PyObject *post = get(obj, s_post);
+    if (post != NULL && post != Py_None) return 1;
+    PyObject *empty = PyDict_New();
+    int ok = empty != NULL && PyDict_SetItem(obj, s_post, empty) == 0;
+    Py_XDECREF(empty);
+    return ok;
+}
+
+/* For each of objs: valid[i] = 1 where validate(objs[i]) is None, objs[i] then normalized; 0
+ * where it is the Python side's to say.  tables: (SCHEMA_ID, FIELDS' specs, kind -> (partition
+ * scope, params' specs, post's specs)), each spec (name, type, nullable, required).  Returns
+ * how many it found valid, or -1 with an exception set (memory). */
+Py_ssize_t epochal_valid_events(PyObject *objs, PyObject *tables, PyObject *valid) {
+    if (!interned()) return -1;
+    if (!PyList_CheckExact(objs) || !PyByteArray_CheckExact(valid) || PyByteArray_GET_SIZE(valid) != PyList_GET_SIZE(objs) ||
+        !PyTuple_CheckExact(tables) || PyTuple_GET_SIZE(tables) != 3 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(tables, 0)) ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(tables, 1)) || !PyDict_CheckExact(PyTuple_GET_ITEM(tables, 2)))
+        return 0; /* not what the reader hands over: every object the Python side's */
+    PyObject *schema_id = PyTuple_GET_ITEM(tables, 0), *top = PyTuple_GET_ITEM(tables, 1),
+             *kinds = PyTuple_GET_ITEM(tables, 2);
+    char *flags = PyByteArray_AS_STRING(valid);
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); i++) {
+        PyObject *obj = PyList_GET_ITEM(objs, i);
+        flags[i] = 0;
+        if (!valid_event(obj, schema_id, top, kinds)) continue;
+        if (!normalized(obj)) return -1;
+        flags[i] = 1;
+        n++;
+    }
+    return n;
 }
