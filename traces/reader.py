@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from traces.schema import FIELDS, decode_line
+from traces.schema import FIELDS, bad_json, checked, decode_line, loads
 
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".gz", ".parquet")
 """Files picked up when a *directory* is given (explicit file paths are read whatever their name)."""
@@ -50,14 +50,57 @@ Record = tuple[int, dict[str, Any] | None, str | None, str]
 """(line, event or None, quarantine reason or None, raw text)."""
 
 
-def iter_file(name: str, data: bytes) -> Iterator[Record]:
-    """Decode one file's bytes, yielding every record in file order.  Never raises."""
+Recognise = Callable[[list[Any]], Sequence[int]]
+"""A faster twin of ``validate`` and ``normalize`` over a file's decoded lines: per object, a
+true flag where it is a valid event (then normalized in place), a false one where it is
+``checked``'s to say -- never a reason of its own."""
+
+
+def iter_file(name: str, data: bytes, recognise: Recognise | None = None) -> Iterator[Record]:
+    """Decode one file's bytes, yielding every record in file order.  Never raises.
+    ``recognise``: the valid events recognised by a whole file's objects at once (the
+    records, reasons and events are the same)."""
+    if recognise is not None:
+        yield from _recognised(iter_lines(name, data), recognise)
+        return
     for line, raw, reason in iter_lines(name, data):
         if reason is not None:
             yield line, None, reason, raw
             continue
         event, reason = decode_line(raw)
         yield line, event, reason, raw if event is not None else raw[:_RAW_KEEP]
+
+
+def _recognised(lines: Iterable[tuple[int, str, str | None]], recognise: Recognise) -> Iterator[Record]:
+    """``iter_file``'s records, each line decoded first, then the valid events recognised in
+    one call; the rest validated by ``checked`` (``decode_line``'s two halves)."""
+    records = list(lines)
+    objs: list[Any] = []
+    for _, raw, reason in records:
+        obj: Any = None
+        if reason is None:
+            try:
+                obj = loads(raw)
+            except ValueError as exc:
+                obj = _Refused(bad_json(exc))
+        objs.append(obj)
+    valid = recognise(objs)
+    for (line, raw, reason), obj, ok in zip(records, objs, valid, strict=True):
+        if ok:
+            yield line, obj, None, raw
+        elif reason is not None:
+            yield line, None, reason, raw
+        elif type(obj) is _Refused:
+            yield line, None, obj.reason, raw[:_RAW_KEEP]
+        else:
+            event, why = checked(obj)
+            yield line, event, why, raw if event is not None else raw[:_RAW_KEEP]
+
+
+class _Refused(NamedTuple):
+    """A line ``loads`` refused, and why (no JSON decodes to one)."""
+
+    reason: str
 
 
 def iter_lines(name: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:

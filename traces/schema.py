@@ -526,7 +526,17 @@ def decode_line(text: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         obj = loads(text)
     except ValueError as exc:  # JSONDecodeError and bad unicode escapes
-        return None, f"bad_json: {exc.args[0] if exc.args else exc}"[:200]
+        return None, bad_json(exc)
+    return checked(obj)
+
+
+def bad_json(exc: ValueError) -> str:
+    """The quarantine reason of a line ``loads`` refused."""
+    return f"bad_json: {exc.args[0] if exc.args else exc}"[:200]
+
+
+def checked(obj: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """A decoded line validated: ``(event, None)``, normalized, or ``(None, reason)``."""
     reason = validate(obj)
     if reason:
         return None, reason

@@ -26,6 +26,9 @@ from conformance.judge.observation import (
     HARNESS,
     ID_FIELDS,
     ID_LIST_FIELDS,
+    LIST_IDS,
+    REGISTRATIONS,
+    SCALAR_IDS,
     UNSEEN,
     Event,
     Observation,
@@ -45,7 +48,8 @@ from properties.checkers.native_step import (
     library,
     step_unsupported,
 )
-from traces.schema import PARAMS, POST
+from traces.schema import FIELDS, PARAMS, POST, SCHEMA_ID, TYPES, FieldSpec
+from traces.vocabulary import KINDS
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
                  "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9,
@@ -385,13 +389,13 @@ class CompiledSearch:
             bits.append(sum(1 << b for b in brokers))
         return [numbers[0], numbers[1], bits[0], numbers[2], bits[1]]
 
-    def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> None:
+    def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> int:
         """The rows of ``events[first:]`` (``first``: the next event without a row) written
         in C (``rows_written``), up to the first whose row is ``event_row``'s caller's to
-        write: as many rows as ``add`` would get from ``event_row``, the same ints."""
+        write: as many rows as ``add`` would get from ``event_row``, the same ints.  The
+        index of that event (``len(events)`` if none; ``first`` where no row is written in C)."""
         write = _rows_entry()
-        if write is not None:
-            write(events, first, tables, self.ids, self.keys, self.flat, self.at)
+        return first if write is None else write(events, first, tables, self.ids, self.keys, self.flat, self.at)
 
     def forget_after(self, i: int) -> None:
         """Forget the rows of the events after ``i`` (written with numbers since renumbered)."""
@@ -475,6 +479,12 @@ def _rows_entry() -> Any:
     """``rows.c``'s ``epochal_rows``, or None where the interpreter has no C headers (its
     rows are then written in Python, the same ints) or there are no C sources.  A build
     that fails raises (a broken source tree), every time, but is tried once a process."""
+    lib = _rows_library()
+    return None if lib is None else lib.epochal_rows
+
+
+def _rows_library() -> Any:
+    """``rows.c`` loaded, or None (``_rows_entry``); a failed build raises."""
     built = _rows_built()
     if isinstance(built, NativeUnavailable):
         raise built
@@ -493,10 +503,58 @@ def _rows_built() -> Any:
         return None
     except NativeUnavailable as exc:
         return exc
-    fn = lib.epochal_rows
-    fn.restype = ctypes.c_ssize_t
-    fn.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
-    return fn
+    lib.epochal_rows.restype = ctypes.c_ssize_t
+    lib.epochal_rows.argtypes = [ctypes.py_object, ctypes.c_ssize_t, *[ctypes.py_object] * 5]
+    lib.epochal_group_ids.restype = ctypes.py_object
+    lib.epochal_group_ids.argtypes = [ctypes.py_object, ctypes.py_object]
+    lib.epochal_valid_events.restype = ctypes.c_ssize_t
+    lib.epochal_valid_events.argtypes = [ctypes.py_object] * 3
+    return lib
+
+
+_ID_NAMES = (SCALAR_IDS, LIST_IDS, REGISTRATIONS)
+
+
+def group_ids(events: list[Event]) -> tuple[dict[int, int], list[int]] | None:
+    """``(broker_ids(events), registration_epochs(events))`` read by ``rows.c`` in one pass
+    over the group's events, or None where they are the Python side's to read: no C rows
+    here (``_rows_entry``), or an event ``rows.c`` does not read as they do (a field of a
+    type or size JSON does not give them as: an int subclass, an id past 64 bits)."""
+    lib = _rows_library()
+    return None if lib is None else lib.epochal_group_ids(events, _ID_NAMES)
+
+
+SCHEMA_TYPES = ("string", "int", "bool", "number", "object", "value", "list<int>", "list<record>")
+"""``traces.schema``'s types, as ``rows.c`` numbers them."""
+assert set(SCHEMA_TYPES) == {t for t in TYPES if not t.endswith("?")}, "rows.c checks every type of the schema"
+
+
+def _specs(specs: tuple[FieldSpec, ...]) -> tuple[tuple[str, int, bool, bool], ...]:
+    return tuple((s.name, SCHEMA_TYPES.index(s.type.rstrip("?")), s.type.endswith("?"), s.required) for s in specs)
+
+
+_EVENT_TABLES = (SCHEMA_ID, _specs(FIELDS), {kind: (spec.scope == "partition", _specs(PARAMS.get(kind, ())),
+                                                    _specs(POST.get(kind, ()))) for kind, spec in KINDS.items()})
+"""What ``rows.c`` recognises a valid event by: the schema's id, its top-level fields, and
+per kind its scope and the fields of its params and post (each: name, type, nullable,
+required), as ``traces.schema``'s generated checks read them."""
+
+
+def valid_events(objs: list[Any]) -> bytearray:
+    """Per decoded line, 1 where ``rows.c`` finds it a valid event (``traces.schema.validate``
+    says None), normalized in place as ``normalize`` does; 0 where it is ``validate``'s to say
+    (``traces.reader.Recognise``).  All 0 where no rows are written in C."""
+    valid = bytearray(len(objs))
+    lib = _rows_library()
+    if lib is not None:
+        lib.epochal_valid_events(objs, _EVENT_TABLES, valid)
+    return valid
+
+
+def recognise() -> Any:
+    """``valid_events`` where the rows are written in C (``rows_written``), else None: the
+    reader validates each line in Python alone."""
+    return valid_events if rows_written() else None
 
 
 def rows_written() -> bool:

@@ -55,14 +55,17 @@ a reassignment's switch to RAR), reason -> action, as the registry's ``Traced`` 
 # ---------------------------------------------------------------------------------------
 
 
-_SCALAR_IDS = ("broker", "leader", "follower")
-_LIST_IDS = ("isr", "replicas", "rar", "ar")
-_ID_PARAMS = {kind: (frozenset(names), tuple(k for k in _SCALAR_IDS if k in names),
-                     tuple(k for k in _LIST_IDS if k in names))
+SCALAR_IDS = ("broker", "leader", "follower")
+LIST_IDS = ("isr", "replicas", "rar", "ar")
+"""The params that name brokers: one id each, a list of them."""
+_ID_PARAMS = {kind: (frozenset(names), tuple(k for k in SCALAR_IDS if k in names),
+                     tuple(k for k in LIST_IDS if k in names))
               for kind, names in ((kind, {spec.name for spec in specs}) for kind, specs in PARAMS.items())}
 """Per kind: the schema's param names, and those of them ``broker_ids`` reads -- all it need
-look up in params that hold no other names (the schema allows extra ones: then every name)."""
-_EVERY_ID = (frozenset(), _SCALAR_IDS, _LIST_IDS)
+look up in params that hold no other names (the schema allows extra ones: then every name).
+(``compiled_batch.group_ids`` looks up every name: those a kind's params cannot hold are
+absent, so the ids are the same.)"""
+_EVERY_ID = (frozenset(), SCALAR_IDS, LIST_IDS)
 
 
 def broker_ids(events: Sequence[Event]) -> dict[int, int]:
@@ -84,7 +87,7 @@ def broker_ids(events: Sequence[Event]) -> dict[int, int]:
             continue
         names, scalars, lists = _ID_PARAMS.get(e["kind"], _EVERY_ID)
         if not params.keys() <= names:
-            scalars, lists = _SCALAR_IDS, _LIST_IDS
+            scalars, lists = SCALAR_IDS, LIST_IDS
         get = params.get
         for key in scalars:
             v = get(key)

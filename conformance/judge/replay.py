@@ -44,7 +44,13 @@ from typing import Any, NamedTuple
 
 from conformance.judge.compiled import stepper
 from conformance.judge.compiled_batch import MAX_STATES as MAX_COMPILED_STATES
-from conformance.judge.compiled_batch import NO_STEP_ROW, ROW_FIELDS, CompiledSearch, rows_tables
+from conformance.judge.compiled_batch import (
+    NO_STEP_ROW,
+    ROW_FIELDS,
+    CompiledSearch,
+    group_ids,
+    rows_tables,
+)
 from conformance.judge.compiled_batch import available as batch_available
 from conformance.judge.compiled_batch import unsupported as batch_unsupported
 from conformance.judge.export import design_bug_events, design_bug_steps, events_from_steps
@@ -256,7 +262,10 @@ class TraceJudge:
         self.events = events
         self.budget, self.started, self.carried = budget, time.monotonic(), 0
         self.bound, self.limit, self.on_states = bound, limit, on_states
-        self.ids = broker_ids(events)
+        # the broker-id map, and the registrations' real broker epochs (for a refusal's); when
+        # compiled, read by the rows' C in one pass, wherever it reads the events as Python does
+        read = group_ids(events) if compiled is not False else None
+        self.ids, self.registrations = read if read is not None else (broker_ids(events), registration_epochs(events))
         self.shown = sorted(self.ids, key=self.ids.__getitem__)  # model broker b is the trace's broker shown[b]
         self.cfg = replay_config(config, len(self.ids))
         self.hyps = [Hypothesis(prelife_state(self.cfg, events, self.ids))]
@@ -276,7 +285,6 @@ class TraceJudge:
         self.values: dict[Any, set[int]] = {}  # trace value -> the model values it may be
         self.shift = _NO_SHIFT  # (leader epochs, znode versions) of the current incarnation: see _renumbering
         self.key = next(((e["topic"], e["partition"]) for e in events if e.get("topic") is not None), None)
-        self.registrations = registration_epochs(events)  # real broker epochs, for a refusal's
 
     def verdict(self) -> Verdict:
         if self.batch is not None:
@@ -350,7 +358,9 @@ class TraceJudge:
             end = i
             while end < len(events):
                 if end == len(at) and self.shift == _NO_SHIFT:  # (renumbered rows: ``_row``'s)
-                    batch.write_rows(events, end, tables)
+                    end = batch.write_rows(events, end, tables)  # (a row written in C is never -1)
+                    if end == len(events):
+                        break
                 k = at[end] if end < len(at) else batch.add(self._row(end, events[end], batch))
                 if k < 0:
                     break

@@ -2,7 +2,8 @@
 
 Every record is split off and validated by ``traces.reader.iter_file`` -- the plain reader's
 code -- wherever the file is read, so the job and the plain reader accept and quarantine
-exactly the same records.  A bad record
+exactly the same records (the job's valid events recognised in C where the judge's rows
+are written in C: ``compiled_batch.recognise``, the same records).  A bad record
 becomes a quarantine row with its reason; it never stops the job.
 """
 
@@ -79,12 +80,13 @@ def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, dict[
     """Every record of one file as both plans see it -- ``traces.reader.iter_file``'s
     ``(line, event, reason, raw)``, the plain reader's code: a valid event with its raw text,
     or None, the reason and the raw text cut short.  A file that could not be read is one
-    quarantined record at line 0."""
+    quarantined record at line 0.  (Imported here: the judge's C, where the executors read.)"""
+    from conformance.judge.compiled_batch import recognise
     from traces.reader import iter_file
 
     if isinstance(data, OSError):
         return iter((0, None, f"unreadable_file: {data}"[:300], ""),)
-    return iter_file(path, data)
+    return iter_file(path, data, recognise())
 
 
 def read_group(members: list[str], task: int, only: frozenset[str] | None,
