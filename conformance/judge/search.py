@@ -55,10 +55,10 @@ class Hypothesis(NamedTuple):
 
     (The judge once also remembered which brokers had restarted and not yet applied a
     LeaderAndISR, so that the controller's LeaderAndISR repeating a startup's recovery in
-    the same epoch could be matched as no step.  The implementation records no such
-    repetition -- a LeaderAndISR in the epoch a replica holds, with its leader and ISR, is
-    taken silently (``impl.node.fencing.leader_and_isr_verdict``, REPEAT) -- so the model's
-    own rule, "a request no newer than the epoch held is stale", now judges it.)"""
+    the same epoch could be matched as no step.  The model now has the rule itself: the
+    decision a replica holds, sent again, is taken silently
+    (``model.actions.commands.repeats_held_decision``) -- its delivery is no step, and no
+    refusal of it is one -- as the implementation takes it (REPEAT).)"""
 
     state: State
     # whether this state assumes a kill -9 cut a step short before it was recorded (see

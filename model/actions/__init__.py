@@ -67,6 +67,7 @@ from model.actions.commands import (
     become_leader,
     forget_stale_requests,
     reject_leader_and_isr,
+    repeats_held_decision,
     requests_args,
     stale_reason,
     truncate,
@@ -121,7 +122,7 @@ __all__ = [
     "controlled_shutdown", "controller_elect", "controller_resign", "create_topic", "delete_topic",
     "elect_leader", "election_outcomes", "expand_isr", "forget_stale_requests", "handle_fetch",
     "isr_update_failed", "on_broker_startup", "partition_adds_args", "preferred_election", "produce",
-    "reassign_complete", "reassign_start", "receive_fetch", "reject_leader_and_isr", "remove_partitions",
+    "reassign_complete", "reassign_start", "receive_fetch", "reject_leader_and_isr", "remove_partitions", "repeats_held_decision",
     "replica", "send_fetch", "set_replica", "set_znode", "shrink_isr", "shutting_down", "stale_reason",
     "stop_replica", "truncate", "write_and_send",
 ]

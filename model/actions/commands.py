@@ -107,6 +107,27 @@ def stale_reason(s: State, cfg: Config, m: LeaderAndIsr) -> str | None:
     return None
 
 
+def repeats_held_decision(s: State, cfg: Config, m: LeaderAndIsr) -> bool:
+    """Whether ``m`` is the decision broker m.to's replica holds, sent again: the same
+    leader in the leader epoch it holds, of the topic id it holds, to a replica that leads or
+    follows (one stopped in its epoch holds no decision to repeat), from a controller no
+    older than the broker knows -- and stale for its leader epoch alone, so a request meant
+    for an older registration of the broker is still refused as one.
+
+    A newly elected controller's INIT and a reassignment's AR+RAR send the decision a replica
+    already holds.  Its leader epoch is no newer than the one held, so ``stale_reason``
+    names it, and nothing changes either way; but it is no second decision for the epoch (a
+    controller's every write moves the leader epoch), so a broker takes it silently: it
+    records no refusal and answers no error.  A broker that answered it as fenced would
+    report every failover's INIT as refused, and drop the newer ISR or assignment it
+    carries."""
+    broker = s.brokers[m.to]
+    r = broker.replicas[m.partition]
+    return r.role in (LEADER, FOLLOWER) and r.leader == m.leader and r.leader_epoch == m.leader_epoch \
+        and m.topic_id == r.topic_id and m.controller_epoch >= broker.controller_epoch \
+        and stale_reason(s, cfg, m) == "stale leader epoch"
+
+
 def sent_earlier(cfg: Config, first: LeaderAndIsr | StopReplica, then: LeaderAndIsr | StopReplica) -> bool:
     """Whether control request ``first`` was sent before ``then``, as far as their fields
     tell: both to one broker for one partition by one controller (its controller epoch),
@@ -222,10 +243,15 @@ def become_follower(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
 
 def reject_leader_and_isr(s: State, cfg: Config, m: LeaderAndIsr) -> State | None:
     """A broker refuses a stale LeaderAndISR: nothing changes.  (Never explored by the
-    checker -- it is a self-loop -- but traces record it and conformance replays it.)"""
+    checker -- it is a self-loop -- but traces record it and conformance replays it.)  A
+    repetition of the decision its replica holds (``repeats_held_decision``) is stale too,
+    but no broker refuses it: it takes it silently, which changes nothing and records
+    nothing, so its delivery is no step at all."""
     if s.brokers[m.to].status != UP:
         return None
-    return s if stale_reason(s, cfg, m) is not None else None
+    if stale_reason(s, cfg, m) is None or repeats_held_decision(s, cfg, m):
+        return None
+    return s
 
 
 def truncate(s: State, cfg: Config, f: int, p: int) -> State | None:
@@ -310,11 +336,19 @@ def _reject_view(args: Args, before: State, after: State) -> View:
     return view
 
 
+UNNAMED_LEADER = -2
+"""The leader of a refused request rebuilt from an event that does not name it: no broker,
+and not ``NO_LEADER`` either, so the rebuilt request repeats no decision a replica holds
+(``repeats_held_decision``) -- a refusal that does not say what it refused is judged by
+its epochs alone."""
+
+
 def _refused_request(fields: dict[str, Any], actor: int, s: State) -> Args:
     """The refused request, rebuilt from the event: the model forgets stale requests, and a
     max broker epoch the event does not name means the request was meant for this incarnation."""
     mbe = fields.get("max_broker_epoch", s.brokers[actor].broker_epoch)
-    return (LeaderAndIsr(actor, 0, NO_LEADER, fields.get("leader_epoch", -1), (), -1, fields.get("controller_epoch", -1), mbe),)
+    return (LeaderAndIsr(actor, 0, fields.get("leader", UNNAMED_LEADER), fields.get("leader_epoch", -1), (), -1,
+                         fields.get("controller_epoch", -1), mbe),)
 
 
 def _reject_event(args: Args, before: State, after: State) -> Emitted:

@@ -21,6 +21,7 @@ from model.actions import (
     produce,
     receive_fetch,
     reject_leader_and_isr,
+    repeats_held_decision,
     replica,
     send_fetch,
     shrink_isr,
@@ -185,12 +186,36 @@ def test_become_leader_takes_isr_and_version_from_the_command():
     assert (0, 2, 1) in t.ghost.led
 
 
-def test_stale_leader_epoch_request_is_rejected():
-    s = run(DESIGN, ("broker_crash", 0), ("controller_elect", 1), ("elect_leader", 1, 0, 1))
+def _led_by_broker_1(cfg):
+    """Broker 1 elected and made leader after broker 0's crash, and the request it took."""
+    s = run(cfg, ("broker_crash", 0), ("controller_elect", 1), ("elect_leader", 1, 0, 1))
     m = next(m for m in s.leader_and_isr if m.to == 1)
-    t = become_leader(s, DESIGN, m)
-    assert become_leader(t, DESIGN, m) is None
-    assert reject_leader_and_isr(t, DESIGN, m) == t
+    return become_leader(s, cfg, m), m
+
+
+def test_a_repetition_of_the_decision_held_is_taken_silently():
+    """The same leader in the leader epoch the replica holds -- the request delivered again,
+    or a newer controller's INIT repeating it -- is stale for its epoch, yet no broker
+    refuses it: it is no step (no refusal, no second becoming leader)."""
+    for cfg in (DESIGN, K320):
+        t, m = _led_by_broker_1(cfg)
+        for again in (m, m._replace(controller_epoch=m.controller_epoch + 1)):
+            assert repeats_held_decision(t, cfg, again), (cfg.name, again)
+            assert reject_leader_and_isr(t, cfg, again) is None, (cfg.name, again)
+            assert become_leader(t, cfg, again) is None, (cfg.name, again)
+
+
+def test_a_stale_leader_and_isr_that_repeats_nothing_is_refused():
+    """An older leader epoch, another leader in the epoch held, or the decision held sent by
+    a deposed controller are refused (a self-loop), never taken as repetitions."""
+    t, m = _led_by_broker_1(K320)
+    older = m._replace(leader_epoch=m.leader_epoch - 1)
+    other_leader = m._replace(leader=2)
+    deposed = m._replace(controller_epoch=m.controller_epoch - 1)
+    for stale in (older, other_leader, deposed):
+        assert not repeats_held_decision(t, K320, stale), stale
+        assert reject_leader_and_isr(t, K320, stale) == t, stale
+        assert become_leader(t, K320, stale) is None and become_follower(t, K320, stale) is None, stale
 
 
 def test_design_become_follower_truncates_to_hw():

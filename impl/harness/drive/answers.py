@@ -1,18 +1,11 @@
 """What a broker records and answers for a delivered LeaderAndISR, as the model has it.
 
 The model's broker refuses a LeaderAndISR for one reason (``model.actions.commands.
-stale_reason``), or takes it.  What it refuses it refuses as a self-loop, so the trace judge
-accepts a refusal wherever the model's request is stale -- whatever reason it names, and also
-where the broker took an exact repetition silently.  The driver holds each delivered request
-to the model's answer here: a refusal recorded with the model's reason and the error its
-fence answers, no refusal of a request the model takes, and none of a repetition.
-
-A *repetition* is the decision the replica holds sent again -- the INIT of a newly elected
-controller, a reassignment's AR+RAR: the same leader in the leader epoch the replica holds.
-The model calls it stale (a leader epoch no newer than the one held), and nothing changes
-either way; but it is no second decision for the epoch, and a broker that answered it as
-fenced (FENCED_LEADER_EPOCH, ``reject_leader_and_isr``) would report every failover's INIT
-as a refused one, and drop the newer ISR or assignment it carries.
+stale_reason``), takes it, or -- a repetition of the decision its replica holds
+(``model.actions.commands.repeats_held_decision``) -- takes it silently, changing nothing.
+The driver holds each delivered request to the model's answer here: a refusal recorded with
+the model's reason and the error its fence answers, and no refusal and no error for a
+request the model takes, a repetition included.
 """
 
 from __future__ import annotations
@@ -21,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from impl.node.wire import ErrorCode
-from model.actions.commands import stale_reason
+from model.actions.commands import repeats_held_decision, stale_reason
 from model.config import Config
-from model.state import FOLLOWER, LEADER, LeaderAndIsr, State
+from model.state import LeaderAndIsr, State
 
 # the model's reason -> the reason the refusal names, its error, whether the whole request is refused
 FENCES: dict[str, tuple[str, ErrorCode, bool]] = {
@@ -49,22 +42,11 @@ class Answer:
 TAKEN = Answer(None, int(ErrorCode.NONE))
 
 
-def repeats(s: State, m: LeaderAndIsr) -> bool:
-    """Whether ``m`` is the decision its broker's replica holds: the same leader, in the leader
-    epoch it holds, to a replica that leads or follows (one stopped in its epoch holds no
-    decision to repeat), from a controller no older than the broker knows.  The same epoch
-    and leader is the same decision: a controller's every write moves the leader epoch."""
-    broker = s.brokers[m.to]
-    r = broker.replicas[m.partition]
-    return r.role in (LEADER, FOLLOWER) and r.leader == m.leader and r.leader_epoch == m.leader_epoch \
-        and m.controller_epoch >= broker.controller_epoch and m.topic_id == r.topic_id
-
-
 def expected_answer(s: State, cfg: Config, m: LeaderAndIsr) -> Answer:
     """The model's answer to ``m``, delivered in state ``s``: taken (and a repetition) with no
     refusal and no error, else refused with the model's reason and its fence's error."""
     why = stale_reason(s, cfg, m)
-    if why is None or (why == "stale leader epoch" and repeats(s, m)):
+    if why is None or repeats_held_decision(s, cfg, m):
         return TAKEN
     reason, error, whole = FENCES[why]
     return Answer(reason, int(error), whole)

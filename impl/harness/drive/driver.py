@@ -43,14 +43,13 @@ from impl.harness.drive.answers import (
     Answer,
     answer_mismatch,
     expected_answer,
-    repeats,
 )
 from impl.harness.drive.network import PARTITION, TOPIC, SteerableCluster, answer_bytes
 from impl.harness.drive.operations import OPERATIONS, Divergence
 from impl.harness.drive.paths import ModelRun, brokers_needed, step_of
 from impl.harness.drive.zombie import Waiting, on_its_own, waiting_after
 from impl.harness.relay import Frame
-from model.actions import Step
+from model.actions import Step, repeats_held_decision
 from model.config import Config, named
 from model.export.render import describe
 from model.registry import apply
@@ -507,7 +506,7 @@ class Driver:
                 continue
             if m is own or m in self.s.leader_and_isr:
                 wants[m.partition] = (expected_answer(self.s, self.cfg, m), True)
-            elif repeats(self.s, m):
+            elif repeats_held_decision(self.s, self.cfg, m):
                 wants[m.partition] = (TAKEN, False)
         mark = max((e["seq"] for e in self.cluster.events() if e["node"] == f.dst), default=-1)
         (relay.duplicate if again else relay.release)(f.id)

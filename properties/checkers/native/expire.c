@@ -15,9 +15,9 @@ int broker_expire(S *s, int b) {
     return 1;
 }
 
-/* reject_leader_and_isr: a running broker refuses a request stale_reason names -- a
- * self-loop (nothing changes), so no search takes it; main.c's rejects mode answers it
- * for the tests */
+/* reject_leader_and_isr: a running broker refuses a request stale_reason names, but for a
+ * repetition of the decision its replica holds (taken silently) -- a self-loop (nothing
+ * changes), so no search takes it; main.c's rejects mode answers it for the tests */
 int reject_leader_and_isr(S *s, Lai m) {
-    return s->br[(int)m.to].status == UP && stale_reason(s, &m) != 0;
+    return s->br[(int)m.to].status == UP && stale_reason(s, &m) != 0 && !repeats_held_decision(s, &m);
 }

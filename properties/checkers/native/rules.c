@@ -506,6 +506,16 @@ int stale_reason(const S *s, const Lai *m) {
     return 0;
 }
 
+/* repeats_held_decision: the decision the replica holds, sent again (a failover's INIT): the
+ * same leader in its leader epoch, of its topic id, to a replica that leads or follows, from a
+ * controller no older than the broker knows, and stale for its leader epoch alone */
+int repeats_held_decision(const S *s, const Lai *m) {
+    const Broker *br = &s->br[(int)m->to];
+    const Replica *r = &br->rp[(int)m->partition];
+    return (r->role == LEADER || r->role == FOLLOWER) && r->leader == m->leader && r->leader_epoch == m->leader_epoch
+        && m->topic_id == r->topic_id && m->controller_epoch >= br->controller_epoch && stale_reason(s, m) == STALE_EPOCH;
+}
+
 static int stale(const S *s, const Lai *m) { return stale_reason(s, m) != 0; }
 
 static void accept_request(S *s, const Lai *m) {

@@ -306,6 +306,7 @@ Stop make_stop(int to, int p, int leader_epoch, int controller_epoch, int topic_
 /* rules.c, shared with topics.c, reassign.c and expire.c */
 void deregister(S *s, int b);
 int stale_reason(const S *s, const Lai *m);
+int repeats_held_decision(const S *s, const Lai *m);
 void add_lai(S *s, Lai m);
 Lai make_lai(int to, int p, int leader, int epoch, u8 isr, int zkv, int cepoch, int mbe, int topic_id);
 int max_broker_epoch(const S *s);

@@ -250,12 +250,13 @@ _HISTORIES = {
 
 @pytest.mark.parametrize("history", list(_HISTORIES))
 def test_a_leader_and_isr_is_applied_exactly_when_the_model_finds_it_not_stale(tmp_path: Path, history: str) -> None:
-    """``leader_and_isr_verdict`` and the model's ``stale_reason`` write one rule twice: a
-    broker acts on a LeaderAndISR (APPLY) only where the model takes it as a step; REPEAT
-    and REFUSE are both the model's "stale" (no step).  Every request of leader 0 or 1,
-    epoch 3 to 5, either ISR and zk_version, against each history of broker 1's replica
-    (as leader, or following broker 0)."""
-    from model.actions.commands import stale_reason
+    """``leader_and_isr_verdict`` and the model's ``stale_reason`` and
+    ``repeats_held_decision`` write one rule twice: a broker acts on a LeaderAndISR (APPLY)
+    only where the model takes it as a step, takes it silently (REPEAT) exactly where the
+    model calls it a repetition of the decision held, and refuses the rest.  Every request
+    of leader 0 or 1, epoch 3 to 5, either ISR and zk_version, against each history of
+    broker 1's replica (as leader, or following broker 0)."""
+    from model.actions.commands import repeats_held_decision, stale_reason
     from model.config import named
     from model.state import FOLLOWER as M_FOLLOWER
     from model.state import LEADER as M_LEADER
@@ -286,8 +287,9 @@ def test_a_leader_and_isr_is_applied_exactly_when_the_model_finds_it_not_stale(t
                 st = _state(req_leader, req_epoch, isr, zk_version)
                 m = LeaderAndIsr(me, 0, req_leader, req_epoch, tuple(isr), zk_version,
                                  b.controller_epoch, b.broker_epoch, mr.topic_id)
-                applied = leader_and_isr_verdict(r, st) is Verdict.APPLY
-                assert applied == (stale_reason(s, cfg, m) is None), (history, st)
+                verdict = leader_and_isr_verdict(r, st)
+                assert (verdict is Verdict.APPLY) == (stale_reason(s, cfg, m) is None), (history, st)
+                assert (verdict is Verdict.REPEAT) == repeats_held_decision(s, cfg, m), (history, st)
 
 
 def test_the_broker_of_a_newly_elected_controller_refuses_the_deposed_controllers_epoch() -> None:
