@@ -423,6 +423,18 @@ def test_the_differential_check_catches_a_completion_that_keeps_the_removed_repl
     assert any("reassign_complete" in p and "not allowed by the z3 relation" in p for p in problems)
 
 
+def test_a_reassignment_keeps_one_incarnation_and_the_isr_within_the_ar_by_induction():
+    """With reassignments (and no deletions) the topic's identity has one incarnation, so
+    the durability tier's lemmas read it as before, and the ISR stays within the moving AR
+    -- for every number of moves; a completion keeping the removed replicas in the ISR
+    does not keep it within the AR."""
+    cfg = named("kip320", reassignments=1)
+    goals = ("one_incarnation", "isr_well_formed")
+    assert {v.name: v.status for v in prove(cfg, 2, with_durability=False, only=goals)} == dict.fromkeys(goals, "proved")
+    broken = prove(cfg, 2, with_durability=False, only=goals[1:], encoding=_KeepsTheRemovedReplicasInTheIsr)
+    assert [v.status for v in broken] == ["failed"] and "reassign_complete" in broken[0].detail
+
+
 def test_no_deleted_record_is_served_by_induction():
     """With topic deletions, deleted_not_served is proved for every number of deletions and
     re-creations (the base tier's other formulas assumed: ``epochal prove`` proves them too);
