@@ -34,7 +34,6 @@ from model.actions.entry import (
     Knob,
     Supported,
     Traced,
-    Unsupported,
     View,
 )
 from model.actions.partitions import PARTITION_CHANGES
@@ -275,8 +274,8 @@ STOP_REPLICA = Entry(
     describe=_stop_replica_text, view=_stop_replica_view,
     event=lambda args, before, after: Emitted(args[0].to, {"delete": args[0].delete, "reason": "stop_replica"}),
     coverage=Coverage(native=Supported("a controlled shutdown's, a topic deletion's and a reassignment's (native/shutdown.c)"),
-                      z3=Supported("a controlled shutdown's and a topic deletion's: reassignments and partition "
-                                   "removals are not encoded"),
+                      z3=Supported("a controlled shutdown's, a topic deletion's and a reassignment's (seed 000 F's, "
+                                   "not Kafka's phases): partition removals are not encoded"),
                       judge=Supported("a topic deletion's, a partition removal's and a controlled shutdown's; a reassignment's is replayed or left as recorded only"),
                       driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS, actor=request_addressee, also_enabled_by=(DELETIONS, PARTITION_CHANGES, SHUTDOWNS),
@@ -286,7 +285,8 @@ STOP_REPLICA = Entry(
 )
 
 
-NO_REASSIGNMENT_IN_Z3 = Unsupported("reassignment is not encoded (AR stays every broker)")
+REASSIGNMENT_IN_Z3 = Supported("seed 000 F's (symbolic/reassign.py, on the AR of the topic's identity); "
+                               "Kafka's phases (reassign_phases) are refused")
 
 
 def _reassign_start_text(args: Args, before: State, after: State) -> str:
@@ -310,7 +310,7 @@ REASSIGN_START = Entry(
     "reassign_start", reassign_start, reassign_starts_args,
     section="000 F", impl="impl.node.controller.Controller._reassignment_wakeup", trace=Traced("reassignment"),
     describe=_reassign_start_text, view=_reassign_start_view, event=_reassign_start_event,
-    coverage=Coverage(native=Supported("native/reassign.c"), z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported("native/reassign.c"), z3=REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS,
 )
 
@@ -331,7 +331,7 @@ REASSIGN_COMPLETE = Entry(
     trace=Traced("elect_leader", ("reassign", "reassignment")),
     describe=_reassign_complete_text, view=leader_write_view,
     event=lambda args, before, after: znode_event(args[0], args[1], before, after, "reassign", False),
-    coverage=Coverage(native=Supported("native/reassign.c"), z3=NO_REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
+    coverage=Coverage(native=Supported("native/reassign.c"), z3=REASSIGNMENT_IN_Z3, judge=Supported(), driver=DRIVEN),
     explored=False, knob=REASSIGNMENTS,
 )
 

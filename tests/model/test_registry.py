@@ -182,7 +182,7 @@ def test_the_native_rules_have_no_port_of_the_actions_they_do_not_support() -> N
 def test_the_z3_encoding_has_cases_for_exactly_the_z3_supported_actions() -> None:
     from properties.checkers import symbolic
 
-    shape = symbolic.Shape(2, 2, topic=True)  # the shape of a configuration with topic deletions
+    shape = symbolic.Shape(2, 2, topic=True, reassign=True)  # a configuration's with deletions and reassignments
     cases = symbolic.Encoding(shape, symbolic.Params("kip320")).disjuncts(shape.fresh("s"))
     assert {d.action for d in cases} == set(supported("z3")) == set(symbolic.COVERED)
 

@@ -374,6 +374,67 @@ def test_deletion_requests_decode_as_the_model_sent_them():
     assert sorted(requests) == sorted(s.leader_and_isr)
 
 
+REASSIGNMENT_ACTIONS = ("reassign_start", "reassign_complete", "stop_replica")
+
+
+@functools.cache
+def _reassignment_states(name: str):
+    """Of the first 3,000 states of ``name`` with a reassignment: 2 enabling each of the
+    start (a new move or the pending one restarted), the completion and a reassignment's
+    StopReplica (delete, of a leader epoch)."""
+    from model.registry import ACTIONS
+    from model.state import EPOCH_DURING_DELETE
+
+    cfg = named(name, reassignments=1)
+    states = sample_states(cfg, 3000, explore=3000)
+
+    def enables(s, action):
+        entry = ACTIONS[action]
+        return any(entry.fn(s, cfg, *args) not in (None, s) for args in entry.args(s, cfg)
+                   if action != "stop_replica" or (args[0].delete and args[0].leader_epoch != EPOCH_DURING_DELETE))
+
+    return cfg, {action: [s for s in states if enables(s, action)][:2] for action in REASSIGNMENT_ACTIONS}
+
+
+@pytest.mark.parametrize("name", ["kip320", "zombie"])
+def test_differential_of_reassignment(name):
+    """With reassignments on, the relation's reassignment starts and completions and a
+    reassignment's StopReplica are the model's, and so is every other step from those states
+    (elections, LeaderAndISR and ISR expansion reading the moved AR)."""
+    cfg, chosen = _reassignment_states(name)
+    assert all(len(states) == 2 for states in chosen.values()), "the check would hold vacuously"
+    assert differential(cfg, [s for states in chosen.values() for s in states]) == []
+
+
+class _KeepsTheRemovedReplicasInTheIsr(Encoding):
+    """A completion that switches AR and leader to RAR but leaves the ISR as it was: a
+    replica the move removed would still count towards commits."""
+
+    def reassign_complete(self, s, c, leader):
+        d = super().reassign_complete(s, c, leader)
+        for x in range(self.n):
+            d.post[("isr", x)] = s[("isr", x)]
+        return d
+
+
+def test_the_differential_check_catches_a_completion_that_keeps_the_removed_replicas_in_the_isr():
+    cfg, chosen = _reassignment_states("kip320")
+    problems = differential(cfg, chosen["reassign_complete"], encoding=_KeepsTheRemovedReplicasInTheIsr)
+    assert any("reassign_complete" in p and "not allowed by the z3 relation" in p for p in problems)
+
+
+def test_a_reassignment_keeps_one_incarnation_and_the_isr_within_the_ar_by_induction():
+    """With reassignments (and no deletions) the topic's identity has one incarnation, so
+    the durability tier's lemmas read it as before, and the ISR stays within the moving AR
+    -- for every number of moves; a completion keeping the removed replicas in the ISR
+    does not keep it within the AR."""
+    cfg = named("kip320", reassignments=1)
+    goals = ("one_incarnation", "isr_well_formed")
+    assert {v.name: v.status for v in prove(cfg, 2, with_durability=False, only=goals)} == dict.fromkeys(goals, "proved")
+    broken = prove(cfg, 2, with_durability=False, only=goals[1:], encoding=_KeepsTheRemovedReplicasInTheIsr)
+    assert [v.status for v in broken] == ["failed"] and "reassign_complete" in broken[0].detail
+
+
 def test_no_deleted_record_is_served_by_induction():
     """With topic deletions, deleted_not_served is proved for every number of deletions and
     re-creations (the base tier's other formulas assumed: ``epochal prove`` proves them too);

@@ -9,7 +9,8 @@ property below evaluates as ``properties`` does.
 Coverage (say it plainly):
 
 * **One partition**, a fixed broker count ``N`` (the tests use 2 and 3) with AR = every broker
-  (with topic deletions, the AR of the topic's current incarnation).
+  (with topic deletions, the AR of the topic's current incarnation; with reassignments, the
+  AR the moves leave).
 * **Actions encoded**: those the registry marks z3-supported (``COVERED``; see
   ``docs/actions.md``), and the ``forget_stale_requests`` clean-up after each step.  Those
   a knob turns on (GC pauses, session expiries, preferred elections, controlled shutdowns:
@@ -17,9 +18,10 @@ Coverage (say it plainly):
   Elections are the model's, unclean ones too where the configuration enables them (a
   live replica outside the ISR leads alone when no ISR member is live); AlterPartition
   (``alter``) is a knobbed action too, its messages one z3 set, and so are topic deletion
-  and re-creation (``deletion``), whose shape carries the topic's identity.  Each action
-  left out has its reason in the registry, and the configuration knob that enables it
-  (reassignments, partition changes).
+  and re-creation (``deletion``), whose shape carries the topic's identity, and replica
+  reassignment (``reassign``), which moves that identity's AR.  Each action left out has
+  its reason in the registry, and the configuration knob that enables it (partition
+  changes).
   ``unsupported(cfg)`` names what a configuration asks for beyond this.
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the

@@ -31,6 +31,7 @@ class Params:
     max_shutdowns: int | None = None
     alter_partition: int | None = None  # on (not 0): the controller writes the ISR the leader proposes
     deletions: int | None = None  # topic deletions (each then re-created); the shape's ``topic`` has the variables
+    reassignments: int | None = None  # replica reassignments started; the shape's ``reassign`` has the RAR
 
     @property
     def fenced_fetch(self) -> bool:
@@ -52,7 +53,7 @@ class Params:
                    cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
                    getattr(cfg, "fence_broker_epoch", False), cfg.unclean, knob(cfg.max_pauses),
                    knob(cfg.max_expiries), knob(cfg.preferred_elections), knob(cfg.max_shutdowns),
-                   knob(cfg.alter_partition), knob(cfg.deletions))
+                   knob(cfg.alter_partition), knob(cfg.deletions), knob(cfg.reassignments))
 
 
 @dataclass

@@ -32,4 +32,9 @@ def unsupported(cfg: Config) -> str | None:
             missing.append("topic deletion without topic ids")
         if cfg.alter_partition:
             missing.append("topic deletion with AlterPartition")
+    if cfg.reassignments:  # seed 000 F's move is encoded, on the deletions' AR
+        if cfg.reassign_phases:
+            missing.append("Kafka's reassignment in phases")
+        if cfg.alter_partition:
+            missing.append("reassignment with AlterPartition")
     return ", ".join(missing) or None

@@ -33,7 +33,7 @@ class TopicActions:
     def topic_cases(self, s: dict, c: int) -> list[Disjunct]:
         """The cases with broker c as the acting controller: the deletion, and a creation of
         every non-empty AR with every member as leader (``creations_args``)."""
-        if not self.shape.topic:
+        if not self.shape.topic or self.p.deletions == 0:  # the AR of a reassignment alone
             return []
         out = [self.delete_topic(s, c)]
         for mask in range(1, 1 << self.n):
@@ -98,7 +98,8 @@ class TopicActions:
         incarnation's records retired -- its commits, acknowledgements, leaders and zombie
         appends forgotten (``partition_gone``)."""
         n, r = self.n, self.r
-        g = z3.And(self._acting(s, c), below(s[("dels",)], self.p.deletions), self.exists(s))
+        g = z3.And(self._acting(s, c), below(s[("dels",)], self.p.deletions), self.exists(s),
+                   z3.Not(self.moving(s)))  # not while a reassignment is in progress
         t = dict(s)
         stop = self.shape.stop.stop(EPOCH_DURING_DELETE, s[("cep",)], s[("tid",)], z3.BoolVal(True))
         for b in range(n):

@@ -27,6 +27,7 @@ from properties.checkers.symbolic.cases import Disjunct, Params
 from properties.checkers.symbolic.cases import ite as _ite
 from properties.checkers.symbolic.deletion import TopicActions
 from properties.checkers.symbolic.knobbed import KnobbedActions
+from properties.checkers.symbolic.reassign import ReassignActions
 from properties.checkers.symbolic.state import (
     EMPTY,
     INF,
@@ -44,10 +45,10 @@ from properties.checkers.symbolic.state import (
 __all__ = ["Disjunct", "Encoding", "Params"]
 
 
-class Encoding(KnobbedActions, AlterPartitionActions, TopicActions):
+class Encoding(KnobbedActions, AlterPartitionActions, TopicActions, ReassignActions):
     """The transition relation of one shape and parameter set (the actions a configuration
-    turns on by a knob are ``KnobbedActions``', ``AlterPartitionActions``' and
-    ``TopicActions``')."""
+    turns on by a knob are ``KnobbedActions``', ``AlterPartitionActions``',
+    ``TopicActions``' and ``ReassignActions``')."""
 
     def __init__(self, shape: Shape, params: Params) -> None:
         self.shape, self.p = shape, params
@@ -583,6 +584,7 @@ class Encoding(KnobbedActions, AlterPartitionActions, TopicActions):
             out += self.knobbed(s, b)
             out += self.alter_cases(s, b)
             out += self.topic_cases(s, b)
+            out += self.reassign_cases(s, b)
             out += [self.on_broker_startup(s, b, x) for x in range(n) if x != b]
             for x in range(n):
                 if x != b:

@@ -191,8 +191,11 @@ class KnobbedActions:
         stopped = dict(t)
         self._set_replica(stopped, b, NONE, z3.IntVal(NO_LEADER), s[("rlep", b)], None, z3.IntVal(-1), IDLE, z3.IntVal(0))
         if self.shape.topic:
+            deleted = dict(stopped)  # a reassignment's (delete, of a leader epoch): the log and HW go
+            self._truncate_log(deleted, b, z3.IntVal(0))
+            deleted[("hw", b)] = z3.IntVal(0)
             self.topic_deleted(t, b, zmax(s[("rtid", b)], T.stid(m)))
-            t = {k: ite(T.sdel(m), t[k], stopped[k]) for k in s}
+            t = {k: ite(T.sdel(m), ite(deletion, t[k], deleted[k]), stopped[k]) for k in s}
         else:
             t = stopped
         post = {k: ite(refused, consumed[k], t[k]) for k in s}

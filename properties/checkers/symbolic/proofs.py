@@ -14,6 +14,7 @@ from model.state import (
     ALTER_RESPONSE,
     DELETED,
     DOWN,
+    EPOCH_DURING_DELETE,
     FOLLOWER,
     LEADER,
     NO_LEADER,
@@ -204,6 +205,26 @@ def lemma_alter_messages_match_zk(shape: Shape, s: dict) -> Term:
     return z3.And(messages, *leaders)
 
 
+def lemma_one_incarnation(shape: Shape, s: dict, deletions: bool = True) -> Term:
+    """Without deletions, a shape with the topic's identity (reassignment's AR) has one
+    incarnation: the topic exists, and every replica, LeaderAndISR, StopReplica and fetch is
+    of its topic id -- no replica deleted, no deletion's StopReplica, no record retired.  So
+    the lemmas that speak of one incarnation hold as they do without the identity.  (True
+    of a shape without it, and not asked of a configuration with deletions.)"""
+    if not shape.topic or deletions:
+        return z3.BoolVal(True)
+    n, r, R, T, tid = shape.n, shape.r, shape.req, shape.stop, s[("tid",)]
+    parts = [_topic_exists(shape, s), _forall_req(shape, lambda m: z3.Implies(s[("lai",)][m], R.tid(m) == tid))]
+    parts += [z3.Not(s[("ret", v)]) for v in range(1, r + 1)]
+    for b in range(n):
+        q = z3.Const(f"one_incarnation_stop{b}", T)
+        parts.append(z3.ForAll([q], z3.Implies(s[("stops", b)][q], z3.And(
+            T.stid(q) == tid, T.slepoch(q) != EPOCH_DURING_DELETE))))
+        parts += [s[("rtid", b)] == tid, s[("role", b)] != DELETED]
+        parts += [z3.Implies(s[("fk", f, b)] != EMPTY, s[("ftid", f, b)] == tid) for f in range(n) if f != b]
+    return z3.And(parts)
+
+
 def lemma_retired_records_gone(shape: Shape, s: dict) -> Term:
     """No record of a deleted incarnation is in a replica of the current one, nor in a fetch
     answer of it in flight; a deleted replica holds no records; and every record held or
@@ -268,6 +289,7 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "led_history": lemma_led_history,
     "alter_messages_match_zk": lemma_alter_messages_match_zk,
     "retired_records_gone": lemma_retired_records_gone,
+    "one_incarnation": lemma_one_incarnation,
 }
 
 
@@ -386,7 +408,8 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     one still assumed in the hypothesis."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
-    lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0)}
+    lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0),
+              "one_incarnation": functools.partial(lemma_one_incarnation, deletions=ind.enc.p.deletions != 0)}
     base = z3.And([f(shape, S) for f in {**lemmas, **STATE_GOALS}.values()])
     out: list[Verdict] = []
 

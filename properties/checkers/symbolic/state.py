@@ -75,12 +75,14 @@ class Shape:
     with ``alter``, also the set of AlterPartition messages in flight (a configuration
     without AlterPartition has none, so its states leave the set out); with ``topic``
     (topic deletion), the topic's identity: the znode's topic id and AR, each replica's
-    topic id, each message's, and the retired records."""
+    topic id, each message's, and the retired records; with ``reassign`` (replica
+    reassignment, which moves that AR, so only with ``topic``), the znode's pending RAR."""
 
     n: int
     r: int
     alter: bool = True
     topic: bool = False
+    reassign: bool = False
     req: z3.DatatypeSortRef = field(init=False)
     stop: z3.DatatypeSortRef = field(init=False)
     alt: z3.DatatypeSortRef = field(init=False)
@@ -93,7 +95,8 @@ class Shape:
     @classmethod
     def of(cls, cfg: Config, n: int | None = None) -> Shape:
         """The shape of ``cfg``'s states, at ``n`` brokers (default: the configuration's)."""
-        return cls(cfg.brokers if n is None else n, cfg.records, bool(cfg.alter_partition), bool(cfg.deletions))
+        return cls(cfg.brokers if n is None else n, cfg.records, bool(cfg.alter_partition),
+                   bool(cfg.deletions or cfg.reassignments), bool(cfg.reassignments))
 
     def keys(self) -> Iterator[tuple[tuple, str]]:
         """Every state variable with its sort ('i' Int, 'b' Bool, 'S' request set, 'T' StopReplica
@@ -146,6 +149,10 @@ class Shape:
                         yield ("ftid", b, ld), "i"  # the fetch slot's topic id
             for v in range(1, r + 1):
                 yield ("ret", v), "b"  # value v is a record of a deleted incarnation
+        if self.reassign:
+            yield ("reas",), "i"  # reassignments started, in all
+            for b in range(n):
+                yield ("rar", b), "b"  # b in the znode's RAR (none: no move in progress)
 
     def fresh(self, prefix: str) -> dict:
         out: dict = {}
@@ -260,8 +267,8 @@ def encode(shape: Shape, s: State) -> dict:
     for m in s.leader_and_isr:
         lai = z3.Store(lai, req_value(shape, m), True)
     out[("lai",)] = lai
-    assert all(m.partition == 0 and (not m.delete or (shape.topic and m.leader_epoch == EPOCH_DURING_DELETE))
-               for m in s.stop_replica), "a StopReplica other than a controlled shutdown's or a deletion's"
+    assert all(m.partition == 0 and (not m.delete or shape.reassign or (shape.topic and m.leader_epoch == EPOCH_DURING_DELETE))
+               for m in s.stop_replica), "a StopReplica other than a controlled shutdown's, a deletion's or a reassignment's"
     for b in range(n):
         stops = z3.K(shape.stop, z3.BoolVal(False))
         for m in s.stop_replica:
@@ -279,6 +286,10 @@ def encode(shape: Shape, s: State) -> dict:
                     out[("ftid", b, ld)] = I(0 if m is None else m.topic_id)
         for v in range(1, r + 1):
             out[("ret", v)] = B((0, v) in g.retired)
+    if shape.reassign:
+        out[("reas",)] = I(g.reassignments)
+        for b in range(n):
+            out[("rar", b)] = B(b in zn.rar)
     assert shape.alter or not s.alter_partition, "AlterPartition messages in a shape without them"
     if shape.alter:
         assert all(m.partition == 0 and m.topic_id == zn.topic_id for m in s.alter_partition), "one incarnation"
