@@ -95,14 +95,19 @@ def _same_rows(groups: list[list[dict[str, Any]]]) -> tuple[int, int]:
     return rows, written
 
 
-def test_rows_written_in_c_are_the_python_sides_on_the_benchmark_corpus_and_its_mutants() -> None:
-    runs = [generate_run(f"bench-{i:07d}", **fresh_shape(i)) for i in range(8)]
-    groups = [g for run in runs for g in groups_by_partition(run)]
+def _corpus_and_mutants(runs: int, seed: int) -> list:
+    """The groups of ``runs`` fresh bench runs, and of each mutation of the first."""
+    made = [generate_run(f"bench-{i:07d}", **fresh_shape(i)) for i in range(runs)]
+    groups = [g for run in made for g in groups_by_partition(run)]
     for _, mutate in sorted(MUTATIONS.items()):
-        mutant = mutate(runs[0], random.Random(0))
+        mutant = mutate(made[0], random.Random(seed))
         if mutant is not None:
             groups += groups_by_partition(mutant)
-    rows, written = _same_rows(groups)
+    return groups
+
+
+def test_rows_written_in_c_are_the_python_sides_on_the_benchmark_corpus_and_its_mutants() -> None:
+    rows, written = _same_rows(_corpus_and_mutants(8, seed=0))
     assert written > 0.9 * rows, f"the C wrote {written} of {rows} rows: it leaves most to Python"
 
 
@@ -230,12 +235,7 @@ def test_an_event_of_any_id_field_value_gets_the_python_sides_broker_id_map() ->
 def test_the_verdicts_are_the_same_where_every_row_and_id_is_read_in_python() -> None:
     """An interpreter without C headers gets no rows in C (``rows_written`` is False): the
     judge reads every row and broker-id map in Python, to the same verdicts."""
-    runs = [generate_run(f"bench-{i:07d}", **fresh_shape(i)) for i in range(3)]
-    groups = [g for run in runs for g in groups_by_partition(run)]
-    for _, mutate in sorted(MUTATIONS.items()):
-        mutant = mutate(runs[0], random.Random(3))
-        if mutant is not None:
-            groups += groups_by_partition(mutant)
+    groups = _corpus_and_mutants(3, seed=3)
     in_c = [replay.judge_default(g, "kip320") for g in groups]
     with mock.patch.object(compiled_batch, "_rows_built", lambda: None):
         assert not compiled_batch.rows_written()
