@@ -48,7 +48,8 @@ RULES: list[tuple[str, str]] = [
      "real Kafka from Maven Central: tests/conformance/kafka/test_record_real.py records and judges such runs"),
     (r"drive --engine kafka", "real Kafka: tests/impl/harness/test_kafka_drive_real.py drives leader_kill_isr at ibp-2.6"),
     (r"chaos --engine kafka", "real Kafka: tests/impl/harness/test_kafka_chaos.py runs these seeds and durations"),
-    (r"epochal chaos --seed 1 --duration (60|22 --admin)", "the chaos runs of tests/impl/harness/test_chaos.py (60 s) and test_chaos_admin.py (22 s, --admin)"),
+    (r"epochal chaos --seed 1 --duration (60|22 --admin)", "a minute of chaos: bench/bench_chaos_seeds.py runs seed 1 for 60 s (CI: test_chaos.py's 12-s seeds); "
+     "the --admin run: tests/impl/harness/test_chaos_admin.py, seed 1 for 22 s"),
     (r"epochal chaos --seed 6 --duration 8 --acks 1\s|epochal chaos --seed 21 --duration 10 --unclean-leader-election\s",
      "acks=1 (seed 6, 8 s) and unclean election (seed 21, 10 s) losing writes with their causes named: "
      "tests/impl/harness/test_chaos.py runs both seeds at these durations (exit 1)"),

@@ -77,8 +77,8 @@ def test_admin_operations_under_faults_lose_nothing_and_conform(
         tmp_path: Path, zk_chroot: str) -> None:
     """Seed 1, 22 s: the second topic deleted and created again while a reassignment runs,
     kill -9 of a broker, preferred-replica elections, a controlled shutdown and restart of a
-    leader; every acknowledged write of the current incarnations kept
-    once, and every trace group conforms."""
+    leader; every acknowledged write of the current incarnations kept once, and every
+    trace group conforms."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     run = ChaosRun(1, 22, data_dir=tmp_path / "run", zookeeper=zk_chroot, admin=True,
                    log=lambda m: print(m, flush=True))
