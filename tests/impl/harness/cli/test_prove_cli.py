@@ -70,3 +70,5 @@ def test_prove_cli(monkeypatch, capsys):
     assert "--max-pauses" in capsys.readouterr().err  # one line, no traceback
     assert main(["prove", "--config", "kip320", "--deletions", "1", "--alter-partition", "1"]) == 2
     assert capsys.readouterr().err.strip().endswith("(topic deletion with AlterPartition)")
+    assert main(["prove", "--config", "kip320", "--reassignments", "1", "--alter-partition", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("(reassignment with AlterPartition)")
