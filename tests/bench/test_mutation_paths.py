@@ -112,3 +112,48 @@ def test_the_older_epoch_cut_is_where_it_ends_first(name: str, follower_end: int
     assert follower.log[-1].epoch == 2 and 2 not in {e.epoch for e in leader.log}
     assert sum(e.epoch == 1 for e in follower.log) == follower_end and sum(e.epoch == 1 for e in leader.log) == leader_end
     assert len(after.brokers[1].replicas[0].log) == min(follower_end, leader_end)
+
+
+def test_a_reassignment_keeps_its_leader_when_it_is_not_rar_first_member() -> None:
+    # reassignment_switch's `set(rar) <= set(isr)` (RAR is the whole ISR here) and the leader
+    # kept when it is a live RAR member: broker 1, not RAR's first
+    _, steps = _states("reassignment_kept_leader_not_first")
+    _, before, after = steps[-1]
+    zb, za = before.zk.partitions[0], after.zk.partitions[0]
+    assert zb.rar == (0, 1) and set(zb.isr) == set(zb.rar) and zb.leader == 1
+    assert za.leader == 1 and za.rar == () and za.leader_epoch == zb.leader_epoch + 1
+
+
+def test_a_reassignment_away_from_its_leader_passes_over_a_member_shutting_down() -> None:
+    # reassignment_switch's live RAR members in the ISR: leader 0 is not in RAR [1, 2], and
+    # broker 1, RAR's first and in the ISR, is shutting down: broker 2 is elected
+    _, steps = _states("reassignment_past_member_shutting_down")
+    _, before, after = steps[-1]
+    zb, za = before.zk.partitions[0], after.zk.partitions[0]
+    assert zb.rar == (1, 2) and set(zb.rar) <= set(zb.isr) and zb.leader not in zb.rar
+    assert before.brokers[0].shutting_down == (1,) and 1 in before.zk.live
+    assert za.leader == 2 and za.isr == (1, 2)
+
+
+def test_a_fetch_of_the_deleted_incarnation_reaches_the_new_one_leader_and_is_refused() -> None:
+    # topic_ids_differ with two known ids that differ: the leader epochs agree (both
+    # incarnations start at 1), so only the topic id refuses the fetch
+    _, steps = _states("fetch_from_deleted_incarnation")
+    action, before, after = steps[-1]
+    m = mg.path_case(PATHS / "fetch_from_deleted_incarnation.json")["steps"][-1].args[0]
+    leader = before.brokers[m.leader].replicas[0]
+    assert action == "handle_fetch" and leader.role == LEADER and leader.log
+    assert m.epoch == leader.leader_epoch and m.topic_id < leader.topic_id
+    assert after == before._replace(fetches=after.fetches) and m not in after.fetches
+    assert not any(f.follower == m.follower and f.kind != m.kind for f in after.fetches)
+
+
+def test_kip101_keeps_a_record_of_an_epoch_its_leader_never_had() -> None:
+    # truncate_round's KIP-101 branch where it and the epoch rounds cut apart: the leader
+    # answers where epoch 1 ends in its log (2), above where it ends in the follower's (1)
+    cfg, _ = _states("truncation_kip101_keeps_older_epoch")
+    before, after = _last_truncation("truncation_kip101_keeps_older_epoch", 1)
+    follower, leader = before.brokers[1].replicas[0], before.brokers[2].replicas[0]
+    assert cfg.truncation == "kip101"
+    assert [e.epoch for e in follower.log] == [1, 2] and [e.epoch for e in leader.log] == [1, 1]
+    assert after.brokers[1].replicas[0].log == follower.log
