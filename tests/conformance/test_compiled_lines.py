@@ -187,7 +187,7 @@ def test_the_jobs_task_reads_and_judges_alike_with_files_read_in_c_and_in_python
     recorded traces: the same runs, events, quarantine and "seen" rows and verdicts whether
     its files are read in C or in Python -- on both passes (``only``)."""
     judge = load_judge(None)
-    corpus = _write_corpus(tmp_path, 6)
+    corpus = _write_corpus(tmp_path, 4)
     recorded = [p.as_uri() for d in ("recorded", "nonconforming", "malformed") for p in sorted((DATA / d).rglob("*"))
                 if p.is_file() and p.name != "README.md"]
     for members in (corpus, recorded):

@@ -359,13 +359,10 @@ PyObject *epochal_read_lines(PyObject *data, PyObject *tables, PyObject *file) {
             } else if (one_run) {
                 PyObject *last = PyList_GET_ITEM(events, PyList_GET_SIZE(events) - 1);
                 PyObject *its = PyDict_GetItemWithError(last, s_run); /* (a valid event's run is a str) */
-                if (its == NULL) goto failed;
-                if (run == NULL) run = its;
-                else if (its != run) {
-                    int same = PyUnicode_Compare(its, run);
-                    if (same == -1 && PyErr_Occurred()) goto failed;
-                    one_run = same == 0;
-                }
+                if (its == NULL && PyErr_Occurred()) goto failed;
+                if (its == NULL || !PyUnicode_CheckExact(its)) one_run = 0;
+                else if (run == NULL) run = its;
+                else if (its != run) one_run = PyUnicode_Compare(its, run) == 0; /* (two str: no error) */
             }
         }
         if (nl == NULL) break;
