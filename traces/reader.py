@@ -67,8 +67,13 @@ def iter_file(name: str, data: bytes, recognise: Recognise | None = None) -> Ite
         if reason is not None:
             yield line, None, reason, raw
             continue
-        event, reason = decode_line(raw)
-        yield line, event, reason, raw if event is not None else raw[:_RAW_KEEP]
+        yield _decoded(line, raw)
+
+
+def _decoded(line: int, raw: str) -> Record:
+    """The record of a line's text: decoded and validated (``decode_line``)."""
+    event, reason = decode_line(raw)
+    return line, event, reason, raw if event is not None else raw[:_RAW_KEEP]
 
 
 def _recognised(lines: Iterable[tuple[int, str, str | None]], recognise: Recognise) -> Iterator[Record]:
@@ -103,6 +108,11 @@ class _Refused(NamedTuple):
     reason: str
 
 
+def binary_format(name: str, data: bytes) -> bool:
+    """Whether a file is read as Parquet or gzip'd JSON Lines, not as plain lines."""
+    return data[:4] == _PARQUET_MAGIC or name.endswith(".parquet") or data[:2] == _GZIP_MAGIC
+
+
 def iter_lines(name: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
     """Split one file into ``(line, raw JSON text, None)`` or ``(line, raw, reason)`` for
     damage found while splitting (torn gzip, bad UTF-8, unreadable Parquet).  Records are
@@ -126,10 +136,24 @@ def iter_lines(name: str, data: bytes) -> Iterator[tuple[int, str, str | None]]:
             return
         if not raw_bytes.strip():
             continue  # blank lines are not records
-        try:
-            yield i + 1, raw_bytes.decode("utf-8"), None
-        except UnicodeDecodeError:
-            yield i + 1, raw_bytes[:_RAW_KEEP].decode("utf-8", "replace"), "bad_json: line is not UTF-8"
+        yield _text_line(i + 1, raw_bytes)
+
+
+def _text_line(line: int, raw_bytes: bytes) -> tuple[int, str, str | None]:
+    """A non-blank line of a JSON Lines file (its carriage returns cut) as ``iter_lines``
+    gives it: its text, or the reason it has none."""
+    try:
+        return line, raw_bytes.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return line, raw_bytes[:_RAW_KEEP].decode("utf-8", "replace"), "bad_json: line is not UTF-8"
+
+
+def line_record(line: int, raw_bytes: bytes) -> Record:
+    """``iter_file``'s record of one non-blank line of a plain JSON Lines file, from its
+    bytes (its carriage returns cut): for a reader that splits the file itself and leaves
+    a line to these rules."""
+    line, raw, reason = _text_line(line, raw_bytes)
+    return (line, None, reason, raw) if reason is not None else _decoded(line, raw)
 
 
 def _gunzip(data: bytes) -> tuple[bytes, str | None]:

@@ -509,6 +509,8 @@ def _rows_built() -> Any:
     lib.epochal_group_ids.argtypes = [ctypes.py_object, ctypes.py_object]
     lib.epochal_valid_events.restype = ctypes.c_ssize_t
     lib.epochal_valid_events.argtypes = [ctypes.py_object] * 3
+    lib.epochal_read_lines.restype = ctypes.py_object
+    lib.epochal_read_lines.argtypes = [ctypes.py_object] * 3
     return lib
 
 
@@ -549,6 +551,18 @@ def valid_events(objs: list[Any]) -> bytearray:
     if lib is not None:
         lib.epochal_valid_events(objs, _EVENT_TABLES, valid)
     return valid
+
+
+def read_lines(data: bytes, file: str) -> tuple[list[Event], list[tuple[int, int, bytes]], str | None] | None:
+    """A plain JSON Lines file's bytes read by ``rows.c``'s reader (``lines.c``) in one call,
+    or None where no rows are written in C: ``(events, others, run)`` -- its valid events in
+    line order, each normalized and tagged with ``_file`` (``file``) and ``_line``; every
+    other non-blank line as ``(events before it, line number, its bytes)``, for
+    ``traces.reader.line_record`` to decode, validate and word the reason of; and the run of
+    every event where they share one.  Each event is the one ``iter_file`` gives for its
+    line, and the others are its other lines (``tests/conformance/test_compiled_rows.py``)."""
+    lib = _rows_library()
+    return None if lib is None else lib.epochal_read_lines(data, _EVENT_TABLES, file)
 
 
 def recognise() -> Any:

@@ -89,16 +89,53 @@ def _file_records(path: str, data: bytes | OSError) -> Iterator[tuple[int, dict[
     return iter_file(path, data, recognise())
 
 
+def _read_in_c(path: str, data: bytes | OSError) -> tuple[list[dict[str, Any]], list[tuple[int, int, bytes]], str | None] | None:
+    """A plain JSON Lines file read by the judge's C (``compiled_batch.read_lines``), or None:
+    an unreadable, gzip'd or Parquet file, or no C here -- ``_file_records``' to read."""
+    from conformance.judge.compiled_batch import read_lines
+    from traces.reader import binary_format
+
+    if isinstance(data, OSError) or binary_format(path, data):
+        return None
+    return read_lines(data, path)
+
+
+def _merged(events: list[dict[str, Any]], others: list[tuple[int, int, bytes]]) -> Iterator[tuple[int, dict[str, Any] | None, str | None, str]]:
+    """``_file_records``' records of a file ``_read_in_c`` read: its valid events and, in
+    their places, its other lines' records (``traces.reader.line_record``).  (A valid
+    event's raw text is not kept: ``read_group`` does not use it.)"""
+    from traces.reader import line_record
+
+    at = 0
+    for before, line, raw in others:
+        for event in events[at:before]:
+            yield event["_line"], event, None, ""
+        at = before
+        yield line_record(line, raw)
+    for event in events[at:]:
+        yield event["_line"], event, None, ""
+
+
 def read_group(members: list[str], task: int, only: frozenset[str] | None,
                 out: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """A group's valid events by run, each file in path order (``only``: just those runs).
     On the first pass (no ``only``) its quarantine rows, and a "seen" row per (file, run),
-    are appended to ``out``."""
+    are appended to ``out``.  A plain JSON Lines file is read in C where the judge's rows
+    are (``_read_in_c``: the same records)."""
     runs: dict[str, list[dict[str, Any]]] = {}
     for path, uri in sorted((display_path(u), u) for u in members):
+        data = _read_local(uri)
+        read = _read_in_c(path, data)
+        if read is not None and not read[1] and read[2] is not None:  # the usual file: one run's valid events
+            events, _, run = read
+            if only is None or run in only:
+                runs.setdefault(run, []).extend(events)
+            if only is None:
+                out.append({"row": "seen", "run": run, "file": uri, "line": task})
+            continue
         seen: set[str] = set()
         last, events = None, []  # (a file's records are one run's, as a rule: its list kept at hand)
-        for line, event, reason, raw in _file_records(path, _read_local(uri)):
+        for line, event, reason, raw in _file_records(path, data) if read is None else _merged(read[0], read[1]):
             if event is None:
                 if only is None:
                     out.append({"row": "quarantine", "file": path, "line": line, "raw": raw, "reason": reason})

@@ -140,15 +140,16 @@ def test_an_event_of_any_field_value_gets_the_python_sides_row() -> None:
 
 def test_the_row_writer_is_shipped_with_the_package() -> None:
     """The package data (pyproject.toml, globs in the package's directory, as setuptools
-    reads them: a ``*`` stays in its directory) takes ``rows.c``: an installed epochal
-    builds it from what it was shipped (without it every row is written in Python, slower)."""
+    reads them: a ``*`` stays in its directory) takes ``rows.c``, the file reader ``lines.c``
+    and their header: an installed epochal builds them from what it was shipped (without
+    them every row is written, and every file read, in Python, slower)."""
     import tomllib
 
     root = Path(__file__).resolve().parents[2]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["properties"]
     shipped = {p for pattern in patterns for p in (root / "properties").glob(pattern)}
-    units = [p for p in compiled_batch.ROWS_SOURCE.iterdir() if p.suffix == ".c"]
-    assert [p.name for p in units] == ["rows.c"]
+    units = sorted(p for p in compiled_batch.ROWS_SOURCE.iterdir() if p.suffix in (".c", ".h"))
+    assert [p.name for p in units] == ["lines.c", "rows.c", "rows.h"]
     assert {p.resolve() for p in units} <= {p.resolve() for p in shipped}
 
 

@@ -23,6 +23,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "rows.h"
+
 /* compiled_batch.py V_* (judge.c's tags), the row's header and the fields' ways to be read */
 enum { V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS };
 enum { HEADER = 5 };
@@ -576,6 +578,18 @@ static int normalized(PyObject *obj) {
     return ok;
 }
 
+int epochal_event_recognised(PyObject *obj, PyObject *tables) {
+    if (!interned()) return -1;
+    if (!valid_event(obj, PyTuple_GET_ITEM(tables, 0), PyTuple_GET_ITEM(tables, 1), PyTuple_GET_ITEM(tables, 2)))
+        return 0;
+    return normalized(obj) ? 1 : -1;
+}
+
+int epochal_event_tables(PyObject *tables) {
+    return PyTuple_CheckExact(tables) && PyTuple_GET_SIZE(tables) == 3 && PyUnicode_CheckExact(PyTuple_GET_ITEM(tables, 0)) &&
+           PyTuple_CheckExact(PyTuple_GET_ITEM(tables, 1)) && PyDict_CheckExact(PyTuple_GET_ITEM(tables, 2));
+}
+
 /* For each of objs: valid[i] = 1 where validate(objs[i]) is None, objs[i] then normalized; 0
  * where it is the Python side's to say.  tables: (SCHEMA_ID, FIELDS' specs, kind -> (partition
  * scope, params' specs, post's specs)), each spec (name, type, nullable, required).  Returns
@@ -583,20 +597,15 @@ static int normalized(PyObject *obj) {
 Py_ssize_t epochal_valid_events(PyObject *objs, PyObject *tables, PyObject *valid) {
     if (!interned()) return -1;
     if (!PyList_CheckExact(objs) || !PyByteArray_CheckExact(valid) || PyByteArray_GET_SIZE(valid) != PyList_GET_SIZE(objs) ||
-        !PyTuple_CheckExact(tables) || PyTuple_GET_SIZE(tables) != 3 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(tables, 0)) ||
-        !PyTuple_CheckExact(PyTuple_GET_ITEM(tables, 1)) || !PyDict_CheckExact(PyTuple_GET_ITEM(tables, 2)))
+        !epochal_event_tables(tables))
         return 0; /* not what the reader hands over: every object the Python side's */
-    PyObject *schema_id = PyTuple_GET_ITEM(tables, 0), *top = PyTuple_GET_ITEM(tables, 1),
-             *kinds = PyTuple_GET_ITEM(tables, 2);
     char *flags = PyByteArray_AS_STRING(valid);
     Py_ssize_t n = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); i++) {
-        PyObject *obj = PyList_GET_ITEM(objs, i);
-        flags[i] = 0;
-        if (!valid_event(obj, schema_id, top, kinds)) continue;
-        if (!normalized(obj)) return -1;
-        flags[i] = 1;
-        n++;
+        int ok = epochal_event_recognised(PyList_GET_ITEM(objs, i), tables);
+        if (ok < 0) return -1;
+        flags[i] = (char)ok;
+        n += ok;
     }
     return n;
 }
