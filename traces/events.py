@@ -30,6 +30,14 @@ retention: the judge reads this one informational field, to refuse such a trace 
 reason rather than a mismatch (retention stays off in judged runs, docs/conformance.md)."""
 
 
+TRUNCATION_COMPLETE = "truncation_complete"
+"""The informational field of a ``truncate`` event that says whether its OffsetsForLeaderEpoch
+round ended the truncation (Kafka's ``truncationCompleted``): false when the leader answered
+an epoch the follower lacks, and the follower asks again.  The judge does not read it (it
+matches a later round by the model state, ``conformance.judge.search.later_truncation_round``);
+a harness that grants each round reads it to know another round is coming."""
+
+
 class EventError(ValueError):
     """An event that does not match the trace schema (one line)."""
 

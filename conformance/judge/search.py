@@ -309,6 +309,36 @@ def _deletion_candidates(obs: Observation, s: State, cfg: Config,
     return out
 
 
+ROUNDED_TRUNCATIONS = ("kip279", "kip320")
+"""The truncation rules Kafka's follower may take in several OffsetsForLeaderEpoch rounds."""
+
+
+def later_truncation_round(obs: Observation, s: State, cfg: Config) -> tuple[Step, State] | None:
+    """A ``truncate`` event that is a later OffsetsForLeaderEpoch round of the truncation the
+    model already took: the same step seen again (a stutter), or None.
+
+    Partial observation: the model takes a truncation as one step (``model.truncation.kip279``
+    runs its rounds inside ``truncate``), but Kafka's ``AbstractFetcherThread`` -- and the
+    implementation (``impl.node.truncation.epoch_truncation_step``) -- records each round, and
+    asks again when the leader answered an epoch the follower lacks over an older one it has,
+    even where that round already reached the final cut.  So a ``truncate`` of a follower
+    that has truncated (FETCHING) and sent no fetch since (nothing of its own in flight), of
+    the leader it follows, under a rule that takes rounds, is that truncation's later round:
+    it matches no new step, and the state stays the model's.  Its ``truncated_to`` is
+    compared with the model's cut -- the follower's LEO after ``truncate`` -- as any
+    truncation is (``_truncate_view``): a round that cuts elsewhere than ``kip279``'s cut
+    diverges there."""
+    if obs.action != "truncate" or cfg.truncation not in ROUNDED_TRUNCATIONS or not 0 <= obs.actor < cfg.brokers:
+        return None
+    f = obs.actor
+    r = s.brokers[f].replicas[0]
+    if s.brokers[f].status != UP or r.role != FOLLOWER or r.fetch_state != FETCHING or r.leader == NO_LEADER:
+        return None
+    if any(m.follower == f for m in s.fetches):
+        return None  # it fetched since: a new lookup is a new truncation, not a round of the last
+    return Step("truncate", (f, 0)), s
+
+
 class Match(NamedTuple):
     before: State  # the state at the start of the event (before any internal step)
     after: Hypothesis
@@ -326,6 +356,9 @@ def _match_in(h: Hypothesis, obs: Observation, cfg: Config, values: dict[Any, se
         cands = deletion
     else:
         cands = list(_candidates(obs, s, cfg, fast, take))
+        later = later_truncation_round(obs, s, cfg)
+        if later is not None:
+            cands.append(later)
     for step, t in cands:
         if t is None:
             continue

@@ -42,7 +42,7 @@ from impl.node.tracing import records_digest
 from impl.node.truncation import truncate_round
 from impl.node.wire import ApiKey, AsyncConnection, ErrorCode, ProtocolError
 from traces import events
-from traces.events import RETENTION_MARK
+from traces.events import RETENTION_MARK, TRUNCATION_COMPLETE
 
 
 class ReplicationFollower(LogDirFailures):
@@ -245,7 +245,8 @@ class ReplicationFollower(LogDirFailures):
         r.needs_epoch_lookup = not complete
         r.emit(events.truncate, leader=leader, truncated_to=point,
                informational={"requested_epoch": requested, "leader_epoch_found": int(resp["leader_epoch"]),
-                              "leader_end_offset": int(resp["end_offset"])},
+                              "leader_end_offset": int(resp["end_offset"]),
+                              TRUNCATION_COMPLETE: complete},
                post={"hw": r.hw, "leo": r.leo, "log_end_epoch": r.log_end_epoch()})
 
     async def _handle_out_of_range(self, r: Replica, leader: int, leader_leo: int,

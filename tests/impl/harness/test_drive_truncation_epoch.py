@@ -107,3 +107,22 @@ def test_a_follower_below_the_new_epochs_start_asking_an_epoch_too_old_diverges_
                                 "--config", "kip320", "--path", str(_below(tmp_path)), "--step-timeout", "5")
     assert code == 1 and report["outcome"] == "diverged", report
     assert report["divergence"]["step"] == BELOW_TRUNCATE and report["divergence"]["action"] == "truncate"
+
+
+INCOMPLETE_ROUND = Path(__file__).resolve().parents[3] / "bench" / "mutation_paths" / "truncation_incomplete_round.json"
+
+
+@pytest.mark.integration
+def test_a_follower_whose_first_round_is_not_complete_asks_again_and_the_judge_takes_both_rounds_as_one_step(
+        tmp_path: Path) -> None:
+    """Broker 0 (epochs 1, 3) follows broker 1 (epochs 1, 2, 4): the answer to its lookup of
+    epoch 3 is epoch 2, which it lacks, so it cuts to where its epoch 1 ends -- the model's
+    cut -- and asks again before it fetches.  The driver grants the second round within the
+    model's one ``truncate`` step, and the judge takes it as that step seen again."""
+    report = Driver("kip320", data_dir=tmp_path / "run").run(from_json(INCOMPLETE_ROUND))
+    assert report.verdict == "followed", report.divergence
+    lines = (tmp_path / "run" / "traces" / "broker-0.jsonl").read_text().splitlines()
+    cuts = [json.loads(x)["params"] for x in lines if '"truncate"' in x]
+    # (the implementation numbers the model's epochs 1, 2, 3 from 0)
+    assert [(c["truncated_to"], c["requested_epoch"], c["truncation_complete"]) for c in cuts[-2:]] == [
+        (1, 2, False), (1, 0, True)]
