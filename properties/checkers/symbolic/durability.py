@@ -229,6 +229,63 @@ def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
     return z3.And(parts)
 
 
+def _replicating(shape: Shape, s: dict, x: int) -> Term:
+    """x's replica may still take part in replication: it is in the AR, or has a role, or
+    a LeaderAndISR on its way would give it one.  A replica the move removed is otherwise
+    inert for good (``removed_replicas_stay_out``) -- and its log may be gone (its
+    StopReplica, or a restart outside the AR, deleted it) while a fetch it sent before is
+    still in flight, or still counted by an old leader: the prefix lemmas say nothing of
+    it.  (Every replica, without reassignments.)"""
+    if not shape.reassign:
+        return z3.BoolVal(True)
+    m = z3.Const(f"q_replicating{x}", shape.req)
+    addressed = z3.Exists([m], z3.And(s[("lai",)][m], shape.req.to(m) == x))
+    return z3.Or(s[("ar", x)], s[("role", x)] != NONE, addressed)
+
+
+def lemma_broker_epochs_issued(shape: Shape, s: dict) -> Term:
+    """No broker epoch -- a broker's own, ZooKeeper's record of it, or the max broker epoch a
+    LeaderAndISR carries -- is ahead of ZooKeeper's zxid: so a restart's new broker epoch
+    (the next zxid) makes every LeaderAndISR sent to the broker before it stale, and a
+    broker that restarts outside the AR takes none of them.  (Asked with reassignments,
+    where that restart happens.)"""
+    if not shape.reassign:
+        return z3.BoolVal(True)
+    R, m = shape.req, z3.Const("q_issued", shape.req)
+    parts = [s[("zxid",)] >= 0]
+    parts += [z3.And(s[("bep", b)] <= s[("zxid",)], s[("bbep", b)] <= s[("zxid",)]) for b in range(shape.n)]
+    parts.append(z3.ForAll([m], z3.Implies(s[("lai",)][m], R.mbe(m) <= s[("zxid",)])))
+    return z3.And(parts)
+
+
+def lemma_removed_replicas_stay_out(shape: Shape, s: dict, moves: int | None = 1) -> Term:
+    """With one reassignment (``moves``, the configuration's bound, which the durability
+    proof keeps): a broker is outside the AR only once the move is done, and stays out --
+    no LeaderAndISR is sent to it again, nor is it in the ISR (which is within the AR).  A
+    reassignment's StopReplica (with delete, of a leader epoch) goes only to such a
+    broker, while it is up, and no LeaderAndISR on its way to the broker would overtake it:
+    each is of an older controller (the StopReplica's acceptance makes it stale), or of the
+    StopReplica's controller and an older leader epoch (the channel delivers it first).  So
+    the replica it deletes was out of the ISR and will never lead nor follow again.  (True
+    of a shape without reassignment; more moves than one may bring a removed replica back,
+    and this is not asked of them.)"""
+    if not shape.reassign or moves != 1:
+        return z3.BoolVal(True)
+    n, R, T = shape.n, shape.req, shape.stop
+    moving = z3.Or([s[("rar", x)] for x in range(n)])
+    done = z3.And(s[("reas",)] == 1, z3.Not(moving))
+    parts = [s[("reas",)] >= 0, s[("reas",)] <= 1, z3.Implies(moving, s[("reas",)] == 1)]
+    parts += [z3.Implies(s[("rar", x)], s[("ar", x)]) for x in range(n)]
+    parts += [z3.Implies(z3.Not(s[("ar", x)]), done) for x in range(n)]
+    for b in range(n):
+        q, m = z3.Const(f"q_removal{b}", T), z3.Const(f"q_removal_lai{b}", R)
+        parts.append(z3.ForAll([q], z3.Implies(z3.And(s[("stops", b)][q], T.sdel(q)), z3.And(
+            done, z3.Not(s[("ar", b)]), s[("st", b)] != DOWN))))
+        parts.append(z3.ForAll([q, m], z3.Implies(z3.And(s[("stops", b)][q], T.sdel(q), s[("lai",)][m], R.to(m) == b),
+            z3.And(R.cepoch(m) <= T.scepoch(q), z3.Implies(R.cepoch(m) == T.scepoch(q), R.lepoch(m) < T.slepoch(q))))))
+    return z3.And(parts)
+
+
 def lemma_follower_prefix(shape: Shape, s: dict) -> Term:
     """What a leader knows of a follower's LEO is the end of a prefix of the leader's log
     that the follower holds: the follower fetched there, from this leader, in its epoch."""
@@ -238,7 +295,7 @@ def lemma_follower_prefix(shape: Shape, s: dict) -> Term:
             if x == b:
                 continue
             fl = s[("fleo", b, x)]
-            known = z3.And(s[("role", b)] == LEADER, fl != UNKNOWN)
+            known = z3.And(s[("role", b)] == LEADER, fl != UNKNOWN, _replicating(shape, s, x))
             same = [z3.Implies(i < fl, _entries_equal(s, x, b, i)) for i in range(shape.r)]
             parts.append(z3.Implies(known, z3.And(fl <= s[("leo", x)], fl <= s[("leo", b)], *same)))
     return z3.And(parts)
@@ -369,7 +426,7 @@ def lemma_fetching_follower_prefix(shape: Shape, s: dict) -> Term:
         for b in range(shape.n):
             if x != b:
                 on = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b,
-                            _serving(s, b), s[("rlep", x)] == s[("rlep", b)])
+                            _serving(s, b), s[("rlep", x)] == s[("rlep", b)], _replicating(shape, s, x))
                 parts.append(z3.Implies(on, _prefix(shape, s, x, b, s[("leo", x)])))
     return z3.And(parts)
 
@@ -386,8 +443,9 @@ def lemma_fetch_prefix(shape: Shape, s: dict) -> Term:
                 continue
             fk, fo, frl, fhw = s[("fk", x, b)], s[("fo", x, b)], s[("frl", x, b)], s[("fhw", x, b)]
             on = z3.And(_serving(s, b), s[("fe", x, b)] == s[("rlep", b)])
-            parts.append(z3.Implies(z3.And(fk == REQ, on), _prefix(shape, s, x, b, fo)))
-            resp = z3.And(fk == RESP, s[("fe", x, b)] == s[("rlep", x)])  # one its follower will take
+            parts.append(z3.Implies(z3.And(fk == REQ, on, _replicating(shape, s, x)), _prefix(shape, s, x, b, fo)))
+            # one its follower will take
+            resp = z3.And(fk == RESP, s[("fe", x, b)] == s[("rlep", x)], _replicating(shape, s, x))
             vals, eps = [s[("val", b, j)] for j in range(shape.r)], [s[("ep", b, j)] for j in range(shape.r)]
             recs = [z3.Implies(i < frl, z3.And(s[("frv", x, b, i)] == pick(vals, fo + i, z3.IntVal(0)),
                                                s[("fre", x, b, i)] == pick(eps, fo + i, z3.IntVal(0))))
@@ -468,6 +526,8 @@ def truncation_keeps_common_prefix(shape: Shape, s: dict, t: dict) -> Term:
 
 
 LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
+    "broker_epochs_issued": lemma_broker_epochs_issued,
+    "removed_replicas_stay_out": lemma_removed_replicas_stay_out,
     "live_is_up": lemma_live_is_up,
     "leader_epochs_positive": lemma_leader_epochs_positive,
     "log_slots_clean": lemma_log_slots_clean,
@@ -522,7 +582,7 @@ USES = {  # which lemmas each formula's proof leans on (all are proved together,
     "fetching_follower_prefix": ("values_placed_once", "log_order", "leader_holds_its_epoch", "fetch_prefix"),
     "fetch_prefix": ("fetching_follower_prefix", "fetches_follow_leaders", "hw_committed"),
     "hw_committed": ("fetch_prefix", "values_placed_once", "epoch_start", "leader_holds_committed"),
-    "follower_prefix": ("fetching_follower_prefix", "fetch_prefix"),
+    "follower_prefix": ("fetching_follower_prefix", "fetch_prefix", "removed_replicas_stay_out"),
     "isr_holds_committed": ("leader_is_zk_leader", "newer_leaders_in_isr", "hw_current", "follower_prefix",
                             "hw_committed", "values_placed_once"),
     "leader_holds_committed": ("isr_holds_committed", "newer_leaders_in_isr", "hw_current", "epoch_start",

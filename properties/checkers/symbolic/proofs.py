@@ -343,9 +343,9 @@ class _Induction:
     (so a failure names both), against a hypothesis Hyp that conjoins the formulas proved
     together; the first failing action's model is kept as a readable CTI."""
 
-    def __init__(self, cfg: Config, n: int, timeout_ms: int, encoding: type[Encoding]) -> None:
+    def __init__(self, cfg: Config, n: int, timeout_ms: int, encoding: type[Encoding], kept: tuple[str, ...] = ()) -> None:
         self.shape = Shape.of(cfg, n)
-        self.enc = encoding(self.shape, Params.of(cfg, bounded=False))
+        self.enc = encoding(self.shape, Params.of(cfg, bounded=False, kept=kept))
         self.S = self.shape.fresh("s")
         self.init = encode(self.shape, initial(_with_brokers(cfg, n)))
         self.by_action: dict[str, list[Disjunct]] = {}
@@ -404,8 +404,12 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     formulas fails, the others are ``unknown`` -- preserved, but only by leaning on it (a
     failure names the actions and prints its counterexample to induction).
     ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
-    False proves the formulas above alone, and ``only`` (names) just those of them -- every
-    one still assumed in the hypothesis."""
+    False proves the formulas above alone, and ``only`` (names) just those of them and of
+    durability's -- every one still assumed in the hypothesis.
+
+    With reassignments, durability is proved for the configuration's number of moves (its
+    one bound kept: ``durability.lemma_removed_replicas_stay_out``); the formulas above,
+    proved for any number, are assumed."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
     lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0),
@@ -433,15 +437,24 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
 
     if not with_durability:
         return out
+    if cfg.reassignments:  # durability is proved for the configuration's number of moves
+        ind = _Induction(cfg, n, timeout_ms, encoding, kept=("reassignments",))
+        shape, S = ind.shape, ind.S
+        base = z3.And([f(shape, S) for f in {**lemmas, **STATE_GOALS}.values()])
     tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
             **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
+    if "removed_replicas_stay_out" in tier:
+        tier["removed_replicas_stay_out"] = ("lemma", functools.partial(durability.lemma_removed_replicas_stay_out,
+                                                                        moves=cfg.reassignments))
     hyp = z3.And(base, *[f(shape, S) for _, f in tier.values()])
-    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ())) for name, (kind, f) in tier.items()]
+    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ()))
+                for name, (kind, f) in tier.items() if wanted(name)]
     failed = [v.name for v in verdicts if v.status != "proved"]
     for v in verdicts:
         if failed and v.status == "proved":  # it leaned on a formula that is not proved
             v.status, v.detail = "unknown", f"preserved if {', '.join(failed)} held, which are not proved"
         report(v)
     for name, (g, actions) in durability.STEPS.items():  # its premises are its own
-        report(ind.check(name, "step", base, None, g, actions=actions))
+        if wanted(name):
+            report(ind.check(name, "step", base, None, g, actions=actions))
     return out
