@@ -393,7 +393,7 @@ class _Induction:
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
           progress: Callable[[Verdict], None] | None = None,
           encoding: type[Encoding] = Encoding, with_durability: bool = True,
-          only: tuple[str, ...] | None = None) -> list[Verdict]:
+          only: tuple[str, ...] | None = None, actions: tuple[str, ...] | None = None) -> list[Verdict]:
     """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
     state goal, checked one formula and one action at a time (so a failure names both);
     step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
@@ -405,7 +405,8 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     failure names the actions and prints its counterexample to induction).
     ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
     False proves the formulas above alone, and ``only`` (names) just those of them and of
-    durability's -- every one still assumed in the hypothesis.
+    durability's -- every one still assumed in the hypothesis; ``actions`` (names) checks
+    consecution under those actions alone, a part of each proof (a test's question).
 
     With reassignments, durability is proved for the configuration's number of moves (its
     one bound kept: ``durability.lemma_removed_replicas_stay_out``); the formulas above,
@@ -427,13 +428,13 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
 
     for name, f in lemmas.items():
         if wanted(name):
-            report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
+            report(ind.check(name, "lemma", base, f, uses=USES.get(name, ()), actions=actions))
     for name, f in STATE_GOALS.items():
         if wanted(name):
-            report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
+            report(ind.check(name, "invariant", base, f, uses=USES.get(name, ()), actions=actions))
     for name, g in STEP_GOALS.items():
         if wanted(name):
-            report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
+            report(ind.check(name, "step", base, None, g, uses=USES.get(name, ()), actions=actions))
 
     if not with_durability:
         return out
@@ -447,14 +448,15 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
         tier["removed_replicas_stay_out"] = ("lemma", functools.partial(durability.lemma_removed_replicas_stay_out,
                                                                         moves=cfg.reassignments))
     hyp = z3.And(base, *[f(shape, S) for _, f in tier.values()])
-    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ()))
+    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ()), actions=actions)
                 for name, (kind, f) in tier.items() if wanted(name)]
     failed = [v.name for v in verdicts if v.status != "proved"]
     for v in verdicts:
         if failed and v.status == "proved":  # it leaned on a formula that is not proved
             v.status, v.detail = "unknown", f"preserved if {', '.join(failed)} held, which are not proved"
         report(v)
-    for name, (g, actions) in durability.STEPS.items():  # its premises are its own
+    for name, (g, own) in durability.STEPS.items():  # its premises are its own
         if wanted(name):
-            report(ind.check(name, "step", base, None, g, actions=actions))
+            report(ind.check(name, "step", base, None, g, actions=own if actions is None else
+                             tuple(a for a in own if a in actions)))
     return out
