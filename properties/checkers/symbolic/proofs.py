@@ -390,6 +390,26 @@ class _Induction:
         return Verdict(name, kind, status, secs, detail, cti=cti)
 
 
+def _of_current_view(lemma: Callable[[Shape, dict], Term], shape: Shape, s: dict) -> Term:
+    """``lemma`` stated of the topic's current incarnation (``durability.current_view``)."""
+    return lemma(shape, durability.current_view(shape, s))
+
+
+def durability_tier(cfg: Config) -> dict[str, tuple[str, Callable[[Shape, dict], Term]]]:
+    """The durability tier's formulas as ``prove`` states them for ``cfg``, each with its
+    kind: with deletions its lemmas speak of the current incarnation's view (all but those
+    of the topic's identity itself), and with reassignments of the configuration's moves."""
+    tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
+            **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
+    if cfg.deletions:
+        tier.update({k: ("lemma", functools.partial(_of_current_view, f)) for k, (kind, f) in tier.items()
+                     if kind == "lemma" and k not in durability.OF_EVERY_INCARNATION})
+    if "removed_replicas_stay_out" in tier:
+        tier["removed_replicas_stay_out"] = ("lemma", functools.partial(durability.lemma_removed_replicas_stay_out,
+                                                                        moves=cfg.reassignments))
+    return tier
+
+
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
           progress: Callable[[Verdict], None] | None = None,
           encoding: type[Encoding] = Encoding, with_durability: bool = True,
@@ -442,11 +462,7 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
         ind = _Induction(cfg, n, timeout_ms, encoding, kept=("reassignments",))
         shape, S = ind.shape, ind.S
         base = z3.And([f(shape, S) for f in {**lemmas, **STATE_GOALS}.values()])
-    tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
-            **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
-    if "removed_replicas_stay_out" in tier:
-        tier["removed_replicas_stay_out"] = ("lemma", functools.partial(durability.lemma_removed_replicas_stay_out,
-                                                                        moves=cfg.reassignments))
+    tier = durability_tier(cfg)
     hyp = z3.And(base, *[f(shape, S) for _, f in tier.values()])
     verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ()), actions=actions)
                 for name, (kind, f) in tier.items() if wanted(name)]
