@@ -435,6 +435,103 @@ def test_a_reassignment_keeps_one_incarnation_and_the_isr_within_the_ar_by_induc
     assert [v.status for v in broken] == ["failed"] and "reassign_complete" in broken[0].detail
 
 
+def _removed_replica_states(count: int):
+    """Reachable states of kip320 with one reassignment where the moved-off replica
+    matters: ``count`` each with a reassignment's StopReplica in flight, with a broker down
+    outside the AR (its restart deletes its copy), and with a broker outside the AR that has
+    no role but a fetch still in flight or counted by a leader."""
+    from model.state import DOWN, EPOCH_DURING_DELETE, NONE, UNKNOWN
+
+    cfg, _ = _reassignment_states("kip320")
+    states = sample_states(cfg, 3000, explore=3000)
+    zn = lambda s: s.zk.partitions[0]  # noqa: E731
+    outside = lambda s: [b for b in range(cfg.brokers) if zn(s).ar and b not in zn(s).ar]  # noqa: E731
+    kinds = {
+        "stop in flight": lambda s: any(m.delete and m.leader_epoch != EPOCH_DURING_DELETE for m in s.stop_replica),
+        "down outside the AR": lambda s: any(s.brokers[b].status == DOWN for b in outside(s)),
+        "stale fetch of a removed replica": lambda s: any(
+            s.brokers[b].replicas[0].role == NONE
+            and (any(m.follower == b for m in s.fetches)
+                 or any(br.replicas[0].follower_leo[b] != UNKNOWN for br in s.brokers)) for b in outside(s)),
+    }
+    return cfg, {kind: [s for s in states if pick(s)][:count] for kind, pick in kinds.items()}
+
+
+def test_the_durability_lemmas_hold_where_a_reassignment_removed_a_replica():
+    """Every formula of the durability tier -- ``removed_replicas_stay_out`` and
+    ``broker_epochs_issued`` among them -- holds on reachable states where a replica the
+    move removed is being deleted, restarts outside the AR, or has a fetch still in flight:
+    no lemma is false of the model."""
+    from properties.checkers.symbolic.proofs import holds
+    from properties.checkers.symbolic.state import Shape, encode
+
+    cfg, chosen = _removed_replica_states(3)
+    assert all(len(states) == 3 for states in chosen.values()), "the check would hold vacuously"
+    shape = Shape.of(cfg)
+    false = [(name, s) for states in chosen.values() for s in states
+             for name, (_, f) in proofs.durability_tier(cfg).items() if not holds(f(shape, encode(shape, s)))]
+    assert false == []
+
+
+def test_durability_with_a_reassignment_leans_on_the_removed_replicas_staying_out(monkeypatch):
+    """With one reassignment the durability tier is proved (``epochal prove --config kip320
+    --reassignments 1`` answers 0; docs/benchmarks.md); the ISR holding every committed
+    record and a leader's view of a follower's log survive the removed replica's
+    StopReplica because of ``removed_replicas_stay_out``: without it both fail there."""
+    from properties.checkers.symbolic import durability
+
+    cfg = named("kip320", reassignments=1)
+    goals, at = ("isr_holds_committed", "follower_prefix"), ("stop_replica",)
+    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=at)} == dict.fromkeys(goals, "proved")
+    monkeypatch.delitem(durability.LEMMAS, "removed_replicas_stay_out")
+    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
+    assert all("stop_replica" in without[name] for name in goals)
+
+
+def test_the_durability_lemmas_hold_across_incarnations():
+    """Every formula of the durability tier, as ``prove`` states it with deletions (of the
+    current incarnation's view, ``incarnation_settled`` of the state), holds on reachable
+    states of kip320 with a deletion: the deepest one each where a re-creation is a step, where a
+    deletion's StopReplica is in flight, and where the topic exists beside a replica of an
+    older incarnation."""
+    from model.registry import ACTIONS
+    from model.state import EPOCH_DURING_DELETE
+    from properties.checkers.symbolic.proofs import holds
+    from properties.checkers.symbolic.state import Shape, encode
+
+    cfg = named("kip320", deletions=1)
+    states = sample_states(cfg, 8000, explore=8000)
+    create = ACTIONS["create_topic"]
+    kinds = {
+        "re-creation": [s for s in states if any(create.fn(s, cfg, *args) is not None for args in create.args(s, cfg))],
+        "deletion in flight": [s for s in states if any(m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica)],
+        "older replica": [s for s in states if s.zk.partitions[0].ar and any(
+            br.replicas[0].topic_id < s.zk.partitions[0].topic_id for br in s.brokers)],
+    }
+    kinds = {kind: chosen[-1:] for kind, chosen in kinds.items()}  # the deepest
+    assert all(len(chosen) == 1 for chosen in kinds.values()), "the check would hold vacuously"
+    shape = Shape.of(cfg)
+    false = [(name, s) for chosen in kinds.values() for s in chosen
+             for name, (_, f) in proofs.durability_tier(cfg).items() if not holds(f(shape, encode(shape, s)))]
+    assert false == []
+
+
+def test_durability_across_incarnations_leans_on_incarnation_settled(monkeypatch):
+    """With deletions the ISR holds every committed record of the current incarnation past a
+    re-creation and a deletion's StopReplica because of ``incarnation_settled`` (no commit
+    outlives its incarnation, no deletion is in flight while the topic exists, its requests
+    go to its AR): without it both fail there.  (Durability itself is not proved with
+    deletions: it fails at ``truncate``, docs/proofs-and-fuzzing.md.)"""
+    from properties.checkers.symbolic import durability
+
+    cfg = named("kip320", deletions=1)
+    goals, at = ("isr_holds_committed", "committed_durable"), ("create_topic", "stop_replica")
+    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=at)} == dict.fromkeys(goals, "proved")
+    monkeypatch.delitem(durability.LEMMAS, "incarnation_settled")
+    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
+    assert all("create_topic" in without[name] for name in goals)
+
+
 def test_no_deleted_record_is_served_by_induction():
     """With topic deletions, deleted_not_served is proved for every number of deletions and
     re-creations (the base tier's other formulas assumed: ``epochal prove`` proves them too);

@@ -26,7 +26,8 @@ Coverage (say it plainly):
 * **Unbounded**: leader epochs, controller epochs, zk versions, broker epochs, zxid, the
   crash counter and the offsets of the ISR/HW arithmetic.  In the induction proofs the
   configuration's ``max_epoch`` and ``max_crashes`` bounds are dropped entirely, and so is
-  the bound of each knob above 0 (a knob at 0 still leaves its action out).
+  the bound of each knob above 0 (a knob at 0 still leaves its action out) -- but the
+  durability tier keeps the number of reassignments: it is proved for one move.
 * **Bounded**: logs are sequences of ``R = cfg.records`` slots (values are 1..R, each written
   once, so no log is ever longer -- the bound is the model's own, not the encoding's); the
   set of LeaderAndISR requests ever sent is an unbounded z3 set over a request datatype.

@@ -45,15 +45,17 @@ class Params:
         return self.max_pauses != 0 or self.max_expiries != 0
 
     @classmethod
-    def of(cls, cfg: Config, bounded: bool = True) -> Params:
-        def knob(value: int) -> int | None:  # a proof drops a bound, never an action's absence
-            return value if bounded or value == 0 else None
+    def of(cls, cfg: Config, bounded: bool = True, kept: tuple[str, ...] = ()) -> Params:
+        """``bounded`` False drops the configuration's bounds (a proof's relation), all but
+        the knobs named in ``kept``."""
+        def knob(value: int, name: str = "") -> int | None:  # a proof drops a bound, never an action's absence
+            return value if bounded or value == 0 or name in kept else None
 
         return cls(cfg.truncation, cfg.min_insync, cfg.max_epoch if bounded else None,
                    cfg.max_crashes if bounded else None, cfg.records, cfg.fence_controller_epoch,
                    getattr(cfg, "fence_broker_epoch", False), cfg.unclean, knob(cfg.max_pauses),
                    knob(cfg.max_expiries), knob(cfg.preferred_elections), knob(cfg.max_shutdowns),
-                   knob(cfg.alter_partition), knob(cfg.deletions), knob(cfg.reassignments))
+                   knob(cfg.alter_partition), knob(cfg.deletions), knob(cfg.reassignments, "reassignments"))
 
 
 @dataclass

@@ -31,7 +31,19 @@ from collections.abc import Callable
 
 import z3
 
-from model.state import DOWN, FETCHING, FOLLOWER, LEADER, NONE, UNKNOWN, UP
+from model.state import (
+    DELETED,
+    DOWN,
+    EPOCH_DURING_DELETE,
+    FETCHING,
+    FOLLOWER,
+    IDLE,
+    LEADER,
+    NO_LEADER,
+    NONE,
+    UNKNOWN,
+    UP,
+)
 from properties.checkers.symbolic.props import (
     prop_acked_durable,
     prop_committed_durable,
@@ -39,6 +51,37 @@ from properties.checkers.symbolic.props import (
     prop_one_record_per_offset,
 )
 from properties.checkers.symbolic.state import EMPTY, REQ, RESP, Shape, Term, pick
+
+
+def current_view(shape: Shape, s: dict) -> dict:
+    """The state as the topic's current incarnation sees it: a replica of another
+    incarnation, or deleted, is a replica not yet created -- no role, no log, no leader
+    epoch, as it will be once it takes a request of the current one (``for_incarnation``);
+    a LeaderAndISR or a fetch of another incarnation, or between such replicas, is not in
+    flight; and while the topic is deleted there is no incarnation at all.  The lemmas of
+    durability, which speak of one incarnation, are stated of this view with deletions.
+    (The state itself without the topic's identity.)"""
+    if not shape.topic:
+        return s
+    n, r, R = shape.n, shape.r, shape.req
+    exists = z3.Or([s[("ar", x)] for x in range(n)])
+    current = [z3.And(exists, s[("rtid", b)] == s[("tid",)], s[("role", b)] != DELETED) for b in range(n)]
+    v = dict(s)
+    for b in range(n):
+        blank = {("role", b): NONE, ("rl", b): NO_LEADER, ("rlep", b): 0, ("rzkv", b): -1, ("leo", b): 0,
+                 ("hw", b): 0, ("fs", b): IDLE, ("es", b): 0}
+        blank.update({("risr", b, x): False for x in range(n)})
+        blank.update({("fleo", b, x): UNKNOWN for x in range(n)})
+        blank.update({(k, b, i): 0 for k in ("val", "ep") for i in range(r)})
+        for k, value in blank.items():
+            v[k] = z3.If(current[b], s[k], value)
+        for ld in range(n):
+            if ld != b:
+                ours = z3.And(current[b], current[ld], s[("ftid", b, ld)] == s[("tid",)])
+                v[("fk", b, ld)] = z3.If(ours, s[("fk", b, ld)], EMPTY)
+    m = z3.Const("q_view", R)
+    v[("lai",)] = z3.Lambda([m], z3.And(s[("lai",)][m], R.tid(m) == s[("tid",)], exists))
+    return v
 
 
 def _entries_equal(s: dict, a: int, b: int, i: int) -> Term:
@@ -74,7 +117,14 @@ def lemma_log_slots_clean(shape: Shape, s: dict) -> Term:
 
 
 def lemma_leader_epochs_positive(shape: Shape, s: dict) -> Term:
-    """Every broker knows a leader epoch >= 1 (the first is 1, and they only grow)."""
+    """Every broker knows a leader epoch >= 1 (the first is 1, and they only grow) -- with
+    topic deletions, every replica of the current incarnation that has a role or a log (one
+    not yet created knows none)."""
+    if shape.topic:  # ... and every LeaderAndISR carries one (a replica takes its epoch)
+        m = z3.Const("q_positive", shape.req)
+        return z3.And(z3.ForAll([m], z3.Implies(s[("lai",)][m], shape.req.lepoch(m) >= 1)),
+                      *[z3.Or(s[("rlep", b)] >= 1, z3.And(s[("role", b)] == NONE, s[("leo", b)] == 0))
+                        for b in range(shape.n)])
     return z3.And([s[("rlep", b)] >= 1 for b in range(shape.n)])
 
 
@@ -229,6 +279,100 @@ def lemma_pending_leadership(shape: Shape, s: dict) -> Term:
     return z3.And(parts)
 
 
+def _replicating(shape: Shape, s: dict, x: int) -> Term:
+    """x's replica may still take part in replication: it is in the AR, or has a role, or
+    a LeaderAndISR on its way would give it one.  A replica the move removed is otherwise
+    inert for good (``removed_replicas_stay_out``) -- and its log may be gone (its
+    StopReplica, or a restart outside the AR, deleted it) while a fetch it sent before is
+    still in flight, or still counted by an old leader: the prefix lemmas say nothing of
+    it.  (Every replica, without reassignments.)"""
+    if not shape.reassign:
+        return z3.BoolVal(True)
+    m = z3.Const(f"q_replicating{x}", shape.req)
+    addressed = z3.Exists([m], z3.And(s[("lai",)][m], shape.req.to(m) == x))
+    return z3.Or(s[("ar", x)], s[("role", x)] != NONE, addressed)
+
+
+def lemma_broker_epochs_issued(shape: Shape, s: dict) -> Term:
+    """No broker epoch -- a broker's own, ZooKeeper's record of it, or the max broker epoch a
+    LeaderAndISR carries -- is ahead of ZooKeeper's zxid: so a restart's new broker epoch
+    (the next zxid) makes every LeaderAndISR sent to the broker before it stale, and a
+    broker that restarts outside the AR takes none of them.  (Asked with the topic's
+    identity, where that restart happens.)"""
+    if not shape.topic:
+        return z3.BoolVal(True)
+    R, m = shape.req, z3.Const("q_issued", shape.req)
+    parts = [s[("zxid",)] >= 0]
+    parts += [z3.And(s[("bep", b)] <= s[("zxid",)], s[("bbep", b)] <= s[("zxid",)]) for b in range(shape.n)]
+    parts.append(z3.ForAll([m], z3.Implies(s[("lai",)][m], R.mbe(m) <= s[("zxid",)])))
+    return z3.And(parts)
+
+
+def lemma_incarnation_settled(shape: Shape, s: dict) -> Term:
+    """With topic deletions (and no reassignment, which moves the AR): while the topic
+    exists no deletion's StopReplica is in flight (a re-creation waits for them, and the
+    next deletion ends the incarnation), every LeaderAndISR of the current incarnation goes
+    to a member of its AR, and so every replica of it is one.  (True of a shape without
+    the topic's identity.)"""
+    if not shape.topic or shape.reassign:
+        return z3.BoolVal(True)
+    n, R, T = shape.n, shape.req, shape.stop
+    exists = z3.Or([s[("ar", x)] for x in range(n)])
+    m = z3.Const("q_settled", R)
+    parts = [z3.ForAll([m], z3.Implies(z3.And(exists, s[("lai",)][m], R.tid(m) == s[("tid",)]),
+                                       pick([s[("ar", x)] for x in range(n)], R.to(m), z3.BoolVal(False))))]
+    parts += [z3.Implies(z3.Not(exists), z3.And(z3.Not(s[("acked", v)]), *[s[("cmt", o, v)] == 0 for o in range(shape.r)]))
+              for v in range(1, shape.r + 1)]
+    for b in range(n):
+        q = z3.Const(f"q_settled_stop{b}", T)
+        parts.append(z3.ForAll([q], z3.Implies(s[("stops", b)][q], z3.And(
+            z3.Implies(exists, T.slepoch(q) != EPOCH_DURING_DELETE),
+            z3.Implies(T.slepoch(q) == EPOCH_DURING_DELETE, z3.And(T.sdel(q), T.stid(q) == s[("tid",)])),
+            z3.Implies(T.sdel(q), T.slepoch(q) == EPOCH_DURING_DELETE)))))
+        parts.append(z3.Implies(z3.And(exists, s[("rtid", b)] < s[("tid",)]), s[("rzkv", b)] < s[("zkv",)]))
+        parts.append(z3.Implies(z3.And(exists, s[("rtid", b)] == s[("tid",)]),
+                                z3.And(s[("role", b)] != DELETED, s[("ar", b)])))
+        for ld in range(n):  # a fetch is of its follower's incarnation, answered by its leader's
+            if ld != b:
+                fk, ftid = s[("fk", b, ld)], s[("ftid", b, ld)]
+                parts += [z3.Implies(fk != EMPTY, ftid <= s[("rtid", b)]), z3.Implies(fk == RESP, ftid <= s[("rtid", ld)]),
+                          # one of the current incarnation is between two of its replicas (the follower
+                          # truncated against its leader as such), in an epoch each has reached
+                          z3.Implies(z3.And(exists, fk != EMPTY, ftid == s[("tid",)]), z3.And(
+                              s[("rtid", ld)] == s[("tid",)], s[("rtid", b)] == s[("tid",)],
+                              z3.Implies(fk == REQ, s[("fe", b, ld)] <= s[("rlep", b)]),
+                              z3.Implies(fk == RESP, s[("fe", b, ld)] <= s[("rlep", ld)])))]
+    return z3.And(parts)
+
+
+def lemma_removed_replicas_stay_out(shape: Shape, s: dict, moves: int | None = 1) -> Term:
+    """With one reassignment (``moves``, the configuration's bound, which the durability
+    proof keeps): a broker is outside the AR only once the move is done, and stays out --
+    no LeaderAndISR is sent to it again, nor is it in the ISR (which is within the AR).  A
+    reassignment's StopReplica (with delete, of a leader epoch) goes only to such a
+    broker, while it is up, and no LeaderAndISR on its way to the broker would overtake it:
+    each is of an older controller (the StopReplica's acceptance makes it stale), or of the
+    StopReplica's controller and an older leader epoch (the channel delivers it first).  So
+    the replica it deletes was out of the ISR and will never lead nor follow again.  (True
+    of a shape without reassignment; more moves than one may bring a removed replica back,
+    and this is not asked of them.)"""
+    if not shape.reassign or moves != 1:
+        return z3.BoolVal(True)
+    n, R, T = shape.n, shape.req, shape.stop
+    moving = z3.Or([s[("rar", x)] for x in range(n)])
+    done = z3.And(s[("reas",)] == 1, z3.Not(moving))
+    parts = [s[("reas",)] >= 0, s[("reas",)] <= 1, z3.Implies(moving, s[("reas",)] == 1)]
+    parts += [z3.Implies(s[("rar", x)], s[("ar", x)]) for x in range(n)]
+    parts += [z3.Implies(z3.Not(s[("ar", x)]), done) for x in range(n)]
+    for b in range(n):
+        q, m = z3.Const(f"q_removal{b}", T), z3.Const(f"q_removal_lai{b}", R)
+        parts.append(z3.ForAll([q], z3.Implies(z3.And(s[("stops", b)][q], T.sdel(q)), z3.And(
+            done, z3.Not(s[("ar", b)]), s[("st", b)] != DOWN))))
+        parts.append(z3.ForAll([q, m], z3.Implies(z3.And(s[("stops", b)][q], T.sdel(q), s[("lai",)][m], R.to(m) == b),
+            z3.And(R.cepoch(m) <= T.scepoch(q), z3.Implies(R.cepoch(m) == T.scepoch(q), R.lepoch(m) < T.slepoch(q))))))
+    return z3.And(parts)
+
+
 def lemma_follower_prefix(shape: Shape, s: dict) -> Term:
     """What a leader knows of a follower's LEO is the end of a prefix of the leader's log
     that the follower holds: the follower fetched there, from this leader, in its epoch."""
@@ -238,7 +382,7 @@ def lemma_follower_prefix(shape: Shape, s: dict) -> Term:
             if x == b:
                 continue
             fl = s[("fleo", b, x)]
-            known = z3.And(s[("role", b)] == LEADER, fl != UNKNOWN)
+            known = z3.And(s[("role", b)] == LEADER, fl != UNKNOWN, _replicating(shape, s, x))
             same = [z3.Implies(i < fl, _entries_equal(s, x, b, i)) for i in range(shape.r)]
             parts.append(z3.Implies(known, z3.And(fl <= s[("leo", x)], fl <= s[("leo", b)], *same)))
     return z3.And(parts)
@@ -369,7 +513,7 @@ def lemma_fetching_follower_prefix(shape: Shape, s: dict) -> Term:
         for b in range(shape.n):
             if x != b:
                 on = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b,
-                            _serving(s, b), s[("rlep", x)] == s[("rlep", b)])
+                            _serving(s, b), s[("rlep", x)] == s[("rlep", b)], _replicating(shape, s, x))
                 parts.append(z3.Implies(on, _prefix(shape, s, x, b, s[("leo", x)])))
     return z3.And(parts)
 
@@ -386,8 +530,9 @@ def lemma_fetch_prefix(shape: Shape, s: dict) -> Term:
                 continue
             fk, fo, frl, fhw = s[("fk", x, b)], s[("fo", x, b)], s[("frl", x, b)], s[("fhw", x, b)]
             on = z3.And(_serving(s, b), s[("fe", x, b)] == s[("rlep", b)])
-            parts.append(z3.Implies(z3.And(fk == REQ, on), _prefix(shape, s, x, b, fo)))
-            resp = z3.And(fk == RESP, s[("fe", x, b)] == s[("rlep", x)])  # one its follower will take
+            parts.append(z3.Implies(z3.And(fk == REQ, on, _replicating(shape, s, x)), _prefix(shape, s, x, b, fo)))
+            # one its follower will take
+            resp = z3.And(fk == RESP, s[("fe", x, b)] == s[("rlep", x)], _replicating(shape, s, x))
             vals, eps = [s[("val", b, j)] for j in range(shape.r)], [s[("ep", b, j)] for j in range(shape.r)]
             recs = [z3.Implies(i < frl, z3.And(s[("frv", x, b, i)] == pick(vals, fo + i, z3.IntVal(0)),
                                                s[("fre", x, b, i)] == pick(eps, fo + i, z3.IntVal(0))))
@@ -434,8 +579,11 @@ def lemma_isr_holds_committed(shape: Shape, s: dict) -> Term:
 def lemma_committed_log(shape: Shape, s: dict) -> Term:
     """The committed records form one log: one value at an offset (not implied once a
     replaced leader acts: it need not hold them), and ZooKeeper's ISR, which holds them, is
-    never empty."""
-    return z3.And(z3.Or([s[("isr", x)] for x in range(shape.n)]), prop_one_record_per_offset(shape, s))
+    never empty (while the topic exists: a deletion forgets its commits)."""
+    isr = z3.Or([s[("isr", x)] for x in range(shape.n)])
+    if shape.topic:
+        isr = z3.Or(isr, z3.Not(z3.Or([s[("ar", x)] for x in range(shape.n)])))
+    return z3.And(isr, prop_one_record_per_offset(shape, s))
 
 
 def lemma_acked_committed(shape: Shape, s: dict) -> Term:
@@ -468,6 +616,9 @@ def truncation_keeps_common_prefix(shape: Shape, s: dict, t: dict) -> Term:
 
 
 LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
+    "broker_epochs_issued": lemma_broker_epochs_issued,
+    "removed_replicas_stay_out": lemma_removed_replicas_stay_out,
+    "incarnation_settled": lemma_incarnation_settled,
     "live_is_up": lemma_live_is_up,
     "leader_epochs_positive": lemma_leader_epochs_positive,
     "log_slots_clean": lemma_log_slots_clean,
@@ -493,6 +644,11 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "committed_log": lemma_committed_log,
     "acked_committed": lemma_acked_committed,
 }
+
+
+OF_EVERY_INCARNATION = ("broker_epochs_issued", "removed_replicas_stay_out", "incarnation_settled")
+"""The lemmas that speak of the topic's identity itself: stated of the state, not of the
+current incarnation's view (``current_view``)."""
 
 
 GOALS: dict[str, Callable[[Shape, dict], Term]] = {
@@ -522,7 +678,7 @@ USES = {  # which lemmas each formula's proof leans on (all are proved together,
     "fetching_follower_prefix": ("values_placed_once", "log_order", "leader_holds_its_epoch", "fetch_prefix"),
     "fetch_prefix": ("fetching_follower_prefix", "fetches_follow_leaders", "hw_committed"),
     "hw_committed": ("fetch_prefix", "values_placed_once", "epoch_start", "leader_holds_committed"),
-    "follower_prefix": ("fetching_follower_prefix", "fetch_prefix"),
+    "follower_prefix": ("fetching_follower_prefix", "fetch_prefix", "removed_replicas_stay_out"),
     "isr_holds_committed": ("leader_is_zk_leader", "newer_leaders_in_isr", "hw_current", "follower_prefix",
                             "hw_committed", "values_placed_once"),
     "leader_holds_committed": ("isr_holds_committed", "newer_leaders_in_isr", "hw_current", "epoch_start",

@@ -343,9 +343,9 @@ class _Induction:
     (so a failure names both), against a hypothesis Hyp that conjoins the formulas proved
     together; the first failing action's model is kept as a readable CTI."""
 
-    def __init__(self, cfg: Config, n: int, timeout_ms: int, encoding: type[Encoding]) -> None:
+    def __init__(self, cfg: Config, n: int, timeout_ms: int, encoding: type[Encoding], kept: tuple[str, ...] = ()) -> None:
         self.shape = Shape.of(cfg, n)
-        self.enc = encoding(self.shape, Params.of(cfg, bounded=False))
+        self.enc = encoding(self.shape, Params.of(cfg, bounded=False, kept=kept))
         self.S = self.shape.fresh("s")
         self.init = encode(self.shape, initial(_with_brokers(cfg, n)))
         self.by_action: dict[str, list[Disjunct]] = {}
@@ -390,10 +390,30 @@ class _Induction:
         return Verdict(name, kind, status, secs, detail, cti=cti)
 
 
+def _of_current_view(lemma: Callable[[Shape, dict], Term], shape: Shape, s: dict) -> Term:
+    """``lemma`` stated of the topic's current incarnation (``durability.current_view``)."""
+    return lemma(shape, durability.current_view(shape, s))
+
+
+def durability_tier(cfg: Config) -> dict[str, tuple[str, Callable[[Shape, dict], Term]]]:
+    """The durability tier's formulas as ``prove`` states them for ``cfg``, each with its
+    kind: with deletions its lemmas speak of the current incarnation's view (all but those
+    of the topic's identity itself), and with reassignments of the configuration's moves."""
+    tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
+            **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
+    if cfg.deletions:
+        tier.update({k: ("lemma", functools.partial(_of_current_view, f)) for k, (kind, f) in tier.items()
+                     if kind == "lemma" and k not in durability.OF_EVERY_INCARNATION})
+    if "removed_replicas_stay_out" in tier:
+        tier["removed_replicas_stay_out"] = ("lemma", functools.partial(durability.lemma_removed_replicas_stay_out,
+                                                                        moves=cfg.reassignments))
+    return tier
+
+
 def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
           progress: Callable[[Verdict], None] | None = None,
           encoding: type[Encoding] = Encoding, with_durability: bool = True,
-          only: tuple[str, ...] | None = None) -> list[Verdict]:
+          only: tuple[str, ...] | None = None, actions: tuple[str, ...] | None = None) -> list[Verdict]:
     """Induction: Init => I and I /\\ Next => I' for I the conjunction of every lemma and
     state goal, checked one formula and one action at a time (so a failure names both);
     step goals are checked as I /\\ Next => P(s, s').  Epochs, versions and the crash count
@@ -404,8 +424,13 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
     formulas fails, the others are ``unknown`` -- preserved, but only by leaning on it (a
     failure names the actions and prints its counterexample to induction).
     ``encoding`` is the relation's class (a test passes a mutated one); ``with_durability``
-    False proves the formulas above alone, and ``only`` (names) just those of them -- every
-    one still assumed in the hypothesis."""
+    False proves the formulas above alone, and ``only`` (names) just those of them and of
+    durability's -- every one still assumed in the hypothesis; ``actions`` (names) checks
+    consecution under those actions alone, a part of each proof (a test's question).
+
+    With reassignments, durability is proved for the configuration's number of moves (its
+    one bound kept: ``durability.lemma_removed_replicas_stay_out``); the formulas above,
+    proved for any number, are assumed."""
     ind = _Induction(cfg, n, timeout_ms, encoding)
     shape, S = ind.shape, ind.S
     lemmas = {**LEMMAS, "well_typed": functools.partial(lemma_well_typed, paused=ind.enc.p.max_pauses != 0),
@@ -423,25 +448,31 @@ def prove(cfg: Config, n: int = 2, timeout_ms: int = 60_000,
 
     for name, f in lemmas.items():
         if wanted(name):
-            report(ind.check(name, "lemma", base, f, uses=USES.get(name, ())))
+            report(ind.check(name, "lemma", base, f, uses=USES.get(name, ()), actions=actions))
     for name, f in STATE_GOALS.items():
         if wanted(name):
-            report(ind.check(name, "invariant", base, f, uses=USES.get(name, ())))
+            report(ind.check(name, "invariant", base, f, uses=USES.get(name, ()), actions=actions))
     for name, g in STEP_GOALS.items():
         if wanted(name):
-            report(ind.check(name, "step", base, None, g, uses=USES.get(name, ())))
+            report(ind.check(name, "step", base, None, g, uses=USES.get(name, ()), actions=actions))
 
     if not with_durability:
         return out
-    tier = {**{k: ("lemma", f) for k, f in durability.LEMMAS.items()},
-            **{k: ("invariant", f) for k, f in durability.GOALS.items()}}
+    if cfg.reassignments:  # durability is proved for the configuration's number of moves
+        ind = _Induction(cfg, n, timeout_ms, encoding, kept=("reassignments",))
+        shape, S = ind.shape, ind.S
+        base = z3.And([f(shape, S) for f in {**lemmas, **STATE_GOALS}.values()])
+    tier = durability_tier(cfg)
     hyp = z3.And(base, *[f(shape, S) for _, f in tier.values()])
-    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ())) for name, (kind, f) in tier.items()]
+    verdicts = [ind.check(name, kind, hyp, f, uses=durability.USES.get(name, ()), actions=actions)
+                for name, (kind, f) in tier.items() if wanted(name)]
     failed = [v.name for v in verdicts if v.status != "proved"]
     for v in verdicts:
         if failed and v.status == "proved":  # it leaned on a formula that is not proved
             v.status, v.detail = "unknown", f"preserved if {', '.join(failed)} held, which are not proved"
         report(v)
-    for name, (g, actions) in durability.STEPS.items():  # its premises are its own
-        report(ind.check(name, "step", base, None, g, actions=actions))
+    for name, (g, own) in durability.STEPS.items():  # its premises are its own
+        if wanted(name):
+            report(ind.check(name, "step", base, None, g, actions=own if actions is None else
+                             tuple(a for a in own if a in actions)))
     return out
