@@ -25,8 +25,10 @@ def test_every_named_configuration_and_every_admin_knob_the_driver_runs_is_gener
     assert len({t.name for t in TARGETS}) == len(TARGETS)
 
 
+# kip101's and kip279's samples are design's case (a rule changed: the first path): their
+# searches, seconds each, would be run here to be checked for nothing design's does not show
 def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
-    focus = {t.name: sample_focus(t, SAMPLE_STATES) for t in TARGETS}
+    focus = {t.name: sample_focus(t, SAMPLE_STATES) for t in TARGETS if t.name not in ("kip101", "kip279")}
     assert focus["kip320"] is None and focus["design"] is None  # a rule changed, not the steps
     assert ("controller_resign", "write_refused") in focus["zombie"]
     assert ("elect_leader", "unclean") in focus["unclean"]
