@@ -39,7 +39,7 @@ def spark() -> Iterator[Any]:
     xdist worker, not once per module.  Session-scoped, and stopped only at the end: a
     session Spark's ``getOrCreate`` handed to two fixtures must not be stopped by one of them."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.spark.session import spark_session
+    from conformance.spark.job import spark_session
 
     session = spark_session("local[2]", app="epochal-tests")
     yield session
