@@ -1,10 +1,13 @@
-"""The fixture that both the implementation's tests (tests/impl/) and the benchmarks' tests
-(tests/bench/) use: one real ZooKeeper per session.  The clusters over it are in
-tests/impl/conftest.py."""
+"""The fixtures that tests of several directories use: one real ZooKeeper per session (the
+implementation's tests, tests/impl/, and the benchmarks', tests/bench/; the clusters over it
+are in tests/impl/conftest.py), and one Spark session per test process."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -27,3 +30,17 @@ def zookeeper(zookeeper_key: bytes) -> Iterator[EmbeddedZooKeeper]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One Spark session (local[2]) for every test of the process that judges traces or
+    searches on Spark: Spark takes 10-25 s to start on this machine, so it starts once per
+    xdist worker, not once per module.  Session-scoped, and stopped only at the end: a
+    session Spark's ``getOrCreate`` handed to two fixtures must not be stopped by one of them."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from conformance.spark.job import spark_session
+
+    session = spark_session("local[2]", app="epochal-tests")
+    yield session
+    session.stop()

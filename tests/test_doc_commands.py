@@ -136,15 +136,28 @@ def _id(c: Command) -> str:
     return f"{c.page}:{c.line}"
 
 
+def steps(command: Command) -> tuple[str, ...]:
+    """What running ``command`` as written runs: each command of its chain, split at ``&&``,
+    without its comment, and with where it writes (``--out``) left out -- two runs that differ
+    only in the directory they write show the same thing."""
+    return tuple(re.sub(r"--out \S+", "--out DIR", part).strip()
+                 for c in chain(command) for part in c.text.split("#")[0].split("&&"))
+
+
 def _runs(where: str) -> list[Command]:
-    """The commands run in ``where``: a command two pages give alike runs once, and one that
-    only feeds a later command runs in that command's chain."""
-    seen: set[str] = set()
-    feeds = {id(c) for later in COMMANDS if later.where in (DEFAULT, SLOW) for c in chain(later)[:-1]}
+    """The commands run in ``where``: a command two pages give alike runs once (alike: the
+    same ``steps``), and one whose steps are the first of another command's runs in that
+    command's run -- a command that only feeds a later one, or that a page gives alone and
+    another page gives with what follows it (``package-job``, then ``spark-submit`` of what
+    it packed)."""
+    runnable = [c for c in COMMANDS if c.where in (DEFAULT, SLOW)]
+    seen: set[tuple[str, ...]] = set()
     out = []
     for c in COMMANDS:
-        if c.where == where and id(c) not in feeds and c.text.split("#")[0].strip() not in seen:
-            seen.add(c.text.split("#")[0].strip())
+        own = steps(c)
+        first_of_another = any(len(steps(later)) > len(own) and steps(later)[:len(own)] == own for later in runnable)
+        if c.where == where and not first_of_another and own not in seen:
+            seen.add(own)
             out.append(c)
     return out
 

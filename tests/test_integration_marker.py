@@ -27,7 +27,7 @@ PROCESS_FIXTURES = {
     "zookeeper": "tests/conftest.py",  # a ZooKeeper server (a JVM)
     "zk_chroot": "tests/impl/conftest.py",  # a chroot of that server
     "make_cluster": "tests/impl/conftest.py",  # broker processes
-    "spark": "tests/conformance/conftest.py",  # a Spark session (a JVM)
+    "spark": "tests/conftest.py",  # a Spark session (a JVM)
 }
 
 # the calls that start a process, by the module that defines them

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +37,6 @@ def go_broker() -> Path:
     built = subprocess.run([str(PORT / "build.sh")], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr
     return BINARY
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.spark.job import spark_session
-
-    session = spark_session("local[2]", app="epochal-go-broker-tests")
-    yield session
-    session.stop()
 
 
 def test_the_go_codec_reads_and_writes_the_python_references_bytes(go_broker: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,12 +27,10 @@ SMALLER = {"records": 1, "max_crashes": 0}
 """37 states in 9 levels, for the default suite."""
 
 
-@pytest.fixture(scope="module")
-def sc() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.spark.session import spark_session
-
-    yield spark_session("local[2]", app="epochal-distributed-tests").sparkContext
+@pytest.fixture
+def sc(spark: Any) -> Any:
+    """The context of the process's one Spark session (tests/conftest.py)."""
+    return spark.sparkContext
 
 
 def _counts(r: Any) -> tuple:

@@ -8,9 +8,7 @@ recording whose traces conform -- judged like any other."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,16 +124,6 @@ def test_the_stand_in_brokers_join_a_cluster_and_cluster_json_records_their_comm
         assert written["zk_session_timeout_s"] == 2.0 and written["run_id"] == cluster.run_id
         assert not (tmp_path / "broker-0" / "config.json").exists()
         assert {int(b) for b in cluster.metadata(1)["brokers"]} == {0, 1, 2}
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.spark.job import spark_session
-
-    session = spark_session("local[2]", app="epochal-broker-cmd-tests")
-    yield session
-    session.stop()
 
 
 @pytest.mark.integration

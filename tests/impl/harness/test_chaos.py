@@ -6,10 +6,8 @@ acknowledged writes, with the cause named."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -297,17 +295,6 @@ def test_out_must_not_hold_a_previous_run(tmp_path: Path, capsys: pytest.Capture
 
 
 # -- real runs ---------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """One Spark session for every run judged here (Spark takes 10-25 s to start)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.spark.job import spark_session
-
-    session = spark_session("local[2]", app="epochal-chaos-tests")
-    yield session
-    session.stop()
-
 
 def _run(tmp_path: Path, zk: str, seed: int, duration: float, **kw: Any) -> Any:
     run = ChaosRun(seed, duration, data_dir=tmp_path / f"run-{seed}", zookeeper=zk,

@@ -5,9 +5,8 @@ topic's current incarnation, duplicate none, and leave traces that conform to th
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,13 +73,12 @@ def test_a_value_twice_in_the_recreated_topic_is_a_duplicate() -> None:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_admin_operations_under_faults_lose_nothing_and_conform(
-        tmp_path: Path, zk_chroot: str) -> None:
+        tmp_path: Path, zk_chroot: str, spark: Any) -> None:
     """Seed 1, 22 s: the second topic deleted and created again while a reassignment runs,
     kill -9 of a broker, preferred-replica elections, a controlled shutdown and restart of a
     leader; every acknowledged write of the current incarnations kept once, and every
     trace group conforms."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    run = ChaosRun(1, 22, data_dir=tmp_path / "run", zookeeper=zk_chroot, admin=True,
+    run = ChaosRun(1, 22, data_dir=tmp_path / "run", zookeeper=zk_chroot, admin=True, spark=spark,
                    log=lambda m: print(m, flush=True))
     report = run.run()
     v = report.verdict

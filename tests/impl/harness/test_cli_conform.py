@@ -4,9 +4,6 @@ object whose counts and timings are summary.json's, the table names scenarios an
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +48,6 @@ def test_the_table_wraps_a_long_verdict_instead_of_cutting_it():
     table = text.split("\n\n")[0]
     assert "END" in table and "state59" in table  # nothing cut off
     assert "END" in text.split("first non-conforming step")[1]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from conformance.spark.job import spark_session
-
-    session = spark_session("local[2]", app="epochal-cli-conform-tests")
-    yield session
-    session.stop()
 
 
 @pytest.mark.integration

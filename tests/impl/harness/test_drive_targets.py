@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from impl.harness.cli.drive import DRIVE_KNOBS
-from impl.harness.drive.generate import walk
+from impl.harness.drive.generate import search, walk
 from impl.harness.drive.targets import TARGETS, found, generate_every, sample_focus
 from model.config import DRIVABLE, NAMED, named
 
@@ -25,8 +25,10 @@ def test_every_named_configuration_and_every_admin_knob_the_driver_runs_is_gener
     assert len({t.name for t in TARGETS}) == len(TARGETS)
 
 
+# kip101's and kip279's samples are design's case (a rule changed: the first path): their
+# searches, seconds each, would be run here to be checked for nothing design's does not show
 def test_each_sample_is_after_the_pairs_its_configuration_adds() -> None:
-    focus = {t.name: sample_focus(t, SAMPLE_STATES) for t in TARGETS}
+    focus = {t.name: sample_focus(t, SAMPLE_STATES) for t in TARGETS if t.name not in ("kip101", "kip279")}
     assert focus["kip320"] is None and focus["design"] is None  # a rule changed, not the steps
     assert ("controller_resign", "write_refused") in focus["zombie"]
     assert ("elect_leader", "unclean") in focus["unclean"]
@@ -55,8 +57,11 @@ def test_a_leader_and_isr_onto_a_deleted_incarnations_records_is_an_outcome_of_i
 
 
 # Driven in full, every pair covered, by test_drive.py's generated cases of kip320 with a
-# preferred election allowed: their samples here would drive a subset of those paths again.
-DRIVEN_IN_FULL_ELSEWHERE = ("kip320", "preferred-election")
+# preferred election allowed, and by test_drive_partitions.py's of kip320 with two partition
+# changes (its search's pairs hold the partition changes' sample: below): their samples here
+# would drive pairs those runs cover again.
+DRIVEN_IN_FULL_ELSEWHERE = ("kip320", "preferred-election", "partition-change")
+PARTITION_CHANGES_DRIVEN = named("kip320", brokers=2, partition_changes=2), 3000  # test_drive_partitions.py's
 
 
 @pytest.mark.integration
@@ -73,6 +78,15 @@ def test_the_sample_of_each_targets_generated_cases_follows_the_model(target, tm
 
 def test_the_targets_driven_in_full_elsewhere_are_targets() -> None:
     assert set(DRIVEN_IN_FULL_ELSEWHERE) <= {t.name for t in TARGETS}
+
+
+def test_the_partition_changes_sample_is_inside_what_their_full_drive_covers() -> None:
+    """The pairs the partition changes' sample would drive are pairs of the search whose every
+    path test_drive_partitions.py drives (and checks each pair covered and followed)."""
+    target = next(t for t in TARGETS if t.name == "partition-change")
+    cfg, max_states = PARTITION_CHANGES_DRIVEN
+    assert named(target.config, brokers=target.brokers, **target.knobs) == cfg
+    assert sample_focus(target, SAMPLE_STATES) <= {c.pair for c in search(cfg, max_states)[0]}
 
 
 def test_guided_fuzzing_runs_every_drivable_named_configuration(monkeypatch: pytest.MonkeyPatch) -> None:

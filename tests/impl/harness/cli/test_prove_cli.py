@@ -2,7 +2,8 @@
 them and as the command prints them, from one z3 run each (a proof takes 20-30 s): kip320's
 every invariant and durability proved by induction, exit 0 and its verdict object; the
 design's durability not proved, exit 3, each failed consecution's counterexample to
-induction printed; a configuration or option it cannot encode refused in one line."""
+induction printed, with BMC's bound, and its verdict object; a configuration or option it
+cannot encode refused in one line."""
 
 from __future__ import annotations
 
@@ -51,13 +52,18 @@ def test_kip320_proves_every_invariant_and_durability_by_induction(monkeypatch, 
 
 def test_prove_cli(monkeypatch, capsys):
     """Where durability's induction fails (the design: it truncates to its own HW, below what it
-    shares with the leader), prove answers 3 and prints each failed consecution's
-    counterexample to induction (kip320's 0: above and test_exit_codes)."""
-    code, verdicts = _proved_by_the_cli(monkeypatch, "prove", "--config", "design", "--no-bmc")
-    assert code == 3
-    out = capsys.readouterr().out
+    shares with the leader) and BMC finds no loss within its depth (1), prove answers 3,
+    prints each failed consecution's counterexample to induction (on stderr under --json)
+    and its exit 3's verdict object (kip320's 0: above and test_exit_codes)."""
+    code, verdicts = _proved_by_the_cli(monkeypatch, "prove", "--config", "design", "--depth", "1", "--json")
+    printed = capsys.readouterr()
+    doc, out = verdict_object(printed.out), printed.err
+    assert code == doc["exit_code"] == 3 and doc["command"] == "prove" and doc["verdict"] == "inconclusive"
+    about = next(r for r in doc["results"] if r["exit_code"] == 3)
+    assert doc["config"] == about["config"] and doc["violation"] == about["violation"] is None
     assert "proved" in out and "counterexample to induction:" in out and "    action: truncate(" in out
     assert "committed_durable" in out.split("INCONCLUSIVE: not proved:")[1]
+    assert "holds to depth 1" in out and "bounded-checked to depth 1 only" in out
     _holds_base_lemmas(verdicts)
     assert verdicts["committed_durable"].status != "proved"
     failed = [v for v in verdicts.values() if v.status == "failed"]

@@ -28,9 +28,8 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str
     (["check", "--config", "design", "--quiet"], 1),
     (["check", "--config", "kip320", "--max-depth", "3", "--quiet"], 3),
     (["check", "--config", "kip320", "--config", "design", "--max-depth", "12", "--quiet"], 1),
-    # (prove's exit 0 object: test_prove_cli.py, whose kip320 proof prints it)
-    # (z3: the design's induction and BMC, about 18 s; exit 3's object is also fuzz's below)
-    pytest.param(["prove", "--config", "design", "--depth", "1"], 3, marks=pytest.mark.slow),
+    # (prove's objects: test_prove_cli.py, whose z3 runs print them -- kip320's exit 0 and the
+    # design's exit 3 -- and test_a_prove_counterexample_reads_back_as_a_drive_path's exit 1)
     (["fuzz", "--config", "kip320", "--max-examples", "3", "--steps", "5"], 3),
 ], ids=lambda x: " ".join(x) if isinstance(x, list) else str(x))
 def test_the_model_commands_print_one_verdict_object(capsys: pytest.CaptureFixture[str], argv: list[str],
