@@ -26,7 +26,7 @@ import conformance.spark.read as read
 from bench.bench_conformance import fresh_shape
 from conformance.spark.tasks import _judged_rows
 from conformance.spark.verdict import load_judge
-from properties.checkers.native import NoCompiler
+from tests.conformance.native_built import skip_unless_rows_written
 from traces.reader import iter_file, read_traces
 from traces.synthetic import generate_run
 
@@ -35,14 +35,7 @@ DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
 @pytest.fixture(scope="module", autouse=True)
 def _built() -> None:
-    """Skip only where there is no C compiler or no interpreter headers (every file is then
-    read in Python); a library that fails to build fails the test."""
-    try:
-        compiled_batch._entry()
-    except NoCompiler as e:
-        pytest.skip(f"no C compiler: every file is read in Python ({e})")
-    if not compiled_batch.rows_written():
-        pytest.skip("no C headers for this interpreter: every file is read in Python")
+    skip_unless_rows_written("every file is read in Python")
 
 
 def _events() -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ import conformance.judge.replay as replay
 from bench.bench_conformance import fresh_shape
 from conformance.judge.observation import LIST_IDS, SCALAR_IDS, broker_ids, registration_epochs
 from conformance.mutations import MUTATIONS
-from properties.checkers.native import NoCompiler
+from tests.conformance.native_built import skip_unless_rows_written
 from tests.conformance.test_compiled_judge import groups_by_partition
 from traces import schema
 from traces.reader import iter_file, read_traces
@@ -42,14 +42,7 @@ DATA = Path(__file__).resolve().parents[2] / "traces" / "data"
 
 @pytest.fixture(scope="module", autouse=True)
 def _built() -> None:
-    """Skip only where there is no C compiler or no interpreter headers (the rows are then
-    the Python side's alone); a library that fails to build fails the test."""
-    try:
-        compiled_batch._entry()
-    except NoCompiler as e:
-        pytest.skip(f"no C compiler: the compiled judge is the Python one ({e})")
-    if not compiled_batch.rows_written():
-        pytest.skip("no C headers for this interpreter: every row is written in Python")
+    skip_unless_rows_written("every row is written in Python")
 
 
 def _rows(group: list[dict[str, Any]], in_c: bool) -> tuple[bytes, list[int], list[Any], int]:
