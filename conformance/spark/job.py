@@ -56,7 +56,7 @@ from conformance.spark.report import (
     write_summary,
 )
 from conformance.spark.rows import DECODED_COLUMNS, JUDGED_COLUMNS, ddl
-from conformance.spark.session import JOB_SQL_CONF, spark_session
+from conformance.spark.session import JOB_SQL_CONF, session_running, spark_session
 from conformance.spark.tasks import judge_partitions
 from conformance.spark.verdict import Judge, load_judge
 from traces.reader import TRACE_GLOB
@@ -78,7 +78,7 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
 
     ``judge`` is a callable or ``"module:function"``; by default (None) ``conformance.judge.diagnose.judge``
     (``conformance.judge.replay.judge`` plus which protocol variant explains a failure), imported on
-    the executors (``verdict.default_judge``).  Pass ``spark`` to reuse a session (it is not stopped).
+    the executors (``verdict.default_judge``).  Pass ``spark`` to reuse a session (it is not stopped, nor is one the process already runs).
     With ``read_local`` (default) files on the ``file:`` filesystem are read by the Python
     executors themselves (``plan_local``), others by Spark's ``binaryFile``.
     Raises ``InputError`` for unusable input; never raises on bad records.
@@ -98,10 +98,11 @@ def conform(paths: Sequence[str], out: str | None = None, *, spark=None, master:
             load_judge(judge)
         except (ImportError, AttributeError, ValueError) as exc:
             raise InputError(f"judge {judge} is not available: {exc}") from None
-    own_session = spark is None
+    own_session = spark is None and not session_running()  # never stop a session another started
     t0 = time.perf_counter()
-    if own_session:
-        log(f"starting Spark ({master or 'local[2]'})")
+    if spark is None:
+        if own_session:
+            log(f"starting Spark ({master or 'local[2]'})")
         spark = spark_session(master)
     previous = {key: spark.conf.get(key, None) for key in JOB_SQL_CONF}
     for key, value in JOB_SQL_CONF.items():

@@ -52,6 +52,15 @@ def _quiet_log4j2() -> str:
     return str(path)
 
 
+def session_running() -> bool:
+    """Whether this process already runs a Spark session.  ``getOrCreate`` hands that session
+    to whoever asks next, so a caller that asked for one must not stop it when it is done
+    unless it was the one that started it (a test run's shared session, a notebook's)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
 def spark_session(master: str | None = None, app: str = "epochal-conform"):
     """A session for the job: local[2] by default, the submitter's master under spark-submit."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -143,3 +143,12 @@ def test_a_local_run_prints_the_jobs_own_lines_not_sparks_log(tmp_path):
     noise = [line for line in p.stderr.splitlines() if line.strip() and not line.startswith("[conform ") and "incubator modules" not in line]
     assert noise == [], noise
     assert "conforms" in p.stdout
+
+
+def test_a_job_given_no_session_leaves_the_session_the_process_runs_running(spark, tmp_path):
+    """``getOrCreate`` hands the job the session that already runs (a test run's shared one):
+    the job must not stop it, or every later user of that session fails."""
+    out = conform([str(corpus(tmp_path / "in", runs=1))], judge=conform_judges.hw_within_leo)
+    assert out.exit_code == 0
+    assert spark.sparkContext._jsc is not None, "the job stopped a session it did not start"
+    assert spark.range(3).count() == 3
