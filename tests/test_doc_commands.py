@@ -64,6 +64,8 @@ RULES: list[tuple[str, str]] = [
     (r"spark-submit .*main\.py check --spark --config design",
      "tests/properties/test_distributed.py submits this file from another directory and finds the native "
      "search's violation in its verdict (exit 1)"),
+    (r"check --config kip320 --json\s",
+     "kip320 exhausted, as JSON: tests/model/test_cli_check.py's plain check --json (kip320 and zombie, exit 0)"),
     (r"check --config kip320 --deletions 1 --no-topic-ids\s",
      "tests/model/test_topic_deletion.py runs it (exit 1) and reads its counterexample"),
     (r"epochal vectors --out /tmp/vectors|node --test ports/node/",
