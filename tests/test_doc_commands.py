@@ -66,6 +66,8 @@ RULES: list[tuple[str, str]] = [
      "search's violation in its verdict (exit 1)"),
     (r"check --config kip320 --json\s",
      "kip320 exhausted, as JSON: tests/model/test_cli_check.py's plain check --json (kip320 and zombie, exit 0)"),
+    (r"fuzz --config kip320 --profile ci\s",
+     "tests/properties/test_stateful.py runs it (nothing found at FUZZ_SCALE: exit 3)"),
     (r"check --config kip320 --deletions 1 --no-topic-ids\s",
      "tests/model/test_topic_deletion.py runs it (exit 1) and reads its counterexample"),
     (r"epochal vectors --out /tmp/vectors|node --test ports/node/",
