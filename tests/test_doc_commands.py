@@ -239,9 +239,16 @@ def test_quick_command_runs_as_written(command: Command, fresh_clone: Path) -> N
         run_as_written(step, fresh_clone)
 
 
+LONGEST = re.compile(r"record-traces")
+"""The commands of a minute or more on the CI machine (real runs of every scenario, then Spark):
+marked ``longest``, so the slow run starts them first (conftest.py)."""
+
+
 @pytest.mark.slow
 @pytest.mark.integration
-@pytest.mark.parametrize("command", _runs(SLOW), ids=_id)
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.longest)
+                                     if any(LONGEST.search(step.text) for step in chain(c)) else c
+                                     for c in _runs(SLOW)], ids=_id)
 def test_command_runs_as_written(command: Command, fresh_clone: Path) -> None:
     for step in chain(command):
         run_as_written(step, fresh_clone)

@@ -88,6 +88,7 @@ def test_the_three_broker_bounds_are_the_smallest_each_story_needs(story, bound)
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.longest
 def test_the_native_search_finds_kip279_diverging_at_three_brokers_by_itself():
     """KIP-320's bug found by exhaustive search, not only by the scripted story: the native
     search (``properties.checkers.native``, held to the model by tests/properties/test_native.py) finds a
@@ -118,6 +119,7 @@ LEVEL_DONE = re.compile(r"\s*level\s+(?P<level>\d+) done\s+[\d,]+ new states, (?
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.longest
 def test_kip320_exhausts_the_three_broker_bounds_with_every_property_holding():
     """The history's last row: at the three-broker bounds where kip101 and kip279 break (above:
     the checker finds both by itself), kip320 holds in *every* reachable state of the

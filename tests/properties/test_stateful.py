@@ -181,6 +181,7 @@ def test_finds_the_design_data_loss(design_found):
 
 
 @pytest.mark.slow
+@pytest.mark.longest  # Hypothesis's shrinking: about two minutes
 def test_finds_and_shrinks_the_design_data_loss():
     """KAFKA-1211, found and shrunk to a short readable step list that replays."""
     design_shrunk = _design(shrink=True)
