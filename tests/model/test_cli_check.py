@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from impl.harness.cli.main import main
+from tests.pinned import pinned
 
 
 def test_check_design_exits_1_and_prints_the_counterexample(capsys):
@@ -68,6 +69,7 @@ def test_plain_check_exits_0_while_the_fixed_protocol_holds(capsys):
     assert doc["exit_code"] == 0 and doc["verdict"] == "holds" and doc["violation"] is None
     assert [r["config"]["name"] for r in doc["results"]] == list(EXPECTED_TO_HOLD)
     assert all(r["holds"] and r["complete"] and r["stopped_by"] is None for r in doc["results"])
+    assert [r["states"] for r in doc["results"]] == [pinned(name, "default", "states") for name in EXPECTED_TO_HOLD]
 
 
 def test_bound_flags_show_their_defaults_and_take_kafkas_names(capsys):
