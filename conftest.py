@@ -6,6 +6,11 @@
   allows.  They run only with ``--run-whole-space``, which ``bench/bench_whole_space.py``
   passes; their figures are in docs/benchmarks.md.  CI keeps each one's sampled or reduced
   twin, so every rendering of a rule is still held to the model in CI.
+* ``longest``: a slow test of a minute or more on the CI machine.  With ``--run-slow`` these
+  start first: the two xdist workers take tests from the front of their queues and an idle
+  one steals from the back of the other's, so a long test left near the end of the order
+  runs alone while the other worker waits for it.  Started first, they end among the
+  others, and the suite ends on short tests.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        items.sort(key=lambda item: item.get_closest_marker("longest") is None)  # stable: the rest keep their order
     for marker, flag, reason in _GATES:
         if config.getoption(flag):
             continue

@@ -56,7 +56,24 @@ RULES: list[tuple[str, str]] = [
     (r"epochal chaos (--client confluent --seed 5 --duration 12|--seed 5 --duration 12 --client confluent)",
      "seed 5 for 12 s through each client: tests/impl/harness/test_chaos.py (test_kafka_clients_...)"),
     (r"epochal check --config design\s+#", DEFAULT),
-    (r"epochal package-job --out dist/job$", DEFAULT),
+    # a command a stronger test already runs is held there, not run a second time here
+    (r"epochal conform traces/data/recorded|package-job --out dist/job|conform_job\.py traces/data/recorded",
+     "the recorded samples judged, and the job packed and submitted: tests/conformance/test_spark_submit.py packs "
+     "it, submits it with spark-submit on them and finds its verdicts equal to conform's (exit 0); package-job's "
+     "output: tests/conformance/test_spark_submit.py (test_package_job_writes_the_zip_...)"),
+    (r"spark-submit .*main\.py check --spark --config design",
+     "tests/properties/test_distributed.py submits this file from another directory and finds the native "
+     "search's violation in its verdict (exit 1)"),
+    (r"check --config kip320 --json\s",
+     "kip320 exhausted, as JSON: tests/model/test_cli_check.py's plain check --json (kip320 and zombie, exit 0)"),
+    (r"fuzz --config kip320 --profile ci\s",
+     "tests/properties/test_stateful.py runs it (nothing found at FUZZ_SCALE: exit 3)"),
+    (r"check --config kip320 --deletions 1 --no-topic-ids\s",
+     "tests/model/test_topic_deletion.py runs it (exit 1) and reads its counterexample"),
+    (r"epochal vectors --out /tmp/vectors|node --test ports/node/",
+     "the vectors written and the Node.js port run on them: tests/test_port_vectors.py"),
+    (r"drive --config kip320 --scenario topic_recreation --deletions 1\s",
+     "tests/impl/harness/test_drive_admin.py drives it (exit 0, the model's run to the step it refuses)"),
     (r"--native|--brokers 3", "a three-broker search: tests/properties/test_*three* (slow)"),
     (r"--budget (300|600)|--partition-changes 2", "a generated drive of five minutes or more"),
     (r"drive --config (design|kip320) --scenario kafka_1211\s",
@@ -222,9 +239,16 @@ def test_quick_command_runs_as_written(command: Command, fresh_clone: Path) -> N
         run_as_written(step, fresh_clone)
 
 
+LONGEST = re.compile(r"record-traces")
+"""The commands of a minute or more on the CI machine (real runs of every scenario, then Spark):
+marked ``longest``, so the slow run starts them first (conftest.py)."""
+
+
 @pytest.mark.slow
 @pytest.mark.integration
-@pytest.mark.parametrize("command", _runs(SLOW), ids=_id)
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.longest)
+                                     if any(LONGEST.search(step.text) for step in chain(c)) else c
+                                     for c in _runs(SLOW)], ids=_id)
 def test_command_runs_as_written(command: Command, fresh_clone: Path) -> None:
     for step in chain(command):
         run_as_written(step, fresh_clone)

@@ -16,8 +16,11 @@ an older incarnation are refused.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from impl.harness.cli.main import main
 from model.actions import Step
 from model.config import named
 from model.registry import apply, explored
@@ -46,13 +49,19 @@ def _run(cfg, script):
 
 
 @pytest.mark.slow  # the default suite keeps to about six minutes
-def test_without_topic_ids_the_checker_finds_a_stale_replica_in_the_recreated_topic() -> None:
-    result = check(NO_IDS, SearchOptions(progress=None))
-    v = result.violation
+def test_without_topic_ids_the_checker_finds_a_stale_replica_in_the_recreated_topic(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Searched by the command the README gives for it (``epochal check --config kip320
+    --deletions 1 --no-topic-ids``: exit 1), its counterexample read from the verdict object."""
+    code = main(["check", "--config", "kip320", "--deletions", "1", "--no-topic-ids", "--json", "--quiet"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == doc["exit_code"] == 1
+    assert (doc["config"]["name"], doc["config"]["deletions"], doc["config"]["topic_ids"]) == ("kip320", 1, False)
+    v = doc["violation"]
     assert v is not None
-    assert v.property == "replicas_consistent"
-    assert len(v.steps) == pinned("kip320", "deletions 1, no topic ids", "counterexample steps")
-    actions = [step.action for step, _ in v.steps]
+    assert v["property"] == "replicas_consistent"
+    assert len(v["steps"]) == pinned("kip320", "deletions 1, no topic ids", "counterexample steps")
+    actions = [step["action"] for step in v["steps"]]
     # the replica's broker is down when the topic is deleted, then comes back to its re-creation
     assert actions.index("broker_crash") < actions.index("delete_topic") < actions.index("create_topic") \
         < actions.index("broker_restart")

@@ -377,14 +377,6 @@ def test_two_threads_find_what_one_finds():
             assert [s for s, _ in one.violation.steps] == [s for s, _ in two.violation.steps]
 
 
-@pytest.mark.slow  # the default suite keeps to about six minutes
-def test_the_pinned_three_broker_count_within_twenty_steps():
-    """The Python checker's pinned figure (tests/properties/test_history.py, slow there)."""
-    r = check_native(three_brokers("kip320"), SearchOptions(reduction=True, max_depth=20, workers=2))
-    assert (r.checked_depth, r.violation) == (20, None)
-    assert r.states == pinned("kip320", "three brokers, reduced, within 20 steps", "states")
-
-
 def test_budgets_stop_a_native_search_with_the_depth_checked():
     cfg = three_brokers("kip320")
     r = check_native(cfg, SearchOptions(reduction=True, max_states=50_000))

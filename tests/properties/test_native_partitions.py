@@ -40,7 +40,7 @@ FAMILIES = [("kip320", {"partitions": 2, **SMALL}),
             # AlterPartition and Kafka's broker rules, per partition
             pytest.param("kafka39", {"partitions": 2, "max_epoch": 2, **SMALL}, marks=pytest.mark.slow),
             pytest.param("kafka26", {"partition_changes": 1, "records": 1, "max_crashes": 1, "max_epoch": 1},
-                         marks=pytest.mark.slow),
+                         marks=[pytest.mark.slow, pytest.mark.longest]),
             # a preferred election of each partition (the identity renaming while one may happen)
             pytest.param("design", {"partitions": 2, "preferred_elections": 1, "max_epoch": 2, **SMALL},
                          marks=pytest.mark.slow)]

@@ -122,10 +122,16 @@ def test_found_steps_replay_in_the_explicit_model(unclean_found):
 
 
 @pytest.mark.slow
-def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget():
-    cfg = fuzz_config("kip320", brokers=5, partitions=2, records=6, max_epoch=8, max_crashes=4)
-    r = run(cfg, FuzzOptions("ci"))
-    assert r.violation is None, r.violation and r.violation.text()
+def test_kip320_at_fuzz_scale_finds_nothing_in_the_ci_budget(capsys):
+    """The README's ``epochal fuzz --config kip320 --profile ci``: the fixed protocol at
+    ``FUZZ_SCALE`` with the ci profile's budget, nothing found, so inconclusive (exit 3)."""
+    from properties.checkers.fuzz import FUZZ_SCALE
+
+    assert main(["fuzz", "--config", "kip320", "--profile", "ci", "--json"]) == 3
+    [r] = json.loads(capsys.readouterr().out)["results"]
+    assert r["found"] is False and r["violation"] is None, r["violation"]
+    assert {k: r["config"][k] for k in FUZZ_SCALE} == FUZZ_SCALE
+    assert r["runs"] >= PROFILES["ci"].max_examples
 
 
 def test_long_searches_report_progress_and_count_their_runs():
@@ -175,6 +181,7 @@ def test_finds_the_design_data_loss(design_found):
 
 
 @pytest.mark.slow
+@pytest.mark.longest  # Hypothesis's shrinking: about two minutes
 def test_finds_and_shrinks_the_design_data_loss():
     """KAFKA-1211, found and shrunk to a short readable step list that replays."""
     design_shrunk = _design(shrink=True)

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow  # one to two minutes: two exhaustive checks, the scenarios, two real cluster runs, Spark
+@pytest.mark.longest
 @pytest.mark.integration
 @pytest.mark.spark
 def test_the_demo_passes_end_to_end_on_the_embedded_defaults() -> None:

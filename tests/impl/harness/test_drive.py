@@ -184,6 +184,7 @@ def test_generated_cases_each_end_in_their_pair_and_together_cover_every_pair() 
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_generated_cases_within_a_ci_budget_cover_every_pair_and_follow_the_model(tmp_path: Path) -> None:
     """With a preferred election allowed, the admin action whose path is the longest (a
     leader moved off its preferred replica, which then catches up): 24 pairs, in about the

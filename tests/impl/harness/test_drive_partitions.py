@@ -171,6 +171,7 @@ def test_the_generated_cases_add_a_partition_with_one_replica_and_remove_the_las
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_the_generated_cases_with_partition_changes_are_followed_and_cover_their_pairs(tmp_path: Path) -> None:
     report = generate("kip320", budget_s=240, data_dir=tmp_path, max_states=3000, knobs=KNOBS)
     assert report.exit_code == 0, [c for c in report.cases if c["verdict"] != "followed"]
