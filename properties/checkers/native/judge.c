@@ -32,11 +32,11 @@
 extern jmp_buf step_failed; /* step.c: where a rule's die() returns */
 
 enum { J_PRODUCE, J_SEND_FETCH, J_HANDLE_FETCH, J_RECEIVE_FETCH, J_NO_STEP, J_BECOME_LEADER, J_BECOME_FOLLOWER,
-       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT };
+       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT, J_STOP_REPLICA, J_BROKER_STOP };
 enum { K_LEADER, K_FOLLOWER, K_FETCH_OFFSET, K_LEADER_EPOCH, K_POST_HW, K_POST_LEO, K_POST_ISR, K_OFFSET, K_ERROR,
        K_LEADER_HW, K_RECORDS, K_POST_ROLE, K_POST_LEADER, K_POST_LEADER_EPOCH, K_POST_LOG_END_EPOCH, K_ISR,
        K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO, K_UNCLEAN,
-       K_INIT /* not a field: the partition's first leader, epoch, ISR, version and AR (bits) */ };
+       K_INIT /* not a field: the partition's first leader, epoch, ISR, version and AR (bits) */, K_DELETE };
 /* a field's tag: an int (bools and whole floats included), None, a known string (its id),
  * a list of ints, a value equal to nothing a view holds, records (offset, epoch, value id)* */
 enum { V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS };
@@ -136,8 +136,9 @@ static const Fetch *new_response(const S *before, const S *after, const Fetch *m
     return NULL;
 }
 
-/* The step's message: a fetch (handle_fetch, receive_fetch) or a LeaderAndISR (become_*) */
-typedef struct { Fetch fetch; Lai lai; } Message;
+/* The step's message: a fetch (handle_fetch, receive_fetch), a LeaderAndISR (become_*) or a
+ * StopReplica (stop_replica) */
+typedef struct { Fetch fetch; Lai lai; Stop stop; } Message;
 
 static int produce_view(const S *after, int b, int key, Value *x) {
     const Replica *r = &after->br[b].r;
@@ -272,8 +273,12 @@ static int view(int action, int actor, const Message *m, const S *before, const 
         if (key != K_CONTROLLER_EPOCH) return 0;
         as_int(x, after->controller_epoch);
         return 1;
+    case J_STOP_REPLICA: /* whether the replica was deleted (reassignment.py _stop_replica_view) */
+        if (key != K_DELETE) return 0;
+        as_int(x, m->stop.delete);
+        return 1;
     }
-    return 0; /* broker_restart, broker_crash: nothing observed (broker epochs are zxids) */
+    return 0; /* broker_restart, broker_crash, broker_stop: nothing observed (broker epochs are zxids) */
 }
 
 /* Whether the observed field (tag, n, payload) equals the view's value (observation.py
@@ -328,6 +333,32 @@ static int try_step(const Hyp *h, const int *ev, const char *name, const int *ar
     return 1;
 }
 
+/* Whether a stop_replica event says its replica was only stopped (delete observed false) */
+static int observed_kept(const int *ev) {
+    const int *f = ev + 5;
+    for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
+        if (f[0] == K_DELETE) return f[1] == V_INT && f[3] == 0;
+    return 0;
+}
+
+/* A stop_replica event's candidates (search.py _deletion_candidates): the StopReplica
+ * requests pending for its broker; and, when none of them is a deletion's, a deletion or a
+ * removal of the partition taken just before one of its StopReplica(delete) -- which no
+ * event whose replica was only stopped matches (their view says delete), so the C skips
+ * them for such an event and declines any other: remove_partitions is the Python judge's. */
+static int stop_candidates(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
+    const S *s = &h->s;
+    int b = ev[1], r = 0, deleting = 0;
+    Message m;
+    for (int i = 0; i < s->nstop; i++) deleting |= s->stop[i].to == b && s->stop[i].leader_epoch == EPOCH_DURING_DELETE;
+    if (!deleting && s->zn_ar && s->controller != NO_LEADER && !observed_kept(ev)) return -1;
+    for (int i = 0; i < s->nstop && r >= 0; i++) {
+        m.stop = s->stop[i];
+        if (m.stop.to == b) r = try_step(h, ev, "stop_replica", (int[]){i}, 1, &m, values);
+    }
+    return r;
+}
+
 /* Every candidate step of the event from h (search.py _candidates, _actor_args) */
 static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     int action = ev[0], b = ev[1], r = 0;
@@ -340,6 +371,8 @@ static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     case J_BROKER_RESTART: return try_step(h, ev, "broker_restart", (int[]){b, -1}, 2, NULL, values);
     case J_CONTROLLER_ELECT: return try_step(h, ev, "controller_elect", (int[]){b}, 1, NULL, values);
     case J_BROKER_CRASH: return try_step(h, ev, "broker_crash", (int[]){b}, 1, NULL, values);
+    case J_BROKER_STOP: return try_step(h, ev, "broker_stop", (int[]){b}, 1, NULL, values);
+    case J_STOP_REPLICA: return stop_candidates(h, ev, values);
     case J_INIT: { /* in a state whose partition was written before, create_topic: Python's */
         const int *f = ev + 5;
         for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
@@ -380,6 +413,17 @@ static int same_replica(const Replica *a, const Replica *b) {
         return 0;
     if (memcmp(a->log, b->log, sizeof(Entry) * (size_t)a->loglen) != 0) return 0;
     return memcmp(a->follower_leo, b->follower_leo, (size_t)C.brokers) == 0;
+}
+
+/* reassignment.py _only_consumed: the step from s to t took its StopReplica and changed
+ * nothing else (its encoding, with s's requests, is s's: enc) */
+static int only_consumed(const S *s, const S *t, const u8 *enc, int len) {
+    static S u;
+    static u8 buf[MAXENC];
+    u = *t;
+    u.nstop = s->nstop;
+    memcpy(u.stop, s->stop, sizeof u.stop);
+    return encode(&u, IDENTITY, buf) == len && memcmp(buf, enc, (size_t)len) == 0;
 }
 
 static int same_znode(const S *a, const S *b) {
@@ -424,6 +468,7 @@ static int internal(Expansion *lv, int by, int actor, const char *name, const in
         silent = same_replica(&s->br[actor].r, &t->s.br[actor].r) && (resp == NULL || resp->nrec == 0);
     }
     if (strcmp(name, "receive_fetch") == 0) silent = same_replica(&s->br[actor].r, &t->s.br[actor].r);
+    if (strcmp(name, "stop_replica") == 0) silent = only_consumed(s, &t->s, lv->from->enc, lv->from->len);
     if (strcmp(name, "shrink_isr") == 0 || strcmp(name, "expand_isr") == 0) silent = 0; /* cut short only */
     return silent || lv->loud ? keep(lv, t, silent) : 0;
 }
@@ -432,8 +477,8 @@ static int internal(Expansion *lv, int by, int actor, const char *name, const in
 static int internal_steps(Expansion *lv, int by) {
     const S *s = &lv->from->s;
     int n = C.brokers, r = 0;
-    /* declined, the Python judge's to take: propose_isr, alter_partition, apply_isr, stop_replica */
-    if (C.alter_partition || s->nalter || s->nstop) return -1;
+    /* declined, the Python judge's to take: propose_isr, alter_partition, apply_isr */
+    if (C.alter_partition || s->nalter) return -1;
     for (int f = 0; f < n; f++) { /* search.py skip_empty_lookup */
         const Replica *x = &s->br[f].r;
         if ((by >= 0 && f != by) || s->br[f].status != UP || x->role != FOLLOWER || x->fetch_state != TRUNCATING ||
@@ -462,6 +507,7 @@ static int internal_steps(Expansion *lv, int by) {
         r = internal(lv, by, s->fetch[i].leader, "handle_fetch", (int[]){i, NO_HOLD}, 2);
     for (int i = 0; i < s->nfetch && r >= 0; i++)
         r = internal(lv, by, s->fetch[i].follower, "receive_fetch", (int[]){i}, 1);
+    for (int i = 0; i < s->nstop && r >= 0; i++) r = internal(lv, by, s->stop[i].to, "stop_replica", (int[]){i}, 1);
     if (lv->loud) /* search.py CUT_SHORT_ACTIONS */
         for (const char *const *name = (const char *const[]){"shrink_isr", "expand_isr", NULL}; *name; name++)
             for (int b = 0; b < n && r >= 0; b++)
@@ -502,7 +548,10 @@ static int before_freeze(const Hyp *frontier, int n, const int *ev, const uint64
  * One event (search.py advance, replay.py TraceJudge._search)
  * ------------------------------------------------------------------------------------- */
 
-static int freezing(int action) { return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER || action == J_BROKER_CRASH; }
+static int freezing(int action) {
+    return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER || action == J_BROKER_CRASH ||
+           action == J_STOP_REPLICA || action == J_BROKER_STOP;
+}
 
 /* The matches of the event with the fewest internal steps, into found: 0 when none */
 static int advance(const int *ev, const uint64_t (*values)[2], int limit, int bound) {
