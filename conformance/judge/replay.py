@@ -39,6 +39,7 @@ conformance tool, and so that the judge can be tested on traces whose truth is k
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -100,7 +101,8 @@ from traces.events import RETENTION_MARK
 from traces.vocabulary import KINDS
 
 __all__ = [
-    "DEFAULT_BOUND", "FREEZING", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
+    "DEFAULT_BOUND", "FREEZING", "IN_PYTHON", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES",
+    "MEMO_STATS",
     "SHOWN_STATES", "Event", "Hypothesis", "Memo", "Speculation", "TraceJudge", "Verdict", "actor", "broker_ids",
     "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_compiled",
     "judge_compiled_unmemoized", "judge_default", "judge_unmemoized",
@@ -117,6 +119,13 @@ MAX_STATES = 200
 
 SHOWN_STATES = 3
 """Model states shown beside a non-conforming observation."""
+
+
+IN_PYTHON: Counter[str] = Counter()
+"""Per process, of the judgements whose runs of events went to C: the events the C judged
+(``"in C"``) and, per kind, those left to the Python search -- no row, or declined.  An event
+in Python costs a hundred in C and splits a run, so this says where a corpus's time goes
+(``bench/bench_conformance.py`` prints it)."""
 
 
 class Verdict(NamedTuple):
@@ -369,7 +378,9 @@ class TraceJudge:
             if ran is not None:
                 judged, self.hyps = ran
                 i += judged
+                IN_PYTHON["in C"] += judged
             if i < len(events):
+                IN_PYTHON[events[i]["kind"]] += 1
                 shift = self.shift
                 failed = self._event(i, events[i])
                 if failed is not None:

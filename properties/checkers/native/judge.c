@@ -32,7 +32,8 @@
 extern jmp_buf step_failed; /* step.c: where a rule's die() returns */
 
 enum { J_PRODUCE, J_SEND_FETCH, J_HANDLE_FETCH, J_RECEIVE_FETCH, J_NO_STEP, J_BECOME_LEADER, J_BECOME_FOLLOWER,
-       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT, J_STOP_REPLICA, J_BROKER_STOP };
+       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT, J_STOP_REPLICA, J_BROKER_STOP, J_TRUNCATE,
+       J_EXPAND_ISR, J_CONTROLLED_SHUTDOWN };
 enum { K_LEADER, K_FOLLOWER, K_FETCH_OFFSET, K_LEADER_EPOCH, K_POST_HW, K_POST_LEO, K_POST_ISR, K_OFFSET, K_ERROR,
        K_LEADER_HW, K_RECORDS, K_POST_ROLE, K_POST_LEADER, K_POST_LEADER_EPOCH, K_POST_LOG_END_EPOCH, K_ISR,
        K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO, K_UNCLEAN,
@@ -137,8 +138,8 @@ static const Fetch *new_response(const S *before, const S *after, const Fetch *m
 }
 
 /* The step's message: a fetch (handle_fetch, receive_fetch), a LeaderAndISR (become_*) or a
- * StopReplica (stop_replica) */
-typedef struct { Fetch fetch; Lai lai; Stop stop; } Message;
+ * StopReplica (stop_replica); or the follower an ISR expansion adds */
+typedef struct { Fetch fetch; Lai lai; Stop stop; int follower; } Message;
 
 static int produce_view(const S *after, int b, int key, Value *x) {
     const Replica *r = &after->br[b].r;
@@ -247,6 +248,38 @@ static int init_partition(S *s, int c, const int *p) {
     return 1;
 }
 
+/* commands.py _truncate_view: the leader it followed, the LEO it cut to */
+static int truncate_view(const S *before, const S *after, int f, int key, Value *x) {
+    switch (key) {
+    case K_LEADER: as_int(x, before->br[f].r.leader); return 1;
+    case K_TRUNCATED_TO: as_int(x, after->br[f].r.loglen); return 1;
+    }
+    return 0;
+}
+
+/* replication.py _isr_change_view: the follower added, the ISR written and its version */
+static int isr_change_view(const S *after, int follower, int key, Value *x) {
+    switch (key) {
+    case K_FOLLOWER: as_int(x, follower); return 1;
+    case K_ISR: as_brokers(x, after->zn_isr); return 1;
+    case K_ZK_VERSION: as_int(x, after->zn_zk_version); return 1;
+    }
+    return 0;
+}
+
+/* views.py znode_view: a controller's write of the partition znode */
+static int znode_view(const S *before, const S *after, int key, Value *x) {
+    switch (key) {
+    case K_LEADER: as_int(x, after->zn_leader); return 1;
+    case K_LEADER_EPOCH: as_int(x, after->zn_leader_epoch); return 1;
+    case K_ISR: as_brokers(x, after->zn_isr); return 1;
+    case K_ZK_VERSION: as_int(x, after->zn_zk_version); return 1;
+    case K_CONTROLLER_EPOCH: as_int(x, after->controller_epoch); return 1;
+    case K_UNCLEAN: as_int(x, (after->unclean & 1) && !(before->unclean & 1)); return 1;
+    }
+    return 0;
+}
+
 static int init_view(const S *after, int key, Value *x) {
     switch (key) {
     case K_LEADER: as_int(x, after->zn_leader); return 1;
@@ -269,6 +302,9 @@ static int view(int action, int actor, const Message *m, const S *before, const 
     case J_RECEIVE_FETCH: return receive_fetch_view(&m->fetch, before, after, key, x);
     case J_BECOME_LEADER: case J_BECOME_FOLLOWER: return request_view(&m->lai, after, key, x);
     case J_INIT: return init_view(after, key, x);
+    case J_TRUNCATE: return truncate_view(before, after, actor, key, x);
+    case J_EXPAND_ISR: return isr_change_view(after, m->follower, key, x);
+    case J_CONTROLLED_SHUTDOWN: return znode_view(before, after, key, x);
     case J_CONTROLLER_ELECT:
         if (key != K_CONTROLLER_EPOCH) return 0;
         as_int(x, after->controller_epoch);
@@ -311,13 +347,14 @@ static int agrees(int tag, int n, const int *p, const Value *x, const uint64_t (
 
 /* One candidate step of the event from h: taken on found[nfound], kept if its view agrees
  * with the fields.  -1 when the C cannot take it (the event is declined).  name NULL: the
- * partition's first leader written (init_partition, its numbers in args). */
+ * partition's first leader written (init_partition, its numbers in args); "": the step
+ * before seen again, the state unchanged (a later truncation round). */
 static int try_step(const Hyp *h, const int *ev, const char *name, const int *args, int nargs, const Message *m,
                     const uint64_t (*values)[2]) {
     if (nfound >= MAXFOUND) return -1;
     Hyp *t = &found[nfound];
     t->s = h->s;
-    int done = name == NULL ? init_partition(&t->s, ev[1], args) : take_step(&t->s, name, args, nargs);
+    int done = name == NULL ? init_partition(&t->s, ev[1], args) : *name == 0 ? 1 : take_step(&t->s, name, args, nargs);
     if (done < 0) return -1;
     if (done == 0) return 0;
     const int *f = ev + 5;
@@ -359,6 +396,18 @@ static int stop_candidates(const Hyp *h, const int *ev, const uint64_t (*values)
     return r;
 }
 
+/* search.py later_truncation_round: a truncate event of a follower that has truncated and
+ * fetched nothing since, under a rule that takes rounds, is that truncation seen again */
+static int later_round(const S *s, int f) {
+    const Replica *r = &s->br[f].r;
+    if ((C.truncation != T_KIP279 && C.truncation != T_KIP320) || s->br[f].status != UP || r->role != FOLLOWER ||
+        r->fetch_state != FETCHING || r->leader == NO_LEADER)
+        return 0;
+    for (int i = 0; i < s->nfetch; i++)
+        if (s->fetch[i].follower == f) return 0;
+    return 1;
+}
+
 /* Every candidate step of the event from h (search.py _candidates, _actor_args) */
 static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     int action = ev[0], b = ev[1], r = 0;
@@ -373,6 +422,23 @@ static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     case J_BROKER_CRASH: return try_step(h, ev, "broker_crash", (int[]){b}, 1, NULL, values);
     case J_BROKER_STOP: return try_step(h, ev, "broker_stop", (int[]){b}, 1, NULL, values);
     case J_STOP_REPLICA: return stop_candidates(h, ev, values);
+    case J_TRUNCATE:
+        r = try_step(h, ev, "truncate", (int[]){b}, 1, NULL, values);
+        return r < 0 || !later_round(s, b) ? r : try_step(h, ev, "", NULL, 0, NULL, values);
+    case J_EXPAND_ISR:
+        for (int f = 0; f < C.brokers && r >= 0; f++) {
+            m.follower = f;
+            if (f != b) r = try_step(h, ev, "expand_isr", (int[]){b, f}, 2, &m, values);
+        }
+        return r;
+    case J_CONTROLLED_SHUTDOWN: { /* (c, p, b, leader): the controller's, of partition 0 */
+        int args[MAXP * MAXB * MAXB][3];
+        if (b != s->controller) return 0;
+        int k = shutdowns_args(s, args);
+        for (int i = 0; i < k && r >= 0; i++)
+            r = args[i][0] != 0 ? -1 : try_step(h, ev, "controlled_shutdown", (int[]){b, args[i][1], args[i][2]}, 3, NULL, values);
+        return r;
+    }
     case J_INIT: { /* in a state whose partition was written before, create_topic: Python's */
         const int *f = ev + 5;
         for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
