@@ -69,6 +69,7 @@ KEYS = {"leader": 0, "follower": 1, "fetch_offset": 2, "leader_epoch": 3, "post.
         "post.leader_epoch": 13, "post.log_end_epoch": 14, "isr": 15, "zk_version": 16, "controller_epoch": 17,
         "truncated_to": 18, "unclean": 19, "delete": 21}
 K_INIT = 20  # the partition's first znode (judge.c init_partition's numbers), not a field
+K_CURRENT = 22  # not a field: a replica's act renumbered as the current incarnation's (``current``)
 """Every field of these actions' views (``judge.c`` K_ constants; a produce's "value" is
 mapped after the step, never compared)."""
 
@@ -391,6 +392,16 @@ class CompiledSearch:
                 return None
             bits.append(sum(1 << b for b in brokers))
         return [numbers[0], numbers[1], bits[0], numbers[2], bits[1]]
+
+    @staticmethod
+    def current(row: Sequence[int] | None) -> Sequence[int] | None:
+        """The row of a broker's act on its replica whose numbers were renumbered as the
+        current incarnation's (``replay._renumbering``) before the run reaches it: judge.c
+        declines it where, in the first state before it, the broker's replica is of an older
+        incarnation -- a zombie's act, which the Python judge reads unrenumbered."""
+        if row is None or row[0] == NO_STEP:
+            return row
+        return [*row[:4], row[4] + 1, *row[5:], K_CURRENT, V_NONE, 0]
 
     def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> int:
         """The rows of ``events[first:]`` (``first``: the next event without a row) written

@@ -352,11 +352,14 @@ class TraceJudge:
         if how == _NO_STEP or (how == _SCOPED_STEP and not _concerns(e, self.key)):
             return NO_STEP_ROW
         if self.shift != _NO_SHIFT:
-            # renumbered against the states before it (``_in_model_terms``): the rows of a
-            # run are built before the run reaches them, so ``_event`` takes these
-            return None
+            # renumbered as ``_in_model_terms`` does, unless the states before it show a
+            # zombie's act on an older incarnation: the rows of a run are built before the
+            # run reaches them, so such a row says so and judge.c checks it there
+            e = _shifted(e, self.shift)
+            params = e["params"]
         row = batch.event_row(e, params, self.ids)
-        return row if row is not None else batch.row(observe(i, e, self.ids))
+        row = row if row is not None else batch.row(observe(i, e, self.ids))
+        return batch.current(row) if self.shift != _NO_SHIFT and e["kind"] in _REPLICA_KINDS else row
 
     def _verdict_in_runs(self, batch: CompiledSearch) -> Verdict:
         """``verdict`` with runs of events judged by the compiled search (``compiled_batch``),
