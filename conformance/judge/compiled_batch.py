@@ -5,7 +5,8 @@ system may be in (their encodings), each event as a row of ints (``CompiledSearc
 the action, the broker, the fields the event observed, record values as ids of the
 judge's value map) and the value map.  The C matches the actions of ``ACTIONS_TAKEN`` --
 produces and fetches, LeaderAndISR requests applied, a broker's start, crash and clean stop,
-its StopReplica, a truncation, an ISR expansion, a controlled shutdown's move -- after the silent internal steps the Python judge would search before
+its StopReplica, a truncation, an ISR expansion, a controller's election or controlled
+shutdown's move -- after the silent internal steps the Python judge would search before
 them, checks every property of each match, and goes on until the run ends or it *declines*
 an event -- no match, a match that breaks a property, an internal step it does not take, a
 number past its fields: it never guesses.  The judge takes
@@ -56,7 +57,7 @@ from traces.vocabulary import KINDS
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
                  "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9,
                  "create_topic": 10, "stop_replica": 11, "broker_stop": 12, "truncate": 13, "expand_isr": 14,
-                 "controlled_shutdown": 15}
+                 "controlled_shutdown": 15, "elect_leader": 16}
 """The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
 NO_STEP = 4
 NO_STEP_ROW = (NO_STEP, 0, 0, 0, 0)

@@ -210,22 +210,24 @@ def test_the_c_judges_most_events_of_the_recorded_traces_itself(recorded, monkey
     assert len(python) < total * 0.03, f"{len(python)} of {total} events judged in Python: {sorted(set(python))}"
 
 
-_CHANGES = {"stop_replica": ("delete", lambda v: not v), "truncate": ("truncated_to", lambda v: v + 1),
-            "expand_isr": ("zk_version", lambda v: v + 1), "elect_leader": ("leader_epoch", lambda v: v + 1),
-            "broker_stop": ("broker", lambda v: (v + 1) % 3)}
-"""Per kind the C matches only in recorded runs, an observed field and a change of it."""
+_CHANGES = [("stop_replica", None, "delete", lambda v: not v), ("truncate", None, "truncated_to", lambda v: v + 1),
+            ("expand_isr", None, "zk_version", lambda v: v + 1),
+            ("elect_leader", "controlled_shutdown", "leader_epoch", lambda v: v + 1),
+            ("elect_leader", "broker_change", "isr", lambda v: v[:-1]), ("broker_stop", None, "broker", lambda v: (v + 1) % 3)]
+"""Per kind (and reason) the C matches only in recorded runs, an observed field and a change of it."""
 
 
 def test_the_c_refuses_the_steps_of_a_controlled_shutdown_the_python_judge_refuses(recorded) -> None:
     """Each event of a recorded run's kinds the corpus lacks -- a StopReplica, a truncation,
-    an ISR expansion, a controlled shutdown's move, a clean stop -- with one observed field
-    changed, or left out, gives the Python judge's verdict, reason and states."""
+    an ISR expansion, a controller's election and controlled shutdown's move, a clean stop --
+    with one observed field changed, or left out, gives the Python judge's verdict, reason
+    and states."""
     group = min((g for g in recorded if {"broker_stop", "expand_isr"} <= {e["kind"] for e in g}
-                 and any(e["params"].get("reason") == "controlled_shutdown" for e in g)), key=len)
+                 and {"controlled_shutdown", "broker_change"} <= {e["params"].get("reason") for e in g}), key=len)
     mutants = []
-    for kind, (name, change) in _CHANGES.items():
+    for kind, reason, name, change in _CHANGES:
         at = [i for i, e in enumerate(group) if e["kind"] == kind and name in e["params"]
-              and (kind != "elect_leader" or e["params"].get("reason") == "controlled_shutdown")]
+              and (reason is None or e["params"].get("reason") == reason)]
         e = group[at[0]]
         mutants.append([*group[:at[0]], {**e, "params": {**e["params"], name: change(e["params"][name])}},
                         *group[at[0] + 1:]])
