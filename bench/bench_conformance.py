@@ -30,7 +30,13 @@ event) and, with ``--unmemoized`` (default on), also times the job on the smalle
 with ``OTHER_JUDGES`` of ``conformance.judge.replay``: the Python judge with its memo and
 without, and the compiled judge, which searches runs of events over C states
 (``conformance/judge/compiled_batch.py``, ``properties/checkers/native/judge.c``) and keeps
-no memo (its hit rate is 0).
+no memo (its hit rate is 0).  For the compiled judge the sample also says which share of its
+events the C judged and which kinds it left to the Python search (``replay.IN_PYTHON``).
+
+``--source DIR`` replicates the recorded runs under DIR (``traces/data/recorded``) instead,
+each copy under a fresh run id in a directory of its own: real traces -- longer runs, with
+controlled shutdowns, re-created topics, kills -- but the same steps again in every copy, so
+the Python judge's memo answers all but the first copy of each.
 """
 
 from __future__ import annotations
