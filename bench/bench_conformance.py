@@ -30,7 +30,13 @@ event) and, with ``--unmemoized`` (default on), also times the job on the smalle
 with ``OTHER_JUDGES`` of ``conformance.judge.replay``: the Python judge with its memo and
 without, and the compiled judge, which searches runs of events over C states
 (``conformance/judge/compiled_batch.py``, ``properties/checkers/native/judge.c``) and keeps
-no memo (its hit rate is 0).
+no memo (its hit rate is 0).  For the compiled judge the sample also says which share of its
+events the C judged and which kinds it left to the Python search (``replay.IN_PYTHON``).
+
+``--source DIR`` replicates the recorded runs under DIR (``traces/data/recorded``) instead,
+each copy under a fresh run id in a directory of its own: real traces -- longer runs, with
+controlled shutdowns, re-created topics, kills -- but the same steps again in every copy, so
+the Python judge's memo answers all but the first copy of each.
 """
 
 from __future__ import annotations
@@ -147,17 +153,20 @@ OTHER_JUDGES = ("judge", "judge_unmemoized", "judge_compiled_unmemoized")
 the Python judge with its memo and without, and the compiled one named as such."""
 
 
-def judge_alone(directory: Path, runs: int) -> dict[str, float]:
-    """The judge without Spark, on the first ``runs`` run files of a corpus: CPU
-    microseconds per event of each of ``JUDGES`` (each memo cold), and the memo's hit rates.
-    CPU time, not wall time: on a shared machine the neighbours' load does not count."""
+def judge_alone(directory: Path, runs: int) -> dict[str, Any]:
+    """The judge without Spark, on the first ``runs`` runs of a corpus: CPU microseconds per
+    event of each of ``JUDGES`` (each memo cold), the memo's hit rates, and of the events the
+    compiled judge took, the share judged in C and the kinds most often left to Python
+    (``replay.IN_PYTHON``).  CPU time, not wall time: on a shared machine the neighbours'
+    load does not count."""
     from conformance.judge import replay
     from conformance.spark.order import causal_order, split_groups
     from traces.reader import read_traces
 
     by_name: dict[str, list[Path]] = {}
     for f in sorted(directory.rglob("*.jsonl")):
-        by_name.setdefault(f.name.split(".")[0], []).append(f)  # bench-NNNNNNN.NODE.jsonl
+        # bench-NNNNNNN.NODE.jsonl; a replicated recorded run's files are a directory's
+        by_name.setdefault(f.name.split(".")[0] if f.name.startswith("bench-") else str(f.parent), []).append(f)
     files = [f for name in sorted(by_name)[:runs] for f in by_name[name]]
     by_run: dict[str, list[dict[str, Any]]] = {}
     for e in read_traces(files).events:
@@ -167,14 +176,20 @@ def judge_alone(directory: Path, runs: int) -> dict[str, float]:
         ordered, _ = causal_order(evs)
         groups.extend(split_groups(ordered).values())
     n = sum(len(g) for g in groups)
-    out: dict[str, float] = {"events": n, "runs": len(by_run)}
+    out: dict[str, Any] = {"events": n, "runs": len(by_run)}
     for name, fn_name in JUDGES.items():
         fn = getattr(replay, fn_name)
         replay.Memo.forget_all()
         hits0, misses0 = replay.MEMO_STATS["hits"], replay.MEMO_STATS["misses"]
+        taken = replay.IN_PYTHON.copy()
         t = time.process_time()
         assert all(fn(g, "kip320")["conforms"] for g in groups)
         out[f"{name} us/event"] = (time.process_time() - t) / n * 1e6
+        if name == "compiled, no memo":  # the job's default judge's path (runs of events in C)
+            took = replay.IN_PYTHON - taken
+            in_c = took.pop("in C", 0)
+            out["in C"] = in_c / max(1, in_c + sum(took.values()))
+            out["in Python"] = ", ".join(f"{kind} {k}" for kind, k in took.most_common(6))
         if "no memo" not in name:
             hits = replay.MEMO_STATS["hits"] - hits0
             misses = replay.MEMO_STATS["misses"] - misses0
@@ -249,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus {d}: {n} events in {files} files ({time.perf_counter() - t:.1f}s to prepare)", flush=True)
         corpora.append((size, d, n, files))
 
-    alone: dict[str, float] = {}
+    alone: dict[str, Any] = {}
     if judge == DEFAULT_JUDGE:
         alone = judge_alone(corpora[0][1], args.sample_runs)
         print(f"judge alone on {alone['runs']:.0f} runs ({alone['events']:.0f} events): {_alone_text(alone)}", flush=True)
@@ -319,10 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _alone_text(alone: dict[str, float]) -> str:
+def _alone_text(alone: dict[str, Any]) -> str:
     return ", ".join(f"{name} {alone[f'{name} us/event']:.1f} CPU-us/event"
                      + (f" (hit rate {alone[f'{name} hit rate']:.1%})" if f"{name} hit rate" in alone else "")
-                     for name in JUDGES)
+                     for name in JUDGES) + (
+        f"; compiled: {alone['in C']:.1%} of events judged in C, left to Python: {alone['in Python'] or 'none'}"
+        if "in C" in alone else "")
 
 
 if __name__ == "__main__":

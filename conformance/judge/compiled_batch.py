@@ -3,10 +3,13 @@
 ``judge(..., compiled=True)`` hands the C whole runs of events at a time: the states the
 system may be in (their encodings), each event as a row of ints (``CompiledSearch.row``:
 the action, the broker, the fields the event observed, record values as ids of the
-judge's value map) and the value map.  The C matches produce, send_fetch, handle_fetch and
-receive_fetch with no internal step before them, checks every property of each match, and
-goes on until the run ends or it *declines* an event -- no match without internal steps, a
-match that breaks a property, a number past its fields: it never guesses.  The judge takes
+judge's value map) and the value map.  The C matches the actions of ``ACTIONS_TAKEN`` --
+produces and fetches, LeaderAndISR requests applied, a broker's start, crash and clean stop,
+its StopReplica, a truncation, an ISR expansion, a controller's election or controlled
+shutdown's move -- after the silent internal steps the Python judge would search before
+them, checks every property of each match, and goes on until the run ends or it *declines*
+an event -- no match, a match that breaks a property, an internal step it does not take, a
+number past its fields: it never guesses.  The judge takes
 a declined event, and every event of another kind, with the Python search from the states
 the C left, then hands the next run back.  So the verdict is the Python judge's in every
 case (``tests/conformance/test_compiled_judge.py``).
@@ -53,19 +56,21 @@ from traces.vocabulary import KINDS
 
 ACTIONS_TAKEN = {"produce": 0, "send_fetch": 1, "handle_fetch": 2, "receive_fetch": 3, "become_leader": 5,
                  "become_follower": 6, "broker_restart": 7, "controller_elect": 8, "broker_crash": 9,
-                 "create_topic": 10}
+                 "create_topic": 10, "stop_replica": 11, "broker_stop": 12, "truncate": 13, "expand_isr": 14,
+                 "controlled_shutdown": 15, "elect_leader": 16}
 """The actions ``judge.c`` matches (its J_ constants); NO_STEP: an event that is no step."""
 NO_STEP = 4
 NO_STEP_ROW = (NO_STEP, 0, 0, 0, 0)
 """The row of an event that is no step (``CompiledSearch.row(None)``)."""
-FREEZING_TAKEN = {"become_leader", "become_follower", "broker_crash"}
+FREEZING_TAKEN = {"become_leader", "become_follower", "broker_crash", "stop_replica", "broker_stop"}
 """The freezing ones among them (judge.c ``freezing``)."""
 
 KEYS = {"leader": 0, "follower": 1, "fetch_offset": 2, "leader_epoch": 3, "post.hw": 4, "post.leo": 5,
         "post.isr": 6, "offset": 7, "error": 8, "leader_hw": 9, "records": 10, "post.role": 11, "post.leader": 12,
         "post.leader_epoch": 13, "post.log_end_epoch": 14, "isr": 15, "zk_version": 16, "controller_epoch": 17,
-        "truncated_to": 18, "unclean": 19}
+        "truncated_to": 18, "unclean": 19, "delete": 21}
 K_INIT = 20  # the partition's first znode (judge.c init_partition's numbers), not a field
+K_CURRENT = 22  # not a field: a replica's act renumbered as the current incarnation's (``current``)
 """Every field of these actions' views (``judge.c`` K_ constants; a produce's "value" is
 mapped after the step, never compared)."""
 
@@ -388,6 +393,16 @@ class CompiledSearch:
                 return None
             bits.append(sum(1 << b for b in brokers))
         return [numbers[0], numbers[1], bits[0], numbers[2], bits[1]]
+
+    @staticmethod
+    def current(row: Sequence[int] | None) -> Sequence[int] | None:
+        """The row of a broker's act on its replica whose numbers were renumbered as the
+        current incarnation's (``replay._renumbering``) before the run reaches it: judge.c
+        declines it where, in the first state before it, the broker's replica is of an older
+        incarnation -- a zombie's act, which the Python judge reads unrenumbered."""
+        if row is None or row[0] == NO_STEP:
+            return row
+        return [*row[:4], row[4] + 1, *row[5:], K_CURRENT, V_NONE, 0]
 
     def write_rows(self, events: list[Event], first: int, tables: tuple[Any, ...]) -> int:
         """The rows of ``events[first:]`` (``first``: the next event without a row) written

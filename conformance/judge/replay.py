@@ -39,6 +39,7 @@ conformance tool, and so that the judge can be tested on traces whose truth is k
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -100,7 +101,8 @@ from traces.events import RETENTION_MARK
 from traces.vocabulary import KINDS
 
 __all__ = [
-    "DEFAULT_BOUND", "FREEZING", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES", "MEMO_STATS",
+    "DEFAULT_BOUND", "FREEZING", "IN_PYTHON", "Budget", "HARNESS", "INTERNAL_ACTIONS", "MAX_STATES", "MEMO_MAX_NODES",
+    "MEMO_STATS",
     "SHOWN_STATES", "Event", "Hypothesis", "Memo", "Speculation", "TraceJudge", "Verdict", "actor", "broker_ids",
     "design_bug_events", "design_bug_steps", "events_from_steps", "init_partition", "judge", "judge_compiled",
     "judge_compiled_unmemoized", "judge_default", "judge_unmemoized",
@@ -117,6 +119,13 @@ MAX_STATES = 200
 
 SHOWN_STATES = 3
 """Model states shown beside a non-conforming observation."""
+
+
+IN_PYTHON: Counter[str] = Counter()
+"""Per process, of the judgements whose runs of events went to C: the events the C judged
+(``"in C"``) and, per kind, those left to the Python search -- no row, or declined.  An event
+in Python costs a hundred in C and splits a run, so this says where a corpus's time goes
+(``bench/bench_conformance.py`` prints it)."""
 
 
 class Verdict(NamedTuple):
@@ -343,11 +352,14 @@ class TraceJudge:
         if how == _NO_STEP or (how == _SCOPED_STEP and not _concerns(e, self.key)):
             return NO_STEP_ROW
         if self.shift != _NO_SHIFT:
-            # renumbered against the states before it (``_in_model_terms``): the rows of a
-            # run are built before the run reaches them, so ``_event`` takes these
-            return None
+            # renumbered as ``_in_model_terms`` does, unless the states before it show a
+            # zombie's act on an older incarnation: the rows of a run are built before the
+            # run reaches them, so such a row says so and judge.c checks it there
+            e = _shifted(e, self.shift)
+            params = e["params"]
         row = batch.event_row(e, params, self.ids)
-        return row if row is not None else batch.row(observe(i, e, self.ids))
+        row = row if row is not None else batch.row(observe(i, e, self.ids))
+        return batch.current(row) if self.shift != _NO_SHIFT and e["kind"] in _REPLICA_KINDS else row
 
     def _verdict_in_runs(self, batch: CompiledSearch) -> Verdict:
         """``verdict`` with runs of events judged by the compiled search (``compiled_batch``),
@@ -369,7 +381,9 @@ class TraceJudge:
             if ran is not None:
                 judged, self.hyps = ran
                 i += judged
+                IN_PYTHON["in C"] += judged
             if i < len(events):
+                IN_PYTHON[events[i]["kind"]] += 1
                 shift = self.shift
                 failed = self._event(i, events[i])
                 if failed is not None:

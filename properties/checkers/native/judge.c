@@ -32,11 +32,13 @@
 extern jmp_buf step_failed; /* step.c: where a rule's die() returns */
 
 enum { J_PRODUCE, J_SEND_FETCH, J_HANDLE_FETCH, J_RECEIVE_FETCH, J_NO_STEP, J_BECOME_LEADER, J_BECOME_FOLLOWER,
-       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT };
+       J_BROKER_RESTART, J_CONTROLLER_ELECT, J_BROKER_CRASH, J_INIT, J_STOP_REPLICA, J_BROKER_STOP, J_TRUNCATE,
+       J_EXPAND_ISR, J_CONTROLLED_SHUTDOWN, J_ELECT_LEADER };
 enum { K_LEADER, K_FOLLOWER, K_FETCH_OFFSET, K_LEADER_EPOCH, K_POST_HW, K_POST_LEO, K_POST_ISR, K_OFFSET, K_ERROR,
        K_LEADER_HW, K_RECORDS, K_POST_ROLE, K_POST_LEADER, K_POST_LEADER_EPOCH, K_POST_LOG_END_EPOCH, K_ISR,
        K_ZK_VERSION, K_CONTROLLER_EPOCH, K_TRUNCATED_TO, K_UNCLEAN,
-       K_INIT /* not a field: the partition's first leader, epoch, ISR, version and AR (bits) */ };
+       K_INIT /* not a field: the partition's first leader, epoch, ISR, version and AR (bits) */, K_DELETE,
+       K_CURRENT /* not a field: a replica's act renumbered as the current incarnation's */ };
 /* a field's tag: an int (bools and whole floats included), None, a known string (its id),
  * a list of ints, a value equal to nothing a view holds, records (offset, epoch, value id)* */
 enum { V_INT, V_NONE, V_STR, V_LIST, V_OTHER, V_RECORDS };
@@ -136,8 +138,9 @@ static const Fetch *new_response(const S *before, const S *after, const Fetch *m
     return NULL;
 }
 
-/* The step's message: a fetch (handle_fetch, receive_fetch) or a LeaderAndISR (become_*) */
-typedef struct { Fetch fetch; Lai lai; } Message;
+/* The step's message: a fetch (handle_fetch, receive_fetch), a LeaderAndISR (become_*) or a
+ * StopReplica (stop_replica); or the follower an ISR expansion adds */
+typedef struct { Fetch fetch; Lai lai; Stop stop; int follower; } Message;
 
 static int produce_view(const S *after, int b, int key, Value *x) {
     const Replica *r = &after->br[b].r;
@@ -246,6 +249,38 @@ static int init_partition(S *s, int c, const int *p) {
     return 1;
 }
 
+/* commands.py _truncate_view: the leader it followed, the LEO it cut to */
+static int truncate_view(const S *before, const S *after, int f, int key, Value *x) {
+    switch (key) {
+    case K_LEADER: as_int(x, before->br[f].r.leader); return 1;
+    case K_TRUNCATED_TO: as_int(x, after->br[f].r.loglen); return 1;
+    }
+    return 0;
+}
+
+/* replication.py _isr_change_view: the follower added, the ISR written and its version */
+static int isr_change_view(const S *after, int follower, int key, Value *x) {
+    switch (key) {
+    case K_FOLLOWER: as_int(x, follower); return 1;
+    case K_ISR: as_brokers(x, after->zn_isr); return 1;
+    case K_ZK_VERSION: as_int(x, after->zn_zk_version); return 1;
+    }
+    return 0;
+}
+
+/* views.py znode_view: a controller's write of the partition znode */
+static int znode_view(const S *before, const S *after, int key, Value *x) {
+    switch (key) {
+    case K_LEADER: as_int(x, after->zn_leader); return 1;
+    case K_LEADER_EPOCH: as_int(x, after->zn_leader_epoch); return 1;
+    case K_ISR: as_brokers(x, after->zn_isr); return 1;
+    case K_ZK_VERSION: as_int(x, after->zn_zk_version); return 1;
+    case K_CONTROLLER_EPOCH: as_int(x, after->controller_epoch); return 1;
+    case K_UNCLEAN: as_int(x, (after->unclean & 1) && !(before->unclean & 1)); return 1;
+    }
+    return 0;
+}
+
 static int init_view(const S *after, int key, Value *x) {
     switch (key) {
     case K_LEADER: as_int(x, after->zn_leader); return 1;
@@ -268,12 +303,19 @@ static int view(int action, int actor, const Message *m, const S *before, const 
     case J_RECEIVE_FETCH: return receive_fetch_view(&m->fetch, before, after, key, x);
     case J_BECOME_LEADER: case J_BECOME_FOLLOWER: return request_view(&m->lai, after, key, x);
     case J_INIT: return init_view(after, key, x);
+    case J_TRUNCATE: return truncate_view(before, after, actor, key, x);
+    case J_EXPAND_ISR: return isr_change_view(after, m->follower, key, x);
+    case J_CONTROLLED_SHUTDOWN: case J_ELECT_LEADER: return znode_view(before, after, key, x);
     case J_CONTROLLER_ELECT:
         if (key != K_CONTROLLER_EPOCH) return 0;
         as_int(x, after->controller_epoch);
         return 1;
+    case J_STOP_REPLICA: /* whether the replica was deleted (reassignment.py _stop_replica_view) */
+        if (key != K_DELETE) return 0;
+        as_int(x, m->stop.delete);
+        return 1;
     }
-    return 0; /* broker_restart, broker_crash: nothing observed (broker epochs are zxids) */
+    return 0; /* broker_restart, broker_crash, broker_stop: nothing observed (broker epochs are zxids) */
 }
 
 /* Whether the observed field (tag, n, payload) equals the view's value (observation.py
@@ -306,13 +348,14 @@ static int agrees(int tag, int n, const int *p, const Value *x, const uint64_t (
 
 /* One candidate step of the event from h: taken on found[nfound], kept if its view agrees
  * with the fields.  -1 when the C cannot take it (the event is declined).  name NULL: the
- * partition's first leader written (init_partition, its numbers in args). */
+ * partition's first leader written (init_partition, its numbers in args); "": the step
+ * before seen again, the state unchanged (a later truncation round). */
 static int try_step(const Hyp *h, const int *ev, const char *name, const int *args, int nargs, const Message *m,
                     const uint64_t (*values)[2]) {
     if (nfound >= MAXFOUND) return -1;
     Hyp *t = &found[nfound];
     t->s = h->s;
-    int done = name == NULL ? init_partition(&t->s, ev[1], args) : take_step(&t->s, name, args, nargs);
+    int done = name == NULL ? init_partition(&t->s, ev[1], args) : *name == 0 ? 1 : take_step(&t->s, name, args, nargs);
     if (done < 0) return -1;
     if (done == 0) return 0;
     const int *f = ev + 5;
@@ -328,6 +371,44 @@ static int try_step(const Hyp *h, const int *ev, const char *name, const int *ar
     return 1;
 }
 
+/* Whether a stop_replica event says its replica was only stopped (delete observed false) */
+static int observed_kept(const int *ev) {
+    const int *f = ev + 5;
+    for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
+        if (f[0] == K_DELETE) return f[1] == V_INT && f[3] == 0;
+    return 0;
+}
+
+/* A stop_replica event's candidates (search.py _deletion_candidates): the StopReplica
+ * requests pending for its broker; and, when none of them is a deletion's, a deletion or a
+ * removal of the partition taken just before one of its StopReplica(delete) -- which no
+ * event whose replica was only stopped matches (their view says delete), so the C skips
+ * them for such an event and declines any other: remove_partitions is the Python judge's. */
+static int stop_candidates(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
+    const S *s = &h->s;
+    int b = ev[1], r = 0, deleting = 0;
+    Message m;
+    for (int i = 0; i < s->nstop; i++) deleting |= s->stop[i].to == b && s->stop[i].leader_epoch == EPOCH_DURING_DELETE;
+    if (!deleting && s->zn_ar && s->controller != NO_LEADER && !observed_kept(ev)) return -1;
+    for (int i = 0; i < s->nstop && r >= 0; i++) {
+        m.stop = s->stop[i];
+        if (m.stop.to == b) r = try_step(h, ev, "stop_replica", (int[]){i}, 1, &m, values);
+    }
+    return r;
+}
+
+/* search.py later_truncation_round: a truncate event of a follower that has truncated and
+ * fetched nothing since, under a rule that takes rounds, is that truncation seen again */
+static int later_round(const S *s, int f) {
+    const Replica *r = &s->br[f].r;
+    if ((C.truncation != T_KIP279 && C.truncation != T_KIP320) || s->br[f].status != UP || r->role != FOLLOWER ||
+        r->fetch_state != FETCHING || r->leader == NO_LEADER)
+        return 0;
+    for (int i = 0; i < s->nfetch; i++)
+        if (s->fetch[i].follower == f) return 0;
+    return 1;
+}
+
 /* Every candidate step of the event from h (search.py _candidates, _actor_args) */
 static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     int action = ev[0], b = ev[1], r = 0;
@@ -340,6 +421,36 @@ static int match(const Hyp *h, const int *ev, const uint64_t (*values)[2]) {
     case J_BROKER_RESTART: return try_step(h, ev, "broker_restart", (int[]){b, -1}, 2, NULL, values);
     case J_CONTROLLER_ELECT: return try_step(h, ev, "controller_elect", (int[]){b}, 1, NULL, values);
     case J_BROKER_CRASH: return try_step(h, ev, "broker_crash", (int[]){b}, 1, NULL, values);
+    case J_BROKER_STOP: return try_step(h, ev, "broker_stop", (int[]){b}, 1, NULL, values);
+    case J_STOP_REPLICA: return stop_candidates(h, ev, values);
+    case J_TRUNCATE:
+        r = try_step(h, ev, "truncate", (int[]){b}, 1, NULL, values);
+        return r < 0 || !later_round(s, b) ? r : try_step(h, ev, "", NULL, 0, NULL, values);
+    case J_EXPAND_ISR:
+        for (int f = 0; f < C.brokers && r >= 0; f++) {
+            m.follower = f;
+            if (f != b) r = try_step(h, ev, "expand_isr", (int[]){b, f}, 2, &m, values);
+        }
+        return r;
+    case J_ELECT_LEADER: { /* (c, p, leader): the controller's elections_args, of partition 0 */
+        Outcome out[MAXB + 1];
+        /* before the partition's life its first elect_leader (search.py _init_candidate), and
+         * Kafka's writes of a dead replica out of the ISR: the Python judge's */
+        if (s->zn_leader_epoch == -1 || C.offline_replica_writes) return -1;
+        if (b != s->controller) return 0;
+        int k = election_outcomes(s, 0, out);
+        for (int i = 0; i < k && r >= 0; i++)
+            r = try_step(h, ev, "elect_leader", (int[]){b, out[i].leader, -1}, 3, NULL, values);
+        return r;
+    }
+    case J_CONTROLLED_SHUTDOWN: { /* (c, p, b, leader): the controller's, of partition 0 */
+        int args[MAXP * MAXB * MAXB][3];
+        if (b != s->controller) return 0;
+        int k = shutdowns_args(s, args);
+        for (int i = 0; i < k && r >= 0; i++)
+            r = args[i][0] != 0 ? -1 : try_step(h, ev, "controlled_shutdown", (int[]){b, args[i][1], args[i][2]}, 3, NULL, values);
+        return r;
+    }
     case J_INIT: { /* in a state whose partition was written before, create_topic: Python's */
         const int *f = ev + 5;
         for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
@@ -380,6 +491,17 @@ static int same_replica(const Replica *a, const Replica *b) {
         return 0;
     if (memcmp(a->log, b->log, sizeof(Entry) * (size_t)a->loglen) != 0) return 0;
     return memcmp(a->follower_leo, b->follower_leo, (size_t)C.brokers) == 0;
+}
+
+/* reassignment.py _only_consumed: the step from s to t took its StopReplica and changed
+ * nothing else (its encoding, with s's requests, is s's: enc) */
+static int only_consumed(const S *s, const S *t, const u8 *enc, int len) {
+    static S u;
+    static u8 buf[MAXENC];
+    u = *t;
+    u.nstop = s->nstop;
+    memcpy(u.stop, s->stop, sizeof u.stop);
+    return encode(&u, IDENTITY, buf) == len && memcmp(buf, enc, (size_t)len) == 0;
 }
 
 static int same_znode(const S *a, const S *b) {
@@ -424,6 +546,7 @@ static int internal(Expansion *lv, int by, int actor, const char *name, const in
         silent = same_replica(&s->br[actor].r, &t->s.br[actor].r) && (resp == NULL || resp->nrec == 0);
     }
     if (strcmp(name, "receive_fetch") == 0) silent = same_replica(&s->br[actor].r, &t->s.br[actor].r);
+    if (strcmp(name, "stop_replica") == 0) silent = only_consumed(s, &t->s, lv->from->enc, lv->from->len);
     if (strcmp(name, "shrink_isr") == 0 || strcmp(name, "expand_isr") == 0) silent = 0; /* cut short only */
     return silent || lv->loud ? keep(lv, t, silent) : 0;
 }
@@ -432,8 +555,8 @@ static int internal(Expansion *lv, int by, int actor, const char *name, const in
 static int internal_steps(Expansion *lv, int by) {
     const S *s = &lv->from->s;
     int n = C.brokers, r = 0;
-    /* declined, the Python judge's to take: propose_isr, alter_partition, apply_isr, stop_replica */
-    if (C.alter_partition || s->nalter || s->nstop) return -1;
+    /* declined, the Python judge's to take: propose_isr, alter_partition, apply_isr */
+    if (C.alter_partition || s->nalter) return -1;
     for (int f = 0; f < n; f++) { /* search.py skip_empty_lookup */
         const Replica *x = &s->br[f].r;
         if ((by >= 0 && f != by) || s->br[f].status != UP || x->role != FOLLOWER || x->fetch_state != TRUNCATING ||
@@ -462,6 +585,7 @@ static int internal_steps(Expansion *lv, int by) {
         r = internal(lv, by, s->fetch[i].leader, "handle_fetch", (int[]){i, NO_HOLD}, 2);
     for (int i = 0; i < s->nfetch && r >= 0; i++)
         r = internal(lv, by, s->fetch[i].follower, "receive_fetch", (int[]){i}, 1);
+    for (int i = 0; i < s->nstop && r >= 0; i++) r = internal(lv, by, s->stop[i].to, "stop_replica", (int[]){i}, 1);
     if (lv->loud) /* search.py CUT_SHORT_ACTIONS */
         for (const char *const *name = (const char *const[]){"shrink_isr", "expand_isr", NULL}; *name; name++)
             for (int b = 0; b < n && r >= 0; b++)
@@ -502,7 +626,10 @@ static int before_freeze(const Hyp *frontier, int n, const int *ev, const uint64
  * One event (search.py advance, replay.py TraceJudge._search)
  * ------------------------------------------------------------------------------------- */
 
-static int freezing(int action) { return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER || action == J_BROKER_CRASH; }
+static int freezing(int action) {
+    return action == J_BECOME_LEADER || action == J_BECOME_FOLLOWER || action == J_BROKER_CRASH ||
+           action == J_STOP_REPLICA || action == J_BROKER_STOP;
+}
 
 /* The matches of the event with the fewest internal steps, into found: 0 when none */
 static int advance(const int *ev, const uint64_t (*values)[2], int limit, int bound) {
@@ -526,10 +653,22 @@ static int advance(const int *ev, const uint64_t (*values)[2], int limit, int bo
     return 0;
 }
 
+/* A row renumbered as the current incarnation's (K_CURRENT) of a broker whose replica is,
+ * in the first state, an older incarnation's: replay.py _of_older_incarnation, a zombie's
+ * act the Python judge reads unrenumbered */
+static int zombie(const int *ev) {
+    const int *f = ev + 5;
+    int b = ev[1];
+    for (int k = 0; k < ev[4]; f += 3 + f[2], k++)
+        if (f[0] == K_CURRENT) return b >= 0 && b < C.brokers && cur[0].s.br[b].r.topic_id < cur[0].s.zn_topic_id;
+    return 0;
+}
+
 /* One event: 1 judged (cur holds the states after it), 0 declined (cur unchanged) */
 static int judge_event(const int *ev, uint64_t (*values)[2], int limit, int bound, int fetch_max_records) {
     int action = ev[0], b = ev[1];
     if (action == J_NO_STEP) return 1;
+    if (zombie(ev)) return 0;
     C.fetch_max_records = action == J_HANDLE_FETCH && ev[2] > 0 ? ev[2] : fetch_max_records;
     nfound = 0;
     arena_used = 0;
