@@ -492,10 +492,11 @@ def test_the_durability_lemmas_hold_across_incarnations():
     """Every formula of the durability tier, as ``prove`` states it with deletions (of the
     current incarnation's view, ``incarnation_settled`` of the state), holds on reachable
     states of kip320 with a deletion: the deepest one each where a re-creation is a step, where a
-    deletion's StopReplica is in flight, and where the topic exists beside a replica of an
-    older incarnation."""
+    deletion's StopReplica is in flight, where the topic exists beside a replica of an
+    older incarnation, and where a follower of the current one follows such a replica (a
+    stray leader: ``stray_leaders_commit_nothing``)."""
     from model.registry import ACTIONS
-    from model.state import EPOCH_DURING_DELETE
+    from model.state import DELETED, EPOCH_DURING_DELETE, FOLLOWER
     from properties.checkers.symbolic.proofs import holds
     from properties.checkers.symbolic.state import Shape, encode
 
@@ -507,6 +508,7 @@ def test_the_durability_lemmas_hold_across_incarnations():
         "deletion in flight": [s for s in states if any(m.leader_epoch == EPOCH_DURING_DELETE for m in s.stop_replica)],
         "older replica": [s for s in states if s.zk.partitions[0].ar and any(
             br.replicas[0].topic_id < s.zk.partitions[0].topic_id for br in s.brokers)],
+        "follower of a stray leader": [s for s in states if _follows_a_stray_leader(s, DELETED, FOLLOWER)],
     }
     kinds = {kind: chosen[-1:] for kind, chosen in kinds.items()}  # the deepest
     assert all(len(chosen) == 1 for chosen in kinds.values()), "the check would hold vacuously"
@@ -516,12 +518,20 @@ def test_the_durability_lemmas_hold_across_incarnations():
     assert false == []
 
 
+def _follows_a_stray_leader(s, deleted: int, follower: int) -> bool:
+    """A replica of the topic's current incarnation follows one of an older incarnation."""
+    p = s.zk.partitions[0]
+    replicas = [br.replicas[0] for br in s.brokers]
+    current = [bool(p.ar) and r.topic_id == p.topic_id and r.role != deleted for r in replicas]
+    return any(current[f] and r.role == follower and r.leader >= 0 and not current[r.leader] for f, r in enumerate(replicas))
+
+
 def test_durability_across_incarnations_leans_on_incarnation_settled(monkeypatch):
     """With deletions the ISR holds every committed record of the current incarnation past a
     re-creation and a deletion's StopReplica because of ``incarnation_settled`` (no commit
     outlives its incarnation, no deletion is in flight while the topic exists, its requests
-    go to its AR): without it both fail there.  (Durability itself is not proved with
-    deletions: it fails at ``truncate``, docs/proofs-and-fuzzing.md.)"""
+    go to its AR): without it both fail there.  (The whole proof, ``epochal prove --config
+    kip320 --deletions 1``: tests/impl/harness/cli/test_prove_cli.py, slow.)"""
     from properties.checkers.symbolic import durability
 
     cfg = named("kip320", deletions=1)
@@ -530,6 +540,21 @@ def test_durability_across_incarnations_leans_on_incarnation_settled(monkeypatch
     monkeypatch.delitem(durability.LEMMAS, "incarnation_settled")
     without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
     assert all("create_topic" in without[name] for name in goals)
+
+
+def test_a_follower_truncating_against_a_stray_leader_loses_nothing_by_induction(monkeypatch):
+    """A follower of the re-created topic truncates against a replica that leads the older
+    incarnation on in the same leader epoch (the topic ids are not compared): the ISR keeps
+    every committed record there because of ``stray_leaders_commit_nothing`` (nothing is
+    committed while such a leader is named), and without it both fail at ``truncate``."""
+    from properties.checkers.symbolic import durability
+
+    cfg = named("kip320", deletions=1)
+    goals, at = ("isr_holds_committed", "committed_durable"), ("truncate",)
+    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=at)} == dict.fromkeys(goals, "proved")
+    monkeypatch.delitem(durability.LEMMAS, "stray_leaders_commit_nothing")
+    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
+    assert all("truncate" in without[name] for name in goals)
 
 
 def test_no_deleted_record_is_served_by_induction():

@@ -336,13 +336,112 @@ def lemma_incarnation_settled(shape: Shape, s: dict) -> Term:
             if ld != b:
                 fk, ftid = s[("fk", b, ld)], s[("ftid", b, ld)]
                 parts += [z3.Implies(fk != EMPTY, ftid <= s[("rtid", b)]), z3.Implies(fk == RESP, ftid <= s[("rtid", ld)]),
-                          # one of the current incarnation is between two of its replicas (the follower
-                          # truncated against its leader as such), in an epoch each has reached
+                          # one of the current incarnation comes from a replica of it, in an epoch it
+                          # has reached; a request may go to a replica of an older incarnation (a
+                          # follower truncates against a leader of its epoch, its topic id not
+                          # compared), which refuses it -- so an answer is from a replica of it too
                           z3.Implies(z3.And(exists, fk != EMPTY, ftid == s[("tid",)]), z3.And(
-                              s[("rtid", ld)] == s[("tid",)], s[("rtid", b)] == s[("tid",)],
+                              s[("rtid", b)] == s[("tid",)],
                               z3.Implies(fk == REQ, s[("fe", b, ld)] <= s[("rlep", b)]),
-                              z3.Implies(fk == RESP, s[("fe", b, ld)] <= s[("rlep", ld)])))]
+                              z3.Implies(fk == RESP, z3.And(s[("rtid", ld)] == s[("tid",)],
+                                                            s[("fe", b, ld)] <= s[("rlep", ld)]))))]
     return z3.And(parts)
+
+
+def lemma_stray_leaders_commit_nothing(shape: Shape, s: dict) -> Term:
+    """With topic deletions, of a *stray* leader: a replica of an older incarnation that a
+    leader named for the current one is -- ZooKeeper's, the one a follower of it follows,
+    one a LeaderAndISR of it names to another broker that will take it.  (A replica that
+    refused the deletion's StopReplica, the controller having moved on, leads its old
+    incarnation on in the same leader epoch; a follower of the new one truncates against
+    its old log, the leader epochs matching and the topic ids not compared.)  While there
+    is one, nothing of the incarnation is committed, and a leader of it that such a request
+    would replace keeps the stray replica in its ISR, so it commits nothing either.  Two
+    incarnations share no value (each is written once, and a fetch of another incarnation
+    is refused), so a follower that kept a record truncating against a stray leader's
+    old log kept no more than that log has, of other values: every value is produced
+    (records=2), and no leader appends again.  A fetch in its follower's epoch is of its
+    fetching from that leader.  (True of a shape without the topic's identity.)"""
+    if not shape.topic or shape.reassign:
+        return z3.BoolVal(True)
+    n, R = shape.n, shape.req
+    exists = z3.Or([s[("ar", x)] for x in range(n)])
+    current = [z3.And(s[("rtid", b)] == s[("tid",)], s[("role", b)] != DELETED) for b in range(n)]
+    uncommitted = _uncommitted(shape, s)
+    parts = [z3.Implies(z3.And(exists, s[("ldr",)] == b, z3.Not(current[b])), uncommitted) for b in range(n)]
+    for f in range(n):
+        for ld in range(n):
+            if ld != f:
+                follows = z3.And(current[f], s[("role", f)] == FOLLOWER, s[("rl", f)] == ld, z3.Not(current[ld]))
+                parts.append(z3.Implies(z3.And(exists, follows), uncommitted))
+    m = z3.Const("q_stray_leader", R)
+    takes = z3.Or(pick([z3.Not(c) for c in current], R.to(m), z3.BoolVal(False)),
+                  R.lepoch(m) > pick([s[("rlep", x)] for x in range(n)], R.to(m), z3.IntVal(0)))
+    stray = z3.And(exists, s[("lai",)][m], R.tid(m) == s[("tid",)], R.to(m) != R.leader(m), takes,
+                   pick([z3.Not(c) for c in current], R.leader(m), z3.BoolVal(False)))
+    parts.append(z3.ForAll([m], z3.Implies(stray, uncommitted)))
+    for b in range(n):
+        lead = z3.And(current[b], s[("role", b)] == LEADER)
+        named = pick([s[("risr", b, x)] for x in range(n)], R.leader(m), z3.BoolVal(True))
+        parts.append(z3.ForAll([m], z3.Implies(z3.And(stray, lead, R.lepoch(m) > s[("rlep", b)]), named)))
+    # two incarnations share no value
+    slots = _incarnation_slots(shape, s)
+    for k, (p1, t1, v1) in enumerate(slots):
+        parts += [z3.Implies(z3.And(p1, p2, t1 != t2), v1 != v2) for p2, t2, v2 in slots[k + 1:]]
+    # so a follower of a stray leader that holds a record, or fetches past one, left no value
+    # unproduced; and a fetch in its follower's epoch is of its fetching from that leader
+    for x in range(n):
+        for ld in range(n):
+            if ld != x:
+                astray = z3.And(exists, current[x], s[("role", x)] == FOLLOWER, s[("rl", x)] == ld, z3.Not(current[ld]))
+                parts.append(z3.Implies(z3.And(astray, s[("fs", x)] == FETCHING, s[("leo", x)] >= 1),
+                                        _values_spent(shape, s)))
+                ours = z3.And(exists, current[x], s[("fk", x, ld)] == REQ, s[("ftid", x, ld)] == s[("tid",)],
+                              z3.Not(current[ld]))
+                parts.append(z3.Implies(z3.And(ours, s[("fo", x, ld)] >= 1), _values_spent(shape, s)))
+                mine = z3.And(exists, current[x], s[("fk", x, ld)] != EMPTY, s[("ftid", x, ld)] == s[("tid",)],
+                              s[("fe", x, ld)] == s[("rlep", x)], s[("role", x)] == FOLLOWER)
+                parts.append(z3.Implies(mine, z3.And(s[("fs", x)] == FETCHING, s[("rl", x)] == ld)))
+    return z3.And(parts)
+
+
+def _values_spent(shape: Shape, s: dict) -> Term:
+    """Every value the configuration has has been produced: no leader appends again."""
+    return s[("produced",)] == shape.r
+
+
+def _incarnation_slots(shape: Shape, s: dict) -> list[tuple[Term, Term, Term]]:
+    """Every record anywhere, as (present, topic id of its incarnation, value)."""
+    out = []
+    for b in range(shape.n):
+        out += [(i < s[("leo", b)], s[("rtid", b)], s[("val", b, i)]) for i in range(shape.r)]
+        for ld in range(shape.n):
+            if ld != b:
+                out += [(z3.And(s[("fk", b, ld)] == RESP, i < s[("frl", b, ld)]), s[("ftid", b, ld)], s[("frv", b, ld, i)])
+                        for i in range(shape.r)]
+    return out
+
+
+def _astray(shape: Shape, s: dict, b: int) -> Term:
+    """With topic deletions, in the current incarnation's view: a follower of b may hold a
+    log that is no prefix of b's, or fetch in an epoch b has not reached, having truncated
+    against b's replica of an older incarnation (``stray_leaders_commit_nothing``) -- but
+    then every value is produced and b's log (empty since it took the incarnation) stays
+    empty while it fetches from no leader, so b answers the follower's fetch out of range
+    and the follower truncates to nothing.  (False without deletions.)"""
+    if not shape.topic or shape.reassign:
+        return z3.BoolVal(False)
+    return z3.And(_values_spent(shape, s), s[("leo", b)] == 0, z3.Not(_fetching(s, b)))
+
+
+def _fetching(s: dict, b: int) -> Term:
+    """b fetches from a leader (so its log may grow though no leader appends)."""
+    return z3.And(s[("role", b)] == FOLLOWER, s[("fs", b)] == FETCHING, s[("rl", b)] != NO_LEADER)
+
+
+def _uncommitted(shape: Shape, s: dict) -> Term:
+    """Nothing is committed."""
+    return z3.And([s[("cmt", o, v)] == 0 for o in range(shape.r) for v in range(1, shape.r + 1)])
 
 
 def lemma_removed_replicas_stay_out(shape: Shape, s: dict, moves: int | None = 1) -> Term:
@@ -500,8 +599,16 @@ def lemma_fetches_follow_leaders(shape: Shape, s: dict) -> Term:
             fetching = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b)
             fk, fe = s[("fk", x, b)], s[("fe", x, b)]
             known = z3.And(s[("role", b)] == LEADER, s[("fleo", b, x)] != UNKNOWN)  # x fetched in b's epoch
-            parts += [z3.Implies(fetching, s[("rlep", b)] >= s[("rlep", x)]), z3.Implies(known, s[("rlep", x)] >= s[("rlep", b)]),
-                      z3.Implies(fk != EMPTY, fe <= s[("rlep", b)]),
+            # (with deletions: unless x truncated against b's replica of an older incarnation,
+            # and b, which has since taken the current one, maybe in an older epoch, is astray)
+            ahead, behind = z3.BoolVal(False), z3.BoolVal(False)
+            if shape.topic and not shape.reassign:
+                idle = z3.Not(_fetching(s, b))
+                ahead = z3.And(fk == REQ, idle, z3.Or(_prefix(shape, s, x, b, s[("fo", x, b)]), _astray(shape, s, b)))
+                behind = z3.And(idle, z3.Or(_prefix(shape, s, x, b, s[("leo", x)]), z3.And(_astray(shape, s, b), _uncommitted(shape, s))))
+            reached = z3.Or(s[("rlep", b)] >= s[("rlep", x)], behind)
+            parts += [z3.Implies(fetching, reached), z3.Implies(known, s[("rlep", x)] >= s[("rlep", b)]),
+                      z3.Implies(fk != EMPTY, z3.Or(fe <= s[("rlep", b)], ahead)),
                       z3.Implies(fk == REQ, fe <= s[("rlep", x)])]
     return z3.And(parts)
 
@@ -514,7 +621,8 @@ def lemma_fetching_follower_prefix(shape: Shape, s: dict) -> Term:
             if x != b:
                 on = z3.And(s[("role", x)] == FOLLOWER, s[("fs", x)] == FETCHING, s[("rl", x)] == b,
                             _serving(s, b), s[("rlep", x)] == s[("rlep", b)], _replicating(shape, s, x))
-                parts.append(z3.Implies(on, _prefix(shape, s, x, b, s[("leo", x)])))
+                parts.append(z3.Implies(on, z3.Or(_prefix(shape, s, x, b, s[("leo", x)]),
+                                                  z3.And(_astray(shape, s, b), _uncommitted(shape, s)))))
     return z3.And(parts)
 
 
@@ -530,15 +638,23 @@ def lemma_fetch_prefix(shape: Shape, s: dict) -> Term:
                 continue
             fk, fo, frl, fhw = s[("fk", x, b)], s[("fo", x, b)], s[("frl", x, b)], s[("fhw", x, b)]
             on = z3.And(_serving(s, b), s[("fe", x, b)] == s[("rlep", b)])
-            parts.append(z3.Implies(z3.And(fk == REQ, on, _replicating(shape, s, x)), _prefix(shape, s, x, b, fo)))
+            astray = _astray(shape, s, b)
+            parts.append(z3.Implies(z3.And(fk == REQ, on, _replicating(shape, s, x)), z3.Or(_prefix(shape, s, x, b, fo), astray)))
             # one its follower will take
             resp = z3.And(fk == RESP, s[("fe", x, b)] == s[("rlep", x)], _replicating(shape, s, x))
             vals, eps = [s[("val", b, j)] for j in range(shape.r)], [s[("ep", b, j)] for j in range(shape.r)]
             recs = [z3.Implies(i < frl, z3.And(s[("frv", x, b, i)] == pick(vals, fo + i, z3.IntVal(0)),
                                                s[("fre", x, b, i)] == pick(eps, fo + i, z3.IntVal(0))))
                     for i in range(shape.r)]
-            parts.append(z3.Implies(resp, z3.And(s[("ferr", x, b)] == 0, fo <= s[("leo", x)], frl >= 0, fhw <= fo + frl)))
-            parts.append(z3.Implies(z3.And(resp, on), z3.And(_prefix(shape, s, x, b, fo), fo + frl <= s[("leo", b)], *recs)))
+            follows = z3.And(s[("role", x)] == FOLLOWER, s[("rl", x)] == b)
+            out_of_range = z3.And(fhw == 0, frl == 0, z3.Implies(follows, z3.And(s[("fs", x)] == FETCHING, astray,
+                                                                                 _uncommitted(shape, s))))
+            if not shape.topic or shape.reassign:
+                out_of_range = z3.BoolVal(False)
+            parts.append(z3.Implies(resp, z3.Or(z3.And(s[("ferr", x, b)] == 0, fo <= s[("leo", x)], frl >= 0, fhw <= fo + frl),
+                                                out_of_range)))
+            parts.append(z3.Implies(z3.And(resp, on), z3.Or(z3.And(_prefix(shape, s, x, b, fo), fo + frl <= s[("leo", b)], *recs),
+                                                            out_of_range)))
             for o in range(shape.r):  # the record the response's log has at o, below its HW, is committed
                 mine = z3.And(o < fo, *[z3.Implies(s[("val", x, o)] == v, s[("cmt", o, v)] == s[("ep", x, o)])
                                          for v in range(1, shape.r + 1)])
@@ -619,6 +735,7 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
     "broker_epochs_issued": lemma_broker_epochs_issued,
     "removed_replicas_stay_out": lemma_removed_replicas_stay_out,
     "incarnation_settled": lemma_incarnation_settled,
+    "stray_leaders_commit_nothing": lemma_stray_leaders_commit_nothing,
     "live_is_up": lemma_live_is_up,
     "leader_epochs_positive": lemma_leader_epochs_positive,
     "log_slots_clean": lemma_log_slots_clean,
@@ -646,7 +763,8 @@ LEMMAS: dict[str, Callable[[Shape, dict], Term]] = {
 }
 
 
-OF_EVERY_INCARNATION = ("broker_epochs_issued", "removed_replicas_stay_out", "incarnation_settled")
+OF_EVERY_INCARNATION = ("broker_epochs_issued", "removed_replicas_stay_out", "incarnation_settled",
+                        "stray_leaders_commit_nothing")
 """The lemmas that speak of the topic's identity itself: stated of the state, not of the
 current incarnation's view (``current_view``)."""
 
