@@ -13,27 +13,28 @@ from model.config import named
 from properties.checkers.bfs import SearchOptions, check, replay
 from properties.safety import all_violations
 from tests.pinned import pinned
+from tests.searched import searched
 
 # (configuration, overrides) -> distinct states with symmetry reduction (docs/pinned-counts.md)
 PINNED_EXHAUSTIVE = {(name, ()): pinned(name, "default", "states") for name in ("kip101", "kip279", "kip320", "zombie")}
 DESIGN_STEPS = pinned("design", "default", "counterexample steps")
 
 
-# Searches several tests read, each run once per module (a worker process): a result is
-# only read, never changed, so sharing it proves what running it again would
+# Searches several tests read, each run once per test process (tests.searched): a result
+# is only read, never changed, so sharing it proves what running it again would
 @pytest.fixture(scope="module")
 def design_result():
-    return check(named("design"))
+    return searched(named("design"))
 
 
 @pytest.fixture(scope="module")
 def zombie_result():
-    return check(named("zombie"))
+    return searched(named("zombie"))
 
 
 @pytest.fixture(scope="module")
 def kip320_one_crash_result():
-    return check(named("kip320", max_crashes=1))
+    return searched(named("kip320", max_crashes=1))
 
 
 def test_design_finds_committed_record_loss(design_result):
@@ -245,7 +246,7 @@ def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states(kip
     """The partial-order reduction is opt-in: without it every pinned count above stands
     (test_reduction.py pins the reduced counts and compares what the two searches reach)."""
     cfg = named("kip320", max_crashes=1)
-    full, reduced = kip320_one_crash_result, check(cfg, SearchOptions(reduction=True))
+    full, reduced = kip320_one_crash_result, searched(cfg, SearchOptions(reduction=True))
     assert full.holds and reduced.holds and not full.reduction and reduced.reduction
     assert reduced.states < full.states
 
