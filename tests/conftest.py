@@ -15,6 +15,14 @@ from impl.node.auth.credentials import ClusterSecret
 from impl.node.zk import EmbeddedZooKeeper
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that need the Spark session first, each group in its own order: xdist's
+    worksteal deals the collection out to its workers in contiguous halves and steals from
+    the tail of a queue, so these all run at the start of one worker, and the suite pays
+    for one Spark session (``spark`` below) instead of one per worker."""
+    items.sort(key=lambda item: "spark" not in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def zookeeper_key() -> bytes:
     """The key of the session ZooKeeper's secret."""

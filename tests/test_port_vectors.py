@@ -35,25 +35,32 @@ def _vectors(out: Path) -> dict[str, int]:
     return {name: f["cases"] for name, f in index["families"].items()}
 
 
+@pytest.fixture(scope="module")
+def vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``epochal vectors`` run the module's tests read (none writes into it)."""
+    out = tmp_path_factory.mktemp("vectors") / "vectors"
+    _vectors(out)
+    return out
+
+
 def _node_test(vectors: Path, port: Path) -> subprocess.CompletedProcess[str]:
     node = _node()
     return subprocess.run([node, "--test", f"{port}/"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={"PATH": str(Path(node).parent), "EPOCHAL_VECTORS": str(vectors)})
 
 
-def test_the_node_port_passes_every_vector(tmp_path):
-    counts = _vectors(tmp_path / "vectors")
+def test_the_node_port_passes_every_vector(vectors):
+    index = json.loads((vectors / "index.json").read_text())
+    counts = {name: f["cases"] for name, f in index["families"].items()}
     assert len(counts) >= 8 and all(counts.values()), counts
-    done = _node_test(tmp_path / "vectors", ROOT / "ports" / "node")
+    done = _node_test(vectors, ROOT / "ports" / "node")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert f"# pass {len(counts) + 2}" in done.stdout and "# fail 0" in done.stdout, done.stdout[-2000:]
 
 
-def test_the_node_port_fails_a_vector_whose_rule_it_gets_wrong(tmp_path):
+def test_the_node_port_fails_a_vector_whose_rule_it_gets_wrong(tmp_path, vectors):
     """The same run fails when the port takes an equal leader epoch as newer -- the mistake
     seed 000's "only if its epoc is larger" is there to prevent."""
-    vectors = tmp_path / "vectors"
-    _vectors(vectors)
     port = tmp_path / "port"
     shutil.copytree(ROOT / "ports" / "node", port)
     rules = port / "rules.js"
@@ -65,12 +72,12 @@ def test_the_node_port_fails_a_vector_whose_rule_it_gets_wrong(tmp_path):
     assert "not ok" in done.stdout and "control: every case" in done.stdout, done.stdout[-2000:]
 
 
-def test_the_vectors_are_the_same_bytes_on_every_run(tmp_path):
-    _vectors(tmp_path / "a")
+def test_the_vectors_are_the_same_bytes_on_every_run(tmp_path, vectors):
+    """The module's run and a second one, each its own process (its own hash seed)."""
     _vectors(tmp_path / "b")
-    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    files = sorted(p.name for p in vectors.iterdir())
     assert "index.json" in files and files == sorted(p.name for p in (tmp_path / "b").iterdir())
-    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
+    assert all((vectors / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files)
 
 
 def test_an_unwritable_directory_is_one_line_and_exit_2(tmp_path):

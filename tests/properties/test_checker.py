@@ -13,15 +13,28 @@ from model.config import named
 from properties.checkers.bfs import SearchOptions, check, replay
 from properties.safety import all_violations
 from tests.pinned import pinned
+from tests.searched import searched
 
 # (configuration, overrides) -> distinct states with symmetry reduction (docs/pinned-counts.md)
 PINNED_EXHAUSTIVE = {(name, ()): pinned(name, "default", "states") for name in ("kip101", "kip279", "kip320")}
 DESIGN_STEPS = pinned("design", "default", "counterexample steps")
 
 
+# Searches several tests read, each run once per test process (tests.searched): a result
+# is only read, never changed, so sharing it proves what running it again would
 @pytest.fixture(scope="module")
 def design_result():
-    return check(named("design"))
+    return searched(named("design"))
+
+
+@pytest.fixture(scope="module")
+def zombie_result():
+    return searched(named("zombie"))
+
+
+@pytest.fixture(scope="module")
+def kip320_one_crash_result():
+    return searched(named("kip320", max_crashes=1))
 
 
 def test_design_finds_committed_record_loss(design_result):
@@ -93,9 +106,9 @@ def test_symmetry_reduction_shrinks_the_space_without_changing_the_verdict():
     assert len(check(bad, SearchOptions(symmetry=False)).violation.steps) == len(check(bad).violation.steps)
 
 
-def test_parallel_search_visits_the_same_states(monkeypatch):
+def test_parallel_search_visits_the_same_states(monkeypatch, kip320_one_crash_result):
     cfg = named("kip320", max_crashes=1)
-    serial = check(cfg)
+    serial = kip320_one_crash_result
     monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(checker, "CHUNK", 50)
     parallel = check(cfg, SearchOptions(workers=2))
@@ -103,11 +116,11 @@ def test_parallel_search_visits_the_same_states(monkeypatch):
 
 
 @pytest.mark.parametrize("workers", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_parallel_search_stops_at_the_same_shortest_counterexample(monkeypatch, workers):
+def test_parallel_search_stops_at_the_same_shortest_counterexample(monkeypatch, workers, design_result):
     """Workers forked per level report the level's results in the serial order, so the
     search stops where the serial one does: same path, same counts."""
     cfg = named("design")
-    serial = check(cfg)
+    serial = design_result
     monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(checker, "CHUNK", 20)
     parallel = check(cfg, SearchOptions(workers=workers))
@@ -138,7 +151,7 @@ def test_max_depth_checks_every_run_of_that_length_and_no_longer():
     assert check(cfg, SearchOptions(max_depth=DESIGN_STEPS - 2)).states < short.states
 
 
-def test_zombie_leader_accepts_writes_but_cannot_commit_them():
+def test_zombie_leader_accepts_writes_but_cannot_commit_them(zombie_result):
     """Seed 000 question 3, exhaustively: the paused leader does take writes after resuming
     (so the property is not vacuous) and never commits one."""
     from model.actions import Step
@@ -151,8 +164,7 @@ def test_zombie_leader_accepts_writes_but_cannot_commit_them():
     s = apply(s, cfg, Step("broker_resume", (0,)))
     s = apply(s, cfg, Step("produce", (0, 0)))
     assert s.ghost.zombie_appends == ((0, 1),)
-    r = check(cfg)
-    assert r.holds
+    assert zombie_result.holds
 
 
 def test_without_the_conditional_isr_write_the_zombie_commits(monkeypatch):
@@ -215,13 +227,13 @@ def test_a_zombie_that_could_shrink_its_isr_alone_would_commit_and_the_property_
     assert "zombie_cannot_commit" in broken and s.ghost.zombie_commits == ((0, 1),)
 
 
-def test_without_epoch_fencing_a_broker_acts_on_a_request_for_its_older_incarnation():
+def test_without_epoch_fencing_a_broker_acts_on_a_request_for_its_older_incarnation(zombie_result):
     """Seed 003's e0 -> e1 -> e2 story: a request computed before the broker re-registered
     arrives after it; with fencing off it is acted on, with fencing on it is refused."""
     r = check(named("zombie", fence_controller_epoch=False, fence_broker_epoch=False))
     assert r.violation is not None and r.violation.property == "single_controller"
     assert any(s.action == "broker_reregister" for s, _ in r.violation.steps)
-    assert check(named("zombie")).holds
+    assert zombie_result.holds
 
 
 @pytest.mark.slow
@@ -231,11 +243,11 @@ def test_controlled_shutdown_keeps_every_property():
     assert r.holds
 
 
-def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states():
+def test_the_reduction_is_opt_in_keeps_the_verdict_and_explores_fewer_states(kip320_one_crash_result):
     """The partial-order reduction is opt-in: without it every pinned count above stands
     (test_reduction.py pins the reduced counts and compares what the two searches reach)."""
     cfg = named("kip320", max_crashes=1)
-    full, reduced = check(cfg), check(cfg, SearchOptions(reduction=True))
+    full, reduced = kip320_one_crash_result, searched(cfg, SearchOptions(reduction=True))
     assert full.holds and reduced.holds and not full.reduction and reduced.reduction
     assert reduced.states < full.states
 

@@ -26,6 +26,7 @@ from model.three_brokers import three_brokers
 from properties.checkers.bfs import SearchOptions, check
 from properties.checkers.budget import search_memory
 from tests.ctrl_c import as_from_a_terminal
+from tests.searched import searched
 
 
 def _claim_holds(r) -> None:
@@ -83,7 +84,7 @@ def test_ctrl_c_stops_the_search_keeps_what_it_found_and_restores_the_collector(
 def test_a_search_that_finishes_reports_its_whole_depth_as_checked():
     r = check(named("kip320", records=1), SearchOptions(max_seconds=600, max_memory=64 * 2**30))
     assert r.holds and r.stopped_by is None and r.checked_depth == r.depth
-    design = check(named("design"))
+    design = searched(named("design"))
     assert design.violation is not None and design.checked_depth == len(design.violation.steps) - 1
 
 
@@ -122,12 +123,18 @@ def test_ctrl_c_on_the_command_line_reports_the_search_and_no_traceback():
 
 
 @pytest.mark.integration
-def test_bad_budgets_exit_2_with_one_line_and_no_traceback():
-    for args in (["--max-seconds", "0"], ["--max-seconds", "soon"], ["--max-memory", "-1"], ["--max-memory", "inf"], ["--max-memory", "nan"]):
-        p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "design", *args], capture_output=True, text=True)
-        assert p.returncode == 2, args
-        assert "Traceback" not in p.stderr and "error" in p.stderr.lower()
-        assert p.stderr.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")
+def test_bad_budgets_exit_2_with_one_line_and_no_traceback(capsys):
+    """The process's exit code once, as a shell sees it; every other bad budget through
+    ``main`` in this process (the same parser, the same code, no interpreter to start)."""
+    p = subprocess.run([sys.executable, "-m", "impl.harness.cli.main", "check", "--config", "design", "--max-seconds", "0"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines()[-1].startswith("epochal check: error: argument --max-seconds: ")
+    for args in (["--max-seconds", "soon"], ["--max-memory", "-1"], ["--max-memory", "inf"], ["--max-memory", "nan"]):
+        assert main(["check", "--config", "design", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "error" in err.lower()
+        assert err.strip().splitlines()[-1].startswith(f"epochal check: error: argument {args[0]}: ")
 
 
 @pytest.mark.slow  # four searches per worker count: the slow suite

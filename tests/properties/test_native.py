@@ -50,6 +50,7 @@ from properties.checkers.reduction import free_step
 from properties.safety import state_violation
 from tests.ctrl_c import as_from_a_terminal
 from tests.pinned import pinned
+from tests.searched import searched
 
 
 def _python_expansion(s, cfg, symmetry: bool, reduction: bool):
@@ -210,7 +211,7 @@ def test_each_named_configuration_at_three_brokers_expands_alike_on_a_sample(tmp
 @pytest.mark.parametrize("reduction", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_native_and_python_searches_agree(name, reduction):
     cfg = named(name)
-    a, b = check(cfg, SearchOptions(reduction=reduction)), check_native(cfg, SearchOptions(reduction=reduction))
+    a, b = searched(cfg, SearchOptions(reduction=reduction)), check_native(cfg, SearchOptions(reduction=reduction))
     assert (b.states, b.transitions, b.depth, b.checked_depth, b.holds) == (a.states, a.transitions, a.depth, a.checked_depth, a.holds)
     assert b.native and not a.native
     if a.violation is not None:

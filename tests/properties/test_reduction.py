@@ -19,6 +19,7 @@ from properties.checkers.reduction import ample, applies, free_step, normal_form
 from properties.checkers.symmetry import canonical
 from properties.safety import all_violations
 from tests.pinned import pinned
+from tests.searched import searched
 
 # distinct states of the reduced search at the default (two-broker) bounds, pinned like the
 # full counts in test_checker.py (docs/pinned-counts.md): a change in the model or the
@@ -49,7 +50,7 @@ def _marked(name: str) -> object:
 
 @pytest.mark.parametrize("name", [_marked(n) for n in sorted(NAMED)])
 def test_the_reduced_search_reaches_the_same_verdict(name):
-    reduced = check(named(name), SearchOptions(reduction=True))
+    reduced = searched(named(name), SearchOptions(reduction=True))
     assert reduced.reduction
     assert _verdict(reduced) == FULL_VERDICTS[name]
     if name in PINNED_REDUCED:
@@ -198,7 +199,7 @@ def test_the_parallel_reduced_search_visits_the_same_states(monkeypatch):
     import properties.checkers.bfs as checker
 
     cfg = named("kip320", max_crashes=1)
-    serial = check(cfg, SearchOptions(reduction=True))
+    serial = searched(cfg, SearchOptions(reduction=True))
     monkeypatch.setattr(checker, "PARALLEL_THRESHOLD", 10)
     monkeypatch.setattr(checker, "CHUNK", 50)
     parallel = check(cfg, SearchOptions(reduction=True, workers=2))

@@ -35,8 +35,13 @@ class _CutsBelowTheHw(Encoding):
         return z3.IntVal(0)
 
 
+# the durability formulas the broken truncation breaks, and the goals that lean on them: the
+# base lemmas are not about the cut, and proving them too took ~4x the time for no assertion
+_BROKEN_BY_THE_CUT = ("committed_durable", "acked_durable", "isr_holds_committed", "truncation_keeps_common_prefix")
+
+
 def test_a_truncation_below_the_hw_fails_the_durability_proof_with_a_readable_cti():
-    verdicts = {v.name: v for v in prove(named("kip320"), 2, encoding=_CutsBelowTheHw)}
+    verdicts = {v.name: v for v in prove(named("kip320"), 2, encoding=_CutsBelowTheHw, only=_BROKEN_BY_THE_CUT)}
     assert verdicts["committed_durable"].status != "proved" and verdicts["acked_durable"].status != "proved"
     by_truncate = [v for v in verdicts.values() if v.status == "failed" and "truncate" in v.detail]
     assert {"isr_holds_committed", "truncation_keeps_common_prefix"} <= {v.name for v in by_truncate}

@@ -20,7 +20,7 @@ from impl.harness.cli.main import main
 from impl.harness.report.model_run import messages, received
 from model.config import named
 from model.registry import ACTIONS
-from properties.checkers.bfs import SearchOptions, check
+from tests.searched import searched
 
 ROOT = Path(__file__).resolve().parents[3]
 NONCONFORMING = ROOT / "traces" / "data" / "nonconforming"
@@ -95,7 +95,7 @@ def expected_arrows(cfg_name: str) -> tuple[Any, list[tuple[str, int, int | None
     """The design's shortest counterexample, and from its states alone: (message, row sent,
     row received or None) for every delivery, loss and message still in flight, and the
     number of steps whose event is a ZooKeeper write."""
-    r = check(named(cfg_name), SearchOptions(progress=None))
+    r = searched(named(cfg_name))
     v = r.violation
     states = v.states
     sent: dict[Any, int] = {}
