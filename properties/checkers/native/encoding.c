@@ -39,12 +39,14 @@ static void put_set(Buf *b, const int *perm, u8 set, int n) {
 }
 
 void put_log(Buf *b, const Entry *log, int len) {
-    for (int i = 0; i < len; i++) {
-        mark(b, 1);
-        put(b, log[i].value);
-        put(b, log[i].epoch);
+    u8 *p = b->p + b->n; /* (a local cursor: a byte store through b->p may alias b->n) */
+    for (int i = 0; i < len; i++, p += 3) {
+        p[0] = 1;
+        p[1] = (u8)(log[i].value + 2);
+        p[2] = (u8)(log[i].epoch + 2);
     }
-    mark(b, 0);
+    *p++ = 0;
+    b->n = (int)(p - b->p);
 }
 
 /* One element of a sorted tuple, encoded on its own to be sorted: at most a fetch answer
@@ -55,8 +57,7 @@ void put_log(Buf *b, const Entry *log, int len) {
 #define MAXITEMS MAX2(MAX2(MAX2(MAXLAI, MAXFETCH), MAX2(MAXCOMMIT, MAXSMALL)), MAX2(MAXLED, MAXSTOP))
 typedef struct { u8 bytes[ITEM_BYTES]; int n; } Item;
 
-static int item_cmp(const void *a, const void *b) {
-    const Item *x = a, *y = b;
+static int item_cmp(const Item *x, const Item *y) {
     int n = x->n < y->n ? x->n : y->n;
     int c = memcmp(x->bytes, y->bytes, (size_t)n);
     return c ? c : x->n - y->n;
@@ -76,12 +77,22 @@ static void put_pvs(Buf *b, Item *items, const PV *pvs, int n) {
     put_items(b, items, n);
 }
 
+/* The items written in their order.  A state's sets are short (a few requests, answers,
+ * committed records) and mostly in order already, so they are sorted by insertion over
+ * their indices rather than moved whole by qsort; items that compare equal are the same
+ * bytes, so the order found among them writes the same encoding. */
 static void put_items(Buf *b, Item *items, int n) {
-    qsort(items, (size_t)n, sizeof(Item), item_cmp);
+    int order[MAXITEMS];
     for (int i = 0; i < n; i++) {
+        int j = i;
+        for (; j > 0 && item_cmp(&items[order[j - 1]], &items[i]) > 0; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    for (int i = 0; i < n; i++) {
+        const Item *x = &items[order[i]];
         mark(b, 1);
-        memcpy(b->p + b->n, items[i].bytes, (size_t)items[i].n);
-        b->n += items[i].n;
+        memcpy(b->p + b->n, x->bytes, (size_t)x->n);
+        b->n += x->n;
     }
     mark(b, 0);
 }

@@ -62,9 +62,9 @@ static Seen seen[2 * MAXFRONT + MAXFOUND];
 static int nseen;
 
 static int fits(const u8 *enc, int len) {
-    for (int i = 0; i < len; i++)
-        if (enc[i] > 129) return 0;
-    return 1;
+    u8 over = 0; /* every byte read, no early exit: the loop is then vectorized */
+    for (int i = 0; i < len; i++) over |= enc[i] > 129;
+    return !over;
 }
 
 /* s encoded into the arena as h's encoding; 0 when it does not fit (the event is declined) */
@@ -684,13 +684,19 @@ static int judge_event(const int *ev, uint64_t (*values)[2], int limit, int boun
             int value = r->log[r->loglen - 1].value;
             values[ev[3]][value >> 6] |= (uint64_t)1 << (value & 63);
         }
-    if (nfound > 1) qsort(found, (size_t)nfound, sizeof(Hyp), by_state);
-    int kept = 0;
+    /* the matches in order, the first of equal ones kept: sorted (stably) by their indices,
+     * so that each state is copied once, into cur, rather than moved by the sort */
+    int order[MAXFOUND], kept = 0;
+    for (int i = 0; i < nfound; i++) {
+        int j = i;
+        for (; j > 0 && by_state(&found[order[j - 1]], &found[i]) > 0; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
     for (int i = 0; i < nfound && kept < limit; i++)
-        if (kept == 0 || by_state(&found[i], &found[kept - 1]) != 0) found[kept++] = found[i];
-    for (int h = 0, at = 0; h < kept; at += found[h].len, h++) {
-        cur[h] = found[h];
-        memcpy(cur_enc + at, found[h].enc, (size_t)found[h].len);
+        if (kept == 0 || by_state(&found[order[i]], &found[order[kept - 1]]) != 0) order[kept++] = order[i];
+    for (int h = 0, at = 0; h < kept; at += cur[h].len, h++) {
+        cur[h] = found[order[h]];
+        memcpy(cur_enc + at, cur[h].enc, (size_t)cur[h].len);
         cur[h].enc = cur_enc + at;
         cur[h].origin = h;
     }

@@ -41,7 +41,8 @@ static int offline_write(S *s, int c, int leader, int r) {
  * STEP_NO when its guard fails, STEP_UNKNOWN for an action or argument shape rules.c does
  * not run (the caller takes the Python model's step instead). */
 static int take(S *s, const char *action, const int *a, int n) {
-#define IS(name, arity) (strcmp(action, name) == 0 && n == (arity))
+    /* (the first letter compared inline: most names differ there, and the judge asks often) */
+#define IS(name, arity) (action[0] == (name)[0] && strcmp(action, name) == 0 && n == (arity))
     /* a message: its index a[0] in the state's set, checked first */
     int i = n > 0 ? a[0] : -1;
     if (IS("become_leader", 1)) return in_range(i, s->nlai) ? become_leader(s, s->lai[i]) : STEP_UNKNOWN;
