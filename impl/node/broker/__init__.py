@@ -15,7 +15,24 @@ Each section is a mixin over :class:`.core.BrokerCore`; :class:`Broker` combines
 ``python -m impl.node.broker`` runs one broker (:func:`main`).
 """
 
-from impl.node.broker.core import RequestError
-from impl.node.broker.server import Broker, main
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["Broker", "RequestError", "main"]
+
+# Loaded on first use, not with the package: ``python -m impl.node.broker`` imports the package
+# before its ``__main__``, which must run first (it keeps an import out of the broker process).
+_EXPORTS = {
+    "Broker": "impl.node.broker.server",
+    "main": "impl.node.broker.server",
+    "RequestError": "impl.node.broker.core",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
