@@ -90,9 +90,9 @@ def test_the_compiled_judge_gives_the_python_judges_verdicts_on_recorded_traces(
             assert replay.judge(group, config, memo=False, compiled=True) == python, (group[0]["run"], config)
 
 
-def test_the_c_judges_most_events_of_the_corpus_itself(corpus, monkeypatch) -> None:
-    """Events left to the Python judge: those of kinds the C does not match, and those it
-    declined -- a few in a hundred, not most."""
+@pytest.fixture
+def judged_in_python(monkeypatch) -> list[str]:
+    """The kind of each event the Python judge takes (one the C does not match or declined)."""
     python: list[str] = []
     event = replay.TraceJudge._event
 
@@ -101,6 +101,13 @@ def test_the_c_judges_most_events_of_the_corpus_itself(corpus, monkeypatch) -> N
         return event(self, i, e)
 
     monkeypatch.setattr(replay.TraceJudge, "_event", counted)
+    return python
+
+
+def test_the_c_judges_most_events_of_the_corpus_itself(corpus, judged_in_python) -> None:
+    """Events left to the Python judge: those of kinds the C does not match, and those it
+    declined -- a few in a hundred, not most."""
+    python = judged_in_python
     total = 0
     for group in corpus[:40]:
         replay.judge(group, memo=False, compiled=True)
@@ -189,19 +196,12 @@ def test_the_c_searches_exactly_the_python_judges_internal_steps() -> None:
     assert named == set(search.INTERNAL_ACTIONS) | set(search.CUT_SHORT_ACTIONS)
 
 
-def test_the_c_judges_most_events_of_the_recorded_traces_itself(recorded, monkeypatch) -> None:
+def test_the_c_judges_most_events_of_the_recorded_traces_itself(recorded, judged_in_python) -> None:
     """A recorded run ends in controlled shutdowns (the controller's moves, StopReplica, clean
     stops) and has truncations and ISR expansions the corpus lacks: the C takes those too,
     and a re-created topic's events, renumbered onto the model's: it leaves to Python a few
     in a hundred, the broker lifecycle's kinds and the elections on a broker change."""
-    python: list[str] = []
-    event = replay.TraceJudge._event
-
-    def counted(self: replay.TraceJudge, i: int, e: dict[str, Any]) -> Any:
-        python.append(e["kind"])
-        return event(self, i, e)
-
-    monkeypatch.setattr(replay.TraceJudge, "_event", counted)
+    python = judged_in_python
     runs = sorted(p for p in (DATA / "recorded").iterdir() if p.is_dir())
     groups = groups_by_partition(read_traces(runs).events)
     for group in groups:
