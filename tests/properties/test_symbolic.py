@@ -478,19 +478,25 @@ def test_the_durability_lemmas_hold_where_a_reassignment_removed_a_replica():
     assert false == []
 
 
+def assert_lemma_carries(monkeypatch, cfg, lemma: str, goals: tuple[str, ...], actions: tuple[str, ...],
+                         fails_at: str) -> None:
+    """``goals`` are proved across ``actions`` with ``lemma`` among the assumptions, and each
+    fails at ``fails_at`` without it: the lemma is what carries them there."""
+    from properties.checkers.symbolic import durability
+
+    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=actions)} == dict.fromkeys(goals, "proved")
+    monkeypatch.delitem(durability.LEMMAS, lemma)
+    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=actions)}
+    assert all(fails_at in without[name] for name in goals), without
+
+
 def test_durability_with_a_reassignment_leans_on_the_removed_replicas_staying_out(monkeypatch):
     """With one reassignment the durability tier is proved (``epochal prove --config kip320
     --reassignments 1`` answers 0; docs/benchmarks.md); the ISR holding every committed
     record and a leader's view of a follower's log survive the removed replica's
     StopReplica because of ``removed_replicas_stay_out``: without it both fail there."""
-    from properties.checkers.symbolic import durability
-
-    cfg = named("kip320", reassignments=1)
-    goals, at = ("isr_holds_committed", "follower_prefix"), ("stop_replica",)
-    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=at)} == dict.fromkeys(goals, "proved")
-    monkeypatch.delitem(durability.LEMMAS, "removed_replicas_stay_out")
-    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
-    assert all("stop_replica" in without[name] for name in goals)
+    assert_lemma_carries(monkeypatch, named("kip320", reassignments=1), "removed_replicas_stay_out",
+                         goals=("isr_holds_committed", "follower_prefix"), actions=("stop_replica",), fails_at="stop_replica")
 
 
 def test_the_durability_lemmas_hold_across_incarnations():
@@ -537,14 +543,8 @@ def test_durability_across_incarnations_leans_on_incarnation_settled(monkeypatch
     outlives its incarnation, no deletion is in flight while the topic exists, its requests
     go to its AR): without it both fail there.  (The whole proof, ``epochal prove --config
     kip320 --deletions 1``: tests/impl/harness/cli/test_prove_cli.py, slow.)"""
-    from properties.checkers.symbolic import durability
-
-    cfg = named("kip320", deletions=1)
-    goals, at = ("isr_holds_committed", "committed_durable"), ("create_topic", "stop_replica")
-    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=at)} == dict.fromkeys(goals, "proved")
-    monkeypatch.delitem(durability.LEMMAS, "incarnation_settled")
-    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
-    assert all("create_topic" in without[name] for name in goals)
+    assert_lemma_carries(monkeypatch, named("kip320", deletions=1), "incarnation_settled",
+                         goals=("isr_holds_committed", "committed_durable"), actions=("create_topic", "stop_replica"), fails_at="create_topic")
 
 
 def test_a_follower_truncating_against_a_stray_leader_loses_nothing_by_induction(monkeypatch):
@@ -552,14 +552,8 @@ def test_a_follower_truncating_against_a_stray_leader_loses_nothing_by_induction
     incarnation on in the same leader epoch (the topic ids are not compared): the ISR keeps
     every committed record there because of ``stray_leaders_commit_nothing`` (nothing is
     committed while such a leader is named), and without it both fail at ``truncate``."""
-    from properties.checkers.symbolic import durability
-
-    cfg = named("kip320", deletions=1)
-    goals, at = ("isr_holds_committed", "committed_durable"), ("truncate",)
-    assert {v.name: v.status for v in prove(cfg, 2, only=goals, actions=at)} == dict.fromkeys(goals, "proved")
-    monkeypatch.delitem(durability.LEMMAS, "stray_leaders_commit_nothing")
-    without = {v.name: v.detail for v in prove(cfg, 2, only=goals, actions=at)}
-    assert all("truncate" in without[name] for name in goals)
+    assert_lemma_carries(monkeypatch, named("kip320", deletions=1), "stray_leaders_commit_nothing",
+                         goals=("isr_holds_committed", "committed_durable"), actions=("truncate",), fails_at="truncate")
 
 
 def test_no_deleted_record_is_served_by_induction():
